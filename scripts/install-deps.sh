@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages toolstream builds, tests and benchmarks with.
+# Idempotent: it asks apt only for what is missing, so a second run is a no-op.
+# Runs as root on Debian 12 (CI and developers are root); with sudo otherwise.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libnng-dev nng-utils libevent-dev duktape-dev check libsubunit-dev
+  libjsmn-dev libsqlite3-dev libsodium-dev
+  libyajl-dev libjson-c-dev   # benchmark peers only
+  valgrind openssl
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

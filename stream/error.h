@@ -1,0 +1,65 @@
+/*
+ * error.h: the one table of toolstream error codes.
+ *
+ * Every module reports failures as a negative `ts_err` value from this table; the
+ * table gives each code a stable name (for logs and JSON events) and a one-line
+ * human message. Parsers never format strings: they report a code and, where the
+ * input is a stream, the absolute byte offset at which the problem was seen.
+ *
+ * Adding a code: add one X(...) row. Codes are never renumbered once released,
+ * so new rows go at the end of their group.
+ */
+#ifndef TS_ERROR_H
+#define TS_ERROR_H
+
+/* X(code-suffix, value, name, message) */
+#define TS_ERROR_TABLE(X)                                                        \
+  X(OK, 0, "ok", "no error")                                                     \
+  /* generic */                                                                  \
+  X(NOMEM, -1, "nomem", "out of memory")                                         \
+  X(INVAL, -2, "inval", "invalid argument")                                      \
+  X(ABORTED, -3, "aborted", "stopped by the caller's callback")                  \
+  X(LIMIT, -4, "limit", "a configured limit was exceeded")                       \
+  X(IO, -5, "io", "input/output error")                                          \
+  /* JSON tokenizer */                                                           \
+  X(JSON_SYNTAX, -100, "json_syntax", "unexpected character")                    \
+  X(JSON_DEPTH, -101, "json_depth", "nesting deeper than the configured limit")  \
+  X(JSON_CTRL, -102, "json_ctrl", "raw control character in string")            \
+  X(JSON_ESCAPE, -103, "json_escape", "invalid escape sequence")                 \
+  X(JSON_SURROGATE, -104, "json_surrogate", "lone or mis-ordered \\u surrogate") \
+  X(JSON_UTF8, -105, "json_utf8", "invalid UTF-8 in string")                     \
+  X(JSON_NUMBER, -106, "json_number", "malformed number")                        \
+  X(JSON_LITERAL, -107, "json_literal", "malformed true/false/null")             \
+  X(JSON_TRAILING, -108, "json_trailing", "data after the top-level value")      \
+  X(JSON_TRUNCATED, -109, "json_truncated", "input ended inside a value")        \
+  X(JSON_EMPTY, -110, "json_empty", "input holds no JSON value")                 \
+  X(JSON_FINISHED, -111, "json_finished", "feed after finish")                   \
+  /* SSE framer */                                                               \
+  X(SSE_LINE_TOO_LONG, -200, "sse_line_too_long", "SSE line longer than the limit") \
+  X(SSE_EVENT_TOO_LARGE, -201, "sse_event_too_large", "SSE event data larger than the limit") \
+  X(SSE_FINISHED, -202, "sse_finished", "feed after finish")                   \
+  /* provider adapters (model_stream.h) */                                      \
+  X(MS_BAD_JSON, -300, "ms_bad_json", "SSE payload is not valid JSON")           \
+  X(MS_BAD_SHAPE, -301, "ms_bad_shape", "SSE payload does not have the provider's shape") \
+  X(MS_TRUNCATED, -302, "ms_truncated", "stream ended without the provider's terminal event") \
+  X(MS_PROVIDER, -303, "ms_provider", "the provider reported an error")          \
+  X(MS_TOO_MANY_CALLS, -304, "ms_too_many_calls", "more tool calls in one turn than the limit") \
+  X(MS_ID_TOO_LONG, -305, "ms_id_too_long", "call id or tool name longer than the limit") \
+  X(MS_TOO_MANY_TOKENS, -306, "ms_too_many_tokens", "SSE payload has more JSON tokens than the limit") \
+  X(MS_UNKNOWN_FORMAT, -307, "ms_unknown_format", "cannot tell the stream's format") \
+  X(MS_AFTER_END, -308, "ms_after_end", "event after the provider's terminal event")
+
+typedef enum {
+#define TS_X(c, v, n, m) TS_E_##c = (v),
+  TS_ERROR_TABLE(TS_X)
+#undef TS_X
+} ts_err;
+
+/* The stable snake_case name of `code` ("json_syntax"); "unknown" for codes not
+ * in the table. Never NULL; the string is static. */
+const char *ts_err_name(int code);
+
+/* The one-line human message of `code`; never NULL; static. */
+const char *ts_err_message(int code);
+
+#endif /* TS_ERROR_H */
