@@ -133,6 +133,8 @@ typedef struct ts_json_tok {
   uint8_t in_key;      /* the string being lexed is an object key */
   uint8_t lit;         /* which literal is being matched */
   uint8_t finished;
+  uint8_t emitted;     /* the current key/string/number has reported its FIRST fragment */
+  uint64_t tok_start;  /* absolute offset where the current literal began */
   uint16_t uacc;       /* \u code unit being accumulated */
   uint16_t hi_surrogate; /* pending high surrogate, 0 if none */
   uint8_t stack[TS_JSON_MAX_DEPTH_CAP / 8]; /* 1 bit per open container: 1 = object */
