@@ -38,6 +38,8 @@
   X(SSE_LINE_TOO_LONG, -200, "sse_line_too_long", "SSE line longer than the limit") \
   X(SSE_EVENT_TOO_LARGE, -201, "sse_event_too_large", "SSE event data larger than the limit") \
   X(SSE_FINISHED, -202, "sse_finished", "feed after finish")                   \
+  X(SSE_NAME_TOO_LONG, -203, "sse_name_too_long", "SSE event name longer than the limit") \
+  X(SSE_ID_TOO_LONG, -204, "sse_id_too_long", "SSE event id longer than the limit") \
   /* provider adapters (model_stream.h) */                                      \
   X(MS_BAD_JSON, -300, "ms_bad_json", "SSE payload is not valid JSON")           \
   X(MS_BAD_SHAPE, -301, "ms_bad_shape", "SSE payload does not have the provider's shape") \
@@ -47,7 +49,12 @@
   X(MS_ID_TOO_LONG, -305, "ms_id_too_long", "call id or tool name longer than the limit") \
   X(MS_TOO_MANY_TOKENS, -306, "ms_too_many_tokens", "SSE payload has more JSON tokens than the limit") \
   X(MS_UNKNOWN_FORMAT, -307, "ms_unknown_format", "cannot tell the stream's format") \
-  X(MS_AFTER_END, -308, "ms_after_end", "event after the provider's terminal event")
+  X(MS_AFTER_END, -308, "ms_after_end", "event after the provider's terminal event") \
+  X(MS_FIELD_TOO_LONG, -309, "ms_field_too_long", "stop reason or usage longer than the adapter's storage") \
+  X(MS_UNSUPPORTED, -310, "ms_unsupported", "a provider feature the adapter does not implement") \
+  /* tap (tap.h) */                                                              \
+  X(TAP_NOT_OBJECT, -400, "tap_not_object", "tool arguments are not a JSON object") \
+  X(TAP_INCOMPLETE, -401, "tap_incomplete", "the call ended before its arguments were complete")
 
 typedef enum {
 #define TS_X(c, v, n, m) TS_E_##c = (v),

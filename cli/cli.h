@@ -1,0 +1,33 @@
+/*
+ * cli.h: what the subcommands of the `toolstream` command share.
+ *
+ * Each subcommand is `int ts_cli_<name>(int argc, char **argv)` with argv[0] the
+ * subcommand's name; it returns the process exit status: 0 success, 1 the work ended
+ * in error (one line on stderr says why), 2 a usage error.
+ */
+#ifndef TS_CLI_H
+#define TS_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int ts_cli_tap(int argc, char **argv);
+int ts_cli_demo(int argc, char **argv);
+
+/* Option parsing: matches argv[*i] against "--name" (taking the next argument as the
+ * value) or "--name=value". Returns 1 and sets *val on a match, 0 otherwise; on a
+ * missing value prints an error and returns -1. */
+int ts_cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
+
+/* Parses a non-negative integer with an optional k/m/g suffix (powers of 1024).
+ * Returns 0 on success, -1 for anything else. */
+int ts_cli_parse_size(const char *s, uint64_t *out);
+
+/* A fresh random thread id ("th_" + 16 hex digits) into buf (at least 20 bytes). */
+void ts_cli_new_thread_id(char *buf, size_t cap);
+
+/* Reads a whole file; returns malloc'd bytes (NUL-terminated) or NULL with errno set.
+ * Refuses files over `max` bytes (errno EFBIG). */
+char *ts_cli_read_file(const char *path, size_t max, size_t *len);
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * tap.c: `toolstream tap`: a provider stream in (a file or standard input), one JSON
+ * thread event per line out, each written and flushed the moment it is known.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "event.h"
+#include "tap.h"
+#include "tool_defs.h"
+
+static const char tap_usage[] =
+    "usage: toolstream tap [options] [FILE]\n"
+    "\n"
+    "Reads a model's streamed reply from FILE (or standard input, also as '-') and\n"
+    "writes one JSON event per line to standard output as soon as each is known;\n"
+    "tool_call_started fires the moment a tool's progress argument has streamed.\n"
+    "\n"
+    "options:\n"
+    "  --format F            auto (default), openai-chat, openai-responses, anthropic,\n"
+    "                        gemini, or raw (the bare arguments JSON of one call)\n"
+    "  --tool NAME           the tool's name, for --format raw (required there)\n"
+    "  --tools FILE          JSON array of tool definitions (name, description,\n"
+    "                        progressArgument, args, annotations); repeatable\n"
+    "  --progress-arg T=A    tool T's progress argument is A; repeatable, wins over --tools\n"
+    "  --thread ID           thread id stamped on events (default: a random th_...)\n"
+    "  --deltas              also emit tool_call_delta with each argument fragment\n"
+    "  --text                also emit text_delta with the model's text\n"
+    "  --heartbeat-bytes N   tool_call_heartbeat every N argument bytes (default 4k)\n"
+    "  --progress-max N      cap on the progress label in bytes (default 200)\n"
+    "  --max-args-bytes N    cap on one call's arguments (default 16m)\n"
+    "  --max-event-bytes N   cap on one SSE event's data (default 4m)\n"
+    "  -h, --help            this help\n"
+    "\n"
+    "Exit status: 0 for a clean stream; 1 when the stream ended in error (a\n"
+    "stream_error event; one line on standard error says why); 2 for usage errors.\n";
+
+typedef struct {
+  ts_tool_defs defs;
+  char thread[128];
+  uint64_t seq;
+  ts_buf line;
+  int write_failed;
+  char last_error[256];
+} tap_out;
+
+static const char *lookup_progress(void *user, const char *tool, size_t len, size_t *arg_len) {
+  tap_out *o = user;
+  const ts_tool_def *d = ts_tool_defs_find(&o->defs, tool, len);
+  if (!d || !d->progress_arg) return NULL;
+  *arg_len = strlen(d->progress_arg);
+  return d->progress_arg;
+}
+
+static int on_event(void *user, const ts_tap_event *e) {
+  tap_out *o = user;
+  ts_event ev = {.thread = {o->thread, strlen(o->thread)}, .seq = ++o->seq, .body = *e};
+  ts_buf_reset(&o->line);
+  if (ts_event_encode(&ev, &o->line) || ts_buf_putc(&o->line, '\n')) {
+    fprintf(stderr, "toolstream tap: cannot encode event: %s\n", ts_err_message(o->line.err));
+    return 1;
+  }
+  if (e->type == TS_TAP_STREAM_ERROR)
+    snprintf(o->last_error, sizeof o->last_error, "%.*s", (int)e->error.len, e->error.p);
+  if (fwrite(o->line.p, 1, o->line.len, stdout) != o->line.len || fflush(stdout) != 0) {
+    o->write_failed = 1;
+    return 1; /* the reader went away: stop */
+  }
+  return 0;
+}
+
+int ts_cli_tap(int argc, char **argv) {
+  ts_tap_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  tap_out o;
+  memset(&o, 0, sizeof o);
+  ts_buf_init(&o.line, (size_t)64 << 20);
+  const char *path = NULL, *val;
+  int rc = 2, r;
+  uint64_t n;
+  char *buf = NULL;
+  ts_tap *tap = NULL;
+  int fd = -1;
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(tap_usage, stdout);
+      rc = 0;
+      goto out;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--format", &val))) {
+      if (r < 0) goto out;
+      int f = ts_ms_format_parse(val);
+      if (f < 0) {
+        fprintf(stderr, "toolstream tap: unknown format '%s' (try --help)\n", val);
+        goto out;
+      }
+      cfg.format = (ts_ms_format)f;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--tool", &val))) {
+      if (r < 0) goto out;
+      cfg.raw_tool = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--tools", &val))) {
+      if (r < 0) goto out;
+      size_t len;
+      char *text = ts_cli_read_file(val, (size_t)64 << 20, &len);
+      if (!text) {
+        fprintf(stderr, "toolstream tap: cannot read %s: %s\n", val, strerror(errno));
+        goto out;
+      }
+      char why[200] = "";
+      int pr = ts_tool_defs_parse(&o.defs, text, len, why, sizeof why);
+      free(text);
+      if (pr) {
+        fprintf(stderr, "toolstream tap: %s: %s\n", val, pr == TS_E_NOMEM ? "out of memory" : why);
+        goto out;
+      }
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--progress-arg", &val))) {
+      if (r < 0) goto out;
+      const char *eq = strchr(val, '=');
+      if (!eq || eq == val || !eq[1]) {
+        fprintf(stderr, "toolstream tap: --progress-arg wants TOOL=ARG, got '%s'\n", val);
+        goto out;
+      }
+      char tool[256];
+      snprintf(tool, sizeof tool, "%.*s", (int)(eq - val), val);
+      if (ts_tool_defs_set_progress(&o.defs, tool, eq + 1)) {
+        fprintf(stderr, "toolstream tap: out of memory\n");
+        goto out;
+      }
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--thread", &val))) {
+      if (r < 0) goto out;
+      if (!*val || strlen(val) >= sizeof o.thread) {
+        fprintf(stderr, "toolstream tap: --thread wants 1 to %zu bytes\n", sizeof o.thread - 1);
+        goto out;
+      }
+      snprintf(o.thread, sizeof o.thread, "%s", val);
+    } else if (!strcmp(a, "--deltas")) {
+      cfg.deltas = 1;
+    } else if (!strcmp(a, "--text")) {
+      cfg.text = 1;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--heartbeat-bytes", &val)) ||
+               (r = ts_cli_opt(argc, argv, &i, "--progress-max", &val)) ||
+               (r = ts_cli_opt(argc, argv, &i, "--max-args-bytes", &val)) ||
+               (r = ts_cli_opt(argc, argv, &i, "--max-event-bytes", &val))) {
+      if (r < 0) goto out;
+      const char *opt = argv[i][0] == '-' && strchr(argv[i], '=') ? argv[i] : argv[i - 1];
+      if (ts_cli_parse_size(val, &n) || n == 0 || n > ((uint64_t)1 << 32)) {
+        fprintf(stderr, "toolstream tap: %.*s wants a size from 1 to 4g, got '%s'\n",
+                (int)strcspn(opt, "="), opt, val);
+        goto out;
+      }
+      if (!strncmp(opt, "--heartbeat-bytes", 17)) cfg.heartbeat_bytes = n;
+      else if (!strncmp(opt, "--progress-max", 14)) cfg.progress_max = (size_t)n;
+      else if (!strncmp(opt, "--max-args-bytes", 16)) cfg.max_args_bytes = (size_t)n;
+      else cfg.max_event_bytes = (size_t)n;
+    } else if (a[0] == '-' && a[1] != '\0') {
+      fprintf(stderr, "toolstream tap: unknown option '%s' (try --help)\n", a);
+      goto out;
+    } else if (path) {
+      fprintf(stderr, "toolstream tap: more than one input file\n");
+      goto out;
+    } else {
+      path = a;
+    }
+  }
+  if (cfg.format == TS_MS_RAW && !cfg.raw_tool) {
+    fprintf(stderr, "toolstream tap: --format raw needs --tool NAME\n");
+    goto out;
+  }
+  if (!o.thread[0]) ts_cli_new_thread_id(o.thread, sizeof o.thread);
+
+  fd = (!path || !strcmp(path, "-")) ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    fprintf(stderr, "toolstream tap: cannot open %s: %s\n", path, strerror(errno));
+    rc = 1;
+    goto out;
+  }
+  cfg.progress_arg = lookup_progress;
+  cfg.progress_user = &o;
+  tap = ts_tap_new(&cfg, on_event, &o);
+  enum { CHUNK = 64 * 1024 };
+  buf = malloc(CHUNK);
+  if (!tap || !buf) {
+    fprintf(stderr, "toolstream tap: out of memory\n");
+    rc = 1;
+    goto out;
+  }
+  rc = 0;
+  for (;;) {
+    ssize_t got = read(fd, buf, CHUNK);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      fprintf(stderr, "toolstream tap: read error: %s\n", strerror(errno));
+      rc = 1;
+      break;
+    }
+    if (got == 0) break;
+    if (ts_tap_feed(tap, buf, (size_t)got)) break;
+  }
+  ts_tap_finish(tap);
+  if (o.write_failed) {
+    rc = 1; /* standard output closed: nothing to report to */
+  } else if (rc == 0 && ts_tap_failed(tap)) {
+    fprintf(stderr, "toolstream tap: stream ended in error: %s\n", o.last_error);
+    rc = 1;
+  }
+
+out:
+  if (fd > STDIN_FILENO) close(fd);
+  free(buf);
+  ts_tap_free(tap);
+  ts_tool_defs_free(&o.defs);
+  ts_buf_fini(&o.line);
+  return rc;
+}

@@ -1,0 +1,78 @@
+/*
+ * event.c: the canonical JSON encoder of thread events (see event.h, docs/events.md).
+ */
+#include "event.h"
+
+#include <string.h>
+
+static void key(ts_buf *b, const char *k) {
+  ts_buf_putc(b, ',');
+  ts_buf_putc(b, '"');
+  ts_buf_puts(b, k);
+  ts_buf_puts(b, "\":");
+}
+
+static void str_field(ts_buf *b, const char *k, ts_view v) {
+  key(b, k);
+  ts_buf_append_json_string(b, v.p ? v.p : "", v.len);
+}
+
+static void num_field(ts_buf *b, const char *k, uint64_t n) {
+  key(b, k);
+  ts_buf_append_u64(b, n);
+}
+
+int ts_event_encode(const ts_event *ev, ts_buf *b) {
+  const ts_tap_event *e = &ev->body;
+  ts_buf_puts(b, "{\"v\":");
+  ts_buf_append_u64(b, TS_EVENT_SCHEMA_VERSION);
+  str_field(b, "type", (ts_view){ts_tap_type_name(e->type), strlen(ts_tap_type_name(e->type))});
+  str_field(b, "thread", ev->thread);
+  num_field(b, "seq", ev->seq);
+  num_field(b, "offset", e->offset);
+  if (e->is_call) {
+    str_field(b, "call_id", e->call_id);
+    str_field(b, "tool", e->tool);
+    num_field(b, "index", e->index);
+  }
+  switch (e->type) {
+    case TS_TAP_TOOL_CALL_STARTED:
+      if (e->has_progress) {
+        str_field(b, "progress", e->progress);
+        if (e->progress_truncated) {
+          key(b, "progress_truncated");
+          ts_buf_puts(b, "true");
+        }
+      }
+      break;
+    case TS_TAP_TOOL_CALL_DELTA:
+      str_field(b, "delta", e->delta);
+      break;
+    case TS_TAP_TOOL_CALL_HEARTBEAT:
+      num_field(b, "bytes", e->bytes);
+      break;
+    case TS_TAP_TOOL_CALL_READY:
+      key(b, "arguments");
+      ts_buf_append(b, e->arguments.p, e->arguments.len);
+      break;
+    case TS_TAP_TOOL_CALL_ERROR:
+    case TS_TAP_STREAM_ERROR: {
+      const char *name = ts_err_name(e->code);
+      str_field(b, "code", (ts_view){name, strlen(name)});
+      str_field(b, "error", e->error);
+      break;
+    }
+    case TS_TAP_TEXT_DELTA:
+      str_field(b, "text", e->text);
+      break;
+    case TS_TAP_TURN_FINISHED:
+      if (e->stop_reason.len) str_field(b, "stop_reason", e->stop_reason);
+      if (e->usage.len) {
+        key(b, "usage");
+        ts_buf_append_json_compact(b, e->usage.p, e->usage.len);
+      }
+      break;
+  }
+  ts_buf_putc(b, '}');
+  return b->err;
+}

@@ -1,0 +1,559 @@
+/*
+ * tap.c: see tap.h for the rules. This file is the glue and the per-call bookkeeping.
+ *
+ * Data flow. ts_tap_feed hands bytes to the SSE framer; each complete SSE event goes to
+ * the provider adapter; the adapter's normalized events (call begins, argument
+ * fragment, call ends, turn ends, error) drive one `call` record per tool call. Every
+ * argument fragment is fed once to the call's own JSON tokenizer, whose tokens do three
+ * things in the same pass: rebuild the compact arguments text (for READY), feed the
+ * progress-argument watcher (for STARTED and its label), and detect the end of the
+ * arguments object. Nothing is re-parsed; the only copies are the compact arguments
+ * and the short label.
+ *
+ * For `raw` input there is no SSE and no adapter: the bytes are one call's arguments
+ * and go straight to call 0, cut at heartbeat boundaries so that heartbeats and their
+ * offsets do not depend on how the input was chunked.
+ */
+#include "tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_tok.h"
+#include "json_unescape.h"
+#include "json_watch.h"
+#include "sse.h"
+#include "strbuf.h"
+
+typedef struct call {
+  uint32_t index;
+  uint8_t started, ready, failed, ended;
+  uint8_t label_string;   /* the progress value is a string: decode it */
+  uint8_t label_cut;      /* the label was cut at progress_max */
+  uint8_t watching;       /* a progress argument is set for this tool */
+  uint8_t in_progress_value;
+  uint8_t tok_first_seen; /* the tokenizer reported its first token */
+  uint8_t complete_pending; /* the arguments object closed during this fragment */
+  uint8_t sep;            /* compact writer of args: a ',' is due before the next value */
+  uint8_t label_sep;      /* the same for a non-string label */
+  uint64_t done_off;      /* raw input: the byte after the arguments' closing brace */
+  uint64_t arg_bytes;     /* argument text bytes received */
+  uint64_t next_heartbeat;
+  char id[TS_MS_MAX_ID];
+  size_t id_len;
+  char name[TS_MS_MAX_ID];
+  size_t name_len;
+  ts_json_tok tok;
+  ts_json_watch watch;
+  ts_json_unescape label_dec;
+  ts_buf args;    /* compact arguments */
+  ts_buf label;   /* progress label being built */
+  ts_buf pending; /* argument text held back until STARTED (deltas only) */
+  int32_t err;    /* first error of this call */
+  uint64_t err_at; /* argument byte offset of that error */
+  struct ts_tap *tap;
+} call;
+
+struct ts_tap {
+  ts_tap_config cfg;
+  ts_tap_cb cb;
+  void *user;
+  ts_sse sse;
+  char *sse_buf;
+  ts_ms *ms;
+  call **calls; /* by index */
+  uint32_t ncalls;
+  uint64_t pos;     /* bytes fed */
+  uint64_t ev_off;  /* offset stamped on events being emitted now */
+  int aborted;
+  int failed;
+  int finished;
+};
+
+const char *ts_tap_type_name(int type) {
+  switch (type) {
+    case TS_TAP_TOOL_CALL_STARTED: return "tool_call_started";
+    case TS_TAP_TOOL_CALL_DELTA: return "tool_call_delta";
+    case TS_TAP_TOOL_CALL_HEARTBEAT: return "tool_call_heartbeat";
+    case TS_TAP_TOOL_CALL_READY: return "tool_call_ready";
+    case TS_TAP_TOOL_CALL_ERROR: return "tool_call_error";
+    case TS_TAP_TEXT_DELTA: return "text_delta";
+    case TS_TAP_TURN_FINISHED: return "turn_finished";
+    case TS_TAP_STREAM_ERROR: return "stream_error";
+  }
+  return "unknown";
+}
+
+/* ---- emitting ------------------------------------------------------------------- */
+
+static int emit(ts_tap *t, ts_tap_event *ev) {
+  if (t->aborted) return 1;
+  ev->offset = t->ev_off;
+  if (ev->type == TS_TAP_STREAM_ERROR) t->failed = 1;
+  if (t->cb(t->user, ev)) t->aborted = 1;
+  return t->aborted;
+}
+
+static void call_event(call *c, ts_tap_event *ev, int type) {
+  memset(ev, 0, sizeof *ev);
+  ev->type = (uint8_t)type;
+  ev->is_call = 1;
+  ev->index = c->index;
+  ev->call_id = (ts_view){c->id, c->id_len};
+  ev->tool = (ts_view){c->name, c->name_len};
+}
+
+static void stream_error(ts_tap *t, int code, const char *msg, size_t len) {
+  ts_tap_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.type = TS_TAP_STREAM_ERROR;
+  ev.code = code;
+  ev.error = (ts_view){msg, len};
+  emit(t, &ev);
+}
+
+/* Strips control characters from the label (runs inside become one space, at the ends
+ * they go) and cuts it to `max` bytes on a UTF-8 boundary. */
+static void finish_label(call *c, size_t max) {
+  char *s = c->label.p;
+  size_t n = c->label.len, w = 0;
+  int gap = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch < 0x20 || ch == 0x7F) {
+      gap = 1;
+      continue;
+    }
+    if (gap && w) s[w++] = ' ';
+    gap = 0;
+    s[w++] = (char)ch;
+  }
+  if (w > max) {
+    w = max;
+    while (w && ((unsigned char)s[w] & 0xC0) == 0x80) w--; /* back to a character start */
+    c->label_cut = 1;
+  }
+  c->label.len = w;
+}
+
+static void fire_started(ts_tap *t, call *c, int with_progress) {
+  if (c->started) return;
+  c->started = 1;
+  ts_tap_event ev;
+  call_event(c, &ev, TS_TAP_TOOL_CALL_STARTED);
+  if (with_progress) {
+    finish_label(c, t->cfg.progress_max);
+    ev.has_progress = 1;
+    ev.progress = (ts_view){c->label.p ? c->label.p : "", c->label.len};
+    ev.progress_truncated = c->label_cut;
+  }
+  emit(t, &ev);
+  /* Deltas held back until now go out in one piece, right after STARTED. */
+  if (t->cfg.deltas && c->pending.len) {
+    call_event(c, &ev, TS_TAP_TOOL_CALL_DELTA);
+    ev.delta = (ts_view){c->pending.p, c->pending.len};
+    emit(t, &ev);
+  }
+  ts_buf_fini(&c->pending);
+}
+
+static void fail_call(ts_tap *t, call *c, int code, uint64_t at) {
+  if (c->failed || c->ready) return;
+  fire_started(t, c, 0);
+  c->failed = 1;
+  char msg[160];
+  int n;
+  if (code == TS_E_TAP_INCOMPLETE || code == TS_E_LIMIT)
+    n = snprintf(msg, sizeof msg, "%s (after %llu argument bytes)", ts_err_message(code),
+                 (unsigned long long)at);
+  else
+    n = snprintf(msg, sizeof msg, "%s at argument byte %llu", ts_err_message(code),
+                 (unsigned long long)at);
+  ts_tap_event ev;
+  call_event(c, &ev, TS_TAP_TOOL_CALL_ERROR);
+  ev.code = code;
+  ev.error = (ts_view){msg, (size_t)n};
+  emit(t, &ev);
+  ts_buf_fini(&c->args);
+  ts_buf_fini(&c->label);
+  ts_buf_fini(&c->pending);
+}
+
+static void fire_ready(ts_tap *t, call *c) {
+  if (c->ready || c->failed) return;
+  fire_started(t, c, 0); /* rule 3: the arguments completed without the progress value */
+  c->ready = 1;
+  ts_tap_event ev;
+  call_event(c, &ev, TS_TAP_TOOL_CALL_READY);
+  ev.arguments = (ts_view){c->args.p ? c->args.p : "{}", c->args.p ? c->args.len : 2};
+  emit(t, &ev);
+  ts_buf_fini(&c->args);
+  ts_buf_fini(&c->label);
+}
+
+/* ---- the argument tokenizer's callback ---------------------------------------------- */
+
+/* Appends one token fragment to a compact JSON writer (`sep` is its comma state). */
+static void compact_append(ts_buf *b, uint8_t *sep, const ts_json_token *tk) {
+  int first = tk->flags & TS_JSON_FIRST, last = tk->flags & TS_JSON_LAST;
+  int closing = tk->kind == TS_JSON_OBJECT_END || tk->kind == TS_JSON_ARRAY_END;
+  if (first && *sep == ',' && !closing) ts_buf_putc(b, ',');
+  if (first) *sep = 0;
+  switch (tk->kind) {
+    case TS_JSON_KEY:
+    case TS_JSON_STRING:
+      if (first) ts_buf_putc(b, '"');
+      ts_buf_append(b, tk->text, tk->len);
+      if (last) {
+        ts_buf_putc(b, '"');
+        if (tk->kind == TS_JSON_KEY)
+          ts_buf_putc(b, ':');
+        else
+          *sep = ',';
+      }
+      break;
+    case TS_JSON_OBJECT_BEGIN:
+    case TS_JSON_ARRAY_BEGIN:
+      ts_buf_append(b, tk->text, tk->len);
+      break;
+    default: /* numbers, literals, closes */
+      ts_buf_append(b, tk->text, tk->len);
+      if (last) *sep = ',';
+  }
+}
+
+static void label_append(ts_tap *t, call *c, const ts_json_token *tk) {
+  /* Keep a little more than the cap so the cut can land on a character boundary. */
+  size_t room = t->cfg.progress_max + 8;
+  if (c->label.len >= room) {
+    c->label_cut = 1;
+    return;
+  }
+  if (c->label_string) {
+    const char *p = tk->text;
+    size_t n = tk->len;
+    char out[64 + TS_JSON_UNESCAPE_SLACK];
+    while (n && c->label.len < room) {
+      size_t k = n < 64 ? n : 64;
+      ssize_t got = ts_json_unescape_feed(&c->label_dec, p, k, out);
+      if (got < 0) return; /* cannot happen: the tokenizer validated the escapes */
+      ts_buf_append(&c->label, out, (size_t)got);
+      p += k, n -= k;
+    }
+    if (n) c->label_cut = 1;
+  } else {
+    compact_append(&c->label, &c->label_sep, tk);
+  }
+}
+
+/* For raw input: the offset of the byte after the one that completed token `tk`. */
+static uint64_t token_end(const ts_json_token *tk) {
+  switch (tk->kind) {
+    case TS_JSON_TRUE:
+    case TS_JSON_FALSE:
+    case TS_JSON_NULL:
+      return tk->offset + tk->len;
+    case TS_JSON_OBJECT_BEGIN:
+    case TS_JSON_OBJECT_END:
+    case TS_JSON_ARRAY_BEGIN:
+    case TS_JSON_ARRAY_END:
+      return tk->offset + 1;
+    default: /* the closing quote, or the delimiter after a number */
+      return tk->offset + tk->len + 1;
+  }
+}
+
+static int on_arg_token(void *user, const ts_json_token *tk) {
+  call *c = user;
+  ts_tap *t = c->tap;
+  if (t->cfg.format == TS_MS_RAW) t->ev_off = token_end(tk);
+  if (!c->tok_first_seen) {
+    c->tok_first_seen = 1;
+    if (tk->kind != TS_JSON_OBJECT_BEGIN) {
+      c->err = TS_E_TAP_NOT_OBJECT;
+      c->err_at = tk->offset;
+      return 1;
+    }
+  }
+  compact_append(&c->args, &c->sep, tk);
+  if (c->args.err) {
+    c->err = c->args.err;
+    c->err_at = tk->offset;
+    return 1;
+  }
+  if (c->watching && !c->started) {
+    int v = ts_json_watch_token(&c->watch, tk);
+    if (v != TS_JSON_WATCH_OUTSIDE) {
+      if (!c->in_progress_value) {
+        c->in_progress_value = 1;
+        c->label_string = tk->kind == TS_JSON_STRING;
+        ts_json_unescape_init(&c->label_dec);
+        ts_buf_init(&c->label, t->cfg.progress_max + 16);
+      }
+      label_append(t, c, tk);
+      if (v == TS_JSON_WATCH_COMPLETE) fire_started(t, c, 1);
+    }
+  }
+  if (tk->depth == 0 && tk->kind == TS_JSON_OBJECT_END) {
+    c->complete_pending = 1;
+    c->done_off = token_end(tk);
+  }
+  return t->aborted;
+}
+
+/* ---- calls ---------------------------------------------------------------------------- */
+
+static call *call_get(ts_tap *t, uint32_t index) {
+  return index < t->ncalls ? t->calls[index] : NULL;
+}
+
+static void call_free(call *c) {
+  if (!c) return;
+  ts_buf_fini(&c->args);
+  ts_buf_fini(&c->label);
+  ts_buf_fini(&c->pending);
+  free(c);
+}
+
+static call *call_begin(ts_tap *t, uint32_t index, ts_view id, ts_view name) {
+  if (index >= TS_MS_MAX_CALLS) return NULL;
+  if (index >= t->ncalls) {
+    call **nc = realloc(t->calls, (index + 1) * sizeof *nc);
+    if (!nc) return NULL;
+    for (uint32_t i = t->ncalls; i <= index; i++) nc[i] = NULL;
+    t->calls = nc;
+    t->ncalls = index + 1;
+  }
+  call *c = t->calls[index];
+  if (c) return c; /* begun twice: the adapter's guarantee makes this a no-op */
+  c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  t->calls[index] = c;
+  c->tap = t;
+  c->index = index;
+  c->id_len = id.len < sizeof c->id ? id.len : sizeof c->id;
+  if (c->id_len) memcpy(c->id, id.p, c->id_len);
+  c->name_len = name.len < sizeof c->name ? name.len : sizeof c->name;
+  if (c->name_len) memcpy(c->name, name.p, c->name_len);
+  c->next_heartbeat = t->cfg.heartbeat_bytes;
+  ts_json_tok_init(&c->tok, TS_JSON_DEFAULT_MAX_DEPTH, on_arg_token, c);
+  ts_buf_init(&c->args, t->cfg.max_args_bytes);
+  ts_buf_init(&c->pending, t->cfg.max_args_bytes);
+  size_t arg_len = 0;
+  const char *arg = t->cfg.progress_arg
+                        ? t->cfg.progress_arg(t->cfg.progress_user, c->name, c->name_len, &arg_len)
+                        : NULL;
+  if (arg) {
+    c->watching = 1;
+    ts_json_watch_init(&c->watch, arg, arg_len);
+  } else {
+    fire_started(t, c, 0); /* rule 2 */
+  }
+  return c;
+}
+
+/* Feeds one piece of argument text to call c. */
+static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
+  if (c->failed || n == 0) return;
+  uint64_t piece_end = t->ev_off; /* raw input: the offset after this piece */
+  c->arg_bytes += n;
+  c->complete_pending = 0;
+  int r = ts_json_tok_feed(&c->tok, p, n);
+  if (t->aborted) return;
+  if (t->cfg.format == TS_MS_RAW) t->ev_off = piece_end;
+  if (r) {
+    if (c->err)
+      fail_call(t, c, c->err, c->err_at);
+    else
+      fail_call(t, c, r, ts_json_tok_error_offset(&c->tok));
+    return;
+  }
+  if (t->cfg.deltas) {
+    if (c->started) {
+      ts_tap_event ev;
+      call_event(c, &ev, TS_TAP_TOOL_CALL_DELTA);
+      ev.delta = (ts_view){p, n};
+      emit(t, &ev);
+    } else if (ts_buf_append(&c->pending, p, n)) {
+      fail_call(t, c, TS_E_LIMIT, c->arg_bytes);
+      return;
+    }
+  }
+  if (c->started && c->arg_bytes >= c->next_heartbeat) {
+    ts_tap_event ev;
+    call_event(c, &ev, TS_TAP_TOOL_CALL_HEARTBEAT);
+    ev.bytes = c->arg_bytes;
+    emit(t, &ev);
+    c->next_heartbeat = (c->arg_bytes / t->cfg.heartbeat_bytes + 1) * t->cfg.heartbeat_bytes;
+  }
+  if (c->complete_pending) {
+    if (t->cfg.format == TS_MS_RAW) t->ev_off = c->done_off;
+    fire_ready(t, c);
+  }
+}
+
+/* The provider ended call c (or the turn ended around it). */
+static void call_end(ts_tap *t, call *c) {
+  if (c->ended) return;
+  c->ended = 1;
+  if (c->ready || c->failed) return;
+  if (c->arg_bytes == 0) { /* no arguments at all: a tool without parameters */
+    fire_ready(t, c);
+    return;
+  }
+  fail_call(t, c, TS_E_TAP_INCOMPLETE, c->arg_bytes); /* ready would have fired already */
+}
+
+/* ---- the adapter's callback ---------------------------------------------------------- */
+
+static int on_model_event(void *user, const ts_ms_event *me) {
+  ts_tap *t = user;
+  ts_tap_event ev;
+  call *c;
+  switch (me->kind) {
+    case TS_MS_TEXT_DELTA:
+      if (!t->cfg.text || me->text.len == 0) break;
+      memset(&ev, 0, sizeof ev);
+      ev.type = TS_TAP_TEXT_DELTA;
+      ev.text = me->text;
+      emit(t, &ev);
+      break;
+    case TS_MS_CALL_BEGIN:
+      if (!call_begin(t, me->index, me->id, me->name))
+        stream_error(t, TS_E_NOMEM, "cannot track another tool call", 30);
+      break;
+    case TS_MS_CALL_ARGS:
+      if ((c = call_get(t, me->index))) call_args(t, c, me->text.p, me->text.len);
+      break;
+    case TS_MS_CALL_END:
+      if ((c = call_get(t, me->index))) call_end(t, c);
+      break;
+    case TS_MS_TURN_END:
+      for (uint32_t i = 0; i < t->ncalls; i++)
+        if (t->calls[i]) call_end(t, t->calls[i]);
+      memset(&ev, 0, sizeof ev);
+      ev.type = TS_TAP_TURN_FINISHED;
+      ev.stop_reason = me->stop_reason;
+      ev.usage = me->usage;
+      emit(t, &ev);
+      break;
+    case TS_MS_ERROR:
+      stream_error(t, me->code, me->error.p, me->error.len);
+      break;
+  }
+  return t->aborted;
+}
+
+/* ---- the SSE framer's callback ------------------------------------------------------- */
+
+static int on_sse_event(void *user, const ts_sse_event *se) {
+  ts_tap *t = user;
+  if (se->kind == TS_SSE_ERROR) {
+    t->ev_off = se->err_offset;
+    const char *msg = ts_err_message(se->code);
+    stream_error(t, se->code, msg, strlen(msg));
+    return t->aborted;
+  }
+  t->ev_off = se->end_offset;
+  ts_ms_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
+  return t->aborted;
+}
+
+/* ---- raw input -------------------------------------------------------------------------- */
+
+static void raw_feed(ts_tap *t, const char *p, size_t n) {
+  call *c = t->calls ? t->calls[0] : NULL;
+  while (n && c && !t->aborted) {
+    /* Cut at heartbeat boundaries, so heartbeats do not depend on chunking. */
+    size_t k = n;
+    if (c->started && !c->failed && c->next_heartbeat > c->arg_bytes &&
+        c->next_heartbeat - c->arg_bytes < k)
+      k = (size_t)(c->next_heartbeat - c->arg_bytes);
+    /* Events are stamped with the byte after the one that completed them: tokens that
+     * complete inside this piece restamp ev_off in on_arg_token; deltas and heartbeats
+     * are stamped with the end of the piece. */
+    t->ev_off = t->pos + k;
+    call_args(t, c, p, k);
+    t->pos += k;
+    p += k, n -= k;
+  }
+}
+
+/* ---- public --------------------------------------------------------------------------- */
+
+ts_tap *ts_tap_new(const ts_tap_config *cfg, ts_tap_cb cb, void *user) {
+  if (!cfg || !cb) return NULL;
+  if (cfg->format == TS_MS_RAW && !cfg->raw_tool) return NULL;
+  ts_tap *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->cfg = *cfg;
+  if (!t->cfg.heartbeat_bytes) t->cfg.heartbeat_bytes = TS_TAP_HEARTBEAT_BYTES;
+  if (!t->cfg.progress_max) t->cfg.progress_max = TS_TAP_PROGRESS_MAX;
+  if (!t->cfg.max_args_bytes) t->cfg.max_args_bytes = TS_TAP_MAX_ARGS_BYTES;
+  if (!t->cfg.max_event_bytes) t->cfg.max_event_bytes = TS_TAP_MAX_EVENT_BYTES;
+  t->cb = cb;
+  t->user = user;
+  if (cfg->format == TS_MS_RAW) {
+    size_t len = strlen(cfg->raw_tool);
+    if (!call_begin(t, 0, (ts_view){"", 0}, (ts_view){cfg->raw_tool, len})) {
+      ts_tap_free(t);
+      return NULL;
+    }
+    return t;
+  }
+  t->sse_buf = malloc(t->cfg.max_event_bytes);
+  t->ms = ts_ms_new(cfg->format, on_model_event, t);
+  if (!t->sse_buf || !t->ms ||
+      ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
+                  t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t) != TS_E_OK) {
+    ts_tap_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+void ts_tap_free(ts_tap *t) {
+  if (!t) return;
+  for (uint32_t i = 0; i < t->ncalls; i++) call_free(t->calls[i]);
+  free(t->calls);
+  ts_ms_free(t->ms);
+  free(t->sse_buf);
+  free(t);
+}
+
+int ts_tap_feed(ts_tap *t, char *buf, size_t len) {
+  if (t->aborted) return TS_E_ABORTED;
+  if (t->cfg.format == TS_MS_RAW) {
+    raw_feed(t, buf, len);
+  } else {
+    ts_sse_feed(&t->sse, buf, len);
+    t->pos += len;
+  }
+  return t->aborted ? TS_E_ABORTED : TS_E_OK;
+}
+
+int ts_tap_finish(ts_tap *t) {
+  if (t->finished) return t->aborted ? TS_E_ABORTED : TS_E_OK;
+  t->finished = 1;
+  t->ev_off = t->pos;
+  if (t->cfg.format == TS_MS_RAW) {
+    call *c = t->calls[0];
+    if (!c->ready && !c->failed)
+      fail_call(t, c, c->arg_bytes ? TS_E_TAP_INCOMPLETE : TS_E_JSON_EMPTY, c->arg_bytes);
+    return t->aborted ? TS_E_ABORTED : TS_E_OK;
+  }
+  ts_sse_finish(&t->sse);
+  t->ev_off = t->pos;
+  ts_ms_finish(t->ms);
+  t->ev_off = t->pos;
+  for (uint32_t i = 0; i < t->ncalls && !t->aborted; i++) {
+    call *c = t->calls[i];
+    if (c && !c->ready && !c->failed) fail_call(t, c, TS_E_TAP_INCOMPLETE, c->arg_bytes);
+  }
+  return t->aborted ? TS_E_ABORTED : TS_E_OK;
+}
+
+int ts_tap_failed(const ts_tap *t) { return t->failed; }
+
+uint64_t ts_tap_offset(const ts_tap *t) { return t->pos; }

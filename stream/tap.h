@@ -1,0 +1,134 @@
+/*
+ * tap.h: a model's streamed reply in, tool-call events out, the moment they are knowable.
+ *
+ * The tap strings the stream layers together: SSE framing (sse.h), a provider adapter
+ * (model_stream.h), and for each tool call its own argument tokenizer (json_tok.h) with
+ * a watcher on the tool's progress argument (json_watch.h). Bytes go in with
+ * ts_tap_feed in chunks of any size; events come out through the callback.
+ *
+ * Progress detection (tools-spec §7), for each call:
+ *   1. progress argument set: TOOL_CALL_STARTED fires in the very input event that
+ *      completes that argument's value, with `progress` = the decoded string (for a
+ *      non-string value, its compact JSON text).
+ *   2. unset: it fires as soon as the call appears with its name; no progress.
+ *   3. set, but the model never emits it: it fires when the call's arguments complete
+ *      (the closing brace) or the provider ends the call, whichever is first; no progress.
+ *   4. exactly once per call, and before every other event about that call.
+ *   5. only a top-level key counts; keys compare after decoding escapes; with duplicate
+ *      keys the first completed value wins.
+ *   6. a string completes at its closing quote, a number at the delimiter after it, an
+ *      object or array at its matching close, a literal at its last letter.
+ *   7. `progress` is capped at `progress_max` bytes (default TS_TAP_PROGRESS_MAX), cut on
+ *      a UTF-8 boundary with `progress_truncated` set; control characters are stripped:
+ *      a run of them inside the label becomes one space, at either end it is removed.
+ *   8. arguments are checked strictly as they stream; malformed or truncated arguments
+ *      give TOOL_CALL_ERROR for that call, which is then never reported ready. Other
+ *      calls go on.
+ *
+ * Event order per call: STARTED, then DELTA / HEARTBEAT in stream order, then READY or
+ * ERROR (exactly one of the two). DELTAs that arrive before STARTED are held back and
+ * handed over in one DELTA right after it, so the concatenated deltas always equal the
+ * argument text. READY carries the arguments as compact JSON (insignificant whitespace
+ * removed, everything else exactly as the model sent it); it fires at the end of the
+ * input event whose bytes closed the arguments object. A call whose provider ends it
+ * with no argument bytes at all is ready with `{}` (tools without parameters).
+ *
+ * Offsets: every event carries `offset`, the input bytes consumed when it was emitted:
+ * the end of the SSE event that triggered it (after its blank line); for `raw` input,
+ * the byte after the one that completed it. They do not depend on chunking.
+ *
+ * Ownership: all views in ts_tap_event are valid only during the callback.
+ * Memory: per call a small fixed state plus the compact arguments (limit
+ * `max_args_bytes`, TOOL_CALL_ERROR with TS_E_LIMIT past it); SSE events up to
+ * `max_event_bytes` (STREAM_ERROR past it). Nothing grows without a bound.
+ */
+#ifndef TS_TAP_H
+#define TS_TAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "model_stream.h"
+
+typedef enum {
+  TS_TAP_TOOL_CALL_STARTED = 1,
+  TS_TAP_TOOL_CALL_DELTA,
+  TS_TAP_TOOL_CALL_HEARTBEAT,
+  TS_TAP_TOOL_CALL_READY,
+  TS_TAP_TOOL_CALL_ERROR,
+  TS_TAP_TEXT_DELTA,
+  TS_TAP_TURN_FINISHED,
+  TS_TAP_STREAM_ERROR,
+} ts_tap_type;
+
+/* The event name as it appears on the wire ("tool_call_started", ...). */
+const char *ts_tap_type_name(int type);
+
+typedef struct {
+  uint8_t type;               /* ts_tap_type */
+  uint8_t is_call;            /* call_id, tool and index are set */
+  uint8_t has_progress;       /* STARTED */
+  uint8_t progress_truncated; /* STARTED */
+  uint64_t offset;
+  uint32_t index;     /* the call's position in the turn */
+  ts_view call_id;    /* the provider's call id (may be empty) */
+  ts_view tool;       /* the tool's name */
+  ts_view progress;   /* STARTED: the label */
+  ts_view delta;      /* DELTA: argument text */
+  uint64_t bytes;     /* HEARTBEAT: argument bytes received so far */
+  ts_view arguments;  /* READY: compact JSON object */
+  int32_t code;       /* *_ERROR: a ts_err */
+  ts_view error;      /* *_ERROR: a human-readable message */
+  ts_view text;       /* TEXT_DELTA */
+  ts_view stop_reason; /* TURN_FINISHED (may be empty) */
+  ts_view usage;       /* TURN_FINISHED: raw JSON object, empty if the provider sent none */
+} ts_tap_event;
+
+/* Return 0 to go on; nonzero stops the tap (feed returns TS_E_ABORTED, sticky). */
+typedef int (*ts_tap_cb)(void *user, const ts_tap_event *ev);
+
+/* The progress argument of `tool`, or NULL when it has none. */
+typedef const char *(*ts_tap_progress_fn)(void *user, const char *tool, size_t tool_len,
+                                          size_t *arg_len);
+
+#define TS_TAP_PROGRESS_MAX 200
+#define TS_TAP_HEARTBEAT_BYTES 4096
+#define TS_TAP_MAX_ARGS_BYTES (16u << 20)
+#define TS_TAP_MAX_EVENT_BYTES (4u << 20)
+
+typedef struct {
+  ts_ms_format format;        /* TS_MS_AUTO (default) detects; TS_MS_RAW: bare argument bytes */
+  const char *raw_tool;       /* TS_MS_RAW: the tool's name */
+  ts_tap_progress_fn progress_arg; /* may be NULL: no tool has one */
+  void *progress_user;
+  int deltas;                 /* emit TOOL_CALL_DELTA */
+  int text;                   /* emit TEXT_DELTA */
+  uint64_t heartbeat_bytes;   /* 0: TS_TAP_HEARTBEAT_BYTES */
+  size_t progress_max;        /* 0: TS_TAP_PROGRESS_MAX */
+  size_t max_args_bytes;      /* 0: TS_TAP_MAX_ARGS_BYTES */
+  size_t max_event_bytes;     /* 0: TS_TAP_MAX_EVENT_BYTES (largest SSE event data) */
+} ts_tap_config;
+
+typedef struct ts_tap ts_tap;
+
+/* Returns NULL on out of memory or a bad config (RAW without raw_tool). */
+ts_tap *ts_tap_new(const ts_tap_config *cfg, ts_tap_cb cb, void *user);
+void ts_tap_free(ts_tap *t); /* NULL is a no-op */
+
+/* Feeds the next bytes of the stream. `buf` may be modified (JSON strings are decoded in
+ * place). Returns TS_E_OK or TS_E_ABORTED; errors in the stream itself are events, not
+ * return codes, and processing goes on where it can. */
+int ts_tap_feed(ts_tap *t, char *buf, size_t len);
+
+/* End of input: an unterminated SSE event is dropped; EOF before the provider's terminal
+ * event is a STREAM_ERROR; calls still open get TOOL_CALL_ERROR. */
+int ts_tap_finish(ts_tap *t);
+
+/* Nonzero when the stream ended in error (a STREAM_ERROR was emitted). */
+int ts_tap_failed(const ts_tap *t);
+
+/* Bytes fed so far. */
+uint64_t ts_tap_offset(const ts_tap *t);
+
+#endif /* TS_TAP_H */

@@ -1,0 +1,162 @@
+/*
+ * tool_defs.c: see tool_defs.h. The file is parsed once with jsmn (through json_view.h)
+ * into a scratch copy, and the fields are copied out.
+ */
+#include "tool_defs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_view.h"
+
+static char *dup_view(ts_view v) {
+  char *s = malloc(v.len + 1);
+  if (!s) return NULL;
+  memcpy(s, v.p, v.len);
+  s[v.len] = '\0';
+  return s;
+}
+
+static void def_free(ts_tool_def *d) {
+  free(d->name);
+  free(d->description);
+  free(d->progress_arg);
+  free(d->args);
+  free(d->annotations);
+  memset(d, 0, sizeof *d);
+}
+
+const ts_tool_def *ts_tool_defs_find(const ts_tool_defs *defs, const char *name, size_t len) {
+  for (size_t i = 0; i < defs->n; i++)
+    if (strlen(defs->v[i].name) == len && memcmp(defs->v[i].name, name, len) == 0)
+      return &defs->v[i];
+  return NULL;
+}
+
+static int grow(ts_tool_defs *defs, size_t extra) {
+  ts_tool_def *nv = realloc(defs->v, (defs->n + extra) * sizeof *nv);
+  if (!nv) return TS_E_NOMEM;
+  defs->v = nv;
+  return TS_E_OK;
+}
+
+int ts_tool_defs_parse(ts_tool_defs *defs, const char *text, size_t len, char *why,
+                       size_t why_cap) {
+  int rc = TS_E_OK;
+  size_t start_n = defs->n;
+  char *js = malloc(len + 1);
+  ts_jv v;
+  memset(&v, 0, sizeof v);
+  if (!js) return TS_E_NOMEM;
+  memcpy(js, text, len);
+  js[len] = '\0';
+  /* A token per 2 bytes is the most JSON text can hold. */
+  size_t cap = len / 2 + 2;
+  if (cap > 1u << 24 || ts_jv_init(&v, (int)cap) != TS_E_OK) {
+    free(js);
+    return TS_E_NOMEM;
+  }
+  if (ts_jv_parse(&v, js, len) < 0) {
+    snprintf(why, why_cap, "not valid JSON");
+    rc = TS_E_MS_BAD_JSON;
+    goto out;
+  }
+  if (ts_jv_type_of(&v, 0) != TS_JV_ARRAY) {
+    snprintf(why, why_cap, "expected a JSON array of tool definitions");
+    rc = TS_E_INVAL;
+    goto out;
+  }
+  int n = ts_jv_size(&v, 0);
+  if (grow(defs, (size_t)n + 1)) {
+    rc = TS_E_NOMEM;
+    goto out;
+  }
+  int i = ts_jv_first(&v, 0);
+  for (int k = 0; k < n; k++, i = ts_jv_skip(&v, i)) {
+    if (ts_jv_type_of(&v, i) != TS_JV_OBJECT) {
+      snprintf(why, why_cap, "tool definition %d is not an object", k);
+      rc = TS_E_INVAL;
+      goto out;
+    }
+    ts_view name, sv;
+    int ni = ts_jv_get(&v, i, "name");
+    if (ts_jv_type_of(&v, ni) != TS_JV_STRING || ts_jv_str(&v, ni, &name) || name.len == 0) {
+      snprintf(why, why_cap, "tool definition %d has no string \"name\"", k);
+      rc = TS_E_INVAL;
+      goto out;
+    }
+    if (ts_tool_defs_find(defs, name.p, name.len)) {
+      snprintf(why, why_cap, "duplicate tool name \"%.*s\"", (int)(name.len > 64 ? 64 : name.len),
+               name.p);
+      rc = TS_E_INVAL;
+      goto out;
+    }
+    ts_tool_def d;
+    memset(&d, 0, sizeof d);
+    d.name = dup_view(name);
+    int di = ts_jv_get(&v, i, "description");
+    if (ts_jv_type_of(&v, di) == TS_JV_STRING && ts_jv_str(&v, di, &sv) == TS_E_OK)
+      d.description = dup_view(sv);
+    else
+      d.description = dup_view((ts_view){"", 0});
+    int pi = ts_jv_get(&v, i, "progressArgument");
+    if (pi >= 0 && !ts_jv_is_null(&v, pi)) {
+      if (ts_jv_type_of(&v, pi) != TS_JV_STRING || ts_jv_str(&v, pi, &sv)) {
+        snprintf(why, why_cap, "tool \"%s\": progressArgument must be a string", d.name);
+        def_free(&d);
+        rc = TS_E_INVAL;
+        goto out;
+      }
+      d.progress_arg = dup_view(sv);
+    }
+    int ai = ts_jv_get(&v, i, "args");
+    if (ai >= 0) d.args = dup_view(ts_jv_raw(&v, ai));
+    int an = ts_jv_get(&v, i, "annotations");
+    if (an >= 0) d.annotations = dup_view(ts_jv_raw(&v, an));
+    if (!d.name || !d.description || (pi >= 0 && !ts_jv_is_null(&v, pi) && !d.progress_arg) ||
+        (ai >= 0 && !d.args) || (an >= 0 && !d.annotations)) {
+      def_free(&d);
+      rc = TS_E_NOMEM;
+      goto out;
+    }
+    defs->v[defs->n++] = d;
+  }
+out:
+  if (rc) {
+    while (defs->n > start_n) def_free(&defs->v[--defs->n]);
+  }
+  ts_jv_fini(&v);
+  free(js);
+  return rc;
+}
+
+int ts_tool_defs_set_progress(ts_tool_defs *defs, const char *name, const char *arg) {
+  char *a = strdup(arg);
+  if (!a) return TS_E_NOMEM;
+  for (size_t i = 0; i < defs->n; i++) {
+    if (strcmp(defs->v[i].name, name) == 0) {
+      free(defs->v[i].progress_arg);
+      defs->v[i].progress_arg = a;
+      return TS_E_OK;
+    }
+  }
+  ts_tool_def d;
+  memset(&d, 0, sizeof d);
+  d.name = strdup(name);
+  d.description = strdup("");
+  d.progress_arg = a;
+  if (!d.name || !d.description || grow(defs, 1)) {
+    def_free(&d);
+    return TS_E_NOMEM;
+  }
+  defs->v[defs->n++] = d;
+  return TS_E_OK;
+}
+
+void ts_tool_defs_free(ts_tool_defs *defs) {
+  for (size_t i = 0; i < defs->n; i++) def_free(&defs->v[i]);
+  free(defs->v);
+  defs->v = NULL;
+  defs->n = 0;
+}
