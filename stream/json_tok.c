@@ -65,17 +65,9 @@ static const char *const lit_text[3] = {"true", "false", "null"};
 static const uint8_t lit_len[3] = {4, 5, 4};
 static const uint8_t lit_kind[3] = {TS_JSON_TRUE, TS_JSON_FALSE, TS_JSON_NULL};
 
-/* Byte classes for the scalar scan: 1 for bytes a string body must stop at. */
-static const uint8_t str_stop[256] = {
-    /* 0x00-0x1f: control bytes */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    ['"'] = 1, ['\\'] = 1,
-    /* 0x80-0xff: non-ASCII, validated as UTF-8 */
-    [0x80] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-};
+/* Nonzero for the bytes a string body must stop at: control bytes, '"', '\\' and
+ * every non-ASCII byte (validated as UTF-8). */
+static inline int str_stop(uint8_t c) { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80; }
 
 /* Returns the first byte in [p, end) that a string body must stop at, or end. */
 static inline const char *scan_string(const char *p, const char *end) {
@@ -106,7 +98,7 @@ static inline const char *scan_string(const char *p, const char *end) {
     p += 8;
   }
 #endif
-  while (p < end && !str_stop[(uint8_t)*p]) p++;
+  while (p < end && !str_stop((uint8_t)*p)) p++;
   return p;
 }
 
