@@ -15,7 +15,7 @@
  *   anthropic         Messages API events (`content_block_start` tool_use,
  *                     `input_json_delta`, `message_delta`, `message_stop`).
  *   gemini            `streamGenerateContent?alt=sse` chunks with whole `functionCall` parts.
- *   auto              decided by the first event that has a payload (see ts_ms_detect).
+ *   auto              decided by the first event that tells (see ts_ms_detect).
  *   (`raw`, the bare bytes of one call's arguments, needs no SSE and no adapter: the
  *   tap feeds those bytes to the argument tokenizer directly.)
  *
@@ -40,7 +40,56 @@
  *
  * Limits (each with its own error, reported as an ERROR event and a return code):
  *   TS_MS_MAX_CALLS calls per turn, TS_MS_MAX_ID bytes per id or name, TS_MS_MAX_TOKENS
- *   JSON tokens per payload (jsmn works on a fixed token array in the adapter).
+ *   JSON tokens per payload (jsmn works on a fixed token array in the adapter),
+ *   TS_MS_MAX_ID bytes of stop reason and TS_MS_MAX_USAGE bytes of usage text (both
+ *   are kept until TURN_END, in fixed storage: TS_E_MS_FIELD_TOO_LONG).
+ *   A call refused for a limit gets no CALL_BEGIN, and what the provider sends for it
+ *   afterwards is dropped quietly: an id or name too long is one ERROR per call;
+ *   TS_E_MS_TOO_MANY_CALLS is reported once per turn and every call past the limit
+ *   is dropped.
+ *   All of these errors are for that event only: the adapter goes on.
+ *
+ * Decisions where the providers leave room (per format)
+ *   - Text: TEXT_DELTA only for non-empty text. Empty argument fragments (Anthropic's
+ *     first `partial_json: ""`, Chat's `arguments: ""`) are not reported either.
+ *   - Strings are decoded in place before they are reported (ids, names, text,
+ *     argument fragments, provider error messages); keys and `type` values are
+ *     compared as raw bytes.
+ *   - openai-chat: only choice 0 is read (n > 1 streams would mix calls). Calls are
+ *     keyed by `tool_calls[].index`; an entry whose index is already taken by a call
+ *     with a different, non-empty id begins a new call; without an index an entry is
+ *     matched by `id`, and one with neither continues the call that most recently
+ *     began or received arguments. An entry that matches a call already ended begins
+ *     a new call. `id` sent again replaces the id used for matching; CALL_BEGIN goes
+ *     out once, with the id and name of the call's first entry. An `arguments` value
+ *     that is an object (some compatible servers) is reported as its JSON text. The
+ *     legacy `delta.function_call` is read as a tool call without index or id.
+ *     `finish_reason` ends every open call and is the stop reason; `usage` (any
+ *     chunk) is kept; `[DONE]` ends the turn. EOF after a `finish_reason` but
+ *     without `[DONE]` also ends the turn normally (TURN_END at ts_ms_finish).
+ *   - openai-responses: the `type` member names the event (the `event:` field when
+ *     it is missing); `response.created|in_progress|queued` are skipped unparsed
+ *     when the `event:` field names them (they echo the whole request). An
+ *     `arguments` text carried by `output_item.added`, or by the `.done` events of a
+ *     call that got no delta at all, is reported as that call's CALL_ARGS.
+ *     Deltas for an unknown item_id are dropped. The `error` event is terminal.
+ *   - anthropic: `message_delta.usage` is the usage (`message_start`'s is kept in
+ *     case no message_delta carries one). A non-empty `input` object in
+ *     content_block_start is the call's first CALL_ARGS; text in a `text` block's
+ *     start is a TEXT_DELTA. Only `tool_use` blocks are calls (server tools are not).
+ *   - gemini: candidate 0 only; parts marked `"thought": true` are skipped; a
+ *     functionCall without `args` reports no CALL_ARGS (tools without parameters).
+ *     `promptFeedback.blockReason` is the stop reason when no finishReason came.
+ *     Vertex `partialArgs` / `willContinue` streaming is NOT supported: such a
+ *     functionCall gets one non-terminal ERROR (TS_E_MS_UNSUPPORTED) per turn and is
+ *     skipped, and so is every later functionCall of that turn without `args` (the
+ *     rest of such a call's pieces). A functionCall with neither name nor args names
+ *     no call and is skipped.
+ *   - Any format: a payload whose top-level `error` member is set is a terminal ERROR
+ *     (TS_E_MS_PROVIDER) whose message is `error.message` (or the error's JSON text
+ *     when it has none); `event: error` with no data is one too.
+ *   - Events after the terminal event (or after ts_ms_finish) are ignored: nothing is
+ *     reported and feed returns TS_E_OK. Empty payloads are ignored.
  */
 #ifndef TS_MODEL_STREAM_H
 #define TS_MODEL_STREAM_H
@@ -93,7 +142,10 @@ typedef int (*ts_ms_cb)(void *user, const ts_ms_event *ev);
 
 #define TS_MS_MAX_CALLS 256
 #define TS_MS_MAX_ID 256
-#define TS_MS_MAX_TOKENS 4096
+#define TS_MS_MAX_TOKENS 16384
+/* Usage objects are a few hundred bytes (Gemini's, with per-modality details, the
+ * largest); 4 KiB leaves room without letting a hostile stream grow anything. */
+#define TS_MS_MAX_USAGE 4096
 
 /* The name of a format ("openai-chat", ...) and back. ts_ms_format_parse returns -1 for
  * an unknown name. */
@@ -101,17 +153,29 @@ const char *ts_ms_format_name(ts_ms_format f);
 int ts_ms_format_parse(const char *name);
 
 /* Guesses the format from one SSE event (its `event:` field and `data` payload);
- * returns TS_MS_AUTO when this event does not tell (a comment, `ping`, ...). */
+ * returns TS_MS_AUTO when this event does not tell (a comment, `ping`, an error, ...).
+ * In order: an `event:` name starting with `response.` is openai-responses;
+ * `message_*` / `content_block_*` names are anthropic; a payload `[DONE]` is
+ * openai-chat; otherwise the payload is parsed (jsmn) and its top-level members
+ * decide: `type` (`response.*` or an Anthropic event type), `candidates` /
+ * `usageMetadata` / `promptFeedback` (gemini), `choices` or `"object":
+ * "chat.completion.chunk"` (openai-chat). This standalone function allocates a
+ * token array for the parse (TS_MS_AUTO if that fails); an adapter created with
+ * TS_MS_AUTO detects on the parse it makes anyway, without allocating. */
 ts_ms_format ts_ms_detect(const char *event, size_t event_len, const char *data, size_t data_len);
 
 typedef struct ts_ms ts_ms; /* the adapter; opaque, allocated by ts_ms_new */
 
 /* Creates an adapter for `format` (TS_MS_AUTO to detect). Returns NULL on out of
- * memory or for TS_MS_RAW. All memory is taken here; feeding never allocates. */
+ * memory or for TS_MS_RAW (or an unknown format, or a NULL callback). All memory is
+ * taken here (the call table and a token array: about 160 KB); feeding never
+ * allocates. One adapter reads one turn. */
 ts_ms *ts_ms_new(ts_ms_format format, ts_ms_cb cb, void *user);
 void ts_ms_free(ts_ms *a); /* NULL is a no-op */
 
-/* The format in use (still TS_MS_AUTO until detection succeeded). */
+/* The format in use (still TS_MS_AUTO until detection succeeded). While undetected,
+ * events that do not tell are ignored, except that a payload with a top-level `error`
+ * (or `"type":"error"`) is reported as the provider's terminal ERROR. */
 ts_ms_format ts_ms_format_of(const ts_ms *a);
 
 /* One SSE event: its `event:` field (may be empty) and its joined `data:` payload,
@@ -119,16 +183,86 @@ ts_ms_format ts_ms_format_of(const ts_ms *a);
  * callback. Returns TS_E_OK, or a negative ts_err after reporting it as an ERROR event:
  * a payload that is not JSON, a limit exceeded, an error event from the provider.
  * A malformed payload is an error for that event only: the adapter goes on with the
- * next event. Provider errors that end the stream set `terminal`. */
+ * next event. Provider errors that end the stream set `terminal`. When one event has
+ * several errors, each is reported and the first is returned. Once the callback has
+ * stopped the adapter, every call returns TS_E_ABORTED and reports nothing. `event`
+ * may be NULL when event_len is 0. */
 int ts_ms_feed_event(ts_ms *a, const char *event, size_t event_len, char *data, size_t data_len);
 
 /* End of input. Formats that end at EOF (Gemini) report their CALL_ENDs and TURN_END
  * here. For the others, EOF before the provider's terminal event reports an ERROR
  * (TS_E_MS_TRUNCATED, terminal) and returns it; open calls are NOT ended (their
- * arguments are incomplete as far as anyone knows). */
+ * arguments are incomplete as far as anyone knows). Exception: an openai-chat stream
+ * that sent its `finish_reason` (every call already ended) but no `[DONE]` ends
+ * normally with TURN_END. A stream whose format was never detected reports
+ * TS_E_MS_UNKNOWN_FORMAT (terminal). Nothing is reported when the terminal event was
+ * already seen. Calling finish again reports nothing and returns the first result. */
 int ts_ms_finish(ts_ms *a);
 
-/* Nonzero once the provider's terminal event was seen (or EOF for Gemini). */
+/* Nonzero once the provider's terminal event was seen (or EOF for Gemini, or EOF after
+ * Chat's finish_reason). A truncated stream is never done. */
 int ts_ms_done(const ts_ms *a);
+
+/* ---- Internal: for the adapter's own modules only ---------------------------------
+ * stream/model_stream.c owns the adapter: the call table, the stop reason and usage
+ * storage, the callback, the JSON token array. The provider modules (openai_chat.c,
+ * openai_responses.c, anthropic.c, gemini.c) read one parsed payload and speak
+ * through these functions. Not part of the API: define TS_MS_INTERNAL to see them.
+ *
+ * Call slots: a slot is a call's row in the table, found by the provider's key (an
+ * integer: Chat's index, Anthropic's block index; or a string: Responses' item_id,
+ * Chat's id). A slot is open, ended, or refused (a limit was hit when it began: it
+ * exists so that later fragments for it are recognised and dropped, but it never got
+ * CALL_BEGIN). The reporting functions do nothing once the callback stopped the
+ * adapter, so providers need not check after each one. */
+#ifdef TS_MS_INTERNAL
+struct ts_jv;
+
+/* Reports a ts_err of ours or the provider's (message {p, len}; NULL: the table's
+ * message). The first error of an event becomes feed's return value. terminal: the
+ * stream is over (provider errors). */
+void ts__ms_error(ts_ms *a, int code, const char *msg, size_t len, int terminal);
+/* A terminal TS_E_MS_PROVIDER error from token `err`: a string is the message; an
+ * object's `message` member is; otherwise the token's JSON text; `fallback` when
+ * err is -1. */
+void ts__ms_provider_error(ts_ms *a, struct ts_jv *jv, int err, const char *fallback);
+/* Decodes string token i in place. Returns 1 with *out set, 0 when i is absent or
+ * null (*out empty), -1 after reporting an error (wrong type: TS_E_MS_BAD_SHAPE, or
+ * a bad escape). */
+int ts__ms_string(ts_ms *a, struct ts_jv *jv, int i, ts_view *out);
+
+void ts__ms_text(ts_ms *a, ts_view text); /* TEXT_DELTA unless empty */
+
+/* Begins a call: a new slot with integer key nkey (-1: none) and string key `key`
+ * (may be empty), and CALL_BEGIN with id and name (already decoded). Returns the
+ * slot, or -1 when the call was refused: TS_E_MS_ID_TOO_LONG leaves a refused slot
+ * that absorbs what follows; a full table (TS_E_MS_TOO_MANY_CALLS, reported once per
+ * turn) leaves no slot, and no "latest call" either. */
+int ts__ms_call_begin(ts_ms *a, int64_t nkey, ts_view key, ts_view id, ts_view name);
+/* The most recent slot with this integer / string key, or -1. */
+int ts__ms_call_by_nkey(const ts_ms *a, int64_t nkey);
+int ts__ms_call_by_key(const ts_ms *a, ts_view key);
+/* The slot that most recently began or received arguments, or -1. */
+int ts__ms_call_last(const ts_ms *a);
+int ts__ms_call_ended(const ts_ms *a, int slot);  /* CALL_END was reported */
+int ts__ms_call_has_args(const ts_ms *a, int slot); /* a CALL_ARGS was reported */
+ts_view ts__ms_call_key(const ts_ms *a, int slot);
+/* Replaces the string key (Chat: an id sent again); TS_E_MS_ID_TOO_LONG keeps the old. */
+void ts__ms_call_set_key(ts_ms *a, int slot, ts_view key);
+/* CALL_ARGS for an open slot (nothing for an empty fragment, a refused or ended slot). */
+void ts__ms_call_args(ts_ms *a, int slot, ts_view text);
+/* CALL_END once for an open slot; ts__ms_end_all ends every open slot in order. */
+void ts__ms_call_end(ts_ms *a, int slot);
+void ts__ms_end_all(ts_ms *a);
+
+/* Keep the stop reason / usage text until TURN_END (copied: TS_E_MS_FIELD_TOO_LONG). */
+void ts__ms_set_stop(ts_ms *a, ts_view stop);
+void ts__ms_set_usage(ts_ms *a, ts_view usage);
+int ts__ms_has_stop(const ts_ms *a);
+/* Ends every open call, then TURN_END; the adapter is done. */
+void ts__ms_turn_end(ts_ms *a);
+/* Per-turn flag bits a provider may keep in the adapter (Gemini: "unsupported reported"). */
+unsigned *ts__ms_flags(ts_ms *a);
+#endif /* TS_MS_INTERNAL */
 
 #endif /* TS_MODEL_STREAM_H */

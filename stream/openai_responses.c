@@ -1,0 +1,117 @@
+/*
+ * openai_responses.c: Responses API events into the adapter's vocabulary.
+ *
+ * Every payload names itself with `type`. A function call is an output item: it begins
+ * with `response.output_item.added` (item.type `function_call`, item.id the key every
+ * later event uses, item.call_id the id the tool result must quote, item.name), its
+ * arguments come as `response.function_call_arguments.delta` events keyed by
+ * `item_id`, and it ends twice over: `response.function_call_arguments.done` and then
+ * `response.output_item.done`. The first of the two ends the call; the second finds it
+ * ended and does nothing.
+ *
+ * The `.done` events and `output_item.added` also carry the arguments whole. Reading
+ * them as well as the deltas would report the text twice, so they count only for a
+ * call that received no delta at all (a server or proxy that sends calls whole).
+ *
+ * The turn ends with `response.completed`, `response.incomplete` (reason in
+ * `incomplete_details`) or `response.failed` (an error, terminal). `error` events come
+ * flat (`code`, `message` at the top) or nested (`error: {...}`).
+ */
+#define TS_MS_INTERNAL
+#include "openai_responses.h"
+
+#include <string.h>
+
+static int name_is(ts_view v, const char *lit) {
+  size_t n = strlen(lit);
+  return v.len == n && memcmp(v.p, lit, n) == 0;
+}
+
+int ts__openai_responses_skip(ts_view event) {
+  return name_is(event, "response.created") || name_is(event, "response.in_progress") ||
+         name_is(event, "response.queued");
+}
+
+/* Ends the call of item key `key_tok`, first reporting `args_tok` (the whole arguments)
+ * if the call got no delta. */
+static void end_call(ts_ms *a, ts_jv *jv, int key_tok, int args_tok) {
+  ts_view key, args;
+  if (ts__ms_string(a, jv, key_tok, &key) <= 0) return;
+  int slot = ts__ms_call_by_key(a, key);
+  if (slot < 0 || ts__ms_call_ended(a, slot)) return;
+  if (!ts__ms_call_has_args(a, slot) && ts__ms_string(a, jv, args_tok, &args) > 0)
+    ts__ms_call_args(a, slot, args);
+  ts__ms_call_end(a, slot);
+}
+
+static void item_added(ts_ms *a, ts_jv *jv, int item) {
+  if (!ts_jv_eq(jv, ts_jv_get(jv, item, "type"), "function_call")) return;
+  ts_view key, id, name, args;
+  if (ts__ms_string(a, jv, ts_jv_get(jv, item, "id"), &key) < 0) return;
+  if (ts__ms_string(a, jv, ts_jv_get(jv, item, "call_id"), &id) < 0) return;
+  if (ts__ms_string(a, jv, ts_jv_get(jv, item, "name"), &name) < 0) return;
+  int slot = ts__ms_call_begin(a, -1, key, id, name);
+  if (slot >= 0 && ts__ms_string(a, jv, ts_jv_get(jv, item, "arguments"), &args) > 0)
+    ts__ms_call_args(a, slot, args);
+}
+
+static void turn_end(ts_ms *a, ts_jv *jv, int resp, const char *dflt, int incomplete) {
+  ts_view stop = {dflt, strlen(dflt)}, v;
+  int status = ts_jv_get(jv, resp, "status");
+  int reason = ts_jv_get(jv, ts_jv_get(jv, resp, "incomplete_details"), "reason");
+  if (incomplete && ts_jv_type_of(jv, reason) == TS_JV_STRING) {
+    if (ts__ms_string(a, jv, reason, &v) > 0) stop = v;
+  } else if (ts_jv_type_of(jv, status) == TS_JV_STRING) {
+    if (ts__ms_string(a, jv, status, &v) > 0) stop = v;
+  }
+  ts__ms_set_stop(a, stop);
+  int usage = ts_jv_get(jv, resp, "usage");
+  if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__ms_set_usage(a, ts_jv_raw(jv, usage));
+  ts__ms_turn_end(a);
+}
+
+void ts__openai_responses_event(ts_ms *a, ts_jv *jv, ts_view event) {
+  if (ts_jv_type_of(jv, 0) != TS_JV_OBJECT) {
+    ts__ms_error(a, TS_E_MS_BAD_SHAPE, NULL, 0, 0);
+    return;
+  }
+  int type_tok = ts_jv_get(jv, 0, "type");
+  ts_view type = event;
+  if (ts_jv_type_of(jv, type_tok) == TS_JV_STRING) {
+    ts_view raw = ts_jv_raw(jv, type_tok);
+    type.p = raw.p + 1;
+    type.len = raw.len - 2;
+  }
+  ts_view text;
+  int resp = ts_jv_get(jv, 0, "response");
+  if (name_is(type, "response.output_text.delta")) {
+    if (ts__ms_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0) ts__ms_text(a, text);
+  } else if (name_is(type, "response.function_call_arguments.delta")) {
+    ts_view key;
+    if (ts__ms_string(a, jv, ts_jv_get(jv, 0, "item_id"), &key) <= 0) return;
+    int slot = ts__ms_call_by_key(a, key);
+    if (slot >= 0 && ts__ms_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0)
+      ts__ms_call_args(a, slot, text);
+  } else if (name_is(type, "response.output_item.added")) {
+    item_added(a, jv, ts_jv_get(jv, 0, "item"));
+  } else if (name_is(type, "response.function_call_arguments.done")) {
+    end_call(a, jv, ts_jv_get(jv, 0, "item_id"), ts_jv_get(jv, 0, "arguments"));
+  } else if (name_is(type, "response.output_item.done")) {
+    int item = ts_jv_get(jv, 0, "item");
+    if (ts_jv_eq(jv, ts_jv_get(jv, item, "type"), "function_call"))
+      end_call(a, jv, ts_jv_get(jv, item, "id"), ts_jv_get(jv, item, "arguments"));
+  } else if (name_is(type, "response.completed")) {
+    turn_end(a, jv, resp, "completed", 0);
+  } else if (name_is(type, "response.incomplete")) {
+    turn_end(a, jv, resp, "incomplete", 1);
+  } else if (name_is(type, "response.failed")) {
+    int err = ts_jv_get(jv, resp, "error");
+    ts__ms_provider_error(a, jv, ts_jv_is_null(jv, err) ? -1 : err, "response failed");
+  } else if (name_is(type, "error")) {
+    int err = ts_jv_get(jv, 0, "error");
+    ts__ms_provider_error(a, jv, ts_jv_type_of(jv, err) == TS_JV_OBJECT ? err : 0, NULL);
+  } else if (type_tok < 0) {
+    int err = ts_jv_get(jv, 0, "error"); /* an error body without a type */
+    if (err >= 0 && !ts_jv_is_null(jv, err)) ts__ms_provider_error(a, jv, err, NULL);
+  }
+}
