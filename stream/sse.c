@@ -1,0 +1,442 @@
+/*
+ * sse.c: the SSE framer of sse.h.
+ *
+ * The framer is a line machine that can stop after any byte and pick up again in the
+ * next chunk without looking back. Its position within a line is one of:
+ *
+ *   S_BOM         stream start, matching a byte-order mark (bom_n bytes so far)
+ *   S_LINE_START  no byte of the current line seen yet
+ *   S_NAME        reading a field name (kept only when it could be a known one)
+ *   S_SPACE       just after the colon: a space here is dropped
+ *   S_VALUE       reading the value of `field` (F_NONE for comments, unknown fields)
+ *   S_SKIP_LINE   discarding the rest of a line (after an error, while resyncing)
+ *
+ * Inside a line, the work goes by segments rather than bytes: memchr finds the next
+ * CR and the next LF, and the bytes up to the nearer one (or to the line limit, or to
+ * the end of the chunk) are handed to the state in one piece: a memchr for the colon
+ * in S_NAME, one memcpy (or, zero-copy, nothing at all) for a data value. The CR and
+ * LF search results are kept for the whole chunk, so a chunk full of short CR-only
+ * lines does not rescan the rest of the chunk for an LF at every line.
+ *
+ * Line endings: a CR is an ending on its own; an LF right after it belongs to the
+ * same ending. When the CR is the last byte of a chunk, `after_cr` remembers to
+ * swallow an LF at the start of the next chunk, and a blank line ending that way
+ * keeps its dispatch `pending` until that byte is seen, so that end_offset counts the
+ * LF whatever the chunking (sse.h, "Offsets").
+ *
+ * Data: the joined payload lives either in the caller's buffer or, while it is a
+ * single value lying in the chunk being fed, as a view into that chunk (`view`). A
+ * view is copied into the buffer when a second data line starts and, at the latest,
+ * when feed returns: a view never outlives its chunk.
+ *
+ * Limits: every check compares a segment's length with the room left, so an error
+ * offset is exact whatever the chunking. The line limit cuts the segment at the line's
+ * last allowed byte; only when the bytes before it are processed without error is a
+ * further byte on the line reported as TS_E_SSE_LINE_TOO_LONG.
+ *
+ * A stream that starts with part of a BOM and then something else: the matched
+ * bytes came (perhaps) in earlier chunks that are gone, but they are known constants,
+ * so they are replayed from a small local array before the chunk is read.
+ */
+#include "sse.h"
+
+#include <assert.h>
+#include <string.h>
+
+enum { S_BOM = 0, S_LINE_START, S_NAME, S_SPACE, S_VALUE, S_SKIP_LINE };
+enum { F_NONE = 0, F_DATA, F_EVENT, F_ID, F_RETRY };
+enum { D_NONE = 0, D_BUF, D_VIEW };
+
+/* Longest field name we care about ("event", "retry"); a longer name is unknown. */
+#define FNAME_MAX 5u
+
+static const unsigned char bom[3] = {0xEF, 0xBB, 0xBF};
+
+/* The bytes being run through the machine, and the line-end search cache. */
+typedef struct {
+  char *start;
+  char *end;
+  uint64_t base; /* absolute offset of start */
+  char *lf;      /* first LF at or after the last search point, `end` if none; NULL: no search yet */
+  char *cr;      /* same for CR */
+} run_ctx;
+
+static uint64_t off(const run_ctx *r, const char *x) { return r->base + (uint64_t)(x - r->start); }
+
+/* The nearer of the next CR and LF at or after p, or r->end. Each search result stays
+ * valid until p passes it, so each byte is searched at most once per character. */
+static char *find_eol(run_ctx *r, char *p) {
+  if (r->lf == NULL || r->lf < p) {
+    r->lf = memchr(p, '\n', (size_t)(r->end - p));
+    if (r->lf == NULL) r->lf = r->end;
+  }
+  if (r->cr == NULL || r->cr < p) {
+    r->cr = memchr(p, '\r', (size_t)(r->end - p));
+    if (r->cr == NULL) r->cr = r->end;
+  }
+  return r->lf < r->cr ? r->lf : r->cr;
+}
+
+int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb, void *user) {
+  if (s == NULL) return TS_E_INVAL;
+  memset(s, 0, sizeof *s);
+  if (buf == NULL || cb == NULL) {
+    s->err = TS_E_INVAL;
+    return TS_E_INVAL;
+  }
+  s->buf = buf;
+  s->cap = cap;
+  if (max_line == 0) max_line = cap > SIZE_MAX - TS_SSE_LINE_SLACK ? SIZE_MAX : cap + TS_SSE_LINE_SLACK;
+  s->max_line = max_line;
+  s->cb = cb;
+  s->user = user;
+  s->retry = -1;
+  return TS_E_OK;
+}
+
+/* Forgets the event being built (name and data; the last event id is not part of it). */
+static void reset_event(ts_sse *s) {
+  s->name_len = 0;
+  s->data_mode = D_NONE;
+  s->data_len = 0;
+  s->view = NULL;
+}
+
+static int stop(ts_sse *s, uint64_t at) {
+  s->err = TS_E_ABORTED;
+  s->last_err = TS_E_ABORTED;
+  s->err_offset = at;
+  return TS_E_ABORTED;
+}
+
+static void empty_views(const ts_sse *s, ts_sse_event *ev) {
+  ev->name = s->name;
+  ev->data = s->buf;
+  ev->id = s->id;
+}
+
+/* Reports a limit error and starts resynchronising: drop the event, discard lines up
+ * to the next blank line. */
+static int fail(ts_sse *s, int code, uint64_t at) {
+  ts_sse_event ev;
+  memset(&ev, 0, sizeof ev);
+  reset_event(s);
+  s->state = S_SKIP_LINE;
+  s->skipping = 1;
+  s->last_err = code;
+  s->err_offset = at;
+  s->nerrors++;
+  ev.kind = TS_SSE_ERROR;
+  ev.code = code;
+  ev.err_offset = at;
+  empty_views(s, &ev);
+  return s->cb(s->user, &ev) ? stop(s, at) : TS_E_OK;
+}
+
+static int dispatch(ts_sse *s, uint64_t end_offset) {
+  ts_sse_event ev;
+  memset(&ev, 0, sizeof ev);
+  empty_views(s, &ev);
+  ev.kind = TS_SSE_DISPATCH;
+  ev.name_len = s->name_len;
+  if (s->data_mode == D_VIEW) ev.data = s->view;
+  ev.data_len = s->data_len;
+  ev.id_len = s->id_len;
+  ev.end_offset = end_offset;
+  reset_event(s);
+  return s->cb(s->user, &ev) ? stop(s, end_offset) : TS_E_OK;
+}
+
+/* Moves a view's bytes into the caller's buffer. */
+static void to_buf(ts_sse *s) {
+  if (s->data_mode != D_VIEW) return;
+  if (s->data_len) memmove(s->buf, s->view, s->data_len);
+  s->data_mode = D_BUF;
+  s->view = NULL;
+}
+
+/* Consumes the line ending at q (a CR or LF) and returns the byte after it. A CR that
+ * ends the bytes being run may yet be followed by an LF: after_cr remembers it. */
+static char *line_end(ts_sse *s, const run_ctx *r, char *q) {
+  char *after = q + 1;
+  if (*q == '\r') {
+    if (after < r->end) {
+      if (*after == '\n') after++;
+    } else {
+      s->after_cr = 1;
+    }
+  }
+  s->state = S_LINE_START;
+  return after;
+}
+
+static void add_fname(ts_sse *s, const char *p, size_t n) {
+  if (s->fname_len > FNAME_MAX) return;
+  if (n > FNAME_MAX - s->fname_len) {
+    s->fname_len = FNAME_MAX + 1;
+    return;
+  }
+  memcpy(s->fname + s->fname_len, p, n);
+  s->fname_len = (uint8_t)(s->fname_len + n);
+}
+
+static int name_is(const ts_sse *s, const char *lit, size_t n) {
+  return s->fname_len == n && memcmp(s->fname, lit, n) == 0;
+}
+
+/* The field name is complete (at its colon, or at the line end): start its value.
+ * `at` is the offset of that colon or line end. */
+static int begin_field(ts_sse *s, uint64_t at) {
+  if (name_is(s, "data", 4)) {
+    s->field = F_DATA;
+    if (s->data_mode == D_NONE) {
+      s->data_mode = D_BUF; /* an event with data, so far empty */
+      s->data_len = 0;
+    } else {
+      if (s->data_len >= s->cap) return fail(s, TS_E_SSE_EVENT_TOO_LARGE, at);
+      to_buf(s);
+      s->buf[s->data_len++] = '\n';
+    }
+  } else if (name_is(s, "event", 5)) {
+    s->field = F_EVENT;
+    s->name_len = 0;
+  } else if (name_is(s, "id", 2)) {
+    s->field = F_ID;
+    s->id_pend_len = 0;
+    s->id_nul = 0;
+  } else if (name_is(s, "retry", 5)) {
+    s->field = F_RETRY;
+    s->retry_acc = 0;
+    s->retry_any = 0;
+    s->retry_bad = 0;
+  } else {
+    s->field = F_NONE;
+  }
+  return TS_E_OK;
+}
+
+/* Value bytes [p, p + n), none of them a line ending, all within the line limit. */
+static int add_value(ts_sse *s, const run_ctx *r, char *p, size_t n) {
+  switch (s->field) {
+  case F_DATA:
+    if (n > s->cap - s->data_len) return fail(s, TS_E_SSE_EVENT_TOO_LARGE, off(r, p) + (s->cap - s->data_len));
+    if (s->data_len == 0) { /* the payload so far is empty: these bytes can be it */
+      s->data_mode = D_VIEW;
+      s->view = p;
+    } else if (s->data_mode == D_BUF) {
+      memcpy(s->buf + s->data_len, p, n);
+    } else {
+      assert(s->view + s->data_len == p); /* a view only grows along one line */
+    }
+    s->data_len += n;
+    break;
+  case F_EVENT:
+    if (n > TS_SSE_MAX_NAME - s->name_len)
+      return fail(s, TS_E_SSE_NAME_TOO_LONG, off(r, p) + (TS_SSE_MAX_NAME - s->name_len));
+    memcpy(s->name + s->name_len, p, n);
+    s->name_len = (uint16_t)(s->name_len + n);
+    break;
+  case F_ID:
+    if (n > TS_SSE_MAX_ID - s->id_pend_len)
+      return fail(s, TS_E_SSE_ID_TOO_LONG, off(r, p) + (TS_SSE_MAX_ID - s->id_pend_len));
+    if (memchr(p, '\0', n)) s->id_nul = 1;
+    memcpy(s->id_pend + s->id_pend_len, p, n);
+    s->id_pend_len = (uint16_t)(s->id_pend_len + n);
+    break;
+  case F_RETRY:
+    for (size_t i = 0; i < n && !s->retry_bad; i++) {
+      unsigned d = (unsigned char)p[i] - (unsigned)'0';
+      if (d > 9) {
+        s->retry_bad = 1;
+        break;
+      }
+      s->retry_any = 1;
+      s->retry_acc = s->retry_acc > (TS_SSE_RETRY_MAX - d) / 10 ? TS_SSE_RETRY_MAX : s->retry_acc * 10 + d;
+    }
+    break;
+  default: /* comment or unknown field */
+    break;
+  }
+  return TS_E_OK;
+}
+
+/* The line's bytes [*pp, seg): no line ending among them, all within the line limit.
+ * Runs NAME -> SPACE -> VALUE as far as they go. On an error the state is SKIP_LINE. */
+static int segment(ts_sse *s, const run_ctx *r, char **pp, char *seg) {
+  char *p = *pp;
+  int rc = TS_E_OK;
+  if (s->state == S_NAME && p < seg) {
+    char *colon = memchr(p, ':', (size_t)(seg - p));
+    char *stop_at = colon ? colon : seg;
+    add_fname(s, p, (size_t)(stop_at - p));
+    p = stop_at;
+    if (colon) {
+      p++;
+      s->state = S_SPACE;
+      rc = begin_field(s, off(r, colon));
+      if (rc || s->state != S_SPACE) goto done;
+    }
+  }
+  if (s->state == S_SPACE && p < seg) {
+    if (*p == ' ') p++;
+    s->state = S_VALUE;
+  }
+  if (s->state == S_VALUE && p < seg) {
+    rc = add_value(s, r, p, (size_t)(seg - p));
+    p = seg;
+  }
+done:
+  *pp = p;
+  return rc;
+}
+
+/* A non-blank line ended at q: finish its field. */
+static int finish_line(ts_sse *s, const run_ctx *r, char *q) {
+  if (s->state == S_NAME) { /* no colon: the whole line names the field, value empty */
+    int rc = begin_field(s, off(r, q));
+    if (rc || s->state == S_SKIP_LINE) return rc;
+  }
+  switch (s->field) {
+  case F_ID:
+    if (!s->id_nul) {
+      memcpy(s->id, s->id_pend, s->id_pend_len);
+      s->id_len = s->id_pend_len;
+    }
+    break;
+  case F_RETRY:
+    if (s->retry_any && !s->retry_bad) s->retry = (int64_t)s->retry_acc;
+    break;
+  default:
+    break;
+  }
+  return TS_E_OK;
+}
+
+/* Runs the bytes [start, end) through the machine; s->pos is the offset of start. */
+static int run(ts_sse *s, char *start, char *end) {
+  run_ctx r = {start, end, s->pos, NULL, NULL};
+  char *p = start;
+  int rc = TS_E_OK;
+
+  while (p < end && rc == TS_E_OK) {
+    if (s->state == S_LINE_START) {
+      if (s->after_cr) { /* the previous chunk ended with a CR */
+        s->after_cr = 0;
+        if (*p == '\n') p++;
+        if (s->pending) {
+          s->pending = 0;
+          rc = dispatch(s, off(&r, p));
+        }
+        continue;
+      }
+      s->line_start = off(&r, p);
+      if (*p == '\n' || *p == '\r') { /* blank line */
+        p = line_end(s, &r, p);
+        if (s->skipping) {
+          s->skipping = 0; /* resynchronised */
+          reset_event(s);
+        } else if (s->data_mode == D_NONE) {
+          reset_event(s); /* no data: nothing to dispatch, but forget the name */
+        } else if (s->after_cr) {
+          s->pending = 1; /* an LF may follow in the next chunk */
+        } else {
+          rc = dispatch(s, off(&r, p));
+        }
+        continue;
+      }
+      if (s->skipping) {
+        s->state = S_SKIP_LINE;
+      } else if (*p == ':') {
+        s->state = S_VALUE; /* comment */
+        s->field = F_NONE;
+      } else {
+        s->state = S_NAME;
+        s->fname_len = 0;
+      }
+      continue;
+    }
+
+    char *q = find_eol(&r, p);
+    if (s->state == S_SKIP_LINE) {
+      p = q < end ? line_end(s, &r, q) : end;
+      continue;
+    }
+
+    /* Inside a line: cut the segment at the line limit. */
+    uint64_t used = off(&r, p) - s->line_start;
+    uint64_t room = used >= s->max_line ? 0 : (uint64_t)s->max_line - used;
+    char *seg = q;
+    int over = 0;
+    if ((uint64_t)(q - p) > room) {
+      seg = p + room;
+      over = 1;
+    }
+    rc = segment(s, &r, &p, seg);
+    if (rc || s->state == S_SKIP_LINE || p < seg) continue;
+    if (over) {
+      rc = fail(s, TS_E_SSE_LINE_TOO_LONG, off(&r, p));
+      continue;
+    }
+    if (p == end) break; /* the line goes on in the next chunk */
+    rc = finish_line(s, &r, p);
+    if (rc || s->state == S_SKIP_LINE) continue; /* SKIP_LINE consumes the ending */
+    p = line_end(s, &r, p);
+  }
+
+  /* Never keep a pointer into the caller's chunk. */
+  to_buf(s);
+  s->pos = r.base + (uint64_t)(end - start);
+  return rc;
+}
+
+int ts_sse_feed(ts_sse *s, char *buf, size_t len) {
+  if (s->err) return s->err;
+  if (s->finished) return TS_E_SSE_FINISHED;
+  if (len == 0) return TS_E_OK;
+  if (buf == NULL) return TS_E_INVAL;
+  char *p = buf;
+  char *end = buf + len;
+  if (s->state == S_BOM) {
+    while (p < end && s->bom_n < 3 && (unsigned char)*p == bom[s->bom_n]) {
+      p++;
+      s->bom_n++;
+    }
+    s->pos = s->bom_n;
+    if (s->bom_n == 3) {
+      s->state = S_LINE_START;
+    } else if (p == end) {
+      return TS_E_OK; /* still a BOM prefix: wait for more */
+    } else {
+      /* Not a BOM: the matched bytes (some perhaps from earlier chunks, gone now) are
+       * ordinary stream bytes. They are known constants: replay them from a copy. */
+      char replay[3];
+      size_t n = s->bom_n;
+      memcpy(replay, bom, n);
+      s->state = S_LINE_START;
+      s->pos = 0;
+      if (n) {
+        int rc = run(s, replay, replay + n);
+        if (rc) {
+          s->pos += (uint64_t)(end - p);
+          return rc;
+        }
+      }
+    }
+  }
+  return run(s, p, end);
+}
+
+int ts_sse_finish(ts_sse *s) {
+  if (s->err) return s->err;
+  if (s->finished) return TS_E_OK;
+  s->finished = 1;
+  s->after_cr = 0;
+  if (s->pending) {
+    s->pending = 0;
+    int rc = dispatch(s, s->pos);
+    if (rc) return rc;
+  }
+  reset_event(s); /* an unterminated event is dropped */
+  s->state = S_LINE_START;
+  return TS_E_OK;
+}

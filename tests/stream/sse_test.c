@@ -1,0 +1,989 @@
+/*
+ * sse_test.c: tests for stream/sse.c.
+ *
+ * Every input is fed whole, byte by byte, in chunks of every size 1..31 and split in
+ * two at every position, and must give the same items (names, data, ids, end offsets,
+ * errors and their offsets) every time. Chunks are copied into exact-size heap blocks
+ * that are freed right after feed returns, so ASan catches a read past a chunk or a
+ * view kept after its chunk is gone; the data buffer is an exact-size block too. The
+ * recording callback overwrites every payload after copying it (as in-place JSON
+ * decoding would), so a framer that re-read dispatched bytes would be caught.
+ * A whole-input reference framer, written for clarity, is compared with the framer on
+ * random inputs built from SSE fragments.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sse.h"
+#include "test_support.h"
+
+/* ---- recording, without allocating ------------------------------------------------ */
+
+enum { K_RETRY = 3 }; /* pseudo item: the final retry value, when one was set */
+
+typedef struct {
+  int kind, code;
+  size_t name, name_len, data, data_len, id, id_len; /* offsets into the arena */
+  uint64_t off;
+  int view; /* data pointed into the chunk being fed */
+} rec_item;
+
+#define REC_ITEMS 1024
+#define REC_ARENA (1u << 20)
+
+typedef struct {
+  rec_item it[REC_ITEMS];
+  size_t n;
+  char arena[REC_ARENA];
+  size_t used;
+  int overflow;
+  uintptr_t lo, hi;  /* the chunk being fed */
+  size_t abort_at;   /* return nonzero at this item (1-based); 0: never */
+  int no_scribble;
+} recorder;
+
+static recorder rec;
+
+static void rec_reset(recorder *r) {
+  r->n = 0;
+  r->used = 0;
+  r->overflow = 0;
+  r->lo = r->hi = 0;
+  r->abort_at = 0;
+  r->no_scribble = 0;
+}
+
+static size_t stash(recorder *r, const char *p, size_t n) {
+  if (n > REC_ARENA - r->used) {
+    r->overflow = 1;
+    return 0;
+  }
+  size_t at = r->used;
+  if (n) memcpy(r->arena + at, p, n);
+  r->used += n;
+  return at;
+}
+
+static int rec_cb(void *user, const ts_sse_event *ev) {
+  recorder *r = user;
+  if (ev->name == NULL || ev->data == NULL || ev->id == NULL) r->overflow = 2; /* never NULL */
+  if (r->n == REC_ITEMS) {
+    r->overflow = 1;
+    return 0;
+  }
+  rec_item *it = &r->it[r->n++];
+  it->kind = ev->kind;
+  it->code = ev->code;
+  it->off = ev->kind == TS_SSE_DISPATCH ? ev->end_offset : ev->err_offset;
+  it->name = stash(r, ev->name, ev->name_len);
+  it->name_len = ev->name_len;
+  it->data = stash(r, ev->data, ev->data_len);
+  it->data_len = ev->data_len;
+  it->id = stash(r, ev->id, ev->id_len);
+  it->id_len = ev->id_len;
+  it->view = ev->data_len > 0 && (uintptr_t)ev->data >= r->lo && (uintptr_t)ev->data < r->hi;
+  if (!r->no_scribble) memset(ev->data, '#', ev->data_len); /* as in-place decoding would */
+  return r->abort_at != 0 && r->n >= r->abort_at;
+}
+
+/* ---- canonical text of an item list ----------------------------------------------- */
+
+typedef struct {
+  char *p;
+  size_t len, cap;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *np = realloc(b->p, cap);
+    if (np == NULL) abort();
+    b->p = np;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void sb_fmt_u64(sbuf *b, const char *pre, uint64_t v) {
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "%s%llu", pre, (unsigned long long)v);
+  sb_str(b, tmp);
+}
+
+static void sb_quoted(sbuf *b, const char *s, size_t n) {
+  sb_put(b, "\"", 1);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    char tmp[8];
+    if (c == '\n') sb_str(b, "\\n");
+    else if (c == '\r') sb_str(b, "\\r");
+    else if (c == '"' || c == '\\') {
+      tmp[0] = '\\';
+      tmp[1] = (char)c;
+      sb_put(b, tmp, 2);
+    } else if (c < 0x20 || c >= 0x7f) {
+      snprintf(tmp, sizeof tmp, "\\x%02x", c);
+      sb_str(b, tmp);
+    } else {
+      sb_put(b, (const char *)&c, 1);
+    }
+  }
+  sb_put(b, "\"", 1);
+}
+
+static void sb_event(sbuf *b, const char *name, size_t nl, const char *data, size_t dl,
+                     const char *id, size_t il, uint64_t end) {
+  sb_str(b, "dispatch name=");
+  sb_quoted(b, name, nl);
+  sb_str(b, " data=");
+  sb_quoted(b, data, dl);
+  sb_str(b, " id=");
+  sb_quoted(b, id, il);
+  sb_fmt_u64(b, " end=", end);
+  sb_str(b, "\n");
+}
+
+static void sb_error(sbuf *b, int code, uint64_t at) {
+  sb_str(b, "error ");
+  sb_str(b, ts_err_name(code));
+  sb_fmt_u64(b, " at=", at);
+  sb_str(b, "\n");
+}
+
+static void sb_retry(sbuf *b, int64_t retry) {
+  if (retry >= 0) {
+    sb_fmt_u64(b, "retry=", (uint64_t)retry);
+    sb_str(b, "\n");
+  }
+}
+
+static void sb_rec(sbuf *b, const recorder *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    const rec_item *it = &r->it[i];
+    if (it->kind == TS_SSE_DISPATCH)
+      sb_event(b, r->arena + it->name, it->name_len, r->arena + it->data, it->data_len,
+               r->arena + it->id, it->id_len, it->off);
+    else if (it->kind == TS_SSE_ERROR)
+      sb_error(b, it->code, it->off);
+    else
+      sb_str(b, "bad item kind\n");
+  }
+  if (r->overflow) sb_str(b, "recorder overflow or NULL view\n");
+}
+
+/* ---- feeding in chunks ------------------------------------------------------------ */
+
+typedef struct {
+  size_t chunk;   /* > 0: fixed chunk size */
+  size_t split;   /* chunk == 0: two chunks, cut here */
+  uint64_t rng;   /* nonzero: random chunk sizes 1..40 instead */
+} sched;
+
+static uint64_t xorshift(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x;
+}
+
+static size_t next_chunk(sched *sc, size_t at, size_t len) {
+  size_t left = len - at, n;
+  if (sc->rng) n = (size_t)(xorshift(&sc->rng) % 40) + 1;
+  else if (sc->chunk) n = sc->chunk;
+  else n = at < sc->split ? sc->split - at : left;
+  return n < left ? n : left;
+}
+
+/* Feeds `in` according to `sc`; returns the canonical text of the items (malloc'd),
+ * with any nonzero return code of feed or finish appended. */
+static char *feed_run(const char *in, size_t len, size_t cap, size_t max_line, sched sc, size_t *views) {
+  char *dbuf = malloc(cap ? cap : 1);
+  ck_assert_ptr_nonnull(dbuf);
+  ts_sse s;
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, cap, max_line, rec_cb, &rec), TS_E_OK);
+  rec_reset(&rec);
+  sbuf out = {0};
+  for (size_t at = 0; at < len;) {
+    size_t n = next_chunk(&sc, at, len);
+    char *c = malloc(n);
+    ck_assert_ptr_nonnull(c);
+    memcpy(c, in + at, n);
+    rec.lo = (uintptr_t)c;
+    rec.hi = (uintptr_t)(c + n);
+    int rc = ts_sse_feed(&s, c, n);
+    free(c);
+    rec.lo = rec.hi = 0;
+    if (rc) sb_error(&out, rc, at);
+    at += n;
+  }
+  ck_assert_uint_eq(ts_sse_offset(&s), len);
+  int rc = ts_sse_finish(&s);
+  if (rc) sb_error(&out, rc, len);
+  sbuf items = {0};
+  sb_rec(&items, &rec);
+  sb_retry(&items, ts_sse_retry(&s));
+  if (out.p) sb_str(&items, out.p);
+  if (items.p == NULL) sb_str(&items, "");
+  free(out.p);
+  if (views) {
+    *views = 0;
+    for (size_t i = 0; i < rec.n; i++) *views += (size_t)rec.it[i].view;
+  }
+  free(dbuf);
+  return items.p;
+}
+
+/* ---- the reference: whole input, line by line ------------------------------------- */
+
+enum { RF_NONE, RF_DATA, RF_EVENT, RF_ID, RF_RETRY };
+
+static int ref_field(const char *p, size_t n) {
+  if (n == 4 && memcmp(p, "data", 4) == 0) return RF_DATA;
+  if (n == 5 && memcmp(p, "event", 5) == 0) return RF_EVENT;
+  if (n == 2 && memcmp(p, "id", 2) == 0) return RF_ID;
+  if (n == 5 && memcmp(p, "retry", 5) == 0) return RF_RETRY;
+  return RF_NONE;
+}
+
+static char *ref_run(const char *in, size_t len, size_t cap, size_t max_line) {
+  static const char bomb[3] = {'\xEF', '\xBB', '\xBF'};
+  sbuf out = {0};
+  sb_str(&out, "");
+  if (max_line == 0) max_line = cap + TS_SSE_LINE_SLACK;
+  if (len < 3 && memcmp(in, bomb, len) == 0) return out.p; /* only (part of) a BOM */
+  size_t i = (len >= 3 && memcmp(in, bomb, 3) == 0) ? 3 : 0;
+  char *data = malloc(cap + 1);
+  char name[TS_SSE_MAX_NAME], id[TS_SSE_MAX_ID];
+  size_t dlen = 0, nlen = 0, idlen = 0;
+  int have = 0, skipping = 0;
+  int64_t retry = -1;
+  while (i < len) {
+    size_t j = i;
+    while (j < len && in[j] != '\r' && in[j] != '\n') j++;
+    int term = j < len;
+    size_t after = j;
+    if (term) {
+      after = j + 1;
+      if (in[j] == '\r' && after < len && in[after] == '\n') after++;
+    }
+    if (j == i && term) { /* blank line */
+      if (!skipping && have) sb_event(&out, name, nlen, data, dlen, id, idlen, after);
+      skipping = 0;
+      have = 0;
+      dlen = nlen = 0;
+      i = after;
+      continue;
+    }
+    if (skipping) {
+      i = after;
+      continue;
+    }
+    const char *c = memchr(in + i, ':', j - i);
+    size_t colon = c ? (size_t)(c - in) : j;
+    int field = ref_field(in + i, colon - i);
+    int classified = c != NULL || term;
+    size_t v = c ? colon + 1 : j;
+    if (c && v < j && in[v] == ' ') v++;
+    size_t vlen = j - v;
+    int code = 0;
+    uint64_t at = 0;
+    if (field == RF_DATA && classified) {
+      if (have && dlen >= cap) {
+        code = TS_E_SSE_EVENT_TOO_LARGE;
+        at = colon;
+      } else {
+        size_t room = cap - dlen - (have ? 1 : 0);
+        if (vlen > room) {
+          code = TS_E_SSE_EVENT_TOO_LARGE;
+          at = v + room;
+        }
+      }
+    } else if (field == RF_EVENT && vlen > TS_SSE_MAX_NAME) {
+      code = TS_E_SSE_NAME_TOO_LONG;
+      at = v + TS_SSE_MAX_NAME;
+    } else if (field == RF_ID && vlen > TS_SSE_MAX_ID) {
+      code = TS_E_SSE_ID_TOO_LONG;
+      at = v + TS_SSE_MAX_ID;
+    }
+    if (j - i > max_line && (code == 0 || i + max_line <= at)) {
+      code = TS_E_SSE_LINE_TOO_LONG;
+      at = i + max_line;
+    }
+    if (code) {
+      sb_error(&out, code, at);
+      skipping = 1;
+      have = 0;
+      dlen = nlen = 0;
+      i = after;
+      continue;
+    }
+    if (!term) break; /* unterminated last line: no effect */
+    switch (field) {
+    case RF_DATA:
+      if (have) data[dlen++] = '\n';
+      memcpy(data + dlen, in + v, vlen);
+      dlen += vlen;
+      have = 1;
+      break;
+    case RF_EVENT:
+      memcpy(name, in + v, vlen);
+      nlen = vlen;
+      break;
+    case RF_ID:
+      if (memchr(in + v, '\0', vlen) == NULL) {
+        memcpy(id, in + v, vlen);
+        idlen = vlen;
+      }
+      break;
+    case RF_RETRY: {
+      uint64_t acc = 0;
+      size_t k = 0;
+      for (; k < vlen && in[v + k] >= '0' && in[v + k] <= '9'; k++) {
+        uint64_t d = (uint64_t)(in[v + k] - '0');
+        acc = acc > (TS_SSE_RETRY_MAX - d) / 10 ? TS_SSE_RETRY_MAX : acc * 10 + d;
+      }
+      if (vlen > 0 && k == vlen) retry = (int64_t)acc;
+      break;
+    }
+    default:
+      break;
+    }
+    i = after;
+  }
+  sb_retry(&out, retry);
+  free(data);
+  return out.p;
+}
+
+/* ---- split invariance ------------------------------------------------------------- */
+
+/* Feeds `in` whole, byte by byte, in every chunk size 1..31 and split in two at every
+ * position; every run must give `want`. `ctx` names the case in failure messages. */
+static void check_all_splits(const char *ctx, const char *in, size_t len, size_t cap, size_t max_line,
+                             const char *want) {
+  sched whole = {len ? len : 1, 0, 0};
+  char *got = feed_run(in, len, cap, max_line, whole, NULL);
+  ck_assert_msg(strcmp(got, want) == 0, "%s, fed whole:\n--- got\n%s--- want\n%s", ctx, got, want);
+  free(got);
+  for (size_t chunk = 1; chunk <= 31; chunk++) {
+    sched sc = {chunk, 0, 0};
+    got = feed_run(in, len, cap, max_line, sc, NULL);
+    ck_assert_msg(strcmp(got, want) == 0, "%s, chunks of %zu:\n--- got\n%s--- want\n%s", ctx, chunk, got,
+                  want);
+    free(got);
+  }
+  for (size_t cut = 0; cut <= len; cut++) {
+    sched sc = {0, cut, 0};
+    got = feed_run(in, len, cap, max_line, sc, NULL);
+    ck_assert_msg(strcmp(got, want) == 0, "%s, split at %zu:\n--- got\n%s--- want\n%s", ctx, cut, got,
+                  want);
+    free(got);
+  }
+}
+
+/* ---- the table -------------------------------------------------------------------- */
+
+typedef struct {
+  int kind;
+  const char *name, *data, *id;
+  uint64_t off; /* end offset, error offset, or the retry value */
+  int code;
+} want_item;
+
+#define EV(n, d, i, o) {TS_SSE_DISPATCH, n, d, i, o, 0}
+#define ERR(c, o) {TS_SSE_ERROR, NULL, NULL, NULL, o, TS_E_SSE_##c}
+#define RETRY(v) {K_RETRY, NULL, NULL, NULL, v, 0}
+
+#define BIG 4096 /* a data buffer no table row fills */
+
+typedef struct {
+  int line;
+  const char *label;
+  const char *in;
+  size_t in_len;   /* 0: strlen(in) */
+  size_t cap;      /* data buffer */
+  size_t max_line; /* 0: the default */
+  want_item want[8];
+} sse_case;
+
+#define X10 "xxxxxxxxxx"
+#define X64 X10 X10 X10 X10 X10 X10 "xxxx"
+#define X256 X64 X64 X64 X64
+
+static const sse_case cases[] = {
+    /* line endings */
+    {__LINE__, "lf", "data: a\n\n", 0, BIG, 0, {EV("", "a", "", 9)}},
+    {__LINE__, "cr", "data: a\r\r", 0, BIG, 0, {EV("", "a", "", 9)}},
+    {__LINE__, "crlf", "data: a\r\n\r\n", 0, BIG, 0, {EV("", "a", "", 11)}},
+    {__LINE__, "mixed endings in one event", "data: a\r\ndata: b\rdata: c\n\r\n", 0, BIG, 0,
+     {EV("", "a\nb\nc", "", 27)}},
+    {__LINE__, "each event its own ending", "data: 1\n\ndata: 2\r\rdata: 3\r\n\r\n", 0, BIG, 0,
+     {EV("", "1", "", 9), EV("", "2", "", 18), EV("", "3", "", 29)}},
+    {__LINE__, "cr lf is one ending, not a blank line", "data: a\r\ndata: b\r\n\r\n", 0, BIG, 0,
+     {EV("", "a\nb", "", 20)}},
+    {__LINE__, "lf cr is two endings", "data: a\n\rdata: b\n\n", 0, BIG, 0,
+     {EV("", "a", "", 9), EV("", "b", "", 18)}},
+    {__LINE__, "cr cr lf: blank line is the cr lf", "data: a\r\r\ndata: b\r\n\r\n", 0, BIG, 0,
+     {EV("", "a", "", 10), EV("", "b", "", 21)}},
+    {__LINE__, "final blank line is a lone cr: dispatched, end after the cr", "data: a\n\r", 0, BIG, 0,
+     {EV("", "a", "", 9)}},
+    {__LINE__, "final cr cr", "data: a\r\r", 0, BIG, 0, {EV("", "a", "", 9)}},
+    {__LINE__, "blank lines only", "\n\r\n\r\r\n\n", 0, BIG, 0, {{0}}},
+    {__LINE__, "empty input", "", 0, BIG, 0, {{0}}},
+
+    /* byte-order mark */
+    {__LINE__, "bom skipped", "\xEF\xBB\xBF" "data: a\n\n", 0, BIG, 0, {EV("", "a", "", 12)}},
+    {__LINE__, "bom then field", "\xEF\xBB\xBF" "event: e\ndata: a\n\n", 0, BIG, 0,
+     {EV("e", "a", "", 21)}},
+    {__LINE__, "bom only at stream start", "data: a\n\n\xEF\xBB\xBF" "data: b\n\n", 0, BIG, 0,
+     {EV("", "a", "", 9)}},
+    {__LINE__, "two boms: the second is part of a field name", "\xEF\xBB\xBF\xEF\xBB\xBF" "data: a\n\n", 0,
+     BIG, 0, {{0}}},
+    {__LINE__, "bom prefix is ordinary bytes", "\xEF\xBB\ndata: a\n\n", 0, BIG, 0, {EV("", "a", "", 12)}},
+    {__LINE__, "bom prefix counts towards the line", "\xEF\xBB" "123456789\n\ndata: a\n\n", 0, BIG, 8,
+     {ERR(LINE_TOO_LONG, 8), EV("", "a", "", 22)}},
+    {__LINE__, "one bom byte then a blank line", "\xEF\n\ndata: a\n\n", 0, BIG, 0, {EV("", "a", "", 12)}},
+    {__LINE__, "bom bytes as data", "data: \xEF\xBB\xBF\n\n", 0, BIG, 0, {EV("", "\xEF\xBB\xBF", "", 11)}},
+    {__LINE__, "only a bom", "\xEF\xBB\xBF", 0, BIG, 0, {{0}}},
+    {__LINE__, "only part of a bom", "\xEF\xBB", 0, BIG, 0, {{0}}},
+    {__LINE__, "line limit counted after the bom", "\xEF\xBB\xBF" "data: a\n\ndata: b\n\n", 0, BIG, 4,
+     {ERR(LINE_TOO_LONG, 7), ERR(LINE_TOO_LONG, 16)}},
+
+    /* comments and keep-alives */
+    {__LINE__, "comments and keep-alives", ": ping\n\n:\ndata: a\n: c\n\n", 0, BIG, 0, {EV("", "a", "", 23)}},
+    {__LINE__, "keep-alive between events", "data: a\n\n: keep-alive\n\ndata: b\n\n", 0, BIG, 0,
+     {EV("", "a", "", 9), EV("", "b", "", 32)}},
+    {__LINE__, "comment with crlf", ":x\r\ndata: a\r\n\r\n", 0, BIG, 0, {EV("", "a", "", 15)}},
+
+    /* fields */
+    {__LINE__, "multiple data lines", "data: a\ndata: b\ndata: c\n\n", 0, BIG, 0, {EV("", "a\nb\nc", "", 25)}},
+    {__LINE__, "data with no space", "data:a\n\n", 0, BIG, 0, {EV("", "a", "", 8)}},
+    {__LINE__, "only one space removed", "data:  a\n\n", 0, BIG, 0, {EV("", " a", "", 10)}},
+    {__LINE__, "a tab is not removed", "data:\ta\n\n", 0, BIG, 0, {EV("", "\ta", "", 9)}},
+    {__LINE__, "trailing space kept", "data: a \n\n", 0, BIG, 0, {EV("", "a ", "", 10)}},
+    {__LINE__, "colon in the value", "data: a:b\n\n", 0, BIG, 0, {EV("", "a:b", "", 11)}},
+    {__LINE__, "empty data line", "data:\n\n", 0, BIG, 0, {EV("", "", "", 7)}},
+    {__LINE__, "two empty data lines", "data:\ndata:\n\n", 0, BIG, 0, {EV("", "\n", "", 13)}},
+    {__LINE__, "empty data line in the middle", "data: a\ndata:\ndata: b\n\n", 0, BIG, 0,
+     {EV("", "a\n\nb", "", 23)}},
+    {__LINE__, "field without colon: data", "data\n\n", 0, BIG, 0, {EV("", "", "", 6)}},
+    {__LINE__, "field without colon twice", "data\ndata\n\n", 0, BIG, 0, {EV("", "\n", "", 11)}},
+    {__LINE__, "field without colon: event empties the name", "event: x\nevent\ndata: a\n\n", 0, BIG, 0,
+     {EV("", "a", "", 24)}},
+    {__LINE__, "event name", "event: delta\ndata: {}\n\n", 0, BIG, 0, {EV("delta", "{}", "", 23)}},
+    {__LINE__, "event after data", "data: a\nevent: x\n\n", 0, BIG, 0, {EV("x", "a", "", 18)}},
+    {__LINE__, "last event line wins", "event: a\nevent: b\ndata: 1\n\n", 0, BIG, 0, {EV("b", "1", "", 27)}},
+    {__LINE__, "event name reset after dispatch", "event: e\ndata: 1\n\ndata: 2\n\n", 0, BIG, 0,
+     {EV("e", "1", "", 18), EV("", "2", "", 27)}},
+    {__LINE__, "no data: not dispatched, name reset", "event: e\n\ndata: 1\n\n", 0, BIG, 0,
+     {EV("", "1", "", 19)}},
+    {__LINE__, "event name of exactly the limit", "event: " X64 "\ndata: a\n\n", 0, BIG, 0,
+     {EV(X64, "a", "", 81)}},
+    {__LINE__, "id persists across events", "id: 7\ndata: a\n\ndata: b\n\nid\ndata: c\n\n", 0, BIG, 0,
+     {EV("", "a", "7", 15), EV("", "b", "7", 24), EV("", "c", "", 36)}},
+    {__LINE__, "id set without an event still counts", "id: 5\n\ndata: a\n\n", 0, BIG, 0,
+     {EV("", "a", "5", 16)}},
+    {__LINE__, "id with a NUL is ignored", "id: 1\ndata: a\n\nid: 2\0" "3\ndata: b\n\n", 32, BIG, 0,
+     {EV("", "a", "1", 15), EV("", "b", "1", 32)}},
+    {__LINE__, "id of exactly the limit", "id: " X256 "\ndata: a\n\n", 0, BIG, 0, {EV("", "a", X256, 270)}},
+    {__LINE__, "retry", "retry: 1500\ndata: a\n\n", 0, BIG, 0, {EV("", "a", "", 21), RETRY(1500)}},
+    {__LINE__, "retry: only all-digit values count",
+     "retry: 1x\nretry: 20\nretry: x\nretry:\nretry: 3 \ndata: a\n\n", 0, BIG, 0,
+     {EV("", "a", "", 55), RETRY(20)}},
+    {__LINE__, "retry saturates", "retry: 99999999999999999999\n", 0, BIG, 0, {RETRY(TS_SSE_RETRY_MAX)}},
+    {__LINE__, "unterminated retry line has no effect", "retry: 5", 0, BIG, 0, {{0}}},
+    {__LINE__, "unknown fields ignored", "foo: bar\nDATA: x\ndata: a\nretryx: 1\n\n", 0, BIG, 0,
+     {EV("", "a", "", 36)}},
+    {__LINE__, "space before the colon: unknown field", "data : a\n\n", 0, BIG, 0, {{0}}},
+    {__LINE__, "leading space: unknown field", " data: a\n\n", 0, BIG, 0, {{0}}},
+    {__LINE__, "unknown field alone is no event", "foo\n\n", 0, BIG, 0, {{0}}},
+
+    /* end of input */
+    {__LINE__, "unterminated final event dropped", "data: a\n\ndata: b\n", 0, BIG, 0, {EV("", "a", "", 9)}},
+    {__LINE__, "unterminated final line dropped", "data: a\n\ndata: b", 0, BIG, 0, {EV("", "a", "", 9)}},
+    {__LINE__, "final crlf after data, no blank line", "data: a\r\n", 0, BIG, 0, {{0}}},
+
+    /* limits */
+    {__LINE__, "oversized line, next event arrives", "data: 0123456789\n\ndata: ok\n\n", 0, BIG, 10,
+     {ERR(LINE_TOO_LONG, 10), EV("", "ok", "", 28)}},
+    {__LINE__, "oversized line, then a short event", "data: 0123456789\n\ndata: k\n\n", 0, BIG, 8,
+     {ERR(LINE_TOO_LONG, 8), EV("", "k", "", 27)}},
+    {__LINE__, "line of exactly the limit", "data: a\n\n", 0, BIG, 7, {EV("", "a", "", 9)}},
+    {__LINE__, "line one past the limit", "data: ab\n\ndata: c\n\n", 0, BIG, 7,
+     {ERR(LINE_TOO_LONG, 7), EV("", "c", "", 19)}},
+    {__LINE__, "oversized comment drops its event", ": 12345678\ndata: x\n\ndata: y\n\n", 0, BIG, 8,
+     {ERR(LINE_TOO_LONG, 8), EV("", "y", "", 29)}},
+    {__LINE__, "skipped lines are not checked", "data: 123\ndata: 123456789\n\ndata: a\n\n", 0, BIG, 8,
+     {ERR(LINE_TOO_LONG, 8), EV("", "a", "", 36)}},
+    {__LINE__, "limit at the colon", "datax:\n\ndata: a\n\n", 0, BIG, 5,
+     {ERR(LINE_TOO_LONG, 5), ERR(LINE_TOO_LONG, 13)}},
+    {__LINE__, "oversized line with crlf", "data: 0123456789\r\n\r\ndata: k\r\n\r\n", 0, BIG, 8,
+     {ERR(LINE_TOO_LONG, 8), EV("", "k", "", 31)}},
+    {__LINE__, "oversized data, next event arrives", "data: 12345\n\ndata: 1234\n\n", 0, 4, 0,
+     {ERR(EVENT_TOO_LARGE, 10), EV("", "1234", "", 25)}},
+    {__LINE__, "oversized data over several lines", "data: 12\ndata: 3\ndata: 4\n\ndata: x\n\n", 0, 4, 0,
+     {ERR(EVENT_TOO_LARGE, 21), EV("", "x", "", 35)}},
+    {__LINE__, "oversized data: joining newline of a bare data line", "data: a\ndata\n\ndata: b\n\n", 0, 1, 0,
+     {ERR(EVENT_TOO_LARGE, 12), EV("", "b", "", 23)}},
+    {__LINE__, "joined data of exactly the limit", "data: a\ndata: b\n\n", 0, 3, 0, {EV("", "a\nb", "", 17)}},
+    {__LINE__, "zero capacity: only empty payloads", "data:\n\ndata: a\n\ndata\n\n", 0, 0, 0,
+     {EV("", "", "", 7), ERR(EVENT_TOO_LARGE, 13), EV("", "", "", 22)}},
+    {__LINE__, "data error before line error", "data: 12345\n\n", 0, 2, 9, {ERR(EVENT_TOO_LARGE, 8)}},
+    {__LINE__, "line error before data error", "data: 12345\n\n", 0, 2, 6, {ERR(LINE_TOO_LONG, 6)}},
+    {__LINE__, "error in an unterminated last line is reported", "data: a\n\ndata: 123456", 0, 4, 0,
+     {EV("", "a", "", 9), ERR(EVENT_TOO_LARGE, 19)}},
+    {__LINE__, "event name too long", "event: " X64 "x\ndata: a\n\ndata: b\n\n", 0, BIG, 0,
+     {ERR(NAME_TOO_LONG, 71), EV("", "b", "", 91)}},
+    {__LINE__, "id too long", "id: 1\n\nid: " X256 "x\ndata: a\n\ndata: b\n\n", 0, BIG, 0,
+     {ERR(ID_TOO_LONG, 267), EV("", "b", "1", 287)}},
+    {__LINE__, "error, then eof while skipping", "data: 12345\ndata: x\n", 0, 2, 0, {ERR(EVENT_TOO_LARGE, 8)}},
+    {__LINE__, "resync ends at a cr blank line", "data: 12345\r\rdata: x\r\r", 0, 2, 0,
+     {ERR(EVENT_TOO_LARGE, 8), EV("", "x", "", 22)}},
+};
+
+static char *want_text(const sse_case *c) {
+  sbuf b = {0};
+  sb_str(&b, "");
+  for (const want_item *w = c->want; w < c->want + 8 && w->kind; w++) {
+    if (w->kind == TS_SSE_DISPATCH)
+      sb_event(&b, w->name, strlen(w->name), w->data, strlen(w->data), w->id, strlen(w->id), w->off);
+    else if (w->kind == TS_SSE_ERROR)
+      sb_error(&b, w->code, w->off);
+    else
+      sb_retry(&b, (int64_t)w->off);
+  }
+  return b.p;
+}
+
+START_TEST(test_table) {
+  const sse_case *c = &cases[_i];
+  size_t len = c->in_len ? c->in_len : strlen(c->in);
+  char ctx[160];
+  snprintf(ctx, sizeof ctx, "line %d (%s)", c->line, c->label);
+  char *want = want_text(c);
+  char *ref = ref_run(c->in, len, c->cap, c->max_line);
+  ck_assert_msg(strcmp(ref, want) == 0, "%s, reference:\n--- got\n%s--- want\n%s", ctx, ref, want);
+  free(ref);
+  check_all_splits(ctx, c->in, len, c->cap, c->max_line, want);
+  free(want);
+}
+END_TEST
+
+/* ---- the corpus ------------------------------------------------------------------- */
+
+typedef struct {
+  const char *file;
+  size_t events;
+  const char *first_name, *last_name;
+  const char *last_data; /* NULL: not checked */
+  const char *contains;  /* some event's data contains this */
+} corpus_case;
+
+static const corpus_case corpus[] = {
+    {"anthropic-fine-grained-max-tokens.sse", 10, "message_start", "message_stop",
+     "{\"type\":\"message_stop\"}", "warm up"},
+    {"anthropic-text-then-tool.sse", 17, "message_start", "message_stop", "{\"type\":\"message_stop\"}",
+     "{\"type\": \"ping\"}"},
+    {"gemini-sse-two-function-calls.sse", 3, "", "", NULL, "\"description\":\"Caf\\u00e9 counter unit drips"},
+    {"ollama-openai-compat-whole-args.sse", 4, "", "", "[DONE]", "\\\\u0026 milk are on"},
+    {"openai-chat-two-parallel-calls.sse", 18, "", "", "[DONE]", "\"obfuscation\""},
+    {"openai-responses-one-call.sse", 16, "response.created", "response.completed", NULL,
+     "response.function_call_arguments.delta"},
+};
+
+static int rec_contains(const recorder *r, size_t i, const char *needle) {
+  const rec_item *it = &r->it[i];
+  size_t n = strlen(needle);
+  for (size_t k = 0; k + n <= it->data_len; k++)
+    if (memcmp(r->arena + it->data + k, needle, n) == 0) return 1;
+  return 0;
+}
+
+static int rec_eq(const recorder *r, size_t off, size_t len, const char *s) {
+  return len == strlen(s) && memcmp(r->arena + off, s, len) == 0;
+}
+
+START_TEST(test_corpus) {
+  const corpus_case *c = &corpus[_i];
+  char rel[256];
+  snprintf(rel, sizeof rel, "tests/corpus/%s", c->file);
+  size_t len;
+  char *in = ts_test_read_file(ts_test_path(rel), &len);
+
+  sched whole = {len, 0, 0};
+  size_t views = 0;
+  char *want = feed_run(in, len, 1u << 16, 0, whole, &views);
+  /* every corpus event has one data line: fed whole, each is a zero-copy view */
+  ck_assert_uint_eq(rec.n, c->events);
+  ck_assert_uint_eq(views, c->events);
+  for (size_t i = 0; i < rec.n; i++) {
+    ck_assert_int_eq(rec.it[i].kind, TS_SSE_DISPATCH);
+    ck_assert_uint_eq(rec.it[i].id_len, 0);
+    if (i > 0) ck_assert_uint_gt(rec.it[i].off, rec.it[i - 1].off);
+  }
+  const rec_item *first = &rec.it[0], *last = &rec.it[rec.n - 1];
+  ck_assert_msg(rec_eq(&rec, first->name, first->name_len, c->first_name), "%s: first name", c->file);
+  ck_assert_msg(rec_eq(&rec, last->name, last->name_len, c->last_name), "%s: last name", c->file);
+  if (c->last_data) ck_assert_msg(rec_eq(&rec, last->data, last->data_len, c->last_data), "%s: last data", c->file);
+  ck_assert_uint_eq(last->off, len); /* every file ends with the last event's blank line */
+  int found = 0;
+  for (size_t i = 0; i < rec.n; i++) found |= rec_contains(&rec, i, c->contains);
+  ck_assert_msg(found, "%s: no event contains %s", c->file, c->contains);
+
+  char *ref = ref_run(in, len, 1u << 16, 0);
+  ck_assert_msg(strcmp(ref, want) == 0, "%s: reference differs", c->file);
+  free(ref);
+  check_all_splits(c->file, in, len, 1u << 16, 0, want);
+  free(want);
+  free(in);
+}
+END_TEST
+
+/* The gemini capture uses CRLF throughout: spot-check its offsets by hand. */
+START_TEST(test_corpus_crlf_offsets) {
+  size_t len;
+  char *in = ts_test_read_file(ts_test_path("tests/corpus/gemini-sse-two-function-calls.sse"), &len);
+  sched whole = {len, 0, 0};
+  char *got = feed_run(in, len, 1u << 16, 0, whole, NULL);
+  free(got);
+  ck_assert_uint_eq(rec.n, 3);
+  /* the first event ends right after the first "\r\n\r\n" */
+  const char *sep = strstr(in, "\r\n\r\n");
+  ck_assert_ptr_nonnull(sep);
+  ck_assert_uint_eq(rec.it[0].off, (uint64_t)(sep - in) + 4);
+  ck_assert_uint_eq(rec.it[0].data_len, (size_t)(sep - in) - 6); /* minus "data: " */
+  free(in);
+}
+END_TEST
+
+/* ---- no allocation while feeding -------------------------------------------------- */
+
+static int count_cb(void *user, const ts_sse_event *ev) {
+  size_t *n = user;
+  n[0]++;
+  n[1] += ev->data_len;
+  return 0;
+}
+
+START_TEST(test_no_alloc) {
+  static const char *files[] = {
+      "anthropic-fine-grained-max-tokens.sse", "anthropic-text-then-tool.sse",
+      "gemini-sse-two-function-calls.sse",     "ollama-openai-compat-whole-args.sse",
+      "openai-chat-two-parallel-calls.sse",    "openai-responses-one-call.sse",
+  };
+  static char dbuf[1u << 16];
+  static char work[1u << 16];
+  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/corpus/%s", files[f]);
+    size_t len;
+    char *in = ts_test_read_file(ts_test_path(rel), &len);
+    ck_assert_uint_le(len, sizeof work);
+    /* No check assertion inside the counted window: check itself allocates there. */
+    size_t counts[32][2];
+    int bad = 0;
+    memset(counts, 0, sizeof counts);
+    uint64_t before = ts_test_alloc_count();
+    for (size_t chunk = 1; chunk <= 32; chunk++) {
+      size_t step = chunk == 32 ? len : chunk;
+      ts_sse s;
+      memcpy(work, in, len);
+      bad |= ts_sse_init(&s, dbuf, sizeof dbuf, 0, count_cb, counts[chunk - 1]) != TS_E_OK;
+      for (size_t at = 0; at < len; at += step)
+        bad |= ts_sse_feed(&s, work + at, len - at < step ? len - at : step) != TS_E_OK;
+      bad |= ts_sse_finish(&s) != TS_E_OK;
+    }
+    uint64_t after = ts_test_alloc_count();
+    ck_assert_uint_eq(after, before);
+    ck_assert_int_eq(bad, 0);
+    size_t *first = counts[0];
+    for (size_t k = 1; k < 32; k++) {
+      ck_assert_uint_eq(counts[k][0], first[0]);
+      ck_assert_uint_eq(counts[k][1], first[1]);
+    }
+    ck_assert_uint_gt(first[0], 0);
+    free(in);
+  }
+}
+END_TEST
+
+/* ---- zero copy -------------------------------------------------------------------- */
+
+START_TEST(test_zero_copy) {
+  const char *in = "data: abc\n\nevent: e\ndata: xyz\n\ndata: a\ndata: b\n\n";
+  size_t len = strlen(in), views;
+  sched whole = {len, 0, 0};
+  free(feed_run(in, len, 64, 0, whole, &views));
+  ck_assert_uint_eq(rec.n, 3);
+  ck_assert_uint_eq(views, 2); /* the joined one is copied */
+  ck_assert_int_eq(rec.it[0].view, 1);
+  ck_assert_int_eq(rec.it[1].view, 1);
+  ck_assert_int_eq(rec.it[2].view, 0);
+  sched bytes = {1, 0, 0};
+  free(feed_run(in, len, 64, 0, bytes, &views));
+  ck_assert_uint_eq(rec.n, 3);
+  ck_assert_uint_eq(views, 0);
+  /* the value may start in a later chunk than its field name and still be a view */
+  sched cut = {0, 6, 0};
+  free(feed_run(in, len, 64, 0, cut, &views));
+  ck_assert_int_eq(rec.it[0].view, 1);
+}
+END_TEST
+
+/* The callback may rewrite the payload in place, also when it is a view into the chunk;
+ * the framer never reads those bytes again. */
+static int shrink_cb(void *user, const ts_sse_event *ev) {
+  recorder *r = user;
+  if (ev->data_len >= 2) { /* like decoding "\\n" to one byte: shift left */
+    memmove(ev->data, ev->data + 1, ev->data_len - 1);
+    ev->data[ev->data_len - 1] = '\n';
+  }
+  r->n++;
+  return 0;
+}
+
+START_TEST(test_in_place) {
+  char in[] = "data: ab\n\ndata: cd\n\n";
+  char dbuf[8];
+  ts_sse s;
+  rec_reset(&rec);
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 0, shrink_cb, &rec), TS_E_OK);
+  ck_assert_int_eq(ts_sse_feed(&s, in, strlen(in)), TS_E_OK);
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  ck_assert_uint_eq(rec.n, 2);
+  ck_assert_str_eq(in, "data: b\n\n\ndata: d\n\n\n"); /* only the data bytes changed */
+}
+END_TEST
+
+/* ---- API contract ------------------------------------------------------------------ */
+
+START_TEST(test_api) {
+  char dbuf[16];
+  ts_sse s;
+  ck_assert_int_eq(ts_sse_init(NULL, dbuf, 16, 0, rec_cb, &rec), TS_E_INVAL);
+  ck_assert_int_eq(ts_sse_init(&s, NULL, 16, 0, rec_cb, &rec), TS_E_INVAL);
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, 16, 0, NULL, &rec), TS_E_INVAL);
+
+  rec_reset(&rec);
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 0, rec_cb, &rec), TS_E_OK);
+  ck_assert_int_eq(ts_sse_retry(&s), -1);
+  ck_assert_int_eq(ts_sse_feed(&s, NULL, 0), TS_E_OK);
+  ck_assert_int_eq(ts_sse_feed(&s, NULL, 3), TS_E_INVAL);
+  char a[] = "\xEF\xBB\xBF" "data: a\n\ndata: b";
+  ck_assert_int_eq(ts_sse_feed(&s, a, strlen(a)), TS_E_OK);
+  ck_assert_uint_eq(ts_sse_offset(&s), strlen(a));
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  ck_assert_uint_eq(rec.n, 1);
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  ck_assert_int_eq(ts_sse_feed(&s, a, 1), TS_E_SSE_FINISHED);
+  ck_assert_int_eq(ts_sse_feed(&s, NULL, 0), TS_E_SSE_FINISHED);
+  ck_assert_uint_eq(rec.n, 1);
+  ck_assert_int_eq(ts_sse_error(&s), 0);
+  ck_assert_int_eq(ts_sse_last_error(&s, NULL), 0);
+
+  /* limit errors are items, counted, and feed goes on */
+  rec_reset(&rec);
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, 2, 0, rec_cb, &rec), TS_E_OK);
+  char b[] = "data: 123\n\ndata: 12\n\nevent: " X64 "x\n\n";
+  ck_assert_int_eq(ts_sse_feed(&s, b, strlen(b)), TS_E_OK);
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  ck_assert_uint_eq(ts_sse_error_count(&s), 2);
+  uint64_t at = 0;
+  ck_assert_int_eq(ts_sse_last_error(&s, &at), TS_E_SSE_NAME_TOO_LONG);
+  ck_assert_uint_eq(at, 21 + 7 + 64);
+  ck_assert_int_eq(ts_sse_error(&s), 0);
+
+  ck_assert_str_eq(ts_err_name(TS_E_SSE_NAME_TOO_LONG), "sse_name_too_long");
+  ck_assert_str_eq(ts_err_name(TS_E_SSE_ID_TOO_LONG), "sse_id_too_long");
+}
+END_TEST
+
+START_TEST(test_abort) {
+  char dbuf[16];
+  ts_sse s;
+  /* at a dispatch */
+  rec_reset(&rec);
+  rec.abort_at = 1;
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 0, rec_cb, &rec), TS_E_OK);
+  char a[] = "data: a\n\ndata: b\n\n";
+  ck_assert_int_eq(ts_sse_feed(&s, a, strlen(a)), TS_E_ABORTED);
+  ck_assert_uint_eq(rec.n, 1);
+  ck_assert_int_eq(ts_sse_feed(&s, a, strlen(a)), TS_E_ABORTED);
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_ABORTED);
+  ck_assert_uint_eq(rec.n, 1);
+  uint64_t at = 0;
+  ck_assert_int_eq(ts_sse_error(&s), TS_E_ABORTED);
+  ck_assert_int_eq(ts_sse_last_error(&s, &at), TS_E_ABORTED);
+  ck_assert_uint_eq(at, 9);
+
+  /* at an error item */
+  rec_reset(&rec);
+  rec.abort_at = 1;
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, 0, 0, rec_cb, &rec), TS_E_OK);
+  char b[] = "data: a\n\ndata:\n\n";
+  ck_assert_int_eq(ts_sse_feed(&s, b, strlen(b)), TS_E_ABORTED);
+  ck_assert_uint_eq(rec.n, 1);
+  ck_assert_int_eq(rec.it[0].kind, TS_SSE_ERROR);
+  ck_assert_int_eq(ts_sse_last_error(&s, &at), TS_E_ABORTED);
+  ck_assert_uint_eq(at, 6);
+
+  /* at the dispatch finish makes (blank line ended by a CR, the last byte) */
+  rec_reset(&rec);
+  rec.abort_at = 1;
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 0, rec_cb, &rec), TS_E_OK);
+  char c[] = "data: a\n\r";
+  ck_assert_int_eq(ts_sse_feed(&s, c, strlen(c)), TS_E_OK);
+  ck_assert_uint_eq(rec.n, 0); /* waiting: an LF may follow */
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_ABORTED);
+  ck_assert_uint_eq(rec.n, 1);
+  ck_assert_uint_eq(rec.it[0].off, 9);
+
+  /* while replaying a BOM prefix */
+  rec_reset(&rec);
+  rec.abort_at = 1;
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 1, rec_cb, &rec), TS_E_OK);
+  char d1[] = "\xEF\xBB";
+  char d2[] = "x\n";
+  ck_assert_int_eq(ts_sse_feed(&s, d1, 2), TS_E_OK);
+  ck_assert_uint_eq(ts_sse_offset(&s), 2);
+  ck_assert_int_eq(ts_sse_feed(&s, d2, 2), TS_E_ABORTED);
+  ck_assert_uint_eq(rec.n, 1);
+  ck_assert_uint_eq(rec.it[0].off, 1);
+  ck_assert_uint_eq(ts_sse_offset(&s), 4);
+}
+END_TEST
+
+/* The CR of a dispatching blank line is the last byte of a chunk: the event waits for
+ * the next byte, and its end offset counts the LF. */
+START_TEST(test_cr_lf_split) {
+  char dbuf[16];
+  ts_sse s;
+  rec_reset(&rec);
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 0, rec_cb, &rec), TS_E_OK);
+  char a[] = "data: a\r\n\r";
+  char b[] = "\ndata: b\r\n\r";
+  char c[] = "data: c\r\n\r\n";
+  ck_assert_int_eq(ts_sse_feed(&s, a, strlen(a)), TS_E_OK);
+  ck_assert_uint_eq(rec.n, 0);
+  ck_assert_int_eq(ts_sse_feed(&s, b, strlen(b)), TS_E_OK);
+  ck_assert_uint_eq(rec.n, 1);
+  ck_assert_uint_eq(rec.it[0].off, 11); /* after the LF that came in the second chunk */
+  ck_assert_int_eq(ts_sse_feed(&s, c, strlen(c)), TS_E_OK);
+  ck_assert_uint_eq(rec.n, 3);
+  ck_assert_uint_eq(rec.it[1].off, 21); /* "data: b\r\n\r" then "d": no LF, end after the CR */
+  ck_assert_uint_eq(rec.it[2].off, 32);
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  ck_assert_uint_eq(rec.n, 3);
+}
+END_TEST
+
+/* ---- differential: random streams against the reference ---------------------------- */
+
+static const char *const frags[] = {
+    "data", "data:", "data: ", "data: x", "data:{\"a\":1}", ":", ": ping", " ", "  ", "event", "event:",
+    "event: e", "event: " X10 X10 X10, "id", "id:", "id: 42", "id: " X64 X64, "retry", "retry:", "retry: 250",
+    "retry: 9x", "foo", "foo: bar", "x", "abc", "\xC3\xA9", X10, X10 X10, "\r", "\n", "\r\n", "\n\n", "\r\r",
+    "\r\n\r\n", "\n\r", "\xEF", "\xBB", "\xBF", "\xEF\xBB\xBF", "\t",
+};
+
+START_TEST(test_random_vs_reference) {
+  uint64_t seed = 0x9E3779B97F4A7C15ull;
+  char in[2048];
+  for (int iter = 0; iter < 3000; iter++) {
+    size_t len = 0;
+    if (xorshift(&seed) % 4 == 0) {
+      memcpy(in, "\xEF\xBB\xBF", 3);
+      len = 3 - (size_t)(xorshift(&seed) % 3 == 0 ? xorshift(&seed) % 3 : 0);
+    }
+    size_t nfr = (size_t)(xorshift(&seed) % 40);
+    for (size_t k = 0; k < nfr; k++) {
+      const char *f = frags[xorshift(&seed) % (sizeof frags / sizeof frags[0])];
+      size_t fl = strlen(f);
+      if (len + fl + 1 > sizeof in) break;
+      memcpy(in + len, f, fl);
+      len += fl;
+      if (xorshift(&seed) % 64 == 0) in[len++] = '\0';
+    }
+    size_t cap = (size_t)(xorshift(&seed) % 24);
+    size_t max_line = xorshift(&seed) % 3 == 0 ? 0 : (size_t)(xorshift(&seed) % 100) + 1;
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "random input %d", iter);
+    char *want = ref_run(in, len, cap, max_line);
+    sched whole = {len ? len : 1, 0, 0};
+    sched bytes = {1, 0, 0};
+    sched mixed = {0, 0, xorshift(&seed) | 1};
+    sched sevens = {7, 0, 0};
+    sched *all[] = {&whole, &bytes, &mixed, &sevens};
+    for (size_t k = 0; k < 4; k++) {
+      char *got = feed_run(in, len, cap, max_line, *all[k], NULL);
+      if (strcmp(got, want) != 0) {
+        sbuf q = {0};
+        sb_quoted(&q, in, len);
+        ck_abort_msg("%s (schedule %zu, cap %zu, max_line %zu) %s:\n--- got\n%s--- want (reference)\n%s", ctx,
+                     k, cap, max_line, q.p, got, want);
+      }
+      free(got);
+    }
+    free(want);
+  }
+}
+END_TEST
+
+/* Long lines, many chunks: the line-end search is reused, so this is linear. */
+START_TEST(test_long_cr_only_stream) {
+  size_t n = 200000;
+  char *in = malloc(n);
+  ck_assert_ptr_nonnull(in);
+  size_t len = 0, events = 0;
+  while (len + 12 < n) {
+    memcpy(in + len, "data: 1234\r\r", 12);
+    len += 12;
+    events++;
+  }
+  static char dbuf[64];
+  size_t counts[2] = {0, 0};
+  ts_sse s;
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 0, count_cb, counts), TS_E_OK);
+  ck_assert_int_eq(ts_sse_feed(&s, in, len), TS_E_OK);
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  ck_assert_uint_eq(counts[0], events);
+  ck_assert_uint_eq(counts[1], events * 4);
+  free(in);
+}
+END_TEST
+
+static Suite *sse_suite(void) {
+  Suite *s = suite_create("sse");
+  TCase *tc = tcase_create("framer");
+  tcase_set_timeout(tc, 240);
+  tcase_add_loop_test(tc, test_table, 0, (int)(sizeof cases / sizeof cases[0]));
+  tcase_add_loop_test(tc, test_corpus, 0, (int)(sizeof corpus / sizeof corpus[0]));
+  tcase_add_test(tc, test_corpus_crlf_offsets);
+  tcase_add_test(tc, test_no_alloc);
+  tcase_add_test(tc, test_zero_copy);
+  tcase_add_test(tc, test_in_place);
+  tcase_add_test(tc, test_api);
+  tcase_add_test(tc, test_abort);
+  tcase_add_test(tc, test_cr_lf_split);
+  tcase_add_test(tc, test_random_vs_reference);
+  tcase_add_test(tc, test_long_cr_only_stream);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(sse_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
