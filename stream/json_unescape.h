@@ -22,6 +22,12 @@
  * non-hex \u digit, TS_E_JSON_SURROGATE for a lone or mis-ordered surrogate. At
  * the end of a string call ts_json_unescape_end(): a string that stops inside an
  * escape is TS_E_JSON_ESCAPE (or TS_E_JSON_SURROGATE for a high surrogate left alone).
+ * In detail: a high surrogate must be followed at once by `\u` and a low surrogate;
+ * any other byte after it (a raw byte, `\n`, even an unknown letter as in
+ * `\ud800\x`) is TS_E_JSON_SURROGATE, while a non-hex digit inside the second
+ * `\uXXXX` is TS_E_JSON_ESCAPE. A high surrogate writes nothing until its low half
+ * completes the pair (4 bytes then). `\u0000` writes a NUL byte. On error the bytes
+ * written by that call are not counted; the decoder must be re-initialised to reuse it.
  */
 #ifndef TS_JSON_UNESCAPE_H
 #define TS_JSON_UNESCAPE_H

@@ -1,0 +1,1415 @@
+/*
+ * json_tok_test.c: a black-box test of the contract in stream/json_tok.h.
+ *
+ * Method (after yajl's test suite and picohttpparser's): every document is fed whole,
+ * one byte at a time (with empty feeds in between), and in chunks of every size 1..31,
+ * and must give the same tokens (kind, depth, absolute offset, concatenated text), the
+ * same error and the same error offset. While feeding, a recorder checks the fragment
+ * discipline on every callback: exactly one FIRST and one LAST per token, in order;
+ * fragments of a token contiguous in the stream; each fragment's text pointing into the
+ * chunk of the current feed call at exactly its offset (zero-copy); nothing at or past
+ * an error; no allocation between the first feed and finish.
+ *
+ * Gold traces render completed tokens compactly: `{ } [ ]` for containers, K"raw key",
+ * S"raw string" (escapes not decoded, bytes outside printable ASCII as \xHH), N<number>,
+ * T F Z for true false null; the depth of each token is a parallel string of digits.
+ * Tokens reported before an error stand and are part of the trace; a token still open
+ * at an error (some fragments, no LAST) is not, because how many of its fragments were
+ * reported depends on chunking.
+ *
+ * A second, independent reference (a recursive-descent validator over the whole
+ * buffer, below) must agree with every table row, and is then compared against the
+ * tokenizer on thousands of random documents, valid and mutated, split at random.
+ *
+ * Conventions the tables assume where json_tok.h leaves room (see the report):
+ *   - an error is detected at the first byte that cannot continue a valid document,
+ *     except that a \u escape is judged when its 4th hex digit is read (so a lone low
+ *     surrogate fails at its last digit, a high one followed by \u0041 at the 1);
+ *   - UTF-8 is checked byte by byte with the Unicode ranges (E0 A0..BF, ED 80..9F,
+ *     F0 90..BF, F4 80..8F), so an overlong or surrogate form fails at its 2nd byte;
+ *   - after a high surrogate anything but `\u` is JSON_SURROGATE (even `\x`);
+ *   - a digit after a leading zero is JSON_NUMBER; otherwise a byte that cannot extend
+ *     a complete number ends it (the number is reported) and is then judged as the byte
+ *     after a value: JSON_TRAILING at top level, JSON_SYNTAX inside a container;
+ *   - a number inside a container is not completed by finish (finish completes only a
+ *     top-level number), so `[1` reports `[` only, then JSON_TRUNCATED.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_tok.h"
+#include "json_unescape.h"
+#include "test_support.h"
+
+/* check's ck_assert_* report every passing assertion to the parent process (a pipe
+ * write each); the hot paths below run hundreds of thousands of times, so they call
+ * into check only on failure. */
+#define CHECK(cond, ...) \
+  do { \
+    if (!(cond)) ck_abort_msg(__VA_ARGS__); \
+  } while (0)
+
+/* ---- recorded tokens ---------------------------------------------------------------- */
+
+typedef struct {
+  uint8_t kind;
+  uint32_t depth;
+  uint64_t off;   /* offset of the first fragment */
+  size_t tstart;  /* text in the pool */
+  size_t tlen;
+} tok_t;
+
+typedef struct {
+  tok_t *toks;
+  size_t ntoks, cap;
+  char *pool;
+  size_t plen, pcap;
+  int err;
+  uint64_t erroff;
+  /* recorder state */
+  int open;             /* a token has had its FIRST fragment but not its LAST */
+  uint64_t open_next;   /* expected offset of the open token's next fragment */
+  const char *chunk;    /* the chunk of the current feed call */
+  size_t chunk_len;
+  uint64_t chunk_start;
+  int in_finish;
+  uint64_t ncb;         /* callbacks so far */
+  uint64_t abort_at;    /* return nonzero on this callback (1-based); 0 = never */
+  uint64_t max_end;     /* the largest offset + len of any fragment */
+  char viol[320];       /* the first contract violation seen by the recorder */
+} run_t;
+
+static void run_init(run_t *r, size_t doclen) {
+  memset(r, 0, sizeof *r);
+  r->cap = doclen + 4;
+  r->toks = malloc(r->cap * sizeof *r->toks);
+  r->pcap = 5 * doclen + 16;
+  r->pool = malloc(r->pcap);
+  CHECK(r->toks, "out of memory");
+  CHECK(r->pool, "out of memory");
+}
+
+static void run_free(run_t *r) {
+  free(r->toks);
+  free(r->pool);
+  r->toks = NULL;
+  r->pool = NULL;
+}
+
+#define VIOL(r, ...) \
+  do { \
+    if (!(r)->viol[0]) snprintf((r)->viol, sizeof (r)->viol, __VA_ARGS__); \
+  } while (0)
+
+static const char *lit_text(int kind) {
+  return kind == TS_JSON_TRUE ? "true" : kind == TS_JSON_FALSE ? "false" : "null";
+}
+
+static int is_fragmented(int kind) {
+  return kind == TS_JSON_KEY || kind == TS_JSON_STRING || kind == TS_JSON_NUMBER;
+}
+
+/* The callback: checks the fragment discipline and records completed tokens. Never
+ * allocates and never calls check's assertions (both would disturb the allocation
+ * count); violations are kept as a message and asserted after the run. */
+static int record(void *user, const ts_json_token *t) {
+  run_t *r = user;
+  r->ncb++;
+  int kind = t->kind;
+  if (kind < TS_JSON_OBJECT_BEGIN || kind > TS_JSON_NULL) {
+    VIOL(r, "callback %" PRIu64 ": bad kind %d", r->ncb, kind);
+    return 0;
+  }
+  if (t->flags & ~(TS_JSON_FIRST | TS_JSON_LAST)) VIOL(r, "bad flags %u", (unsigned)t->flags);
+  if (t->len && !t->text) VIOL(r, "NULL text with len %zu", t->len);
+  int literal = kind == TS_JSON_TRUE || kind == TS_JSON_FALSE || kind == TS_JSON_NULL;
+  uint64_t span = literal ? strlen(lit_text(kind)) : t->len;
+  if (t->offset + span > r->max_end) r->max_end = t->offset + span;
+
+  /* Zero-copy: a non-literal fragment is a view into this call's chunk, at exactly its
+   * stream offset (an empty one may sit at the chunk's end). At finish there is no
+   * chunk; only the offset is checked then. */
+  if (!r->in_finish && !r->chunk) {
+    VIOL(r, "callback at %" PRIu64 " during an empty feed", t->offset);
+  } else if (!literal && !r->in_finish) {
+    if (t->offset < r->chunk_start || t->offset + t->len > r->chunk_start + r->chunk_len)
+      VIOL(r, "fragment at %" PRIu64 "+%zu outside the chunk [%" PRIu64 ", %" PRIu64 ")",
+           t->offset, t->len, r->chunk_start, r->chunk_start + r->chunk_len);
+    else if (t->text != r->chunk + (t->offset - r->chunk_start))
+      VIOL(r, "fragment at %" PRIu64 " does not point into the chunk at its offset", t->offset);
+  }
+  if (literal && (t->len != span || !t->text || memcmp(t->text, lit_text(kind), span) != 0))
+    VIOL(r, "literal kind %d has text of len %zu, want \"%s\"", kind, t->len, lit_text(kind));
+  if (!is_fragmented(kind)) {
+    if (t->flags != (TS_JSON_FIRST | TS_JSON_LAST))
+      VIOL(r, "single token kind %d without FIRST|LAST (flags %u)", kind, (unsigned)t->flags);
+    if (!literal && t->len != 1) VIOL(r, "punctuation kind %d with len %zu", kind, t->len);
+  }
+  if (r->in_finish && (kind != TS_JSON_NUMBER || t->len != 0 || !(t->flags & TS_JSON_LAST)))
+    VIOL(r, "finish reported something other than a number's empty LAST fragment");
+
+  if (t->flags & TS_JSON_FIRST) {
+    if (r->open) VIOL(r, "FIRST of kind %d at %" PRIu64 " while a token is open", kind, t->offset);
+    if (r->ntoks >= r->cap) {
+      VIOL(r, "too many tokens");
+      return 0;
+    }
+    tok_t *n = &r->toks[r->ntoks++];
+    n->kind = (uint8_t)kind;
+    n->depth = t->depth;
+    n->off = t->offset;
+    n->tstart = r->plen;
+    n->tlen = 0;
+    r->open = 1;
+    r->open_next = t->offset;
+  } else if (!r->open) {
+    VIOL(r, "fragment of kind %d at %" PRIu64 " without FIRST", kind, t->offset);
+    return 0;
+  }
+  tok_t *cur = &r->toks[r->ntoks - 1];
+  if (cur->kind != kind || cur->depth != t->depth)
+    VIOL(r, "fragment kind/depth %d/%u differs from its token's %d/%u", kind, t->depth, cur->kind,
+         cur->depth);
+  if (!literal) {
+    if (t->offset != r->open_next)
+      VIOL(r, "fragment at %" PRIu64 ", want it contiguous at %" PRIu64, t->offset, r->open_next);
+    r->open_next = t->offset + t->len;
+  }
+  if (r->plen + t->len > r->pcap) {
+    VIOL(r, "text pool overflow");
+    return 0;
+  }
+  if (t->len) memcpy(r->pool + r->plen, t->text, t->len);
+  r->plen += t->len;
+  cur->tlen += t->len;
+  if (t->flags & TS_JSON_LAST) r->open = 0;
+  return r->abort_at && r->ncb == r->abort_at;
+}
+
+/* ---- rendering ------------------------------------------------------------------------ */
+
+/* Appends to a bounded buffer; output past the end is dropped. */
+static void app(char *out, size_t cap, size_t *o, const char *s) {
+  size_t n = strlen(s);
+  if (*o + n >= cap) n = *o + 1 < cap ? cap - *o - 1 : 0;
+  memcpy(out + *o, s, n);
+  *o += n;
+  out[*o] = 0;
+}
+
+static void render(const run_t *r, char *out, size_t cap, char *depths, size_t dcap) {
+  size_t o = 0, d = 0;
+  out[0] = depths[0] = 0;
+  for (size_t i = 0; i < r->ntoks; i++) {
+    const tok_t *t = &r->toks[i];
+    char tmp[16];
+    const char *pre = "";
+    switch (t->kind) {
+    case TS_JSON_OBJECT_BEGIN: pre = "{"; break;
+    case TS_JSON_OBJECT_END: pre = "}"; break;
+    case TS_JSON_ARRAY_BEGIN: pre = "["; break;
+    case TS_JSON_ARRAY_END: pre = "]"; break;
+    case TS_JSON_KEY: pre = "K\""; break;
+    case TS_JSON_STRING: pre = "S\""; break;
+    case TS_JSON_NUMBER: pre = "N"; break;
+    case TS_JSON_TRUE: pre = "T"; break;
+    case TS_JSON_FALSE: pre = "F"; break;
+    case TS_JSON_NULL: pre = "Z"; break;
+    }
+    if (i) app(out, cap, &o, " ");
+    app(out, cap, &o, pre);
+    if (is_fragmented(t->kind)) {
+      for (size_t k = 0; k < t->tlen; k++) {
+        unsigned char c = (unsigned char)r->pool[t->tstart + k];
+        if (c >= 0x20 && c < 0x7F) snprintf(tmp, sizeof tmp, "%c", c);
+        else snprintf(tmp, sizeof tmp, "\\x%02X", c);
+        app(out, cap, &o, tmp);
+      }
+      if (t->kind != TS_JSON_NUMBER) app(out, cap, &o, "\"");
+    }
+    if (d + 1 < dcap) {
+      uint32_t v = t->depth;
+      depths[d++] = (char)(v < 10 ? '0' + v : v < 36 ? 'a' + v - 10 : '*');
+      depths[d] = 0;
+    }
+  }
+}
+
+/* ---- feeding -------------------------------------------------------------------------- */
+
+/* Feeds doc cut at cuts[0..ncuts) (increasing, inside (0, len)); each chunk is an
+ * exact-size heap copy so ASan sees any read outside it. empty_feeds adds a (NULL, 0)
+ * feed before every chunk. Records into r (initialised here). Asserts the per-run
+ * contract: no allocation, stickiness, finish and done semantics. */
+static void run_doc(const char *doc, size_t len, uint32_t max_depth, const size_t *cuts,
+                    size_t ncuts, int empty_feeds, run_t *r, const char *what) {
+  run_init(r, len);
+  size_t nch = ncuts + 1;
+  char **chunks = malloc(nch * sizeof *chunks);
+  size_t *starts = malloc((nch + 1) * sizeof *starts);
+  CHECK(chunks, "out of memory");
+  CHECK(starts, "out of memory");
+  starts[0] = 0;
+  for (size_t i = 0; i < ncuts; i++) starts[i + 1] = cuts[i];
+  starts[nch] = len;
+  for (size_t i = 0; i < nch; i++) {
+    size_t n = starts[i + 1] - starts[i];
+    chunks[i] = malloc(n ? n : 1);
+    CHECK(chunks[i], "out of memory");
+    if (n) memcpy(chunks[i], doc + starts[i], n);
+  }
+  ts_json_tok t;
+  CHECK(ts_json_tok_init(&t, max_depth, record, r) == TS_E_OK, "%s: init failed", what);
+  int done0 = ts_json_tok_done(&t);
+
+  uint64_t a0 = ts_test_alloc_count();
+  int rc = TS_E_OK, late_rc_bad = 0, late_cb = 0;
+  uint64_t ncb_at_err = 0;
+  for (size_t i = 0; i < nch; i++) {
+    size_t n = starts[i + 1] - starts[i];
+    if (empty_feeds) {
+      r->chunk = NULL, r->chunk_len = 0, r->chunk_start = starts[i];
+      int e = ts_json_tok_feed(&t, NULL, 0);
+      if (rc == TS_E_OK) rc = e, ncb_at_err = r->ncb;
+      else if (e != rc) late_rc_bad = 1;
+    }
+    r->chunk = chunks[i], r->chunk_len = n, r->chunk_start = starts[i];
+    int e = ts_json_tok_feed(&t, chunks[i], n);
+    if (rc == TS_E_OK) rc = e, ncb_at_err = r->ncb;
+    else if (e != rc) late_rc_bad = 1;
+    if (rc != TS_E_OK && r->ncb != ncb_at_err) late_cb = 1;
+  }
+  int done_before = ts_json_tok_done(&t);
+  uint64_t pos_before = ts_json_tok_offset(&t);
+  r->in_finish = 1;
+  int fin = ts_json_tok_finish(&t);
+  r->in_finish = 0;
+  uint64_t a1 = ts_test_alloc_count();
+
+  if (rc != TS_E_OK && fin != rc) late_rc_bad = 1;
+  if (rc != TS_E_OK && r->ncb != ncb_at_err) late_cb = 1;
+  r->err = rc != TS_E_OK ? rc : fin;
+  r->erroff = ts_json_tok_error_offset(&t);
+
+  CHECK(!r->viol[0], "%s: callback contract: %s", what, r->viol);
+  CHECK(a1 == a0, "%s: %" PRIu64 " allocations while feeding", what, a1 - a0);
+  CHECK(!late_rc_bad, "%s: the error %d (%s) is not sticky", what, r->err,
+                ts_err_name(r->err));
+  CHECK(!late_cb, "%s: callback after the error %s", what, ts_err_name(r->err));
+  CHECK(done0 == 0, "%s: done before any byte", what);
+  /* "Bytes fed so far": after an error, how many of the later bytes count is not said. */
+  CHECK(rc != TS_E_OK || pos_before == len,
+                "%s: offset() %" PRIu64 " after feeding %zu bytes", what, pos_before, len);
+  CHECK(ts_json_tok_error(&t) == r->err, "%s: error() %d, feed/finish said %d", what,
+                ts_json_tok_error(&t), r->err);
+  if (r->err) {
+    CHECK(r->max_end <= r->erroff,
+                  "%s: a fragment reaches %" PRIu64 ", past the error at %" PRIu64, what,
+                  r->max_end, r->erroff);
+    /* Every later call says the same and reports nothing. */
+    uint64_t ncb = r->ncb;
+    r->chunk = "x", r->chunk_len = 1, r->chunk_start = len;
+    CHECK(ts_json_tok_feed(&t, "x", 1) == r->err, "%s: feed after the error is not sticky", what);
+    CHECK(ts_json_tok_finish(&t) == r->err, "%s: finish after the error is not sticky", what);
+    CHECK(r->ncb == ncb, "%s: callback after the error", what);
+    CHECK(ts_json_tok_error_offset(&t) == r->erroff, "%s: error offset moved", what);
+    /* The open token, if any, is dropped from the trace (its fragment count varies). */
+    if (r->open) r->ntoks--, r->open = 0;
+  } else {
+    CHECK(!r->open, "%s: a token is still open after a clean finish", what);
+    CHECK(ts_json_tok_done(&t) == 1, "%s: done() is 0 after a clean finish", what);
+    CHECK(ts_json_tok_depth(&t) == 0, "%s: depth() %u after a clean finish", what,
+                  ts_json_tok_depth(&t));
+    /* done() before finish: 1 unless the document ends inside a top-level number. */
+    int ends_in_number = r->ntoks == 1 && r->toks[0].kind == TS_JSON_NUMBER &&
+                         r->toks[0].off + r->toks[0].tlen == len;
+    CHECK(done_before == !ends_in_number, "%s: done() before finish is %d", what,
+                  done_before);
+    CHECK(ts_json_tok_finish(&t) == TS_E_OK, "%s: a second finish is not OK", what);
+    uint64_t ncb = r->ncb;
+    r->chunk = " ", r->chunk_len = 1, r->chunk_start = len;
+    CHECK(ts_json_tok_feed(&t, " ", 1) == TS_E_JSON_FINISHED, "%s: feed after finish", what);
+    CHECK(ts_json_tok_feed(&t, "1", 1) == TS_E_JSON_FINISHED, "%s: 2nd feed after finish", what);
+    CHECK(r->ncb == ncb, "%s: callback after finish", what);
+  }
+  for (size_t i = 0; i < nch; i++) free(chunks[i]);
+  free(chunks);
+  free(starts);
+}
+
+/* Two runs agree on everything that must not depend on chunking. */
+static void same_runs(const run_t *a, const run_t *b, const char *what) {
+  char ta[2048], tb[2048], da[512], db[512];
+  int same = a->err == b->err && a->erroff == b->erroff && a->ntoks == b->ntoks;
+  for (size_t i = 0; same && i < a->ntoks; i++) {
+    const tok_t *x = &a->toks[i], *y = &b->toks[i];
+    same = x->kind == y->kind && x->depth == y->depth && x->off == y->off && x->tlen == y->tlen &&
+           memcmp(a->pool + x->tstart, b->pool + y->tstart, x->tlen) == 0;
+  }
+  if (same) return;
+  render(a, ta, sizeof ta, da, sizeof da);
+  render(b, tb, sizeof tb, db, sizeof db);
+  size_t i = 0;
+  while (i < a->ntoks && i < b->ntoks && a->toks[i].off == b->toks[i].off) i++;
+  ck_abort_msg("%s:\n  want %s @%" PRIu64 " [%s] depths %s\n  got  %s @%" PRIu64
+               " [%s] depths %s\n  (first token offset difference at token %zu)",
+               what, ts_err_name(a->err), a->erroff, ta, da, ts_err_name(b->err), b->erroff, tb,
+               db, i);
+}
+
+/* ---- the reference: recursive descent over the whole buffer --------------------------- */
+
+typedef struct {
+  const unsigned char *s;
+  size_t n, i;
+  uint32_t max_depth;
+  run_t *r;
+} ref_t;
+
+static int ref_fail(ref_t *p, int err, size_t off) {
+  if (!p->r->err) p->r->err = err, p->r->erroff = off;
+  return -1;
+}
+
+static void ref_emit(ref_t *p, int kind, uint32_t depth, size_t off, size_t len) {
+  run_t *r = p->r;
+  tok_t *t = &r->toks[r->ntoks++];
+  t->kind = (uint8_t)kind;
+  t->depth = depth;
+  t->off = off;
+  t->tstart = r->plen;
+  int literal = kind == TS_JSON_TRUE || kind == TS_JSON_FALSE || kind == TS_JSON_NULL;
+  const char *src = literal ? lit_text(kind) : (const char *)p->s + off;
+  size_t n = literal ? strlen(src) : is_fragmented(kind) ? len : 1;
+  memcpy(r->pool + r->plen, src, n);
+  r->plen += n;
+  t->tlen = n;
+}
+
+static int ref_end(ref_t *p) { return p->i >= p->n; }
+static void ref_ws(ref_t *p) {
+  while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' ||
+                         p->s[p->i] == '\r'))
+    p->i++;
+}
+static int hexval(unsigned c) {
+  return c >= '0' && c <= '9' ? (int)(c - '0')
+         : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (int)((c | 0x20) - 'a' + 10)
+                                                 : -1;
+}
+
+/* Reads 4 hex digits at p->i into *unit; returns the offset of the last one. */
+static int ref_hex4(ref_t *p, unsigned *unit, size_t *last) {
+  *unit = 0;
+  for (int k = 0; k < 4; k++) {
+    if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+    int v = hexval(p->s[p->i]);
+    if (v < 0) return ref_fail(p, TS_E_JSON_ESCAPE, p->i);
+    *unit = *unit << 4 | (unsigned)v;
+    *last = p->i++;
+  }
+  return 0;
+}
+
+static int ref_string(ref_t *p, int kind, uint32_t depth) {
+  size_t body = ++p->i;
+  for (;;) {
+    if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+    unsigned c = p->s[p->i];
+    if (c == '"') {
+      ref_emit(p, kind, depth, body, p->i - body);
+      p->i++;
+      return 0;
+    }
+    if (c == '\\') {
+      p->i++;
+      if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+      c = p->s[p->i];
+      if (c && strchr("\"\\/bfnrt", (int)c)) {
+        p->i++;
+        continue;
+      }
+      if (c != 'u') return ref_fail(p, TS_E_JSON_ESCAPE, p->i);
+      p->i++;
+      unsigned unit;
+      size_t last;
+      if (ref_hex4(p, &unit, &last)) return -1;
+      if (unit >= 0xDC00 && unit <= 0xDFFF) return ref_fail(p, TS_E_JSON_SURROGATE, last);
+      if (unit >= 0xD800 && unit <= 0xDBFF) {
+        if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+        if (p->s[p->i] != '\\') return ref_fail(p, TS_E_JSON_SURROGATE, p->i);
+        p->i++;
+        if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+        if (p->s[p->i] != 'u') return ref_fail(p, TS_E_JSON_SURROGATE, p->i);
+        p->i++;
+        if (ref_hex4(p, &unit, &last)) return -1;
+        if (unit < 0xDC00 || unit > 0xDFFF) return ref_fail(p, TS_E_JSON_SURROGATE, last);
+      }
+      continue;
+    }
+    if (c < 0x20) return ref_fail(p, TS_E_JSON_CTRL, p->i);
+    if (c < 0x80) {
+      p->i++;
+      continue;
+    }
+    int need;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) need = 1;
+    else if (c == 0xE0) need = 2, lo = 0xA0;
+    else if (c == 0xED) need = 2, hi = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) need = 2;
+    else if (c == 0xF0) need = 3, lo = 0x90;
+    else if (c == 0xF4) need = 3, hi = 0x8F;
+    else if (c >= 0xF1 && c <= 0xF3) need = 3;
+    else return ref_fail(p, TS_E_JSON_UTF8, p->i);
+    p->i++;
+    for (int k = 0; k < need; k++, lo = 0x80, hi = 0xBF) {
+      if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+      unsigned b = p->s[p->i];
+      if (b < lo || b > hi) return ref_fail(p, TS_E_JSON_UTF8, p->i);
+      p->i++;
+    }
+  }
+}
+
+static int isdig(ref_t *p) { return !ref_end(p) && p->s[p->i] >= '0' && p->s[p->i] <= '9'; }
+
+static int ref_number(ref_t *p, uint32_t depth) {
+  size_t start = p->i;
+  if (p->s[p->i] == '-') p->i++;
+  if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+  if (p->s[p->i] == '0') {
+    p->i++;
+    if (isdig(p)) return ref_fail(p, TS_E_JSON_NUMBER, p->i);
+  } else if (isdig(p)) {
+    while (isdig(p)) p->i++;
+  } else {
+    return ref_fail(p, TS_E_JSON_NUMBER, p->i);
+  }
+  if (!ref_end(p) && p->s[p->i] == '.') {
+    p->i++;
+    if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+    if (!isdig(p)) return ref_fail(p, TS_E_JSON_NUMBER, p->i);
+    while (isdig(p)) p->i++;
+  }
+  if (!ref_end(p) && (p->s[p->i] == 'e' || p->s[p->i] == 'E')) {
+    p->i++;
+    if (!ref_end(p) && (p->s[p->i] == '+' || p->s[p->i] == '-')) p->i++;
+    if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+    if (!isdig(p)) return ref_fail(p, TS_E_JSON_NUMBER, p->i);
+    while (isdig(p)) p->i++;
+  }
+  /* Only a top-level number is completed by the end of input. */
+  if (ref_end(p) && depth > 0) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+  ref_emit(p, TS_JSON_NUMBER, depth, start, p->i - start);
+  return 0;
+}
+
+static int ref_value(ref_t *p, uint32_t depth);
+
+static int ref_container(ref_t *p, uint32_t depth, int obj) {
+  if (depth + 1 > p->max_depth) return ref_fail(p, TS_E_JSON_DEPTH, p->i);
+  int close = obj ? '}' : ']';
+  ref_emit(p, obj ? TS_JSON_OBJECT_BEGIN : TS_JSON_ARRAY_BEGIN, depth, p->i, 1);
+  p->i++;
+  ref_ws(p);
+  if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+  if (p->s[p->i] == close) {
+    ref_emit(p, obj ? TS_JSON_OBJECT_END : TS_JSON_ARRAY_END, depth, p->i, 1);
+    p->i++;
+    return 0;
+  }
+  for (;;) {
+    if (obj) {
+      if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+      if (p->s[p->i] != '"') return ref_fail(p, TS_E_JSON_SYNTAX, p->i);
+      if (ref_string(p, TS_JSON_KEY, depth + 1)) return -1;
+      ref_ws(p);
+      if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+      if (p->s[p->i] != ':') return ref_fail(p, TS_E_JSON_SYNTAX, p->i);
+      p->i++;
+      ref_ws(p);
+    }
+    if (ref_value(p, depth + 1)) return -1;
+    ref_ws(p);
+    if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+    if (p->s[p->i] == close) {
+      ref_emit(p, obj ? TS_JSON_OBJECT_END : TS_JSON_ARRAY_END, depth, p->i, 1);
+      p->i++;
+      return 0;
+    }
+    if (p->s[p->i] != ',') return ref_fail(p, TS_E_JSON_SYNTAX, p->i);
+    p->i++;
+    ref_ws(p);
+  }
+}
+
+static int ref_literal(ref_t *p, uint32_t depth, int kind) {
+  const char *lit = lit_text(kind);
+  size_t start = p->i;
+  for (size_t k = 0; lit[k]; k++) {
+    if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+    if (p->s[p->i] != (unsigned char)lit[k]) return ref_fail(p, TS_E_JSON_LITERAL, p->i);
+    p->i++;
+  }
+  ref_emit(p, kind, depth, start, 0);
+  return 0;
+}
+
+static int ref_value(ref_t *p, uint32_t depth) {
+  if (ref_end(p)) return ref_fail(p, TS_E_JSON_TRUNCATED, p->n);
+  unsigned c = p->s[p->i];
+  switch (c) {
+  case '{': return ref_container(p, depth, 1);
+  case '[': return ref_container(p, depth, 0);
+  case '"': return ref_string(p, TS_JSON_STRING, depth);
+  case 't': return ref_literal(p, depth, TS_JSON_TRUE);
+  case 'f': return ref_literal(p, depth, TS_JSON_FALSE);
+  case 'n': return ref_literal(p, depth, TS_JSON_NULL);
+  default:
+    if (c == '-' || (c >= '0' && c <= '9')) return ref_number(p, depth);
+    return ref_fail(p, TS_E_JSON_SYNTAX, p->i);
+  }
+}
+
+static void ref_parse(const char *doc, size_t len, uint32_t max_depth, run_t *r) {
+  run_init(r, len);
+  ref_t p = {(const unsigned char *)doc, len, 0, max_depth ? max_depth : TS_JSON_DEFAULT_MAX_DEPTH,
+             r};
+  ref_ws(&p);
+  if (ref_end(&p)) {
+    ref_fail(&p, TS_E_JSON_EMPTY, len);
+    return;
+  }
+  if (ref_value(&p, 0)) return;
+  ref_ws(&p);
+  if (!ref_end(&p)) ref_fail(&p, TS_E_JSON_TRAILING, p.i);
+}
+
+/* ---- the split-invariance driver --------------------------------------------------------- */
+
+/* Runs doc whole, byte by byte with empty feeds, and at every chunk size 1..31; every
+ * run must equal `want` (the reference or the first run). */
+static void check_all_splits(const char *doc, size_t len, uint32_t max_depth, const run_t *want,
+                             const char *label) {
+  size_t *cuts = malloc((len + 1) * sizeof *cuts);
+  CHECK(cuts, "out of memory");
+  char what[200];
+  run_t r;
+  snprintf(what, sizeof what, "%s, whole", label);
+  run_doc(doc, len, max_depth, NULL, 0, 0, &r, what);
+  same_runs(want, &r, what);
+  run_free(&r);
+  for (size_t i = 1; i < len; i++) cuts[i - 1] = i;
+  snprintf(what, sizeof what, "%s, byte by byte with empty feeds", label);
+  run_doc(doc, len, max_depth, cuts, len ? len - 1 : 0, 1, &r, what);
+  same_runs(want, &r, what);
+  run_free(&r);
+  for (size_t k = 1; k <= 31; k++) {
+    size_t n = 0;
+    for (size_t i = k; i < len; i += k) cuts[n++] = i;
+    snprintf(what, sizeof what, "%s, chunks of %zu", label, k);
+    run_doc(doc, len, max_depth, cuts, n, 0, &r, what);
+    same_runs(want, &r, what);
+    run_free(&r);
+  }
+  free(cuts);
+}
+
+/* ---- the table ----------------------------------------------------------------------------- */
+
+typedef struct {
+  int line;
+  const char *label;
+  const char *in;
+  size_t len;
+  uint32_t max_depth;
+  const char *trace;  /* completed tokens, rendered */
+  const char *depths; /* one digit per token */
+  int err;
+  uint64_t off;       /* error offset */
+} row;
+
+#define A(label, in, trace, depths) {__LINE__, label, in, sizeof(in) - 1, 0, trace, depths, 0, 0}
+#define AD(label, in, maxd, trace, depths) \
+  {__LINE__, label, in, sizeof(in) - 1, maxd, trace, depths, 0, 0}
+#define R(label, in, trace, depths, err, off) \
+  {__LINE__, label, in, sizeof(in) - 1, 0, trace, depths, TS_E_##err, off}
+#define RD(label, in, maxd, trace, depths, err, off) \
+  {__LINE__, label, in, sizeof(in) - 1, maxd, trace, depths, TS_E_##err, off}
+
+static const row rows[] = {
+    /* every token kind */
+    A("zero", "0", "N0", "0"),
+    A("number with whitespace around", " \t\r\n12 \t\r\n", "N12", "0"),
+    A("string", "\"abc\"", "S\"abc\"", "0"),
+    A("empty string", "\"\"", "S\"\"", "0"),
+    A("true", "true", "T", "0"),
+    A("false", "false", "F", "0"),
+    A("null", "null", "Z", "0"),
+    A("empty array", "[]", "[ ]", "00"),
+    A("empty object", "{}", "{ }", "00"),
+    A("empty containers with whitespace", "[ \n{ } ,[\t]\r]", "[ { } [ ] ]", "011110"),
+    A("object one member", "{\"a\":1}", "{ K\"a\" N1 }", "0110"),
+    A("every kind nested", "{\"a\":[true,false,null],\"b\":{},\"c\":\"x\\n\",\"d\":-1.5e+10}",
+      "{ K\"a\" [ T F Z ] K\"b\" { } K\"c\" S\"x\\n\" K\"d\" N-1.5e+10 }", "011222111111110"),
+    A("nested arrays", "[[[]]]", "[ [ [ ] ] ]", "012210"),
+    A("array of scalars", "[1,\"a\",true,false,null,{},[]]",
+      "[ N1 S\"a\" T F Z { } [ ] ]", "01111111110"),
+    A("whitespace everywhere", " { \"a\" : [ 1 , 2 ] , \"b\" : null } ",
+      "{ K\"a\" [ N1 N2 ] K\"b\" Z }", "011221110"),
+    A("empty key", "{\"\":\"\"}", "{ K\"\" S\"\" }", "0110"),
+    A("duplicate keys are the caller's business", "{\"a\":1,\"a\":2}",
+      "{ K\"a\" N1 K\"a\" N2 }", "011110"),
+    A("string then trailing whitespace", "\"a\" \n", "S\"a\"", "0"),
+    /* numbers */
+    A("minus zero", "-0", "N-0", "0"),
+    A("exponent", "1e5", "N1e5", "0"),
+    A("exponent upper plus", "1E+5", "N1E+5", "0"),
+    A("zero fraction zero exponent", "0.0e-0", "N0.0e-0", "0"),
+    A("negative fraction exponent", "-12.5E-03", "N-12.5E-03", "0"),
+    A("zero exponent", "0e0", "N0e0", "0"),
+    A("long integer", "123456789012345678901234567890", "N123456789012345678901234567890", "0"),
+    A("number then space", "7 ", "N7", "0"),
+    A("numbers in array", "[0,-0,1e5,1E+5,0.0e-0,10,-10.01]",
+      "[ N0 N-0 N1e5 N1E+5 N0.0e-0 N10 N-10.01 ]", "011111110"),
+    A("number ends at brace", "{\"a\":-1}", "{ K\"a\" N-1 }", "0110"),
+    A("number ends at comma and bracket", "[1,2]", "[ N1 N2 ]", "0110"),
+    A("number ends at whitespace in array", "[1 ]", "[ N1 ]", "010"),
+    /* escapes */
+    A("all single escapes", "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "S\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"",
+      "0"),
+    A("unicode escapes", "\"\\u0000\\u00e9\\uFFFF\\uD7FF\\uE000\"",
+      "S\"\\u0000\\u00e9\\uFFFF\\uD7FF\\uE000\"", "0"),
+    A("surrogate pair", "\"\\uD83D\\uDE00\"", "S\"\\uD83D\\uDE00\"", "0"),
+    A("surrogate pair extremes", "[\"\\ud800\\udc00\",\"\\udbff\\udfff\"]",
+      "[ S\"\\ud800\\udc00\" S\"\\udbff\\udfff\" ]", "0110"),
+    A("escaped backslash before quote", "\"a\\\\\"", "S\"a\\\\\"", "0"),
+    A("escaped quote in key", "{\"a\\\"b\":0}", "{ K\"a\\\"b\" N0 }", "0110"),
+    /* UTF-8 */
+    A("2-byte bounds", "\"\xC2\x80\xDF\xBF\"", "S\"\\xC2\\x80\\xDF\\xBF\"", "0"),
+    A("3-byte bounds", "\"\xE0\xA0\x80\xED\x9F\xBF\xEE\x80\x80\xEF\xBF\xBF\"",
+      "S\"\\xE0\\xA0\\x80\\xED\\x9F\\xBF\\xEE\\x80\\x80\\xEF\\xBF\\xBF\"", "0"),
+    A("4-byte bounds", "\"\xF0\x90\x80\x80\xF4\x8F\xBF\xBF\xF3\xBF\xBF\xBF\"",
+      "S\"\\xF0\\x90\\x80\\x80\\xF4\\x8F\\xBF\\xBF\\xF3\\xBF\\xBF\\xBF\"", "0"),
+    A("DEL is not a control character", "\"\x7F\"", "S\"\\x7F\"", "0"),
+    A("utf-8 key", "{\"caf\xC3\xA9\":\"\xE2\x82\xAC\"}",
+      "{ K\"caf\\xC3\\xA9\" S\"\\xE2\\x82\\xAC\" }", "0110"),
+    /* depth */
+    AD("depth 3 of 3", "[[[1]]]", 3, "[ [ [ N1 ] ] ]", "0123210"),
+    AD("depth 1 of 1", "{\"a\":1}", 1, "{ K\"a\" N1 }", "0110"),
+    RD("depth 4 of 3 array", "[[[[]]]]", 3, "[ [ [", "012", JSON_DEPTH, 3),
+    RD("depth 4 of 3 object", "{\"a\":{\"b\":{\"c\":{}}}}", 3, "{ K\"a\" { K\"b\" { K\"c\"",
+       "011223", JSON_DEPTH, 15),
+    RD("depth 2 of 1", "[[]]", 1, "[", "0", JSON_DEPTH, 1),
+    RD("depth 2 of 1 after siblings", "[1,{}]", 1, "[ N1", "01", JSON_DEPTH, 3),
+    /* empty */
+    R("empty input", "", "", "", JSON_EMPTY, 0),
+    R("whitespace only", " \t\r\n", "", "", JSON_EMPTY, 4),
+    /* numbers rejected */
+    R("leading zero", "01", "", "", JSON_NUMBER, 1),
+    R("negative leading zero", "-01", "", "", JSON_NUMBER, 2),
+    R("leading zero in array", "[01]", "[", "0", JSON_NUMBER, 2),
+    R("leading zeros", "00", "", "", JSON_NUMBER, 1),
+    R("dot at end top level", "1.", "", "", JSON_TRUNCATED, 2),
+    R("dot then bracket", "[1.]", "[", "0", JSON_NUMBER, 3),
+    R("dot then exponent", "1.e5", "", "", JSON_NUMBER, 2),
+    R("bare leading dot", ".5", "", "", JSON_SYNTAX, 0),
+    R("plus sign", "+1", "", "", JSON_SYNTAX, 0),
+    R("plus sign in array", "[+1]", "[", "0", JSON_SYNTAX, 1),
+    R("minus alone", "-", "", "", JSON_TRUNCATED, 1),
+    R("minus then bracket", "[-]", "[", "0", JSON_NUMBER, 2),
+    R("minus then letter", "-a", "", "", JSON_NUMBER, 1),
+    R("double minus", "--1", "", "", JSON_NUMBER, 1),
+    R("minus then dot", "-.5", "", "", JSON_NUMBER, 1),
+    R("exponent without digits", "1e", "", "", JSON_TRUNCATED, 2),
+    R("exponent sign without digits", "1e+", "", "", JSON_TRUNCATED, 3),
+    R("exponent minus without digits", "1E-", "", "", JSON_TRUNCATED, 3),
+    R("exponent then bracket", "[1e]", "[", "0", JSON_NUMBER, 3),
+    R("exponent two signs", "1e+-5", "", "", JSON_NUMBER, 3),
+    R("exponent then space", "1e 5", "", "", JSON_NUMBER, 2),
+    R("number then letter", "1x", "N1", "0", JSON_TRAILING, 1),
+    R("number then letter in array", "[1x]", "[ N1", "01", JSON_SYNTAX, 2),
+    R("second dot", "1.5.3", "N1.5", "0", JSON_TRAILING, 3),
+    R("hex", "0x10", "N0", "0", JSON_TRAILING, 1),
+    R("number inside unclosed array", "[1", "[", "0", JSON_TRUNCATED, 2),
+    R("number inside unclosed object", "{\"a\":12", "{ K\"a\"", "01", JSON_TRUNCATED, 7),
+    R("Infinity", "Infinity", "", "", JSON_SYNTAX, 0),
+    R("minus Infinity", "-Infinity", "", "", JSON_NUMBER, 1),
+    R("NaN", "NaN", "", "", JSON_SYNTAX, 0),
+    /* structure rejected */
+    R("trailing comma in array", "[1,]", "[ N1", "01", JSON_SYNTAX, 3),
+    R("trailing comma in object", "{\"a\":1,}", "{ K\"a\" N1", "011", JSON_SYNTAX, 7),
+    R("missing colon", "{\"a\" 1}", "{ K\"a\"", "01", JSON_SYNTAX, 5),
+    R("double colon", "{\"a\"::1}", "{ K\"a\"", "01", JSON_SYNTAX, 5),
+    R("missing value", "{\"a\":}", "{ K\"a\"", "01", JSON_SYNTAX, 5),
+    R("missing comma in array", "[1 2]", "[ N1", "01", JSON_SYNTAX, 3),
+    R("missing comma in object", "{\"a\":1 \"b\":2}", "{ K\"a\" N1", "011", JSON_SYNTAX, 7),
+    R("lone comma in object", "{,}", "{", "0", JSON_SYNTAX, 1),
+    R("leading comma in array", "[,1]", "[", "0", JSON_SYNTAX, 1),
+    R("double comma", "[1,,2]", "[ N1", "01", JSON_SYNTAX, 3),
+    R("number key", "{1:2}", "{", "0", JSON_SYNTAX, 1),
+    R("single-quoted key", "{'a':1}", "{", "0", JSON_SYNTAX, 1),
+    R("array where key expected", "{[]:1}", "{", "0", JSON_SYNTAX, 1),
+    R("mismatched [}", "[}", "[", "0", JSON_SYNTAX, 1),
+    R("mismatched {]", "{]", "{", "0", JSON_SYNTAX, 1),
+    R("mismatched after value", "[1}", "[ N1", "01", JSON_SYNTAX, 2),
+    R("mismatched object close", "{\"a\":1]", "{ K\"a\" N1", "011", JSON_SYNTAX, 6),
+    R("colon in array", "[1:2]", "[ N1", "01", JSON_SYNTAX, 2),
+    R("lone close bracket", "]", "", "", JSON_SYNTAX, 0),
+    R("lone colon", ":", "", "", JSON_SYNTAX, 0),
+    R("lone comma", ",", "", "", JSON_SYNTAX, 0),
+    R("single quotes", "'a'", "", "", JSON_SYNTAX, 0),
+    R("BOM", "\xEF\xBB\xBF{}", "", "", JSON_SYNTAX, 0),
+    R("form feed is not whitespace", "\f1", "", "", JSON_SYNTAX, 0),
+    R("NUL before value", "\0" "1", "", "", JSON_SYNTAX, 0),
+    R("raw utf-8 outside strings", "\xC3\xA9", "", "", JSON_SYNTAX, 0),
+    R("high byte in array", "[\x80]", "[", "0", JSON_SYNTAX, 1),
+    R("unclosed array", "[", "[", "0", JSON_TRUNCATED, 1),
+    R("unclosed nested", "[[]", "[ [ ]", "011", JSON_TRUNCATED, 3),
+    R("unclosed object after key", "{\"a\"", "{ K\"a\"", "01", JSON_TRUNCATED, 4),
+    R("unclosed object after colon", "{\"a\": ", "{ K\"a\"", "01", JSON_TRUNCATED, 6),
+    R("unclosed object after comma", "{\"a\":1,", "{ K\"a\" N1", "011", JSON_TRUNCATED, 7),
+    R("unclosed object", "{\"a\":true", "{ K\"a\" T", "011", JSON_TRUNCATED, 9),
+    R("unclosed array after comma", "[1, ", "[ N1", "01", JSON_TRUNCATED, 4),
+    /* trailing */
+    R("two numbers", "1 2", "N1", "0", JSON_TRAILING, 2),
+    R("object then letter", "{}x", "{ }", "00", JSON_TRAILING, 2),
+    R("extra close", "[]]", "[ ]", "00", JSON_TRAILING, 2),
+    R("two strings", "\"a\"\"b\"", "S\"a\"", "0", JSON_TRAILING, 3),
+    R("two objects", "{} {}", "{ }", "00", JSON_TRAILING, 3),
+    R("NUL after value", "\"a\"\0", "S\"a\"", "0", JSON_TRAILING, 3),
+    R("comma after value", "1,", "N1", "0", JSON_TRAILING, 1),
+    /* literals */
+    R("truncated true", "tru", "", "", JSON_TRUNCATED, 3),
+    R("truncated t", "t", "", "", JSON_TRUNCATED, 1),
+    R("truncated false", "fals", "", "", JSON_TRUNCATED, 4),
+    R("null with digit", "nul1", "", "", JSON_LITERAL, 3),
+    R("true then letter", "truex", "T", "0", JSON_TRAILING, 4),
+    R("null doubled l", "nulll", "Z", "0", JSON_TRAILING, 4),
+    R("false misspelt", "falze", "", "", JSON_LITERAL, 3),
+    R("nan", "nan", "", "", JSON_LITERAL, 1),
+    R("capital True", "True", "", "", JSON_SYNTAX, 0),
+    R("truncated literal in array", "[tru]", "[", "0", JSON_LITERAL, 4),
+    R("literals without comma", "[truefalse]", "[ T", "01", JSON_SYNTAX, 5),
+    R("literal as key", "{true:1}", "{", "0", JSON_SYNTAX, 1),
+    /* strings: control characters */
+    R("raw control 0x01", "\"a\x01" "b\"", "", "", JSON_CTRL, 2),
+    R("raw control 0x1F", "\"\x1F\"", "", "", JSON_CTRL, 1),
+    R("raw newline", "\"a\nb\"", "", "", JSON_CTRL, 2),
+    R("raw tab", "\"\t\"", "", "", JSON_CTRL, 1),
+    R("raw NUL", "[\"\0\"]", "[", "0", JSON_CTRL, 2),
+    R("raw control in key", "{\"\r\":1}", "{", "0", JSON_CTRL, 2),
+    /* strings: escapes */
+    R("unknown escape", "\"\\x\"", "", "", JSON_ESCAPE, 2),
+    R("capital U escape", "\"\\U0041\"", "", "", JSON_ESCAPE, 2),
+    R("escaped apostrophe", "\"\\'\"", "", "", JSON_ESCAPE, 2),
+    R("escaped space", "\"\\ \"", "", "", JSON_ESCAPE, 2),
+    R("escaped newline", "\"\\\n\"", "", "", JSON_ESCAPE, 2),
+    R("bad hex digit", "\"\\u12G4\"", "", "", JSON_ESCAPE, 5),
+    R("short u escape at quote", "\"\\u12\"", "", "", JSON_ESCAPE, 5),
+    R("u escape at quote", "\"\\u\"", "", "", JSON_ESCAPE, 3),
+    R("bad escape in key", "{\"\\a\":1}", "{", "0", JSON_ESCAPE, 3),
+    R("truncated after backslash", "\"\\", "", "", JSON_TRUNCATED, 2),
+    R("truncated in u escape", "\"\\u00", "", "", JSON_TRUNCATED, 5),
+    R("truncated string", "\"abc", "", "", JSON_TRUNCATED, 4),
+    R("truncated at open quote", "\"", "", "", JSON_TRUNCATED, 1),
+    R("truncated key", "{\"ab", "{", "0", JSON_TRUNCATED, 4),
+    /* strings: surrogates */
+    R("lone high at quote", "\"\\ud800\"", "", "", JSON_SURROGATE, 7),
+    R("lone low", "\"\\udc00\"", "", "", JSON_SURROGATE, 6),
+    R("lone low upper", "\"\\uDFFF\"", "", "", JSON_SURROGATE, 6),
+    R("high then BMP escape", "\"\\ud800\\u0041\"", "", "", JSON_SURROGATE, 12),
+    R("high then raw letter", "\"\\ud800x\"", "", "", JSON_SURROGATE, 7),
+    R("high then high", "\"\\ud800\\ud800\"", "", "", JSON_SURROGATE, 12),
+    R("high then n escape", "\"\\ud800\\n\"", "", "", JSON_SURROGATE, 8),
+    R("high then unknown escape", "\"\\ud800\\x\"", "", "", JSON_SURROGATE, 8),
+    R("high then bad hex", "\"\\ud800\\uZ000\"", "", "", JSON_ESCAPE, 9),
+    R("low then high", "\"\\udc00\\ud800\"", "", "", JSON_SURROGATE, 6),
+    R("lone high in key", "{\"\\uDBFF\":1}", "{", "0", JSON_SURROGATE, 8),
+    R("high truncated", "\"\\ud800", "", "", JSON_TRUNCATED, 7),
+    R("high then backslash truncated", "\"\\ud800\\", "", "", JSON_TRUNCATED, 8),
+    R("high then u truncated", "\"\\ud800\\udc", "", "", JSON_TRUNCATED, 11),
+    /* strings: UTF-8 */
+    R("overlong slash C0 AF", "\"\xC0\xAF\"", "", "", JSON_UTF8, 1),
+    R("overlong C1 BF", "\"\xC1\xBF\"", "", "", JSON_UTF8, 1),
+    R("overlong E0 80 AF", "\"\xE0\x80\xAF\"", "", "", JSON_UTF8, 2),
+    R("overlong E0 9F BF", "\"\xE0\x9F\xBF\"", "", "", JSON_UTF8, 2),
+    R("overlong F0 8F BF BF", "\"\xF0\x8F\xBF\xBF\"", "", "", JSON_UTF8, 2),
+    R("encoded surrogate ED A0 80", "\"\xED\xA0\x80\"", "", "", JSON_UTF8, 2),
+    R("encoded surrogate ED BF BF", "\"\xED\xBF\xBF\"", "", "", JSON_UTF8, 2),
+    R("above U+10FFFF F4 90 80 80", "\"\xF4\x90\x80\x80\"", "", "", JSON_UTF8, 2),
+    R("lead F5", "\"\xF5\x80\x80\x80\"", "", "", JSON_UTF8, 1),
+    R("lead FF", "\"\xFF\"", "", "", JSON_UTF8, 1),
+    R("lead F8", "\"\xF8\x88\x80\x80\x80\"", "", "", JSON_UTF8, 1),
+    R("lead FB", "\"\xFB\"", "", "", JSON_UTF8, 1),
+    R("lead FC", "\"\xFC\x84\x80\x80\x80\x80\"", "", "", JSON_UTF8, 1),
+    R("lead FD", "\"\xFD\"", "", "", JSON_UTF8, 1),
+    R("lead FE", "\"a\xFE\"", "", "", JSON_UTF8, 2),
+    R("stray continuation", "\"\x80\"", "", "", JSON_UTF8, 1),
+    R("stray continuation after ascii", "\"a\xBF\"", "", "", JSON_UTF8, 2),
+    R("continuation after complete char", "\"\xC3\xA9\xA9\"", "", "", JSON_UTF8, 3),
+    R("truncated 2-byte at quote", "\"\xC3\"", "", "", JSON_UTF8, 2),
+    R("truncated 3-byte at quote", "\"\xE2\x82\"", "", "", JSON_UTF8, 3),
+    R("truncated 4-byte at quote", "\"\xF0\x9F\x98\"", "", "", JSON_UTF8, 4),
+    R("truncated 2-byte by ascii", "\"\xC3" "A\"", "", "", JSON_UTF8, 2),
+    R("truncated 2-byte by backslash", "\"\xC3\\n\"", "", "", JSON_UTF8, 2),
+    R("truncated 3-byte by control", "\"\xE2\x01\"", "", "", JSON_UTF8, 2),
+    R("bad utf-8 in key", "{\"\xFF\":1}", "{", "0", JSON_UTF8, 2),
+    R("truncated multibyte at end of input", "\"\xE2\x82", "", "", JSON_TRUNCATED, 3),
+};
+
+START_TEST(test_rows) {
+  const row *t = &rows[_i];
+  char label[160];
+  snprintf(label, sizeof label, "line %d (%s)", t->line, t->label);
+  run_t ref;
+  ref_parse(t->in, t->len, t->max_depth, &ref);
+  char trace[2048], depths[512];
+  render(&ref, trace, sizeof trace, depths, sizeof depths);
+  /* The table and the reference agree... */
+  ck_assert_msg(ref.err == t->err && ref.erroff == t->off && !strcmp(trace, t->trace) &&
+                    !strcmp(depths, t->depths),
+                "%s: reference gives %s @%" PRIu64 " [%s] depths %s; table says %s @%" PRIu64
+                " [%s] depths %s",
+                label, ts_err_name(ref.err), ref.erroff, trace, depths, ts_err_name(t->err),
+                t->off, t->trace, t->depths);
+  /* ...and the tokenizer agrees with both (offsets included), however the input is cut. */
+  check_all_splits(t->in, t->len, t->max_depth, &ref, label);
+  run_free(&ref);
+}
+END_TEST
+
+/* ---- programmatic cases ----------------------------------------------------------------- */
+
+static char *nest(uint32_t n, size_t *len, int objects) {
+  char *s = malloc(8 * (size_t)n + 8);
+  ck_assert_ptr_nonnull(s);
+  size_t k = 0;
+  /* [[...[]...]] or {"k":{"k":...{}...}}: the i-th opener is at i or 5 * i. */
+  for (uint32_t i = 0; i < n; i++) {
+    if (objects && i) memcpy(s + k, "\"k\":", 4), k += 4;
+    s[k++] = objects ? '{' : '[';
+  }
+  for (uint32_t i = 0; i < n; i++) s[k++] = objects ? '}' : ']';
+  *len = k;
+  return s;
+}
+
+/* Depth limits at and one past: the default, a small one, and the cap. */
+START_TEST(test_depth_limits) {
+  static const struct {
+    uint32_t arg, limit;
+  } lims[] = {{0, TS_JSON_DEFAULT_MAX_DEPTH},
+              {1, 1},
+              {7, 7},
+              {TS_JSON_MAX_DEPTH_CAP, TS_JSON_MAX_DEPTH_CAP}};
+  for (size_t l = 0; l < sizeof lims / sizeof lims[0]; l++) {
+    for (int objects = 0; objects < 2; objects++) {
+      for (uint32_t n = lims[l].limit; n <= lims[l].limit + 1; n++) {
+        size_t len;
+        char *doc = nest(n, &len, objects);
+        char label[120];
+        snprintf(label, sizeof label, "%s nested %u deep, limit %u (arg %u)",
+                 objects ? "objects" : "arrays", n, lims[l].limit, lims[l].arg);
+        run_t ref;
+        ref_parse(doc, len, lims[l].arg, &ref);
+        if (n == lims[l].limit) {
+          ck_assert_msg(ref.err == 0, "%s: reference rejects", label);
+        } else {
+          /* The opener that goes one past the limit. */
+          uint64_t off = objects ? (uint64_t)5 * lims[l].limit : lims[l].limit;
+          ck_assert_msg(ref.err == TS_E_JSON_DEPTH && ref.erroff == off,
+                        "%s: reference gives %s @%" PRIu64 ", want json_depth @%" PRIu64, label,
+                        ts_err_name(ref.err), ref.erroff, off);
+        }
+        if (lims[l].limit > 200) {
+          /* The cap: whole, byte by byte and a few chunk sizes (all 31 would be slow). */
+          static const size_t ks[] = {0, 1, 3, 16, 31};
+          for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+            size_t *cuts = malloc(len * sizeof *cuts), nc = 0;
+            for (size_t c = ks[i]; ks[i] && c < len; c += ks[i]) cuts[nc++] = c;
+            run_t r;
+            char what[200];
+            snprintf(what, sizeof what, "%s, chunks of %zu", label, ks[i]);
+            run_doc(doc, len, lims[l].arg, cuts, nc, 0, &r, what);
+            same_runs(&ref, &r, what);
+            run_free(&r);
+            free(cuts);
+          }
+        } else {
+          check_all_splits(doc, len, lims[l].arg, &ref, label);
+        }
+        run_free(&ref);
+        free(doc);
+      }
+    }
+  }
+}
+END_TEST
+
+START_TEST(test_init) {
+  ts_json_tok t;
+  run_t r;
+  run_init(&r, 8);
+  ck_assert_int_eq(ts_json_tok_init(&t, TS_JSON_MAX_DEPTH_CAP + 1, record, &r), TS_E_INVAL);
+  ck_assert_int_eq(ts_json_tok_init(&t, UINT32_MAX, record, &r), TS_E_INVAL);
+  ck_assert_int_eq(ts_json_tok_init(&t, 5, NULL, &r), TS_E_INVAL);
+  ck_assert_int_eq(ts_json_tok_init(&t, 0, NULL, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_json_tok_init(&t, TS_JSON_MAX_DEPTH_CAP, record, &r), TS_E_OK);
+  ck_assert_int_eq(ts_json_tok_init(&t, 1, record, &r), TS_E_OK);
+  /* user may be NULL. A tokenizer can be re-initialised after use. */
+  static const char deep[] = "[[", ok[] = "[[1]]";
+  r.chunk = deep, r.chunk_len = 2, r.chunk_start = 0;
+  ck_assert_int_eq(ts_json_tok_feed(&t, deep, 2), TS_E_JSON_DEPTH);
+  ck_assert_uint_eq(ts_json_tok_error_offset(&t), 1);
+  ck_assert_int_eq(ts_json_tok_init(&t, 0, record, &r), TS_E_OK);
+  ck_assert_int_eq(ts_json_tok_error(&t), 0);
+  ck_assert_uint_eq(ts_json_tok_offset(&t), 0);
+  r.ntoks = 0, r.plen = 0, r.open = 0;
+  r.chunk = ok, r.chunk_len = 5, r.chunk_start = 0;
+  ck_assert_int_eq(ts_json_tok_feed(&t, ok, 5), TS_E_OK);
+  r.in_finish = 1;
+  ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_OK);
+  ck_assert_uint_eq(r.ntoks, 5);
+  ck_assert_msg(!r.viol[0], "%s", r.viol);
+  run_free(&r);
+}
+END_TEST
+
+/* Aborting from the callback, at every callback of a document, in a few splits. */
+START_TEST(test_abort) {
+  static const char doc[] = "{\"a\":[1,\"xy\",true],\"b\":-2.5}";
+  static const size_t ks[] = {1, 2, 7, 64};
+  size_t len = sizeof doc - 1;
+  int any = 1;
+  for (uint64_t at = 1; any; at++) {
+    any = 0;
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+      size_t k = ks[ki];
+      run_t r;
+      run_init(&r, len);
+      r.abort_at = at;
+      ts_json_tok t;
+      ck_assert_int_eq(ts_json_tok_init(&t, 0, record, &r), TS_E_OK);
+      int rc = TS_E_OK;
+      for (size_t off = 0; off < len && rc == TS_E_OK; off += k) {
+        size_t n = len - off < k ? len - off : k;
+        r.chunk = doc + off, r.chunk_len = n, r.chunk_start = off;
+        rc = ts_json_tok_feed(&t, doc + off, n);
+      }
+      if (rc == TS_E_OK) {
+        r.in_finish = 1;
+        rc = ts_json_tok_finish(&t);
+        r.in_finish = 0;
+      }
+      ck_assert_msg(!r.viol[0], "abort at %" PRIu64 ": %s", at, r.viol);
+      if (r.ncb < at) {
+        /* This split has fewer callbacks than `at`: nothing to abort. */
+        ck_assert_int_eq(rc, TS_E_OK);
+        run_free(&r);
+        continue;
+      }
+      any = 1;
+      ck_assert_msg(rc == TS_E_ABORTED, "abort at %" PRIu64 ", chunks %zu: rc %d", at, k, rc);
+      ck_assert_uint_eq(r.ncb, at);
+      ck_assert_int_eq(ts_json_tok_error(&t), TS_E_ABORTED);
+      ck_assert_int_eq(ts_json_tok_feed(&t, "1", 1), TS_E_ABORTED);
+      ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_ABORTED);
+      ck_assert_int_eq(ts_json_tok_feed(&t, "1", 1), TS_E_ABORTED);
+      ck_assert_uint_eq(r.ncb, at);
+      run_free(&r);
+    }
+  }
+}
+END_TEST
+
+/* A top-level number's LAST fragment comes from finish; aborting there too. */
+START_TEST(test_finish_number) {
+  run_t r;
+  run_init(&r, 8);
+  ts_json_tok t;
+  ck_assert_int_eq(ts_json_tok_init(&t, 0, record, &r), TS_E_OK);
+  static const char num[] = "-12", open[] = "[", pair[] = "[]";
+  r.chunk = num, r.chunk_len = 3;
+  ck_assert_int_eq(ts_json_tok_feed(&t, num, 3), TS_E_OK);
+  ck_assert_int_eq(ts_json_tok_done(&t), 0);
+  ck_assert_uint_eq(r.ntoks, 1);
+  ck_assert_int_eq(r.open, 1);
+  uint64_t before = r.ncb;
+  r.in_finish = 1;
+  r.abort_at = before + 1;
+  ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_ABORTED);
+  ck_assert_uint_eq(r.ncb, before + 1);
+  ck_assert_int_eq(r.open, 0);
+  ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_ABORTED);
+  ck_assert_int_eq(ts_json_tok_feed(&t, " ", 1), TS_E_ABORTED);
+  ck_assert_msg(!r.viol[0], "%s", r.viol);
+  run_free(&r);
+
+  /* finish twice after an error returns the first result; feed after it too. */
+  run_init(&r, 8);
+  ck_assert_int_eq(ts_json_tok_init(&t, 0, record, &r), TS_E_OK);
+  r.chunk = open, r.chunk_len = 1;
+  ck_assert_int_eq(ts_json_tok_feed(&t, open, 1), TS_E_OK);
+  ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_JSON_TRUNCATED);
+  ck_assert_uint_eq(ts_json_tok_error_offset(&t), 1);
+  ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_JSON_TRUNCATED);
+  ck_assert_int_eq(ts_json_tok_feed(&t, "]", 1), TS_E_JSON_TRUNCATED);
+  run_free(&r);
+
+  /* finish on a fresh tokenizer: empty. */
+  run_init(&r, 8);
+  ck_assert_int_eq(ts_json_tok_init(&t, 0, record, &r), TS_E_OK);
+  ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_JSON_EMPTY);
+  ck_assert_uint_eq(ts_json_tok_error_offset(&t), 0);
+  ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_JSON_EMPTY);
+  run_free(&r);
+
+  /* A clean finish, twice, then feed is refused (also with len 0). */
+  run_init(&r, 8);
+  ck_assert_int_eq(ts_json_tok_init(&t, 0, record, &r), TS_E_OK);
+  r.chunk = pair, r.chunk_len = 2;
+  ck_assert_int_eq(ts_json_tok_feed(&t, pair, 2), TS_E_OK);
+  ck_assert_int_eq(ts_json_tok_done(&t), 1);
+  ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_OK);
+  ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_OK);
+  ck_assert_int_eq(ts_json_tok_feed(&t, "[", 1), TS_E_JSON_FINISHED);
+  ck_assert_int_eq(ts_json_tok_feed(&t, NULL, 0), TS_E_JSON_FINISHED);
+  ck_assert_uint_eq(r.ntoks, 2);
+  run_free(&r);
+}
+END_TEST
+
+/* ---- random documents ------------------------------------------------------------------- */
+
+static uint64_t rng;
+static uint32_t rnd(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (uint32_t)(rng >> 11);
+}
+static uint32_t rn(uint32_t n) { return rnd() % n; }
+
+typedef struct {
+  char *b;
+  size_t n, cap;
+} sbuf;
+
+static void sput(sbuf *s, const void *p, size_t n) {
+  if (s->n + n > s->cap) {
+    s->cap = (s->n + n) * 2 + 64;
+    s->b = realloc(s->b, s->cap);
+    ck_assert_ptr_nonnull(s->b);
+  }
+  memcpy(s->b + s->n, p, n);
+  s->n += n;
+}
+static void sputs(sbuf *s, const char *p) { sput(s, p, strlen(p)); }
+static void sputc(sbuf *s, char c) { sput(s, &c, 1); }
+
+static void gen_ws(sbuf *s) {
+  if (rn(3)) return;
+  for (uint32_t k = 1 + rn(3); k; k--) sputc(s, " \t\n\r"[rn(4)]);
+}
+
+static void put_utf8(sbuf *s, uint32_t cp) {
+  char o[4];
+  size_t n;
+  if (cp < 0x80) o[0] = (char)cp, n = 1;
+  else if (cp < 0x800) o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)), n = 2;
+  else if (cp < 0x10000)
+    o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | (cp >> 6 & 0x3F)),
+    o[2] = (char)(0x80 | (cp & 0x3F)), n = 3;
+  else
+    o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | (cp >> 12 & 0x3F)),
+    o[2] = (char)(0x80 | (cp >> 6 & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
+  sput(s, o, n);
+}
+
+static void gen_string(sbuf *s) {
+  static const uint32_t edges[] = {0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF};
+  sputc(s, '"');
+  for (uint32_t k = rn(4) ? rn(6) : rn(40); k; k--) {
+    char tmp[16];
+    switch (rn(8)) {
+    case 0: case 1: case 2: { /* a run of plain ASCII */
+      for (uint32_t m = 1 + rn(rn(4) ? 6 : 40); m; m--) {
+        char c = (char)(0x20 + rn(95));
+        sputc(s, c == '"' || c == '\\' ? 'q' : c);
+      }
+      break;
+    }
+    case 3:
+      tmp[0] = '\\', tmp[1] = "\"\\/bfnrt"[rn(8)];
+      sput(s, tmp, 2);
+      break;
+    case 4: { /* \u, not a surrogate */
+      uint32_t cp;
+      do cp = rn(4) ? rn(0x10000) : rn(0x80); while (cp >= 0xD800 && cp <= 0xDFFF);
+      snprintf(tmp, sizeof tmp, rn(2) ? "\\u%04x" : "\\u%04X", (unsigned)cp);
+      sputs(s, tmp);
+      break;
+    }
+    case 5: { /* surrogate pair */
+      uint32_t cp = 0x10000 + rn(0x100000);
+      unsigned hi = 0xD800 + ((cp - 0x10000) >> 10), lo = 0xDC00 + ((cp - 0x10000) & 0x3FF);
+      snprintf(tmp, sizeof tmp, rn(2) ? "\\u%04x" : "\\u%04X", hi);
+      sputs(s, tmp);
+      snprintf(tmp, sizeof tmp, rn(2) ? "\\u%04x" : "\\u%04X", lo);
+      sputs(s, tmp);
+      break;
+    }
+    default: { /* raw UTF-8, often at a boundary */
+      uint32_t cp;
+      if (rn(2)) cp = edges[rn(8)] - rn(2);
+      else do cp = 0x80 + rn(0x10FF80); while (cp >= 0xD800 && cp <= 0xDFFF);
+      if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xD7FF;
+      if (cp < 0x80) cp = 0x80;
+      put_utf8(s, cp);
+      break;
+    }
+    }
+  }
+  sputc(s, '"');
+}
+
+static void gen_digits(sbuf *s, uint32_t max) {
+  for (uint32_t k = 1 + rn(max); k; k--) sputc(s, (char)('0' + rn(10)));
+}
+
+static void gen_number(sbuf *s) {
+  if (rn(3) == 0) sputc(s, '-');
+  if (rn(3) == 0) sputc(s, '0');
+  else sputc(s, (char)('1' + rn(9))), rn(2) ? gen_digits(s, 5) : (void)0;
+  if (rn(3) == 0) sputc(s, '.'), gen_digits(s, 4);
+  if (rn(3) == 0) {
+    sputc(s, rn(2) ? 'e' : 'E');
+    if (rn(2)) sputc(s, rn(2) ? '+' : '-');
+    gen_digits(s, 3);
+  }
+}
+
+static void gen_value(sbuf *s, int depth) {
+  uint32_t c = depth >= 6 ? 4 + rn(6) : rn(10);
+  switch (c) {
+  case 0: case 1: case 2: {
+    int obj = c == 0 || (c == 2 && rn(2));
+    sputc(s, obj ? '{' : '[');
+    gen_ws(s);
+    for (uint32_t k = rn(5), i = 0; i < k; i++) {
+      if (i) sputc(s, ','), gen_ws(s);
+      if (obj) gen_string(s), gen_ws(s), sputc(s, ':'), gen_ws(s);
+      gen_value(s, depth + 1);
+      gen_ws(s);
+    }
+    sputc(s, obj ? '}' : ']');
+    break;
+  }
+  case 3: case 4: case 5: gen_string(s); break;
+  case 6: case 7: gen_number(s); break;
+  default: sputs(s, (const char *[]){"true", "false", "null"}[rn(3)]); break;
+  }
+}
+
+static void mutate(sbuf *s) {
+  static const char interesting[] =
+      "\"\\{}[],:0123456789-+.eEtrufalsnxu \t\n\r\x01\x1F\x7F\x80\xBF\xC0\xC2\xDF\xE0\xED\xEF"
+      "\xF0\xF4\xF5\xFF";
+  for (uint32_t m = 1 + rn(2); m; m--) {
+    if (s->n == 0) {
+      sputc(s, interesting[rn(sizeof interesting)]); /* may be the NUL */
+      continue;
+    }
+    size_t at = rn((uint32_t)s->n);
+    switch (rn(6)) {
+    case 0: case 1: /* replace */
+      s->b[at] = rn(4) ? interesting[rn(sizeof interesting)] : (char)rn(256);
+      break;
+    case 2: /* delete */
+      memmove(s->b + at, s->b + at + 1, s->n - at - 1);
+      s->n--;
+      break;
+    case 3: { /* insert */
+      char c = interesting[rn(sizeof interesting)];
+      sputc(s, 0);
+      memmove(s->b + at + 1, s->b + at, s->n - at - 1);
+      s->b[at] = c;
+      break;
+    }
+    case 4: /* truncate */
+      s->n = at;
+      break;
+    default: { /* insert a surrogate escape: lone, reversed, or a pair broken by chunking */
+      const char *e = (const char *[]){"\\ud800", "\\udc00", "\\uDBFF\\uDFFF", "\\u"}[rn(4)];
+      size_t el = strlen(e);
+      for (size_t i = 0; i < el; i++) sputc(s, 0);
+      memmove(s->b + at + el, s->b + at, s->n - at - el);
+      memcpy(s->b + at, e, el);
+      break;
+    }
+    }
+  }
+}
+
+/* Compares the tokenizer against the reference for one document at random cuts. */
+static void differential(const char *doc, size_t len, uint32_t max_depth, int iter, int variant) {
+  run_t ref, r;
+  ref_parse(doc, len, max_depth, &ref);
+  size_t *cuts = malloc((len + 1) * sizeof *cuts), nc = 0;
+  CHECK(cuts, "out of memory");
+  if (len > 1 && rn(8) == 0) {
+    for (size_t i = 1; i < len; i++) cuts[nc++] = i;
+  } else if (len > 1) {
+    uint32_t want = rn(8);
+    size_t pos = 0;
+    while (want-- && pos + 1 < len) {
+      pos += 1 + rn((uint32_t)(len - pos - 1 < 24 ? len - pos - 1 : 24));
+      if (pos < len) cuts[nc++] = pos;
+    }
+  }
+  char what[120];
+  snprintf(what, sizeof what, "random doc %d variant %d (max_depth %u, %zu cuts, len %zu)", iter,
+           variant, max_depth, nc, len);
+  run_doc(doc, len, max_depth, cuts, nc, rn(16) == 0, &r, what);
+  same_runs(&ref, &r, what);
+  /* Every string the tokenizer accepted decodes: its escapes were checked. */
+  if (!r.err) {
+    for (size_t i = 0; i < r.ntoks; i++) {
+      if (r.toks[i].kind != TS_JSON_STRING && r.toks[i].kind != TS_JSON_KEY) continue;
+      char *out = malloc(r.toks[i].tlen + TS_JSON_UNESCAPE_SLACK);
+      ssize_t n = ts_json_unescape_all(r.pool + r.toks[i].tstart, r.toks[i].tlen, out);
+      CHECK(n >= 0, "%s: token %zu does not decode (%s)", what, i, ts_err_name((int)n));
+      free(out);
+    }
+  }
+  run_free(&ref);
+  run_free(&r);
+  free(cuts);
+}
+
+START_TEST(test_random) {
+  uint64_t seed = 0x5EEDC0FFEE123457ull;
+  const char *env = getenv("TS_TEST_SEED");
+  if (env) seed = strtoull(env, NULL, 0);
+  printf("json_tok_test: random seed 0x%" PRIx64 " (set TS_TEST_SEED to change)\n", seed);
+  fflush(stdout);
+  rng = seed ? seed : 1;
+  sbuf s = {0};
+  int n_ok = 0, n_err = 0;
+  for (int iter = 0; iter < 3000; iter++) {
+    s.n = 0;
+    gen_ws(&s);
+    gen_value(&s, 0);
+    gen_ws(&s);
+    uint32_t max_depth = rn(4) ? 0 : 1 + rn(6);
+    differential(s.b, s.n, max_depth, iter, 0);
+    for (int v = 1; v <= 2; v++) {
+      sbuf m = {0};
+      sput(&m, s.b, s.n);
+      mutate(&m);
+      run_t ref;
+      ref_parse(m.b, m.n, max_depth, &ref);
+      ref.err ? n_err++ : n_ok++;
+      run_free(&ref);
+      differential(m.b, m.n, max_depth, iter, v);
+      free(m.b);
+    }
+  }
+  printf("json_tok_test: %d mutated documents valid, %d invalid\n", n_ok, n_err);
+  free(s.b);
+}
+END_TEST
+
+/* Long strings: every position of a special byte in bodies of many lengths, so a
+ * many-bytes-at-a-time scan is exercised at every alignment and boundary. */
+START_TEST(test_string_scan) {
+  static const char *const specials[] = {"\x01", "\x1F", "\"", "\\n", "\\u00e9", "\xC3\xA9",
+                                         "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\x80", "\xFF",
+                                         "\x7F", "\xED\xA0\x80", "\\x"};
+  rng = 42;
+  sbuf s = {0};
+  for (size_t sp = 0; sp < sizeof specials / sizeof specials[0]; sp++) {
+    for (size_t L = 0; L <= 70; L++) {
+      for (size_t p = 0; p <= L; p++) {
+        s.n = 0;
+        sputc(&s, '"');
+        for (size_t i = 0; i < p; i++) sputc(&s, (char)('a' + i % 26));
+        sputs(&s, specials[sp]);
+        for (size_t i = p; i < L; i++) sputc(&s, (char)('A' + i % 26));
+        sputc(&s, '"');
+        run_t ref, r;
+        ref_parse(s.b, s.n, 0, &ref);
+        char what[120];
+        snprintf(what, sizeof what, "string scan special %zu len %zu pos %zu", sp, L, p);
+        /* whole, and cut once at every position around the special byte */
+        run_doc(s.b, s.n, 0, NULL, 0, 0, &r, what);
+        same_runs(&ref, &r, what);
+        run_free(&r);
+        size_t cut = 1 + rn((uint32_t)(s.n > 1 ? s.n - 1 : 1));
+        if (cut < s.n) {
+          run_doc(s.b, s.n, 0, &cut, 1, 0, &r, what);
+          same_runs(&ref, &r, what);
+          run_free(&r);
+        }
+        run_free(&ref);
+      }
+    }
+  }
+  free(s.b);
+}
+END_TEST
+
+/* A long document in large chunks: many tokens, no allocation, the same as the reference. */
+START_TEST(test_large) {
+  rng = 7;
+  sbuf s = {0};
+  sputc(&s, '[');
+  for (int i = 0; i < 3000; i++) {
+    if (i) sputc(&s, ',');
+    gen_value(&s, 3);
+  }
+  sputc(&s, ']');
+  run_t ref, r;
+  ref_parse(s.b, s.n, 0, &ref);
+  ck_assert_int_eq(ref.err, 0);
+  size_t cuts[64], nc = 0;
+  for (size_t c = 4093; c < s.n && nc < 64; c += 4093) cuts[nc++] = c;
+  run_doc(s.b, s.n, 0, cuts, nc, 0, &r, "large document");
+  same_runs(&ref, &r, "large document");
+  run_free(&r);
+  run_doc(s.b, s.n, 0, NULL, 0, 0, &r, "large document whole");
+  same_runs(&ref, &r, "large document whole");
+  run_free(&r);
+  run_free(&ref);
+  free(s.b);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("json_tok");
+  TCase *tc = tcase_create("contract");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_rows, 0, (int)(sizeof rows / sizeof rows[0]));
+  tcase_add_test(tc, test_depth_limits);
+  tcase_add_test(tc, test_init);
+  tcase_add_test(tc, test_abort);
+  tcase_add_test(tc, test_finish_number);
+  suite_add_tcase(s, tc);
+  TCase *tr = tcase_create("differential");
+  tcase_set_timeout(tr, 240);
+  tcase_add_test(tr, test_random);
+  tcase_add_test(tr, test_string_scan);
+  tcase_add_test(tr, test_large);
+  suite_add_tcase(s, tr);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
