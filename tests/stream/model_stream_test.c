@@ -916,6 +916,28 @@ START_TEST(test_too_many_tokens) {
 }
 END_TEST
 
+START_TEST(test_responses_huge_terminal) {
+  /* response.completed echoing more than the token array holds still ends the turn */
+  sbuf b = {0};
+  sb_add(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
+             "`output_index`:0,`item`:{`id`:`fc_1`,`type`:`function_call`,`call_id`:`c1`,"
+             "`name`:`f`,`arguments`:``}}\n\n");
+  sb_add(&b, "event: response.function_call_arguments.delta\ndata: {`type`:"
+             "`response.function_call_arguments.delta`,`item_id`:`fc_1`,`delta`:`{}`}\n\n");
+  sb_add(&b, "event: response.completed\ndata: {`type`:`response.completed`,`response`:"
+             "{`status`:`completed`,`tools`:[0");
+  for (int i = 0; i < TS_MS_MAX_TOKENS; i++) sb_add(&b, ",0");
+  sb_add(&b, "]}}\n\n");
+  char *t = tick(b.p);
+  free(b.p);
+  R.abort_at = 0;
+  run_text(TS_MS_OPENAI_RESPONSES, t, strlen(t), &R);
+  free(t);
+  ck_assert_msg(strstr(R.trace, "T stop=completed") != NULL, "trace: %s", R.trace);
+  ck_assert_msg(strstr(R.trace, "E0") != NULL, "call not ended: %s", R.trace);
+}
+END_TEST
+
 START_TEST(test_too_many_calls_chat) {
   /* TS_MS_MAX_CALLS + 2 calls, whole, in one chunk: the last two are refused */
   sbuf b = {0};
@@ -1236,6 +1258,7 @@ int main(void) {
   tc = tcase_create("openai-chat");
   tcase_add_loop_test(tc, test_chat_rows, 0, NROWS(chat_rows));
   tcase_add_test(tc, test_too_many_tokens);
+  tcase_add_test(tc, test_responses_huge_terminal);
   tcase_add_test(tc, test_too_many_calls_chat);
   tcase_add_test(tc, test_field_too_long);
   tcase_add_test(tc, test_id_limits);
