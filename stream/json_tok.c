@@ -65,9 +65,18 @@ static const char *const lit_text[3] = {"true", "false", "null"};
 static const uint8_t lit_len[3] = {4, 5, 4};
 static const uint8_t lit_kind[3] = {TS_JSON_TRUE, TS_JSON_FALSE, TS_JSON_NULL};
 
-/* Nonzero for the bytes a string body must stop at: control bytes, '"', '\\' and
- * every non-ASCII byte (validated as UTF-8). */
-static inline int str_stop(uint8_t c) { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80; }
+/* 1 for the bytes a string body must stop at: control bytes, '"', '\\' and every
+ * non-ASCII byte (validated as UTF-8). Rows of 32 bytes: 0x00, 0x20, ... 0xE0. */
+static const uint8_t str_stop[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+};
 
 /* Returns the first byte in [p, end) that a string body must stop at, or end. */
 static inline const char *scan_string(const char *p, const char *end) {
@@ -98,7 +107,7 @@ static inline const char *scan_string(const char *p, const char *end) {
     p += 8;
   }
 #endif
-  while (p < end && !str_stop((uint8_t)*p)) p++;
+  while (p < end && !str_stop[(uint8_t)*p]) p++;
   return p;
 }
 
