@@ -142,6 +142,26 @@ int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
   if (t->finished) return TS_E_JSON_FINISHED;
   if (len == 0) return TS_E_OK;
 
+  /* Fast path for the common case of a long string arriving in small deltas: the
+   * whole chunk is plain string body. One scan, one fragment, no state change. */
+  if (t->state == S_STR && t->sub == STR_PLAIN && scan_string(buf, buf + len) == buf + len) {
+    ts_json_token ft = {.text = buf,
+                        .len = len,
+                        .offset = t->pos,
+                        .depth = t->depth,
+                        .kind = (uint8_t)(t->in_key ? TS_JSON_KEY : TS_JSON_STRING),
+                        .flags = (uint8_t)(t->emitted ? 0u : TS_JSON_FIRST)};
+    t->emitted = 1;
+    if (t->cb(t->user, &ft)) {
+      t->err = TS_E_ABORTED;
+      t->err_offset = t->pos + len;
+      t->pos += len;
+      return TS_E_ABORTED;
+    }
+    t->pos += len;
+    return TS_E_OK;
+  }
+
   const char *p = buf;
   const char *const end = buf + len;
   const uint64_t base = t->pos;
