@@ -155,7 +155,13 @@ int ts_cli_tap(int argc, char **argv) {
         goto out;
       }
       if (!strncmp(opt, "--heartbeat-bytes", 17)) cfg.heartbeat_bytes = n;
-      else if (!strncmp(opt, "--progress-max", 14)) cfg.progress_max = (size_t)n;
+      else if (!strncmp(opt, "--progress-max", 14)) {
+        if (n > TS_TAP_PROGRESS_LIMIT) {
+          fprintf(stderr, "toolstream tap: --progress-max wants at most %u\n", TS_TAP_PROGRESS_LIMIT);
+          goto out;
+        }
+        cfg.progress_max = (size_t)n;
+      }
       else if (!strncmp(opt, "--max-args-bytes", 16)) cfg.max_args_bytes = (size_t)n;
       else cfg.max_event_bytes = (size_t)n;
     } else if (a[0] == '-' && a[1] != '\0') {

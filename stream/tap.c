@@ -30,7 +30,11 @@ typedef struct call {
   uint32_t index;
   uint8_t started, ready, failed, ended;
   uint8_t label_string;   /* the progress value is a string: decode it */
-  uint8_t label_cut;      /* the label was cut at progress_max */
+  uint8_t label_cut;      /* a visible character did not fit under progress_max */
+  uint8_t label_full;     /* ... so nothing more goes into the label */
+  uint8_t label_gap;      /* control characters seen since the last visible one */
+  uint8_t cp_len, cp_need; /* the UTF-8 character being assembled for the label */
+  char cp[4];
   uint8_t watching;       /* a progress argument is set for this tool */
   uint8_t in_progress_value;
   uint8_t tok_first_seen; /* the tokenizer reported its first token */
@@ -113,37 +117,12 @@ static void stream_error(ts_tap *t, int code, const char *msg, size_t len) {
   emit(t, &ev);
 }
 
-/* Strips control characters from the label (runs inside become one space, at the ends
- * they go) and cuts it to `max` bytes on a UTF-8 boundary. */
-static void finish_label(call *c, size_t max) {
-  char *s = c->label.p;
-  size_t n = c->label.len, w = 0;
-  int gap = 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    if (ch < 0x20 || ch == 0x7F) {
-      gap = 1;
-      continue;
-    }
-    if (gap && w) s[w++] = ' ';
-    gap = 0;
-    s[w++] = (char)ch;
-  }
-  if (w > max) {
-    w = max;
-    while (w && ((unsigned char)s[w] & 0xC0) == 0x80) w--; /* back to a character start */
-    c->label_cut = 1;
-  }
-  c->label.len = w;
-}
-
 static void fire_started(ts_tap *t, call *c, int with_progress) {
   if (c->started) return;
   c->started = 1;
   ts_tap_event ev;
   call_event(c, &ev, TS_TAP_TOOL_CALL_STARTED);
   if (with_progress) {
-    finish_label(c, t->cfg.progress_max);
     ev.has_progress = 1;
     ev.progress = (ts_view){c->label.p ? c->label.p : "", c->label.len};
     ev.progress_truncated = c->label_cut;
@@ -194,56 +173,100 @@ static void fire_ready(ts_tap *t, call *c) {
 
 /* ---- the argument tokenizer's callback ---------------------------------------------- */
 
-/* Appends one token fragment to a compact JSON writer (`sep` is its comma state). */
-static void compact_append(ts_buf *b, uint8_t *sep, const ts_json_token *tk) {
+/* Where a compact JSON writer sends its bytes. */
+typedef void (*put_fn)(void *ctx, const char *p, size_t n);
+
+static void put_buf(void *ctx, const char *p, size_t n) { ts_buf_append(ctx, p, n); }
+
+/* Writes one token fragment in compact JSON (`sep` is the writer's comma state). */
+static void compact_append(put_fn put, void *ctx, uint8_t *sep, const ts_json_token *tk) {
   int first = tk->flags & TS_JSON_FIRST, last = tk->flags & TS_JSON_LAST;
   int closing = tk->kind == TS_JSON_OBJECT_END || tk->kind == TS_JSON_ARRAY_END;
-  if (first && *sep == ',' && !closing) ts_buf_putc(b, ',');
+  if (first && *sep == ',' && !closing) put(ctx, ",", 1);
   if (first) *sep = 0;
   switch (tk->kind) {
     case TS_JSON_KEY:
     case TS_JSON_STRING:
-      if (first) ts_buf_putc(b, '"');
-      ts_buf_append(b, tk->text, tk->len);
+      if (first) put(ctx, "\"", 1);
+      put(ctx, tk->text, tk->len);
       if (last) {
-        ts_buf_putc(b, '"');
+        put(ctx, "\"", 1);
         if (tk->kind == TS_JSON_KEY)
-          ts_buf_putc(b, ':');
+          put(ctx, ":", 1);
         else
           *sep = ',';
       }
       break;
     case TS_JSON_OBJECT_BEGIN:
     case TS_JSON_ARRAY_BEGIN:
-      ts_buf_append(b, tk->text, tk->len);
+      put(ctx, tk->text, tk->len);
       break;
     default: /* numbers, literals, closes */
-      ts_buf_append(b, tk->text, tk->len);
+      put(ctx, tk->text, tk->len);
       if (last) *sep = ',';
   }
 }
 
-static void label_append(ts_tap *t, call *c, const ts_json_token *tk) {
-  /* Keep a little more than the cap so the cut can land on a character boundary. */
-  size_t room = t->cfg.progress_max + 8;
-  if (c->label.len >= room) {
-    c->label_cut = 1;
+/* The label is built as its text streams, one UTF-8 character at a time: control
+ * characters (C0, DEL and C1, U+0080..U+009F) are dropped, a run of them between
+ * visible characters becomes one space, and the first visible character that does not
+ * fit under progress_max ends the label and marks it cut. Controls past the cap do not
+ * count as a cut. The text is valid UTF-8 (the tokenizer checked it), so a character's
+ * length follows from its first byte. */
+static void label_char(call *c, const char *ch, size_t n, size_t cap) {
+  unsigned char b0 = (unsigned char)ch[0];
+  int control = n == 1 ? (b0 < 0x20 || b0 == 0x7F)
+                       : (n == 2 && b0 == 0xC2 && (unsigned char)ch[1] <= 0x9F);
+  if (control) {
+    if (c->label.len) c->label_gap = 1;
     return;
   }
-  if (c->label_string) {
-    const char *p = tk->text;
-    size_t n = tk->len;
-    char out[64 + TS_JSON_UNESCAPE_SLACK];
-    while (n && c->label.len < room) {
-      size_t k = n < 64 ? n : 64;
-      ssize_t got = ts_json_unescape_feed(&c->label_dec, p, k, out);
-      if (got < 0) return; /* cannot happen: the tokenizer validated the escapes */
-      ts_buf_append(&c->label, out, (size_t)got);
-      p += k, n -= k;
+  size_t need = n + (c->label_gap ? 1 : 0);
+  if (c->label.len + need > cap) {
+    c->label_cut = c->label_full = 1;
+    return;
+  }
+  if (c->label_gap) ts_buf_putc(&c->label, ' ');
+  c->label_gap = 0;
+  ts_buf_append(&c->label, ch, n);
+}
+
+static void put_label(void *ctx, const char *p, size_t n) {
+  call *c = ctx;
+  size_t cap = c->tap->cfg.progress_max;
+  for (size_t i = 0; i < n && !c->label_full; i++) {
+    unsigned char b = (unsigned char)p[i];
+    if (c->cp_need == 0) {
+      size_t len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+      if (len == 1) {
+        label_char(c, (const char *)&p[i], 1, cap);
+        continue;
+      }
+      c->cp[0] = (char)b;
+      c->cp_len = 1;
+      c->cp_need = (uint8_t)(len - 1);
+      continue;
     }
-    if (n) c->label_cut = 1;
-  } else {
-    compact_append(&c->label, &c->label_sep, tk);
+    c->cp[c->cp_len++] = (char)b;
+    if (--c->cp_need == 0) label_char(c, c->cp, c->cp_len, cap);
+  }
+}
+
+static void label_append(call *c, const ts_json_token *tk) {
+  if (c->label_full) return;
+  if (!c->label_string) {
+    compact_append(put_label, c, &c->label_sep, tk);
+    return;
+  }
+  const char *p = tk->text;
+  size_t n = tk->len;
+  char out[64 + TS_JSON_UNESCAPE_SLACK];
+  while (n && !c->label_full) {
+    size_t k = n < 64 ? n : 64;
+    ssize_t got = ts_json_unescape_feed(&c->label_dec, p, k, out);
+    if (got < 0) return; /* cannot happen: the tokenizer validated the escapes */
+    put_label(c, out, (size_t)got);
+    p += k, n -= k;
   }
 }
 
@@ -276,7 +299,7 @@ static int on_arg_token(void *user, const ts_json_token *tk) {
       return 1;
     }
   }
-  compact_append(&c->args, &c->sep, tk);
+  compact_append(put_buf, &c->args, &c->sep, tk);
   if (c->args.err) {
     c->err = c->args.err;
     c->err_at = tk->offset;
@@ -289,9 +312,9 @@ static int on_arg_token(void *user, const ts_json_token *tk) {
         c->in_progress_value = 1;
         c->label_string = tk->kind == TS_JSON_STRING;
         ts_json_unescape_init(&c->label_dec);
-        ts_buf_init(&c->label, t->cfg.progress_max + 16);
+        ts_buf_init(&c->label, t->cfg.progress_max);
       }
-      label_append(t, c, tk);
+      label_append(c, tk);
       if (v == TS_JSON_WATCH_COMPLETE) fire_started(t, c, 1);
     }
   }
@@ -363,6 +386,9 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
   if (t->aborted) return;
   if (t->cfg.format == TS_MS_RAW) t->ev_off = piece_end;
   if (r) {
+    /* raw input: the error is stamped with the byte after the offending one */
+    if (t->cfg.format == TS_MS_RAW)
+      t->ev_off = (c->err ? c->err_at : ts_json_tok_error_offset(&c->tok)) + 1;
     if (c->err)
       fail_call(t, c, c->err, c->err_at);
     else
@@ -380,11 +406,15 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
       return;
     }
   }
-  if (c->started && c->arg_bytes >= c->next_heartbeat) {
-    ts_tap_event ev;
-    call_event(c, &ev, TS_TAP_TOOL_CALL_HEARTBEAT);
-    ev.bytes = c->arg_bytes;
-    emit(t, &ev);
+  /* A heartbeat per interval crossed; intervals crossed before STARTED pass silently
+   * (rule 4: nothing about a call comes before it). */
+  if (c->arg_bytes >= c->next_heartbeat) {
+    if (c->started) {
+      ts_tap_event ev;
+      call_event(c, &ev, TS_TAP_TOOL_CALL_HEARTBEAT);
+      ev.bytes = c->arg_bytes;
+      emit(t, &ev);
+    }
     c->next_heartbeat = (c->arg_bytes / t->cfg.heartbeat_bytes + 1) * t->cfg.heartbeat_bytes;
   }
   if (c->complete_pending) {
@@ -467,7 +497,7 @@ static void raw_feed(ts_tap *t, const char *p, size_t n) {
   while (n && c && !t->aborted) {
     /* Cut at heartbeat boundaries, so heartbeats do not depend on chunking. */
     size_t k = n;
-    if (c->started && !c->failed && c->next_heartbeat > c->arg_bytes &&
+    if (!c->failed && c->next_heartbeat > c->arg_bytes &&
         c->next_heartbeat - c->arg_bytes < k)
       k = (size_t)(c->next_heartbeat - c->arg_bytes);
     /* Events are stamped with the byte after the one that completed them: tokens that
@@ -490,6 +520,10 @@ ts_tap *ts_tap_new(const ts_tap_config *cfg, ts_tap_cb cb, void *user) {
   t->cfg = *cfg;
   if (!t->cfg.heartbeat_bytes) t->cfg.heartbeat_bytes = TS_TAP_HEARTBEAT_BYTES;
   if (!t->cfg.progress_max) t->cfg.progress_max = TS_TAP_PROGRESS_MAX;
+  if (t->cfg.progress_max > TS_TAP_PROGRESS_LIMIT) {
+    free(t);
+    return NULL;
+  }
   if (!t->cfg.max_args_bytes) t->cfg.max_args_bytes = TS_TAP_MAX_ARGS_BYTES;
   if (!t->cfg.max_event_bytes) t->cfg.max_event_bytes = TS_TAP_MAX_EVENT_BYTES;
   t->cb = cb;

@@ -18,9 +18,11 @@
  *      keys the first completed value wins.
  *   6. a string completes at its closing quote, a number at the delimiter after it, an
  *      object or array at its matching close, a literal at its last letter.
- *   7. `progress` is capped at `progress_max` bytes (default TS_TAP_PROGRESS_MAX), cut on
- *      a UTF-8 boundary with `progress_truncated` set; control characters are stripped:
+ *   7. `progress` is capped at `progress_max` bytes (default TS_TAP_PROGRESS_MAX, at most
+ *      TS_TAP_PROGRESS_LIMIT), cut on a UTF-8 boundary with `progress_truncated` set when
+ *      a visible character did not fit; control characters (C0, DEL, C1) are stripped:
  *      a run of them inside the label becomes one space, at either end it is removed.
+ *      The label is built as the value streams, so a huge value costs no memory.
  *   8. arguments are checked strictly as they stream; malformed or truncated arguments
  *      give TOOL_CALL_ERROR for that call, which is then never reported ready. Other
  *      calls go on.
@@ -93,6 +95,7 @@ typedef const char *(*ts_tap_progress_fn)(void *user, const char *tool, size_t t
                                           size_t *arg_len);
 
 #define TS_TAP_PROGRESS_MAX 200
+#define TS_TAP_PROGRESS_LIMIT 65536 /* the largest progress_max a config may ask for */
 #define TS_TAP_HEARTBEAT_BYTES 4096
 #define TS_TAP_MAX_ARGS_BYTES (16u << 20)
 #define TS_TAP_MAX_EVENT_BYTES (4u << 20)
@@ -112,7 +115,8 @@ typedef struct {
 
 typedef struct ts_tap ts_tap;
 
-/* Returns NULL on out of memory or a bad config (RAW without raw_tool). */
+/* Returns NULL on out of memory or a bad config (RAW without raw_tool, progress_max over
+ * TS_TAP_PROGRESS_LIMIT). */
 ts_tap *ts_tap_new(const ts_tap_config *cfg, ts_tap_cb cb, void *user);
 void ts_tap_free(ts_tap *t); /* NULL is a no-op */
 
