@@ -1,0 +1,879 @@
+/*
+ * tap_cli_test.c: `toolstream tap` as a process (cli/tap.c, docs/events.md).
+ *
+ * The built binary is run with fork/exec, on files and on its standard input, and its
+ * three channels are checked:
+ *   - standard output: one JSON object per line, each valid JSON, keys in the documented
+ *     order (v, type, thread, seq, offset, then call_id, tool, index for call events),
+ *     v = 1, one thread, seq 1..N without gaps, offsets never decreasing; and line for
+ *     line equal to what the library (ts_tap + ts_event_encode) makes of the same input
+ *     with the same options, so the command adds and drops nothing;
+ *   - the exit status: 0 for a clean stream (a tool_call_error alone is clean), 1 with
+ *     exactly one line on standard error when the stream ended in error, 2 for usage
+ *     errors (with nothing on standard output);
+ *   - timing: events are written and flushed as they happen. A stream is written into
+ *     the process's standard input slowly, the description early and a long content
+ *     after it with pauses, and the tool_call_started line must be readable from its
+ *     standard output before the rest of the input has been written.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "tap.h"
+#include "test_support.h"
+
+#define BINARY TS_BINARY_DIR "/toolstream"
+
+/* Asserts only on failure (check records every passing assertion; see tap_test.c). */
+#define REQUIRE(cond, ...)                  \
+  do {                                      \
+    if (!(cond)) ck_abort_msg(__VA_ARGS__); \
+  } while (0)
+
+/* ---- a string builder -------------------------------------------------------------- */
+
+typedef struct {
+  char *p;
+  size_t len, cap;
+} sb;
+
+static void sb_add(sb *b, const void *s, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    size_t c = b->cap ? b->cap : 256;
+    while (c < b->len + n + 1) c *= 2;
+    char *q = realloc(b->p, c);
+    if (!q) abort();
+    b->p = q;
+    b->cap = c;
+  }
+  if (n) memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+static void sb_puts(sb *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static void sb_free(sb *b) {
+  free(b->p);
+  memset(b, 0, sizeof *b);
+}
+
+static const char *sb_str(const sb *b) { return b->p ? b->p : ""; }
+
+/* ---- running the binary ------------------------------------------------------------- */
+
+typedef struct {
+  int status; /* exit status, or 128 + signal */
+  sb out, err;
+} result;
+
+static void result_free(result *r) {
+  sb_free(&r->out);
+  sb_free(&r->err);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+typedef struct {
+  pid_t pid;
+  int in, out, err; /* our ends; in = -1 when the child reads a file or /dev/null */
+} child;
+
+/* Starts the binary with argv (argv[0] is replaced by the binary's path). stdin_pipe:
+ * give it a pipe for standard input (else /dev/null). */
+static child spawn(const char *const *argv, int stdin_pipe) {
+  int pin[2] = {-1, -1}, pout[2], perr[2];
+  if (stdin_pipe) REQUIRE(pipe(pin) == 0, "pipe: %s", strerror(errno));
+  REQUIRE(pipe(pout) == 0 && pipe(perr) == 0, "pipe: %s", strerror(errno));
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    int fd = stdin_pipe ? pin[0] : open("/dev/null", O_RDONLY);
+    dup2(fd, 0);
+    dup2(pout[1], 1);
+    dup2(perr[1], 2);
+    if (stdin_pipe) {
+      close(pin[0]);
+      close(pin[1]);
+    } else {
+      close(fd);
+    }
+    close(pout[0]);
+    close(pout[1]);
+    close(perr[0]);
+    close(perr[1]);
+    char *args[64];
+    int n = 0;
+    args[n++] = (char *)BINARY;
+    for (int i = 1; argv[i] && n < 63; i++) args[n++] = (char *)argv[i];
+    args[n] = NULL;
+    execv(BINARY, args);
+    _exit(127);
+  }
+  child c = {pid, -1, pout[0], perr[0]};
+  if (stdin_pipe) {
+    close(pin[0]);
+    c.in = pin[1];
+  }
+  close(pout[1]);
+  close(perr[1]);
+  return c;
+}
+
+/* Reads whatever is ready on the child's stdout/stderr within `ms` milliseconds.
+ * Returns the number of fds still open. */
+static int pump(child *c, result *r, int ms) {
+  struct pollfd pf[2];
+  int n = 0;
+  if (c->out >= 0) pf[n++] = (struct pollfd){c->out, POLLIN, 0};
+  if (c->err >= 0) pf[n++] = (struct pollfd){c->err, POLLIN, 0};
+  if (!n) return 0;
+  int k = poll(pf, (nfds_t)n, ms);
+  if (k <= 0) return n;
+  for (int i = 0; i < n; i++) {
+    if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    char buf[65536];
+    ssize_t got = read(pf[i].fd, buf, sizeof buf);
+    if (got > 0) {
+      sb_add(pf[i].fd == c->out ? &r->out : &r->err, buf, (size_t)got);
+    } else if (got == 0 || errno != EINTR) {
+      close(pf[i].fd);
+      if (pf[i].fd == c->out) c->out = -1;
+      else c->err = -1;
+    }
+  }
+  return (c->out >= 0) + (c->err >= 0);
+}
+
+/* Writes all of `data` to the child's stdin, reading its output meanwhile. */
+static void feed_all(child *c, result *r, const char *data, size_t len) {
+  size_t off = 0;
+  while (off < len) {
+    struct pollfd pf = {c->in, POLLOUT, 0};
+    if (poll(&pf, 1, 10) > 0) {
+      ssize_t w = write(c->in, data + off, len - off);
+      if (w < 0 && errno == EPIPE) return; /* it stopped reading (a usage error) */
+      REQUIRE(w > 0 || errno == EINTR || errno == EAGAIN, "write to the child: %s",
+              strerror(errno));
+      if (w > 0) off += (size_t)w;
+    }
+    pump(c, r, 0);
+  }
+}
+
+/* Closes stdin, reads everything, waits (at most 60 s). */
+static void finish_child(child *c, result *r) {
+  if (c->in >= 0) {
+    close(c->in);
+    c->in = -1;
+  }
+  double t0 = now_ms();
+  while (pump(c, r, 100) > 0) {
+    if (now_ms() - t0 > 60000) {
+      kill(c->pid, SIGKILL);
+      ck_abort_msg("the child did not finish within 60 s");
+    }
+  }
+  int st;
+  REQUIRE(waitpid(c->pid, &st, 0) == c->pid, "waitpid: %s", strerror(errno));
+  r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Runs the binary to the end; `input` (may be NULL) goes to its standard input. */
+static result run(const char *const *argv, const char *input, size_t len) {
+  result r;
+  memset(&r, 0, sizeof r);
+  sb_puts(&r.out, "");
+  sb_puts(&r.err, "");
+  signal(SIGPIPE, SIG_IGN);
+  child c = spawn(argv, input != NULL);
+  if (input) feed_all(&c, &r, input, len);
+  finish_child(&c, &r);
+  return r;
+}
+
+static size_t count_lines(const char *s) {
+  size_t n = 0;
+  for (; *s; s++) n += *s == '\n';
+  return n;
+}
+
+/* A file under the build tree holding `data`; the path goes into `path`. */
+static void write_temp(char *path, size_t cap, const char *data, size_t len) {
+  snprintf(path, cap, "%s/tap_cli_test_XXXXXX", TS_BINARY_DIR);
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0, "mkstemp: %s", strerror(errno));
+  REQUIRE(write(fd, data, len) == (ssize_t)len, "write: %s", strerror(errno));
+  close(fd);
+}
+
+/* ---- checking the output: a strict JSON reader over one line ---------------------------- */
+
+typedef struct {
+  const char *p, *e;
+  int depth;
+} jp;
+
+static int jp_value(jp *j);
+
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  if (c < 0x80) return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) len = 2;
+  else if (c == 0xE0) len = 3, lo = 0xA0;
+  else if (c >= 0xE1 && c <= 0xEC) len = 3;
+  else if (c == 0xED) len = 3, hi = 0x9F;
+  else if (c >= 0xEE && c <= 0xEF) len = 3;
+  else if (c == 0xF0) len = 4, lo = 0x90;
+  else if (c >= 0xF1 && c <= 0xF3) len = 4;
+  else if (c == 0xF4) len = 4, hi = 0x8F;
+  else return 0;
+  if (n < len || s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < len; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  return len;
+}
+
+static int jp_string(jp *j) {
+  if (j->p >= j->e || *j->p != '"') return 0;
+  j->p++;
+  while (j->p < j->e) {
+    unsigned char c = (unsigned char)*j->p;
+    if (c == '"') {
+      j->p++;
+      return 1;
+    }
+    if (c < 0x20) return 0;
+    if (c == '\\') {
+      if (++j->p >= j->e) return 0;
+      char x = *j->p++;
+      if (x == 'u') {
+        for (int i = 0; i < 4; i++, j->p++)
+          if (j->p >= j->e || !strchr("0123456789abcdefABCDEF", *j->p)) return 0;
+      } else if (!x || !strchr("\"\\/bfnrt", x)) {
+        return 0;
+      }
+      continue;
+    }
+    size_t k = utf8_seq((const unsigned char *)j->p, (size_t)(j->e - j->p));
+    if (!k) return 0;
+    j->p += k;
+  }
+  return 0;
+}
+
+static int jp_digits(jp *j) {
+  const char *s = j->p;
+  while (j->p < j->e && *j->p >= '0' && *j->p <= '9') j->p++;
+  return j->p > s;
+}
+
+static int jp_value(jp *j) {
+  if (j->p >= j->e || ++j->depth > 200) return 0;
+  int ok = 1;
+  char c = *j->p;
+  if (c == '{' || c == '[') {
+    char close = c == '{' ? '}' : ']';
+    j->p++;
+    if (j->p < j->e && *j->p == close) {
+      j->p++;
+    } else {
+      for (;;) {
+        if (c == '{' && (!jp_string(j) || j->p >= j->e || *j->p++ != ':')) return 0;
+        if (!jp_value(j)) return 0;
+        if (j->p < j->e && *j->p == ',') {
+          j->p++;
+          continue;
+        }
+        if (j->p < j->e && *j->p == close) {
+          j->p++;
+          break;
+        }
+        return 0;
+      }
+    }
+  } else if (c == '"') {
+    ok = jp_string(j);
+  } else if (c == 't' || c == 'f' || c == 'n') {
+    const char *w = c == 't' ? "true" : c == 'f' ? "false" : "null";
+    size_t n = strlen(w);
+    ok = (size_t)(j->e - j->p) >= n && !memcmp(j->p, w, n);
+    if (ok) j->p += n;
+  } else {
+    if (j->p < j->e && *j->p == '-') j->p++;
+    if (j->p < j->e && *j->p == '0') j->p++;
+    else if (!jp_digits(j)) return 0;
+    if (j->p < j->e && *j->p == '.') {
+      j->p++;
+      if (!jp_digits(j)) return 0;
+    }
+    if (j->p < j->e && (*j->p == 'e' || *j->p == 'E')) {
+      j->p++;
+      if (j->p < j->e && (*j->p == '+' || *j->p == '-')) j->p++;
+      if (!jp_digits(j)) return 0;
+    }
+  }
+  j->depth--;
+  return ok;
+}
+
+/* The members of one top-level object, in order: key (raw, between quotes) and value
+ * (its JSON text). Returns the count, or -1 if the line is not exactly one compact JSON
+ * object. */
+typedef struct {
+  const char *k, *v;
+  size_t klen, vlen;
+} member;
+
+static int parse_line(const char *s, size_t n, member *m, int max) {
+  jp j = {s, s + n, 0};
+  if (!n || *s != '{') return -1;
+  {
+    jp whole = j;
+    if (!jp_value(&whole) || whole.p != whole.e) return -1;
+  }
+  j.p++;
+  int k = 0;
+  if (*j.p == '}') return 0;
+  for (;;) {
+    const char *ks = j.p; /* the opening quote */
+    if (!jp_string(&j)) return -1;
+    const char *ke = j.p; /* after the closing quote */
+    if (*j.p++ != ':') return -1;
+    const char *vs = j.p;
+    if (!jp_value(&j)) return -1;
+    if (k < max) m[k] = (member){ks + 1, vs, (size_t)(ke - ks - 2), (size_t)(j.p - vs)};
+    k++;
+    if (*j.p == ',') {
+      j.p++;
+      continue;
+    }
+    return *j.p == '}' ? k : -1;
+  }
+}
+
+static int mkey(const member *m, const char *k) {
+  return m->klen == strlen(k) && !memcmp(m->k, k, m->klen);
+}
+
+static long long mnum(const member *m) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.*s", (int)(m->vlen < 31 ? m->vlen : 31), m->v);
+  return strtoll(buf, NULL, 10);
+}
+
+static const char *const types[] = {"tool_call_started", "tool_call_delta", "tool_call_heartbeat",
+                                    "tool_call_ready",   "tool_call_error", "text_delta",
+                                    "turn_finished",     "stream_error"};
+
+/* Checks every line of `out`: the schema's fields in order, one thread, seq 1..N,
+ * offsets never decreasing. Returns the number of lines. `thread` (may be NULL) is the
+ * expected thread id. */
+static size_t check_lines(const char *ctx, const char *out, const char *thread) {
+  size_t n = 0;
+  long long last_off = -1;
+  char first_thread[160] = "";
+  REQUIRE(!*out || out[strlen(out) - 1] == '\n', "%s: output does not end with a newline", ctx);
+  for (const char *p = out; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = (size_t)(nl - p);
+    member m[32];
+    int k = parse_line(p, len, m, 32);
+    n++;
+    REQUIRE(k >= 5, "%s: line %zu is not a compact JSON object with the common fields: %.*s", ctx,
+            n, (int)len, p);
+    static const char *const common[] = {"v", "type", "thread", "seq", "offset"};
+    for (int i = 0; i < 5; i++)
+      REQUIRE(mkey(&m[i], common[i]), "%s: line %zu: member %d is not \"%s\": %.*s", ctx, n, i,
+              common[i], (int)len, p);
+    REQUIRE(m[0].vlen == 1 && m[0].v[0] == '1', "%s: line %zu: v is not 1", ctx, n);
+    int type = -1;
+    for (int t = 0; t < 8; t++)
+      if (m[1].vlen == strlen(types[t]) + 2 && !memcmp(m[1].v + 1, types[t], m[1].vlen - 2)) type = t;
+    REQUIRE(type >= 0, "%s: line %zu: unknown type %.*s", ctx, n, (int)m[1].vlen, m[1].v);
+    REQUIRE(m[2].v[0] == '"' && m[2].vlen > 2 && m[2].vlen < sizeof first_thread,
+            "%s: line %zu: bad thread", ctx, n);
+    if (n == 1) snprintf(first_thread, sizeof first_thread, "%.*s", (int)m[2].vlen, m[2].v);
+    REQUIRE(m[2].vlen == strlen(first_thread) && !memcmp(m[2].v, first_thread, m[2].vlen),
+            "%s: line %zu: another thread %.*s", ctx, n, (int)m[2].vlen, m[2].v);
+    if (thread)
+      REQUIRE(m[2].vlen == strlen(thread) + 2 && !memcmp(m[2].v + 1, thread, strlen(thread)),
+              "%s: line %zu: thread %.*s, want \"%s\"", ctx, n, (int)m[2].vlen, m[2].v, thread);
+    REQUIRE(mnum(&m[3]) == (long long)n, "%s: line %zu has seq %lld", ctx, n, mnum(&m[3]));
+    long long off = mnum(&m[4]);
+    REQUIRE(m[4].v[0] >= '0' && m[4].v[0] <= '9' && off >= last_off,
+            "%s: line %zu: offset %lld after %lld", ctx, n, off, last_off);
+    last_off = off;
+    if (type <= 4) /* call events */
+      REQUIRE(k >= 8 && mkey(&m[5], "call_id") && mkey(&m[6], "tool") && mkey(&m[7], "index"),
+              "%s: line %zu: call event without call_id, tool, index: %.*s", ctx, n, (int)len, p);
+    p = nl + 1;
+  }
+  return n;
+}
+
+/* ---- the library's view of the same input ----------------------------------------------- */
+
+typedef struct {
+  const char *tool, *arg; /* progress arguments: tool "*" = any */
+} parg;
+
+typedef struct {
+  const parg *pargs;
+  sb out;
+  uint64_t seq;
+} lib_ctx;
+
+static const char *lib_progress(void *user, const char *tool, size_t len, size_t *arg_len) {
+  const lib_ctx *c = user;
+  for (const parg *p = c->pargs; p && p->tool; p++) {
+    if (strlen(p->tool) == len && !memcmp(p->tool, tool, len)) {
+      *arg_len = strlen(p->arg);
+      return p->arg;
+    }
+  }
+  return NULL;
+}
+
+static int lib_cb(void *user, const ts_tap_event *e) {
+  lib_ctx *c = user;
+  ts_event ev = {.thread = {"t", 1}, .seq = ++c->seq, .body = *e};
+  ts_buf b;
+  ts_buf_init(&b, (size_t)64 << 20);
+  REQUIRE(ts_event_encode(&ev, &b) == TS_E_OK, "encode");
+  sb_add(&c->out, b.p, b.len);
+  sb_puts(&c->out, "\n");
+  ts_buf_fini(&b);
+  return 0;
+}
+
+/* What `toolstream tap --thread t` should print for `in` under `cfg`. */
+static void lib_expect(sb *out, ts_tap_config cfg, const parg *pargs, const char *in, size_t len,
+                       int *failed) {
+  lib_ctx c = {pargs, {0}, 0};
+  sb_puts(&c.out, "");
+  cfg.progress_arg = lib_progress;
+  cfg.progress_user = &c;
+  ts_tap *t = ts_tap_new(&cfg, lib_cb, &c);
+  REQUIRE(t != NULL, "ts_tap_new");
+  char *copy = malloc(len + 1);
+  memcpy(copy, in, len);
+  ts_tap_feed(t, copy, len);
+  ts_tap_finish(t);
+  *failed = ts_tap_failed(t);
+  ts_tap_free(t);
+  free(copy);
+  *out = c.out;
+}
+
+/* ---- corpus: files, stdin, the library ------------------------------------------------------ */
+
+static const struct {
+  const char *file;
+  const char *progress[6]; /* --progress-arg values */
+  parg pargs[6];
+} corpus[] = {
+    {"openai-chat-two-parallel-calls.sse",
+     {"create_ticket=description", "notify_team=description"},
+     {{"create_ticket", "description"}, {"notify_team", "description"}}},
+    {"openai-responses-one-call.sse", {"write_note=description"}, {{"write_note", "description"}}},
+    {"anthropic-text-then-tool.sse", {"get_forecast=description"}, {{"get_forecast", "description"}}},
+    {"anthropic-fine-grained-max-tokens.sse", {"make_file=description"},
+     {{"make_file", "description"}}},
+    {"gemini-sse-two-function-calls.sse", {"create_ticket=description", "notify_team=description"},
+     {{"create_ticket", "description"}, {"notify_team", "description"}}},
+    {"ollama-openai-compat-whole-args.sse", {"create_ticket=description"},
+     {{"create_ticket", "description"}}},
+};
+
+START_TEST(test_corpus) {
+  char rel[256];
+  snprintf(rel, sizeof rel, "tests/corpus/%s", corpus[_i].file);
+  char path[4096];
+  snprintf(path, sizeof path, "%s", ts_test_path(rel));
+  size_t len;
+  char *text = ts_test_read_file(path, &len);
+  ts_tap_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  int failed;
+  sb want;
+  lib_expect(&want, cfg, corpus[_i].pargs, text, len, &failed);
+  REQUIRE(!failed, "%s: the library reports a failed stream", corpus[_i].file);
+
+  for (int via = 0; via < 3; via++) { /* a file, stdin as "-", stdin with no argument */
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = "toolstream";
+    argv[n++] = "tap";
+    argv[n++] = "--thread";
+    argv[n++] = "t";
+    for (int k = 0; k < 6 && corpus[_i].progress[k]; k++) {
+      argv[n++] = "--progress-arg";
+      argv[n++] = corpus[_i].progress[k];
+    }
+    if (via == 0) argv[n++] = path;
+    if (via == 1) argv[n++] = "-";
+    argv[n] = NULL;
+    result r = run(argv, via ? text : NULL, via ? len : 0);
+    char ctx[300];
+    snprintf(ctx, sizeof ctx, "%s via %s", corpus[_i].file, via == 0 ? "file" : via == 1 ? "-" : "stdin");
+    REQUIRE(r.status == 0, "%s: exit %d, stderr: %s", ctx, r.status, sb_str(&r.err));
+    REQUIRE(r.err.len == 0, "%s: stderr on a clean stream: %s", ctx, sb_str(&r.err));
+    size_t lines = check_lines(ctx, sb_str(&r.out), "t");
+    REQUIRE(lines >= 2, "%s: only %zu lines", ctx, lines);
+    REQUIRE(!strcmp(sb_str(&r.out), sb_str(&want)), "%s: output differs from the library's\nwant:\n%sgot:\n%s",
+            ctx, sb_str(&want), sb_str(&r.out));
+    result_free(&r);
+  }
+  sb_free(&want);
+  free(text);
+}
+END_TEST
+
+/* ---- streams of our own ----------------------------------------------------------------- */
+
+/* An Anthropic stream of one write_file call whose arguments are `args` in fragments of
+ * at most `frag` bytes (0: one fragment); end: 0 complete, 1 no message_stop (truncated). */
+static void anthropic_stream(sb *out, const char *args, size_t frag, int truncated) {
+  sb_puts(out, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+               "\"usage\":{\"input_tokens\":5}}}\n\n");
+  sb_puts(out, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+               "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"write_file\","
+               "\"input\":{}}}\n\n");
+  size_t n = strlen(args);
+  if (!frag) frag = n;
+  for (size_t off = 0; off < n; off += frag) {
+    size_t k = n - off < frag ? n - off : frag;
+    sb_puts(out, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+                 "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"");
+    for (size_t i = off; i < off + k; i++) {
+      if (args[i] == '"' || args[i] == '\\') sb_add(out, "\\", 1);
+      sb_add(out, args + i, 1);
+    }
+    sb_puts(out, "\"}}\n\n");
+  }
+  if (truncated) return;
+  sb_puts(out, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n");
+  sb_puts(out, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+               "\"tool_use\"},\"usage\":{\"output_tokens\":9}}\n\n");
+  sb_puts(out, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+}
+
+/* Runs `toolstream tap ARGS... FILE` on `stream` written to a temp file, and checks the
+ * output against the library run with `cfg`. Returns the result. */
+static result run_on(const char *ctx, const char *const *args, const char *stream, size_t len,
+                     ts_tap_config cfg, const parg *pargs, int check_lib) {
+  char path[4096];
+  write_temp(path, sizeof path, stream, len);
+  const char *argv[40];
+  int n = 0;
+  argv[n++] = "toolstream";
+  argv[n++] = "tap";
+  for (int i = 0; args[i]; i++) argv[n++] = args[i];
+  argv[n++] = path;
+  argv[n] = NULL;
+  result r = run(argv, NULL, 0);
+  unlink(path);
+  check_lines(ctx, sb_str(&r.out), NULL);
+  if (check_lib) {
+    int failed;
+    sb want;
+    lib_expect(&want, cfg, pargs, stream, len, &failed);
+    REQUIRE(!strcmp(sb_str(&r.out), sb_str(&want)),
+            "%s: output differs from the library's\nwant:\n%sgot:\n%s", ctx, sb_str(&want),
+            sb_str(&r.out));
+    REQUIRE(r.status == (failed ? 1 : 0), "%s: exit %d, the library says failed=%d; stderr: %s",
+            ctx, r.status, failed, sb_str(&r.err));
+    sb_free(&want);
+  }
+  return r;
+}
+
+static const parg write_desc[] = {{"write_file", "description"}, {NULL, NULL}};
+
+START_TEST(test_options) {
+  static const char args[] = "{\"description\":\"writing index.html\",\"content\":\""
+                             "<html>0123456789012345678901234567890123456789</html>\\n\\t\"}";
+  sb s = {0};
+  anthropic_stream(&s, args, 7, 0);
+  ts_tap_config cfg;
+
+  /* --deltas, --text, --heartbeat-bytes=, --progress-max, in both spellings */
+  const char *a1[] = {"--thread", "t", "--progress-arg", "write_file=description", "--deltas",
+                      "--heartbeat-bytes=16", "--progress-max", "7", NULL};
+  memset(&cfg, 0, sizeof cfg);
+  cfg.deltas = 1;
+  cfg.heartbeat_bytes = 16;
+  cfg.progress_max = 7;
+  result r = run_on("deltas, heartbeats, cap", a1, s.p, s.len, cfg, write_desc, 1);
+  REQUIRE(r.status == 0, "exit %d", r.status);
+  REQUIRE(strstr(sb_str(&r.out), "\"progress\":\"writing\",\"progress_truncated\":true}"),
+          "want a cut label: %s", sb_str(&r.out));
+  REQUIRE(strstr(sb_str(&r.out), "\"type\":\"tool_call_delta\""), "want deltas: %s", sb_str(&r.out));
+  REQUIRE(strstr(sb_str(&r.out), "\"type\":\"tool_call_heartbeat\""), "want heartbeats: %s",
+          sb_str(&r.out));
+  result_free(&r);
+
+  /* --tools FILE with progressArgument; --max-args-bytes fails the call (clean exit) */
+  static const char tools[] =
+      "[{\"name\":\"write_file\",\"description\":\"Write a file\",\"progressArgument\":\"description\","
+      "\"args\":{\"type\":\"object\"}}]";
+  char tpath[4096];
+  write_temp(tpath, sizeof tpath, tools, strlen(tools));
+  const char *a2[] = {"--thread", "t", "--tools", tpath, "--max-args-bytes=40", NULL};
+  memset(&cfg, 0, sizeof cfg);
+  cfg.max_args_bytes = 40;
+  r = run_on("--tools, --max-args-bytes", a2, s.p, s.len, cfg, write_desc, 1);
+  REQUIRE(r.status == 0, "a tool_call_error alone is a clean stream: exit %d", r.status);
+  REQUIRE(strstr(sb_str(&r.out), "\"progress\":\"writing index.html\""), "%s", sb_str(&r.out));
+  REQUIRE(strstr(sb_str(&r.out), "\"type\":\"tool_call_error\""), "%s", sb_str(&r.out));
+  REQUIRE(strstr(sb_str(&r.out), "\"code\":\"limit\""), "%s", sb_str(&r.out));
+  result_free(&r);
+  unlink(tpath);
+
+  /* --format given, --text */
+  static const char chat[] =
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+      "data: [DONE]\n\n";
+  const char *a3[] = {"--thread", "t", "--format", "openai-chat", "--text", NULL};
+  memset(&cfg, 0, sizeof cfg);
+  cfg.format = TS_MS_OPENAI_CHAT;
+  cfg.text = 1;
+  r = run_on("--format, --text", a3, chat, strlen(chat), cfg, NULL, 1);
+  REQUIRE(r.status == 0, "exit %d", r.status);
+  REQUIRE(strstr(sb_str(&r.out), "\"type\":\"text_delta\""), "%s", sb_str(&r.out));
+  result_free(&r);
+
+  /* --format raw --tool */
+  const char *a4[] = {"--thread", "t", "--format=raw", "--tool", "write_file", "--progress-arg",
+                      "write_file=description", NULL};
+  memset(&cfg, 0, sizeof cfg);
+  cfg.format = TS_MS_RAW;
+  cfg.raw_tool = "write_file";
+  r = run_on("raw", a4, args, strlen(args), cfg, write_desc, 1);
+  REQUIRE(r.status == 0, "exit %d", r.status);
+  char want[160];
+  snprintf(want, sizeof want, "\"offset\":%zu,\"call_id\":\"\",\"tool\":\"write_file\",\"index\":0,"
+                              "\"progress\":\"writing index.html\"}",
+           strlen("{\"description\":\"writing index.html\""));
+  REQUIRE(strstr(sb_str(&r.out), want), "raw: want %s in\n%s", want, sb_str(&r.out));
+  result_free(&r);
+
+  /* no --thread: a random th_ + 16 hex digits, the same on every line */
+  const char *a5[] = {NULL};
+  r = run_on("default thread", a5, s.p, s.len, cfg, NULL, 0);
+  REQUIRE(r.status == 0, "exit %d", r.status);
+  const char *th = strstr(sb_str(&r.out), "\"thread\":\"th_");
+  REQUIRE(th != NULL, "no th_ thread id: %s", sb_str(&r.out));
+  for (int i = 0; i < 16; i++)
+    REQUIRE(strchr("0123456789abcdef", th[13 + i]) && th[13 + i], "thread id not 16 hex digits: %.40s", th);
+  REQUIRE(th[29] == '"', "thread id too long: %.40s", th);
+  result_free(&r);
+  sb_free(&s);
+}
+END_TEST
+
+/* ---- streams that end in error: exit 1 and one line on standard error ----------------------- */
+
+START_TEST(test_errors) {
+  ts_tap_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  const char *a[] = {"--thread", "t", "--progress-arg", "write_file=description", NULL};
+  sb s = {0};
+
+  /* truncated: EOF without message_stop */
+  anthropic_stream(&s, "{\"description\":\"x\",\"content\":\"abc", 5, 1);
+  result r = run_on("truncated", a, s.p, s.len, cfg, write_desc, 1);
+  REQUIRE(r.status == 1, "truncated: exit %d", r.status);
+  REQUIRE(count_lines(sb_str(&r.err)) == 1 && r.err.p[r.err.len - 1] == '\n',
+          "truncated: want one line on stderr, got '%s'", sb_str(&r.err));
+  REQUIRE(strstr(sb_str(&r.out), "\"type\":\"stream_error\""), "%s", sb_str(&r.out));
+  REQUIRE(strstr(sb_str(&r.out), "\"code\":\"ms_truncated\""), "%s", sb_str(&r.out));
+  result_free(&r);
+  sb_free(&s);
+
+  static const struct {
+    const char *label, *stream;
+  } cases[] = {
+      {"provider error",
+       "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"
+       "data: {\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\"}}\n\n"},
+      {"anthropic error event",
+       "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n"
+       "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+       "\"message\":\"Overloaded\"}}\n\n"},
+      {"a payload that is not JSON (the stream still ends)",
+       "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"
+       "data: {\"choices\":[\n\n"
+       "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+       "data: [DONE]\n\n"},
+      {"unknown format", ": keep-alive\n\n: keep-alive\n\n"},
+      {"empty input", ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    r = run_on(cases[i].label, a, cases[i].stream, strlen(cases[i].stream), cfg, write_desc, 1);
+    REQUIRE(r.status == 1, "%s: exit %d", cases[i].label, r.status);
+    REQUIRE(count_lines(sb_str(&r.err)) == 1 && r.err.p[r.err.len - 1] == '\n',
+            "%s: want one line on stderr, got '%s'", cases[i].label, sb_str(&r.err));
+    REQUIRE(strstr(sb_str(&r.out), "\"type\":\"stream_error\""), "%s: %s", cases[i].label,
+            sb_str(&r.out));
+    result_free(&r);
+  }
+
+  /* an oversized event (--max-event-bytes) */
+  anthropic_stream(&s, "{\"description\":\"x\",\"content\":\"0123456789012345678901234567890123456789\"}",
+                   0, 0);
+  const char *a2[] = {"--thread", "t", "--max-event-bytes", "128", NULL};
+  cfg.max_event_bytes = 128;
+  r = run_on("--max-event-bytes", a2, s.p, s.len, cfg, NULL, 1);
+  REQUIRE(r.status == 1, "oversized: exit %d", r.status);
+  REQUIRE(count_lines(sb_str(&r.err)) == 1, "oversized: stderr '%s'", sb_str(&r.err));
+  REQUIRE(strstr(sb_str(&r.out), "\"code\":\"sse_event_too_large\""), "%s", sb_str(&r.out));
+  result_free(&r);
+  sb_free(&s);
+
+  /* a file that cannot be opened */
+  const char *a3[] = {"toolstream", "tap", TS_BINARY_DIR "/no/such/file.sse", NULL};
+  r = run(a3, NULL, 0);
+  REQUIRE(r.status == 1, "missing file: exit %d", r.status);
+  REQUIRE(count_lines(sb_str(&r.err)) == 1, "missing file: stderr '%s'", sb_str(&r.err));
+  REQUIRE(r.out.len == 0, "missing file: stdout '%s'", sb_str(&r.out));
+  result_free(&r);
+}
+END_TEST
+
+/* ---- usage ---------------------------------------------------------------------------------- */
+
+START_TEST(test_usage) {
+  static const char *const bad[][8] = {
+      {"toolstream", "tap", "--bogus", NULL},
+      {"toolstream", "tap", "-x", NULL},
+      {"toolstream", "tap", "--format", "raw", NULL},
+      {"toolstream", "tap", "--format=raw", "--progress-arg", "w=d", NULL},
+      {"toolstream", "tap", "--format", "nope", NULL},
+      {"toolstream", "tap", "--format", NULL},
+      {"toolstream", "tap", "--heartbeat-bytes", "abc", NULL},
+      {"toolstream", "tap", "--progress-max=0", NULL},
+      {"toolstream", "tap", "--progress-arg", "noequals", NULL},
+      {"toolstream", "tap", "a.sse", "b.sse", NULL},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    result r = run(bad[i], "data: [DONE]\n\n", 14);
+    REQUIRE(r.status == 2, "%s %s %s: exit %d, want 2", bad[i][2], bad[i][3] ? bad[i][3] : "",
+            bad[i][3] && bad[i][4] ? bad[i][4] : "", r.status);
+    REQUIRE(r.err.len > 0, "%s: nothing on stderr", bad[i][2]);
+    REQUIRE(r.out.len == 0, "%s: something on stdout: %s", bad[i][2], sb_str(&r.out));
+    result_free(&r);
+  }
+  static const char *const opts[] = {"--format", "--tool", "--tools", "--progress-arg", "--thread",
+                                     "--deltas", "--text", "--heartbeat-bytes", "--progress-max",
+                                     "--max-args-bytes", "--max-event-bytes", "--help"};
+  static const char *const help[][4] = {{"toolstream", "tap", "--help", NULL},
+                                        {"toolstream", "tap", "-h", NULL}};
+  for (int h = 0; h < 2; h++) {
+    result r = run(help[h], NULL, 0);
+    REQUIRE(r.status == 0, "%s: exit %d", help[h][2], r.status);
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+      REQUIRE(strstr(sb_str(&r.out), opts[i]), "%s does not mention %s:\n%s", help[h][2], opts[i],
+              sb_str(&r.out));
+    result_free(&r);
+  }
+}
+END_TEST
+
+/* ---- events are flushed as they happen -------------------------------------------------------- */
+
+/* The description is written first; tool_call_started must be readable on stdout while
+ * the long content is still being written, slowly. */
+START_TEST(test_pipe_flush) {
+  static const char head[] =
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n"
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+      "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"write_file\","
+      "\"input\":{}}}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+      "{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"description\\\":\\\"writing "
+      "index.html\\\",\\\"content\\\":\\\"\"}}\n\n";
+  static const char piece[] =
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+      "{\"type\":\"input_json_delta\",\"partial_json\":\"<p>lorem ipsum dolor sit amet</p>\\\\n\"}}\n\n";
+  static const char tail[] =
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+      "{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"}\"}}\n\n"
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+      "\"tool_use\"}}\n\n"
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  const char *argv[] = {"toolstream", "tap", "--thread", "t", "--progress-arg",
+                        "write_file=description", NULL};
+  signal(SIGPIPE, SIG_IGN);
+  result r;
+  memset(&r, 0, sizeof r);
+  sb_puts(&r.out, "");
+  sb_puts(&r.err, "");
+  child c = spawn(argv, 1);
+  feed_all(&c, &r, head, strlen(head));
+  /* Wait (up to 10 s) for the started line, with the rest of the input not written. */
+  double t0 = now_ms();
+  while (!strstr(sb_str(&r.out), "\"type\":\"tool_call_started\"") && now_ms() - t0 < 10000)
+    pump(&c, &r, 50);
+  int early = strstr(sb_str(&r.out), "\"type\":\"tool_call_started\"") != NULL;
+  int early_ready = strstr(sb_str(&r.out), "\"type\":\"tool_call_ready\"") != NULL;
+  /* the rest, slowly: 20 pieces 20 ms apart */
+  for (int i = 0; i < 20; i++) {
+    feed_all(&c, &r, piece, strlen(piece));
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    pump(&c, &r, 0);
+  }
+  feed_all(&c, &r, tail, strlen(tail));
+  finish_child(&c, &r);
+  REQUIRE(early, "tool_call_started was not readable before the rest of the input was written "
+                 "(stdout so far: '%s')", sb_str(&r.out));
+  REQUIRE(!early_ready, "ready before its arguments were written");
+  REQUIRE(strstr(sb_str(&r.out), "\"progress\":\"writing index.html\""), "%s", sb_str(&r.out));
+  REQUIRE(r.status == 0, "exit %d; stderr %s", r.status, sb_str(&r.err));
+  size_t n = check_lines("pipe", sb_str(&r.out), "t");
+  REQUIRE(n == 3, "want started, ready, finished; got\n%s", sb_str(&r.out));
+  REQUIRE(strstr(sb_str(&r.out), "\"type\":\"tool_call_ready\""), "%s", sb_str(&r.out));
+  result_free(&r);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("tap_cli");
+  TCase *tc = tcase_create("cli");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, test_corpus, 0, (int)(sizeof corpus / sizeof corpus[0]));
+  tcase_add_test(tc, test_options);
+  tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_usage);
+  tcase_add_test(tc, test_pipe_flush);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
