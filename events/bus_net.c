@@ -1,0 +1,180 @@
+/*
+ * bus_net.c: see bus_net.h.
+ *
+ * The loopback rule is applied to the URL text before nng sees it, because nng binds
+ * all interfaces for an empty host, and a bus carries conversation content: exposing
+ * it on the network must be a decision written in the URL ("0.0.0.0", "*", a name).
+ */
+#include "bus_net.h"
+
+#include <nng/supplemental/tls/tls.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus_pub.h" /* ts_bus_last_error */
+#include "error.h"
+
+static _Thread_local char last_error[128];
+
+const char *ts_bus_last_error(void) { return last_error; }
+
+int ts__bus_nng_err(int rv) {
+  snprintf(last_error, sizeof last_error, "%s", nng_strerror(rv));
+  switch (rv) {
+  case NNG_ENOMEM: return TS_E_NOMEM;
+  case NNG_EINVAL:
+  case NNG_EADDRINVAL:
+  case NNG_ENOTSUP: return TS_E_INVAL;
+  default: return TS_E_IO;
+  }
+}
+
+static int is_tls(const char *url) {
+  return !strncmp(url, "tls+", 4) || !strncmp(url, "wss", 3);
+}
+
+int ts__bus_listen_url(const char *url, char *out, size_t outsz) {
+  static const char *const net[] = {"tcp://",     "tcp4://",     "tcp6://", "ws://",
+                                    "ws4://",     "ws6://",      "wss://",  "wss4://",
+                                    "wss6://",    "tls+tcp://",  "tls+tcp4://",
+                                    "tls+tcp6://"};
+  const char *sep = strstr(url, "://");
+  if (!sep || strlen(url) >= outsz) return TS_E_INVAL;
+  int netted = 0;
+  for (size_t i = 0; i < sizeof net / sizeof net[0]; i++)
+    if (!strncmp(url, net[i], strlen(net[i]))) netted = 1;
+  const char *host = sep + 3;
+  const char *loop = strstr(url, "6://") ? "[::1]" : "127.0.0.1";
+  int n;
+  if (netted && host[0] == ':')
+    n = snprintf(out, outsz, "%.*s%s%s", (int)(host - url), url, loop, host);
+  else if (netted && host[0] == '*' && host[1] == ':')
+    n = snprintf(out, outsz, "%.*s%s", (int)(host - url), url, host + 1);
+  else
+    n = snprintf(out, outsz, "%s", url);
+  return n > 0 && (size_t)n < outsz ? 0 : TS_E_INVAL;
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 8192, n = 0;
+  char *b = malloc(cap);
+  while (b) {
+    n += fread(b + n, 1, cap - n - 1, f);
+    if (n < cap - 1 || cap > (1u << 24)) break;
+    char *nb = realloc(b, cap * 2);
+    if (!nb) {
+      free(b);
+      b = NULL;
+      break;
+    }
+    b = nb;
+    cap *= 2;
+  }
+  fclose(f);
+  if (b) b[n] = '\0';
+  return b;
+}
+
+/* Our own config object, configured and then handed to the endpoint (whose setter
+ * takes a reference): simpler to reason about than editing the endpoint's default. */
+static int listener_tls(nng_listener l, const ts__bus_tls *tls) {
+  if (!tls || !tls->cert_file) {
+    snprintf(last_error, sizeof last_error, "a TLS listener needs a certificate and key");
+    return TS_E_INVAL;
+  }
+  nng_tls_config *cfg;
+  int rv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_SERVER);
+  if (rv) return ts__bus_nng_err(rv);
+  int r = 0;
+  if (!tls->key_file) {
+    rv = nng_tls_config_cert_key_file(cfg, tls->cert_file, tls->key_password);
+  } else {
+    char *cert = read_file(tls->cert_file), *key = read_file(tls->key_file);
+    if (cert && key) rv = nng_tls_config_own_cert(cfg, cert, key, tls->key_password);
+    else {
+      snprintf(last_error, sizeof last_error, "cannot read %s",
+               !cert ? tls->cert_file : tls->key_file);
+      r = TS_E_IO;
+    }
+    free(cert);
+    free(key);
+  }
+  if (!r && rv == 0) rv = nng_listener_set_ptr(l, NNG_OPT_TLS_CONFIG, cfg);
+  if (!r && rv) r = ts__bus_nng_err(rv);
+  nng_tls_config_free(cfg);
+  return r;
+}
+
+static int dialer_tls(nng_dialer d, const char *url, const ts__bus_tls *tls) {
+  nng_tls_config *cfg;
+  int rv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT);
+  if (rv) return ts__bus_nng_err(rv);
+  nng_url *pu = NULL;
+  const char *name = tls ? tls->server_name : NULL;
+  if (!name && nng_url_parse(&pu, url) == 0) name = pu->u_hostname;
+  if (name && *name) rv = nng_tls_config_server_name(cfg, name);
+  if (rv == 0 && tls && tls->ca_file) rv = nng_tls_config_ca_file(cfg, tls->ca_file);
+  if (rv == 0)
+    rv = nng_tls_config_auth_mode(cfg, tls && tls->insecure ? NNG_TLS_AUTH_MODE_NONE
+                                                          : NNG_TLS_AUTH_MODE_REQUIRED);
+  if (rv == 0) rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg);
+  if (pu) nng_url_free(pu);
+  nng_tls_config_free(cfg);
+  return rv ? ts__bus_nng_err(rv) : 0;
+}
+
+int ts__bus_listen(nng_socket s, const char *url, const ts__bus_tls *tls, char *bound,
+                   size_t boundsz) {
+  char u[TS__BUS_URL_MAX];
+  if (ts__bus_listen_url(url, u, sizeof u)) return TS_E_INVAL;
+  nng_listener l;
+  int rv = nng_listener_create(&l, s, u);
+  if (rv) return ts__bus_nng_err(rv);
+  if (is_tls(u)) {
+    int r = listener_tls(l, tls);
+    if (r) {
+      nng_listener_close(l);
+      return r;
+    }
+  }
+  if ((rv = nng_listener_start(l, 0)) != 0) {
+    nng_listener_close(l);
+    return ts__bus_nng_err(rv);
+  }
+  snprintf(bound, boundsz, "%s", u);
+  nng_url *pu;
+  if (nng_url_parse(&pu, u) == 0) {
+    int port;
+    if (pu->u_port && pu->u_hostname && !strcmp(pu->u_port, "0") &&
+        nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port) == 0) {
+      int v6 = strchr(pu->u_hostname, ':') != NULL;
+      snprintf(bound, boundsz, "%s://%s%s%s:%d%s", pu->u_scheme, v6 ? "[" : "",
+               pu->u_hostname, v6 ? "]" : "", port, pu->u_path);
+    }
+    nng_url_free(pu);
+  }
+  return 0;
+}
+
+int ts__bus_dial(nng_socket s, const char *url, const ts__bus_tls *tls) {
+  nng_dialer d;
+  int rv = nng_dialer_create(&d, s, url);
+  if (rv) return ts__bus_nng_err(rv);
+  nng_dialer_set_ms(d, NNG_OPT_RECONNMINT, 100);
+  nng_dialer_set_ms(d, NNG_OPT_RECONNMAXT, 1000);
+  if (is_tls(url)) {
+    int r = dialer_tls(d, url, tls);
+    if (r) {
+      nng_dialer_close(d);
+      return r;
+    }
+  }
+  if ((rv = nng_dialer_start(d, NNG_FLAG_NONBLOCK)) != 0) {
+    nng_dialer_close(d);
+    return ts__bus_nng_err(rv);
+  }
+  return 0;
+}

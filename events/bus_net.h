@@ -1,0 +1,39 @@
+/*
+ * bus_net.h: internal nng plumbing shared by bus_pub.c and bus_sub.c: the loopback
+ * rule for listeners, TLS configuration, and nng errors mapped to ts_err.
+ */
+#ifndef TS_BUS_NET_H
+#define TS_BUS_NET_H
+
+#include <nng/nng.h>
+#include <stddef.h>
+
+typedef struct {
+  const char *cert_file; /* listener: certificate (and key when key_file is NULL) */
+  const char *key_file;
+  const char *key_password;
+  const char *ca_file;     /* dialer: CA to verify the server with */
+  const char *server_name; /* dialer: name to verify (NULL = the URL's host) */
+  int insecure;            /* dialer: no verification */
+} ts__bus_tls;
+
+/* Longest URL accepted (the rewritten or bound one included). */
+#define TS__BUS_URL_MAX 1024
+
+/* Maps an nng error to a ts_err and records its message for ts_bus_last_error. */
+int ts__bus_nng_err(int rv);
+
+/* Applies the loopback rule (bus_pub.h) to a listen URL: writes the URL to listen on
+ * into `out`. Returns 0 or TS_E_INVAL (too long, no "://"). */
+int ts__bus_listen_url(const char *url, char *out, size_t outsz);
+
+/* Creates, configures and starts a listener on `url` (after the loopback rule);
+ * `bound` receives the URL actually bound (port 0 resolved). Returns 0 or a ts_err. */
+int ts__bus_listen(nng_socket s, const char *url, const ts__bus_tls *tls, char *bound,
+                   size_t boundsz);
+
+/* Creates, configures and starts a dialer that does not wait for the peer and
+ * redials forever (100 ms .. 1 s between attempts). Returns 0 or a ts_err. */
+int ts__bus_dial(nng_socket s, const char *url, const ts__bus_tls *tls);
+
+#endif

@@ -1,0 +1,359 @@
+/*
+ * bus_pub.c: the publisher and the replay service (see bus_pub.h, docs/bus.md).
+ *
+ * Live path. ts_pub_send first appends the event to the thread's history, then sends
+ * the live message without blocking. That order matters: a subscriber that sees seq N
+ * live and finds a gap before it can always fetch everything up to N from replay,
+ * because N was in the history before anyone could have seen it.
+ *
+ * History. Each thread has a ring of entries (seq + a malloc'd copy of the JSON) that
+ * starts small and doubles up to history_events; the oldest entry leaves when it is
+ * full. Byte and thread caps are global; going over them evicts the thread published
+ * least recently (a linear scan, run only when a cap is hit: eviction is the rare
+ * path, and the caps bound the scan). Threads are found through a hash map.
+ *
+ * Replay. A thread of our own loops on a blocking nng_recvmsg of the rep0 socket and
+ * answers each request in turn; closing the socket ends the loop with NNG_ECLOSED.
+ * One thread is plenty: an answer is a copy of at most ~1 MiB under the lock.
+ */
+#include "bus_pub.h"
+
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/pub.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus_net.h"
+#include "bus_wire.h"
+#include "error.h"
+
+#define ENTRY_OVERHEAD 32            /* bytes counted per entry besides its JSON */
+#define ANSWER_MAX_BYTES (1u << 20)  /* an answer stops growing past this */
+
+typedef struct {
+  uint64_t seq;
+  size_t len;
+  char *json;
+} entry;
+
+typedef struct {
+  ts__bus_node node; /* key = thread id */
+  size_t idx;        /* position in pub->threads */
+  entry *ring;
+  size_t cap, head, n; /* ring[head] is the oldest of n entries */
+  uint64_t touch;      /* pub->clock at the last send */
+} hthread;
+
+struct ts_pub {
+  nng_socket sock, rep;
+  int have_rep;
+  pthread_t replay;
+  ts_pub_opts o;
+  char url[TS__BUS_URL_MAX], replay_url[TS__BUS_URL_MAX];
+
+  pthread_mutex_t mu; /* guards everything below */
+  ts__bus_map map;
+  hthread **threads;
+  size_t nthreads, threads_cap;
+  size_t bytes;
+  uint64_t clock;
+  ts_pub_stats st;
+};
+
+/* ---- history --------------------------------------------------------------------- */
+
+static entry *ent(hthread *t, size_t i) { return &t->ring[(t->head + i) % t->cap]; }
+
+static void drop_oldest(ts_pub *p, hthread *t) {
+  entry *e = ent(t, 0);
+  p->bytes -= e->len + ENTRY_OVERHEAD;
+  free(e->json);
+  t->head = (t->head + 1) % t->cap;
+  t->n--;
+}
+
+static void evict(ts_pub *p, hthread *t) {
+  while (t->n) drop_oldest(p, t);
+  ts__bus_map_remove(&p->map, &t->node);
+  p->threads[t->idx] = p->threads[--p->nthreads];
+  p->threads[t->idx]->idx = t->idx;
+  free(t->ring);
+  free(t);
+  p->st.evicted++;
+}
+
+/* The least recently published thread other than `keep`, or NULL. */
+static hthread *lru(ts_pub *p, const hthread *keep) {
+  hthread *best = NULL;
+  for (size_t i = 0; i < p->nthreads; i++)
+    if (p->threads[i] != keep && (!best || p->threads[i]->touch < best->touch))
+      best = p->threads[i];
+  return best;
+}
+
+static hthread *thread_get(ts_pub *p, const char *id, size_t len) {
+  hthread *t = (hthread *)ts__bus_map_find(&p->map, id, len);
+  if (t) return t;
+  while (p->nthreads >= p->o.history_threads) evict(p, lru(p, NULL));
+  if (p->nthreads == p->threads_cap) {
+    size_t cap = p->threads_cap ? p->threads_cap * 2 : 16;
+    hthread **nt = realloc(p->threads, cap * sizeof *nt);
+    if (!nt) return NULL;
+    p->threads = nt;
+    p->threads_cap = cap;
+  }
+  t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  if (ts__bus_map_insert(&p->map, &t->node, id, len)) {
+    free(t);
+    return NULL;
+  }
+  t->idx = p->nthreads;
+  p->threads[p->nthreads++] = t;
+  return t;
+}
+
+/* Appends under p->mu. Returns 0 or a ts_err (nothing changed then). */
+static int history_append(ts_pub *p, const char *id, size_t idlen, uint64_t seq,
+                          const char *json, size_t len) {
+  hthread *t = thread_get(p, id, idlen);
+  if (!t) return TS_E_NOMEM;
+  if (t->n && seq <= ent(t, t->n - 1)->seq) return TS_E_INVAL;
+  if (t->n == t->cap && t->cap < p->o.history_events) { /* grow the ring */
+    size_t cap = t->cap ? t->cap * 2 : 16;
+    if (cap > p->o.history_events) cap = p->o.history_events;
+    entry *r = malloc(cap * sizeof *r);
+    if (!r) return TS_E_NOMEM;
+    for (size_t i = 0; i < t->n; i++) r[i] = *ent(t, i);
+    free(t->ring);
+    t->ring = r;
+    t->cap = cap;
+    t->head = 0;
+  }
+  char *copy = malloc(len ? len : 1);
+  if (!copy) return TS_E_NOMEM;
+  memcpy(copy, json, len);
+  if (t->n == t->cap) drop_oldest(p, t);
+  *ent(t, t->n) = (entry){seq, len, copy};
+  t->n++;
+  p->bytes += len + ENTRY_OVERHEAD;
+  t->touch = ++p->clock;
+  while (p->bytes > p->o.history_bytes) {
+    hthread *victim = lru(p, t);
+    if (victim) evict(p, victim);
+    else if (t->n > 1) drop_oldest(p, t);
+    else break; /* one event bigger than the cap: keep it, it is the newest */
+  }
+  return 0;
+}
+
+/* ---- replay service ---------------------------------------------------------------- */
+
+static int append_str(nng_msg *m, const char *s) { return nng_msg_append(m, s, strlen(s)); }
+
+static int answer_get(ts_pub *p, const char *q, const char *end, nng_msg *a) {
+  uint64_t after;
+  if (ts_bus_parse_u64(&q, end, &after) || q >= end || *q != ' ' ||
+      !ts_bus_thread_valid(q + 1, (size_t)(end - q - 1)))
+    return append_str(a, "error bad request\n");
+  q++;
+  char line[96];
+  int rv = 0;
+  pthread_mutex_lock(&p->mu);
+  hthread *t = (hthread *)ts__bus_map_find(&p->map, q, (size_t)(end - q));
+  if (!t || !t->n) {
+    rv = append_str(a, "unknown\n");
+  } else {
+    uint64_t oldest = ent(t, 0)->seq, newest = ent(t, t->n - 1)->seq;
+    if (after + 1 < oldest) {
+      snprintf(line, sizeof line, "gone %llu %llu\n", (unsigned long long)oldest,
+               (unsigned long long)newest);
+      rv = append_str(a, line);
+    } else {
+      size_t lo = 0, hi = t->n; /* first entry with seq > after */
+      while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ent(t, mid)->seq <= after) lo = mid + 1;
+        else hi = mid;
+      }
+      size_t count = 0, bytes = 0;
+      for (size_t i = lo; i < t->n && count < p->o.replay_max_events; i++) {
+        if (count && bytes + ent(t, i)->len > ANSWER_MAX_BYTES) break;
+        bytes += ent(t, i)->len;
+        count++;
+      }
+      snprintf(line, sizeof line, "ok %zu %llu\n", count, (unsigned long long)newest);
+      rv = append_str(a, line);
+      for (size_t i = lo; rv == 0 && i < lo + count; i++) {
+        entry *e = ent(t, i);
+        snprintf(line, sizeof line, "%llu ", (unsigned long long)e->seq);
+        rv = append_str(a, line);
+        if (rv == 0) rv = nng_msg_append(a, e->json, e->len);
+        if (rv == 0) rv = nng_msg_append(a, "\n", 1);
+      }
+    }
+  }
+  pthread_mutex_unlock(&p->mu);
+  return rv;
+}
+
+static int answer_threads(ts_pub *p, nng_msg *a) {
+  char line[96];
+  pthread_mutex_lock(&p->mu);
+  size_t n = 0;
+  for (size_t i = 0; i < p->nthreads; i++) n += p->threads[i]->n > 0;
+  snprintf(line, sizeof line, "threads %zu\n", n);
+  int rv = append_str(a, line);
+  for (size_t i = 0; rv == 0 && i < p->nthreads; i++) {
+    hthread *t = p->threads[i];
+    if (!t->n) continue;
+    snprintf(line, sizeof line, "%llu %llu ", (unsigned long long)ent(t, 0)->seq,
+             (unsigned long long)ent(t, t->n - 1)->seq);
+    rv = append_str(a, line);
+    if (rv == 0) rv = nng_msg_append(a, t->node.key, t->node.klen);
+    if (rv == 0) rv = nng_msg_append(a, "\n", 1);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return rv;
+}
+
+static void *replay_main(void *arg) {
+  ts_pub *p = arg;
+  for (;;) {
+    nng_msg *req, *a;
+    int rv = nng_recvmsg(p->rep, &req, 0);
+    if (rv == NNG_ECLOSED) break;
+    if (rv) continue;
+    const char *q = nng_msg_body(req), *end = q + nng_msg_len(req);
+    if (nng_msg_alloc(&a, 0) != 0) {
+      nng_msg_free(req);
+      continue; /* the requester times out and asks again */
+    }
+    if (end - q > 4 && !memcmp(q, "get ", 4)) rv = answer_get(p, q + 4, end, a);
+    else if (end - q == 7 && !memcmp(q, "threads", 7)) rv = answer_threads(p, a);
+    else rv = append_str(a, "error bad request\n");
+    nng_msg_free(req);
+    pthread_mutex_lock(&p->mu);
+    p->st.requests++;
+    pthread_mutex_unlock(&p->mu);
+    if (rv != 0) { /* out of memory while copying: say so rather than send half */
+      nng_msg_clear(a);
+      append_str(a, "error out of memory\n");
+    }
+    if (nng_sendmsg(p->rep, a, 0) != 0) nng_msg_free(a);
+  }
+  return NULL;
+}
+
+/* ---- public API -------------------------------------------------------------------- */
+
+int ts_pub_open(const char *url, const char *replay_url, const ts_pub_opts *opts,
+                ts_pub **out) {
+  if (!url || !out) return TS_E_INVAL;
+  ts_pub *p = calloc(1, sizeof *p);
+  if (!p) return TS_E_NOMEM;
+  if (opts) p->o = *opts;
+  if (!p->o.history_events) p->o.history_events = 65536;
+  if (!p->o.history_threads) p->o.history_threads = 1024;
+  if (!p->o.history_bytes) p->o.history_bytes = (size_t)256 << 20;
+  if (!p->o.replay_max_events) p->o.replay_max_events = 1024;
+  if (p->o.send_buffer <= 0) p->o.send_buffer = 1024;
+  if (p->o.send_buffer > 8192) p->o.send_buffer = 8192;
+  ts__bus_tls tls = {.cert_file = p->o.tls_cert_file,
+                     .key_file = p->o.tls_key_file,
+                     .key_password = p->o.tls_key_password};
+  p->o.tls_cert_file = p->o.tls_key_file = p->o.tls_key_password = NULL; /* not kept */
+  if (ts__bus_map_init(&p->map)) {
+    free(p);
+    return TS_E_NOMEM;
+  }
+  pthread_mutex_init(&p->mu, NULL);
+  int r, rv = nng_pub0_open(&p->sock);
+  if (rv) {
+    r = ts__bus_nng_err(rv);
+    goto fail_nosock;
+  }
+  nng_socket_set_int(p->sock, NNG_OPT_SENDBUF, p->o.send_buffer);
+  if ((r = ts__bus_listen(p->sock, url, &tls, p->url, sizeof p->url)) != 0) goto fail;
+  if (replay_url) {
+    if ((rv = nng_rep0_open(&p->rep)) != 0) {
+      r = ts__bus_nng_err(rv);
+      goto fail;
+    }
+    p->have_rep = 1;
+    if ((r = ts__bus_listen(p->rep, replay_url, &tls, p->replay_url,
+                            sizeof p->replay_url)) != 0)
+      goto fail;
+    if (pthread_create(&p->replay, NULL, replay_main, p) != 0) {
+      r = TS_E_NOMEM;
+      goto fail;
+    }
+  }
+  *out = p;
+  return 0;
+fail:
+  if (p->have_rep) nng_close(p->rep);
+  nng_close(p->sock);
+fail_nosock:
+  pthread_mutex_destroy(&p->mu);
+  ts__bus_map_fini(&p->map);
+  free(p);
+  return r;
+}
+
+int ts_pub_send(ts_pub *p, const char *thread, size_t thread_len, uint64_t seq,
+                const char *json, size_t json_len) {
+  if (!p || !ts_bus_thread_valid(thread, thread_len) || seq == 0 || (!json && json_len))
+    return TS_E_INVAL;
+  if (json_len && json[json_len - 1] == '\n') json_len--;
+  nng_msg *m;
+  if (nng_msg_alloc(&m, thread_len + 1 + json_len) != 0) return TS_E_NOMEM;
+  char *b = nng_msg_body(m);
+  memcpy(b, thread, thread_len);
+  b[thread_len] = TS_BUS_SEP;
+  if (json_len) memcpy(b + thread_len + 1, json, json_len);
+  pthread_mutex_lock(&p->mu);
+  int r = history_append(p, thread, thread_len, seq, json, json_len);
+  if (r == 0) p->st.sent++;
+  pthread_mutex_unlock(&p->mu);
+  if (r) {
+    nng_msg_free(m);
+    return r;
+  }
+  /* pub0 never waits for a subscriber; NONBLOCK also covers the socket's own queue. */
+  if (nng_sendmsg(p->sock, m, NNG_FLAG_NONBLOCK) != 0) nng_msg_free(m);
+  return 0;
+}
+
+const char *ts_pub_url(const ts_pub *p, int which) {
+  if (!p) return NULL;
+  if (which == 0) return p->url;
+  return p->have_rep ? p->replay_url : NULL;
+}
+
+void ts_pub_get_stats(ts_pub *p, ts_pub_stats *st) {
+  pthread_mutex_lock(&p->mu);
+  *st = p->st;
+  st->threads = p->nthreads;
+  st->bytes = p->bytes;
+  st->events = 0;
+  for (size_t i = 0; i < p->nthreads; i++) st->events += p->threads[i]->n;
+  pthread_mutex_unlock(&p->mu);
+}
+
+void ts_pub_close(ts_pub *p) {
+  if (!p) return;
+  nng_close(p->sock);
+  if (p->have_rep) {
+    nng_close(p->rep); /* ends replay_main's recv with NNG_ECLOSED */
+    pthread_join(p->replay, NULL);
+  }
+  while (p->nthreads) evict(p, p->threads[p->nthreads - 1]);
+  free(p->threads);
+  ts__bus_map_fini(&p->map);
+  pthread_mutex_destroy(&p->mu);
+  free(p);
+}

@@ -1,0 +1,114 @@
+/*
+ * bus_sub.h: the event bus subscriber.
+ *
+ * A ts_sub dials the publisher's live URL (nng sub0) and, optionally, its replay URL
+ * (nng req0), subscribes to one thread or to all, and hands its caller every event
+ * exactly once and in seq order per thread, through a pull API:
+ *
+ *     ts_sub *s;
+ *     if (ts_sub_open(url, replay_url, thread, NULL, &s)) ...;
+ *     while (!interrupted) {
+ *       ts_sub_item it;
+ *       int r = ts_sub_next(s, &it, 200);   (1 = item, 0 = nothing within 200 ms)
+ *       if (r < 0) break;
+ *       if (r == 1 && it.kind == TS_SUB_EVENT) print it.json;
+ *       if (r == 1 && it.kind == TS_SUB_GONE)  report the lost range;
+ *     }
+ *     ts_sub_close(s);
+ *
+ * Everything happens inside ts_sub_next, on the caller's thread (nng's own threads do
+ * the I/O): a live message whose seq is the next one is delivered; one at or below the
+ * last delivered seq is a duplicate and dropped; one beyond it opens a gap, and the
+ * missing events are fetched from replay (in answers of up to ~1024 events) and
+ * delivered first. Messages lost at the end of a burst show no gap by themselves, so
+ * the subscriber also asks replay for what it may have missed when the live socket
+ * has been quiet for 200 ms, and at least once a second.
+ *
+ * Gaps are never silent: when replay says "gone" (the events left the history), does
+ * not know the thread, or is not configured or does not answer within 2 s, the caller
+ * gets a TS_SUB_GONE item naming the missing seq range, and delivery goes on after it.
+ *
+ * Restarts: the dialers redial forever (100 ms .. 1 s), so a publisher that restarts
+ * on the same URLs is picked up again. Seq numbers are the publisher's caller's, per
+ * thread; events whose seq is not above the last delivered one are dropped as
+ * duplicates, so a restarted producer must continue its thread's numbering.
+ *
+ * Not thread-safe: one thread calls ts_sub_next (and ts_sub_close).
+ */
+#ifndef TS_BUS_SUB_H
+#define TS_BUS_SUB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ts_sub ts_sub;
+
+typedef enum {
+  TS_SUB_FROM_START = 0, /* deliver everything the history still holds, then live */
+  TS_SUB_LIVE = 1,       /* start with the first event received live per thread */
+} ts_sub_from;
+
+typedef struct {
+  ts_sub_from from;
+  /* sub0's receive queue in messages (NNG_OPT_RECVBUF; 0 = 1024, nng caps at 8192). */
+  int recv_buffer;
+  /* Replay request timeout in ms (0 = 2000). */
+  int replay_timeout_ms;
+  /* How long a known gap keeps being asked for when replay does not answer, in ms
+   * (0 = 15000). A late answer is not a loss: only a "gone" answer, or a replay
+   * service silent for this long, turns the gap into a TS_SUB_GONE item. */
+  int replay_give_up_ms;
+  /* TLS dialers (tls+tcp://, wss://): the CA file the publisher's certificate must
+   * chain to, and the name to check (NULL = the URL's host). insecure = 1 skips
+   * verification (tests, never by default). Without ca_file, verification fails. */
+  const char *tls_ca_file;
+  const char *tls_server_name;
+  int tls_insecure;
+} ts_sub_opts;
+
+typedef enum {
+  TS_SUB_EVENT = 1, /* an event: thread, seq, json */
+  TS_SUB_GONE = 2,  /* events seq .. seq_end of thread are lost for good */
+} ts_sub_kind;
+
+typedef struct {
+  ts_sub_kind kind;
+  const char *thread; /* NUL-terminated; valid until the next ts_sub_next or close */
+  size_t thread_len;
+  uint64_t seq;     /* EVENT: its seq; GONE: the first missing seq */
+  uint64_t seq_end; /* GONE: the last missing seq (inclusive); EVENT: = seq */
+  const char *json; /* EVENT: the event JSON (no newline, not NUL-terminated) */
+  size_t json_len;
+} ts_sub_item;
+
+/* Opens a subscriber of `url` (live) and `replay_url` (NULL = no replay: every gap
+ * becomes a TS_SUB_GONE item). `thread` NULL subscribes to every thread, else to
+ * that thread id only. `opts` may be NULL (defaults: from start). The dial does not
+ * wait for the publisher. Returns 0 and stores *out, or TS_E_INVAL (bad URL, thread
+ * id or options), TS_E_NOMEM, TS_E_IO (see ts_bus_last_error). */
+int ts_sub_open(const char *url, const char *replay_url, const char *thread,
+                const ts_sub_opts *opts, ts_sub **out);
+
+/* Waits up to timeout_ms (0 = do not wait; a replay request already under way may
+ * still take up to its own timeout) for the next item. Returns 1 with *item filled,
+ * 0 when the time ran out, or a negative ts_err (TS_E_IO: the socket failed). The
+ * item's pointers stay valid until the next call. */
+int ts_sub_next(ts_sub *sub, ts_sub_item *item, int timeout_ms);
+
+typedef struct {
+  uint64_t live;       /* events delivered from live messages */
+  uint64_t replayed;   /* events delivered from replay answers */
+  uint64_t duplicates; /* live messages dropped as already delivered */
+  uint64_t gaps;       /* gaps that sent us to replay */
+  uint64_t gone;       /* TS_SUB_GONE items delivered */
+  uint64_t malformed;  /* live messages or answers that could not be parsed */
+  uint64_t requests;   /* replay requests sent */
+  uint64_t replay_retries; /* requests asked again because replay did not answer in time */
+} ts_sub_stats;
+
+void ts_sub_get_stats(const ts_sub *sub, ts_sub_stats *st);
+
+/* Closes the sockets and frees everything. NULL is a no-op. */
+void ts_sub_close(ts_sub *sub);
+
+#endif /* TS_BUS_SUB_H */

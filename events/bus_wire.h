@@ -1,0 +1,76 @@
+/*
+ * bus_wire.h: the bytes of the event bus, shared by the publisher (bus_pub) and the
+ * subscriber (bus_sub). docs/bus.md is the full description; in short:
+ *
+ *   live message (pub0):   <thread> ' ' <event JSON>
+ *   replay request (req0): "get <after_seq> <thread>"  |  "threads"
+ *   replay answer (rep0):  "ok <count> <newest>\n" then <count> lines "<seq> <json>\n"
+ *                          "gone <oldest> <newest>\n"
+ *                          "unknown\n"
+ *                          "threads <count>\n" then <count> lines "<oldest> <newest> <thread>\n"
+ *                          "error <message>\n"
+ *
+ * A thread id is 1..TS_BUS_THREAD_MAX bytes, none of them a control byte, a space or
+ * DEL: the space ends the id in a live message, so that a subscription to "t1 " does
+ * not also match "t10 ..." (SUB topics are byte prefixes), and the replay protocol is
+ * line- and space-delimited text.
+ *
+ * This module is plain byte handling (no nng, no allocation) except the small map of
+ * thread ids both sides keep (ts__bus_map), which allocates its bucket array.
+ */
+#ifndef TS_BUS_WIRE_H
+#define TS_BUS_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The byte between the thread id and the JSON in a live message. */
+#define TS_BUS_SEP ' '
+
+/* Longest thread id carried by the bus. Thread ids are names a human typed or
+ * `th_` + 16 hex digits; 256 leaves room for namespaced ids and bounds the key copy
+ * each side keeps per thread. */
+#define TS_BUS_THREAD_MAX 256
+
+/* 1 when `t` (n bytes) is a valid thread id for the bus (see above), else 0. */
+int ts_bus_thread_valid(const char *t, size_t n);
+
+/* Splits a live message into its thread id and its JSON. Returns 0, or TS_E_INVAL when
+ * there is no separator or the thread id is invalid. The views point into `msg`. */
+int ts_bus_wire_split(const char *msg, size_t len, const char **thread, size_t *thread_len,
+                      const char **json, size_t *json_len);
+
+/* Reads the top-level "seq" member of an event's JSON object: the bytes are walked with
+ * string and nesting awareness, so a "seq" key inside `arguments` or text inside a
+ * string never counts. Returns 0 and stores the value, or TS_E_INVAL when there is no
+ * top-level "seq" with a plain unsigned integer value (at most 20 digits, no overflow). */
+int ts_bus_json_seq(const char *json, size_t len, uint64_t *seq);
+
+/* Parses a decimal uint64 at *p (< end), advancing *p past the digits. Returns 0 or
+ * TS_E_INVAL (no digit, more than 20 digits, or overflow). */
+int ts_bus_parse_u64(const char **p, const char *end, uint64_t *out);
+
+/* ---- internal: a chained hash map keyed by thread id (used by bus_pub and bus_sub) */
+
+typedef struct ts__bus_node {
+  struct ts__bus_node *next;
+  uint64_t hash;
+  size_t klen;
+  char key[TS_BUS_THREAD_MAX + 1]; /* NUL-terminated copy of the id */
+} ts__bus_node;
+
+typedef struct {
+  ts__bus_node **b;
+  size_t nb; /* buckets, a power of two */
+  size_t n;  /* nodes */
+} ts__bus_map;
+
+int ts__bus_map_init(ts__bus_map *m);
+void ts__bus_map_fini(ts__bus_map *m); /* frees the buckets, not the nodes */
+ts__bus_node *ts__bus_map_find(const ts__bus_map *m, const char *key, size_t klen);
+/* Sets the node's key (klen <= TS_BUS_THREAD_MAX) and links it; may grow the buckets
+ * (TS_E_NOMEM when that fails; the node is then not linked). */
+int ts__bus_map_insert(ts__bus_map *m, ts__bus_node *node, const char *key, size_t klen);
+void ts__bus_map_remove(ts__bus_map *m, ts__bus_node *node);
+
+#endif /* TS_BUS_WIRE_H */
