@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "bus_pub.h"
 #include "cli.h"
 #include "event.h"
 #include "tap.h"
@@ -35,6 +37,14 @@ static const char tap_usage[] =
     "  --progress-max N      cap on the progress label in bytes (default 200)\n"
     "  --max-args-bytes N    cap on one call's arguments (default 16m)\n"
     "  --max-event-bytes N   cap on one SSE event's data (default 4m)\n"
+    "  --pub URL             also publish every event on the event bus (nng pub0: ipc://,\n"
+    "                        tcp://, ws://, wss://, tls+tcp://, inproc://); a URL with no\n"
+    "                        host (tcp://:7000) binds loopback only\n"
+    "  --replay URL          serve missed events to subscribers on this URL (nng rep0)\n"
+    "  --tls-cert FILE       certificate (PEM, may hold the key too) for wss:// and tls+tcp://\n"
+    "  --tls-key FILE        its private key, when not in the certificate file\n"
+    "  --linger MS           with --pub: keep serving replay this long after the input\n"
+    "                        ends, so slow subscribers can catch up (default 1000)\n"
     "  -h, --help            this help\n"
     "\n"
     "Exit status: 0 for a clean stream; 1 when the stream ended in error (a\n"
@@ -47,6 +57,8 @@ typedef struct {
   ts_buf line;
   int write_failed;
   char last_error[256];
+  ts_pub *pub;
+  int pub_failed;
 } tap_out;
 
 static const char *lookup_progress(void *user, const char *tool, size_t len, size_t *arg_len) {
@@ -67,6 +79,13 @@ static int on_event(void *user, const ts_tap_event *e) {
   }
   if (e->type == TS_TAP_STREAM_ERROR)
     snprintf(o->last_error, sizeof o->last_error, "%.*s", (int)e->error.len, e->error.p);
+  if (o->pub && !o->pub_failed) {
+    int pr = ts_pub_send(o->pub, o->thread, strlen(o->thread), ev.seq, o->line.p, o->line.len - 1);
+    if (pr) { /* keep printing; say once that the bus stopped taking events */
+      fprintf(stderr, "toolstream tap: cannot publish: %s\n", ts_err_message(pr));
+      o->pub_failed = 1;
+    }
+  }
   if (fwrite(o->line.p, 1, o->line.len, stdout) != o->line.len || fflush(stdout) != 0) {
     o->write_failed = 1;
     return 1; /* the reader went away: stop */
@@ -80,7 +99,10 @@ int ts_cli_tap(int argc, char **argv) {
   tap_out o;
   memset(&o, 0, sizeof o);
   ts_buf_init(&o.line, (size_t)64 << 20);
-  const char *path = NULL, *val;
+  const char *path = NULL, *val, *pub_url = NULL, *replay_url = NULL;
+  ts_pub_opts popts;
+  memset(&popts, 0, sizeof popts);
+  uint64_t linger_ms = 1000;
   int rc = 2, r;
   uint64_t n;
   char *buf = NULL;
@@ -139,6 +161,24 @@ int ts_cli_tap(int argc, char **argv) {
         goto out;
       }
       snprintf(o.thread, sizeof o.thread, "%s", val);
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--pub", &val))) {
+      if (r < 0) goto out;
+      pub_url = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--replay", &val))) {
+      if (r < 0) goto out;
+      replay_url = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--tls-cert", &val))) {
+      if (r < 0) goto out;
+      popts.tls_cert_file = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--tls-key", &val))) {
+      if (r < 0) goto out;
+      popts.tls_key_file = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--linger", &val))) {
+      if (r < 0) goto out;
+      if (ts_cli_parse_size(val, &linger_ms) || linger_ms > 3600000) {
+        fprintf(stderr, "toolstream tap: --linger wants milliseconds from 0 to 3600000\n");
+        goto out;
+      }
     } else if (!strcmp(a, "--deltas")) {
       cfg.deltas = 1;
     } else if (!strcmp(a, "--text")) {
@@ -178,7 +218,27 @@ int ts_cli_tap(int argc, char **argv) {
     fprintf(stderr, "toolstream tap: --format raw needs --tool NAME\n");
     goto out;
   }
+  if (replay_url && !pub_url) {
+    fprintf(stderr, "toolstream tap: --replay needs --pub\n");
+    goto out;
+  }
   if (!o.thread[0]) ts_cli_new_thread_id(o.thread, sizeof o.thread);
+  for (const char *c = o.thread; *c; c++) {
+    if ((unsigned char)*c <= 0x20 || *c == 0x7F) {
+      fprintf(stderr, "toolstream tap: --thread must not hold spaces or control characters\n");
+      goto out;
+    }
+  }
+  if (pub_url) {
+    int pr = ts_pub_open(pub_url, replay_url, &popts, &o.pub);
+    if (pr) {
+      fprintf(stderr, "toolstream tap: cannot publish on %s%s%s: %s\n", pub_url,
+              replay_url ? " / " : "", replay_url ? replay_url : "",
+              pr == TS_E_IO ? ts_bus_last_error() : ts_err_message(pr));
+      rc = 1;
+      goto out;
+    }
+  }
 
   fd = (!path || !strcmp(path, "-")) ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -217,6 +277,13 @@ int ts_cli_tap(int argc, char **argv) {
   }
 
 out:
+  if (o.pub) {
+    if (rc != 2 && linger_ms) { /* let queued messages go and late subscribers catch up */
+      struct timespec ts = {(time_t)(linger_ms / 1000), (long)(linger_ms % 1000) * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    ts_pub_close(o.pub);
+  }
   if (fd > STDIN_FILENO) close(fd);
   free(buf);
   ts_tap_free(tap);

@@ -20,6 +20,8 @@
  */
 #include "bus_sub.h"
 
+#include <stdatomic.h>
+
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/sub.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -88,7 +90,18 @@ struct ts_sub {
   int synced;
   nng_duration recv_timeo;
   ts_sub_stats st;
+  atomic_int pipes; /* live connections to the publisher (nng's pipe callbacks) */
 };
+
+/* nng calls this from its own threads as connections come and go. */
+static void on_pipe(nng_pipe p, nng_pipe_ev ev, void *arg) {
+  (void)p;
+  ts_sub *s = arg;
+  if (ev == NNG_PIPE_EV_ADD_POST) atomic_fetch_add(&s->pipes, 1);
+  if (ev == NNG_PIPE_EV_REM_POST) atomic_fetch_sub(&s->pipes, 1);
+}
+
+int ts_sub_connected(const ts_sub *s) { return atomic_load(&((ts_sub *)s)->pipes) > 0; }
 
 /* ---- threads and queues -------------------------------------------------------------- */
 
@@ -441,6 +454,9 @@ int ts_sub_open(const char *url, const char *replay_url, const char *thread,
     r = ts__bus_nng_err(rv);
     goto fail;
   }
+  atomic_init(&s->pipes, 0);
+  nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_POST, on_pipe, s);
+  nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, on_pipe, s);
   if ((r = ts__bus_dial(s->sock, url, &tls)) != 0) goto fail;
   if (replay_url) {
     if ((rv = nng_req0_open(&s->req)) != 0) {

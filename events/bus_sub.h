@@ -108,6 +108,11 @@ typedef struct {
 
 void ts_sub_get_stats(const ts_sub *sub, ts_sub_stats *st);
 
+/* Nonzero while the live socket is connected to a publisher. The dialer connects in the
+ * background and redials when the publisher goes away, so this is how a caller tells
+ * "nothing is there" from "nothing was published". */
+int ts_sub_connected(const ts_sub *sub);
+
 /* Closes the sockets and frees everything. NULL is a no-op. */
 void ts_sub_close(ts_sub *sub);
 
