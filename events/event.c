@@ -3,6 +3,7 @@
  */
 #include "event.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void key(ts_buf *b, const char *k) {
@@ -65,6 +66,24 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
     case TS_TAP_TEXT_DELTA:
       str_field(b, "text", e->text);
       break;
+    case TS_TAP_TOOL_EXECUTION_STARTED:
+      break;
+    case TS_TAP_TOOL_RESULT: {
+      key(b, "is_error");
+      ts_buf_puts(b, e->is_error ? "true" : "false");
+      char ms[32];
+      snprintf(ms, sizeof ms, "%llu.%03llu", (unsigned long long)(e->duration_us / 1000),
+               (unsigned long long)(e->duration_us % 1000));
+      key(b, "duration_ms");
+      ts_buf_puts(b, ms);
+      if (e->is_error) {
+        str_field(b, "error", e->result);
+      } else {
+        key(b, "result");
+        ts_buf_append_json_compact(b, e->result.p, e->result.len);
+      }
+      break;
+    }
     case TS_TAP_TURN_FINISHED:
       if (e->stop_reason.len) str_field(b, "stop_reason", e->stop_reason);
       if (e->usage.len) {

@@ -54,7 +54,28 @@
   X(MS_UNSUPPORTED, -310, "ms_unsupported", "a provider feature the adapter does not implement") \
   /* tap (tap.h) */                                                              \
   X(TAP_NOT_OBJECT, -400, "tap_not_object", "tool arguments are not a JSON object") \
-  X(TAP_INCOMPLETE, -401, "tap_incomplete", "the call ended before its arguments were complete")
+  X(TAP_INCOMPLETE, -401, "tap_incomplete", "the call ended before its arguments were complete") \
+  /* argument schemas (runtime/schema.h) */                                       \
+  X(SCHEMA_INVALID, -500, "schema_invalid", "the tool's argument schema is malformed") \
+  X(SCHEMA_MISMATCH, -501, "schema_mismatch", "tool arguments do not match the tool's schema") \
+  X(ARGS_BAD_JSON, -502, "args_bad_json", "tool arguments are not valid JSON") \
+  X(ARGS_TOO_DEEP, -503, "args_too_deep", "tool arguments nested deeper than the limit") \
+  X(SCHEMA_LIMIT, -504, "schema_limit", "validation exceeded its recursion or work limit") \
+  /* durable store (runtime/store.h) */                                          \
+  X(STORE_OPEN, -600, "store_open", "cannot open or create the store's database") \
+  X(STORE_IO, -601, "store_io", "disk I/O error or disk full in the store")      \
+  X(STORE_CORRUPT, -602, "store_corrupt", "the store's file is corrupt or not a toolstream database") \
+  X(STORE_VERSION, -603, "store_version", "the store was written by a newer toolstream") \
+  X(STORE_BUSY, -604, "store_busy", "the store is locked by another process")   \
+  X(STORE_READONLY, -605, "store_readonly", "the store's file or directory is read-only") \
+  X(STORE_NO_DIR, -606, "store_no_dir", "no data directory: set TOOLSTREAM_DATA_DIR, XDG_DATA_HOME or HOME") \
+  X(STORE_NO_THREAD, -607, "store_no_thread", "no such thread in the store")    \
+  X(STORE_THREAD_EXISTS, -608, "store_thread_exists", "a thread with that id already exists") \
+  X(STORE_NO_CALL, -609, "store_no_call", "no start record for that call")      \
+  X(STORE_CALL_FINISHED, -610, "store_call_finished", "the call is already finished") \
+  X(STORE_SEQ, -611, "store_seq", "event seq not above the thread's last stored event") \
+  X(STORE_REENTRANT, -612, "store_reentrant", "store used from inside one of its own callbacks") \
+  X(STORE_SQL, -613, "store_sql", "unexpected SQLite error")
 
 typedef enum {
 #define TS_X(c, v, n, m) TS_E_##c = (v),
