@@ -265,4 +265,31 @@ tap_end_to_end
 tap_instructions
 # ==== end of tap end to end ============================================================
 
+# ==== event bus =========================================================================
+# tap -> ts_pub -> ts_sub over ipc:// and tcp://127.0.0.1 with 1 and 8 subscribers, at
+# 10,000 events/s and at saturation, beside raw nng pub0/sub0 carrying the same bytes
+# (bench/bus_bench.c; about 40 s). Latency percentiles, delivered events/s, losses
+# before and after replay, then the targets (MET / NOT MET). Wall-clock latencies on a
+# shared 2-CPU VM move with the load: the load average is printed before and after.
+
+event_bus() {
+  step "event bus: $bin/bus_bench"
+  "$bin/bus_bench" | tee "$results/bus_bench.txt"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || { echo "bus_bench failed (exit $rc)"; status=1; }
+}
+
+event_bus
+# ==== end of event bus ==================================================================
+
+# ---- the dispatcher -------------------------------------------------------------------
+
+dispatcher() {
+  step "dispatcher: $bin/dispatch_bench (a store in a fresh temp directory on this disk)"
+  "$bin/dispatch_bench" | tee "$results/dispatch_bench.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "dispatch_bench failed"; status=1; }
+}
+
+dispatcher
+
 exit "$status"

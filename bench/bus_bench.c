@@ -1,0 +1,764 @@
+/*
+ * bus_bench.c: the event bus end to end (tap -> ts_pub -> ts_sub), side by side with
+ * raw nng pub0/sub0 carrying the same bytes.
+ *
+ * The toolstream path. The publisher (this process's main thread) runs an OpenAI Chat
+ * stream through ts_tap with --deltas on: turn after turn of one write_file call whose
+ * ~330 bytes of arguments arrive in 4-12 byte deltas, one SSE event per ts_tap_feed,
+ * a fresh ts_tap per turn, so that nearly every SSE event yields one event
+ * (tool_call_started, tool_call_delta ..., tool_call_ready, turn_finished). Every
+ * event is encoded by ts_event_encode and published by ts_pub_send, as `toolstream
+ * tap --pub` does. The subscribers are threads of the same process, each with its own
+ * ts_sub (from start, replay on) over ipc:// or tcp://127.0.0.1, so that one
+ * CLOCK_MONOTONIC serves both ends.
+ *
+ * Latency. Just before the SSE event goes into ts_tap_feed the publisher reads the
+ * clock and, for every event that feed produces, stores the time in a table indexed
+ * by seq (before ts_pub_send, so the entry is written before any subscriber can see
+ * the event). A subscriber reads the clock when ts_sub_next has handed it the event
+ * (its JSON and its seq, parsed from the message) and records the difference. So the
+ * latency covers tap parsing, encoding, the history append, nng, the subscriber's
+ * parsing and, for an event that arrived through replay, the replay round trip.
+ * Percentiles (nearest rank) come from all samples of all subscribers, sorted.
+ *
+ * Losses. "Before replay": events a subscriber did not get live (ts_sub stats: the
+ * published count minus `live`). "After replay": events it never got at all (GONE
+ * items, or nothing by the deadline, 10 s after the last send).
+ *
+ * The baseline. Raw nng: one pub0 socket, one sub0 socket per subscriber thread,
+ * the same transport, the same queue depths as ts_pub and ts_sub use by default
+ * (NNG_OPT_SENDBUF and NNG_OPT_RECVBUF 1024), non-blocking sends, and the very bytes
+ * toolstream publishes ("<thread> <event JSON>", recorded from a dry run of the same
+ * stream). The clock is read just before nng_msg_alloc; the subscriber splits the
+ * message and parses the seq (ts_bus_wire_split, ts_bus_json_seq, as ts_sub does)
+ * before it reads the clock. Raw pub/sub has no replay: what a full queue drops is
+ * lost, and the lost messages have no latency sample (their latency would be
+ * infinite), which flatters the baseline's percentiles whenever it loses.
+ *
+ * Rates. Paced: 10,000 events/s for 2 s per implementation, as two 1 s runs in the
+ * order toolstream, raw, raw, toolstream (this VM's load drifts; the order spreads the
+ * drift over both). Pacing sleeps until the send time minus the measured nanosleep
+ * overshoot (timer slack set to 1 ns), then spins. Saturation: one run of 50,000
+ * events (20,000 with 8 subscribers) as fast as the publisher goes. Raw nng at
+ * saturation offers far more events per second than the tap path can, so the
+ * same-rate comparison at saturation is a third row: raw nng paced at the rate
+ * toolstream reached.
+ *
+ * This file includes nng itself (only for the baseline); the toolstream path goes
+ * through events/ as the command does.
+ *
+ * usage: bus_bench [--quick]   (--quick: 0.5 s paced, 10,000 / 5,000 events at saturation)
+ *
+ * Exit status 1 when a subscriber failed (a socket error); a missed target is not a
+ * failure (the report says MET or NOT MET).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/pubsub0/pub.h>
+#include <nng/protocol/pubsub0/sub.h>
+
+#include "bus_pub.h"
+#include "bus_sub.h"
+#include "bus_wire.h"
+#include "event.h"
+#include "tap.h"
+
+#define THREAD_ID "th_5ca1ab1e0ddba11"
+#define PACED_RATE 10000.0
+#define QUEUE_DEPTH 1024  /* ts_pub's and ts_sub's default queues, used for raw nng too */
+#define DRAIN_MS 10000    /* how long subscribers may take after the last send */
+#define RAW_IDLE_MS 300   /* raw subscribers stop after this much quiet past the last send */
+#define MAX_SUBS 8
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  while (nanosleep(&ts, &ts) && errno == EINTR) {
+  }
+}
+
+/* Sleeps until `spin` before t, then spins: nanosleep on this VM overshoots by tens of
+ * microseconds, more than the 100 us between events at 10,000/s. */
+static uint64_t spin_ns = 50000, overshoot_ns;
+
+static void wait_until(uint64_t t) {
+  uint64_t n = now_ns();
+  if (n >= t) return;
+  if (t - n > spin_ns) sleep_ns(t - n - spin_ns);
+  while (now_ns() < t) {
+  }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Linux rounds sleeps up by the thread's timer slack (50 us by default); 1 ns makes
+ * nanosleep as precise as the VM allows, so the spin tail stays short and the
+ * publisher leaves the CPU to the subscribers between events. */
+static void calibrate_sleep(void) {
+  enum { N = 200 };
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  uint64_t over[N];
+  for (int i = 0; i < N; i++) {
+    uint64_t t = now_ns();
+    sleep_ns(20000);
+    over[i] = now_ns() - t - 20000;
+  }
+  qsort(over, N, sizeof *over, cmp_u64);
+  overshoot_ns = over[N * 95 / 100];
+  /* At most half the 100 us between events: under load the overshoot grows past the
+   * interval, and a publisher spinning all the time would take one of the two CPUs
+   * from the subscribers. A late event is sent at once and the schedule catches up. */
+  spin_ns = overshoot_ns + 10000;
+  if (spin_ns < 20000) spin_ns = 20000;
+  if (spin_ns > 50000) spin_ns = 50000;
+}
+
+static void loadavg(char *out, size_t n) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  double a = 0, b = 0, c = 0;
+  if (!f || fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3) {
+    snprintf(out, n, "?");
+  } else {
+    snprintf(out, n, "%.2f %.2f %.2f", a, b, c);
+  }
+  if (f) fclose(f);
+}
+
+static void die(const char *what) {
+  fprintf(stderr, "bus_bench: %s\n", what);
+  exit(1);
+}
+
+/* ---- the model stream ------------------------------------------------------------- */
+
+/* One turn in the OpenAI Chat wire format, cut into SSE events. Regenerated per turn
+ * from a fixed-seed generator, so every run sends the same bytes. */
+typedef struct {
+  char buf[32768];
+  size_t len;
+  size_t cut[256]; /* SSE event ends */
+  size_t ncut;
+} turn;
+
+static uint32_t rnd_state = 12345;
+static uint32_t rnd(void) {
+  rnd_state = rnd_state * 1664525u + 1013904223u;
+  return rnd_state >> 8;
+}
+
+static void tput(turn *t, const char *s, size_t n) {
+  if (t->len + n > sizeof t->buf) die("turn buffer too small");
+  memcpy(t->buf + t->len, s, n);
+  t->len += n;
+}
+
+static void tputs(turn *t, const char *s) { tput(t, s, strlen(s)); }
+
+static const char chat_head[] =
+    "data: {\"id\":\"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT\",\"object\":\"chat.completion.chunk\","
+    "\"created\":1755868211,\"model\":\"gpt-4.1-2025-04-14\",\"system_fingerprint\":"
+    "\"fp_a380c0a156\",\"choices\":[{\"index\":0,\"delta\":";
+
+static void chunk_end(turn *t, const char *finish) {
+  tputs(t, ",\"logprobs\":null,\"finish_reason\":");
+  tputs(t, finish);
+  tputs(t, "}]}\n\n");
+  t->cut[t->ncut++] = t->len;
+}
+
+static void make_turn(turn *t, unsigned k) {
+  static const char words[][8] = {"lorem", "ipsum", "dolor", "sit", "amet", "tool",
+                                  "stream", "event", "delta", "bus", "write", "file"};
+  char args[512];
+  int n = snprintf(args, sizeof args, "{\"path\":\"src/module_%u.c\",\"content\":\"", k);
+  while (n < 300) {
+    n += snprintf(args + n, sizeof args - (size_t)n, "%s ", words[rnd() % 12]);
+  }
+  n += snprintf(args + n, sizeof args - (size_t)n, "end\"}");
+  t->len = t->ncut = 0;
+  tputs(t, chat_head);
+  tputs(t, "{\"role\":\"assistant\",\"content\":null}");
+  chunk_end(t, "null");
+  char id[64];
+  snprintf(id, sizeof id, "call_%08uXyZaBcDeFgHiJkLmN", k);
+  tputs(t, chat_head);
+  tputs(t, "{\"tool_calls\":[{\"index\":0,\"id\":\"");
+  tputs(t, id);
+  tputs(t, "\",\"type\":\"function\",\"function\":{\"name\":\"write_file\",\"arguments\":\"\"}}]}");
+  chunk_end(t, "null");
+  for (int at = 0; at < n;) {
+    int d = 4 + (int)(rnd() % 9);
+    if (at + d > n) d = n - at;
+    tputs(t, chat_head);
+    tputs(t, "{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"");
+    for (int i = at; i < at + d; i++) {
+      if (args[i] == '"') tputs(t, "\\\"");
+      else tput(t, &args[i], 1);
+    }
+    tputs(t, "\"}}]}");
+    chunk_end(t, "null");
+    at += d;
+  }
+  tputs(t, chat_head);
+  tputs(t, "{}");
+  chunk_end(t, "\"tool_calls\"");
+  tputs(t, "data: [DONE]\n\n");
+  t->cut[t->ncut++] = t->len;
+}
+
+/* ---- the publisher side of the toolstream path ----------------------------------- */
+
+typedef struct {
+  ts_pub *pub;                /* NULL: dry run, record the messages instead */
+  _Atomic uint64_t *t_in;     /* [seq]: when the input behind seq went into the tap */
+  uint64_t cap;               /* entries in t_in / the pool */
+  uint64_t seq;               /* last seq emitted */
+  uint64_t t_feed;            /* the clock before the current feed */
+  ts_buf line;
+  /* dry run: every message "<thread> <json>" back to back, msg_off[seq - 1] its start */
+  ts_buf pool;
+  size_t *msg_off;
+  int failed;
+} pub_ctx;
+
+static int on_event(void *user, const ts_tap_event *e) {
+  pub_ctx *c = user;
+  if (c->seq + 1 >= c->cap) return 1;
+  if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) {
+    fprintf(stderr, "bus_bench: the tap reported %s: %.*s\n", ts_tap_type_name(e->type),
+            (int)e->error.len, e->error.p);
+    c->failed = 1;
+    return 1;
+  }
+  uint64_t seq = ++c->seq;
+  ts_event ev = {.thread = {THREAD_ID, sizeof THREAD_ID - 1}, .seq = seq, .body = *e};
+  ts_buf_reset(&c->line);
+  if (ts_event_encode(&ev, &c->line)) {
+    c->failed = 1;
+    return 1;
+  }
+  if (!c->pub) {
+    c->msg_off[seq - 1] = c->pool.len;
+    ts_buf_puts(&c->pool, THREAD_ID " ");
+    ts_buf_append(&c->pool, c->line.p, c->line.len);
+    if (c->pool.err) c->failed = 1;
+    c->msg_off[seq] = c->pool.len;
+    return c->failed;
+  }
+  atomic_store_explicit(&c->t_in[seq], c->t_feed, memory_order_relaxed);
+  if (ts_pub_send(c->pub, THREAD_ID, sizeof THREAD_ID - 1, seq, c->line.p, c->line.len)) {
+    c->failed = 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* Runs turns through the tap until `n` events were emitted, pacing the feeds so that
+ * events leave at `rate` per second (0 = as fast as possible). Returns the events. */
+static uint64_t run_tap(pub_ctx *c, uint64_t n, double rate, uint64_t *t_start,
+                        uint64_t *t_end) {
+  static turn tr;
+  static char work[32768];
+  ts_tap_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.deltas = 1;
+  rnd_state = 12345;
+  c->seq = 0;
+  uint64_t t0 = now_ns();
+  *t_start = t0;
+  for (unsigned k = 0; c->seq < n && !c->failed; k++) {
+    make_turn(&tr, k);
+    ts_tap *tap = ts_tap_new(&cfg, on_event, c);
+    if (!tap) die("ts_tap_new failed");
+    size_t from = 0;
+    for (size_t i = 0; i < tr.ncut && c->seq < n && !c->failed; i++) {
+      size_t len = tr.cut[i] - from;
+      memcpy(work, tr.buf + from, len);
+      from = tr.cut[i];
+      if (rate > 0) wait_until(t0 + (uint64_t)((double)c->seq * 1e9 / rate));
+      c->t_feed = now_ns();
+      ts_tap_feed(tap, work, len);
+    }
+    ts_tap_free(tap);
+  }
+  *t_end = now_ns();
+  if (c->failed) die("publishing failed");
+  return c->seq;
+}
+
+/* ---- subscribers ------------------------------------------------------------------ */
+
+typedef struct run run;
+
+typedef struct {
+  run *r;
+  int idx;
+  ts_sub *sub;     /* toolstream */
+  nng_socket sock; /* raw */
+  uint64_t *lat;   /* ns per delivered event */
+  uint64_t *lat_live; /* toolstream: ns per event delivered from a live message */
+  uint64_t n, n_live, gone, live;
+  ts_sub_stats st;
+  uint64_t t_last;
+  int err;
+  pthread_t th;
+} sub_ctx;
+
+struct run {
+  int raw, nsubs;
+  _Atomic uint64_t *t_in;
+  uint64_t cap;
+  _Atomic int done;          /* the publisher finished */
+  _Atomic uint64_t total;    /* events published (valid once done) */
+  _Atomic uint64_t t_pub_end;
+  _Atomic int pipes;         /* raw: subscribers connected to the pub socket */
+  _Atomic int ready;         /* subscriber threads past their first sync */
+  sub_ctx subs[MAX_SUBS];
+};
+
+static void *ts_sub_thread(void *arg) {
+  sub_ctx *s = arg;
+  run *r = s->r;
+  ts_sub_item it;
+  /* The first call asks replay what it holds; done before the publisher starts, so
+   * that it does not find the first events in the history and fetch them from there. */
+  if (ts_sub_next(s->sub, &it, 0) < 0) s->err = 1;
+  atomic_fetch_add(&r->ready, 1);
+  uint64_t replayed = 0;
+  for (;;) {
+    int rc = ts_sub_next(s->sub, &it, 100);
+    uint64_t t = now_ns();
+    if (rc < 0) {
+      s->err = rc;
+      break;
+    }
+    if (rc == 1 && it.kind == TS_SUB_EVENT) {
+      if (it.seq < r->cap && s->n < r->cap) {
+        uint64_t d = t - atomic_load_explicit(&r->t_in[it.seq], memory_order_relaxed);
+        s->lat[s->n++] = d;
+        ts_sub_get_stats(s->sub, &s->st);
+        if (s->st.replayed == replayed) s->lat_live[s->n_live++] = d;
+        replayed = s->st.replayed;
+      }
+      s->t_last = t;
+    } else if (rc == 1 && it.kind == TS_SUB_GONE) {
+      s->gone += it.seq_end - it.seq + 1;
+    }
+    if (atomic_load(&r->done)) {
+      if (s->n + s->gone >= atomic_load(&r->total)) break;
+      if (t > atomic_load(&r->t_pub_end) + (uint64_t)DRAIN_MS * 1000000u) break;
+    }
+  }
+  ts_sub_get_stats(s->sub, &s->st);
+  s->live = s->st.live;
+  return NULL;
+}
+
+static void *raw_sub_thread(void *arg) {
+  sub_ctx *s = arg;
+  run *r = s->r;
+  nng_socket_set_ms(s->sock, NNG_OPT_RECVTIMEO, 50);
+  atomic_fetch_add(&r->ready, 1);
+  for (;;) {
+    nng_msg *m;
+    int rv = nng_recvmsg(s->sock, &m, 0);
+    uint64_t t;
+    if (rv == 0) {
+      const char *id, *json;
+      size_t idlen, jlen;
+      uint64_t seq;
+      if (ts_bus_wire_split(nng_msg_body(m), nng_msg_len(m), &id, &idlen, &json, &jlen) ||
+          ts_bus_json_seq(json, jlen, &seq)) {
+        s->err = 1;
+        nng_msg_free(m);
+        break;
+      }
+      t = now_ns();
+      if (seq < r->cap && s->n < r->cap)
+        s->lat[s->n++] = t - atomic_load_explicit(&r->t_in[seq], memory_order_relaxed);
+      s->t_last = t;
+      nng_msg_free(m);
+    } else if (rv == NNG_ETIMEDOUT) {
+      t = now_ns();
+    } else {
+      s->err = rv;
+      break;
+    }
+    if (atomic_load(&r->done)) {
+      uint64_t end = atomic_load(&r->t_pub_end), quiet = (uint64_t)RAW_IDLE_MS * 1000000u;
+      if (s->n >= atomic_load(&r->total)) break;
+      if (t > end + quiet && t > s->t_last + quiet) break;
+    }
+  }
+  s->live = s->n;
+  return NULL;
+}
+
+static void on_raw_pipe(nng_pipe p, nng_pipe_ev ev, void *arg) {
+  (void)p;
+  run *r = arg;
+  if (ev == NNG_PIPE_EV_ADD_POST) atomic_fetch_add(&r->pipes, 1);
+  else if (ev == NNG_PIPE_EV_REM_POST) atomic_fetch_sub(&r->pipes, 1);
+}
+
+/* ---- one measurement --------------------------------------------------------------- */
+
+typedef struct {
+  uint64_t sent, delivered, lost_live, lost_after;
+  double offered, delivered_rate; /* events/s: published; delivered to all subscribers */
+  double p50, p99, p999;          /* us */
+  double live_p50, live_p99;      /* toolstream: events delivered from live messages */
+  uint64_t replayed, duplicates, requests;
+  int errors, runs;
+  /* sums over the runs of a cell, until settle() */
+  uint64_t *v, *w, nv, nw; /* latency samples, ns: all; toolstream, live only */
+  uint64_t pub_ns, deliver_ns;
+} result;
+
+static const char *const transports[2] = {"ipc", "tcp"};
+static int url_counter;
+
+static void make_url(int transport, char *out, size_t n) {
+  if (transport == 0)
+    snprintf(out, n, "ipc:///tmp/ts-busbench-%ld-%d", (long)getpid(), url_counter++);
+  else
+    snprintf(out, n, "tcp://127.0.0.1:0");
+}
+
+static void wait_connected(run *r) {
+  uint64_t limit = now_ns() + 5000000000u;
+  for (;;) {
+    int ok = 1;
+    if (r->raw) ok = atomic_load(&r->pipes) >= r->nsubs;
+    else
+      for (int i = 0; i < r->nsubs; i++) ok = ok && ts_sub_connected(r->subs[i].sub);
+    if (ok) break;
+    if (now_ns() > limit) die("subscribers did not connect within 5 s");
+    sleep_ns(1000000);
+  }
+  sleep_ns(50000000); /* let the replay dialers and the pub side's pipes settle */
+}
+
+static double pct(const uint64_t *v, uint64_t n, double p) {
+  if (!n) return 0;
+  uint64_t k = (uint64_t)(p * (double)n + 0.999999);
+  if (k < 1) k = 1;
+  if (k > n) k = n;
+  return (double)v[k - 1] / 1e3;
+}
+
+static void append(uint64_t **dst, uint64_t *n, const uint64_t *src, uint64_t k) {
+  uint64_t *p = realloc(*dst, (*n + k + 1) * sizeof *p);
+  if (!p) die("out of memory");
+  memcpy(p + *n, src, k * sizeof *p);
+  *dst = p;
+  *n += k;
+}
+
+/* Joins the subscribers and adds this run's samples and counts to `res` (a cell may
+ * be measured in more than one run; settle() turns the sums into the row). */
+static void finish_run(run *r, uint64_t t_start, result *res) {
+  uint64_t total = atomic_load(&r->total), t_last = t_start;
+  for (int i = 0; i < r->nsubs; i++) {
+    sub_ctx *s = &r->subs[i];
+    pthread_join(s->th, NULL);
+    if (s->err) res->errors++;
+    res->lost_live += total - (s->live < total ? s->live : total);
+    res->lost_after += total - (s->n < total ? s->n : total);
+    if (s->t_last > t_last) t_last = s->t_last;
+    res->replayed += s->st.replayed;
+    res->duplicates += s->st.duplicates;
+    res->requests += s->st.requests;
+    append(&res->v, &res->nv, s->lat, s->n);
+    append(&res->w, &res->nw, s->lat_live, s->n_live);
+    free(s->lat);
+    free(s->lat_live);
+  }
+  res->sent += total;
+  res->pub_ns += atomic_load(&r->t_pub_end) - t_start;
+  res->deliver_ns += t_last - t_start;
+  res->runs++;
+}
+
+static void settle(result *res) {
+  qsort(res->v, res->nv, sizeof *res->v, cmp_u64);
+  qsort(res->w, res->nw, sizeof *res->w, cmp_u64);
+  res->delivered = res->nv;
+  res->p50 = pct(res->v, res->nv, 0.50);
+  res->p99 = pct(res->v, res->nv, 0.99);
+  res->p999 = pct(res->v, res->nv, 0.999);
+  res->live_p50 = pct(res->w, res->nw, 0.50);
+  res->live_p99 = pct(res->w, res->nw, 0.99);
+  res->offered = res->pub_ns ? (double)res->sent * 1e9 / (double)res->pub_ns : 0;
+  res->delivered_rate = res->deliver_ns ? (double)res->nv * 1e9 / (double)res->deliver_ns : 0;
+  free(res->v);
+  free(res->w);
+  res->v = res->w = NULL;
+}
+
+static void start_subs(run *r) {
+  for (int i = 0; i < r->nsubs; i++) {
+    sub_ctx *s = &r->subs[i];
+    s->r = r;
+    s->idx = i;
+    s->lat = malloc(r->cap * sizeof *s->lat);
+    s->lat_live = malloc(r->cap * sizeof *s->lat_live);
+    if (!s->lat || !s->lat_live) die("out of memory");
+    if (pthread_create(&s->th, NULL, r->raw ? raw_sub_thread : ts_sub_thread, s))
+      die("pthread_create failed");
+  }
+  while (atomic_load(&r->ready) < r->nsubs) sleep_ns(1000000);
+}
+
+static void run_toolstream(int transport, int nsubs, uint64_t n, double rate, result *res) {
+  static run r;
+  memset(&r, 0, sizeof r);
+  r.nsubs = nsubs;
+  r.cap = n + 16;
+  r.t_in = calloc(r.cap, sizeof *r.t_in);
+  if (!r.t_in) die("out of memory");
+  char url[128], rurl[128];
+  make_url(transport, url, sizeof url);
+  make_url(transport, rurl, sizeof rurl);
+  ts_pub *pub;
+  if (ts_pub_open(url, rurl, NULL, &pub)) die(ts_bus_last_error());
+  ts_sub_opts so;
+  memset(&so, 0, sizeof so);
+  so.from = TS_SUB_FROM_START;
+  for (int i = 0; i < nsubs; i++)
+    if (ts_sub_open(ts_pub_url(pub, 0), ts_pub_url(pub, 1), NULL, &so, &r.subs[i].sub))
+      die(ts_bus_last_error());
+  wait_connected(&r);
+  start_subs(&r);
+
+  pub_ctx c;
+  memset(&c, 0, sizeof c);
+  c.pub = pub;
+  c.t_in = r.t_in;
+  c.cap = r.cap;
+  ts_buf_init(&c.line, 1u << 20);
+  uint64_t t_start, t_end;
+  uint64_t sent = run_tap(&c, n, rate, &t_start, &t_end);
+  atomic_store(&r.total, sent);
+  atomic_store(&r.t_pub_end, t_end);
+  atomic_store(&r.done, 1);
+  finish_run(&r, t_start, res);
+  ts_buf_fini(&c.line);
+  for (int i = 0; i < nsubs; i++) ts_sub_close(r.subs[i].sub);
+  ts_pub_close(pub);
+  free(r.t_in);
+}
+
+/* The messages toolstream published, recorded once. */
+static ts_buf pool;
+static size_t *msg_off;
+static uint64_t pool_n;
+
+static void record_pool(uint64_t n) {
+  pub_ctx c;
+  memset(&c, 0, sizeof c);
+  c.cap = n + 16;
+  c.msg_off = calloc(c.cap + 1, sizeof *c.msg_off);
+  if (!c.msg_off) die("out of memory");
+  ts_buf_init(&c.line, 1u << 20);
+  ts_buf_init(&c.pool, (size_t)1 << 30);
+  uint64_t a, b;
+  pool_n = run_tap(&c, n, 0, &a, &b);
+  ts_buf_fini(&c.line);
+  pool = c.pool;
+  msg_off = c.msg_off;
+}
+
+static void run_raw(int transport, int nsubs, uint64_t n, double rate, result *res) {
+  static run r;
+  memset(&r, 0, sizeof r);
+  if (n > pool_n) n = pool_n;
+  r.raw = 1;
+  r.nsubs = nsubs;
+  r.cap = n + 16;
+  r.t_in = calloc(r.cap, sizeof *r.t_in);
+  if (!r.t_in) die("out of memory");
+  char url[128];
+  make_url(transport, url, sizeof url);
+  nng_socket pub;
+  nng_listener l;
+  if (nng_pub0_open(&pub)) die("nng_pub0_open failed");
+  nng_socket_set_int(pub, NNG_OPT_SENDBUF, QUEUE_DEPTH);
+  nng_pipe_notify(pub, NNG_PIPE_EV_ADD_POST, on_raw_pipe, &r);
+  nng_pipe_notify(pub, NNG_PIPE_EV_REM_POST, on_raw_pipe, &r);
+  if (nng_listen(pub, url, &l, 0)) die("nng_listen failed");
+  if (transport == 1) {
+    int port;
+    if (nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port)) die("no bound port");
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+  }
+  for (int i = 0; i < nsubs; i++) {
+    nng_socket *s = &r.subs[i].sock;
+    if (nng_sub0_open(s)) die("nng_sub0_open failed");
+    nng_socket_set_int(*s, NNG_OPT_RECVBUF, QUEUE_DEPTH);
+    nng_socket_set(*s, NNG_OPT_SUB_SUBSCRIBE, "", 0);
+    if (nng_dial(*s, url, NULL, NNG_FLAG_NONBLOCK)) die("nng_dial failed");
+  }
+  wait_connected(&r);
+  start_subs(&r);
+
+  uint64_t t0 = now_ns();
+  for (uint64_t i = 0; i < n; i++) {
+    if (rate > 0) wait_until(t0 + (uint64_t)((double)i * 1e9 / rate));
+    const char *b = pool.p + msg_off[i];
+    size_t len = msg_off[i + 1] - msg_off[i];
+    atomic_store_explicit(&r.t_in[i + 1], now_ns(), memory_order_relaxed);
+    nng_msg *m;
+    if (nng_msg_alloc(&m, len)) die("nng_msg_alloc failed");
+    memcpy(nng_msg_body(m), b, len);
+    if (nng_sendmsg(pub, m, NNG_FLAG_NONBLOCK)) nng_msg_free(m);
+  }
+  atomic_store(&r.total, n);
+  atomic_store(&r.t_pub_end, now_ns());
+  atomic_store(&r.done, 1);
+  finish_run(&r, t0, res);
+  for (int i = 0; i < nsubs; i++) nng_close(r.subs[i].sock);
+  nng_close(pub);
+  free(r.t_in);
+}
+
+/* ---- the report --------------------------------------------------------------------- */
+
+static void fmt_count(char *out, size_t n, uint64_t lost, uint64_t of) {
+  if (!lost) snprintf(out, n, "0");
+  else snprintf(out, n, "%" PRIu64 " (%.1f%%)", lost, 100.0 * (double)lost / (double)of);
+}
+
+static void row(const char *tr, int subs, const char *rate, const char *impl, const result *x) {
+  char a[48], b[48];
+  fmt_count(a, sizeof a, x->lost_live, x->sent * (uint64_t)subs);
+  fmt_count(b, sizeof b, x->lost_after, x->sent * (uint64_t)subs);
+  printf("| %s | %d | %s | %s | %" PRIu64 " | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s |%s\n",
+         tr, subs, rate, impl, x->sent, x->offered, x->p50, x->p99, x->p999, x->delivered_rate, a,
+         b, x->errors ? " (subscriber errors)" : "");
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  int quick = argc > 1 && !strcmp(argv[1], "--quick");
+  /* Saturation with 8 subscribers runs at a few thousand events/s on 2 CPUs: fewer
+   * events keep the step within its time. */
+  uint64_t paced_n = quick ? 5000 : (uint64_t)(2 * PACED_RATE), sat_n = quick ? 10000 : 50000,
+           sat8_n = quick ? 5000 : 20000;
+  char la[64];
+  loadavg(la, sizeof la);
+  calibrate_sleep();
+  record_pool(sat_n > paced_n ? sat_n : paced_n);
+  size_t minb = (size_t)-1, maxb = 0;
+  for (uint64_t i = 0; i < pool_n; i++) {
+    size_t len = msg_off[i + 1] - msg_off[i];
+    if (len < minb) minb = len;
+    if (len > maxb) maxb = len;
+  }
+#ifdef TS_BENCH_CC
+  printf("compiler: %s; flags: %s\n", TS_BENCH_CC, TS_BENCH_CFLAGS);
+#endif
+  printf("load average before: %s\n", la);
+  printf("messages: %" PRIu64 " recorded, %.0f bytes on average (%zu..%zu), \"<thread> <event JSON>\"\n",
+         pool_n, (double)pool.len / (double)pool_n, minb, maxb);
+  printf("paced: %.0f events/s, %" PRIu64 " events in two runs per implementation "
+         "(toolstream, raw, raw, toolstream); saturation: one run of %" PRIu64 " events (%" PRIu64
+         " with 8 subscribers); pacing spins the last %.0f us (nanosleep overshoot p95 %.0f us)\n",
+         PACED_RATE, paced_n, sat_n, sat8_n, (double)spin_ns / 1e3, (double)overshoot_ns / 1e3);
+  printf("queues: %d messages per subscriber (pub SENDBUF and sub RECVBUF, both paths)\n\n",
+         QUEUE_DEPTH);
+  printf("| transport | subs | rate | implementation | events | offered ev/s | p50 us | p99 us "
+         "| p99.9 us | delivered ev/s (all subs) | lost before replay | lost after replay |\n");
+  printf("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  fflush(stdout);
+
+  static const int subs_of[2] = {1, 8};
+  static result res[2][2][2][3]; /* transport, subs, paced/saturation, ts/raw/raw at ts rate */
+  memset(res, 0, sizeof res);
+  int errors = 0;
+  for (int tr = 0; tr < 2; tr++)
+    for (int si = 0; si < 2; si++) {
+      int ns = subs_of[si];
+      uint64_t sat = si ? sat8_n : sat_n;
+      result *p = res[tr][si][0], *s = res[tr][si][1];
+      /* Paced: two runs each, toolstream, raw, raw, toolstream, so that a change in the
+       * machine's load during the cell weighs on both alike. */
+      run_toolstream(tr, ns, paced_n / 2, PACED_RATE, &p[0]);
+      run_raw(tr, ns, paced_n / 2, PACED_RATE, &p[1]);
+      run_raw(tr, ns, paced_n / 2, PACED_RATE, &p[1]);
+      run_toolstream(tr, ns, paced_n / 2, PACED_RATE, &p[0]);
+      settle(&p[0]);
+      settle(&p[1]);
+      row(transports[tr], ns, "10k/s", "toolstream", &p[0]);
+      row(transports[tr], ns, "10k/s", "raw nng", &p[1]);
+      run_toolstream(tr, ns, sat, 0, &s[0]);
+      settle(&s[0]);
+      row(transports[tr], ns, "max", "toolstream", &s[0]);
+      run_raw(tr, ns, sat, 0, &s[1]);
+      settle(&s[1]);
+      row(transports[tr], ns, "max", "raw nng", &s[1]);
+      run_raw(tr, ns, sat, s[0].offered, &s[2]);
+      settle(&s[2]);
+      char label[48];
+      snprintf(label, sizeof label, "%.1fk/s", s[0].offered / 1e3);
+      row(transports[tr], ns, label, "raw nng at toolstream's max", &s[2]);
+      errors += p[0].errors + p[1].errors + s[0].errors + s[1].errors + s[2].errors;
+    }
+  printf("\ntoolstream rows, split by how the events arrived (live message or replay "
+         "answer):\n\n");
+  printf("| transport | subs | rate | live p50 us | live p99 us | replayed events | live "
+         "duplicates dropped | replay requests |\n|---|---:|---|---:|---:|---:|---:|---:|\n");
+  for (int tr = 0; tr < 2; tr++)
+    for (int si = 0; si < 2; si++)
+      for (int rt = 0; rt < 2; rt++) {
+        const result *t = &res[tr][si][rt][0];
+        printf("| %s | %d | %s | %.0f | %.0f | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " |\n",
+               transports[tr], subs_of[si], rt ? "max" : "10k/s", t->live_p50, t->live_p99,
+               t->replayed, t->duplicates, t->requests);
+      }
+  loadavg(la, sizeof la);
+  printf("\nlatency: from the input going into ts_tap_feed (raw nng: from the send) to the "
+         "subscriber holding the event and its seq; all subscribers' samples, nearest rank.\n");
+  printf("lost: summed over the subscribers (%% of events x subscribers); raw nng has no "
+         "replay, so its losses stay, and lost messages have no latency sample.\n");
+  printf("load average after: %s\n\ntargets:\n", la);
+  for (int tr = 0; tr < 2; tr++)
+    for (int si = 0; si < 2; si++)
+      for (int rt = 0; rt < 2; rt++) {
+        const result *t = &res[tr][si][rt][0], *b = &res[tr][si][rt][rt ? 2 : 1];
+        double x = b->p99 > 0 ? t->p99 / b->p99 : 0;
+        char gap[64] = "";
+        if (x > 1.5) snprintf(gap, sizeof gap, ", %.2fx over the bound", x / 1.5);
+        printf("  p99 within 1.5x of raw nng at the same rate, %s, %d sub%s, %s: %s (%.0f / %.0f "
+               "us = %.2fx%s)\n",
+               transports[tr], subs_of[si], si ? "s" : "", rt ? "saturation" : "10k/s",
+               x <= 1.5 ? "MET" : "NOT MET", t->p99, b->p99, x, gap);
+      }
+  for (int tr = 0; tr < 2; tr++) {
+    const result *t = &res[tr][1][0][0];
+    printf("  zero lost after replay at 10k/s to 8 subscribers, %s: %s (%" PRIu64 " lost of %" PRIu64
+           ")\n",
+           transports[tr], t->lost_after ? "NOT MET" : "MET", t->lost_after, t->sent * 8);
+  }
+  ts_buf_fini(&pool);
+  free(msg_off);
+  return errors ? 1 : 0;
+}
