@@ -18,8 +18,7 @@
 #include "bus_pub.h"
 #include "bus_sub.h"
 #include "cli.h"
-#include "json_view.h"
-#include "strbuf.h"
+#include "live.h"
 
 static const char sub_usage[] =
     "usage: toolstream sub URL [options]\n"
@@ -51,152 +50,6 @@ static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) {
   (void)sig;
   stop_flag = 1;
-}
-
-/* ---- the live view ---------------------------------------------------------------- */
-
-#define VIEW_MAX_CALLS 64  /* lines kept on screen; older calls scroll away */
-#define VIEW_TEXT 160
-
-typedef struct {
-  char thread[64];
-  long index;
-  char tool[64];
-  char progress[VIEW_TEXT];
-  char detail[VIEW_TEXT];
-  int state; /* 0 streaming, 1 ready, 2 error, 3 running, 4 done, 5 failed */
-} view_call;
-
-typedef struct {
-  int color;
-  view_call calls[VIEW_MAX_CALLS];
-  int n;
-  int drawn; /* lines drawn last time (to move back over them) */
-  unsigned frame;
-  ts_jv jv;
-  char *scratch;
-  size_t scratch_cap;
-} view;
-
-static void copy_str(ts_jv *jv, int i, char *dst, size_t cap) {
-  ts_view v;
-  dst[0] = '\0';
-  if (i < 0 || ts_jv_type_of(jv, i) != TS_JV_STRING || ts_jv_str(jv, i, &v)) return;
-  size_t n = v.len < cap - 1 ? v.len : cap - 1;
-  while (n && n < v.len && ((unsigned char)v.p[n] & 0xC0) == 0x80) n--; /* whole chars */
-  for (size_t k = 0; k < n; k++) dst[k] = (v.p[k] >= 0 && v.p[k] < 0x20) ? ' ' : v.p[k];
-  dst[n] = '\0';
-}
-
-static view_call *find_call(view *w, const char *thread, long index, const char *tool) {
-  for (int i = w->n - 1; i >= 0; i--)
-    if (w->calls[i].index == index && !strcmp(w->calls[i].thread, thread)) return &w->calls[i];
-  if (w->n == VIEW_MAX_CALLS) { /* the oldest leaves the screen */
-    memmove(&w->calls[0], &w->calls[1], sizeof w->calls[0] * (VIEW_MAX_CALLS - 1));
-    w->n--;
-  }
-  view_call *c = &w->calls[w->n++];
-  memset(c, 0, sizeof *c);
-  snprintf(c->thread, sizeof c->thread, "%s", thread);
-  snprintf(c->tool, sizeof c->tool, "%s", tool);
-  c->index = index;
-  return c;
-}
-
-static const char *spinner[] = {"|", "/", "-", "\\"};
-
-static void redraw(view *w) {
-  const char *dim = w->color ? "\033[2m" : "", *off = w->color ? "\033[0m" : "";
-  const char *cyan = w->color ? "\033[36m" : "", *green = w->color ? "\033[32m" : "";
-  const char *red = w->color ? "\033[31m" : "", *bold = w->color ? "\033[1m" : "";
-  if (w->drawn) printf("\033[%dA", w->drawn);
-  for (int i = 0; i < w->n; i++) {
-    view_call *c = &w->calls[i];
-    const char *mark, *col;
-    switch (c->state) {
-      case 1: mark = "ready"; col = green; break;
-      case 2: mark = "error"; col = red; break;
-      case 3: mark = "running"; col = cyan; break;
-      case 4: mark = "done"; col = green; break;
-      case 5: mark = "failed"; col = red; break;
-      default: mark = spinner[w->frame % 4]; col = cyan;
-    }
-    printf("\r\033[2K%s%-7s%s %s%s%s #%ld %s%s%s%s%s%s\n", col, mark, off, bold, c->tool, off,
-           c->index, c->progress[0] ? "\"" : "", c->progress, c->progress[0] ? "\"" : "", dim,
-           c->detail[0] ? "  " : "", c->detail);
-    printf("%s", off);
-  }
-  w->drawn = w->n;
-  fflush(stdout);
-}
-
-/* A line printed above the call list, where it stays. */
-static void note_line(view *w, const char *color, const char *text) {
-  if (w->drawn) printf("\033[%dA", w->drawn);
-  printf("\r\033[2K%s%s%s\n", w->color ? color : "", text, w->color ? "\033[0m" : "");
-  w->drawn = 0;
-  redraw(w);
-}
-
-static void view_event(view *w, const char *json, size_t len) {
-  if (len + 1 > w->scratch_cap) {
-    size_t cap = len + 1 > 4096 ? len + 1 : 4096;
-    char *p = realloc(w->scratch, cap);
-    if (!p) return;
-    w->scratch = p;
-    w->scratch_cap = cap;
-  }
-  memcpy(w->scratch, json, len);
-  w->scratch[len] = '\0';
-  int rc;
-  while ((rc = ts_jv_parse(&w->jv, w->scratch, len)) == TS_E_MS_TOO_MANY_TOKENS &&
-         w->jv.cap < (1 << 20)) { /* a big tool_call_ready: grow the token array */
-    int cap = w->jv.cap * 4;
-    ts_jv_fini(&w->jv);
-    if (ts_jv_init(&w->jv, cap)) return;
-    memcpy(w->scratch, json, len);
-  }
-  if (rc) return;
-  ts_jv *jv = &w->jv;
-  char type[32], thread[64], tool[64], text[VIEW_TEXT];
-  copy_str(jv, ts_jv_get(jv, 0, "type"), type, sizeof type);
-  copy_str(jv, ts_jv_get(jv, 0, "thread"), thread, sizeof thread);
-  int64_t index = -1, bytes = 0;
-  int ii = ts_jv_get(jv, 0, "index");
-  if (ii >= 0 && ts_jv_int(jv, ii, &index) == 0 && index >= 0) {
-    copy_str(jv, ts_jv_get(jv, 0, "tool"), tool, sizeof tool);
-    view_call *c = find_call(w, thread, (long)index, tool);
-    if (!strcmp(type, "tool_call_started")) {
-      copy_str(jv, ts_jv_get(jv, 0, "progress"), c->progress, sizeof c->progress);
-    } else if (!strcmp(type, "tool_call_heartbeat")) {
-      ts_jv_int(jv, ts_jv_get(jv, 0, "bytes"), &bytes);
-      snprintf(c->detail, sizeof c->detail, "%lld bytes", (long long)bytes);
-    } else if (!strcmp(type, "tool_call_ready")) {
-      c->state = 1;
-      ts_view a = ts_jv_raw(jv, ts_jv_get(jv, 0, "arguments"));
-      snprintf(c->detail, sizeof c->detail, "%zu bytes of arguments", a.len);
-    } else if (!strcmp(type, "tool_call_error")) {
-      c->state = 2;
-      copy_str(jv, ts_jv_get(jv, 0, "error"), c->detail, sizeof c->detail);
-    } else if (!strcmp(type, "tool_execution_started")) {
-      c->state = 3;
-    } else if (!strcmp(type, "tool_result")) {
-      c->state = ts_jv_is_true(jv, ts_jv_get(jv, 0, "is_error")) ? 5 : 4;
-    }
-    redraw(w);
-    return;
-  }
-  if (!strcmp(type, "stream_error")) {
-    copy_str(jv, ts_jv_get(jv, 0, "error"), text, sizeof text);
-    char line[VIEW_TEXT + 128];
-    snprintf(line, sizeof line, "stream error (%s): %s", thread, text);
-    note_line(w, "\033[31m", line);
-  } else if (!strcmp(type, "turn_finished")) {
-    copy_str(jv, ts_jv_get(jv, 0, "stop_reason"), text, sizeof text);
-    char line[VIEW_TEXT + 128];
-    snprintf(line, sizeof line, "turn finished (%s)%s%s", thread, text[0] ? ": " : "", text);
-    note_line(w, "\033[2m", line);
-  }
 }
 
 /* ---- the command ------------------------------------------------------------------- */
@@ -294,11 +147,8 @@ int ts_cli_sub(int argc, char **argv) {
     nanosleep(&ts, NULL);
   }
 
-  view w;
-  memset(&w, 0, sizeof w);
-  const char *nc = getenv("NO_COLOR");
-  w.color = !(nc && nc[0]);
-  if (!json && ts_jv_init(&w.jv, 4096)) {
+  ts_live w;
+  if (!json && ts_live_init(&w)) {
     fprintf(stderr, "toolstream sub: out of memory\n");
     ts_sub_close(s);
     return 1;
@@ -315,10 +165,7 @@ int ts_cli_sub(int argc, char **argv) {
       break;
     }
     if (r == 0) {
-      if (!json && w.n) {
-        w.frame++;
-        redraw(&w);
-      }
+      if (!json) ts_live_tick(&w);
       if (idle_ms && got && now_ms() - last_event >= (double)idle_ms) break;
       continue;
     }
@@ -337,14 +184,11 @@ int ts_cli_sub(int argc, char **argv) {
         break;
       }
     } else {
-      view_event(&w, it.json, it.json_len);
+      ts_live_event(&w, it.json, it.json_len);
     }
     if (count && got >= count) break;
   }
-  if (!json) {
-    ts_jv_fini(&w.jv);
-    free(w.scratch);
-  }
+  if (!json) ts_live_fini(&w);
   ts_sub_close(s);
   return rc;
 }

@@ -1,0 +1,218 @@
+/*
+ * run_cli_test.c: `toolstream run` on the replay backend, and `toolstream demo`, as a user
+ * runs them: files written in the workspace (and nowhere else), messages in the store,
+ * exit statuses, resume.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "proc.h"
+#include "store.h"
+#include "test_support.h"
+
+#define BINARY TS_BINARY_DIR "/toolstream"
+
+static char base[64];
+
+static void put(const char *name, const char *text) {
+  char p[256];
+  snprintf(p, sizeof p, "%s/%s", base, name);
+  FILE *f = fopen(p, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* A chat chunk with one whole call. args is JSON text, escaped here for the string. */
+static void call_turn(const char *name, const char *tool, const char *args_escaped) {
+  char buf[4096];
+  snprintf(buf, sizeof buf,
+           "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\","
+           "\"type\":\"function\",\"function\":{\"name\":\"%s\",\"arguments\":\"%s\"}}]}}]}\n\n"
+           "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+           "data: [DONE]\n\n",
+           tool, args_escaped);
+  put(name, buf);
+}
+
+static const char *stop_turn =
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"done\"}}]}\n\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+
+static void setup(void) {
+  snprintf(base, sizeof base, "/tmp/ts-run-test-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  char p[256];
+  snprintf(p, sizeof p, "%s/session", base);
+  mkdir(p, 0755);
+  snprintf(p, sizeof p, "%s/ws", base);
+  mkdir(p, 0755);
+}
+
+static result run_in(const char *thread, int resume, const char *extra) {
+  char session[128], ws[128], data[128];
+  snprintf(session, sizeof session, "%s/session", base);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  const char *argv[16] = {"toolstream", "run", "--model-replay", session, "--workspace", ws,
+                          "--data-dir", data, "--rate", "10000", "--thread", thread, "--json"};
+  int n = 13;
+  if (resume) argv[n++] = "--resume";
+  if (extra) argv[n++] = extra;
+  argv[n] = NULL;
+  return run_bin(BINARY, argv, NULL, 0);
+}
+
+typedef struct {
+  char roles[64];
+  char tool_results[2048];
+} convo;
+
+static int grab(void *user, const ts_store_message *m) {
+  convo *c = user;
+  size_t n = strlen(c->roles);
+  if (n + 1 < sizeof c->roles) c->roles[n] = "suat"[m->role], c->roles[n + 1] = '\0';
+  if (m->role == TS_STORE_TOOL) {
+    strncat(c->tool_results, m->is_error ? "!" : "+", sizeof c->tool_results - strlen(c->tool_results) - 1);
+    strncat(c->tool_results, m->content, sizeof c->tool_results - strlen(c->tool_results) - 1);
+    strncat(c->tool_results, "\n", sizeof c->tool_results - strlen(c->tool_results) - 1);
+  }
+  return 0;
+}
+
+static convo conversation(const char *thread) {
+  char data[128];
+  snprintf(data, sizeof data, "%s/data", base);
+  ts_store *s;
+  char why[256];
+  ck_assert_msg(ts_store_open(data, &s, why, sizeof why) == TS_E_OK, "%s", why);
+  convo c;
+  memset(&c, 0, sizeof c);
+  ts_store_messages(s, thread, 0, grab, &c);
+  ts_store_close(s);
+  return c;
+}
+
+START_TEST(test_turns_files_and_store) {
+  setup();
+  call_turn("session/turn-1.sse", "write_file",
+            "{\\\"description\\\":\\\"writing a\\\",\\\"path\\\":\\\"dir/a.txt\\\",\\\"content\\\":\\\"hello\\\\nworld\\\"}");
+  call_turn("session/turn-2.sse", "read_file", "{\\\"path\\\":\\\"dir/a.txt\\\"}");
+  put("session/turn-3.sse", stop_turn);
+  result r = run_in("t1", 0, "make a file");
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  /* the file, in the workspace */
+  char p[256];
+  snprintf(p, sizeof p, "%s/ws/dir/a.txt", base);
+  size_t len;
+  char *text = ts_test_read_file(p, &len);
+  ck_assert_str_eq(text, "hello\nworld");
+  free(text);
+  /* events: started (with its label) before ready, executions and results in order */
+  const char *out = sb_str(&r.out);
+  const char *started = strstr(out, "\"progress\":\"writing a\"");
+  const char *ready = strstr(out, "\"type\":\"tool_call_ready\"");
+  const char *result1 = strstr(out, "\"type\":\"tool_result\"");
+  ck_assert(started && ready && result1 && started < ready && ready < result1);
+  ck_assert_ptr_nonnull(strstr(out, "\"result\":\"hello\\nworld\"")); /* read_file's answer */
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "3 turns, 2 tool calls"));
+  /* the store, in commit order: the user's prompt; per turn the tool results (committed
+   * while the turn streams, pipelined) and then the assistant message that lists them */
+  convo c = conversation("t1");
+  ck_assert_msg(!strcmp(c.roles, "utataa"), "roles %s", c.roles);
+  ck_assert_msg(strstr(c.tool_results, "+{\"path\":\"dir/a.txt\",\"bytes\":11}") != NULL, "%s",
+                c.tool_results);
+  result_free(&r);
+
+  /* the same thread again without --resume is refused; with it, the next turn file is
+   * used (none left: a clear error) */
+  r = run_in("t1", 0, NULL);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "--resume"));
+  result_free(&r);
+  r = run_in("t1", 1, NULL);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "no recorded turn 4"));
+  result_free(&r);
+}
+END_TEST
+
+START_TEST(test_confined_to_workspace) {
+  setup();
+  call_turn("session/turn-1.sse", "write_file",
+            "{\\\"path\\\":\\\"../escape.txt\\\",\\\"content\\\":\\\"x\\\"}");
+  call_turn("session/turn-2.sse", "write_file",
+            "{\\\"path\\\":\\\"/tmp/abs-escape.txt\\\",\\\"content\\\":\\\"x\\\"}");
+  char link[256], target[256];
+  snprintf(link, sizeof link, "%s/ws/out", base);
+  snprintf(target, sizeof target, "%s", base);
+  ck_assert_int_eq(symlink(target, link), 0); /* a link inside the workspace that leaves it */
+  call_turn("session/turn-3.sse", "write_file",
+            "{\\\"path\\\":\\\"out/via-link.txt\\\",\\\"content\\\":\\\"x\\\"}");
+  call_turn("session/turn-4.sse", "read_file", "{\\\"path\\\":\\\"out/session/turn-1.sse\\\"}");
+  put("session/turn-5.sse", stop_turn);
+  result r = run_in("c1", 0, NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  char p[256];
+  snprintf(p, sizeof p, "%s/escape.txt", base);
+  ck_assert_int_ne(access(p, F_OK), 0);
+  ck_assert_int_ne(access("/tmp/abs-escape.txt", F_OK), 0);
+  snprintf(p, sizeof p, "%s/via-link.txt", base);
+  ck_assert_int_ne(access(p, F_OK), 0);
+  convo c = conversation("c1");
+  ck_assert_msg(strstr(c.tool_results, "!../escape.txt: paths may not contain") != NULL, "%s",
+                c.tool_results);
+  ck_assert_msg(strstr(c.tool_results, "!/tmp/abs-escape.txt: absolute paths are not allowed") !=
+                    NULL, "%s", c.tool_results);
+  ck_assert_msg(strstr(c.tool_results, "!out/via-link.txt: the path leads outside") != NULL, "%s",
+                c.tool_results);
+  ck_assert_msg(strstr(c.tool_results, "!out/session/turn-1.sse: the path leads outside") != NULL,
+                "%s", c.tool_results);
+  result_free(&r);
+}
+END_TEST
+
+START_TEST(test_usage_and_demo) {
+  const char *a1[] = {"toolstream", "run", "hello", NULL};
+  result r = run_bin(BINARY, a1, NULL, 0);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "--model-replay"));
+  result_free(&r);
+  const char *a2[] = {"toolstream", "run", "--model-replay", "/nonexistent", "--resume", NULL};
+  r = run_bin(BINARY, a2, NULL, 0);
+  ck_assert_int_eq(r.status, 2);
+  result_free(&r);
+  const char *a3[] = {"toolstream", "run", "--help", NULL};
+  r = run_bin(BINARY, a3, NULL, 0);
+  ck_assert_int_eq(r.status, 0);
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "--max-turns"));
+  result_free(&r);
+  /* the demo: three files written, three turns */
+  const char *a4[] = {"toolstream", "demo", "--rate", "20000", NULL};
+  r = run_bin(BINARY, a4, NULL, 0);
+  ck_assert_msg(r.status == 0, "demo exit %d: %s", r.status, sb_str(&r.err));
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "3 turns, 3 tool calls"));
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "notes/README.md"));
+  result_free(&r);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("run_cli");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_turns_files_and_store);
+  tcase_add_test(tc, test_confined_to_workspace);
+  tcase_add_test(tc, test_usage_and_demo);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
