@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libnng-dev nng-utils libevent-dev duktape-dev check libsubunit-dev
+  libnng-dev nng-utils libevent-dev libssl-dev duktape-dev check libsubunit-dev
   libjsmn-dev libsqlite3-dev libsodium-dev
   libyajl-dev libjson-c-dev   # benchmark peers only
   valgrind openssl

@@ -75,7 +75,23 @@
   X(STORE_CALL_FINISHED, -610, "store_call_finished", "the call is already finished") \
   X(STORE_SEQ, -611, "store_seq", "event seq not above the thread's last stored event") \
   X(STORE_REENTRANT, -612, "store_reentrant", "store used from inside one of its own callbacks") \
-  X(STORE_SQL, -613, "store_sql", "unexpected SQLite error")
+  X(STORE_SQL, -613, "store_sql", "unexpected SQLite error") \
+  /* HTTP transport for model backends (runtime/http_client.h) */                 \
+  X(HTTP_URL, -800, "http_url", "the model URL is malformed or not http(s)")     \
+  X(HTTP_CONNECT, -801, "http_connect", "cannot connect to the model server")    \
+  X(HTTP_TIMEOUT, -802, "http_timeout", "the model server did not answer in time") \
+  X(HTTP_STATUS, -803, "http_status", "the model server answered with an error status") \
+  X(HTTP_TLS, -804, "http_tls", "TLS handshake or certificate verification failed") \
+  X(HTTP_CANCELLED, -805, "http_cancelled", "the request was cancelled")         \
+  X(HTTP_CLOSED, -806, "http_closed", "the connection closed before the response was complete") \
+  X(HTTP_PROTOCOL, -807, "http_protocol", "the model server sent a malformed HTTP response")                    \
+  /* JavaScript sandbox (runtime/sandbox.h) */                                   \
+  X(SANDBOX_ERROR, -700, "sandbox_error", "the script threw an error")          \
+  X(SANDBOX_TIMEOUT, -701, "sandbox_timeout", "the script ran past its time limit") \
+  X(SANDBOX_TERMINATED, -702, "sandbox_terminated", "the script was terminated by the caller") \
+  X(SANDBOX_OOM, -703, "sandbox_oom", "the script exceeded its memory limit")   \
+  X(SANDBOX_INPUT, -704, "sandbox_input", "the sandbox input is not valid JSON") \
+  X(SANDBOX_VALUE, -705, "sandbox_value", "the script's value cannot be converted to JSON")
 
 typedef enum {
 #define TS_X(c, v, n, m) TS_E_##c = (v),
