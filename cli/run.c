@@ -23,6 +23,8 @@
 #include <pthread.h>
 
 #include "bus_pub.h"
+#include "conversation.h"
+#include "http_client.h"
 #include "cli.h"
 #include "demo_tools.h"
 #include "dispatch.h"
@@ -41,6 +43,16 @@ static const char run_usage[] =
     "committed to the store, and turns repeat until the model stops calling tools.\n"
     "\n"
     "options:\n"
+    "  --model-url URL      the model: an OpenAI-compatible Chat Completions endpoint or\n"
+    "                       Anthropic Messages (https://api.openai.com/v1,\n"
+    "                       http://localhost:11434/v1, https://api.anthropic.com/v1, or\n"
+    "                       the full .../chat/completions or .../messages URL)\n"
+    "  --model NAME         the model's name (required with --model-url)\n"
+    "  --provider P         openai or anthropic (default: anthropic for anthropic.com URLs)\n"
+    "  --api-key-env VAR    the environment variable holding the API key (default\n"
+    "                       OPENAI_API_KEY or ANTHROPIC_API_KEY; never a flag, never printed)\n"
+    "  --ca-file FILE       trust these CA certificates instead of the system's\n"
+    "  --max-tokens N       Anthropic's max_tokens (default 4096)\n"
     "  --model-replay DIR   the model: recorded SSE files, one per turn, in name order\n"
     "                       (turn-1.sse, turn-2.sse, ...; format detected as in tap)\n"
     "  --rate N             replay pace in SSE events per second (default 100)\n"
@@ -189,6 +201,91 @@ static int count_assistant(void *user, const ts_store_message *m) {
   return 0;
 }
 
+typedef struct {
+  ts_tap *tap;
+  char *scratch;
+  size_t cap;
+} http_feed;
+
+/* Each chunk as it arrives: copied (the tap decodes JSON strings in place) and fed. */
+static int on_http_chunk(void *user, const char *data, size_t len) {
+  http_feed *f = user;
+  if (len > f->cap) {
+    char *p = realloc(f->scratch, len);
+    if (!p) return 1;
+    f->scratch = p;
+    f->cap = len;
+  }
+  memcpy(f->scratch, data, len);
+  ts_tap_feed(f->tap, f->scratch, len);
+  return interrupted;
+}
+
+typedef struct {
+  const char *url, *model, *key_env, *ca_file;
+  ts_provider provider;
+  unsigned max_tokens;
+} http_model;
+
+/* One model turn over HTTP: the stored conversation as the request, the streamed reply
+ * through the tap. Returns 0, or -1 after emitting a stream_error event (why filled). */
+static int http_turn(run_state *st, const http_model *m, const ts_registry *reg, ts_tap *tap,
+                     char *why, size_t why_cap) {
+  ts_buf body;
+  ts_buf_init(&body, (size_t)256 << 20);
+  int rc = ts_conversation_request(st->store, st->thread, reg, m->provider, m->model,
+                                   m->max_tokens, &body);
+  if (rc) {
+    snprintf(why, why_cap, "cannot build the request: %s", ts_err_message(rc));
+    ts_buf_fini(&body);
+    return -1;
+  }
+  /* A base URL gets the provider's path; a query string stays at the end. */
+  char url[2048];
+  const char *suffix = m->provider == TS_PROVIDER_ANTHROPIC ? "/messages" : "/chat/completions";
+  const char *q = strchr(m->url, '?');
+  size_t ul = q ? (size_t)(q - m->url) : strlen(m->url), sl = strlen(suffix);
+  if (ul >= sl && !strncmp(m->url + ul - sl, suffix, sl))
+    snprintf(url, sizeof url, "%s", m->url);
+  else
+    snprintf(url, sizeof url, "%.*s%s%s%s", (int)ul, m->url, (ul && m->url[ul - 1] == '/') ? "" : "/",
+             suffix + 1, q ? q : "");
+  const char *key = getenv(m->key_env);
+  char auth[4096] = "";
+  ts_http_header h[4];
+  size_t nh = 0;
+  h[nh++] = (ts_http_header){"Content-Type", "application/json"};
+  h[nh++] = (ts_http_header){"Accept", "text/event-stream"};
+  if (key && *key) {
+    if (m->provider == TS_PROVIDER_ANTHROPIC) {
+      h[nh++] = (ts_http_header){"x-api-key", key};
+    } else {
+      snprintf(auth, sizeof auth, "Bearer %s", key);
+      h[nh++] = (ts_http_header){"Authorization", auth};
+    }
+  }
+  if (m->provider == TS_PROVIDER_ANTHROPIC) h[nh++] = (ts_http_header){"anthropic-version", "2023-06-01"};
+  ts_http_request req = {.url = url, .headers = h, .n_headers = nh, .body = body.p,
+                         .body_len = body.len, .ca_file = m->ca_file, .cancel = &interrupted};
+  http_feed f = {tap, NULL, 0};
+  ts_http_response_info info;
+  rc = ts_http_post_stream(&req, on_http_chunk, &f, &info, why, why_cap);
+  memset(auth, 0, sizeof auth); /* the key does not linger in this frame */
+  free(f.scratch);
+  ts_buf_fini(&body);
+  if (rc && !interrupted) {
+    ts_tap_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = TS_TAP_STREAM_ERROR;
+    ev.code = rc;
+    ev.offset = ts_tap_offset(tap);
+    ev.error = (ts_view){why, strlen(why)};
+    emit(st, &ev);
+    return -1;
+  }
+  return 0;
+}
+
 /* Plays one recorded turn through the tap, paced at `rate` SSE events per second. */
 static int play_turn(const char *path, double rate, ts_tap *tap) {
   size_t len;
@@ -221,6 +318,8 @@ static int play_turn(const char *path, double rate, ts_tap *tap) {
 int ts_cli_run(int argc, char **argv) {
   const char *replay_dir = NULL, *workspace = "workspace", *data_dir = NULL, *thread = NULL;
   const char *pub_url = NULL, *replay_url = NULL, *prompt = NULL, *val;
+  http_model hm = {0};
+  const char *provider = NULL;
   const char *tools_files[16];
   int ntools_files = 0, resume = 0, json = !isatty(STDOUT_FILENO), r;
   uint64_t max_turns = 16, rate_n = 100;
@@ -232,6 +331,29 @@ int ts_cli_run(int argc, char **argv) {
     } else if ((r = ts_cli_opt(argc, argv, &i, "--model-replay", &val))) {
       if (r < 0) return 2;
       replay_dir = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--model-url", &val))) {
+      if (r < 0) return 2;
+      hm.url = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--model", &val))) {
+      if (r < 0) return 2;
+      hm.model = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--provider", &val))) {
+      if (r < 0) return 2;
+      provider = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--api-key-env", &val))) {
+      if (r < 0) return 2;
+      hm.key_env = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--ca-file", &val))) {
+      if (r < 0) return 2;
+      hm.ca_file = val;
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--max-tokens", &val))) {
+      if (r < 0) return 2;
+      uint64_t n;
+      if (ts_cli_parse_size(val, &n) || n == 0 || n > 1000000) {
+        fprintf(stderr, "toolstream run: --max-tokens wants a number from 1, got '%s'\n", val);
+        return 2;
+      }
+      hm.max_tokens = (unsigned)n;
     } else if ((r = ts_cli_opt(argc, argv, &i, "--workspace", &val))) {
       if (r < 0) return 2;
       workspace = val;
@@ -280,9 +402,34 @@ int ts_cli_run(int argc, char **argv) {
       prompt = a;
     }
   }
-  if (!replay_dir) {
-    fprintf(stderr, "toolstream run: which model? --model-replay DIR (see --help)\n");
+  if (!replay_dir == !hm.url) {
+    fprintf(stderr, "toolstream run: which model? --model-url URL or --model-replay DIR (one; see "
+                    "--help)\n");
     return 2;
+  }
+  if (hm.url) {
+    if (!hm.model) {
+      fprintf(stderr, "toolstream run: --model-url needs --model NAME\n");
+      return 2;
+    }
+    if (provider && strcmp(provider, "openai") && strcmp(provider, "anthropic")) {
+      fprintf(stderr, "toolstream run: --provider is openai or anthropic, not '%s'\n", provider);
+      return 2;
+    }
+    hm.provider = provider ? (!strcmp(provider, "anthropic") ? TS_PROVIDER_ANTHROPIC
+                                                             : TS_PROVIDER_OPENAI)
+                           : (strstr(hm.url, "anthropic.com") ? TS_PROVIDER_ANTHROPIC
+                                                              : TS_PROVIDER_OPENAI);
+    if (!hm.key_env)
+      hm.key_env = hm.provider == TS_PROVIDER_ANTHROPIC ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY";
+    const char *key = getenv(hm.key_env);
+    int local = strstr(hm.url, "://localhost") || strstr(hm.url, "://127.") ||
+                strstr(hm.url, "://[::1]");
+    if ((!key || !*key) && !local) {
+      fprintf(stderr, "toolstream run: set %s to the API key (it is read from the environment "
+                      "only)\n", hm.key_env);
+      return 2;
+    }
   }
   if (resume && !thread) {
     fprintf(stderr, "toolstream run: --resume needs --thread ID\n");
@@ -381,8 +528,8 @@ int ts_cli_run(int argc, char **argv) {
               (unsigned long long)max_turns);
       goto out;
     }
-    char path[4096];
-    if (turn_file(replay_dir, turn, path, sizeof path)) {
+    char path[4096] = "";
+    if (replay_dir && turn_file(replay_dir, turn, path, sizeof path)) {
       fprintf(stderr, "toolstream run: no recorded turn %u in %s\n", turn + 1, replay_dir);
       goto out;
     }
@@ -398,7 +545,10 @@ int ts_cli_run(int argc, char **argv) {
       ts_dispatch_free(st.disp);
       goto out;
     }
-    int played = play_turn(path, (double)rate_n, tap);
+    char herr[512] = "";
+    int played = replay_dir ? play_turn(path, (double)rate_n, tap)
+                            : http_turn(&st, &hm, reg, tap, herr, sizeof herr);
+    if (!replay_dir) ts_tap_finish(tap);
     int failed = ts_tap_failed(tap);
     ts_tap_free(tap);
     if (interrupted) ts_dispatch_cancel(st.disp);
@@ -423,13 +573,16 @@ int ts_cli_run(int argc, char **argv) {
     st.total_calls += st.ncalls;
     turn++;
     turns_run++;
-    if (played) {
-      fprintf(stderr, "toolstream run: cannot read %s: %s\n", path, strerror(errno));
-      goto out;
-    }
     if (interrupted) {
       fprintf(stderr, "toolstream run: interrupted; finished results are stored; continue with "
                       "--thread %s --resume\n", st.thread);
+      goto out;
+    }
+    if (played) {
+      if (replay_dir)
+        fprintf(stderr, "toolstream run: cannot read %s: %s\n", path, strerror(errno));
+      else
+        fprintf(stderr, "toolstream run: the model request failed: %s\n", herr);
       goto out;
     }
     if (drc || mrc || st.store_failed) {

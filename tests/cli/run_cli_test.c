@@ -202,6 +202,70 @@ START_TEST(test_usage_and_demo) {
 }
 END_TEST
 
+
+/* The paced replay with --pub: a subscriber in another process sees tool_call_started for
+ * a write_file call long before the call's content has finished streaming. */
+START_TEST(test_started_reaches_subscriber_early) {
+  setup();
+  /* one write_file call whose content streams in ~300 events of 12 bytes */
+  char *sse = malloc(1 << 20);
+  size_t n = 0;
+  const char *head = "{\\\"description\\\":\\\"writing big.txt\\\",\\\"path\\\":\\\"big.txt\\\",\\\"content\\\":\\\"";
+  n += (size_t)sprintf(sse + n,
+                       "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+                       "\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"write_file\","
+                       "\"arguments\":\"%s\"}}]}}]}\n\n",
+                       head);
+  for (int i = 0; i < 300; i++)
+    n += (size_t)sprintf(sse + n,
+                         "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+                         "\"function\":{\"arguments\":\"line %04d...\"}}]}}]}\n\n",
+                         i);
+  n += (size_t)sprintf(sse + n,
+                       "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+                       "\"function\":{\"arguments\":\"\\\"}\"}}]}}]}\n\n"
+                       "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}"
+                       "\n\ndata: [DONE]\n\n");
+  put("session/turn-1.sse", sse);
+  free(sse);
+  put("session/turn-2.sse", stop_turn);
+  char pub[128], rep[128], session[128], ws[128], data[128];
+  snprintf(pub, sizeof pub, "ipc://%s/bus", base);
+  snprintf(rep, sizeof rep, "ipc://%s/bus-replay", base);
+  snprintf(session, sizeof session, "%s/session", base);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  const char *sub_argv[] = {"toolstream", "sub", pub, "--replay", rep, "--json", "--wait",
+                            "--idle-exit", "1500", NULL};
+  result sr;
+  memset(&sr, 0, sizeof sr);
+  child sc = spawn_bin(BINARY, sub_argv, 0);
+  const char *run_argv[] = {"toolstream", "run", "--model-replay", session, "--workspace", ws,
+                            "--data-dir", data, "--rate", "200", "--pub", pub, "--replay", rep,
+                            "--json", NULL};
+  result rr;
+  memset(&rr, 0, sizeof rr);
+  child rc = spawn_bin(BINARY, run_argv, 0);
+  double t_started = 0, t_ready = 0, end = now_ms() + 20000;
+  while (now_ms() < end && !t_ready) {
+    pump(&sc, &sr, 10);
+    pump(&rc, &rr, 0);
+    if (!t_started && strstr(sb_str(&sr.out), "\"type\":\"tool_call_started\"")) t_started = now_ms();
+    if (!t_ready && strstr(sb_str(&sr.out), "\"type\":\"tool_call_ready\"")) t_ready = now_ms();
+  }
+  finish_child(&rc, &rr);
+  finish_child(&sc, &sr);
+  ck_assert_msg(rr.status == 0, "run exit %d: %s", rr.status, sb_str(&rr.err));
+  ck_assert_msg(t_started && t_ready, "sub saw started=%d ready=%d: %s", t_started > 0, t_ready > 0,
+                sb_str(&sr.err));
+  /* 300 events at 200/s: the content streams for 1.5 s after the label */
+  ck_assert_msg(t_ready - t_started > 800, "started only %.0f ms before ready", t_ready - t_started);
+  ck_assert_ptr_nonnull(strstr(sb_str(&sr.out), "\"progress\":\"writing big.txt\""));
+  result_free(&rr);
+  result_free(&sr);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("run_cli");
   TCase *tc = tcase_create("core");
@@ -209,6 +273,7 @@ int main(void) {
   tcase_add_test(tc, test_turns_files_and_store);
   tcase_add_test(tc, test_confined_to_workspace);
   tcase_add_test(tc, test_usage_and_demo);
+  tcase_add_test(tc, test_started_reaches_subscriber_early);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
