@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -266,6 +267,52 @@ START_TEST(test_started_reaches_subscriber_early) {
 }
 END_TEST
 
+/* Ctrl-C: the run stops cleanly, what finished stays stored, --resume completes it. */
+START_TEST(test_ctrl_c_then_resume) {
+  setup();
+  call_turn("session/turn-1.sse", "write_file",
+            "{\\\"description\\\":\\\"first\\\",\\\"path\\\":\\\"one.txt\\\",\\\"content\\\":\\\"1\\\"}");
+  /* turn 2 streams slowly: 400 events at 100/s */
+  char *sse = malloc(1 << 20);
+  size_t n = 0;
+  n += (size_t)sprintf(sse + n, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"}}]}\n\n");
+  for (int i = 0; i < 400; i++)
+    n += (size_t)sprintf(sse + n, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i);
+  sprintf(sse + n, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+                   "data: [DONE]\n\n");
+  put("session/turn-2.sse", sse);
+  free(sse);
+  char session[128], ws[128], data[128];
+  snprintf(session, sizeof session, "%s/session", base);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  const char *argv[] = {"toolstream", "run", "--model-replay", session, "--workspace", ws,
+                        "--data-dir", data, "--rate", "100", "--thread", "cc", "--json", NULL};
+  result r;
+  memset(&r, 0, sizeof r);
+  child c = spawn_bin(BINARY, argv, 0);
+  double end = now_ms() + 10000;
+  while (!strstr(sb_str(&r.out), "\"type\":\"text_delta\"") && now_ms() < end) pump(&c, &r, 20);
+  kill(c.pid, SIGINT);
+  double t0 = now_ms();
+  finish_child(&c, &r);
+  ck_assert_msg(now_ms() - t0 < 3000, "took %.0f ms to stop", now_ms() - t0);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(strstr(sb_str(&r.err), "--thread cc --resume") != NULL, "%s", sb_str(&r.err));
+  result_free(&r);
+  char p[256];
+  snprintf(p, sizeof p, "%s/ws/one.txt", base);
+  ck_assert_int_eq(access(p, F_OK), 0); /* turn 1's result is kept */
+  convo cv = conversation("cc");
+  ck_assert_str_eq(cv.roles, "taa"); /* turn 1 (result, message), then the cut turn 2 */
+  /* resuming replays the turn after the stored ones: none is left, a clear error */
+  r = run_in("cc", 1, NULL);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "no recorded turn 3"));
+  result_free(&r);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("run_cli");
   TCase *tc = tcase_create("core");
@@ -274,6 +321,7 @@ int main(void) {
   tcase_add_test(tc, test_confined_to_workspace);
   tcase_add_test(tc, test_usage_and_demo);
   tcase_add_test(tc, test_started_reaches_subscriber_early);
+  tcase_add_test(tc, test_ctrl_c_then_resume);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
