@@ -292,4 +292,14 @@ dispatcher() {
 
 dispatcher
 
+# ---- the runCode sandbox ----------------------------------------------------------------
+
+sandbox() {
+  step "runCode sandbox: $bin/sandbox_bench"
+  "$bin/sandbox_bench" | tee "$results/sandbox_bench.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "sandbox_bench failed"; status=1; }
+}
+
+sandbox
+
 exit "$status"

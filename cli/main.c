@@ -20,6 +20,7 @@ static const char usage[] =
     "commands:\n"
     "  tap     read a provider stream, print thread events as they become known\n"
     "  run     run a thread: model turns, tool calls in order, results stored\n"
+    "  runcode run JavaScript in the runCode sandbox (fresh heap, memory cap, deadline)\n"
     "  sub     subscribe to the events tap --pub publishes (live view or JSON lines)\n"
     "  demo    stream a sample write_file call through tap, paced like a model\n"
     "\n"
@@ -133,6 +134,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "demo")) return ts_cli_demo(argc - 1, argv + 1);
   if (!strcmp(cmd, "sub")) return ts_cli_sub(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return ts_cli_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "runcode")) return ts_cli_runcode(argc - 1, argv + 1);
   fprintf(stderr, "toolstream: unknown command '%s' (try 'toolstream --help')\n", cmd);
   return 2;
 }

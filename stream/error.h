@@ -85,6 +85,11 @@
   X(HTTP_CANCELLED, -805, "http_cancelled", "the request was cancelled")         \
   X(HTTP_CLOSED, -806, "http_closed", "the connection closed before the response was complete") \
   X(HTTP_PROTOCOL, -807, "http_protocol", "the model server sent a malformed HTTP response")                    \
+  /* The gateway (runtime/gateway.h) */                                          \
+  X(GW_UPSTREAM, -900, "gw_upstream", "the upstream could not be reached or broke off") \
+  X(GW_TIMEOUT, -901, "gw_timeout", "the upstream did not connect, answer or stream in time") \
+  X(GW_STATUS, -902, "gw_status", "the upstream answered with an error status") \
+  X(GW_TLS, -903, "gw_tls", "TLS handshake or certificate verification with the upstream failed") \
   /* JavaScript sandbox (runtime/sandbox.h) */                                   \
   X(SANDBOX_ERROR, -700, "sandbox_error", "the script threw an error")          \
   X(SANDBOX_TIMEOUT, -701, "sandbox_timeout", "the script ran past its time limit") \

@@ -1,0 +1,42 @@
+/*
+ * ts_duk_config.h: toolstream's override of the Duktape configuration.
+ *
+ * Debian's duktape-dev ships the amalgamated Duktape 2.7 (/usr/share/duktape/duktape.c,
+ * duktape.h, duk_config.h). Its duk_config.h is the one the shared libduktape was built
+ * with, and that build has no execution timeouts: DUK_USE_INTERRUPT_COUNTER and
+ * DUK_USE_EXEC_TIMEOUT_CHECK are off, so a `while (true) {}` can never be stopped. We
+ * therefore compile duktape.c ourselves (runtime/duk/duktape_build.c) with Debian's
+ * configuration plus the two options below, and nothing of Duktape is copied here.
+ *
+ * How it is found: this file is included first, by duktape_build.c and by
+ * runtime/sandbox.c (the one module that uses Duktape). It includes Debian's
+ * duk_config.h through the system include path /usr/share/duktape (set on the CMake
+ * target, before /usr/include, so the shared library's copy is never picked), which sets
+ * DUK_CONFIG_H_INCLUDED; when duktape.h later includes "duk_config.h" again, the guard
+ * makes that a no-op, and the options below stay in force.
+ *
+ * DUK_USE_EXEC_TIMEOUT_CHECK(udata) is evaluated every DUK_HTHREAD_INTCTR_DEFAULT
+ * (256 Ki) bytecode instructions with the heap's udata (the sandbox's per-run state);
+ * once it returns true Duktape throws RangeError "execution timeout" and keeps throwing
+ * at every instruction until the error has left the outermost protected call, so a
+ * try/catch in the script cannot swallow it as long as the check keeps returning true.
+ */
+#ifndef TS_DUK_CONFIG_H
+#define TS_DUK_CONFIG_H
+
+#include <duk_config.h>
+
+#if !defined(DUK_CONFIG_H_INCLUDED)
+#error "Debian's duk_config.h was not found (is duktape-dev installed?)"
+#endif
+
+/* Implemented in runtime/sandbox.c: nonzero when the run that owns the heap must stop
+ * (deadline passed, terminate requested, memory cap reached). */
+int ts__sandbox_timeout_check(void *udata);
+
+#undef DUK_USE_INTERRUPT_COUNTER
+#define DUK_USE_INTERRUPT_COUNTER
+#undef DUK_USE_EXEC_TIMEOUT_CHECK
+#define DUK_USE_EXEC_TIMEOUT_CHECK(udata) ts__sandbox_timeout_check((udata))
+
+#endif /* TS_DUK_CONFIG_H */
