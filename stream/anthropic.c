@@ -76,13 +76,7 @@ void ts__anthropic_event(ts_ms *a, ts_jv *jv, ts_view event) {
     ts__ms_error(a, TS_E_MS_BAD_SHAPE, NULL, 0, 0);
     return;
   }
-  int type_tok = ts_jv_get(jv, 0, "type");
-  ts_view type = event;
-  if (ts_jv_type_of(jv, type_tok) == TS_JV_STRING) {
-    ts_view raw = ts_jv_raw(jv, type_tok);
-    type.p = raw.p + 1;
-    type.len = raw.len - 2;
-  }
+  ts_view type = ts__ms_event_type(jv, event);
   if (type_is(type, "content_block_delta")) {
     block_delta(a, jv);
   } else if (type_is(type, "content_block_start")) {
@@ -103,7 +97,7 @@ void ts__anthropic_event(ts_ms *a, ts_jv *jv, ts_view event) {
   } else if (type_is(type, "error")) {
     int err = ts_jv_get(jv, 0, "error");
     ts__ms_provider_error(a, jv, ts_jv_type_of(jv, err) == TS_JV_OBJECT ? err : 0, NULL);
-  } else if (type_tok < 0) {
+  } else if (ts_jv_get(jv, 0, "type") < 0) {
     int err = ts_jv_get(jv, 0, "error");
     if (err >= 0 && !ts_jv_is_null(jv, err)) ts__ms_provider_error(a, jv, err, NULL);
   }

@@ -380,6 +380,13 @@ void ts__ms_set_usage(ts_ms *a, ts_view usage) {
 
 int ts__ms_has_stop(const ts_ms *a) { return a->has_stop; }
 
+ts_view ts__ms_event_type(ts_jv *jv, ts_view event) {
+  int type_tok = ts_jv_get(jv, 0, "type");
+  if (ts_jv_type_of(jv, type_tok) != TS_JV_STRING) return event;
+  ts_view raw = ts_jv_raw(jv, type_tok);
+  return (ts_view){raw.p + 1, raw.len - 2};
+}
+
 void ts__ms_turn_end(ts_ms *a) {
   ts__ms_end_all(a);
   a->done = 1;

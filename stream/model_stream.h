@@ -261,6 +261,11 @@ void ts__ms_set_usage(ts_ms *a, ts_view usage);
 int ts__ms_has_stop(const ts_ms *a);
 /* Ends every open call, then TURN_END; the adapter is done. */
 void ts__ms_turn_end(ts_ms *a);
+
+/* The event's type: the payload's top-level "type" string when it has one (raw, its
+ * escapes not decoded: type names have none), else the SSE `event:` name. Used by the
+ * formats that name their events both ways (Anthropic, Responses). */
+ts_view ts__ms_event_type(struct ts_jv *jv, ts_view event);
 /* Per-turn flag bits a provider may keep in the adapter (Gemini: "unsupported reported"). */
 unsigned *ts__ms_flags(ts_ms *a);
 #endif /* TS_MS_INTERNAL */
