@@ -302,4 +302,14 @@ sandbox() {
 
 sandbox
 
+# ---- JavaScript tools ---------------------------------------------------------------------
+
+jstools() {
+  step "JavaScript tools: $bin/jstool_bench (no-op JS tool vs no-op C tool per call)"
+  "$bin/jstool_bench" | tee "$results/jstool_bench.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "jstool_bench failed"; status=1; }
+}
+
+jstools
+
 exit "$status"

@@ -25,6 +25,7 @@
 #include "bus_pub.h"
 #include "conversation.h"
 #include "http_client.h"
+#include "jstools.h"
 #include "cli.h"
 #include "demo_tools.h"
 #include "dispatch.h"
@@ -58,7 +59,11 @@ static const char run_usage[] =
     "  --rate N             replay pace in SSE events per second (default 100)\n"
     "  --thread ID          the thread (default: a new th_... id)\n"
     "  --resume             continue an existing thread (interrupted calls are resolved)\n"
-    "  --tools FILE         tool definitions (JSON array, as for tap); repeatable\n"
+    "  --tools FILE         tool definitions (JSON array, as for tap), or a JavaScript\n"
+    "                       tool module (FILE.js: defineTool, docs/jstools.md); repeatable;\n"
+    "                       more .js files may follow one --tools (--tools tools/*.js)\n"
+    "  --var NAME=VALUE     a variable for JavaScript tools (wins over the environment);\n"
+    "                       repeatable\n"
     "  --workspace DIR      the demo tools' directory (default ./workspace, created)\n"
     "  --data-dir DIR       where the store lives (default $TOOLSTREAM_DATA_DIR,\n"
     "                       $XDG_DATA_HOME/toolstream, ~/.local/share/toolstream)\n"
@@ -321,6 +326,8 @@ int ts_cli_run(int argc, char **argv) {
   http_model hm = {0};
   const char *provider = NULL;
   const char *tools_files[16];
+  const char *vars[64];
+  size_t nvars = 0;
   int ntools_files = 0, resume = 0, json = !isatty(STDOUT_FILENO), r;
   uint64_t max_turns = 16, rate_n = 100;
   for (int i = 1; i < argc; i++) {
@@ -376,6 +383,16 @@ int ts_cli_run(int argc, char **argv) {
         return 2;
       }
       tools_files[ntools_files++] = val;
+      /* --tools tools/X.js Y.js: the shell expands a glob into more .js arguments */
+      while (i + 1 < argc && ts_jstools_is_module(argv[i + 1]) && ntools_files < 16)
+        tools_files[ntools_files++] = argv[++i];
+    } else if ((r = ts_cli_opt(argc, argv, &i, "--var", &val))) {
+      if (r < 0) return 2;
+      if (!strchr(val, '=') || val[0] == '=' || nvars == 64) {
+        fprintf(stderr, "toolstream run: --var wants NAME=VALUE (at most 64), got '%s'\n", val);
+        return 2;
+      }
+      vars[nvars++] = val;
     } else if ((r = ts_cli_opt(argc, argv, &i, "--max-turns", &val)) ||
                (r = ts_cli_opt(argc, argv, &i, "--rate", &val))) {
       if (r < 0) return 2;
@@ -462,6 +479,15 @@ int ts_cli_run(int argc, char **argv) {
     goto out;
   }
   for (int i = 0; i < ntools_files; i++) {
+    if (ts_jstools_is_module(tools_files[i])) {
+      ts_jstools_env env = {.vars = vars, .n_vars = nvars};
+      if (ts_jstools_load(reg, tools_files[i], &env, why, sizeof why)) {
+        fprintf(stderr, "toolstream run: %s\n", why);
+        rc = 2;
+        goto out;
+      }
+      continue;
+    }
     size_t len;
     char *text = ts_cli_read_file(tools_files[i], (size_t)64 << 20, &len);
     if (!text || ts_tool_defs_parse(&defs, text, len, why, sizeof why) ||

@@ -13,6 +13,7 @@
 #include "bus_pub.h"
 #include "cli.h"
 #include "event.h"
+#include "jstools.h"
 #include "tap.h"
 #include "tool_defs.h"
 
@@ -28,7 +29,8 @@ static const char tap_usage[] =
     "                        gemini, or raw (the bare arguments JSON of one call)\n"
     "  --tool NAME           the tool's name, for --format raw (required there)\n"
     "  --tools FILE          JSON array of tool definitions (name, description,\n"
-    "                        progressArgument, args, annotations); repeatable\n"
+    "                        progressArgument, args, annotations), or a JavaScript tool\n"
+    "                        module (FILE.js, docs/jstools.md); repeatable\n"
     "  --progress-arg T=A    tool T's progress argument is A; repeatable, wins over --tools\n"
     "  --thread ID           thread id stamped on events (default: a random th_...)\n"
     "  --deltas              also emit tool_call_delta with each argument fragment\n"
@@ -60,6 +62,22 @@ typedef struct {
   ts_pub *pub;
   int pub_failed;
 } tap_out;
+
+/* A --tools FILE.js: loads the module (into a registry of its own) for the progress
+ * arguments its tools declare. 0, or -1 after printing why. */
+static int tap_js_tools(ts_tool_defs *defs, const char *path) {
+  char why[512] = "";
+  ts_registry *reg = ts_registry_new();
+  int rc = reg ? ts_jstools_load(reg, path, NULL, why, sizeof why) : TS_E_NOMEM;
+  for (size_t i = 0; !rc && reg && i < ts_registry_count(reg); i++) {
+    const ts_tool *t = ts_registry_at(reg, i);
+    if (ts_tool_progress_arg(t))
+      rc = ts_tool_defs_set_progress(defs, ts_tool_name(t), ts_tool_progress_arg(t));
+  }
+  ts_registry_free(reg);
+  if (rc) fprintf(stderr, "toolstream tap: %s\n", why[0] ? why : "out of memory");
+  return rc ? -1 : 0;
+}
 
 static const char *lookup_progress(void *user, const char *tool, size_t len, size_t *arg_len) {
   tap_out *o = user;
@@ -128,6 +146,10 @@ int ts_cli_tap(int argc, char **argv) {
       cfg.raw_tool = val;
     } else if ((r = ts_cli_opt(argc, argv, &i, "--tools", &val))) {
       if (r < 0) goto out;
+      if (ts_jstools_is_module(val)) { /* a JavaScript module: its progress arguments */
+        if (tap_js_tools(&o.defs, val)) goto out;
+        continue;
+      }
       size_t len;
       char *text = ts_cli_read_file(val, (size_t)64 << 20, &len);
       if (!text) {

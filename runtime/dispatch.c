@@ -37,6 +37,7 @@ struct ts_dispatch {
   int finishing, store_err, have_worker;
   volatile int cancel;
   pthread_t worker;
+  ts_call_queue queue; /* state.queueTool's calls; only the worker touches it */
 };
 
 static uint64_t now_us(void) {
@@ -70,7 +71,7 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
                    uint32_t index, const char *call_id, const char *tool_name, const char *args,
                    size_t args_len, const char *upstream_error, const char *forced_error,
                    const volatile int *cancel, ts_dispatch_event_fn on_event, void *user,
-                   int record_start) {
+                   int record_start, ts_call_queue *queue) {
   int rc;
   if (record_start) {
     rc = ts_store_call_started(store, thread, turn, index, call_id ? call_id : "",
@@ -95,7 +96,7 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
   } else if ((rc = ts_tool_validate(tool, args, args_len, why, sizeof why)) != TS_E_OK) {
     ts_tool_result_error(&res, "invalid arguments: %s", why);
   } else {
-    ts_call_info info = {thread, turn, index, call_id ? call_id : "", tool_name, cancel};
+    ts_call_info info = {thread, turn, index, call_id ? call_id : "", tool_name, cancel, queue, 0};
     ts_tool_execute(tool, &info, args, args_len, &res);
   }
   uint64_t dt = now_us() - t0;
@@ -141,7 +142,21 @@ static void *worker(void *arg) {
                      : "the call never arrived before the turn ended";
     int rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn, index, call_id, tool,
                      args, args_len, state == C_FAILED ? error : NULL, forced, &d->cancel,
-                     d->cfg.on_event, d->cfg.user, 1);
+                     d->cfg.on_event, d->cfg.user, 1, &d->queue);
+    /* What the call queued runs now, before the model's next call, first in first out;
+     * what those queue joins the end. Index TS_MS_MAX_CALLS + k keeps them apart from the
+     * model's calls in the store. */
+    while (rc == TS_E_OK && d->queue.head < d->queue.n && !d->cancel) {
+      size_t k = d->queue.head++;
+      char qid[64];
+      snprintf(qid, sizeof qid, "queued_%u_%zu", d->cfg.turn, k + 1);
+      const ts_queued_call *qc = &d->queue.v[k];
+      char *qtool = qc->tool, *qargs = qc->args; /* stable: the queue may grow meanwhile */
+      size_t qlen = qc->args_len;
+      rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn,
+                   (uint32_t)(TS_MS_MAX_CALLS + k), qid, qtool, qargs, qlen, NULL, NULL,
+                   &d->cancel, d->cfg.on_event, d->cfg.user, 1, &d->queue);
+    }
     pthread_mutex_lock(&d->mu);
     if (rc) {
       d->store_err = rc;
@@ -261,6 +276,7 @@ void ts_dispatch_free(ts_dispatch *d) {
     free(d->calls[i].error);
   }
   free(d->calls);
+  ts_call_queue_fini(&d->queue);
   free(d->thread);
   pthread_cond_destroy(&d->cv);
   pthread_mutex_destroy(&d->mu);
@@ -321,7 +337,7 @@ int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thre
     if (tool && ts_tool_idempotent(tool)) {
       /* Safe to run again: record the new attempt and run it. */
       rc = run_one(store, reg, thread, c->turn, c->idx, c->call_id, c->tool, c->args,
-                   c->args_len, NULL, NULL, &no_cancel, on_event, user, 1);
+                   c->args_len, NULL, NULL, &no_cancel, on_event, user, 1, NULL);
     } else {
       char msg[256];
       snprintf(msg, sizeof msg,
@@ -329,7 +345,7 @@ int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thre
                "may or may not have taken effect, and it was not run again",
                c->attempts);
       rc = run_one(store, reg, thread, c->turn, c->idx, c->call_id, c->tool, c->args,
-                   c->args_len, NULL, msg, &no_cancel, on_event, user, 0);
+                   c->args_len, NULL, msg, &no_cancel, on_event, user, 0, NULL);
     }
     if (rc == TS_E_OK) count++;
   }

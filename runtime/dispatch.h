@@ -22,6 +22,13 @@
  * re-run for a tool declared idempotent, otherwise an error result saying it was
  * interrupted.
  *
+ * Queued calls (state.queueTool, docs/jstools.md): a tool may push calls onto the turn's
+ * queue (ts_call_info.queue). After a model call is committed, its queued calls run, first
+ * in first out (what they queue joins the end), before the model's next call; each is
+ * durable like a model call, at index TS_MS_MAX_CALLS + k with call id
+ * "queued_<turn>_<k+1>". At most TS_CALL_QUEUE_MAX per turn. A queue lives in memory until
+ * each call starts: a crash loses calls not yet started; resume gives tools no queue.
+ *
  * Events: `tool_execution_started` and `tool_result` (is_error, duration_ms, result or
  * error), as ts_tap_event bodies through `on_event`, called from the worker thread (the
  * caller serialises them with its own tap events, e.g. under a mutex that also assigns

@@ -78,6 +78,10 @@ typedef struct {
   const char *input_json;
   size_t input_len;
   ts_sandbox_cancel *cancel; /* NULL: only the timeout stops the run */
+  /* A second way to stop the run: it ends as TS_SANDBOX_TERMINATED ("terminated: the
+   * call was cancelled") once *cancel_flag is nonzero (the dispatcher's ts_call_info
+   * cancel flag). NULL: none. */
+  const volatile int *cancel_flag;
 } ts_sandbox_opts;
 
 typedef struct {
@@ -122,5 +126,118 @@ const char *ts_sandbox_status_name(ts_sandbox_status s);
  * Returns a malloc'd NUL-terminated string (length in *len if non-NULL), NULL when out
  * of memory. */
 char *ts_sandbox_result_json(const ts_sandbox_result *r, size_t *len);
+
+/* ---- JavaScript tool modules (runtime/jstools.c builds the registry side) ----------
+ *
+ * A tool module is ES5 source that calls defineTool({...}). Every heap that runs a
+ * module first gets a prelude (isolated like runCode: no Duktape, require, print) that
+ * defines:
+ *   - `z`: z.string(), z.number(), z.boolean(), z.array(item), z.enum([...]),
+ *     z.object({...}), each with .optional() and .describe(text); they build JSON Schema:
+ *     {"type":"string"}, {"type":"number"}, {"type":"boolean"},
+ *     {"type":"array","items":S}, {"type":"string","enum":[...]},
+ *     {"type":"object","properties":{...},"required":[non-optional keys]} ("required" left
+ *     out when empty), with "description" added by .describe(). A plain object given
+ *     where a schema is expected is taken as JSON Schema as it is.
+ *   - `defineTool(def)`: checks that def.execute is a function and returns a definition
+ *     object holding def's own properties; its `annotations` is the very object given.
+ *   - `module` and `exports` (module.exports === exports at the start), CommonJS-style.
+ *
+ * Which tools a module defines, and their names:
+ *   - module.exports is one definition: that tool, named def.name or else `module_name`;
+ *   - module.exports is an object holding definitions: a package; each is named def.name
+ *     or else its key, and is marked packed;
+ *   - otherwise every defineTool call of the module: one may go unnamed (it takes
+ *     `module_name`), several must each have a `name`.
+ * Names must be distinct within a module.
+ *
+ * Each run of a tool evaluates the module again in a fresh heap (no heap is ever
+ * reused), so a tool keeps nothing from one call to the next. */
+
+typedef struct {
+  char *name;
+  char *description; /* "" when absent */
+  int required;
+  int secret; /* type: 'secret' */
+} ts_sandbox_tool_var;
+
+typedef struct {
+  char *name;
+  char *description;   /* "" when absent */
+  char *args_schema;   /* JSON Schema text; NULL when `args` is absent */
+  char *progress_arg;  /* NULL when absent */
+  char *annotations;   /* JSON.stringify(annotations); NULL when absent */
+  ts_sandbox_tool_var *vars;
+  size_t n_vars;
+  char **uses; /* the `uses` names; NULL (and has_uses 0) when `uses` is omitted */
+  size_t n_uses;
+  int has_uses;
+  int packed; /* exported as a member of a package */
+} ts_sandbox_tool_def;
+
+typedef struct {
+  ts_sandbox_tool_def *v;
+  size_t n;
+} ts_sandbox_tool_defs;
+
+/* Evaluates module `src` (`len` bytes) under the options `o` (NULL: defaults; the
+ * timeout and memory cap stop a module whose top level misbehaves) and fills `out` with
+ * its definitions (owned by the caller: ts_sandbox_tool_defs_free, whatever the return).
+ * `module_name` names an unnamed single tool (the file's base name). Returns 0, or a
+ * negative ts_err with a one-line reason in `why`: TS_E_SANDBOX_* when the module fails
+ * (a syntax error, a throw, a timeout), TS_E_INVAL for a malformed definition. */
+int ts_sandbox_load_tools(const char *src, size_t len, const char *module_name,
+                          const ts_sandbox_opts *o, ts_sandbox_tool_defs *out, char *why,
+                          size_t why_cap);
+void ts_sandbox_tool_defs_free(ts_sandbox_tool_defs *d);
+
+/* What `state` asks of the host while a tool runs. The callbacks run synchronously on
+ * the calling thread, inside the tool's run; the run's time limit is paused while they
+ * do (each has limits of its own). Strings given to them are valid only during the
+ * callback. */
+typedef struct {
+  void *user;
+  /* state.env(name): 1 with *value set (borrowed; copied at once) when it resolves, 0
+   * when it does not (the script gets undefined), -1 with a message in err to throw. */
+  int (*env)(void *user, const char *name, const char **value, char *err, size_t err_cap);
+  /* state.invokeTool(name, args): args_json is JSON text ("{}" when omitted). Fills
+   * *is_error and *text (malloc'd; success: JSON text; error: the message), which the
+   * sandbox frees. */
+  void (*invoke)(void *user, const char *tool, const char *args_json, size_t args_len,
+                 int *is_error, char **text, size_t *text_len);
+  /* state.queueTool(name, args): 0 when queued; else -1 with a message in err, which the
+   * script gets thrown as an Error. */
+  int (*queue)(void *user, const char *tool, const char *args_json, size_t args_len, char *err,
+               size_t err_cap);
+} ts_sandbox_host;
+
+typedef struct {
+  ts_sandbox_status status; /* OK: execute returned (a success or an error result) */
+  int is_error;             /* the tool's answer is an error; always so when status != OK */
+  char *text;               /* malloc'd, NUL-terminated: success: JSON text of `result`;
+                               error: the message */
+  size_t len;
+  double elapsed_ms;
+  size_t memory_peak;
+} ts_sandbox_tool_result;
+
+/* Runs tool `tool` of module `src`: a fresh heap, the prelude, the module, then
+ * def.execute(state, args) with `args` parsed from args_json, under the options `o`
+ * (timeout, memory cap, terminate handle, cancel flag; input_json is ignored). `state`
+ * has env(name), invokeTool(name, args), queueTool(name, args) (through `host`; a NULL
+ * callback makes the call throw "not available") and runCode(code, options) (options
+ * timeoutMs, memoryLimitBytes, input; the result is {status, value, console, error} as
+ * ts_sandbox_result_json; its timeout is capped at the tool's own).
+ * execute's value {status: 'success', result} gives a success (JSON of result, "null"
+ * for undefined); {status: 'error', error} an error (error as a string: a string as is,
+ * an Error's message, anything else as JSON); anything else, a throw, a timeout, the
+ * memory cap or a termination give an error result with a message saying so
+ * ("timed out after N ms: ...", "out of memory: ...", the thrown error's string).
+ * Always fills `out` (ts_sandbox_tool_result_fini it); returns 0 unless the host itself
+ * ran out of memory (TS_E_NOMEM; out is then an error with text possibly NULL). */
+int ts_sandbox_call_tool(const char *src, size_t len, const char *module_name, const char *tool,
+                         const char *args_json, size_t args_len, const ts_sandbox_host *host,
+                         const ts_sandbox_opts *o, ts_sandbox_tool_result *out);
+void ts_sandbox_tool_result_fini(ts_sandbox_tool_result *r);
 
 #endif /* TS_SANDBOX_H */

@@ -18,6 +18,7 @@ struct ts_tool {
   int idempotent;
   ts_tool_fn execute;
   void *user;
+  void (*user_free)(void *user);
 };
 
 struct ts_registry {
@@ -86,6 +87,7 @@ static void tool_free(ts_tool *t) {
   free(t->args_schema);
   free(t->progress_arg);
   free(t->annotations);
+  if (t->user_free) t->user_free(t->user);
   ts_schema_free(t->schema);
   free(t);
 }
@@ -177,6 +179,7 @@ int ts_registry_add(ts_registry *r, const ts_tool_spec *spec, char *why, size_t 
   int rc = make_tool(spec, &t, why, why_cap);
   if (rc) return rc;
   if ((rc = push(r, t))) tool_free(t);
+  else t->user_free = spec->user_free; /* ownership moves only on success */
   return rc;
 }
 
@@ -194,13 +197,16 @@ int ts_registry_add_defs(ts_registry *r, const ts_tool_defs *defs, char *why, si
         spec.execute = r->v[k]->execute;
         spec.user = r->v[k]->user;
         spec.idempotent = r->v[k]->idempotent;
+        spec.user_free = r->v[k]->user_free;
         at = k;
       }
     }
     ts_tool *t;
     int rc = make_tool(&spec, &t, why, why_cap);
     if (rc) return rc;
+    t->user_free = spec.user_free;
     if (at < r->n) {
+      r->v[at]->user_free = NULL; /* its user now belongs to the replacement */
       tool_free(r->v[at]);
       r->v[at] = t;
     } else if ((rc = push(r, t))) {
@@ -209,6 +215,46 @@ int ts_registry_add_defs(ts_registry *r, const ts_tool_defs *defs, char *why, si
     }
   }
   return TS_E_OK;
+}
+
+int ts_call_queue_push(ts_call_queue *q, const char *tool, const char *args, size_t args_len,
+                       const char *queued_by) {
+  size_t limit = q->limit ? q->limit : TS_CALL_QUEUE_MAX;
+  if (q->n >= limit) return TS_E_LIMIT;
+  if (q->n == q->cap) {
+    size_t cap = q->cap ? q->cap * 2 : 8;
+    ts_queued_call *v = realloc(q->v, cap * sizeof *v);
+    if (!v) return TS_E_NOMEM;
+    q->v = v;
+    q->cap = cap;
+  }
+  ts_queued_call *c = &q->v[q->n];
+  c->tool = strdup(tool);
+  c->args = malloc(args_len + 1);
+  c->queued_by = strdup(queued_by ? queued_by : "");
+  if (!c->tool || !c->args || !c->queued_by) {
+    free(c->tool);
+    free(c->args);
+    free(c->queued_by);
+    return TS_E_NOMEM;
+  }
+  memcpy(c->args, args, args_len);
+  c->args[args_len] = '\0';
+  c->args_len = args_len;
+  q->n++;
+  return TS_E_OK;
+}
+
+void ts_call_queue_fini(ts_call_queue *q) {
+  for (size_t i = 0; i < q->n; i++) {
+    free(q->v[i].tool);
+    free(q->v[i].args);
+    free(q->v[i].queued_by);
+  }
+  free(q->v);
+  size_t limit = q->limit;
+  memset(q, 0, sizeof *q);
+  q->limit = limit;
 }
 
 const ts_tool *ts_registry_find(const ts_registry *r, const char *name, size_t len) {
@@ -225,6 +271,9 @@ const char *ts_tool_args_schema(const ts_tool *t) { return t->args_schema; }
 const char *ts_tool_progress_arg(const ts_tool *t) { return t->progress_arg; }
 const char *ts_tool_annotations(const ts_tool *t) { return t->annotations; }
 int ts_tool_idempotent(const ts_tool *t) { return t->idempotent; }
+void *ts_tool_user_of(const ts_tool *t, ts_tool_fn execute) {
+  return t && execute && t->execute == execute ? t->user : NULL;
+}
 
 int ts_tool_validate(const ts_tool *t, const char *args, size_t len, char *why, size_t why_cap) {
   if (!t->schema) return TS_E_OK;

@@ -23,6 +23,31 @@
 #include "error.h"
 #include "tool_defs.h"
 
+/* Calls a tool queued (state.queueTool) during a model call: the dispatcher runs them
+ * after that call, first in first out, each with its own start/finish records and
+ * events (docs/jstools.md). One queue serves a whole turn; `limit` bounds how many calls
+ * it accepts over the turn, so a tool that queues itself cannot run forever. */
+typedef struct {
+  char *tool, *args; /* args: JSON text */
+  size_t args_len;
+  char *queued_by;   /* the tool that queued it */
+} ts_queued_call;
+
+typedef struct ts_call_queue {
+  ts_queued_call *v;
+  size_t n, cap;
+  size_t head;  /* the next to run */
+  size_t limit; /* pushes accepted over the queue's life; 0: TS_CALL_QUEUE_MAX */
+} ts_call_queue;
+
+#define TS_CALL_QUEUE_MAX 256
+
+/* Appends a call (copies everything). TS_E_OK; TS_E_LIMIT when the queue has accepted
+ * its limit; TS_E_NOMEM. */
+int ts_call_queue_push(ts_call_queue *q, const char *tool, const char *args, size_t args_len,
+                       const char *queued_by);
+void ts_call_queue_fini(ts_call_queue *q); /* frees the calls; the struct may be reused */
+
 /* What an executing tool knows about its call. */
 typedef struct {
   const char *thread;
@@ -31,6 +56,8 @@ typedef struct {
   const char *call_id;
   const char *tool;
   const volatile int *cancel; /* becomes nonzero when the run is being stopped */
+  ts_call_queue *queue; /* where state.queueTool puts calls; NULL: queueing unavailable */
+  unsigned depth;       /* 0 for the model's calls; +1 per state.invokeTool nesting */
 } ts_call_info;
 
 /* A tool's answer: success with a JSON value, or an error with a message. */
@@ -63,6 +90,9 @@ typedef struct {
   int idempotent;            /* safe to run again after a crash interrupted it */
   ts_tool_fn execute;        /* NULL: defined but not implemented here */
   void *user;
+  /* Called with `user` when the tool is freed (with the registry). Ownership of `user`
+   * moves to the registry only when ts_registry_add succeeds. NULL: the caller owns it. */
+  void (*user_free)(void *user);
 } ts_tool_spec;
 
 typedef struct ts_tool ts_tool;
@@ -90,6 +120,9 @@ const char *ts_tool_args_schema(const ts_tool *t);  /* NULL when none */
 const char *ts_tool_progress_arg(const ts_tool *t); /* NULL when none */
 const char *ts_tool_annotations(const ts_tool *t);  /* exactly as given; NULL when none */
 int ts_tool_idempotent(const ts_tool *t);
+/* The tool's `user` when its execute callback is `execute`, else NULL: how a module
+ * recognises its own tools (runtime/jstools.c). */
+void *ts_tool_user_of(const ts_tool *t, ts_tool_fn execute);
 
 /* Validates `args` against the tool's schema. TS_E_OK, or a negative ts_err with
  * "<json pointer>: <reason>" in `why`. */

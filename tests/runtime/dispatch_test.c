@@ -371,7 +371,7 @@ START_TEST(test_tools_file_merges) {
   ck_assert_uint_eq(ts_registry_count(reg), 3);
   /* the C implementation stays bound; the file-only tool has none */
   ts_tool_result res;
-  ts_call_info ci = {"t", 1, 0, "c", "rec", NULL};
+  ts_call_info ci = {"t", 1, 0, "c", "rec", NULL, NULL, 0};
   ts_tool_execute(t, &ci, "{}", 2, &res);
   ck_assert_int_eq(res.is_error, 0);
   ts_tool_result_free(&res);
