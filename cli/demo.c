@@ -63,7 +63,7 @@ static void make_args(ts_buf *a, const char *desc, const char *path, int lines) 
 
 /* Writes `sse` to dir/name. */
 static int write_turn(const char *dir, const char *name, const ts_buf *sse) {
-  char path[512];
+  char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "wb");
   if (!f) return -1;
