@@ -130,10 +130,10 @@ typedef struct ts_json_tok {
   uint8_t utf8_need;   /* continuation bytes still expected in the current character */
   uint8_t utf8_lo;     /* allowed range of the next continuation byte */
   uint8_t utf8_hi;
-  uint8_t in_key;      /* the string being lexed is an object key */
+  uint8_t str_kind;    /* TS_JSON_KEY or TS_JSON_STRING: what the string being lexed is */
   uint8_t lit;         /* which literal is being matched */
-  uint8_t finished;
-  uint8_t emitted;     /* the current key/string/number has reported its FIRST fragment */
+  uint8_t in_obj;      /* the innermost open container is an object */
+  uint8_t first;       /* TS_JSON_FIRST until the current key/string/number reports a fragment */
   uint64_t tok_start;  /* absolute offset where the current literal began */
   uint16_t uacc;       /* \u code unit being accumulated */
   uint16_t hi_surrogate; /* pending high surrogate, 0 if none */
