@@ -20,13 +20,19 @@
  * the I/O): a live message whose seq is the next one is delivered; one at or below the
  * last delivered seq is a duplicate and dropped; one beyond it opens a gap, and the
  * missing events are fetched from replay (in answers of up to ~1024 events) and
- * delivered first. Messages lost at the end of a burst show no gap by themselves, so
- * the subscriber also asks replay for what it may have missed when the live socket
- * has been quiet for 200 ms, and at least once a second.
+ * delivered first; the live messages that arrive meanwhile are held (up to 4096 per
+ * thread; later ones are fetched from replay too) and delivered after them. Messages
+ * lost at the end of a burst show no gap by themselves, so the subscriber also asks
+ * replay for its newest seqs when the live socket has been quiet for 200 ms, and at
+ * least once a second, and fetches a seq replay reported at an earlier sync (200 ms
+ * before at least) that has still not arrived: newer ones are taken to be in flight.
  *
  * Gaps are never silent: when replay says "gone" (the events left the history), does
- * not know the thread, or is not configured or does not answer within 2 s, the caller
- * gets a TS_SUB_GONE item naming the missing seq range, and delivery goes on after it.
+ * not know the thread, or is not configured or stays silent for replay_give_up_ms, the
+ * caller gets a TS_SUB_GONE item naming the missing seq range, and delivery goes on
+ * after it. A late answer is not a loss: one request at a time is in flight, and an
+ * unanswered one is awaited across calls, not sent again (a slow replay service that
+ * got every late request again would only fall further behind).
  *
  * Restarts: the dialers redial forever (100 ms .. 1 s), so a publisher that restarts
  * on the same URLs is picked up again. Seq numbers are the publisher's caller's, per
@@ -52,7 +58,9 @@ typedef struct {
   ts_sub_from from;
   /* sub0's receive queue in messages (NNG_OPT_RECVBUF; 0 = 1024, nng caps at 8192). */
   int recv_buffer;
-  /* Replay request timeout in ms (0 = 2000). */
+  /* After this many ms without an answer a replay request counts as late (see
+   * replay_retries) and may be abandoned for a different request (0 = 2000). A late
+   * request is still awaited, not sent again; req0 resends it if its connection drops. */
   int replay_timeout_ms;
   /* How long a known gap keeps being asked for when replay does not answer, in ms
    * (0 = 15000). A late answer is not a loss: only a "gone" answer, or a replay
@@ -89,8 +97,9 @@ typedef struct {
 int ts_sub_open(const char *url, const char *replay_url, const char *thread,
                 const ts_sub_opts *opts, ts_sub **out);
 
-/* Waits up to timeout_ms (0 = do not wait; a replay request already under way may
- * still take up to its own timeout) for the next item. Returns 1 with *item filled,
+/* Waits up to timeout_ms (0 = do not wait; only the first sync with replay may take up
+ * to 50 ms) for the next item. A replay answer that has not come by then is awaited by
+ * the next call: the request stays in flight. Returns 1 with *item filled,
  * 0 when the time ran out, or a negative ts_err (TS_E_IO: the socket failed). The
  * item's pointers stay valid until the next call. */
 int ts_sub_next(ts_sub *sub, ts_sub_item *item, int timeout_ms);
@@ -103,7 +112,7 @@ typedef struct {
   uint64_t gone;       /* TS_SUB_GONE items delivered */
   uint64_t malformed;  /* live messages or answers that could not be parsed */
   uint64_t requests;   /* replay requests sent */
-  uint64_t replay_retries; /* requests asked again because replay did not answer in time */
+  uint64_t replay_retries; /* replay_timeout_ms periods a request waited unanswered */
 } ts_sub_stats;
 
 void ts_sub_get_stats(const ts_sub *sub, ts_sub_stats *st);

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <netinet/in.h>
 #include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 #include <poll.h>
 #include <pthread.h>
@@ -224,6 +225,18 @@ static void roundtrip(const char *url, const char *replay_url, const ts_pub_opts
    * paced ones that mostly arrive live; and noise on thread t10. */
   for (uint64_t i = 1; i <= 20; i++) send_ev(p, "t1", i);
   tally t = {.thread = "t1", .next = 1};
+  /* Then wait for the live connection (a loaded machine may take a while, TLS most of
+   * all), reading meanwhile, so that some of the paced events can come live. */
+  ts_sub_item it0;
+  for (int i = 0; i < 1000 && !ts_sub_connected(s); i++) {
+    while ((r = ts_sub_next(s, &it0, 0)) == 1) tally_item(&t, &it0);
+    ck_assert_int_ge(r, 0);
+    sleep_us(10000);
+  }
+  for (int i = 0; i < 10; i++) { /* and for the subscription to reach the publisher */
+    while ((r = ts_sub_next(s, &it0, 0)) == 1) tally_item(&t, &it0);
+    sleep_us(10000);
+  }
   for (uint64_t i = 21; i <= 100; i++) {
     send_ev(p, "t1", i);
     send_ev(p, "t10", i);
@@ -779,6 +792,11 @@ START_TEST(test_flood) {
                   "sub %d: %llu events, %llu gone", i, (unsigned long long)f[i].t.events,
                   (unsigned long long)f[i].t.gone);
     replayed += f[i].st.replayed;
+    if (getenv("TS_BUS_VERBOSE"))
+      fprintf(stderr, "flood sub %d: live %llu replayed %llu dups %llu gaps %llu requests %llu\n", i,
+              (unsigned long long)f[i].st.live, (unsigned long long)f[i].st.replayed,
+              (unsigned long long)f[i].st.duplicates, (unsigned long long)f[i].st.gaps,
+              (unsigned long long)f[i].st.requests);
     ts_sub_close(f[i].s);
   }
   fprintf(stderr, "flood: published in %.2f s; slow sub: %llu live, %llu replayed, %llu dups; "
@@ -786,6 +804,238 @@ START_TEST(test_flood) {
           (unsigned long long)f[0].st.replayed, (unsigned long long)f[0].st.duplicates,
           (unsigned long long)replayed);
   ck_assert_uint_gt(f[0].st.replayed, 0); /* the slow one needed replay */
+  ts_pub_close(p);
+}
+END_TEST
+
+/* ---- steady stream, tail loss ------------------------------------------------------------ */
+
+/* Waits until the subscriber is connected, and a little more for its subscription to
+ * reach the publisher. */
+static void wait_connected(ts_sub *s) {
+  for (int i = 0; i < 500 && !ts_sub_connected(s); i++) sleep_us(10000);
+  ck_assert(ts_sub_connected(s));
+  sleep_us(100000);
+}
+
+#define STEADY_EVENTS 8000
+#define STEADY_RATE 4000 /* events/s */
+
+typedef struct {
+  ts_sub *s;
+  tally t;
+  ts_sub_stats st;
+} steady_arg;
+
+/* Reads in bursts (10 ms reading, 40 ms elsewhere), so that at any moment a backlog of
+ * up to ~200 events waits in the live queue: in flight, not lost. */
+static void *steady_sub(void *arg) {
+  steady_arg *a = arg;
+  double end = now_s() + 30;
+  while (a->t.next <= STEADY_EVENTS && now_s() < end) {
+    double slice = now_s() + 0.010;
+    while (a->t.next <= STEADY_EVENTS && now_s() < slice) {
+      ts_sub_item it;
+      int r = ts_sub_next(a->s, &it, 5);
+      if (r < 0) return NULL;
+      if (r == 1) tally_item(&a->t, &it);
+    }
+    sleep_us(40000);
+  }
+  ts_sub_get_stats(a->s, &a->st);
+  return NULL;
+}
+
+/* A steady stream that the subscriber keeps up with (with a backlog) must come live:
+ * the periodic sync must not mistake the events still in the queue for lost ones. */
+static void steady(const char *thread) {
+  char a[64], b[64];
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(b, sizeof b), NULL, &p), 0);
+  steady_arg sa = {.t = {.thread = "steady", .next = 1}};
+  ck_assert_int_eq(ts_sub_open(a, b, thread, NULL, &sa.s), 0);
+  wait_connected(sa.s);
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, steady_sub, &sa), 0);
+  double t0 = now_s();
+  for (uint64_t i = 1; i <= STEADY_EVENTS; i++) {
+    send_ev(p, "steady", i);
+    if (i % 4 == 0) {
+      double d = t0 + (double)i / STEADY_RATE - now_s();
+      if (d > 0) sleep_us((long)(d * 1e6));
+    }
+  }
+  pthread_join(th, NULL);
+  assert_clean(&sa.t, STEADY_EVENTS);
+  fprintf(stderr, "steady (%s): %llu live, %llu replayed, %llu dups, %llu gaps, %llu requests\n",
+          thread ? "one thread" : "all threads", (unsigned long long)sa.st.live,
+          (unsigned long long)sa.st.replayed, (unsigned long long)sa.st.duplicates,
+          (unsigned long long)sa.st.gaps, (unsigned long long)sa.st.requests);
+  /* With nothing dropped live (no gap), nothing is worth fetching from replay. */
+  if (sa.st.gaps == 0)
+    ck_assert_msg(sa.st.replayed < STEADY_EVENTS / 100, "%llu of %d events replayed",
+                  (unsigned long long)sa.st.replayed, STEADY_EVENTS);
+  ts_sub_close(sa.s);
+  ts_pub_close(p);
+}
+
+START_TEST(test_steady_stream_live) {
+  steady("steady");
+  steady(NULL);
+}
+END_TEST
+
+/* Events lost at the end of a burst: no later live message shows the gap, the periodic
+ * sync must find it (after its grace time) and replay must fill it, with no GONE. */
+static void tail_loss(const char *thread) {
+  char a[64], b[64];
+  ts_pub_opts po = {.send_buffer = 4};
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(b, sizeof b), &po, &p), 0);
+  ts_sub_opts so = {.recv_buffer = 4};
+  ts_sub *s;
+  ck_assert_int_eq(ts_sub_open(a, b, thread, &so, &s), 0);
+  wait_connected(s);
+  tally t = {.thread = "tail", .next = 1};
+  for (uint64_t i = 1; i <= 20; i++) {
+    send_ev(p, "tail", i);
+    sleep_us(2000);
+    ts_sub_item it;
+    while (ts_sub_next(s, &it, 0) == 1) tally_item(&t, &it);
+  }
+  drain(s, &t, 20, 5);
+  ck_assert_uint_eq(t.next, 21);
+  for (uint64_t i = 21; i <= 2000; i++) send_ev(p, "tail", i); /* not read: most dropped */
+  sleep_us(50000);
+  double t0 = now_s();
+  drain(s, &t, 2000, 10);
+  double took = now_s() - t0;
+  assert_clean(&t, 2000);
+  ts_sub_stats st;
+  ts_sub_get_stats(s, &st);
+  ck_assert_uint_gt(st.replayed, 0);
+  ck_assert_msg(took < 5, "tail found after %.2f s", took);
+  fprintf(stderr, "tail loss (%s): %llu live, %llu replayed, found in %.2f s\n",
+          thread ? "one thread" : "all threads", (unsigned long long)st.live,
+          (unsigned long long)st.replayed, took);
+  ts_sub_close(s);
+  ts_pub_close(p);
+}
+
+START_TEST(test_tail_loss) {
+  tail_loss("tail");
+  tail_loss(NULL);
+}
+END_TEST
+
+/* ---- a slow replay service ------------------------------------------------------------- */
+
+/* A replay service of the test's own: it holds events 1..top of thread "sr" and answers
+ * every "get" after `delay_ms` (later than the subscriber's replay_timeout_ms); its first
+ * answer is stale (only two events, and a newest below what the subscriber holds), as
+ * an answer computed before the newest events were published would be. Probes (a sync's
+ * "get <huge> sr") are answered at once. */
+typedef struct {
+  nng_socket rep;
+  int delay_ms;
+  _Atomic uint64_t top;
+  _Atomic int gets;
+} slow_replay;
+
+static void *slow_replay_main(void *arg) {
+  slow_replay *r = arg;
+  for (;;) {
+    nng_msg *m, *a;
+    if (nng_recvmsg(r->rep, &m, 0) != 0) break;
+    unsigned long long after = 0;
+    char thread[64] = "";
+    char q[128];
+    size_t ql = nng_msg_len(m) < sizeof q - 1 ? nng_msg_len(m) : sizeof q - 1;
+    memcpy(q, nng_msg_body(m), ql);
+    q[ql] = '\0';
+    nng_msg_free(m);
+    if (nng_msg_alloc(&a, 0) != 0) continue; /* the requester asks again */
+    uint64_t top = r->top;
+    char line[512];
+    if (sscanf(q, "get %llu %63s", &after, thread) == 2 && after >= top) {
+      snprintf(line, sizeof line, "ok 0 %llu\n", (unsigned long long)top);
+      nng_msg_append(a, line, strlen(line));
+    } else if (sscanf(q, "get %llu %63s", &after, thread) == 2) {
+      int n = ++r->gets;
+      sleep_us((long)r->delay_ms * 1000);
+      uint64_t last = n == 1 && after + 2 < top ? after + 2 : top; /* the first one is stale */
+      snprintf(line, sizeof line, "ok %llu %llu\n", (unsigned long long)(last - after),
+               (unsigned long long)last);
+      nng_msg_append(a, line, strlen(line));
+      for (uint64_t seq = after + 1; seq <= last; seq++) {
+        char j[256];
+        event_json(j, sizeof j, "sr", seq);
+        snprintf(line, sizeof line, "%llu %s\n", (unsigned long long)seq, j);
+        nng_msg_append(a, line, strlen(line));
+      }
+    } else {
+      nng_msg_append(a, "error bad request\n", 18);
+    }
+    if (nng_sendmsg(r->rep, a, 0) != 0) nng_msg_free(a);
+  }
+  return NULL;
+}
+
+/* Replay answers every request late, the first one stale. The subscriber must wait for
+ * the late answer rather than ask again and again (each new request queued behind the
+ * old ones, answered after it gave up on them: a service that never catches up), must
+ * not take the stale answer's newest for "nothing more" (and report held events' gap
+ * lost), and must not block a caller that asked for no wait. */
+START_TEST(test_slow_replay_waited_for) {
+  char a[64], b[64];
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), NULL, NULL, &p), 0);
+  slow_replay sr = {.delay_ms = 1000};
+  ck_assert_int_eq(nng_rep0_open(&sr.rep), 0);
+  ck_assert_int_eq(nng_listen(sr.rep, ipc_url(b, sizeof b), NULL, 0), 0);
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, slow_replay_main, &sr), 0);
+  ts_sub_opts so = {.from = TS_SUB_LIVE, .replay_timeout_ms = 300};
+  ts_sub *s;
+  ck_assert_int_eq(ts_sub_open(a, b, "sr", &so, &s), 0);
+  tally t = {.thread = "sr", .next = 0};
+  ts_sub_item it;
+  uint64_t seq = 0;
+  int r = 0;
+  for (int i = 0; i < 500 && r != 1; i++) { /* the first event received sets the start */
+    sr.top = ++seq;
+    send_ev(p, "sr", seq);
+    r = ts_sub_next(s, &it, 10);
+  }
+  ck_assert_int_eq(r, 1);
+  t.next = it.seq;
+  tally_item(&t, &it);
+  while (ts_sub_next(s, &it, 50) == 1) tally_item(&t, &it);
+  ck_assert_uint_eq(t.next, seq + 1);
+  sr.top = seq + 10; /* seq+1 .. seq+9 only in the history, seq+10 live too */
+  seq += 10;
+  send_ev(p, "sr", seq);
+  double end = now_s() + 20, worst = 0;
+  while (t.next <= seq && now_s() < end) {
+    double t0 = now_s();
+    r = ts_sub_next(s, &it, 0);
+    double took = now_s() - t0;
+    if (took > worst) worst = took;
+    ck_assert_int_ge(r, 0);
+    if (r == 1) tally_item(&t, &it);
+    else sleep_us(5000);
+  }
+  ck_assert_msg(t.errors == 0, "%s", t.first_error);
+  ck_assert_uint_eq(t.next, seq + 1);
+  ck_assert_msg(t.gone == 0, "%llu reported lost", (unsigned long long)t.gone);
+  ck_assert_msg(worst < 0.25, "ts_sub_next(0) took %.0f ms", worst * 1e3);
+  ck_assert_int_eq(sr.gets, 2); /* the stale answer, then one more: nothing asked twice */
+  ts_sub_stats st;
+  ts_sub_get_stats(s, &st);
+  ck_assert_uint_ge(st.replay_retries, 1); /* the late answers were counted as such */
+  ts_sub_close(s);
+  nng_close(sr.rep);
+  pthread_join(th, NULL);
   ts_pub_close(p);
 }
 END_TEST
@@ -819,6 +1069,9 @@ static Suite *suite(void) {
   ADD(tc, test_silent_replay_retries_then_gone);
   ADD(tc, test_restart);
   ADD(tc, test_flood);
+  ADD(tc, test_steady_stream_live);
+  ADD(tc, test_tail_loss);
+  ADD(tc, test_slow_replay_waited_for);
   suite_add_tcase(s, tc);
   return s;
 }
