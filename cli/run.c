@@ -175,6 +175,20 @@ static const char *progress_of(void *user, const char *tool, size_t len, size_t 
   return a;
 }
 
+/* The bus's replay archive: events older than the publisher's memory come from the store
+ * (its own connection: the replay service calls this from its thread). */
+static int store_archive(void *user, const char *thread, size_t thread_len, uint64_t after,
+                         size_t max, int (*put)(void *, uint64_t, const char *, size_t),
+                         void *ctx, uint64_t *newest) {
+  char th[300];
+  *newest = 0;
+  if (thread_len >= sizeof th) return 0;
+  memcpy(th, thread, thread_len);
+  th[thread_len] = '\0';
+  if (ts_store_last_event_seq(user, th, newest) != TS_E_OK) *newest = 0;
+  return ts_store_events_after(user, th, after, max, put, ctx);
+}
+
 static int cmp_name(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -466,7 +480,7 @@ int ts_cli_run(int argc, char **argv) {
   ts_buf_init(&st.line, (size_t)64 << 20);
   ts_buf_init(&st.text, (size_t)16 << 20);
   ts_buf_init(&st.calls, (size_t)64 << 20);
-  ts_store *dstore = NULL;
+  ts_store *dstore = NULL, *astore = NULL;
   ts_registry *reg = ts_registry_new();
   ts_demo_tools *demo = NULL;
   ts_tool_defs defs = {0};
@@ -520,7 +534,13 @@ int ts_cli_run(int argc, char **argv) {
     goto out;
   }
   ts_store_last_event_seq(st.store, st.thread, &st.seq);
-  if (pub_url && ts_pub_open(pub_url, replay_url, NULL, &st.pub)) {
+  ts_pub_opts popts;
+  memset(&popts, 0, sizeof popts);
+  if (replay_url && ts_store_open(data_dir, &astore, why, sizeof why) == TS_E_OK) {
+    popts.archive = store_archive; /* replay serves any event ever stored, not only recent ones */
+    popts.archive_user = astore;
+  }
+  if (pub_url && ts_pub_open(pub_url, replay_url, &popts, &st.pub)) {
     fprintf(stderr, "toolstream run: cannot publish on %s: %s\n", pub_url, ts_bus_last_error());
     goto out;
   }
@@ -633,7 +653,8 @@ int ts_cli_run(int argc, char **argv) {
           ts_store_path(st.store));
 out:
   if (!json && st.live.jv.tok) ts_live_fini(&st.live);
-  ts_pub_close(st.pub);
+  ts_pub_close(st.pub); /* before the archive's store: its replay thread may be using it */
+  ts_store_close(astore);
   ts_store_close(st.store);
   ts_store_close(dstore);
   ts_registry_free(reg);

@@ -154,6 +154,58 @@ static int history_append(ts_pub *p, const char *id, size_t idlen, uint64_t seq,
 
 static int append_str(nng_msg *m, const char *s) { return nng_msg_append(m, s, strlen(s)); }
 
+/* Collects archived events into an answer body: "<seq> <json>\n" each. */
+typedef struct {
+  nng_msg *body;
+  size_t count, bytes, max;
+  uint64_t last, below; /* stop before seq `below` (0: no bound) */
+  int rv;
+} archive_ctx;
+
+static int archive_put(void *ctx, uint64_t seq, const char *json, size_t len) {
+  archive_ctx *c = ctx;
+  if ((c->below && seq >= c->below) || c->count >= c->max ||
+      (c->count && c->bytes + len > ANSWER_MAX_BYTES))
+    return 1;
+  char line[32];
+  snprintf(line, sizeof line, "%llu ", (unsigned long long)seq);
+  if ((c->rv = append_str(c->body, line)) || (c->rv = nng_msg_append(c->body, json, len)) ||
+      (c->rv = nng_msg_append(c->body, "\n", 1)))
+    return 1;
+  c->count++;
+  c->bytes += len;
+  c->last = seq;
+  return 0;
+}
+
+/* Answers from the archive: "ok <count> <newest>" and the events, when it has any.
+ * Returns 1 when it answered, 0 when the caller should answer itself, <0 on nng error. */
+static int answer_archive(ts_pub *p, const char *id, size_t idlen, uint64_t after,
+                          uint64_t below, uint64_t newest, nng_msg *a) {
+  if (!p->o.archive) return 0;
+  archive_ctx c = {NULL, 0, 0, p->o.replay_max_events, 0, below, 0};
+  if (nng_msg_alloc(&c.body, 0)) return 0;
+  uint64_t arch_newest = 0;
+  int n = p->o.archive(p->o.archive_user, id, idlen, after, p->o.replay_max_events,
+                       archive_put, &c, &arch_newest);
+  if (arch_newest > newest) newest = arch_newest;
+  int rv = 0;
+  char line[96];
+  if (n > 0 && c.count && !c.rv) {
+    snprintf(line, sizeof line, "ok %zu %llu\n", c.count,
+             (unsigned long long)(newest > c.last ? newest : c.last));
+    rv = append_str(a, line);
+    if (rv == 0) rv = nng_msg_append(a, nng_msg_body(c.body), nng_msg_len(c.body));
+    rv = rv ? -1 : 1;
+  } else if (n >= 0 && !below && arch_newest) {
+    /* a thread only the archive holds, and nothing after `after`: its newest */
+    snprintf(line, sizeof line, "ok 0 %llu\n", (unsigned long long)newest);
+    rv = append_str(a, line) ? -1 : 1;
+  }
+  nng_msg_free(c.body);
+  return rv;
+}
+
 static int answer_get(ts_pub *p, const char *q, const char *end, nng_msg *a) {
   uint64_t after;
   if (ts_bus_parse_u64(&q, end, &after) || q >= end || *q != ' ' ||
@@ -164,6 +216,16 @@ static int answer_get(ts_pub *p, const char *q, const char *end, nng_msg *a) {
   int rv = 0;
   pthread_mutex_lock(&p->mu);
   hthread *t = (hthread *)ts__bus_map_find(&p->map, q, (size_t)(end - q));
+  /* Older than the history, or a thread it does not hold: the archive, if any, answers
+   * first (outside the lock: it may read a disk). */
+  uint64_t h_oldest = t && t->n ? ent(t, 0)->seq : 0, h_newest = t && t->n ? ent(t, t->n - 1)->seq : 0;
+  if (p->o.archive && (!h_oldest || after + 1 < h_oldest)) {
+    pthread_mutex_unlock(&p->mu);
+    int r = answer_archive(p, q, (size_t)(end - q), after, h_oldest, h_newest, a);
+    if (r) return r < 0 ? -1 : 0;
+    pthread_mutex_lock(&p->mu);
+    t = (hthread *)ts__bus_map_find(&p->map, q, (size_t)(end - q));
+  }
   if (!t || !t->n) {
     rv = append_str(a, "unknown\n");
   } else {

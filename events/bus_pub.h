@@ -52,6 +52,18 @@ typedef struct {
   const char *tls_cert_file;
   const char *tls_key_file;
   const char *tls_key_password;
+  /* An archive of older events (the durable store), consulted by the replay service for
+   * a `get` that reaches before the in-memory history or names a thread the history no
+   * longer (or never) held, e.g. after the publisher restarted. It is called from the
+   * replay thread; it hands the thread's events with seq > after_seq, in order, at most
+   * `max`, to `put` (which returns nonzero to stop), stores the thread's newest archived
+   * seq in *newest (0: the archive does not know the thread), and returns how many it
+   * handed over or a negative ts_err. NULL: such requests are answered "gone" /
+   * "unknown". */
+  int (*archive)(void *user, const char *thread, size_t thread_len, uint64_t after_seq,
+                 size_t max, int (*put)(void *ctx, uint64_t seq, const char *json, size_t len),
+                 void *ctx, uint64_t *newest);
+  void *archive_user;
 } ts_pub_opts;
 
 /* Opens the publisher listening on `url`, and the replay service on `replay_url`
