@@ -302,6 +302,16 @@ sandbox() {
 
 sandbox
 
+# ---- the gateway ----------------------------------------------------------------------
+
+gateway() {
+  step "gateway: $bin/gateway_bench (1,000 paced streams, direct and through the gateway)"
+  "$bin/gateway_bench" "$build/toolstream" | tee "$results/gateway_bench.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gateway_bench failed"; status=1; }
+}
+
+gateway
+
 # ---- JavaScript tools ---------------------------------------------------------------------
 
 jstools() {

@@ -15,6 +15,7 @@ int ts_cli_tap(int argc, char **argv);
 int ts_cli_demo(int argc, char **argv);
 int ts_cli_sub(int argc, char **argv);
 int ts_cli_run(int argc, char **argv);
+int ts_cli_gateway(int argc, char **argv);
 int ts_cli_runcode(int argc, char **argv);
 
 /* Option parsing: matches argv[*i] against "--name" (taking the next argument as the

@@ -13,6 +13,10 @@ packages=(
 )
 
 missing=()
+# Node.js and npm run the SDK tests (tests/sdk) and the benchmark peers (bench/node). The
+# machine image ships them; a machine without them gets Debian's.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")
