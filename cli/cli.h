@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tool_defs.h"
+
 int ts_cli_tap(int argc, char **argv);
 int ts_cli_demo(int argc, char **argv);
 int ts_cli_sub(int argc, char **argv);
@@ -22,6 +24,11 @@ int ts_cli_runcode(int argc, char **argv);
  * value) or "--name=value". Returns 1 and sets *val on a match, 0 otherwise; on a
  * missing value prints an error and returns -1. */
 int ts_cli_opt(int argc, char **argv, int *i, const char *name, const char **val);
+
+/* The tool options shared by tap and gateway, with errors on stderr prefixed by `who`
+ * ("toolstream tap"). Return 0, or -1 after printing why. */
+int ts_cli_tools_json(ts_tool_defs *defs, const char *path, const char *who);
+int ts_cli_progress_arg(ts_tool_defs *defs, const char *val, const char *who);
 
 /* Parses a non-negative integer with an optional k/m/g suffix (powers of 1024).
  * Returns 0 on success, -1 for anything else. */

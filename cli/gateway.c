@@ -118,32 +118,10 @@ int ts_cli_gateway(int argc, char **argv) {
       cfg.ca_file = val;
     } else if ((r = ts_cli_opt(argc, argv, &i, "--tools", &val))) {
       if (r < 0) goto out;
-      size_t len;
-      char *text = ts_cli_read_file(val, (size_t)64 << 20, &len);
-      if (!text) {
-        fprintf(stderr, "toolstream gateway: cannot read %s: %s\n", val, strerror(errno));
-        goto out;
-      }
-      char why[200] = "";
-      int pr = ts_tool_defs_parse(&defs, text, len, why, sizeof why);
-      free(text);
-      if (pr) {
-        fprintf(stderr, "toolstream gateway: %s: %s\n", val, pr == TS_E_NOMEM ? "out of memory" : why);
-        goto out;
-      }
+      if (ts_cli_tools_json(&defs, val, "toolstream gateway")) goto out;
     } else if ((r = ts_cli_opt(argc, argv, &i, "--progress-arg", &val))) {
       if (r < 0) goto out;
-      const char *eq = strchr(val, '=');
-      if (!eq || eq == val || !eq[1]) {
-        fprintf(stderr, "toolstream gateway: --progress-arg wants TOOL=ARG, got '%s'\n", val);
-        goto out;
-      }
-      char tool[256];
-      snprintf(tool, sizeof tool, "%.*s", (int)(eq - val), val);
-      if (ts_tool_defs_set_progress(&defs, tool, eq + 1)) {
-        fprintf(stderr, "toolstream gateway: out of memory\n");
-        goto out;
-      }
+      if (ts_cli_progress_arg(&defs, val, "toolstream gateway")) goto out;
     } else if ((r = ts_cli_opt(argc, argv, &i, "--pub", &val))) {
       if (r < 0) goto out;
       pub_url = val;

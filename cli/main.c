@@ -117,6 +117,38 @@ char *ts_cli_read_file(const char *path, size_t max, size_t *len) {
   return buf;
 }
 
+int ts_cli_tools_json(ts_tool_defs *defs, const char *path, const char *who) {
+  size_t len;
+  char *text = ts_cli_read_file(path, (size_t)64 << 20, &len);
+  if (!text) {
+    fprintf(stderr, "%s: cannot read %s: %s\n", who, path, strerror(errno));
+    return -1;
+  }
+  char why[200] = "";
+  int pr = ts_tool_defs_parse(defs, text, len, why, sizeof why);
+  free(text);
+  if (pr) {
+    fprintf(stderr, "%s: %s: %s\n", who, path, pr == TS_E_NOMEM ? "out of memory" : why);
+    return -1;
+  }
+  return 0;
+}
+
+int ts_cli_progress_arg(ts_tool_defs *defs, const char *val, const char *who) {
+  const char *eq = strchr(val, '=');
+  if (!eq || eq == val || !eq[1]) {
+    fprintf(stderr, "%s: --progress-arg wants TOOL=ARG, got '%s'\n", who, val);
+    return -1;
+  }
+  char tool[256];
+  snprintf(tool, sizeof tool, "%.*s", (int)(eq - val), val);
+  if (ts_tool_defs_set_progress(defs, tool, eq + 1)) {
+    fprintf(stderr, "%s: out of memory\n", who);
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage, stderr);

@@ -150,32 +150,10 @@ int ts_cli_tap(int argc, char **argv) {
         if (tap_js_tools(&o.defs, val)) goto out;
         continue;
       }
-      size_t len;
-      char *text = ts_cli_read_file(val, (size_t)64 << 20, &len);
-      if (!text) {
-        fprintf(stderr, "toolstream tap: cannot read %s: %s\n", val, strerror(errno));
-        goto out;
-      }
-      char why[200] = "";
-      int pr = ts_tool_defs_parse(&o.defs, text, len, why, sizeof why);
-      free(text);
-      if (pr) {
-        fprintf(stderr, "toolstream tap: %s: %s\n", val, pr == TS_E_NOMEM ? "out of memory" : why);
-        goto out;
-      }
+      if (ts_cli_tools_json(&o.defs, val, "toolstream tap")) goto out;
     } else if ((r = ts_cli_opt(argc, argv, &i, "--progress-arg", &val))) {
       if (r < 0) goto out;
-      const char *eq = strchr(val, '=');
-      if (!eq || eq == val || !eq[1]) {
-        fprintf(stderr, "toolstream tap: --progress-arg wants TOOL=ARG, got '%s'\n", val);
-        goto out;
-      }
-      char tool[256];
-      snprintf(tool, sizeof tool, "%.*s", (int)(eq - val), val);
-      if (ts_tool_defs_set_progress(&o.defs, tool, eq + 1)) {
-        fprintf(stderr, "toolstream tap: out of memory\n");
-        goto out;
-      }
+      if (ts_cli_progress_arg(&o.defs, val, "toolstream tap")) goto out;
     } else if ((r = ts_cli_opt(argc, argv, &i, "--thread", &val))) {
       if (r < 0) goto out;
       if (!*val || strlen(val) >= sizeof o.thread) {
