@@ -391,13 +391,24 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
     /* raw input: the error is stamped with the byte after the offending one */
     if (t->cfg.format == TS_MS_RAW)
       t->ev_off = (c->err ? c->err_at : ts_json_tok_error_offset(&c->tok)) + 1;
+    if (c->ready) {
+      /* Bytes after arguments already reported complete: the call stays ready (it was
+       * valid), the stream is malformed; say so once and read no more of this call. */
+      char msg[200];
+      int m = snprintf(msg, sizeof msg, "call #%u (%.*s): data after its complete arguments, at "
+                       "argument byte %llu", c->index, (int)(c->name_len > 64 ? 64 : c->name_len),
+                       c->name, (unsigned long long)ts_json_tok_error_offset(&c->tok));
+      c->failed = 1;
+      stream_error(t, r, msg, (size_t)m);
+      return;
+    }
     if (c->err)
       fail_call(t, c, c->err, c->err_at);
     else
       fail_call(t, c, r, ts_json_tok_error_offset(&c->tok));
     return;
   }
-  if (t->cfg.deltas) {
+  if (t->cfg.deltas && !c->ready) { /* nothing about a call follows its READY */
     if (c->started) {
       ts_tap_event ev;
       call_event(c, &ev, TS_TAP_TOOL_CALL_DELTA);
@@ -411,7 +422,7 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
   /* A heartbeat per interval crossed; intervals crossed before STARTED pass silently
    * (rule 4: nothing about a call comes before it). */
   if (c->arg_bytes >= c->next_heartbeat) {
-    if (c->started) {
+    if (c->started && !c->ready) {
       ts_tap_event ev;
       call_event(c, &ev, TS_TAP_TOOL_CALL_HEARTBEAT);
       ev.bytes = c->arg_bytes;

@@ -30,9 +30,11 @@
  * Event order per call: STARTED, then DELTA / HEARTBEAT in stream order, then READY or
  * ERROR (exactly one of the two). DELTAs that arrive before STARTED are held back and
  * handed over in one DELTA right after it, so the concatenated deltas always equal the
- * argument text. READY carries the arguments as compact JSON (insignificant whitespace
- * removed, everything else exactly as the model sent it); it fires at the end of the
- * input event whose bytes closed the arguments object. A call whose provider ends it
+ * argument text up to the end of the arguments object (whitespace after it is no delta,
+ * and no event about the call follows READY). READY carries the arguments as compact JSON
+ * (insignificant whitespace removed, everything else exactly as the model sent it); it fires at the end of the
+ * input event whose bytes closed the arguments object (non-whitespace after it in a later
+ * event is a STREAM_ERROR; the call stays ready). A call whose provider ends it
  * with no argument bytes at all is ready with `{}` (tools without parameters).
  *
  * Offsets: every event carries `offset`, the input bytes consumed when it was emitted:

@@ -1111,11 +1111,21 @@ static void differential(const rec *r, const script *sc, int deltas, const char 
     sb want = {0};
     compact(&want, sb_str(&found->acc), found->acc.len);
     if (!found->acc.len) sb_puts(&want, "{}");
-    REQUIRE(!strcmp(sb_str(&want), sb_str(&c->args)),
+    /* Equal; or, when the model sent bytes after the complete object (a stream_error the
+     * gold trace pins down), the compact text begins with the ready arguments. */
+    size_t al = strlen(sb_str(&c->args));
+    REQUIRE(!strcmp(sb_str(&want), sb_str(&c->args)) ||
+                (strlen(sb_str(&want)) > al && !strncmp(sb_str(&want), sb_str(&c->args), al) &&
+                 sb_str(&c->args)[0] == '{' && sb_str(&want)[al - 1] == '}'),
                   "%s: call #%d ready with '%s', but its arguments were '%s'", ctx, i,
                   sb_str(&c->args), sb_str(&found->acc));
+    /* The deltas are the argument text up to the end of the arguments object: what follows
+     * it (whitespace, or bytes reported as a stream_error) is not a delta of the call. */
+    size_t dl = strlen(sb_str(&c->deltas));
     if (deltas)
-      REQUIRE(!strcmp(sb_str(&found->acc), sb_str(&c->deltas)),
+      REQUIRE(!strcmp(sb_str(&found->acc), sb_str(&c->deltas)) ||
+                  (found->acc.len > dl && !strncmp(sb_str(&found->acc), sb_str(&c->deltas), dl) &&
+                   dl && sb_str(&c->deltas)[dl - 1] == '}'),
                     "%s: call #%d deltas '%s' differ from its argument text '%s'", ctx, i,
                     sb_str(&c->deltas), sb_str(&found->acc));
     sb_free(&want);
@@ -1461,6 +1471,16 @@ static const row rows[] = {
      {B0, A0("{\"a\":1,}"), END3},
      S0 "@2\n"
         "error #0 @2 json_syntax\n" FIN(5)},
+    {__LINE__, "8: data after complete arguments: a stream error, the call stays ready", SSE3,
+     "p=description",
+     {B0, A0("{\"description\":\"d\"}"), A0(" x"), END3},
+     S0 "@2 'd'\n"
+        "ready #0 @2 {\"description\":\"d\"}\n"
+        "stream_error @3 json_trailing\n" FIN(6)},
+    {__LINE__, "8: whitespace after complete arguments is fine", SSE3, "p=description",
+     {B0, A0("{\"description\":\"d\"}"), A0("   "), END3},
+     S0 "@2 'd'\n"
+        "ready #0 @2 {\"description\":\"d\"}\n" FIN(6)},
     {__LINE__, "8: an array is not an arguments object", SSE3, "p=description",
      {B0, A0("[1,2]"), END3},
      S0 "@2\n"
