@@ -53,7 +53,12 @@ int ts_tool_defs_parse(ts_tool_defs *defs, const char *text, size_t len, char *w
   js[len] = '\0';
   /* A token per 2 bytes is the most JSON text can hold. */
   size_t cap = len / 2 + 2;
-  if (cap > 1u << 24 || ts_jv_init(&v, (int)cap) != TS_E_OK) {
+  if (cap > 1u << 24) {
+    snprintf(why, why_cap, "tools file too large (%zu bytes; at most 32 MiB)", len);
+    free(js);
+    return TS_E_LIMIT;
+  }
+  if (ts_jv_init(&v, (int)cap) != TS_E_OK) {
     free(js);
     return TS_E_NOMEM;
   }

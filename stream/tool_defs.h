@@ -32,7 +32,8 @@ typedef struct {
  * returns a negative ts_err, leaves *defs as it was, and writes a one-line reason into
  * `why` (capacity `why_cap`). Errors: TS_E_MS_BAD_JSON for text that is not JSON,
  * TS_E_INVAL for a wrong shape (not an array, a definition without a string `name`,
- * a non-string progressArgument, a duplicate name), TS_E_NOMEM. */
+ * a non-string progressArgument, a duplicate name), TS_E_LIMIT for a file over 32 MiB,
+ * TS_E_NOMEM. */
 int ts_tool_defs_parse(ts_tool_defs *defs, const char *text, size_t len, char *why,
                        size_t why_cap);
 
