@@ -67,11 +67,11 @@
 #include <nng/protocol/pubsub0/pub.h>
 #include <nng/protocol/pubsub0/sub.h>
 
-#include "bus_pub.h"
-#include "bus_sub.h"
-#include "bus_wire.h"
-#include "event.h"
-#include "tap.h"
+#include "events/bus_pub.h"
+#include "events/bus_sub.h"
+#include "events/bus_wire.h"
+#include "events/event.h"
+#include "stream/tap.h"
 
 #define THREAD_ID "th_5ca1ab1e0ddba11"
 #define PACED_RATE 10000.0

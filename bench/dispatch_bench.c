@@ -21,11 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dispatch.h"
-#include "store.h"
-#include "strbuf.h"
-#include "tap.h"
-#include "tools.h"
+#include "tools/dispatch.h"
+#include "store/store.h"
+#include "base/strbuf.h"
+#include "stream/tap.h"
+#include "tools/registry.h"
 
 static double now_us(void) {
   struct timespec ts;

@@ -61,8 +61,8 @@
 #define JSMN_PARENT_LINKS
 #include <jsmn.h>
 
-#include "error.h"
-#include "json_tok.h"
+#include "base/error.h"
+#include "stream/json_tok.h"
 
 #ifndef TS_BENCH_CFLAGS
 #define TS_BENCH_CFLAGS "?"

@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "jstools.h"
-#include "tools.h"
+#include "js/jstools.h"
+#include "tools/registry.h"
 
 static double now_us(void) {
   struct timespec ts;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sandbox.h"
+#include "js/sandbox.h"
 
 static double now_us(void) {
   struct timespec ts;

@@ -55,8 +55,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "event.h"
-#include "tap.h"
+#include "events/event.h"
+#include "stream/tap.h"
 
 extern char **environ;
 

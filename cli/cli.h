@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tool_defs.h"
+#include "stream/tool_defs.h"
 
 int ts_cli_tap(int argc, char **argv);
 int ts_cli_demo(int argc, char **argv);
@@ -34,8 +34,6 @@ int ts_cli_progress_arg(ts_tool_defs *defs, const char *val, const char *who);
  * Returns 0 on success, -1 for anything else. */
 int ts_cli_parse_size(const char *s, uint64_t *out);
 
-/* A fresh random thread id ("th_" + 16 hex digits) into buf (at least 20 bytes). */
-void ts_cli_new_thread_id(char *buf, size_t cap);
 
 /* Reads a whole file; returns malloc'd bytes (NUL-terminated) or NULL with errno set.
  * Refuses files over `max` bytes (errno EFBIG). */

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cli.h"
-#include "strbuf.h"
+#include "cli/cli.h"
+#include "base/strbuf.h"
 
 static const char demo_usage[] =
     "usage: toolstream demo [--rate EVENTS_PER_SEC] [--json]\n"

@@ -12,10 +12,10 @@
 
 #include <event2/event.h>
 
-#include "bus_pub.h"
-#include "cli.h"
-#include "gateway.h"
-#include "tool_defs.h"
+#include "events/bus_pub.h"
+#include "cli/cli.h"
+#include "net/gateway.h"
+#include "stream/tool_defs.h"
 
 static const char gw_usage[] =
     "usage: toolstream gateway --listen HOST:PORT --upstream [PREFIX=]URL... --pub URL [options]\n"

@@ -1,7 +1,7 @@
 /*
  * live.c: see live.h.
  */
-#include "live.h"
+#include "cli/live.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "json_view.h"
+#include "stream/json_view.h"
 
 #define TS_LIVE_MAX_CALLS 64 /* lines kept on screen; older calls scroll away */
 #define TS_LIVE_TEXT 160

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 static const char usage[] =
     "usage: toolstream <command> [options]\n"
@@ -58,21 +58,6 @@ int ts_cli_parse_size(const char *s, uint64_t *out) {
   if (shift && v > (~0ull >> shift)) return -1;
   *out = (uint64_t)v << shift;
   return 0;
-}
-
-void ts_cli_new_thread_id(char *buf, size_t cap) {
-  unsigned char r[8];
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  ssize_t got = fd >= 0 ? read(fd, r, sizeof r) : -1;
-  if (fd >= 0) close(fd);
-  if (got != (ssize_t)sizeof r) { /* no urandom: time and pid still make it unique enough */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40);
-    memcpy(r, &x, sizeof r);
-  }
-  snprintf(buf, cap, "th_%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
-           r[6], r[7]);
 }
 
 char *ts_cli_read_file(const char *path, size_t max, size_t *len) {

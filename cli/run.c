@@ -22,19 +22,20 @@
 #include <unistd.h>
 #include <pthread.h>
 
-#include "bus_pub.h"
-#include "conversation.h"
-#include "http_client.h"
-#include "jstools.h"
-#include "cli.h"
-#include "demo_tools.h"
-#include "dispatch.h"
-#include "event.h"
-#include "live.h"
-#include "store.h"
-#include "tap.h"
-#include "tool_defs.h"
-#include "tools.h"
+#include "base/thread_id.h"
+#include "events/bus_pub.h"
+#include "agent/conversation.h"
+#include "net/http_client.h"
+#include "js/jstools.h"
+#include "cli/cli.h"
+#include "tools/demo_tools.h"
+#include "tools/dispatch.h"
+#include "events/event.h"
+#include "cli/live.h"
+#include "store/store.h"
+#include "stream/tap.h"
+#include "stream/tool_defs.h"
+#include "tools/registry.h"
 
 static const char run_usage[] =
     "usage: toolstream run [options] [PROMPT]\n"
@@ -485,7 +486,7 @@ int ts_cli_run(int argc, char **argv) {
   ts_demo_tools *demo = NULL;
   ts_tool_defs defs = {0};
   if (thread) snprintf(st.thread, sizeof st.thread, "%s", thread);
-  else ts_cli_new_thread_id(st.thread, sizeof st.thread);
+  else ts_thread_id_new(st.thread, sizeof st.thread);
 
   mkdir(workspace, 0755);
   if (!reg || ts_demo_tools_add(reg, workspace, &demo, why, sizeof why)) {

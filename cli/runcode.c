@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "sandbox.h"
+#include "cli/cli.h"
+#include "js/sandbox.h"
 
 static const char runcode_usage[] =
     "usage: toolstream runcode [options] CODE\n"

@@ -15,10 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bus_pub.h"
-#include "bus_sub.h"
-#include "cli.h"
-#include "live.h"
+#include "events/bus_pub.h"
+#include "events/bus_sub.h"
+#include "cli/cli.h"
+#include "cli/live.h"
 
 static const char sub_usage[] =
     "usage: toolstream sub URL [options]\n"

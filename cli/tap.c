@@ -10,12 +10,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bus_pub.h"
-#include "cli.h"
-#include "event.h"
-#include "jstools.h"
-#include "tap.h"
-#include "tool_defs.h"
+#include "base/thread_id.h"
+#include "events/bus_pub.h"
+#include "cli/cli.h"
+#include "events/event.h"
+#include "js/jstools.h"
+#include "stream/tap.h"
+#include "stream/tool_defs.h"
 
 static const char tap_usage[] =
     "usage: toolstream tap [options] [FILE]\n"
@@ -222,7 +223,7 @@ int ts_cli_tap(int argc, char **argv) {
     fprintf(stderr, "toolstream tap: --replay needs --pub\n");
     goto out;
   }
-  if (!o.thread[0]) ts_cli_new_thread_id(o.thread, sizeof o.thread);
+  if (!o.thread[0]) ts_thread_id_new(o.thread, sizeof o.thread);
   for (const char *c = o.thread; *c; c++) {
     if ((unsigned char)*c <= 0x20 || *c == 0x7F) {
       fprintf(stderr, "toolstream tap: --thread must not hold spaces or control characters\n");

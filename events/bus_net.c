@@ -5,15 +5,15 @@
  * all interfaces for an empty host, and a bus carries conversation content: exposing
  * it on the network must be a decision written in the URL ("0.0.0.0", "*", a name).
  */
-#include "bus_net.h"
+#include "events/bus_net.h"
 
 #include <nng/supplemental/tls/tls.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus_pub.h" /* ts_bus_last_error */
-#include "error.h"
+#include "events/bus_pub.h" /* ts_bus_last_error */
+#include "base/error.h"
 
 static _Thread_local char last_error[128];
 

@@ -16,7 +16,7 @@
  * answers each request in turn; closing the socket ends the loop with NNG_ECLOSED.
  * One thread is plenty: an answer is a copy of at most ~1 MiB under the lock.
  */
-#include "bus_pub.h"
+#include "events/bus_pub.h"
 
 #include <nng/nng.h>
 #include <nng/protocol/pubsub0/pub.h>
@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus_net.h"
-#include "bus_wire.h"
-#include "error.h"
+#include "events/bus_net.h"
+#include "events/bus_wire.h"
+#include "base/error.h"
 
 #define ENTRY_OVERHEAD 32            /* bytes counted per entry besides its JSON */
 #define ANSWER_MAX_BYTES (1u << 20)  /* an answer stops growing past this */
@@ -209,7 +209,7 @@ static int answer_archive(ts_pub *p, const char *id, size_t idlen, uint64_t afte
 static int answer_get(ts_pub *p, const char *q, const char *end, nng_msg *a) {
   uint64_t after;
   if (ts_bus_parse_u64(&q, end, &after) || q >= end || *q != ' ' ||
-      !ts_bus_thread_valid(q + 1, (size_t)(end - q - 1)))
+      !ts_thread_id_valid(q + 1, (size_t)(end - q - 1)))
     return append_str(a, "error bad request\n");
   q++;
   char line[96];
@@ -368,7 +368,7 @@ fail_nosock:
 
 int ts_pub_send(ts_pub *p, const char *thread, size_t thread_len, uint64_t seq,
                 const char *json, size_t json_len) {
-  if (!p || !ts_bus_thread_valid(thread, thread_len) || seq == 0 || (!json && json_len))
+  if (!p || !ts_thread_id_valid(thread, thread_len) || seq == 0 || (!json && json_len))
     return TS_E_INVAL;
   if (json_len && json[json_len - 1] == '\n') json_len--;
   nng_msg *m;

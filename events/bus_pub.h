@@ -74,7 +74,7 @@ typedef struct {
 int ts_pub_open(const char *url, const char *replay_url, const ts_pub_opts *opts,
                 ts_pub **out);
 
-/* Publishes one event: `thread` (valid per ts_bus_thread_valid), its `seq` (1 or more,
+/* Publishes one event: `thread` (valid per ts_thread_id_valid), its `seq` (1 or more,
  * greater than the thread's previous one) and `json`, the event's JSON text exactly as tap
  * prints it (one trailing newline, if present, is not sent). The bytes are copied.
  * Returns 0; TS_E_INVAL for a bad thread id or a seq not above the previous one;

@@ -37,7 +37,7 @@
  * answer may also predate the live messages we hold (its newest is below them): it then
  * says nothing about the seqs in between, and we ask again.
  */
-#include "bus_sub.h"
+#include "events/bus_sub.h"
 
 #include <stdatomic.h>
 
@@ -49,9 +49,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus_net.h"
-#include "bus_wire.h"
-#include "error.h"
+#include "events/bus_net.h"
+#include "events/bus_wire.h"
+#include "base/error.h"
 
 /* Threads tracked at once; past it the least recently active one is forgotten (it
  * would restart as a new thread). Bounds memory for a long-running "all threads" sub. */
@@ -77,7 +77,7 @@
 /* request's answer for "sent, no answer yet": the request stays in flight (not an error). */
 #define REQ_PENDING 2
 /* Longest replay request we send: "get <u64> <thread>". */
-#define REQ_MAX (TS_BUS_THREAD_MAX + 32)
+#define REQ_MAX (TS_THREAD_ID_MAX + 32)
 
 typedef struct {
   nng_msg *m;
@@ -141,7 +141,7 @@ struct ts_sub {
   nng_time rq_retry; /* when the next replay_timeout_ms of silence is counted */
   ts_sub_opts o;
   int one;
-  char thread[TS_BUS_THREAD_MAX + 1];
+  char thread[TS_THREAD_ID_MAX + 1];
   size_t thread_len;
 
   ts__bus_map map;
@@ -593,7 +593,7 @@ static int sync_threads(ts_sub *s, nng_time until) {
       const char *nl;
       if (ts_bus_parse_u64(&p, end, &oldest) || p >= end || *p++ != ' ' ||
           ts_bus_parse_u64(&p, end, &newest) || p >= end || *p++ != ' ' ||
-          !(nl = memchr(p, '\n', (size_t)(end - p))) || !ts_bus_thread_valid(p, (size_t)(nl - p))) {
+          !(nl = memchr(p, '\n', (size_t)(end - p))) || !ts_thread_id_valid(p, (size_t)(nl - p))) {
         s->st.malformed++;
         break;
       }
@@ -688,7 +688,7 @@ static int drain_live(ts_sub *s) {
 int ts_sub_open(const char *url, const char *replay_url, const char *thread,
                 const ts_sub_opts *opts, ts_sub **out) {
   if (!url || !out) return TS_E_INVAL;
-  if (thread && !ts_bus_thread_valid(thread, strlen(thread))) return TS_E_INVAL;
+  if (thread && !ts_thread_id_valid(thread, strlen(thread))) return TS_E_INVAL;
   ts_sub *s = calloc(1, sizeof *s);
   if (!s) return TS_E_NOMEM;
   if (opts) s->o = *opts;
@@ -717,7 +717,7 @@ int ts_sub_open(const char *url, const char *replay_url, const char *thread,
     return r;
   }
   nng_socket_set_int(s->sock, NNG_OPT_RECVBUF, s->o.recv_buffer);
-  char topic[TS_BUS_THREAD_MAX + 1];
+  char topic[TS_THREAD_ID_MAX + 1];
   size_t tl = 0;
   if (thread) {
     memcpy(topic, thread, s->thread_len);

@@ -7,27 +7,18 @@
  * needs: inside a string or not (and a pending backslash), and the nesting depth. A
  * key is recognised at depth 1 as a string followed by ':'.
  */
-#include "bus_wire.h"
+#include "events/bus_wire.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-
-int ts_bus_thread_valid(const char *t, size_t n) {
-  if (!t || n == 0 || n > TS_BUS_THREAD_MAX) return 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)t[i];
-    if (c <= 0x20 || c == 0x7f) return 0;
-  }
-  return 1;
-}
+#include "base/error.h"
 
 int ts_bus_wire_split(const char *msg, size_t len, const char **thread, size_t *thread_len,
                       const char **json, size_t *json_len) {
-  size_t lim = len < TS_BUS_THREAD_MAX + 1 ? len : TS_BUS_THREAD_MAX + 1;
+  size_t lim = len < TS_THREAD_ID_MAX + 1 ? len : TS_THREAD_ID_MAX + 1;
   const char *sep = memchr(msg, TS_BUS_SEP, lim);
-  if (!sep || !ts_bus_thread_valid(msg, (size_t)(sep - msg))) return TS_E_INVAL;
+  if (!sep || !ts_thread_id_valid(msg, (size_t)(sep - msg))) return TS_E_INVAL;
   *thread = msg;
   *thread_len = (size_t)(sep - msg);
   *json = sep + 1;
@@ -132,7 +123,7 @@ static int grow(ts__bus_map *m) {
 }
 
 int ts__bus_map_insert(ts__bus_map *m, ts__bus_node *node, const char *key, size_t klen) {
-  if (klen > TS_BUS_THREAD_MAX) return TS_E_INVAL;
+  if (klen > TS_THREAD_ID_MAX) return TS_E_INVAL;
   if (m->n >= m->nb && grow(m) != 0) return TS_E_NOMEM;
   memcpy(node->key, key, klen);
   node->key[klen] = '\0';

@@ -10,10 +10,7 @@
  *                          "threads <count>\n" then <count> lines "<oldest> <newest> <thread>\n"
  *                          "error <message>\n"
  *
- * A thread id is 1..TS_BUS_THREAD_MAX bytes, none of them a control byte, a space or
- * DEL: the space ends the id in a live message, so that a subscription to "t1 " does
- * not also match "t10 ..." (SUB topics are byte prefixes), and the replay protocol is
- * line- and space-delimited text.
+ * Thread ids follow base/thread_id.h.
  *
  * This module is plain byte handling (no nng, no allocation) except the small map of
  * thread ids both sides keep (ts__bus_map), which allocates its bucket array.
@@ -24,16 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/thread_id.h"
+
 /* The byte between the thread id and the JSON in a live message. */
 #define TS_BUS_SEP ' '
-
-/* Longest thread id carried by the bus. Thread ids are names a human typed or
- * `th_` + 16 hex digits; 256 leaves room for namespaced ids and bounds the key copy
- * each side keeps per thread. */
-#define TS_BUS_THREAD_MAX 256
-
-/* 1 when `t` (n bytes) is a valid thread id for the bus (see above), else 0. */
-int ts_bus_thread_valid(const char *t, size_t n);
 
 /* Splits a live message into its thread id and its JSON. Returns 0, or TS_E_INVAL when
  * there is no separator or the thread id is invalid. The views point into `msg`. */
@@ -56,7 +47,7 @@ typedef struct ts__bus_node {
   struct ts__bus_node *next;
   uint64_t hash;
   size_t klen;
-  char key[TS_BUS_THREAD_MAX + 1]; /* NUL-terminated copy of the id */
+  char key[TS_THREAD_ID_MAX + 1]; /* NUL-terminated copy of the id */
 } ts__bus_node;
 
 typedef struct {
@@ -68,7 +59,7 @@ typedef struct {
 int ts__bus_map_init(ts__bus_map *m);
 void ts__bus_map_fini(ts__bus_map *m); /* frees the buckets, not the nodes */
 ts__bus_node *ts__bus_map_find(const ts__bus_map *m, const char *key, size_t klen);
-/* Sets the node's key (klen <= TS_BUS_THREAD_MAX) and links it; may grow the buckets
+/* Sets the node's key (klen <= TS_THREAD_ID_MAX) and links it; may grow the buckets
  * (TS_E_NOMEM when that fails; the node is then not linked). */
 int ts__bus_map_insert(ts__bus_map *m, ts__bus_node *node, const char *key, size_t klen);
 void ts__bus_map_remove(ts__bus_map *m, ts__bus_node *node);

@@ -1,7 +1,7 @@
 /*
  * event.c: the canonical JSON encoder of thread events (see event.h, docs/events.md).
  */
-#include "event.h"
+#include "events/event.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -16,8 +16,8 @@
 
 #include <stdint.h>
 
-#include "strbuf.h"
-#include "tap.h"
+#include "base/strbuf.h"
+#include "stream/tap.h"
 
 /* The schema version carried in every event's "v". */
 #define TS_EVENT_SCHEMA_VERSION 1

@@ -19,7 +19,7 @@
  * sends is a placeholder that the deltas replace, not a prefix of them.
  */
 #define TS_MS_INTERNAL
-#include "anthropic.h"
+#include "stream/anthropic.h"
 
 #include <string.h>
 

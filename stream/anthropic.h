@@ -7,8 +7,8 @@
 #ifndef TS_ANTHROPIC_H
 #define TS_ANTHROPIC_H
 
-#include "json_view.h"
-#include "model_stream.h"
+#include "stream/json_view.h"
+#include "stream/model_stream.h"
 
 /* One parsed event payload; `event` is the SSE `event:` field (may be empty; the
  * payload's `type` wins when both are there). */

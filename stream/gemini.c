@@ -21,7 +21,7 @@
  * meant. Such a call is reported as TS_E_MS_UNSUPPORTED (once per turn) and skipped.
  */
 #define TS_MS_INTERNAL
-#include "gemini.h"
+#include "stream/gemini.h"
 
 #define FLAG_UNSUPPORTED_REPORTED 1u
 

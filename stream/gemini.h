@@ -7,8 +7,8 @@
 #ifndef TS_GEMINI_H
 #define TS_GEMINI_H
 
-#include "json_view.h"
-#include "model_stream.h"
+#include "stream/json_view.h"
+#include "stream/model_stream.h"
 
 /* One parsed chunk: an object, or an array of them (the JSON-array body that
  * streamGenerateContent sends without alt=sse, and error bodies in that shape). */

@@ -32,7 +32,7 @@
  * Errors record the code and the absolute offset of the offending byte and become
  * sticky; no token is reported from that byte on.
  */
-#include "json_tok.h"
+#include "stream/json_tok.h"
 
 #include <string.h>
 

@@ -76,7 +76,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "base/error.h"
 
 typedef enum {
   TS_JSON_OBJECT_BEGIN = 1,

@@ -24,7 +24,7 @@
  * TS_E_JSON_SURROGATE, as is a low surrogate with no high one before it. A bad hex digit
  * is TS_E_JSON_ESCAPE even after a high surrogate: the escape itself is broken.
  */
-#include "json_unescape.h"
+#include "stream/json_unescape.h"
 
 #include <string.h>
 

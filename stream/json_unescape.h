@@ -36,7 +36,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "base/error.h"
 
 #define TS_JSON_UNESCAPE_SLACK 4
 

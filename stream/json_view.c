@@ -27,13 +27,13 @@
 #define JSMN_PARENT_LINKS
 #include <jsmn.h>
 
-#include "json_view.h"
+#include "stream/json_view.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_unescape.h"
+#include "stream/json_unescape.h"
 
 #define TOK(v) ((jsmntok_t *)(v)->tok)
 

@@ -45,8 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "model_stream.h" /* ts_view */
+#include "base/error.h"
+#include "base/view.h"
 
 typedef enum {
   TS_JV_NONE = 0, /* no such token (index -1 or out of range) */

@@ -9,7 +9,7 @@
  * Key comparison decodes each key fragment through a small scratch buffer in slices,
  * so a long key costs no memory, and stops decoding as soon as the key cannot match.
  */
-#include "json_watch.h"
+#include "stream/json_watch.h"
 
 #include <string.h>
 

@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "json_tok.h"
-#include "json_unescape.h"
+#include "stream/json_tok.h"
+#include "stream/json_unescape.h"
 
 typedef enum {
   TS_JSON_WATCH_OUTSIDE = 0, /* the token is not part of the watched value */

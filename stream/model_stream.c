@@ -26,16 +26,16 @@
  * of calls, and TS_MS_MAX_CALLS bounds the scan.
  */
 #define TS_MS_INTERNAL
-#include "model_stream.h"
+#include "stream/model_stream.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "anthropic.h"
-#include "gemini.h"
-#include "json_view.h"
-#include "openai_chat.h"
-#include "openai_responses.h"
+#include "stream/anthropic.h"
+#include "stream/gemini.h"
+#include "stream/json_view.h"
+#include "stream/openai_chat.h"
+#include "stream/openai_responses.h"
 
 enum { SLOT_OPEN = 1, SLOT_ENDED, SLOT_REFUSED };
 

@@ -97,7 +97,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "base/error.h"
+#include "base/view.h"
 
 typedef enum {
   TS_MS_AUTO = 0,
@@ -118,11 +119,6 @@ typedef enum {
   TS_MS_ERROR,          /* code (ts_err), error: a decoded human-readable message;
                            terminal: nonzero when the provider ended the stream with it */
 } ts_ms_kind;
-
-typedef struct {
-  const char *p;
-  size_t len;
-} ts_view;
 
 typedef struct {
   uint8_t kind;     /* ts_ms_kind */

@@ -20,7 +20,7 @@
  * provider's terminal error.
  */
 #define TS_MS_INTERNAL
-#include "openai_chat.h"
+#include "stream/openai_chat.h"
 
 #include <string.h>
 

@@ -7,8 +7,8 @@
 #ifndef TS_OPENAI_CHAT_H
 #define TS_OPENAI_CHAT_H
 
-#include "json_view.h"
-#include "model_stream.h"
+#include "stream/json_view.h"
+#include "stream/model_stream.h"
 
 /* One parsed chunk (jv holds the payload, token 0 its top-level value). */
 void ts__openai_chat_event(ts_ms *a, ts_jv *jv, ts_view event);

@@ -18,7 +18,7 @@
  * flat (`code`, `message` at the top) or nested (`error: {...}`).
  */
 #define TS_MS_INTERNAL
-#include "openai_responses.h"
+#include "stream/openai_responses.h"
 
 #include <string.h>
 

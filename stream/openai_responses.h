@@ -6,8 +6,8 @@
 #ifndef TS_OPENAI_RESPONSES_H
 #define TS_OPENAI_RESPONSES_H
 
-#include "json_view.h"
-#include "model_stream.h"
+#include "stream/json_view.h"
+#include "stream/model_stream.h"
 
 /* One parsed event payload; `event` is the SSE `event:` field (may be empty). */
 void ts__openai_responses_event(ts_ms *a, ts_jv *jv, ts_view event);

@@ -38,7 +38,7 @@
  * bytes came (perhaps) in earlier chunks that are gone, but they are known constants,
  * so they are replayed from a small local array before the chunk is read.
  */
-#include "sse.h"
+#include "stream/sse.h"
 
 #include <assert.h>
 #include <string.h>

@@ -108,7 +108,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "base/error.h"
 
 /* Event names in provider streams are short identifiers ("content_block_delta",
  * "response.function_call_arguments.delta" is the longest we know, 38 bytes). */

@@ -14,17 +14,17 @@
  * and go straight to call 0, cut at heartbeat boundaries so that heartbeats and their
  * offsets do not depend on how the input was chunked.
  */
-#include "tap.h"
+#include "stream/tap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_tok.h"
-#include "json_unescape.h"
-#include "json_watch.h"
-#include "sse.h"
-#include "strbuf.h"
+#include "stream/json_tok.h"
+#include "stream/json_unescape.h"
+#include "stream/json_watch.h"
+#include "stream/sse.h"
+#include "base/strbuf.h"
 
 typedef struct call {
   uint32_t index;

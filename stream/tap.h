@@ -52,8 +52,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "model_stream.h"
+#include "base/error.h"
+#include "stream/model_stream.h"
 
 typedef enum {
   TS_TAP_TOOL_CALL_STARTED = 1,

@@ -2,13 +2,13 @@
  * tool_defs.c: see tool_defs.h. The file is parsed once with jsmn (through json_view.h)
  * into a scratch copy, and the fields are copied out.
  */
-#include "tool_defs.h"
+#include "stream/tool_defs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_view.h"
+#include "stream/json_view.h"
 
 static char *dup_view(ts_view v) {
   char *s = malloc(v.len + 1);

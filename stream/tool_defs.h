@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "error.h"
+#include "base/error.h"
 
 typedef struct {
   char *name;

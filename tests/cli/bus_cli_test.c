@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proc.h"
-#include "test_support.h"
+#include "support/proc.h"
+#include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 

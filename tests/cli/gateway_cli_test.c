@@ -27,9 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bus_sub.h"
-#include "proc.h"
-#include "test_support.h"
+#include "events/bus_sub.h"
+#include "support/proc.h"
+#include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 #define MODEL_SERVER TS_BINARY_DIR "/model_server"

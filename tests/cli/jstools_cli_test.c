@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "proc.h"
-#include "store.h"
+#include "base/error.h"
+#include "support/proc.h"
+#include "store/store.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 

@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "proc.h"
-#include "store.h"
-#include "test_support.h"
+#include "base/error.h"
+#include "support/proc.h"
+#include "store/store.h"
+#include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 #define SERVER TS_BINARY_DIR "/model_server"

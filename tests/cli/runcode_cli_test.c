@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "proc.h"
-#include "test_support.h"
+#include "support/proc.h"
+#include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 

@@ -30,10 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "event.h"
-#include "tap.h"
-#include "proc.h"
-#include "test_support.h"
+#include "events/event.h"
+#include "stream/tap.h"
+#include "support/proc.h"
+#include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 #define spawn(argv, in) spawn_bin(BINARY, (argv), (in))

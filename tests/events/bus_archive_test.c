@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bus_pub.h"
-#include "bus_sub.h"
-#include "error.h"
-#include "test_support.h"
+#include "events/bus_pub.h"
+#include "events/bus_sub.h"
+#include "base/error.h"
+#include "support/test_support.h"
 
 #define N 300
 

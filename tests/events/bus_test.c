@@ -22,12 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bus_net.h"
-#include "bus_pub.h"
-#include "bus_sub.h"
-#include "bus_wire.h"
-#include "error.h"
-#include "test_support.h"
+#include "events/bus_net.h"
+#include "events/bus_pub.h"
+#include "events/bus_sub.h"
+#include "events/bus_wire.h"
+#include "base/error.h"
+#include "support/test_support.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
@@ -119,16 +119,16 @@ static void assert_clean(const tally *t, uint64_t n) {
 /* ---- wire ---------------------------------------------------------------------------- */
 
 START_TEST(test_wire) {
-  ck_assert(ts_bus_thread_valid("t1", 2));
-  ck_assert(ts_bus_thread_valid("th_0123456789abcdef", 19));
-  ck_assert(!ts_bus_thread_valid("", 0));
-  ck_assert(!ts_bus_thread_valid("a b", 3));
-  ck_assert(!ts_bus_thread_valid("a\nb", 3));
-  ck_assert(!ts_bus_thread_valid("a\x7f", 2));
-  char big[TS_BUS_THREAD_MAX + 1];
+  ck_assert(ts_thread_id_valid("t1", 2));
+  ck_assert(ts_thread_id_valid("th_0123456789abcdef", 19));
+  ck_assert(!ts_thread_id_valid("", 0));
+  ck_assert(!ts_thread_id_valid("a b", 3));
+  ck_assert(!ts_thread_id_valid("a\nb", 3));
+  ck_assert(!ts_thread_id_valid("a\x7f", 2));
+  char big[TS_THREAD_ID_MAX + 1];
   memset(big, 'x', sizeof big);
-  ck_assert(ts_bus_thread_valid(big, TS_BUS_THREAD_MAX));
-  ck_assert(!ts_bus_thread_valid(big, TS_BUS_THREAD_MAX + 1));
+  ck_assert(ts_thread_id_valid(big, TS_THREAD_ID_MAX));
+  ck_assert(!ts_thread_id_valid(big, TS_THREAD_ID_MAX + 1));
 
   const char *id, *json;
   size_t il, jl;

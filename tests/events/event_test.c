@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "event.h"
-#include "strbuf.h"
-#include "test_support.h"
+#include "events/event.h"
+#include "base/strbuf.h"
+#include "support/test_support.h"
 
 static const struct {
   int line;

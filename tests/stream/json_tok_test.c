@@ -41,9 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_tok.h"
-#include "json_unescape.h"
-#include "test_support.h"
+#include "stream/json_tok.h"
+#include "stream/json_unescape.h"
+#include "support/test_support.h"
 
 /* check's ck_assert_* report every passing assertion to the parent process (a pipe
  * write each); the hot paths below run hundreds of thousands of times, so they call

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_unescape.h"
-#include "test_support.h"
+#include "stream/json_unescape.h"
+#include "support/test_support.h"
 
 typedef struct {
   int line;

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_view.h"
-#include "test_support.h"
+#include "stream/json_view.h"
+#include "support/test_support.h"
 
 static ts_jv jv;
 

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_tok.h"
-#include "json_watch.h"
-#include "test_support.h"
+#include "stream/json_tok.h"
+#include "stream/json_watch.h"
+#include "support/test_support.h"
 
 typedef struct {
   ts_json_watch w;

@@ -34,9 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_view.h"
-#include "model_stream.h"
-#include "test_support.h"
+#include "stream/json_view.h"
+#include "stream/model_stream.h"
+#include "support/test_support.h"
 
 /* ---- the recorder ----------------------------------------------------------------- */
 

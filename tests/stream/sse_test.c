@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sse.h"
-#include "test_support.h"
+#include "stream/sse.h"
+#include "support/test_support.h"
 
 /* ---- recording, without allocating ------------------------------------------------ */
 

@@ -77,8 +77,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tap.h"
-#include "test_support.h"
+#include "stream/tap.h"
+#include "support/test_support.h"
 
 /* Asserts only on failure. check's ck_assert_* records the location on every PASS (a
  * write to the runner, and an allocation, which the allocation tests would count, and

@@ -1,7 +1,7 @@
 /*
  * proc.c: see proc.h.
  */
-#include "proc.h"
+#include "support/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>

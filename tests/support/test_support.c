@@ -3,7 +3,7 @@
  * through the linker's --wrap, which works the same with and without ASan (ASan's
  * interceptors sit behind __real_malloc).
  */
-#include "test_support.h"
+#include "support/test_support.h"
 
 #include <stdio.h>
 #include <stdlib.h>

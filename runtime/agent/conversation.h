@@ -1,0 +1,38 @@
+/*
+ * conversation.h: a thread's stored conversation as a model request.
+ *
+ * The store keeps messages in commit order: the user's prompt, then per turn the tool
+ * results (committed while the turn streams) and the assistant message of the turn
+ * ({"turn":N,"text":"...","tool_calls":[{"id","name","arguments"}]}). A provider wants
+ * the assistant message first and its results after it, paired by call id. This module
+ * rebuilds that order and writes the streaming request body in each provider's shape:
+ *
+ *   openai     Chat Completions: {"model","stream":true,"stream_options":{"include_usage":
+ *              true},"messages":[...],"tools":[{"type":"function","function":{...}}]};
+ *              assistant tool calls with `arguments` as a JSON string, results as
+ *              {"role":"tool","tool_call_id","content"} (errors say so in the content).
+ *   anthropic  Messages: {"model","max_tokens","stream":true,"messages":[...],"tools":
+ *              [{"name","description","input_schema"}]}; assistant `tool_use` blocks,
+ *              results as one user message of `tool_result` blocks with `is_error`.
+ *
+ * So the conversation as stored can be sent to either backend. Tool results whose
+ * assistant message was never stored (a crash in the middle of a turn) are left out,
+ * and so are calls of a stored assistant message that have no result (the model is told
+ * nothing false; resume resolves in-flight calls before the next request).
+ */
+#ifndef TS_CONVERSATION_H
+#define TS_CONVERSATION_H
+
+#include "store/store.h"
+#include "base/strbuf.h"
+#include "tools/registry.h"
+
+typedef enum { TS_PROVIDER_OPENAI = 1, TS_PROVIDER_ANTHROPIC } ts_provider;
+
+/* Appends the request body to `out`. Returns TS_E_OK, a store error, TS_E_NOMEM or
+ * TS_E_LIMIT (the buffer's limit). `max_tokens` is used for Anthropic (0: 4096). */
+int ts_conversation_request(ts_store *s, const char *thread, const ts_registry *reg,
+                            ts_provider provider, const char *model, unsigned max_tokens,
+                            ts_buf *out);
+
+#endif

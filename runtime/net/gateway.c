@@ -1,0 +1,1056 @@
+/*
+ * gateway.c: see gateway.h.
+ *
+ * Shape. One evhttp server takes the clients' requests. Each proxied request (a gw_req)
+ * owns one evhttp client connection to its upstream and one client request on it; the
+ * upstream's header callback starts the client's reply with the same status and
+ * headers, its chunked callback moves each piece read from the socket into the client's
+ * reply (evhttp_send_reply_chunk moves the evbuffer's chains: no copy on the forwarding
+ * path) after copying it once for the tap, and its completion callback ends the reply.
+ *
+ * Backpressure. evhttp re-enables reading on the upstream bufferevent at the end of
+ * every body read, after our chunk callback ran, so the pause cannot be done inside
+ * that callback: it is done by a deferred event that runs right after it. The client's
+ * reply chunks are sent with a "written" callback, which libevent calls when the
+ * client's output buffer is empty; that resumes the upstream. A slow client therefore
+ * holds at most one high-water mark of output plus one socket read in memory; the rest
+ * stays in the kernel's socket buffers and TCP slows the upstream down.
+ *
+ * Lifetime. Every way a gw_req ends goes through reap(): it is unlinked, its callbacks
+ * are disarmed, and the actual freeing (of the upstream connection above all, which
+ * must not be freed from inside its own callbacks) happens in a deferred event owned by
+ * the gw_req. libevent 2.1 quirks (as in http_client.c): a failed connect completes the
+ * request with response code 0 and no error callback; a later failure calls the error
+ * callback and then the completion callback with req == NULL.
+ *
+ * Thread ids and seq. The bus wants seq strictly increasing per thread, also across
+ * requests (a conversation sends one request per turn with the same thread header), so
+ * the gateway keeps the last seq of every thread named by a client header (up to
+ * TS_GW_MAX_NAMED_THREADS of them). A made-up thread id belongs to one request, which
+ * numbers its own events.
+ */
+#define _DEFAULT_SOURCE /* struct timeval */
+#include "base/thread_id.h"
+#include "net/gateway.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "events/bus_wire.h"
+#include "events/event.h"
+#include "stream/json_view.h"
+#include "stream/tap.h"
+
+/* The upstream latency histogram's bounds, in seconds (time to the response headers). */
+static const double lat_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                    0.25,  0.5,    1,     2.5,  5,     10,   30};
+#define N_LAT (sizeof lat_bounds / sizeof lat_bounds[0])
+
+typedef struct {
+  char prefix[256];
+  char host[256];
+  char host_header[300];
+  char base_path[1024]; /* without a trailing slash */
+  int port, tls, is_ip;
+} route;
+
+typedef struct {
+  char *key;
+  uint64_t seq;
+} seq_slot;
+
+typedef struct gw_req gw_req;
+
+struct ts_gw {
+  struct event_base *base;
+  struct evhttp *http;
+  int port;
+  route routes[TS_GW_MAX_UPSTREAMS];
+  size_t nroutes;
+  SSL_CTX *ssl_ctx;
+  ts_gw_config cfg;
+  ts_gw_stats st;
+  uint64_t lat_count[N_LAT + 1];
+  double lat_sum;
+  uint64_t lat_n;
+  seq_slot *seqs;
+  size_t seq_cap, seq_n;
+  gw_req *live;
+  ts_buf line;
+};
+
+struct gw_req {
+  ts_gw *gw;
+  gw_req *prev, *next;
+  struct evhttp_request *sreq;    /* the client's request (libevent's) */
+  struct evhttp_connection *scon; /* the client's connection (libevent's) */
+  struct evhttp_connection *ucon; /* ours */
+  struct evhttp_request *ureq;    /* libevent's once made; NULL when settled */
+  struct bufferevent *ubev;
+  struct event *timer, *pause_ev, *reap_ev;
+  const route *rt;
+  ts_tap *tap;
+  ts_tool_defs defs; /* progress arguments from the request's own tool definitions */
+  ts_ms_format format;
+  char *scratch;
+  size_t scratch_cap;
+  double t_start;
+  int uerr;           /* the upstream's evhttp_request_error, -1 when none */
+  int headers_sent, paused, reaping, counted_open;
+  int named_thread; /* the thread id came from the client: its seq lives in the map */
+  uint64_t seq;     /* a made-up thread's last seq (that thread is this request only) */
+  char thread[132];
+};
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void set_why(char *why, size_t cap, const char *msg, const char *arg) {
+  if (why && cap) snprintf(why, cap, msg, arg);
+}
+
+/* ---- thread seq map ------------------------------------------------------------------ */
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Threads named by clients whose seq the map keeps; past this, a new name's events are
+ * numbered from 1 per request (a thread id reused by that many conversations is rare,
+ * and the map must not grow without bound). */
+#define TS_GW_MAX_NAMED_THREADS (1u << 20)
+
+/* The next seq of `thread` (1 for a new thread); 0 when out of memory or full. */
+static uint64_t next_seq(ts_gw *gw, const char *thread) {
+  if ((gw->seq_n + 1) * 10 > gw->seq_cap * 7) {
+    if (gw->seq_n >= TS_GW_MAX_NAMED_THREADS) goto lookup_only;
+    size_t ncap = gw->seq_cap ? gw->seq_cap * 2 : 256;
+    seq_slot *ns = calloc(ncap, sizeof *ns);
+    if (!ns) return 0;
+    for (size_t i = 0; i < gw->seq_cap; i++) {
+      if (!gw->seqs[i].key) continue;
+      size_t j = hash_str(gw->seqs[i].key) & (ncap - 1);
+      while (ns[j].key) j = (j + 1) & (ncap - 1);
+      ns[j] = gw->seqs[i];
+    }
+    free(gw->seqs);
+    gw->seqs = ns;
+    gw->seq_cap = ncap;
+  }
+lookup_only:;
+  size_t j = hash_str(thread) & (gw->seq_cap - 1);
+  while (gw->seqs[j].key && strcmp(gw->seqs[j].key, thread)) j = (j + 1) & (gw->seq_cap - 1);
+  if (!gw->seqs[j].key) {
+    if ((gw->seq_n + 1) * 10 > gw->seq_cap * 7) return 0; /* full */
+    gw->seqs[j].key = strdup(thread);
+    if (!gw->seqs[j].key) return 0;
+    gw->seq_n++;
+  }
+  return ++gw->seqs[j].seq;
+}
+
+/* ---- publishing ---------------------------------------------------------------------- */
+
+static void publish(gw_req *r, const ts_tap_event *e) {
+  ts_gw *gw = r->gw;
+  if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) gw->st.tap_errors++;
+  if (!gw->cfg.pub) return;
+  uint64_t seq = r->named_thread ? next_seq(gw, r->thread) : 0;
+  if (!seq) { /* a made-up thread, or the map is full: this request's own numbering */
+    r->named_thread = 0;
+    seq = ++r->seq;
+  }
+  ts_event ev = {.thread = {r->thread, strlen(r->thread)}, .seq = seq, .body = *e};
+  ts_buf_reset(&gw->line);
+  if (ts_event_encode(&ev, &gw->line)) return;
+  if (ts_pub_send(gw->cfg.pub, r->thread, strlen(r->thread), seq, gw->line.p, gw->line.len) == 0)
+    gw->st.events_published++;
+}
+
+static void publish_error(gw_req *r, int code, const char *msg) {
+  ts_tap_event e;
+  memset(&e, 0, sizeof e);
+  e.type = TS_TAP_STREAM_ERROR;
+  e.code = code;
+  e.error.p = msg;
+  e.error.len = strlen(msg);
+  e.offset = r->tap ? ts_tap_offset(r->tap) : 0;
+  r->gw->st.upstream_errors++;
+  publish(r, &e);
+  r->gw->st.tap_errors--; /* an upstream failure, not the tap's: counted above instead */
+}
+
+static int on_tap_event(void *user, const ts_tap_event *e) {
+  publish(user, e);
+  return 0;
+}
+
+static const char *lookup_progress(void *user, const char *tool, size_t len, size_t *arg_len) {
+  gw_req *r = user;
+  const ts_tool_def *d = r->gw->cfg.tools ? ts_tool_defs_find(r->gw->cfg.tools, tool, len) : NULL;
+  if (!d || !d->progress_arg) d = ts_tool_defs_find(&r->defs, tool, len);
+  if (!d || !d->progress_arg) return NULL;
+  *arg_len = strlen(d->progress_arg);
+  return d->progress_arg;
+}
+
+/* ---- x-progress-argument ------------------------------------------------------------- */
+
+#define XPA "x-progress-argument"
+
+typedef struct {
+  size_t a, b;
+} range;
+
+typedef struct {
+  range *v;
+  size_t n, cap;
+  int oom;
+} ranges;
+
+static int contains(const char *s, size_t n, const char *lit, size_t l) {
+  for (const char *p = s, *end = s + n; (size_t)(end - p) >= l;) {
+    p = memchr(p, lit[0], (size_t)(end - p) - l + 1);
+    if (!p) return 0;
+    if (!memcmp(p, lit, l)) return 1;
+    p++;
+  }
+  return 0;
+}
+
+static void add_range(ranges *rs, size_t a, size_t b) {
+  if (rs->n == rs->cap) {
+    size_t nc = rs->cap ? rs->cap * 2 : 8;
+    range *nv = realloc(rs->v, nc * sizeof *nv);
+    if (!nv) {
+      rs->oom = 1;
+      return;
+    }
+    rs->v = nv;
+    rs->cap = nc;
+  }
+  rs->v[rs->n++] = (range){a, b};
+}
+
+static int cmp_range(const void *x, const void *y) {
+  const range *a = x, *b = y;
+  return a->a < b->a ? -1 : a->a > b->a;
+}
+
+/* Every member named XPA inside the subtree of token t, as byte ranges of the document
+ * that remove it with its comma. */
+static void collect_xpa(const ts_jv *v, int t, ranges *rs) {
+  int end = ts_jv_skip(v, t);
+  for (int i = t; i < end; i++) {
+    if (ts_jv_type_of(v, i) != TS_JV_OBJECT) continue;
+    int n = ts_jv_size(v, i), k = i + 1;
+    const char *kept_end = NULL; /* end of the last member that stays */
+    for (int m = 0; m < n; m++) {
+      int val = k + 1, next = ts_jv_skip(v, val);
+      ts_view kv = ts_jv_raw(v, k), vv = ts_jv_raw(v, val);
+      if (ts_jv_eq(v, k, XPA)) {
+        size_t a = (size_t)(kv.p - v->js), b = (size_t)(vv.p + vv.len - v->js);
+        if (m + 1 < n) b = (size_t)(ts_jv_raw(v, next).p - v->js);
+        else if (kept_end) a = (size_t)(kept_end - v->js);
+        add_range(rs, a, b);
+      } else {
+        kept_end = vv.p + vv.len;
+      }
+      k = next;
+    }
+  }
+}
+
+/* A tool's name and schema: records the schema's top-level XPA as its progress argument. */
+static void note_tool(ts_jv *v, int name, int schema, ts_tool_defs *defs) {
+  int pa = ts_jv_get(v, schema, XPA);
+  if (name < 0 || ts_jv_type_of(v, pa) != TS_JV_STRING || ts_jv_type_of(v, name) != TS_JV_STRING)
+    return;
+  ts_view nv, pv;
+  if (ts_jv_str(v, name, &nv) || ts_jv_str(v, pa, &pv)) return;
+  char nbuf[TS_MS_MAX_ID + 1], pbuf[1024];
+  if (nv.len > TS_MS_MAX_ID || pv.len >= sizeof pbuf || !pv.len) return;
+  memcpy(nbuf, nv.p, nv.len);
+  nbuf[nv.len] = '\0';
+  memcpy(pbuf, pv.p, pv.len);
+  pbuf[pv.len] = '\0';
+  if (strlen(nbuf) != nv.len || strlen(pbuf) != pv.len) return; /* NUL inside */
+  ts_tool_defs_set_progress(defs, nbuf, pbuf);
+}
+
+/* Strips XPA members from the tools of a JSON request body and learns the progress
+ * arguments they name. Returns a malloc'd rewritten body (*out_len bytes), or NULL when
+ * the body is to be forwarded untouched (no XPA, not JSON, out of memory). */
+static char *strip_progress(const char *body, size_t len, ts_tool_defs *defs, size_t *out_len) {
+  if (len < sizeof XPA || !contains(body, len, XPA, sizeof XPA - 1) || len > (256u << 20))
+    return NULL;
+  char *copy = malloc(len), *out = NULL;
+  ts_jv v;
+  memset(&v, 0, sizeof v);
+  ranges rs;
+  memset(&rs, 0, sizeof rs);
+  if (!copy) return NULL;
+  memcpy(copy, body, len);
+  size_t cap = len / 2 + 16;
+  if (cap > (64u << 20)) cap = 64u << 20;
+  if (ts_jv_init(&v, (int)cap) || ts_jv_parse(&v, copy, len)) goto done;
+  int tools = ts_jv_get(&v, 0, "tools");
+  if (ts_jv_type_of(&v, tools) != TS_JV_ARRAY) goto done;
+  /* Pass 1: ranges (raw bytes only). */
+  for (int k = 0, t = ts_jv_first(&v, tools); k < ts_jv_size(&v, tools); k++, t = ts_jv_skip(&v, t))
+    collect_xpa(&v, t, &rs);
+  if (!rs.n || rs.oom) goto done;
+  /* Pass 2: names and progress arguments (decodes strings in place in the copy). */
+  for (int k = 0, t = ts_jv_first(&v, tools); k < ts_jv_size(&v, tools); k++, t = ts_jv_skip(&v, t)) {
+    int fds = ts_jv_get(&v, t, "functionDeclarations");
+    if (fds < 0) fds = ts_jv_get(&v, t, "function_declarations");
+    if (ts_jv_type_of(&v, fds) == TS_JV_ARRAY) {
+      for (int j = 0, f = ts_jv_first(&v, fds); j < ts_jv_size(&v, fds); j++, f = ts_jv_skip(&v, f)) {
+        int sc = ts_jv_get(&v, f, "parameters");
+        if (sc < 0) sc = ts_jv_get(&v, f, "parametersJsonSchema");
+        note_tool(&v, ts_jv_get(&v, f, "name"), sc, defs);
+      }
+      continue;
+    }
+    int fn = ts_jv_get(&v, t, "function");
+    if (ts_jv_type_of(&v, fn) == TS_JV_OBJECT) {
+      note_tool(&v, ts_jv_get(&v, fn, "name"), ts_jv_get(&v, fn, "parameters"), defs);
+      continue;
+    }
+    int sc = ts_jv_get(&v, t, "input_schema");
+    if (sc < 0) sc = ts_jv_get(&v, t, "parameters");
+    note_tool(&v, ts_jv_get(&v, t, "name"), sc, defs);
+  }
+  qsort(rs.v, rs.n, sizeof *rs.v, cmp_range);
+  out = malloc(len);
+  if (!out) goto done;
+  size_t pos = 0, o = 0;
+  for (size_t i = 0; i < rs.n; i++) {
+    if (rs.v[i].a > pos) {
+      memcpy(out + o, body + pos, rs.v[i].a - pos);
+      o += rs.v[i].a - pos;
+    }
+    if (rs.v[i].b > pos) pos = rs.v[i].b;
+  }
+  memcpy(out + o, body + pos, len - pos);
+  o += len - pos;
+  *out_len = o;
+done:
+  free(rs.v);
+  ts_jv_fini(&v);
+  free(copy);
+  return out;
+}
+
+/* ---- headers ------------------------------------------------------------------------- */
+
+static int hop_by_hop(const char *name, const char *connection) {
+  static const char *const hop[] = {"Connection", "Keep-Alive", "Proxy-Connection",
+                                    "Proxy-Authenticate", "Proxy-Authorization", "TE",
+                                    "Trailer", "Trailers", "Transfer-Encoding", "Upgrade"};
+  for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
+    if (!strcasecmp(name, hop[i])) return 1;
+  if (connection) { /* tokens named in Connection are hop-by-hop too */
+    size_t n = strlen(name);
+    for (const char *p = connection; *p;) {
+      while (*p == ' ' || *p == '\t' || *p == ',') p++;
+      const char *s = p;
+      while (*p && *p != ',' && *p != ' ' && *p != '\t') p++;
+      if ((size_t)(p - s) == n && !strncasecmp(s, name, n)) return 1;
+    }
+  }
+  return 0;
+}
+
+static size_t headers_size(struct evkeyvalq *h) {
+  size_t n = 0;
+  for (struct evkeyval *kv = h->tqh_first; kv; kv = kv->next.tqe_next)
+    n += strlen(kv->key) + strlen(kv->value) + 4;
+  return n;
+}
+
+/* ---- answers made by the gateway itself ----------------------------------------------- */
+
+static void send_json_error(struct evhttp_request *req, int status, const char *reason,
+                            const char *msg, const char *thread) {
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  evhttp_add_header(h, "Content-Type", "application/json");
+  if (thread) evhttp_add_header(h, TS_GW_HEADER_THREAD, thread);
+  struct evbuffer *b = evbuffer_new();
+  if (b) {
+    ts_buf s;
+    ts_buf_init(&s, 4096);
+    ts_buf_append_json_string(&s, msg, strlen(msg));
+    evbuffer_add_printf(b, "{\"error\":{\"message\":%.*s,\"type\":\"toolstream_gateway\"}}\n",
+                        (int)s.len, s.p ? s.p : "\"\"");
+    ts_buf_fini(&s);
+  }
+  evhttp_send_reply(req, status, reason, b);
+  if (b) evbuffer_free(b);
+}
+
+static void send_metrics(ts_gw *gw, struct evhttp_request *req) {
+  struct evbuffer *b = evbuffer_new();
+  if (!b) {
+    evhttp_send_error(req, 500, NULL);
+    return;
+  }
+  const ts_gw_stats *s = &gw->st;
+  evbuffer_add_printf(b,
+      "# HELP toolstream_gateway_streams_open Proxied requests in progress.\n"
+      "# TYPE toolstream_gateway_streams_open gauge\n"
+      "toolstream_gateway_streams_open %llu\n"
+      "# HELP toolstream_gateway_streams_total Proxied requests started.\n"
+      "# TYPE toolstream_gateway_streams_total counter\n"
+      "toolstream_gateway_streams_total %llu\n"
+      "# HELP toolstream_gateway_requests_total Requests received, built-in endpoints included.\n"
+      "# TYPE toolstream_gateway_requests_total counter\n"
+      "toolstream_gateway_requests_total %llu\n"
+      "# HELP toolstream_gateway_bytes_total Body bytes forwarded, by direction.\n"
+      "# TYPE toolstream_gateway_bytes_total counter\n"
+      "toolstream_gateway_bytes_total{direction=\"upstream\"} %llu\n"
+      "toolstream_gateway_bytes_total{direction=\"client\"} %llu\n"
+      "# HELP toolstream_gateway_events_published_total Thread events published on the bus.\n"
+      "# TYPE toolstream_gateway_events_published_total counter\n"
+      "toolstream_gateway_events_published_total %llu\n"
+      "# HELP toolstream_gateway_tap_errors_total tool_call_error and stream_error events of the tap.\n"
+      "# TYPE toolstream_gateway_tap_errors_total counter\n"
+      "toolstream_gateway_tap_errors_total %llu\n"
+      "# HELP toolstream_gateway_upstream_errors_total Upstreams unreachable, broken, timed out or answering an error status.\n"
+      "# TYPE toolstream_gateway_upstream_errors_total counter\n"
+      "toolstream_gateway_upstream_errors_total %llu\n"
+      "# HELP toolstream_gateway_client_aborts_total Clients that left before the end of the reply.\n"
+      "# TYPE toolstream_gateway_client_aborts_total counter\n"
+      "toolstream_gateway_client_aborts_total %llu\n"
+      "# HELP toolstream_gateway_upstream_latency_seconds Time from the request to the upstream's response headers.\n"
+      "# TYPE toolstream_gateway_upstream_latency_seconds histogram\n",
+      (unsigned long long)s->streams_open, (unsigned long long)s->streams_total,
+      (unsigned long long)s->requests_total, (unsigned long long)s->bytes_up,
+      (unsigned long long)s->bytes_down, (unsigned long long)s->events_published,
+      (unsigned long long)s->tap_errors, (unsigned long long)s->upstream_errors,
+      (unsigned long long)s->client_aborts);
+  uint64_t cum = 0;
+  for (size_t i = 0; i < N_LAT; i++) {
+    cum += gw->lat_count[i];
+    evbuffer_add_printf(b, "toolstream_gateway_upstream_latency_seconds_bucket{le=\"%g\"} %llu\n",
+                        lat_bounds[i], (unsigned long long)cum);
+  }
+  evbuffer_add_printf(b,
+      "toolstream_gateway_upstream_latency_seconds_bucket{le=\"+Inf\"} %llu\n"
+      "toolstream_gateway_upstream_latency_seconds_sum %.6f\n"
+      "toolstream_gateway_upstream_latency_seconds_count %llu\n",
+      (unsigned long long)gw->lat_n, gw->lat_sum, (unsigned long long)gw->lat_n);
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                    "text/plain; version=0.0.4; charset=utf-8");
+  evhttp_send_reply(req, 200, "OK", b);
+  evbuffer_free(b);
+}
+
+/* ---- one proxied request ---------------------------------------------------------------- */
+
+static void reap_cb(evutil_socket_t fd, short what, void *arg);
+static void on_client_close(struct evhttp_connection *con, void *arg);
+
+static void req_free(gw_req *r) {
+  ts_gw *gw = r->gw;
+  if (r->prev) r->prev->next = r->next;
+  else if (gw->live == r) gw->live = r->next;
+  if (r->next) r->next->prev = r->prev;
+  if (r->ureq) evhttp_cancel_request(r->ureq);
+  if (r->ucon) evhttp_connection_free(r->ucon);
+  if (r->timer) event_free(r->timer);
+  if (r->pause_ev) event_free(r->pause_ev);
+  if (r->reap_ev) event_free(r->reap_ev);
+  ts_tap_free(r->tap);
+  ts_tool_defs_free(&r->defs);
+  free(r->scratch);
+  free(r);
+}
+
+/* Settles r: no callback of ours acts on it afterwards; freed from a deferred event (it
+ * stays on the live list until then, so ts_gw_free finds it). */
+static void reap(gw_req *r) {
+  if (r->reaping) return;
+  r->reaping = 1;
+  ts_gw *gw = r->gw;
+  if (r->counted_open) gw->st.streams_open--;
+  if (r->scon) evhttp_connection_set_closecb(r->scon, NULL, NULL);
+  r->scon = NULL;
+  r->sreq = NULL;
+  if (r->timer) evtimer_del(r->timer);
+  event_active(r->reap_ev, EV_TIMEOUT, 1);
+}
+
+static void reap_cb(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  req_free(arg);
+}
+
+/* The upstream failed: tell the client (a status, or a cut stream) and the bus. */
+static void fail(gw_req *r, int code, int status, const char *msg) {
+  publish_error(r, code, msg);
+  if (r->sreq) {
+    if (!r->headers_sent) {
+      struct evhttp_request *sreq = r->sreq;
+      evhttp_connection_set_closecb(r->scon, NULL, NULL);
+      r->scon = NULL; /* sending may free the connection */
+      r->sreq = NULL;
+      char full[600];
+      snprintf(full, sizeof full, "toolstream gateway: %s", msg);
+      send_json_error(sreq, status, status == 504 ? "Gateway Timeout" : "Bad Gateway", full,
+                      r->thread);
+    } else {
+      /* The client already has a status: a broken upstream stream becomes a broken
+       * client stream (no terminating chunk), so the client sees the truncation. */
+      struct evhttp_connection *scon = r->scon;
+      evhttp_connection_set_closecb(scon, NULL, NULL);
+      r->scon = NULL;
+      r->sreq = NULL;
+      evhttp_connection_free(scon);
+    }
+  }
+  reap(r);
+}
+
+static int connected(gw_req *r) {
+  struct bufferevent *bev = r->ucon ? evhttp_connection_get_bufferevent(r->ucon) : NULL;
+  int fd = bev ? bufferevent_getfd(bev) : -1;
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  return fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &sl) == 0;
+}
+
+static void arm_ms(struct event *ev, double ms) {
+  if (ms < 1) ms = 1;
+  struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((long)ms % 1000) * 1000};
+  evtimer_add(ev, &tv);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  gw_req *r = arg;
+  if (r->reaping || r->headers_sent) return;
+  ts_gw *gw = r->gw;
+  double el = (mono_s() - r->t_start) * 1000;
+  const char *msg = NULL;
+  char buf[128];
+  if (!connected(r) && el >= gw->cfg.connect_timeout_ms) {
+    snprintf(buf, sizeof buf, "no connection to the upstream within %d ms",
+             gw->cfg.connect_timeout_ms);
+    msg = buf;
+  } else if (el >= gw->cfg.headers_timeout_ms) {
+    snprintf(buf, sizeof buf, "no response headers from the upstream within %d ms",
+             gw->cfg.headers_timeout_ms);
+    msg = buf;
+  }
+  if (!msg) {
+    double next = gw->cfg.headers_timeout_ms - el;
+    if (!connected(r) && gw->cfg.connect_timeout_ms - el < next) next = gw->cfg.connect_timeout_ms - el;
+    arm_ms(r->timer, next);
+    return;
+  }
+  struct evhttp_request *u = r->ureq;
+  r->ureq = NULL;
+  if (u) evhttp_cancel_request(u);
+  fail(r, TS_E_GW_TIMEOUT, 504, msg);
+}
+
+static void on_pause(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  gw_req *r = arg;
+  if (r->paused && !r->reaping && r->ucon)
+    bufferevent_disable(evhttp_connection_get_bufferevent(r->ucon), EV_READ);
+}
+
+static void on_client_drained(struct evhttp_connection *con, void *arg) {
+  (void)con;
+  gw_req *r = arg;
+  if (r->paused && !r->reaping && r->ucon) {
+    r->paused = 0;
+    bufferevent_enable(evhttp_connection_get_bufferevent(r->ucon), EV_READ);
+  }
+}
+
+static void on_client_close(struct evhttp_connection *con, void *arg) {
+  (void)con;
+  gw_req *r = arg;
+  r->gw->st.client_aborts++;
+  /* libevent 2.1 detaches a request it was still answering from the dying connection
+   * and leaves it to us: ending it is what frees it. */
+  if (r->sreq && !evhttp_request_get_connection(r->sreq)) evhttp_send_reply_end(r->sreq);
+  r->scon = NULL; /* libevent is tearing it down */
+  r->sreq = NULL;
+  struct evhttp_request *u = r->ureq;
+  r->ureq = NULL;
+  if (u) evhttp_cancel_request(u); /* closes the upstream connection */
+  reap(r);
+}
+
+static int on_up_headers(struct evhttp_request *u, void *arg) {
+  gw_req *r = arg;
+  ts_gw *gw = r->gw;
+  if (r->reaping || !r->sreq) return -1;
+  int code = evhttp_request_get_response_code(u);
+  double lat = mono_s() - r->t_start;
+  size_t b = 0;
+  while (b < N_LAT && lat > lat_bounds[b]) b++;
+  gw->lat_count[b]++;
+  gw->lat_sum += lat;
+  gw->lat_n++;
+
+  struct evkeyvalq *in = evhttp_request_get_input_headers(u);
+  struct evkeyvalq *out = evhttp_request_get_output_headers(r->sreq);
+  const char *connection = evhttp_find_header(in, "Connection");
+  for (struct evkeyval *kv = in->tqh_first; kv; kv = kv->next.tqe_next)
+    if (!hop_by_hop(kv->key, connection) && strcasecmp(kv->key, TS_GW_HEADER_THREAD))
+      evhttp_add_header(out, kv->key, kv->value);
+  evhttp_add_header(out, TS_GW_HEADER_THREAD, r->thread);
+
+  const char *ct = evhttp_find_header(in, "Content-Type");
+  if (code >= 200 && code < 300 && ct && !strncasecmp(ct, "text/event-stream", 17)) {
+    ts_tap_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.format = r->format;
+    cfg.progress_arg = lookup_progress;
+    cfg.progress_user = r;
+    cfg.deltas = gw->cfg.deltas;
+    cfg.text = gw->cfg.text;
+    r->tap = ts_tap_new(&cfg, on_tap_event, r);
+    if (!r->tap) gw->st.tap_errors++;
+  } else if (code >= 400) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "the upstream answered %d", code);
+    publish_error(r, TS_E_GW_STATUS, msg);
+  }
+  const char *reason = evhttp_request_get_response_code_line(u);
+  evhttp_send_reply_start(r->sreq, code, reason && *reason ? reason : "Status");
+  r->headers_sent = 1;
+  evtimer_del(r->timer);
+  struct timeval tv = {gw->cfg.idle_timeout_ms / 1000, (gw->cfg.idle_timeout_ms % 1000) * 1000};
+  evhttp_connection_set_timeout_tv(r->ucon, &tv);
+  return 0;
+}
+
+static void on_up_chunk(struct evhttp_request *u, void *arg) {
+  gw_req *r = arg;
+  struct evbuffer *in = evhttp_request_get_input_buffer(u);
+  size_t n = evbuffer_get_length(in);
+  if (r->reaping || !r->sreq || !n) return;
+  int tap = r->tap && r->gw->cfg.pub; /* the tap's only output is the bus */
+  if (tap) {
+    if (n > r->scratch_cap) {
+      char *ns = realloc(r->scratch, n);
+      if (!ns) tap = 0;
+      else r->scratch = ns, r->scratch_cap = n;
+    }
+    if (tap) evbuffer_copyout(in, r->scratch, n);
+  }
+  evhttp_send_reply_chunk_with_cb(r->sreq, in, on_client_drained, r);
+  r->gw->st.bytes_down += n;
+  /* Write to the client now rather than on the next loop turn: the chunk leaves before
+   * the tap runs and one wake-up earlier. What the socket does not take stays queued
+   * for the bufferevent (which also reports errors); a partial write is harmless. */
+  struct bufferevent *cb = r->scon ? evhttp_connection_get_bufferevent(r->scon) : NULL;
+  if (cb) {
+    struct evbuffer *out = bufferevent_get_output(cb);
+    evbuffer_write(out, bufferevent_getfd(cb));
+    /* All gone: no write event needed (evhttp enables it again with the next chunk);
+     * disabling it in the same loop turn spares libevent two epoll_ctl calls. */
+    if (!evbuffer_get_length(out)) bufferevent_disable(cb, EV_WRITE);
+  }
+  if (tap) ts_tap_feed(r->tap, r->scratch, n);
+  if (cb && evbuffer_get_length(bufferevent_get_output(cb)) > TS_GW_CLIENT_HIGH_WATER &&
+      !r->paused) {
+    r->paused = 1;
+    event_active(r->pause_ev, EV_TIMEOUT, 1);
+  }
+}
+
+static void on_up_error(enum evhttp_request_error err, void *arg) {
+  gw_req *r = arg;
+  r->uerr = (int)err;
+}
+
+static void on_up_done(struct evhttp_request *u, void *arg) {
+  gw_req *r = arg;
+  r->ureq = NULL; /* libevent frees it after this call */
+  if (r->reaping) return;
+  if (!u || evhttp_request_get_response_code(u) == 0) {
+    char msg[400];
+    int timeout = r->uerr == EVREQ_HTTP_TIMEOUT;
+    const char *what = !r->headers_sent ? (r->uerr < 0 ? "cannot connect to the upstream %s"
+                                                       : "the upstream %s broke off before answering")
+                                        : (timeout ? "the upstream %s went idle mid-stream"
+                                                   : "the upstream %s broke off mid-stream");
+    snprintf(msg, sizeof msg, what, r->rt->host_header);
+    /* A TLS failure explains itself through the connection's SSL: a handshake that never
+     * finished, with the certificate's verify result when that is what failed. */
+    int tls = 0;
+    SSL *ssl = r->rt->tls && r->ubev ? bufferevent_openssl_get_ssl(r->ubev) : NULL;
+    if (ssl && !r->headers_sent && !SSL_is_init_finished(ssl)) {
+      unsigned long e = 0, last = 0;
+      while ((e = bufferevent_get_openssl_error(r->ubev))) last = e;
+      long vr = SSL_get_verify_result(ssl);
+      if (vr != X509_V_OK || last) {
+        tls = 1;
+        snprintf(msg, sizeof msg, "TLS with the upstream %s failed: %s", r->rt->host_header,
+                 vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "handshake error");
+      }
+    }
+    ERR_clear_error();
+    fail(r, tls ? TS_E_GW_TLS : timeout ? TS_E_GW_TIMEOUT : TS_E_GW_UPSTREAM,
+         timeout ? 504 : 502, msg);
+    return;
+  }
+  if (r->tap) ts_tap_finish(r->tap);
+  if (r->sreq) {
+    struct evhttp_request *sreq = r->sreq;
+    evhttp_connection_set_closecb(r->scon, NULL, NULL);
+    r->sreq = NULL;
+    r->scon = NULL;
+    evhttp_send_reply_end(sreq);
+  }
+  reap(r);
+}
+
+static const route *pick_route(ts_gw *gw, const char *path) {
+  const route *best = NULL;
+  size_t best_len = 0;
+  for (size_t i = 0; i < gw->nroutes; i++) {
+    size_t l = strlen(gw->routes[i].prefix);
+    if (strncmp(path, gw->routes[i].prefix, l)) continue;
+    if (!best || l > best_len) best = &gw->routes[i], best_len = l;
+  }
+  return best;
+}
+
+static ts_ms_format format_for(const char *path, size_t plen) {
+  struct {
+    const char *suffix;
+    ts_ms_format f;
+  } map[] = {{"/chat/completions", TS_MS_OPENAI_CHAT},
+             {"/responses", TS_MS_OPENAI_RESPONSES},
+             {"/messages", TS_MS_ANTHROPIC},
+             {":streamGenerateContent", TS_MS_GEMINI}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+    size_t l = strlen(map[i].suffix);
+    if (plen >= l && !memcmp(path + plen - l, map[i].suffix, l)) return map[i].f;
+  }
+  return TS_MS_AUTO;
+}
+
+static void on_request(struct evhttp_request *sreq, void *arg) {
+  ts_gw *gw = arg;
+  gw->st.requests_total++;
+  const char *uri = evhttp_request_get_uri(sreq);
+  enum evhttp_cmd_type cmd = evhttp_request_get_command(sreq);
+  size_t plen = strcspn(uri, "?#");
+  if (cmd == EVHTTP_REQ_GET && plen == 8 && !strncmp(uri, "/healthz", 8)) {
+    struct evbuffer *b = evbuffer_new();
+    if (b) evbuffer_add(b, "ok\n", 3);
+    evhttp_add_header(evhttp_request_get_output_headers(sreq), "Content-Type", "text/plain");
+    evhttp_send_reply(sreq, 200, "OK", b);
+    if (b) evbuffer_free(b);
+    return;
+  }
+  if (cmd == EVHTTP_REQ_GET && plen == 8 && !strncmp(uri, "/metrics", 8)) {
+    send_metrics(gw, sreq);
+    return;
+  }
+  struct evkeyvalq *hin = evhttp_request_get_input_headers(sreq);
+  if (headers_size(hin) > gw->cfg.max_header_bytes) {
+    send_json_error(sreq, 431, "Request Header Fields Too Large",
+                    "toolstream gateway: request headers too large", NULL);
+    return;
+  }
+  if (uri[0] != '/') {
+    send_json_error(sreq, 400, "Bad Request", "toolstream gateway: only origin-form request targets",
+                    NULL);
+    return;
+  }
+  const route *rt = pick_route(gw, uri);
+  if (!rt) {
+    send_json_error(sreq, 404, "Not Found", "toolstream gateway: no upstream for this path", NULL);
+    return;
+  }
+  gw_req *r = calloc(1, sizeof *r);
+  if (!r) {
+    evhttp_send_error(sreq, 503, "Out of memory");
+    return;
+  }
+  r->gw = gw;
+  r->uerr = -1;
+  r->rt = rt;
+  r->sreq = sreq;
+  r->scon = evhttp_request_get_connection(sreq);
+  r->t_start = mono_s();
+  r->format = format_for(uri, plen);
+  const char *th = evhttp_find_header(hin, TS_GW_HEADER_THREAD);
+  if (th && strlen(th) < sizeof r->thread && ts_thread_id_valid(th, strlen(th))) {
+    snprintf(r->thread, sizeof r->thread, "%s", th);
+    r->named_thread = 1;
+  } else
+    ts_thread_id_new(r->thread, sizeof r->thread);
+  r->timer = evtimer_new(gw->base, on_timer, r);
+  r->pause_ev = event_new(gw->base, -1, 0, on_pause, r);
+  r->reap_ev = event_new(gw->base, -1, 0, reap_cb, r);
+  if (!r->timer || !r->pause_ev || !r->reap_ev) goto nomem;
+  gw->st.streams_total++;
+  gw->st.streams_open++;
+  r->counted_open = 1;
+  r->next = gw->live;
+  if (gw->live) gw->live->prev = r;
+  gw->live = r;
+
+  if (rt->tls) {
+    SSL *ssl = SSL_new(gw->ssl_ctx);
+    if (!ssl) goto nomem_live;
+    if (rt->is_ip) {
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), rt->host);
+    } else {
+      SSL_set_tlsext_host_name(ssl, rt->host);
+      SSL_set1_host(ssl, rt->host);
+    }
+    r->ubev = bufferevent_openssl_socket_new(gw->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                             BEV_OPT_CLOSE_ON_FREE);
+    if (!r->ubev) {
+      SSL_free(ssl);
+      goto nomem_live;
+    }
+    bufferevent_openssl_set_allow_dirty_shutdown(r->ubev, 1);
+  }
+  r->ucon = evhttp_connection_base_bufferevent_new(gw->base, NULL, r->ubev, rt->host,
+                                                   (unsigned short)rt->port);
+  if (!r->ucon) {
+    if (r->ubev) bufferevent_free(r->ubev);
+    goto nomem_live;
+  }
+  evhttp_connection_set_retries(r->ucon, 0);
+  evhttp_connection_set_max_headers_size(r->ucon, (ev_ssize_t)gw->cfg.max_header_bytes);
+  {
+    int ms = gw->cfg.headers_timeout_ms + 1000; /* backstop: our timer decides */
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evhttp_connection_set_timeout_tv(r->ucon, &tv);
+  }
+  struct evhttp_request *u = evhttp_request_new(on_up_done, r);
+  if (!u) goto nomem_live;
+  evhttp_request_set_header_cb(u, on_up_headers);
+  evhttp_request_set_chunked_cb(u, on_up_chunk);
+  evhttp_request_set_error_cb(u, on_up_error);
+  struct evkeyvalq *hout = evhttp_request_get_output_headers(u);
+  const char *connection = evhttp_find_header(hin, "Connection");
+  for (struct evkeyval *kv = hin->tqh_first; kv; kv = kv->next.tqe_next) {
+    if (hop_by_hop(kv->key, connection) || !strcasecmp(kv->key, "Host") ||
+        !strcasecmp(kv->key, "Content-Length") || !strcasecmp(kv->key, "Accept-Encoding") ||
+        !strcasecmp(kv->key, "Expect")) /* evhttp answered 100-continue; the body is here */
+      continue;
+    evhttp_add_header(hout, kv->key, kv->value);
+  }
+  evhttp_add_header(hout, "Host", rt->host_header);
+  evhttp_add_header(hout, "Accept-Encoding", "identity");
+
+  struct evbuffer *body = evhttp_request_get_input_buffer(sreq);
+  size_t blen = evbuffer_get_length(body);
+  struct evbuffer *ubody = evhttp_request_get_output_buffer(u);
+  char *rewritten = NULL;
+  size_t rlen = 0;
+  if (blen) {
+    const char *bp = (const char *)evbuffer_pullup(body, -1);
+    rewritten = bp ? strip_progress(bp, blen, &r->defs, &rlen) : NULL;
+    if (rewritten) {
+      evbuffer_add(ubody, rewritten, rlen);
+      free(rewritten);
+    } else {
+      evbuffer_add_buffer(ubody, body);
+    }
+  }
+  gw->st.bytes_up += evbuffer_get_length(ubody);
+  /* POST and friends always carry Content-Length (libevent adds it from the buffer);
+   * libevent leaves it out for a GET with no body. */
+
+  char path[8192];
+  int pn = snprintf(path, sizeof path, "%s%s", rt->base_path, uri);
+  if (pn < 0 || (size_t)pn >= sizeof path) {
+    evhttp_request_free(u);
+    reap(r);
+    send_json_error(sreq, 414, "URI Too Long", "toolstream gateway: request target too long", NULL);
+    return;
+  }
+  evhttp_connection_set_closecb(r->scon, on_client_close, r);
+  r->ureq = u;
+  if (evhttp_make_request(r->ucon, u, cmd, path) != 0) {
+    r->ureq = NULL; /* libevent freed it */
+    fail(r, TS_E_GW_UPSTREAM, 502, "cannot send the request upstream");
+    return;
+  }
+  arm_ms(r->timer, gw->cfg.connect_timeout_ms < gw->cfg.headers_timeout_ms
+                       ? gw->cfg.connect_timeout_ms
+                       : gw->cfg.headers_timeout_ms);
+  return;
+
+nomem_live:
+  reap(r);
+  evhttp_send_error(sreq, 503, "Out of memory");
+  return;
+nomem:
+  req_free(r);
+  evhttp_send_error(sreq, 503, "Out of memory");
+}
+
+/* ---- setup ------------------------------------------------------------------------------ */
+
+static int parse_route(const ts_gw_upstream *up, route *rt, char *why, size_t cap) {
+  memset(rt, 0, sizeof *rt);
+  const char *prefix = up->prefix ? up->prefix : "";
+  if (strlen(prefix) >= sizeof rt->prefix || (*prefix && *prefix != '/')) {
+    set_why(why, cap, "upstream prefix '%s' must start with '/'", prefix);
+    return TS_E_INVAL;
+  }
+  snprintf(rt->prefix, sizeof rt->prefix, "%s", prefix);
+  struct evhttp_uri *u = up->url ? evhttp_uri_parse(up->url) : NULL;
+  const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
+  const char *host = u ? evhttp_uri_get_host(u) : NULL;
+  if (!u || !scheme || !host || !*host || evhttp_uri_get_userinfo(u) ||
+      (strcasecmp(scheme, "http") && strcasecmp(scheme, "https")) || strlen(host) >= sizeof rt->host) {
+    set_why(why, cap, "upstream URL '%s' is not http(s)://host[:port][/path]",
+            up->url ? up->url : "(null)");
+    if (u) evhttp_uri_free(u);
+    return TS_E_INVAL;
+  }
+  rt->tls = !strcasecmp(scheme, "https");
+  rt->port = evhttp_uri_get_port(u);
+  if (rt->port <= 0) rt->port = rt->tls ? 443 : 80;
+  /* libevent keeps the brackets of an IPv6 literal out of the host */
+  snprintf(rt->host, sizeof rt->host, "%s", host);
+  struct in6_addr a6;
+  struct in_addr a4;
+  rt->is_ip = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+  int v6 = strchr(host, ':') != NULL;
+  int default_port = rt->port == (rt->tls ? 443 : 80);
+  if (default_port)
+    snprintf(rt->host_header, sizeof rt->host_header, v6 ? "[%s]" : "%s", host);
+  else
+    snprintf(rt->host_header, sizeof rt->host_header, v6 ? "[%s]:%d" : "%s:%d", host, rt->port);
+  const char *p = evhttp_uri_get_path(u);
+  snprintf(rt->base_path, sizeof rt->base_path, "%s", p ? p : "");
+  size_t l = strlen(rt->base_path);
+  while (l && rt->base_path[l - 1] == '/') rt->base_path[--l] = '\0';
+  evhttp_uri_free(u);
+  return 0;
+}
+
+int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, char *why,
+              size_t why_cap) {
+  if (!base || !cfg || !out || !cfg->n_upstreams || cfg->n_upstreams > TS_GW_MAX_UPSTREAMS) {
+    set_why(why, why_cap, "%s", "the gateway needs 1 to 16 upstreams");
+    return TS_E_INVAL;
+  }
+  ts_gw *gw = calloc(1, sizeof *gw);
+  if (!gw) return TS_E_NOMEM;
+  gw->base = base;
+  gw->cfg = *cfg;
+  if (gw->cfg.connect_timeout_ms <= 0) gw->cfg.connect_timeout_ms = TS_GW_CONNECT_TIMEOUT_MS;
+  if (gw->cfg.headers_timeout_ms <= 0) gw->cfg.headers_timeout_ms = TS_GW_HEADERS_TIMEOUT_MS;
+  if (gw->cfg.idle_timeout_ms <= 0) gw->cfg.idle_timeout_ms = TS_GW_IDLE_TIMEOUT_MS;
+  if (!gw->cfg.max_header_bytes) gw->cfg.max_header_bytes = TS_GW_MAX_HEADER_BYTES;
+  if (!gw->cfg.max_body_bytes) gw->cfg.max_body_bytes = TS_GW_MAX_BODY_BYTES;
+  gw->cfg.upstreams = NULL;
+  ts_buf_init(&gw->line, (size_t)64 << 20);
+  int rc = TS_E_INVAL, need_tls = 0;
+  for (size_t i = 0; i < cfg->n_upstreams; i++) {
+    if ((rc = parse_route(&cfg->upstreams[i], &gw->routes[i], why, why_cap))) goto fail;
+    need_tls |= gw->routes[i].tls;
+    gw->nroutes++;
+  }
+  if (need_tls || cfg->ca_file) {
+    gw->ssl_ctx = SSL_CTX_new(TLS_client_method());
+    rc = TS_E_NOMEM;
+    if (!gw->ssl_ctx) goto fail;
+    SSL_CTX_set_min_proto_version(gw->ssl_ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(gw->ssl_ctx, SSL_VERIFY_PEER, NULL);
+    int ok = cfg->ca_file ? SSL_CTX_load_verify_locations(gw->ssl_ctx, cfg->ca_file, NULL)
+                          : SSL_CTX_set_default_verify_paths(gw->ssl_ctx);
+    if (ok != 1) {
+      ERR_clear_error();
+      set_why(why, why_cap, "cannot load the CA file %s",
+              cfg->ca_file ? cfg->ca_file : "(system store)");
+      rc = TS_E_GW_TLS;
+      goto fail;
+    }
+  }
+  rc = TS_E_NOMEM;
+  gw->http = evhttp_new(base);
+  if (!gw->http) goto fail;
+  evhttp_set_allowed_methods(gw->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                           EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH |
+                                           EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
+  /* libevent answers 413 itself past its header limit; ours (431) is checked first, so
+   * libevent's is set well above it. */
+  evhttp_set_max_headers_size(gw->http, (ev_ssize_t)(gw->cfg.max_header_bytes * 4 + 16384));
+  evhttp_set_max_body_size(gw->http, (ev_ssize_t)gw->cfg.max_body_bytes);
+  evhttp_set_timeout(gw->http, gw->cfg.idle_timeout_ms / 1000 + 1);
+  evhttp_set_gencb(gw->http, on_request, gw);
+  struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(
+      gw->http, cfg->listen_host ? cfg->listen_host : "127.0.0.1", (ev_uint16_t)cfg->listen_port);
+  if (!bs) {
+    set_why(why, why_cap, "cannot listen: %s", strerror(errno));
+    rc = TS_E_IO;
+    goto fail;
+  }
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl);
+  gw->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                      : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  *out = gw;
+  return 0;
+fail:
+  ts_gw_free(gw);
+  return rc;
+}
+
+int ts_gw_port(const ts_gw *gw) { return gw->port; }
+
+void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st) { *st = gw->st; }
+
+void ts_gw_free(ts_gw *gw) {
+  if (!gw) return;
+  while (gw->live) { /* live and reaped-but-not-yet-freed requests */
+    gw_req *r = gw->live;
+    reap(r);
+    req_free(r);
+  }
+  if (gw->http) evhttp_free(gw->http);
+  if (gw->ssl_ctx) SSL_CTX_free(gw->ssl_ctx);
+  for (size_t i = 0; i < gw->seq_cap; i++) free(gw->seqs[i].key);
+  free(gw->seqs);
+  ts_buf_fini(&gw->line);
+  free(gw);
+}

@@ -1,0 +1,134 @@
+/*
+ * gateway.h: a reverse proxy between any model client and a model provider, with a tap
+ * on the side.
+ *
+ * The gateway listens for HTTP/1.1, forwards each request to the upstream chosen by
+ * the longest matching path prefix, and passes the answer back: status, headers (minus
+ * hop-by-hop ones) and body, byte for byte, each piece of the body written to the
+ * client as soon as it was read from the upstream. A copy of every successful
+ * text/event-stream body goes through a ts_tap (stream/tap.h) whose events are
+ * published on the event bus (events/bus_pub.h) under the request's thread id, so UIs
+ * and watchdogs see `tool_call_started` while the client is still reading the call.
+ *
+ * It is the second module of runtime/ that includes libevent (and OpenSSL): an evhttp
+ * server for the clients, one evhttp client connection per proxied request for the
+ * upstream (plain, or TLS through bufferevent_openssl with verification always on).
+ *
+ * Requests
+ *   - The request body is read whole (evhttp) up to max_body_bytes (413 past it),
+ *     the headers up to max_header_bytes (431 past it). Model requests are small JSON
+ *     documents; it is the *response* that streams.
+ *   - Forwarded with every header except the hop-by-hop ones (Connection and what it
+ *     names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), Host
+ *     (rewritten to the upstream's), Content-Length (recomputed), Expect (the gateway
+ *     has already answered 100-continue and read the body) and Accept-Encoding
+ *     (replaced by `identity`, so the tap reads plain bytes; the client receives the
+ *     same bytes it would get uncompressed).
+ *   - Headers past 4 x max_header_bytes + 16 KiB are refused by libevent itself, with
+ *     413 instead of 431.
+ *   - The upstream URL's path is a prefix put before the client's path and query
+ *     (upstream http://h:8080 + /v1/chat/completions?x=1 -> http://h:8080/v1/chat/...).
+ *   - Tool definitions in the body may carry "x-progress-argument": "NAME" in a tool's
+ *     JSON Schema (OpenAI Chat: tools[].function.parameters; Responses:
+ *     tools[].parameters; Anthropic: tools[].input_schema; Gemini:
+ *     tools[].functionDeclarations[].parameters or parametersJsonSchema). The top-level
+ *     one names the tool's progress argument for this request; every member with that
+ *     key anywhere inside a tool is removed before forwarding (all other bytes of the
+ *     body are left exactly as they were). Progress arguments from the configuration
+ *     (ts_gw_config.tools) win over the request's.
+ *   - Thread id: the X-Toolstream-Thread request header when it is a valid bus thread
+ *     id, else a fresh "th_<16 hex>"; it is returned in the X-Toolstream-Thread response
+ *     header either way.
+ *
+ * Responses
+ *   - The upstream's status line and headers go to the client when they arrive; the
+ *     body follows piece by piece (chunked to the client unless the upstream sent a
+ *     Content-Length, which is then kept).
+ *   - Backpressure: when more than TS_GW_CLIENT_HIGH_WATER bytes wait in the client's
+ *     output, reading from the upstream stops (TCP flow control then slows the
+ *     upstream) until the client's output has drained; memory per stream stays bounded.
+ *   - A client that disconnects cancels the upstream request (its connection closes).
+ *   - Tap format by path: .../chat/completions openai-chat, .../responses
+ *     openai-responses, .../messages anthropic, :streamGenerateContent gemini, else auto.
+ *     The tap runs only on 2xx answers with Content-Type text/event-stream.
+ *   - Errors: an upstream error status is passed through untouched and published as a
+ *     stream_error (gw_status); an unreachable or broken upstream gives 502 (504 for a
+ *     timeout before the headers) and a stream_error; after the headers were sent, a
+ *     broken stream is passed on as a broken stream (the client's connection is closed
+ *     without the terminating chunk) and published as a stream_error.
+ *   - Timeouts: connect (TCP), headers (from the request's start to the upstream's
+ *     status line) and idle (no body byte from the upstream for that long).
+ *
+ * Built-in endpoints (GET): /healthz answers 200 "ok\n"; /metrics the Prometheus text
+ * format (see docs/gateway.md for the metric names).
+ *
+ * Threads: everything runs on the caller's event_base thread; ts_gw_* calls must come
+ * from that thread.
+ */
+#ifndef TS_GATEWAY_H
+#define TS_GATEWAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events/bus_pub.h"
+#include "stream/tool_defs.h"
+
+struct event_base;
+
+#define TS_GW_CONNECT_TIMEOUT_MS 10000
+#define TS_GW_HEADERS_TIMEOUT_MS 120000 /* providers think before the first byte */
+#define TS_GW_IDLE_TIMEOUT_MS 300000    /* a reasoning model can be silent for minutes */
+#define TS_GW_MAX_HEADER_BYTES (64 * 1024)
+#define TS_GW_MAX_BODY_BYTES (32u << 20) /* long conversations with images inline */
+/* Bytes waiting for a slow client before the upstream is paused: a few chunks. */
+#define TS_GW_CLIENT_HIGH_WATER (64 * 1024)
+#define TS_GW_MAX_UPSTREAMS 16
+#define TS_GW_HEADER_THREAD "X-Toolstream-Thread"
+
+typedef struct {
+  const char *prefix; /* "" or NULL: every path; else a path prefix such as "/v1/messages" */
+  const char *url;    /* http://host[:port][/base] or https://... */
+} ts_gw_upstream;
+
+typedef struct {
+  const char *listen_host; /* NULL: 127.0.0.1 */
+  int listen_port;         /* 0: the kernel chooses (see ts_gw_port) */
+  const ts_gw_upstream *upstreams;
+  size_t n_upstreams;      /* 1 .. TS_GW_MAX_UPSTREAMS */
+  const char *ca_file;     /* PEM file of trusted CAs instead of the system store */
+  const ts_tool_defs *tools; /* may be NULL; borrowed for the gateway's lifetime */
+  ts_pub *pub;             /* may be NULL (no events published); borrowed */
+  int connect_timeout_ms;  /* 0: defaults above */
+  int headers_timeout_ms;
+  int idle_timeout_ms;
+  size_t max_header_bytes;
+  size_t max_body_bytes;
+  int deltas;              /* publish tool_call_delta too */
+  int text;                /* publish text_delta too */
+} ts_gw_config;
+
+typedef struct ts_gw ts_gw;
+
+/* Binds the listener on `base` and validates the upstream URLs. On success stores the
+ * gateway in *out and returns 0; otherwise TS_E_INVAL (bad URL or config: `why` says
+ * which), TS_E_GW_TLS (CA file unreadable), TS_E_IO (cannot listen) or TS_E_NOMEM. */
+int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, char *why,
+              size_t why_cap);
+
+/* The port actually bound. */
+int ts_gw_port(const ts_gw *gw);
+
+typedef struct {
+  uint64_t streams_open, streams_total, requests_total;
+  uint64_t bytes_up, bytes_down; /* request bodies sent up; response bodies sent down */
+  uint64_t events_published, tap_errors, upstream_errors, client_aborts;
+} ts_gw_stats;
+
+void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st);
+
+/* Closes the listener and every connection (upstream requests are cancelled) and frees
+ * everything. NULL is a no-op. */
+void ts_gw_free(ts_gw *gw);
+
+#endif /* TS_GATEWAY_H */

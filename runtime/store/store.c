@@ -1,0 +1,850 @@
+/*
+ * store.c: the durable store on SQLite (see store.h and docs/store.md).
+ *
+ * Why SQLite, and why configured this way. The store has to survive a kill -9 at any
+ * instruction and still say, for every tool call, whether its result was committed.
+ * SQLite's write-ahead log gives exactly that unit: a transaction is in the WAL and
+ * fsync'd (synchronous=FULL) before COMMIT returns, or it is not there at all after
+ * recovery. WAL also keeps readers (the replay service, a UI) off the writer's path.
+ * So every public writing function here is one transaction, and the one that matters
+ * most, ts_store_call_finished, puts the tool-result message and the "finished" mark
+ * of the start record in the same transaction: after a crash a call is either
+ * finished with its result or still "started" (and is then listed for the resuming
+ * dispatcher), never half of each.
+ *
+ * Cost. A commit is one fsync of the WAL; everything else is prepared statements
+ * cached in the store (prepared once, on first use, with SQLITE_PREPARE_PERSISTENT)
+ * and index lookups: the next message seq is max(seq)+1 read from the primary key's
+ * index inside the inserting statement, so no counter row is contended.
+ *
+ * Schema changes. `migrations` is an append-only list of SQL steps; step i takes a
+ * database from user_version i to i+1 in one transaction (BEGIN IMMEDIATE, so two
+ * processes opening a fresh store at once do not both migrate: the second re-reads
+ * user_version under the write lock and finds the work done). A user_version above
+ * what this code knows means a newer toolstream wrote the file: we refuse it rather
+ * than guess. application_id marks the file as ours, so pointing --data-dir at some
+ * other program's database fails cleanly instead of adding tables to it.
+ *
+ * Errors. SQLite's extended result codes are mapped once, in map_rc, onto the
+ * TS_E_STORE_* group; the message SQLite gives is kept, prefixed with what we were
+ * doing, for ts_store_errmsg. A constraint failure is translated to what it means
+ * here (a missing thread, an existing thread, JSON the schema rejects).
+ */
+#include "base/thread_id.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/error.h"
+
+/* application_id in the database header: "TSdb". */
+#define TS__STORE_APP_ID 0x54536462
+
+/* ---- schema ---------------------------------------------------------------------- */
+
+/* migrations[i] takes user_version i to i + 1. Append only; never edit a released step. */
+static const char *const migrations[] = {
+    /* 0 -> 1: the first schema. */
+    "PRAGMA application_id = 1414751330;" /* TS__STORE_APP_ID */
+    "CREATE TABLE threads("
+    "  id TEXT PRIMARY KEY NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  meta TEXT CHECK (meta IS NULL OR json_valid(meta)));"
+    "CREATE TABLE messages("
+    "  thread TEXT NOT NULL REFERENCES threads(id),"
+    "  seq INTEGER NOT NULL CHECK (seq > 0),"
+    "  role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),"
+    "  content TEXT NOT NULL,"
+    "  tool_call_id TEXT,"
+    "  tool_name TEXT,"
+    "  is_error INTEGER NOT NULL DEFAULT 0 CHECK (is_error IN (0, 1)),"
+    "  created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (thread, seq),"
+    "  CHECK (role <> 'tool' OR tool_call_id IS NOT NULL));"
+    "CREATE TABLE call_starts("
+    "  thread TEXT NOT NULL REFERENCES threads(id),"
+    "  turn INTEGER NOT NULL CHECK (turn >= 0),"
+    "  idx INTEGER NOT NULL CHECK (idx >= 0),"
+    "  call_id TEXT NOT NULL,"
+    "  tool TEXT NOT NULL,"
+    "  args TEXT NOT NULL CHECK (json_valid(args)),"
+    "  attempts INTEGER NOT NULL DEFAULT 1,"
+    "  started_at INTEGER NOT NULL,"
+    "  state TEXT NOT NULL DEFAULT 'started' CHECK (state IN ('started', 'finished')),"
+    "  finished_at INTEGER,"
+    "  result_seq INTEGER,"
+    "  PRIMARY KEY (thread, turn, idx),"
+    "  FOREIGN KEY (thread, result_seq) REFERENCES messages(thread, seq));"
+    "CREATE INDEX call_starts_unfinished ON call_starts(thread, turn, idx)"
+    "  WHERE state = 'started';"
+    "CREATE TABLE events("
+    "  thread TEXT NOT NULL REFERENCES threads(id),"
+    "  seq INTEGER NOT NULL CHECK (seq > 0),"
+    "  json TEXT NOT NULL CHECK (json_valid(json)),"
+    "  PRIMARY KEY (thread, seq));",
+};
+#define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+_Static_assert(NMIGRATIONS == TS_STORE_SCHEMA_VERSION, "one migration per schema version");
+_Static_assert(TS__STORE_APP_ID == 1414751330, "application_id literal in migration 1");
+
+/* ---- cached statements ----------------------------------------------------------- */
+
+enum {
+  ST_BEGIN,
+  ST_COMMIT,
+  ST_ROLLBACK,
+  ST_THREAD_INSERT,
+  ST_THREAD_EXISTS,
+  ST_MSG_INSERT,
+  ST_MSG_LIST,
+  ST_CALL_START,
+  ST_CALL_STATE,
+  ST_CALL_RESULT,
+  ST_CALL_MARK,
+  ST_CALL_OPEN,
+  ST_EVENT_INSERT,
+  ST_EVENT_AFTER,
+  ST_EVENT_LAST,
+  ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_THREAD_INSERT] = "INSERT INTO threads(id, created_at, meta) VALUES (?1, ?2, ?3)",
+    [ST_THREAD_EXISTS] = "SELECT 1 FROM threads WHERE id = ?1",
+    [ST_MSG_INSERT] =
+        "INSERT INTO messages(thread, seq, role, content, tool_call_id, tool_name, "
+        "is_error, created_at) VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM messages "
+        "WHERE thread = ?1), ?2, ?3, ?4, ?5, ?6, ?7) RETURNING seq",
+    [ST_MSG_LIST] = "SELECT seq, role, content, tool_call_id, tool_name, is_error, created_at "
+                    "FROM messages WHERE thread = ?1 AND seq > ?2 ORDER BY seq",
+    /* A re-start of an unfinished call counts an attempt; a finished call, or a
+     * different call at the same place, updates nothing and returns no row. */
+    [ST_CALL_START] =
+        "INSERT INTO call_starts(thread, turn, idx, call_id, tool, args, started_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (thread, turn, idx) DO UPDATE "
+        "SET attempts = attempts + 1, started_at = excluded.started_at "
+        "WHERE state = 'started' AND call_id = excluded.call_id AND tool = excluded.tool "
+        "RETURNING attempts",
+    [ST_CALL_STATE] = "SELECT state FROM call_starts WHERE thread = ?1 AND turn = ?2 AND idx = ?3",
+    [ST_CALL_RESULT] =
+        "INSERT INTO messages(thread, seq, role, content, tool_call_id, tool_name, "
+        "is_error, created_at) SELECT ?1, (SELECT coalesce(max(seq), 0) + 1 FROM messages "
+        "WHERE thread = ?1), 'tool', ?4, call_id, tool, ?5, ?6 FROM call_starts "
+        "WHERE thread = ?1 AND turn = ?2 AND idx = ?3 AND state = 'started' RETURNING seq",
+    [ST_CALL_MARK] = "UPDATE call_starts SET state = 'finished', finished_at = ?4, "
+                     "result_seq = ?5 WHERE thread = ?1 AND turn = ?2 AND idx = ?3 "
+                     "AND state = 'started'",
+    [ST_CALL_OPEN] = "SELECT turn, idx, call_id, tool, args, attempts, started_at "
+                     "FROM call_starts WHERE thread = ?1 AND state = 'started' "
+                     "ORDER BY turn, idx",
+    [ST_EVENT_INSERT] = "INSERT INTO events(thread, seq, json) SELECT ?1, ?2, ?3 "
+                        "WHERE ?2 > (SELECT coalesce(max(seq), 0) FROM events "
+                        "WHERE thread = ?1)",
+    [ST_EVENT_AFTER] = "SELECT seq, json FROM events WHERE thread = ?1 AND seq > ?2 "
+                       "ORDER BY seq LIMIT ?3",
+    [ST_EVENT_LAST] = "SELECT coalesce(max(seq), 0) FROM events WHERE thread = ?1",
+};
+
+struct ts_store {
+  sqlite3 *db;
+  sqlite3_stmt *st[ST_COUNT];
+  int in_cb; /* inside a callback: any use of the store is refused */
+  char path[TS_STORE_PATH_MAX];
+  char err[768];
+};
+
+static const char *const role_names[] = {"system", "user", "assistant", "tool"};
+
+const char *ts_store_role_name(ts_store_role role) {
+  return (unsigned)role < 4 ? role_names[role] : NULL;
+}
+
+static int role_parse(const unsigned char *t, ts_store_role *out) {
+  for (int i = 0; i < 4; i++)
+    if (t && !strcmp((const char *)t, role_names[i])) {
+      *out = (ts_store_role)i;
+      return 0;
+    }
+  return -1;
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- errors ---------------------------------------------------------------------- */
+
+static int map_rc(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_NOMEM: return TS_E_NOMEM;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return TS_E_STORE_BUSY;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return TS_E_STORE_CORRUPT;
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_PROTOCOL: return TS_E_STORE_IO;
+    case SQLITE_READONLY: return TS_E_STORE_READONLY;
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_AUTH: return TS_E_STORE_OPEN;
+    case SQLITE_TOOBIG: return TS_E_LIMIT;
+    case SQLITE_RANGE:
+    case SQLITE_MISMATCH: return TS_E_INVAL;
+    case SQLITE_CONSTRAINT:
+      if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) return TS_E_STORE_NO_THREAD;
+      if (rc == SQLITE_CONSTRAINT_CHECK || rc == SQLITE_CONSTRAINT_NOTNULL) return TS_E_INVAL;
+      return TS_E_STORE_SQL;
+    default: return TS_E_STORE_SQL;
+  }
+}
+
+static void say(char *buf, size_t cap, const char *fmt, ...) {
+  if (!buf || !cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, cap, fmt, ap);
+  va_end(ap);
+}
+
+/* Records a failure that is not SQLite's and returns `code`. */
+static int fail(ts_store *s, int code, const char *what, const char *detail) {
+  say(s->err, sizeof s->err, "%s: %s", what, detail ? detail : ts_err_message(code));
+  return code;
+}
+
+/* Records SQLite's failure `rc` (the message is read now, before any reset). */
+static int sql_fail(ts_store *s, int rc, const char *what, const char *thread) {
+  int code = map_rc(rc);
+  if (code == TS_E_STORE_NO_THREAD && thread)
+    say(s->err, sizeof s->err, "%s: no thread \"%s\"", what, thread);
+  else
+    say(s->err, sizeof s->err, "%s: %s (%s)", what, sqlite3_errmsg(s->db),
+        ts_err_name(code));
+  return code;
+}
+
+/* ---- statement helpers ----------------------------------------------------------- */
+
+static int get(ts_store *s, int id, sqlite3_stmt **out, const char *what) {
+  if (!s->st[id]) {
+    int rc = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                                &s->st[id], NULL);
+    if (rc != SQLITE_OK) return sql_fail(s, rc, what, NULL);
+  }
+  *out = s->st[id];
+  return 0;
+}
+
+static void done(sqlite3_stmt *st) {
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+}
+
+/* Runs a statement that returns no row (BEGIN, COMMIT, ...). */
+static int run(ts_store *s, int id, const char *what) {
+  sqlite3_stmt *st = NULL;
+  int r = get(s, id, &st, what);
+  if (r) return r;
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, NULL);
+  done(st);
+  return r;
+}
+
+static void rollback(ts_store *s) {
+  if (sqlite3_get_autocommit(s->db)) return; /* SQLite already rolled back */
+  char keep[sizeof s->err];
+  memcpy(keep, s->err, sizeof keep); /* the first error is the one worth reporting */
+  run(s, ST_ROLLBACK, "rollback");
+  memcpy(s->err, keep, sizeof keep);
+}
+
+static int bind_text(sqlite3_stmt *st, int i, const char *p, size_t n) {
+  if (!p) return sqlite3_bind_null(st, i);
+  return sqlite3_bind_text64(st, i, n ? p : "", (sqlite3_uint64)n, SQLITE_STATIC, SQLITE_UTF8);
+}
+
+static int bind_str(sqlite3_stmt *st, int i, const char *p) {
+  return bind_text(st, i, p, p ? strlen(p) : 0);
+}
+
+/* The checks every public function starts with. */
+static int enter(ts_store *s, const char *thread, const char *what) {
+  if (!s) return TS_E_INVAL;
+  if (s->in_cb) return fail(s, TS_E_STORE_REENTRANT, what, NULL);
+  s->err[0] = '\0';
+  if (!thread) return fail(s, TS_E_INVAL, what, "thread id is NULL");
+  if (!ts_thread_id_valid(thread, strlen(thread)))
+    return fail(s, TS_E_INVAL, what, "thread id is empty, longer than 256 bytes, or "
+                                     "holds a space or control byte");
+  return 0;
+}
+
+/* ---- opening ----------------------------------------------------------------------- */
+
+int ts_store_default_dir(char *buf, size_t cap) {
+  if (!buf || !cap) return TS_E_INVAL;
+  const char *base, *suffix;
+  const char *e = getenv("TOOLSTREAM_DATA_DIR");
+  if (e && *e) {
+    base = e;
+    suffix = "";
+  } else if ((e = getenv("XDG_DATA_HOME")) && e[0] == '/') { /* relative: ignored (XDG) */
+    base = e;
+    suffix = "/toolstream";
+  } else if ((e = getenv("HOME")) && *e) {
+    base = e;
+    suffix = "/.local/share/toolstream";
+  } else {
+    return TS_E_STORE_NO_DIR;
+  }
+  size_t n = strlen(base);
+  while (*suffix && n > 1 && base[n - 1] == '/') n--; /* "/x/" + "/toolstream" */
+  int w = snprintf(buf, cap, "%.*s%s", (int)n, base, suffix);
+  if (w < 0 || (size_t)w >= cap) {
+    buf[0] = '\0';
+    return TS_E_LIMIT;
+  }
+  return 0;
+}
+
+/* mkdir -p with mode 0700 for every directory it creates; existing ones are left
+ * as they are. */
+static int make_dirs(char *path, char *why, size_t why_cap) {
+  size_t n = strlen(path);
+  for (size_t i = 1; i <= n; i++) {
+    if (path[i] != '/' && path[i] != '\0') continue;
+    char c = path[i];
+    path[i] = '\0';
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+      int e = errno;
+      say(why, why_cap, "cannot create directory %s: %s", path, strerror(e));
+      path[i] = c;
+      return e == EROFS ? TS_E_STORE_READONLY : TS_E_STORE_OPEN;
+    }
+    path[i] = c;
+  }
+  struct stat sb;
+  if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+    say(why, why_cap, "%s is not a directory", path);
+    return TS_E_STORE_OPEN;
+  }
+  return 0;
+}
+
+static int pragma_int(ts_store *s, const char *sql, int *out) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      *out = sqlite3_column_int(st, 0);
+      rc = SQLITE_OK;
+    }
+  }
+  int r = rc == SQLITE_OK ? 0 : sql_fail(s, rc, sql, NULL);
+  sqlite3_finalize(st);
+  return r;
+}
+
+static int exec(ts_store *s, const char *sql, const char *what) {
+  int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+  return rc == SQLITE_OK ? 0 : sql_fail(s, rc, what, NULL);
+}
+
+static int check_file(ts_store *s, int *version) {
+  int app = 0, r;
+  if ((r = pragma_int(s, "PRAGMA application_id", &app)) ||
+      (r = pragma_int(s, "PRAGMA user_version", version)))
+    return r;
+  if ((app != 0 && app != TS__STORE_APP_ID) || (app == 0 && *version != 0))
+    return fail(s, TS_E_STORE_CORRUPT, s->path,
+                "not a toolstream database (another program's SQLite file)");
+  if (*version > TS_STORE_SCHEMA_VERSION) {
+    char d[128];
+    snprintf(d, sizeof d, "schema version %d is newer than this toolstream's (%d)",
+             *version, TS_STORE_SCHEMA_VERSION);
+    return fail(s, TS_E_STORE_VERSION, s->path, d);
+  }
+  return 0;
+}
+
+static int migrate(ts_store *s) {
+  for (;;) {
+    int v = 0, r;
+    if ((r = run(s, ST_BEGIN, "migrate: begin"))) return r;
+    /* Re-read under the write lock: another process may have migrated meanwhile. */
+    if ((r = check_file(s, &v))) {
+      rollback(s);
+      return r;
+    }
+    if (v >= TS_STORE_SCHEMA_VERSION) {
+      rollback(s);
+      return 0;
+    }
+    char set[64];
+    snprintf(set, sizeof set, "PRAGMA user_version = %d", v + 1);
+    if ((r = exec(s, migrations[v], "migrate")) || (r = exec(s, set, "migrate")) ||
+        (r = run(s, ST_COMMIT, "migrate: commit"))) {
+      rollback(s);
+      return r;
+    }
+  }
+}
+
+static int configure(ts_store *s) {
+  int v = 0, r;
+  sqlite3_busy_timeout(s->db, TS_STORE_BUSY_MS);
+  if ((r = exec(s, "PRAGMA foreign_keys = ON", "configure")))
+    return r;
+  if ((r = check_file(s, &v))) return r; /* before anything writes to the file */
+
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const unsigned char *mode = sqlite3_column_text(st, 0);
+    rc = mode && !strcmp((const char *)mode, "wal") ? SQLITE_OK : SQLITE_CANTOPEN;
+    if (rc != SQLITE_OK) {
+      sqlite3_finalize(st);
+      return fail(s, TS_E_STORE_OPEN, s->path, "cannot switch the journal to WAL mode");
+    }
+  }
+  r = rc == SQLITE_OK ? 0 : sql_fail(s, rc, "journal_mode", NULL);
+  sqlite3_finalize(st);
+  if (r) return r;
+  if ((r = exec(s, "PRAGMA synchronous = FULL", "configure"))) return r;
+  return migrate(s);
+}
+
+int ts_store_open(const char *dir, ts_store **out, char *why, size_t why_cap) {
+  if (why && why_cap) why[0] = '\0';
+  if (!out || (dir && !*dir)) {
+    say(why, why_cap, "%s", !out ? "no place for the store (out is NULL)"
+                                 : "the data directory is an empty string");
+    return TS_E_INVAL;
+  }
+  char d[TS_STORE_PATH_MAX];
+  int r;
+  if (dir) {
+    if (strlen(dir) >= sizeof d) {
+      say(why, why_cap, "data directory path longer than %d bytes", TS_STORE_PATH_MAX - 1);
+      return TS_E_LIMIT;
+    }
+    strcpy(d, dir);
+  } else if ((r = ts_store_default_dir(d, sizeof d)) != 0) {
+    say(why, why_cap, "%s", r == TS_E_LIMIT ? "data directory path too long"
+                                            : ts_err_message(r));
+    return r;
+  }
+  ts_store *s = calloc(1, sizeof *s);
+  if (!s) {
+    say(why, why_cap, "out of memory");
+    return TS_E_NOMEM;
+  }
+  if ((r = make_dirs(d, why, why_cap))) goto out;
+  int w = snprintf(s->path, sizeof s->path, "%s/%s", d, TS_STORE_FILE);
+  if (w < 0 || (size_t)w >= sizeof s->path) {
+    say(why, why_cap, "database path longer than %d bytes", TS_STORE_PATH_MAX - 1);
+    r = TS_E_LIMIT;
+    goto out;
+  }
+  /* Create the file ourselves so that it is 0600 (SQLite would use 0644 & ~umask);
+   * SQLite gives the -wal and -shm files the database file's mode. */
+  int fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int e = errno;
+    say(why, why_cap, "cannot open %s: %s", s->path, strerror(e));
+    r = e == EROFS ? TS_E_STORE_READONLY : TS_E_STORE_OPEN;
+    goto out;
+  }
+  close(fd);
+  int rc = sqlite3_open_v2(s->path, &s->db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+                           NULL);
+  if (rc != SQLITE_OK) {
+    r = s->db ? sql_fail(s, rc, s->path, NULL) : TS_E_NOMEM;
+    say(why, why_cap, "%s", s->db ? s->err : "out of memory opening SQLite");
+    goto out;
+  }
+  if ((r = configure(s))) {
+    say(why, why_cap, "%s", s->err);
+    goto out;
+  }
+  s->err[0] = '\0';
+  *out = s;
+  return 0;
+out:
+  for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
+  sqlite3_close(s->db);
+  free(s);
+  return r;
+}
+
+void ts_store_close(ts_store *s) {
+  if (!s || s->in_cb) return; /* closing from a callback would pull the rug: refused */
+  for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
+  sqlite3_close(s->db);
+  free(s);
+}
+
+const char *ts_store_path(const ts_store *s) { return s ? s->path : ""; }
+
+const char *ts_store_errmsg(const ts_store *s) { return s ? s->err : "no store"; }
+
+int ts_store_schema_version(ts_store *s) {
+  if (!s) return TS_E_INVAL;
+  if (s->in_cb) return fail(s, TS_E_STORE_REENTRANT, "schema version", NULL);
+  int v = 0, r = pragma_int(s, "PRAGMA user_version", &v);
+  return r ? r : v;
+}
+
+/* ---- threads ---------------------------------------------------------------------- */
+
+int ts_store_thread_create(ts_store *s, const char *thread, const char *meta_json) {
+  static const char what[] = "create thread";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r || (r = get(s, ST_THREAD_INSERT, &st, what))) return r;
+  bind_str(st, 1, thread);
+  sqlite3_bind_int64(st, 2, now_ms());
+  bind_str(st, 3, meta_json);
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE) {
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+      say(s->err, sizeof s->err, "%s: thread \"%s\" exists", what, thread);
+      r = TS_E_STORE_THREAD_EXISTS;
+    } else {
+      r = sql_fail(s, rc, what, thread);
+    }
+  }
+  done(st);
+  return r;
+}
+
+int ts_store_thread_exists(ts_store *s, const char *thread) {
+  static const char what[] = "thread exists";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r || (r = get(s, ST_THREAD_EXISTS, &st, what))) return r;
+  bind_str(st, 1, thread);
+  int rc = sqlite3_step(st);
+  r = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : sql_fail(s, rc, what, thread);
+  done(st);
+  return r;
+}
+
+/* ---- messages ----------------------------------------------------------------------- */
+
+int ts_store_append_message(ts_store *s, const char *thread, ts_store_role role,
+                            const char *content, size_t len, const char *tool_call_id,
+                            const char *tool_name, int is_error, uint64_t *seq_out) {
+  static const char what[] = "append message";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!ts_store_role_name(role)) return fail(s, TS_E_INVAL, what, "unknown role");
+  if (!content && len) return fail(s, TS_E_INVAL, what, "content is NULL");
+  if (role == TS_STORE_TOOL && !tool_call_id)
+    return fail(s, TS_E_INVAL, what, "a tool message needs a tool_call_id");
+  if ((r = get(s, ST_MSG_INSERT, &st, what))) return r;
+  bind_str(st, 1, thread);
+  bind_str(st, 2, role_names[role]);
+  bind_text(st, 3, content ? content : "", len);
+  bind_str(st, 4, tool_call_id);
+  bind_str(st, 5, tool_name);
+  sqlite3_bind_int(st, 6, is_error != 0);
+  sqlite3_bind_int64(st, 7, now_ms());
+  uint64_t seq = 0;
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    seq = (uint64_t)sqlite3_column_int64(st, 0);
+    rc = sqlite3_step(st); /* to SQLITE_DONE: the statement's commit happens here */
+  }
+  if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
+  done(st);
+  if (!r && seq_out) *seq_out = seq;
+  return r;
+}
+
+/* Delivers rows of a SELECT already bound in `st` to `row`, which calls the user's
+ * callback; shared by the three iterations. */
+typedef struct { /* ISO C: function pointers cannot travel through void * */
+  ts_store_message_cb msg;
+  ts_store_call_cb call;
+  ts_store_event_cb event;
+  void *user;
+} callbacks;
+
+typedef int (*row_fn)(sqlite3_stmt *st, const callbacks *cb);
+
+static int iterate(ts_store *s, sqlite3_stmt *st, row_fn row, const callbacks *cb,
+                   const char *what, const char *thread) {
+  int n = 0, r = 0, rc;
+  while (n < INT_MAX && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    s->in_cb = 1;
+    int stop = row(st, cb);
+    s->in_cb = 0;
+    if (stop) {
+      r = fail(s, TS_E_ABORTED, what, NULL);
+      break;
+    }
+    n++;
+  }
+  if (!r && n < INT_MAX && rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
+  done(st);
+  return r ? r : n;
+}
+
+static size_t col_text(sqlite3_stmt *st, int i, const char **out) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  *out = t ? (const char *)t : "";
+  return t ? (size_t)sqlite3_column_bytes(st, i) : 0;
+}
+
+static int message_row(sqlite3_stmt *st, const callbacks *cb) {
+  ts_store_message m = {0};
+  m.seq = (uint64_t)sqlite3_column_int64(st, 0);
+  if (role_parse(sqlite3_column_text(st, 1), &m.role)) m.role = TS_STORE_USER; /* CHECKed */
+  m.content_len = col_text(st, 2, &m.content);
+  if (sqlite3_column_type(st, 3) != SQLITE_NULL) col_text(st, 3, &m.tool_call_id);
+  if (sqlite3_column_type(st, 4) != SQLITE_NULL) col_text(st, 4, &m.tool_name);
+  m.is_error = sqlite3_column_int(st, 5) != 0;
+  m.created_at_ms = sqlite3_column_int64(st, 6);
+  return cb->msg(cb->user, &m);
+}
+
+static sqlite3_int64 clamp_seq(uint64_t v) {
+  return v > (uint64_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)v;
+}
+
+int ts_store_messages(ts_store *s, const char *thread, uint64_t after_seq,
+                      ts_store_message_cb cb, void *user) {
+  static const char what[] = "list messages";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!cb) return fail(s, TS_E_INVAL, what, "callback is NULL");
+  if ((r = get(s, ST_MSG_LIST, &st, what))) return r;
+  bind_str(st, 1, thread);
+  sqlite3_bind_int64(st, 2, clamp_seq(after_seq));
+  callbacks c = {.msg = cb, .user = user};
+  return iterate(s, st, message_row, &c, what, thread);
+}
+
+/* ---- tool calls ----------------------------------------------------------------------- */
+
+static void bind_call(sqlite3_stmt *st, const char *thread, uint32_t turn, uint32_t idx) {
+  bind_str(st, 1, thread);
+  sqlite3_bind_int64(st, 2, turn);
+  sqlite3_bind_int64(st, 3, idx);
+}
+
+/* Why a call could not be started or finished: it is finished, or absent/different. */
+static int call_state(ts_store *s, const char *thread, uint32_t turn, uint32_t idx,
+                      const char *what, int absent) {
+  sqlite3_stmt *st = NULL;
+  int r = get(s, ST_CALL_STATE, &st, what);
+  if (r) return r;
+  bind_call(st, thread, turn, idx);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    const unsigned char *state = sqlite3_column_text(st, 0);
+    if (state && !strcmp((const char *)state, "finished")) {
+      say(s->err, sizeof s->err, "%s: call %u/%u of \"%s\" is already finished", what,
+          (unsigned)turn, (unsigned)idx, thread);
+      r = TS_E_STORE_CALL_FINISHED;
+    } else {
+      say(s->err, sizeof s->err,
+          "%s: call %u/%u of \"%s\" was started with another call id or tool", what,
+          (unsigned)turn, (unsigned)idx, thread);
+      r = TS_E_INVAL;
+    }
+  } else if (rc == SQLITE_DONE) {
+    say(s->err, sizeof s->err, "%s: call %u/%u of \"%s\" was never started", what,
+        (unsigned)turn, (unsigned)idx, thread);
+    r = absent;
+  } else {
+    r = sql_fail(s, rc, what, thread);
+  }
+  done(st);
+  return r;
+}
+
+int ts_store_call_started(ts_store *s, const char *thread, uint32_t turn, uint32_t idx,
+                          const char *call_id, const char *tool, const char *args,
+                          size_t args_len, uint32_t *attempt_out) {
+  static const char what[] = "call started";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!call_id || !tool || !*tool || !args)
+    return fail(s, TS_E_INVAL, what, "call id, tool name or arguments missing");
+  if ((r = get(s, ST_CALL_START, &st, what))) return r;
+  bind_call(st, thread, turn, idx);
+  bind_str(st, 4, call_id);
+  bind_str(st, 5, tool);
+  bind_text(st, 6, args, args_len);
+  sqlite3_bind_int64(st, 7, now_ms());
+  int64_t attempts = 0;
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    attempts = sqlite3_column_int64(st, 0);
+    rc = sqlite3_step(st);
+  }
+  if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
+  if (!r && rc == SQLITE_DONE && attempts == 0) r = 1; /* nothing changed: find out why */
+  done(st);
+  if (r == 1) return call_state(s, thread, turn, idx, what, TS_E_STORE_SQL);
+  if (!r && attempt_out) *attempt_out = (uint32_t)attempts;
+  return r;
+}
+
+int ts_store_call_finished(ts_store *s, const char *thread, uint32_t turn, uint32_t idx,
+                           const char *content, size_t len, int is_error,
+                           uint64_t *seq_out) {
+  static const char what[] = "call finished";
+  sqlite3_stmt *ins = NULL, *mark = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!content && len) return fail(s, TS_E_INVAL, what, "content is NULL");
+  if ((r = get(s, ST_CALL_RESULT, &ins, what)) || (r = get(s, ST_CALL_MARK, &mark, what)) ||
+      (r = run(s, ST_BEGIN, what)))
+    return r;
+  int64_t now = now_ms();
+  uint64_t seq = 0;
+  bind_call(ins, thread, turn, idx);
+  bind_text(ins, 4, content ? content : "", len);
+  sqlite3_bind_int(ins, 5, is_error != 0);
+  sqlite3_bind_int64(ins, 6, now);
+  int rc = sqlite3_step(ins);
+  if (rc == SQLITE_ROW) {
+    seq = (uint64_t)sqlite3_column_int64(ins, 0);
+    rc = sqlite3_step(ins);
+  }
+  if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
+  done(ins);
+  if (!r && seq == 0) { /* no such unfinished call */
+    rollback(s);
+    return call_state(s, thread, turn, idx, what, TS_E_STORE_NO_CALL);
+  }
+  if (!r) {
+    bind_call(mark, thread, turn, idx);
+    sqlite3_bind_int64(mark, 4, now);
+    sqlite3_bind_int64(mark, 5, (sqlite3_int64)seq);
+    rc = sqlite3_step(mark);
+    if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
+    else if (sqlite3_changes(s->db) != 1) r = fail(s, TS_E_STORE_SQL, what, "mark not applied");
+    done(mark);
+  }
+  if (!r) r = run(s, ST_COMMIT, what);
+  if (r) {
+    rollback(s);
+    return r;
+  }
+  if (seq_out) *seq_out = seq;
+  return 0;
+}
+
+static int call_row(sqlite3_stmt *st, const callbacks *cb) {
+  ts_store_call c = {0};
+  c.turn = (uint32_t)sqlite3_column_int64(st, 0);
+  c.idx = (uint32_t)sqlite3_column_int64(st, 1);
+  col_text(st, 2, &c.call_id);
+  col_text(st, 3, &c.tool);
+  c.args_len = col_text(st, 4, &c.args);
+  c.attempts = (uint32_t)sqlite3_column_int64(st, 5);
+  c.started_at_ms = sqlite3_column_int64(st, 6);
+  return cb->call(cb->user, &c);
+}
+
+int ts_store_unfinished_calls(ts_store *s, const char *thread, ts_store_call_cb cb,
+                              void *user) {
+  static const char what[] = "unfinished calls";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!cb) return fail(s, TS_E_INVAL, what, "callback is NULL");
+  if ((r = get(s, ST_CALL_OPEN, &st, what))) return r;
+  bind_str(st, 1, thread);
+  callbacks c = {.call = cb, .user = user};
+  return iterate(s, st, call_row, &c, what, thread);
+}
+
+/* ---- events ------------------------------------------------------------------------- */
+
+int ts_store_append_event(ts_store *s, const char *thread, uint64_t seq, const char *json,
+                          size_t len) {
+  static const char what[] = "append event";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (seq == 0 || seq > (uint64_t)INT64_MAX)
+    return fail(s, TS_E_INVAL, what, "seq must be 1 .. 2^63-1");
+  if (!json) return fail(s, TS_E_INVAL, what, "json is NULL");
+  if ((r = get(s, ST_EVENT_INSERT, &st, what))) return r;
+  bind_str(st, 1, thread);
+  sqlite3_bind_int64(st, 2, (sqlite3_int64)seq);
+  bind_text(st, 3, json, len);
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE) {
+    r = sql_fail(s, rc, what, thread);
+  } else if (sqlite3_changes(s->db) == 0) {
+    say(s->err, sizeof s->err, "%s: seq %llu of \"%s\" is not above the last stored one",
+        what, (unsigned long long)seq, thread);
+    r = TS_E_STORE_SEQ;
+  }
+  done(st);
+  return r;
+}
+
+static int event_row(sqlite3_stmt *st, const callbacks *cb) {
+  const char *json;
+  size_t len = col_text(st, 1, &json);
+  return cb->event(cb->user, (uint64_t)sqlite3_column_int64(st, 0), json, len);
+}
+
+int ts_store_events_after(ts_store *s, const char *thread, uint64_t after_seq, size_t max,
+                          ts_store_event_cb cb, void *user) {
+  static const char what[] = "events after";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!cb) return fail(s, TS_E_INVAL, what, "callback is NULL");
+  if ((r = get(s, ST_EVENT_AFTER, &st, what))) return r;
+  bind_str(st, 1, thread);
+  sqlite3_bind_int64(st, 2, clamp_seq(after_seq));
+  sqlite3_bind_int64(st, 3, max == 0 || max > (size_t)INT_MAX ? -1 : (sqlite3_int64)max);
+  callbacks c = {.event = cb, .user = user};
+  return iterate(s, st, event_row, &c, what, thread);
+}
+
+int ts_store_last_event_seq(ts_store *s, const char *thread, uint64_t *seq_out) {
+  static const char what[] = "last event seq";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!seq_out) return fail(s, TS_E_INVAL, what, "seq_out is NULL");
+  if ((r = get(s, ST_EVENT_LAST, &st, what))) return r;
+  bind_str(st, 1, thread);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *seq_out = (uint64_t)sqlite3_column_int64(st, 0);
+  else r = sql_fail(s, rc, what, thread);
+  done(st);
+  return r;
+}

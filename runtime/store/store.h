@@ -1,0 +1,227 @@
+/*
+ * store.h: the durable store: threads, their messages, the start records of tool
+ * calls, and every event ever published, in one SQLite database.
+ *
+ * This is the one module that includes sqlite3.h; nothing of SQLite shows through
+ * this header. Design notes, the schema and the crash-safety argument: docs/store.md.
+ *
+ * Where it lives. ts_store_open(dir, ...) uses `dir` when given (the command line's
+ * --data-dir), else $TOOLSTREAM_DATA_DIR, else $XDG_DATA_HOME/toolstream (only when
+ * XDG_DATA_HOME is absolute, as the XDG spec says), else $HOME/.local/share/toolstream.
+ * Missing directories are created with mode 0700; the database is `toolstream.db`
+ * in it, created 0600 (SQLite gives its -wal and -shm files the same mode).
+ *
+ * Durability. journal_mode=WAL and synchronous=FULL: when a writing function returns
+ * 0, its transaction is on disk (the WAL is fsync'd at every commit) and survives a
+ * crash of the process or of the machine. Each writing function is exactly one
+ * transaction, so a crash leaves all of it or none of it.
+ *
+ * The dispatcher's protocol (the reason for call_starts):
+ *   1. ts_store_call_started(turn, idx, ...)      -- committed before the tool runs
+ *   2. the tool runs
+ *   3. ts_store_call_finished(turn, idx, result)  -- ONE transaction: appends the
+ *      tool-result message and marks the start record finished
+ *   4. only then the next call starts.
+ * After a crash, ts_store_unfinished_calls lists the calls caught between 1 and 3; the
+ * resuming dispatcher settles each one with ts_store_call_finished (an error result
+ * saying it was interrupted) or, for a tool declared idempotent, runs it again:
+ * ts_store_call_started on the same (turn, idx) counts the attempt, then 2 and 3.
+ *
+ * Threads of use. A ts_store is one SQLite connection opened without its own mutex:
+ * use each store from one thread at a time (open one store per thread that needs
+ * one; SQLite itself is built threadsafe, and WAL lets readers run beside the one
+ * writer, across threads and processes). Never use a store in a child after fork();
+ * open a new one there. Writers in other processes are waited for up to
+ * TS_STORE_BUSY_MS, then TS_E_STORE_BUSY.
+ *
+ * Errors. Every function returns 0 (or a count, where said) or a negative ts_err from
+ * stream/error.h: the TS_E_STORE_* group, TS_E_INVAL for bad arguments (a NULL or
+ * malformed thread id, NULL content, ...; also for JSON text the schema rejects),
+ * TS_E_NOMEM, TS_E_LIMIT (a value too big for SQLite), TS_E_ABORTED (a callback
+ * stopped an iteration). ts_store_errmsg gives a readable line about the last error.
+ * A function that fails changes nothing in the database.
+ *
+ * Callbacks. Iterations call back synchronously, in order, from inside the function;
+ * the pointers they receive are valid only during that callback. A callback must not
+ * use the same store (that returns TS_E_STORE_REENTRANT); returning non-zero stops the
+ * iteration, which then returns TS_E_ABORTED.
+ *
+ * Ids. Thread ids follow base/thread_id.h (ts_thread_id_valid: 1..256 bytes, no
+ * control bytes, spaces or DEL). Strings are NUL-terminated unless a length is given.
+ */
+#ifndef TS_STORE_H
+#define TS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The schema version this code writes (SQLite's user_version). A database with a
+ * higher one is refused with TS_E_STORE_VERSION: it was written by a newer toolstream. */
+#define TS_STORE_SCHEMA_VERSION 1
+
+/* How long a write waits for another process's write transaction. */
+#define TS_STORE_BUSY_MS 5000
+
+/* The longest directory + file path the store handles, NUL included. */
+#define TS_STORE_PATH_MAX 4096
+
+/* The database's file name inside the data directory. */
+#define TS_STORE_FILE "toolstream.db"
+
+typedef struct ts_store ts_store;
+
+typedef enum {
+  TS_STORE_SYSTEM = 0,
+  TS_STORE_USER = 1,
+  TS_STORE_ASSISTANT = 2,
+  TS_STORE_TOOL = 3,
+} ts_store_role;
+
+/* "system", "user", "assistant", "tool" (the text stored in messages.role); NULL for
+ * a value outside the enum. */
+const char *ts_store_role_name(ts_store_role role);
+
+/* ---- opening ------------------------------------------------------------------- */
+
+/* Writes the default data directory (see the top of this file; TOOLSTREAM_DATA_DIR
+ * included) into buf. Returns 0; TS_E_STORE_NO_DIR when none of the variables is
+ * usable; TS_E_LIMIT when the path does not fit in `cap` bytes. Nothing is created. */
+int ts_store_default_dir(char *buf, size_t cap);
+
+/* Opens (creating it if needed) the store in `dir`, or in the default directory when
+ * `dir` is NULL; creates missing directories (0700) and migrates the schema up to
+ * TS_STORE_SCHEMA_VERSION, each step in its own transaction.
+ * On success stores the new store in *out and returns 0. On failure *out is untouched,
+ * nothing is leaked, and when `why` is not NULL a readable line (with the path and
+ * the system's or SQLite's reason) is written there, cut to why_cap bytes with a NUL.
+ * Errors: TS_E_INVAL (out NULL, empty dir), TS_E_STORE_NO_DIR, TS_E_LIMIT (path too
+ * long), TS_E_STORE_OPEN (a directory cannot be created, the file cannot be opened,
+ * WAL cannot be enabled), TS_E_STORE_CORRUPT (not a toolstream database, or damaged),
+ * TS_E_STORE_VERSION, TS_E_STORE_BUSY, TS_E_STORE_READONLY, TS_E_STORE_IO, TS_E_NOMEM. */
+int ts_store_open(const char *dir, ts_store **out, char *why, size_t why_cap);
+
+/* Closes the store (SQLite checkpoints the WAL when this was the last connection).
+ * NULL is a no-op. Must not be called from inside one of the store's callbacks. */
+void ts_store_close(ts_store *s);
+
+/* The database file's path; valid until ts_store_close. */
+const char *ts_store_path(const ts_store *s);
+
+/* A readable line about the store's last error ("append message: no thread \"t9\""),
+ * "" when the last call succeeded. Valid until the next call on the store. */
+const char *ts_store_errmsg(const ts_store *s);
+
+/* The schema version of the open database (TS_STORE_SCHEMA_VERSION after a successful
+ * open), or a negative ts_err. */
+int ts_store_schema_version(ts_store *s);
+
+/* ---- threads ---------------------------------------------------------------------- */
+
+/* Creates thread `thread` with optional metadata `meta_json` (a JSON text, NULL for
+ * none). Returns 0; TS_E_STORE_THREAD_EXISTS when it exists (nothing changes);
+ * TS_E_INVAL for a bad id or meta that is not valid JSON. */
+int ts_store_thread_create(ts_store *s, const char *thread, const char *meta_json);
+
+/* 1 when the thread exists, 0 when not, or a negative ts_err. */
+int ts_store_thread_exists(ts_store *s, const char *thread);
+
+/* ---- messages ----------------------------------------------------------------------- */
+
+/* Appends a message to an existing thread and stores its seq in *seq_out (may be
+ * NULL): 1 for a thread's first message, then one more than the thread's last, so
+ * seqs are dense and increasing. `content` is `len` bytes of text (JSON or plain;
+ * stored as given, may hold NULs); tool_call_id and tool_name may be NULL, except that
+ * a TS_STORE_TOOL message needs a tool_call_id ("" is allowed: Gemini sends none).
+ * is_error non-zero marks an error result (stored as 1). TS_E_STORE_NO_THREAD when the
+ * thread was never created. */
+int ts_store_append_message(ts_store *s, const char *thread, ts_store_role role,
+                            const char *content, size_t len, const char *tool_call_id,
+                            const char *tool_name, int is_error, uint64_t *seq_out);
+
+typedef struct {
+  uint64_t seq;
+  ts_store_role role;
+  const char *content; /* content_len bytes, then a NUL */
+  size_t content_len;
+  const char *tool_call_id; /* NULL when none */
+  const char *tool_name;    /* NULL when none */
+  int is_error;             /* 0 or 1 */
+  int64_t created_at_ms;    /* Unix time, milliseconds */
+} ts_store_message;
+
+typedef int (*ts_store_message_cb)(void *user, const ts_store_message *m);
+
+/* Calls cb for each message of `thread` with seq > after_seq (0 = all), in seq order,
+ * from one consistent snapshot. Returns the number delivered (at most INT_MAX),
+ * TS_E_ABORTED when cb returned non-zero, or another negative ts_err. A thread that
+ * does not exist has no messages (returns 0). */
+int ts_store_messages(ts_store *s, const char *thread, uint64_t after_seq,
+                      ts_store_message_cb cb, void *user);
+
+/* ---- tool calls ----------------------------------------------------------------------- */
+
+/* Records, durably, that call number `idx` (0, 1, 2 ... in the turn) of turn `turn`
+ * of `thread` is about to run: the provider's call id (may be "": calls are keyed by
+ * turn and index, not by the provider's id, which some providers omit or repeat), the
+ * tool's name and its arguments (`args_len` bytes of JSON, which must be valid).
+ * Starting the same (turn, idx) again while it is unfinished records a re-run: its
+ * attempt count goes up by one (the call id and tool must match, else TS_E_INVAL).
+ * *attempt_out (may be NULL) receives the attempt number, 1 for the first run.
+ * TS_E_STORE_CALL_FINISHED when the call was already finished; TS_E_STORE_NO_THREAD. */
+int ts_store_call_started(ts_store *s, const char *thread, uint32_t turn, uint32_t idx,
+                          const char *call_id, const char *tool, const char *args,
+                          size_t args_len, uint32_t *attempt_out);
+
+/* In ONE transaction: appends the call's tool-result message (role tool, content
+ * `content` of `len` bytes, the start record's call id and tool name)
+ * and marks the start record finished with that message's seq. A crash leaves both or
+ * neither. is_error non-zero marks an error result (an interrupted call's, for one).
+ * *seq_out (may be NULL) receives the message's seq.
+ * TS_E_STORE_NO_CALL when the call was never started; TS_E_STORE_CALL_FINISHED when it
+ * was already finished (then nothing is appended: a result is committed once). */
+int ts_store_call_finished(ts_store *s, const char *thread, uint32_t turn, uint32_t idx,
+                           const char *content, size_t len, int is_error,
+                           uint64_t *seq_out);
+
+typedef struct {
+  uint32_t turn, idx;
+  const char *call_id; /* never NULL; may be "" */
+  const char *tool;
+  const char *args; /* args_len bytes of JSON, then a NUL */
+  size_t args_len;
+  uint32_t attempts;     /* how many times it was started */
+  int64_t started_at_ms; /* the last start, Unix time in milliseconds */
+} ts_store_call;
+
+typedef int (*ts_store_call_cb)(void *user, const ts_store_call *c);
+
+/* Calls cb for each call of `thread` that was started and never finished (the ones a
+ * crash caught in flight), in (turn, idx) order. Returns the number delivered,
+ * TS_E_ABORTED, or another negative ts_err. The callback cannot settle a call itself
+ * (that would re-enter the store): collect them, then call ts_store_call_finished. */
+int ts_store_unfinished_calls(ts_store *s, const char *thread, ts_store_call_cb cb,
+                              void *user);
+
+/* ---- events ----------------------------------------------------------------------- */
+
+/* Appends one event (its canonical JSON, `len` bytes, which must be valid JSON) with
+ * the caller's `seq` (the event's own "seq": 1 or more, and greater than the thread's
+ * last stored event, as for ts_pub_send). TS_E_STORE_SEQ when seq is not above the
+ * last one (so re-appending after a crash is detected, not duplicated);
+ * TS_E_STORE_NO_THREAD. */
+int ts_store_append_event(ts_store *s, const char *thread, uint64_t seq, const char *json,
+                          size_t len);
+
+typedef int (*ts_store_event_cb)(void *user, uint64_t seq, const char *json, size_t len);
+
+/* Calls cb for the events of `thread` with seq > after_seq, in seq order, at most
+ * `max` of them (0 = no limit), from one snapshot: the replay service's query.
+ * Returns the number delivered, TS_E_ABORTED, or another negative ts_err. */
+int ts_store_events_after(ts_store *s, const char *thread, uint64_t after_seq, size_t max,
+                          ts_store_event_cb cb, void *user);
+
+/* Stores the seq of the thread's last stored event in *seq_out (0 when it has none or
+ * does not exist). Returns 0 or a negative ts_err. */
+int ts_store_last_event_seq(ts_store *s, const char *thread, uint64_t *seq_out);
+
+#endif /* TS_STORE_H */

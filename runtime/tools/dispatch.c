@@ -1,0 +1,360 @@
+/*
+ * dispatch.c: see dispatch.h.
+ *
+ * One worker thread per turn. The tap's thread records calls under a mutex as their
+ * events arrive; the worker waits on a condition variable until the call at `next` is
+ * resolved (ready, or failed upstream), runs it outside the lock, commits it, and moves
+ * on. So the order of execution is the index order by construction, and a call can start
+ * while later ones are still streaming in.
+ */
+#include "tools/dispatch.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { C_PENDING = 0, C_READY, C_FAILED, C_DONE };
+
+typedef struct {
+  uint8_t known, state;
+  char *call_id, *tool;
+  char *args; /* READY: the arguments JSON */
+  size_t args_len;
+  char *error; /* FAILED: why the arguments are unusable */
+} dcall;
+
+struct ts_dispatch {
+  ts_dispatch_config cfg;
+  char *thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  dcall *calls;
+  uint32_t n, cap;
+  uint32_t next; /* the index that runs next */
+  uint32_t done;
+  int finishing, store_err, have_worker;
+  volatile int cancel;
+  pthread_t worker;
+  ts_call_queue queue; /* state.queueTool's calls; only the worker touches it */
+};
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static char *dup_view(ts_view v) {
+  char *s = malloc(v.len + 1);
+  if (!s) return NULL;
+  if (v.len) memcpy(s, v.p, v.len);
+  s[v.len] = '\0';
+  return s;
+}
+
+static void call_event(ts_tap_event *ev, int type, uint32_t index, const char *call_id,
+                       const char *tool) {
+  memset(ev, 0, sizeof *ev);
+  ev->type = (uint8_t)type;
+  ev->is_call = 1;
+  ev->index = index;
+  ev->call_id = (ts_view){call_id ? call_id : "", call_id ? strlen(call_id) : 0};
+  ev->tool = (ts_view){tool ? tool : "", tool ? strlen(tool) : 0};
+}
+
+/* Runs one call (or resolves it as an error) and commits it: the body shared by the
+ * dispatcher and resume. `upstream_error`: the arguments were unusable. Returns
+ * TS_E_OK or the store's error. */
+static int run_one(ts_store *store, const ts_registry *reg, const char *thread, uint32_t turn,
+                   uint32_t index, const char *call_id, const char *tool_name, const char *args,
+                   size_t args_len, const char *upstream_error, const char *forced_error,
+                   const volatile int *cancel, ts_dispatch_event_fn on_event, void *user,
+                   int record_start, ts_call_queue *queue) {
+  int rc;
+  if (record_start) {
+    rc = ts_store_call_started(store, thread, turn, index, call_id ? call_id : "",
+                               tool_name ? tool_name : "", args ? args : "{}",
+                               args ? args_len : 2, NULL);
+    if (rc) return rc;
+  }
+  ts_tap_event ev;
+  call_event(&ev, TS_TAP_TOOL_EXECUTION_STARTED, index, call_id, tool_name);
+  if (on_event) on_event(user, &ev);
+  uint64_t t0 = now_us();
+  ts_tool_result res;
+  memset(&res, 0, sizeof res);
+  const ts_tool *tool = tool_name ? ts_registry_find(reg, tool_name, strlen(tool_name)) : NULL;
+  char why[512];
+  if (forced_error) {
+    ts_tool_result_error(&res, "%s", forced_error);
+  } else if (upstream_error) {
+    ts_tool_result_error(&res, "the call's arguments are unusable: %s", upstream_error);
+  } else if (!tool) {
+    ts_tool_result_error(&res, "unknown tool \"%s\"", tool_name ? tool_name : "");
+  } else if ((rc = ts_tool_validate(tool, args, args_len, why, sizeof why)) != TS_E_OK) {
+    ts_tool_result_error(&res, "invalid arguments: %s", why);
+  } else {
+    ts_call_info info = {thread, turn, index, call_id ? call_id : "", tool_name, cancel, queue, 0};
+    ts_tool_execute(tool, &info, args, args_len, &res);
+  }
+  uint64_t dt = now_us() - t0;
+  const char *text = res.text ? res.text : "out of memory";
+  size_t len = res.text ? res.len : strlen(text);
+  rc = ts_store_call_finished(store, thread, turn, index, text, len, res.is_error || !res.text,
+                              NULL);
+  if (rc == TS_E_OK) {
+    call_event(&ev, TS_TAP_TOOL_RESULT, index, call_id, tool_name);
+    ev.is_error = (uint8_t)(res.is_error || !res.text);
+    ev.duration_us = dt;
+    ev.result = (ts_view){text, len};
+    if (on_event) on_event(user, &ev);
+  }
+  ts_tool_result_free(&res);
+  return rc;
+}
+
+static void *worker(void *arg) {
+  ts_dispatch *d = arg;
+  pthread_mutex_lock(&d->mu);
+  for (;;) {
+    if (d->cancel || d->store_err) break;
+    int runnable = d->next < d->n &&
+                   (d->calls[d->next].state != C_PENDING || d->finishing) &&
+                   (d->cfg.pipelined || d->finishing);
+    if (!runnable) {
+      if (d->finishing && d->next >= d->n) break;
+      pthread_cond_wait(&d->cv, &d->mu);
+      continue;
+    }
+    dcall *c = &d->calls[d->next];
+    uint32_t index = d->next;
+    /* Everything the call needs is owned by the dcall, which only this thread frees
+     * (in ts_dispatch_free, after joining), so it can be used unlocked. */
+    char *call_id = c->call_id, *tool = c->tool, *args = c->args, *error = c->error;
+    size_t args_len = c->args_len;
+    int state = c->state, known = c->known;
+    pthread_mutex_unlock(&d->mu);
+    const char *forced = NULL;
+    if (state == C_PENDING)
+      forced = known ? "the call's arguments never completed before the turn ended"
+                     : "the call never arrived before the turn ended";
+    int rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn, index, call_id, tool,
+                     args, args_len, state == C_FAILED ? error : NULL, forced, &d->cancel,
+                     d->cfg.on_event, d->cfg.user, 1, &d->queue);
+    /* What the call queued runs now, before the model's next call, first in first out;
+     * what those queue joins the end. Index TS_MS_MAX_CALLS + k keeps them apart from the
+     * model's calls in the store. */
+    while (rc == TS_E_OK && d->queue.head < d->queue.n && !d->cancel) {
+      size_t k = d->queue.head++;
+      char qid[64];
+      snprintf(qid, sizeof qid, "queued_%u_%zu", d->cfg.turn, k + 1);
+      const ts_queued_call *qc = &d->queue.v[k];
+      char *qtool = qc->tool, *qargs = qc->args; /* stable: the queue may grow meanwhile */
+      size_t qlen = qc->args_len;
+      rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn,
+                   (uint32_t)(TS_MS_MAX_CALLS + k), qid, qtool, qargs, qlen, NULL, NULL,
+                   &d->cancel, d->cfg.on_event, d->cfg.user, 1, &d->queue);
+    }
+    pthread_mutex_lock(&d->mu);
+    if (rc) {
+      d->store_err = rc;
+      break;
+    }
+    d->calls[index].state = C_DONE;
+    d->next++;
+    d->done++;
+  }
+  pthread_cond_broadcast(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+  return NULL;
+}
+
+ts_dispatch *ts_dispatch_new(const ts_dispatch_config *cfg) {
+  if (!cfg || !cfg->store || !cfg->reg || !cfg->thread) return NULL;
+  ts_dispatch *d = calloc(1, sizeof *d);
+  if (!d) return NULL;
+  d->cfg = *cfg;
+  d->thread = strdup(cfg->thread);
+  if (!d->thread) {
+    free(d);
+    return NULL;
+  }
+  pthread_mutex_init(&d->mu, NULL);
+  pthread_cond_init(&d->cv, NULL);
+  if (pthread_create(&d->worker, NULL, worker, d) != 0) {
+    ts_dispatch_free(d);
+    return NULL;
+  }
+  d->have_worker = 1;
+  return d;
+}
+
+/* The record for `index`, growing the table; NULL on out of memory or an absurd index. */
+static dcall *slot(ts_dispatch *d, uint32_t index) {
+  if (index >= TS_MS_MAX_CALLS) return NULL;
+  if (index >= d->cap) {
+    uint32_t cap = d->cap ? d->cap : 8;
+    while (cap <= index) cap *= 2;
+    dcall *v = realloc(d->calls, cap * sizeof *v);
+    if (!v) return NULL;
+    memset(v + d->cap, 0, (cap - d->cap) * sizeof *v);
+    d->calls = v;
+    d->cap = cap;
+  }
+  if (index >= d->n) d->n = index + 1;
+  return &d->calls[index];
+}
+
+void ts_dispatch_tap_event(ts_dispatch *d, const ts_tap_event *ev) {
+  if (!ev->is_call) return;
+  if (ev->type != TS_TAP_TOOL_CALL_STARTED && ev->type != TS_TAP_TOOL_CALL_READY &&
+      ev->type != TS_TAP_TOOL_CALL_ERROR)
+    return;
+  pthread_mutex_lock(&d->mu);
+  dcall *c = slot(d, ev->index);
+  if (c && c->state == C_PENDING) {
+    if (!c->known) {
+      c->known = 1;
+      c->call_id = dup_view(ev->call_id);
+      c->tool = dup_view(ev->tool);
+    }
+    if (ev->type == TS_TAP_TOOL_CALL_READY) {
+      c->args = dup_view(ev->arguments);
+      c->args_len = ev->arguments.len;
+      c->state = c->args ? C_READY : C_FAILED;
+      if (!c->args) c->error = strdup("out of memory");
+    } else if (ev->type == TS_TAP_TOOL_CALL_ERROR) {
+      c->error = dup_view(ev->error);
+      c->state = C_FAILED;
+    }
+    pthread_cond_broadcast(&d->cv);
+  }
+  pthread_mutex_unlock(&d->mu);
+}
+
+int ts_dispatch_finish(ts_dispatch *d) {
+  pthread_mutex_lock(&d->mu);
+  d->finishing = 1;
+  pthread_cond_broadcast(&d->cv);
+  while (!(d->next >= d->n || d->cancel || d->store_err))
+    pthread_cond_wait(&d->cv, &d->mu);
+  int rc = d->store_err ? d->store_err : d->cancel ? TS_E_ABORTED : TS_E_OK;
+  pthread_mutex_unlock(&d->mu);
+  return rc;
+}
+
+void ts_dispatch_cancel(ts_dispatch *d) {
+  pthread_mutex_lock(&d->mu);
+  d->cancel = 1;
+  pthread_cond_broadcast(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+uint32_t ts_dispatch_done_count(const ts_dispatch *d) {
+  pthread_mutex_lock((pthread_mutex_t *)&d->mu);
+  uint32_t n = d->done;
+  pthread_mutex_unlock((pthread_mutex_t *)&d->mu);
+  return n;
+}
+
+void ts_dispatch_free(ts_dispatch *d) {
+  if (!d) return;
+  if (d->have_worker) {
+    pthread_mutex_lock(&d->mu);
+    if (!(d->finishing && d->next >= d->n)) d->cancel = 1;
+    d->finishing = 1;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->worker, NULL);
+  }
+  for (uint32_t i = 0; i < d->cap; i++) {
+    free(d->calls[i].call_id);
+    free(d->calls[i].tool);
+    free(d->calls[i].args);
+    free(d->calls[i].error);
+  }
+  free(d->calls);
+  ts_call_queue_fini(&d->queue);
+  free(d->thread);
+  pthread_cond_destroy(&d->cv);
+  pthread_mutex_destroy(&d->mu);
+  free(d);
+}
+
+/* ---- resume -------------------------------------------------------------------------- */
+
+typedef struct {
+  ts_store_call *v;
+  size_t n, cap;
+  int oom;
+} call_list;
+
+static int collect(void *user, const ts_store_call *c) {
+  call_list *l = user;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 8;
+    ts_store_call *v = realloc(l->v, cap * sizeof *v);
+    if (!v) {
+      l->oom = 1;
+      return 1;
+    }
+    l->v = v;
+    l->cap = cap;
+  }
+  ts_store_call k = *c;
+  k.call_id = strdup(c->call_id ? c->call_id : "");
+  k.tool = strdup(c->tool ? c->tool : "");
+  char *a = malloc(c->args_len + 1);
+  if (a) {
+    memcpy(a, c->args, c->args_len);
+    a[c->args_len] = '\0';
+  }
+  k.args = a;
+  if (!k.call_id || !k.tool || !a) {
+    free((char *)k.call_id);
+    free((char *)k.tool);
+    free(a);
+    l->oom = 1;
+    return 1;
+  }
+  l->v[l->n++] = k;
+  return 0;
+}
+
+int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thread,
+                       ts_dispatch_event_fn on_event, void *user, uint32_t *resolved) {
+  call_list l = {0};
+  int rc = ts_store_unfinished_calls(store, thread, collect, &l); /* >= 0: how many */
+  if (l.oom) rc = TS_E_NOMEM;
+  if (rc > 0) rc = TS_E_OK;
+  uint32_t count = 0;
+  static const int no_cancel = 0;
+  for (size_t i = 0; i < l.n && rc == TS_E_OK; i++) {
+    ts_store_call *c = &l.v[i];
+    const ts_tool *tool = ts_registry_find(reg, c->tool, strlen(c->tool));
+    if (tool && ts_tool_idempotent(tool)) {
+      /* Safe to run again: record the new attempt and run it. */
+      rc = run_one(store, reg, thread, c->turn, c->idx, c->call_id, c->tool, c->args,
+                   c->args_len, NULL, NULL, &no_cancel, on_event, user, 1, NULL);
+    } else {
+      char msg[256];
+      snprintf(msg, sizeof msg,
+               "interrupted: toolstream stopped while this call was running (attempt %u); it "
+               "may or may not have taken effect, and it was not run again",
+               c->attempts);
+      rc = run_one(store, reg, thread, c->turn, c->idx, c->call_id, c->tool, c->args,
+                   c->args_len, NULL, msg, &no_cancel, on_event, user, 0, NULL);
+    }
+    if (rc == TS_E_OK) count++;
+  }
+  for (size_t i = 0; i < l.n; i++) {
+    free((char *)l.v[i].call_id);
+    free((char *)l.v[i].tool);
+    free((char *)l.v[i].args);
+  }
+  free(l.v);
+  if (resolved) *resolved = count;
+  return rc;
+}

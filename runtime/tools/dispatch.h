@@ -1,0 +1,91 @@
+/*
+ * dispatch.h: run a turn's tool calls strictly in order, durably, while the turn streams.
+ *
+ * The conformance rules (tools-spec §9) this module implements:
+ *   - validate every call's arguments against the tool's schema;
+ *   - execute the calls one at a time, in the order the model returned them (their index
+ *     order, not the order in which their arguments completed);
+ *   - persist each result as a tool-result message before the next call starts;
+ *   - persist errors as tool-result messages (is_error) rather than halting: invalid
+ *     arguments, arguments that never completed, an unknown tool, the tool's own error.
+ *
+ * Pipelined: feed the tap's events as they happen (ts_dispatch_tap_event). Call i starts
+ * on the dispatcher's worker thread as soon as its arguments are complete and call i-1
+ * has finished and been committed, even while later calls are still streaming; the time
+ * of the rest of the stream comes off the turn. (pipelined = 0 runs every call only at
+ * ts_dispatch_finish, for comparison.)
+ *
+ * Durability, per call: a start record (ts_store_call_started) is committed before the
+ * tool runs; its result and the finished mark are committed in one transaction
+ * (ts_store_call_finished) before the next call starts. After a crash,
+ * ts_dispatch_resume finds the calls that started but never finished and resolves each:
+ * re-run for a tool declared idempotent, otherwise an error result saying it was
+ * interrupted.
+ *
+ * Queued calls (state.queueTool, docs/jstools.md): a tool may push calls onto the turn's
+ * queue (ts_call_info.queue). After a model call is committed, its queued calls run, first
+ * in first out (what they queue joins the end), before the model's next call; each is
+ * durable like a model call, at index TS_MS_MAX_CALLS + k with call id
+ * "queued_<turn>_<k+1>". At most TS_CALL_QUEUE_MAX per turn. A queue lives in memory until
+ * each call starts: a crash loses calls not yet started; resume gives tools no queue.
+ *
+ * Events: `tool_execution_started` and `tool_result` (is_error, duration_ms, result or
+ * error), as ts_tap_event bodies through `on_event`, called from the worker thread (the
+ * caller serialises them with its own tap events, e.g. under a mutex that also assigns
+ * seq numbers).
+ */
+#ifndef TS_DISPATCH_H
+#define TS_DISPATCH_H
+
+#include <stdint.h>
+
+#include "store/store.h"
+#include "stream/tap.h"
+#include "tools/registry.h"
+
+typedef void (*ts_dispatch_event_fn)(void *user, const ts_tap_event *ev);
+
+typedef struct {
+  ts_store *store;         /* required; used only from the worker thread once dispatching */
+  const ts_registry *reg;  /* required */
+  const char *thread;      /* required; must exist in the store */
+  uint32_t turn;
+  ts_dispatch_event_fn on_event; /* may be NULL */
+  void *user;
+  int pipelined;           /* 1 (recommended): run calls while the turn streams */
+} ts_dispatch_config;
+
+typedef struct ts_dispatch ts_dispatch;
+
+/* Returns NULL on out of memory, a missing required field, or a failure to start the
+ * worker thread. */
+ts_dispatch *ts_dispatch_new(const ts_dispatch_config *cfg);
+
+/* Feeds one tap event of the turn (others are ignored): TOOL_CALL_STARTED records the
+ * call (index, id, tool), TOOL_CALL_READY makes it runnable with its arguments,
+ * TOOL_CALL_ERROR resolves it as an error result. */
+void ts_dispatch_tap_event(ts_dispatch *d, const ts_tap_event *ev);
+
+/* The turn has ended: runs what is left, resolving calls whose arguments never arrived
+ * as error results, and waits until every call is committed. Returns TS_E_OK, or the
+ * first store error (dispatching stops at a store error: nothing after an uncommitted
+ * result may run). */
+int ts_dispatch_finish(ts_dispatch *d);
+
+/* Asks the running tool to stop (ts_call_info.cancel) and runs nothing new; calls not
+ * started stay unstarted (a later resume of the thread decides about them). finish then
+ * returns TS_E_ABORTED. Safe from a signal-driven thread, not from a signal handler. */
+void ts_dispatch_cancel(ts_dispatch *d);
+
+/* Calls run so far (committed). */
+uint32_t ts_dispatch_done_count(const ts_dispatch *d);
+
+void ts_dispatch_free(ts_dispatch *d); /* cancels and joins the worker if still running */
+
+/* After a crash: resolves every call of `thread` that started but never finished (see
+ * above), in (turn, index) order, emitting the same events. Returns TS_E_OK or a store
+ * error; *resolved (may be NULL) counts the calls resolved. */
+int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thread,
+                       ts_dispatch_event_fn on_event, void *user, uint32_t *resolved);
+
+#endif /* TS_DISPATCH_H */

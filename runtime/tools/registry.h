@@ -1,0 +1,136 @@
+/*
+ * tools.h: the tool registry: function tools defined in C (or loaded from a --tools file)
+ * with their argument schema, progress argument and annotations.
+ *
+ * Definition-time errors, each with a one-line reason: a duplicate name; the reserved
+ * names `subagents`, `subagent_create` and `subagent_message` (tools-spec §5); a
+ * malformed argument schema; a `progressArgument` that is not a declared top-level
+ * property of the schema.
+ *
+ * Annotations (tools-spec §8) are kept as the exact bytes given and returned unchanged by
+ * ts_tool_annotations; nothing in the runtime reads them, so they cannot change
+ * validation, execution, results or what is sent to the model.
+ *
+ * Ownership: the registry copies everything it is given; tools live until
+ * ts_registry_free. Not thread-safe for writing: define every tool before dispatching.
+ */
+#ifndef TS_TOOLS_H
+#define TS_TOOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "stream/tool_defs.h"
+
+/* Calls a tool queued (state.queueTool) during a model call: the dispatcher runs them
+ * after that call, first in first out, each with its own start/finish records and
+ * events (docs/jstools.md). One queue serves a whole turn; `limit` bounds how many calls
+ * it accepts over the turn, so a tool that queues itself cannot run forever. */
+typedef struct {
+  char *tool, *args; /* args: JSON text */
+  size_t args_len;
+  char *queued_by;   /* the tool that queued it */
+} ts_queued_call;
+
+typedef struct ts_call_queue {
+  ts_queued_call *v;
+  size_t n, cap;
+  size_t head;  /* the next to run */
+  size_t limit; /* pushes accepted over the queue's life; 0: TS_CALL_QUEUE_MAX */
+} ts_call_queue;
+
+#define TS_CALL_QUEUE_MAX 256
+
+/* Appends a call (copies everything). TS_E_OK; TS_E_LIMIT when the queue has accepted
+ * its limit; TS_E_NOMEM. */
+int ts_call_queue_push(ts_call_queue *q, const char *tool, const char *args, size_t args_len,
+                       const char *queued_by);
+void ts_call_queue_fini(ts_call_queue *q); /* frees the calls; the struct may be reused */
+
+/* What an executing tool knows about its call. */
+typedef struct {
+  const char *thread;
+  uint32_t turn;  /* the model turn the call belongs to */
+  uint32_t index; /* its position in the turn */
+  const char *call_id;
+  const char *tool;
+  const volatile int *cancel; /* becomes nonzero when the run is being stopped */
+  ts_call_queue *queue; /* where state.queueTool puts calls; NULL: queueing unavailable */
+  unsigned depth;       /* 0 for the model's calls; +1 per state.invokeTool nesting */
+} ts_call_info;
+
+/* A tool's answer: success with a JSON value, or an error with a message. */
+typedef struct {
+  int is_error;
+  char *text; /* malloc'd; success: JSON text of the result; error: the message (UTF-8) */
+  size_t len;
+} ts_tool_result;
+
+/* Sets a success result: a copy of `json` (which must be JSON text). */
+void ts_tool_result_json(ts_tool_result *r, const char *json, size_t len);
+/* Sets a success result whose value is the string `s` (JSON-escaped here). */
+void ts_tool_result_string(ts_tool_result *r, const char *s, size_t len);
+/* Sets an error result with a printf-style message. */
+void ts_tool_result_error(ts_tool_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ts_tool_result_free(ts_tool_result *r);
+
+/* The execute callback: receives the call and its validated arguments (a JSON object),
+ * and fills `out` (an unset result counts as an error "tool returned no result"). */
+typedef void (*ts_tool_fn)(void *user, const ts_call_info *call, const char *args,
+                           size_t args_len, ts_tool_result *out);
+
+typedef struct {
+  const char *name;          /* required */
+  const char *description;   /* may be NULL */
+  const char *args_schema;   /* JSON Schema text; NULL: any object */
+  const char *progress_arg;  /* NULL: none */
+  const char *annotations;   /* any JSON text, kept byte for byte; NULL: none */
+  int idempotent;            /* safe to run again after a crash interrupted it */
+  ts_tool_fn execute;        /* NULL: defined but not implemented here */
+  void *user;
+  /* Called with `user` when the tool is freed (with the registry). Ownership of `user`
+   * moves to the registry only when ts_registry_add succeeds. NULL: the caller owns it. */
+  void (*user_free)(void *user);
+} ts_tool_spec;
+
+typedef struct ts_tool ts_tool;
+typedef struct ts_registry ts_registry;
+
+ts_registry *ts_registry_new(void);
+void ts_registry_free(ts_registry *r);
+
+/* Adds a tool. Returns TS_E_OK, or TS_E_INVAL (with the reason in `why`) for a
+ * definition error, or TS_E_NOMEM. */
+int ts_registry_add(ts_registry *r, const ts_tool_spec *spec, char *why, size_t why_cap);
+
+/* Adds every definition of a --tools file (stream/tool_defs.h); definitions whose name
+ * is already registered (a C tool) are merged: the file's description, schema, progress
+ * argument and annotations replace the C ones. Returns as ts_registry_add. */
+int ts_registry_add_defs(ts_registry *r, const ts_tool_defs *defs, char *why, size_t why_cap);
+
+const ts_tool *ts_registry_find(const ts_registry *r, const char *name, size_t len);
+size_t ts_registry_count(const ts_registry *r);
+const ts_tool *ts_registry_at(const ts_registry *r, size_t i);
+
+const char *ts_tool_name(const ts_tool *t);
+const char *ts_tool_description(const ts_tool *t);
+const char *ts_tool_args_schema(const ts_tool *t);  /* NULL when none */
+const char *ts_tool_progress_arg(const ts_tool *t); /* NULL when none */
+const char *ts_tool_annotations(const ts_tool *t);  /* exactly as given; NULL when none */
+int ts_tool_idempotent(const ts_tool *t);
+/* The tool's `user` when its execute callback is `execute`, else NULL: how a module
+ * recognises its own tools (runtime/jstools.c). */
+void *ts_tool_user_of(const ts_tool *t, ts_tool_fn execute);
+
+/* Validates `args` against the tool's schema. TS_E_OK, or a negative ts_err with
+ * "<json pointer>: <reason>" in `why`. */
+int ts_tool_validate(const ts_tool *t, const char *args, size_t len, char *why, size_t why_cap);
+
+/* Runs the tool (no validation here). A tool without an implementation gives an error
+ * result. */
+void ts_tool_execute(const ts_tool *t, const ts_call_info *call, const char *args, size_t len,
+                     ts_tool_result *out);
+
+#endif /* TS_TOOLS_H */

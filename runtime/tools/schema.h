@@ -1,0 +1,118 @@
+/*
+ * schema.h: the argument validator of tool calls, a JSON Schema subset.
+ *
+ * A tool definition carries a JSON Schema for its arguments (tool_defs.h: `args`).
+ * The schema is compiled once, when the tool is defined, into a small tree; every
+ * call's arguments are then checked against that tree, and a call whose arguments
+ * fail goes no further than an error result naming the first problem:
+ *
+ *   /files/2/path: expected string, got number
+ *
+ * Supported keywords (what tool schemas use in practice):
+ *   type (a name, or an array of names: string number integer boolean object array
+ *   null), nullable (OpenAPI: true also admits null), enum, const, minLength,
+ *   maxLength (counted in Unicode code points, not bytes), minimum, maximum,
+ *   exclusiveMinimum, exclusiveMaximum (a number; or, draft 4 style, a boolean that
+ *   makes minimum/maximum exclusive), properties, required, additionalProperties
+ *   (a boolean or a schema), minProperties, maxProperties, items (a schema, or an
+ *   array of schemas: the tuple form), prefixItems, additionalItems, minItems,
+ *   maxItems, allOf, anyOf, oneOf, not, and $ref to "#", "#/definitions/NAME" or
+ *   "#/$defs/NAME" (definitions of the root schema only; NAME may use ~0 and ~1).
+ *   Boolean schemas (true, false) are accepted wherever a schema is.
+ *
+ * Ignored (never makes validation stricter): every other keyword, among them
+ *   default, description, title, examples, format, pattern, multipleOf, uniqueItems,
+ *   patternProperties (when present, additionalProperties is not enforced, since
+ *   the properties it would have admitted cannot be told apart), propertyNames,
+ *   dependencies, if/then/else, unevaluated*, and definitions below the root.
+ *   $ref is applied together with its sibling keywords (2019-09 semantics; draft 7
+ *   would ignore the siblings).
+ *
+ * Values. integer means a number with no fraction, decided exactly from its text:
+ * 1.0, 1e2 and 150e-1 are integers, 1.5 and 1e-2 are not. Numbers are compared as
+ * doubles (strtod of the token; this project never calls setlocale). enum and const
+ * compare JSON values structurally: object key order does not matter, numbers
+ * compare by value (1 equals 1.0), strings after decoding escapes.
+ *
+ * Error text (the `why` buffers): one line, "<pointer>: <reason>". The pointer is an
+ * RFC 6901 JSON pointer into the arguments (validation) or into the schema
+ * (compilation), with `~` written `~0` and `/` written `~1`; the root, whose pointer
+ * is the empty string, is written "(root)" so that the line never starts with a
+ * colon. Control bytes in names are written \u00XX to keep the line one line. Text
+ * longer than `why_cap` is cut (always NUL-terminated; why may be NULL when
+ * why_cap is 0).
+ *
+ * Limits (hostile input is an error, never a crash or unbounded work):
+ *   - arguments nested deeper than TS_SCHEMA_MAX_ARGS_DEPTH: TS_E_ARGS_TOO_DEEP;
+ *   - a schema text nested deeper than TS_SCHEMA_MAX_SCHEMA_DEPTH: malformed;
+ *   - validation recurses through $ref at most TS_SCHEMA_MAX_RECURSION levels and
+ *     does a bounded amount of work (about a million steps plus 64 per argument
+ *     token), since $ref can make a schema exponential: TS_E_SCHEMA_LIMIT.
+ * Nothing here recurses on the input beyond these limits.
+ *
+ * Threads: a compiled schema is immutable; any number of threads may validate
+ * against it at once.
+ */
+#ifndef TS_SCHEMA_H
+#define TS_SCHEMA_H
+
+#include <stddef.h>
+
+#include "base/error.h"
+
+/* JSON nesting of the arguments: 64 levels is far beyond what a tool takes, and keeps
+ * the checks' recursion shallow. */
+#define TS_SCHEMA_MAX_ARGS_DEPTH 64
+/* JSON nesting of a schema text: a level of nested object costs two ("properties",
+ * then the property), so 128 admits schemas as deep as the arguments may be. */
+#define TS_SCHEMA_MAX_SCHEMA_DEPTH 128
+/* Validation steps into subschemas (through $ref, anyOf, ...) on one path: far more
+ * than 64 levels of arguments need, few enough for a small thread stack. */
+#define TS_SCHEMA_MAX_RECURSION 256
+
+typedef struct ts_schema ts_schema;
+
+/* Compiles the JSON Schema text json[0..len) (not NUL-terminated; the text is not
+ * kept: the schema owns copies of everything it needs). Returns the schema, or NULL
+ * with a one-line reason in `why`:
+ *   - "schema is not valid JSON" (sometimes with ": <detail>") for text that is not
+ *     exactly one JSON value, or has duplicate keys ("/properties: duplicate key
+ *     \"a\""); "schema is nested deeper than 128 levels"; "schema is too large";
+ *   - "<schema pointer>: <reason>" for a malformed schema, e.g.
+ *     "/properties/path/type: unknown type \"strnig\"",
+ *     "/required: must be an array of strings",
+ *     "/properties/a/minLength: must be a non-negative integer",
+ *     "/$ref: \"#/definitions/x\" not found";
+ *   - "out of memory".
+ * The caller reports NULL as TS_E_SCHEMA_INVALID (or TS_E_NOMEM for the last one). */
+ts_schema *ts_schema_compile(const char *json, size_t len, char *why, size_t why_cap);
+
+/* Frees a compiled schema; NULL is a no-op. */
+void ts_schema_free(ts_schema *s);
+
+/* Nonzero when the root schema declares `name` (NUL-terminated, compared with the
+ * decoded property names) in its `properties` (following a root $ref). Used to
+ * check a tool's progressArgument at definition time: a name that is not declared
+ * there is a definition error, even when the schema would admit any property. */
+int ts_schema_has_property(const ts_schema *s, const char *name);
+
+/* Validates the arguments args_json[0..len) against `s`. Returns TS_E_OK, or:
+ *   TS_E_SCHEMA_MISMATCH  the arguments do not match; why = "<pointer>: <reason>"
+ *                         for the first problem found (in schema keyword order,
+ *                         then document order), e.g.
+ *                         "/files/2/path: expected string, got number",
+ *                         "(root): missing required property \"path\"";
+ *   TS_E_ARGS_BAD_JSON    not exactly one JSON value, invalid escapes or UTF-8,
+ *                         raw control characters in strings, or duplicate keys in
+ *                         an object (the tool might read the other one);
+ *   TS_E_ARGS_TOO_DEEP    nested deeper than TS_SCHEMA_MAX_ARGS_DEPTH;
+ *   TS_E_SCHEMA_LIMIT     the schema's recursion or work limit (see above);
+ *   TS_E_LIMIT            len of 2 GiB or more;
+ *   TS_E_INVAL            s is NULL;
+ *   TS_E_NOMEM.
+ * Allocates scratch in proportion to len (a private copy, decoded in place, and its
+ * token array) and frees it before returning. */
+int ts_schema_validate(const ts_schema *s, const char *args_json, size_t len, char *why,
+                       size_t why_cap);
+
+#endif /* TS_SCHEMA_H */

@@ -1,0 +1,584 @@
+/*
+ * jstools_test.c: JavaScript tools (runtime/jstools.c over runtime/sandbox.c): the spec's
+ * own examples (tools-spec §2, §7, §8) brought down to ES5, the z builder's exact JSON
+ * Schema, annotations kept unchanged, every `uses` rule of §2.1 (supplied, empty,
+ * omitted, qualified names, packed tools, a package missing a tool), variables (§3),
+ * errors (a throw, an endless loop, a memory hog) as error results, and queued calls
+ * running in order through the dispatcher with their results in the store.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/dispatch.h"
+#include "js/jstools.h"
+#include "store/store.h"
+#include "support/test_support.h"
+#include "tools/registry.h"
+
+static char dir[64];
+
+static const char *module(const char *name, const char *src) {
+  static char path[256];
+  if (!dir[0]) {
+    snprintf(dir, sizeof dir, "/tmp/ts-jstools-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+  }
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(src, f);
+  fclose(f);
+  return path;
+}
+
+static ts_jstools_env test_env = {NULL, 0, 1, 2000, 0};
+
+static void load_ok(ts_registry *reg, const char *name, const char *src) {
+  char why[512] = "";
+  int rc = ts_jstools_load(reg, module(name, src), &test_env, why, sizeof why);
+  ck_assert_msg(rc == TS_E_OK, "%s: %s", name, why);
+}
+
+/* Runs `tool` with `args`; returns "+TEXT" for success, "!TEXT" for an error (static). */
+static const char *call(ts_registry *reg, const char *tool, const char *args) {
+  static char out[4096];
+  const ts_tool *t = ts_registry_find(reg, tool, strlen(tool));
+  ck_assert_msg(t != NULL, "no tool %s", tool);
+  ts_tool_result r;
+  char why[256];
+  if (ts_tool_validate(t, args, strlen(args), why, sizeof why) != TS_E_OK) {
+    snprintf(out, sizeof out, "invalid: %s", why);
+    return out;
+  }
+  ts_call_info ci = {"t", 1, 0, "c0", tool, NULL, NULL, 0};
+  ts_tool_execute(t, &ci, args, strlen(args), &r);
+  snprintf(out, sizeof out, "%c%s", r.is_error ? '!' : '+', r.text ? r.text : "(null)");
+  ts_tool_result_free(&r);
+  return out;
+}
+
+static void echo_tool(void *user, const ts_call_info *c, const char *args, size_t len,
+                      ts_tool_result *out) {
+  (void)user, (void)c;
+  ts_tool_result_json(out, args, len);
+}
+
+static ts_registry *registry_with_c_tools(void) {
+  ts_registry *reg = ts_registry_new();
+  char why[256];
+  ts_tool_spec a = {.name = "echo", .execute = echo_tool};
+  ts_tool_spec b = {.name = "other", .execute = echo_tool};
+  ck_assert_int_eq(ts_registry_add(reg, &a, why, sizeof why), TS_E_OK);
+  ck_assert_int_eq(ts_registry_add(reg, &b, why, sizeof why), TS_E_OK);
+  return reg;
+}
+
+/* ---- the spec's examples -------------------------------------------------------------- */
+
+START_TEST(test_spec_examples) {
+  ts_registry *reg = ts_registry_new();
+  /* §7, with `async (state, args) =>` as an ES5 function */
+  load_ok(reg, "write_file.js",
+          "defineTool({\n"
+          "  description: 'Write a file to the workspace',\n"
+          "  progressArgument: 'description',\n"
+          "  args: z.object({\n"
+          "    description: z.string().describe('e.g. \"writing index.html\"'),\n"
+          "    path: z.string(),\n"
+          "    content: z.string(),\n"
+          "  }),\n"
+          "  execute: function (state, args) {\n"
+          "    return { status: 'success', result: 'wrote ' + args.path };\n"
+          "  },\n"
+          "});\n");
+  const ts_tool *t = ts_registry_find(reg, "write_file", 10);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_str_eq(ts_tool_description(t), "Write a file to the workspace");
+  ck_assert_str_eq(ts_tool_progress_arg(t), "description");
+  ck_assert_str_eq(ts_tool_args_schema(t),
+                   "{\"type\":\"object\",\"properties\":{\"description\":{\"type\":\"string\","
+                   "\"description\":\"e.g. \\\"writing index.html\\\"\"},\"path\":{\"type\":"
+                   "\"string\"},\"content\":{\"type\":\"string\"}},\"required\":[\"description\","
+                   "\"path\",\"content\"]}");
+  ck_assert_ptr_null(ts_tool_annotations(t));
+  ck_assert_str_eq(call(reg, "write_file", "{\"description\":\"d\",\"path\":\"a.txt\",\"content\":\"x\"}"),
+                   "+\"wrote a.txt\"");
+  /* the schema is enforced like a C tool's */
+  ck_assert_ptr_nonnull(strstr(call(reg, "write_file", "{\"path\":\"a\"}"), "invalid"));
+
+  /* §8 */
+  load_ok(reg, "run_ts.js",
+          "defineTool({\n"
+          "  description: 'Run a TypeScript module in a sandbox',\n"
+          "  args: z.object({ code: z.string() }),\n"
+          "  annotations: {\n"
+          "    agentbuilder: { codemode: { codeArgument: 'code', language: 'typescript' } },\n"
+          "  },\n"
+          "  execute: function (state, args) {\n"
+          "    return { status: 'success', result: state.runCode(args.code, {timeoutMs: 500}) };\n"
+          "  },\n"
+          "});\n");
+  t = ts_registry_find(reg, "run_ts", 6);
+  ck_assert_str_eq(ts_tool_annotations(t),
+                   "{\"agentbuilder\":{\"codemode\":{\"codeArgument\":\"code\",\"language\":"
+                   "\"typescript\"}}}");
+  ck_assert_str_eq(call(reg, "run_ts", "{\"code\":\"console.log('hi'); 1 + 2\"}"),
+                   "+{\"status\":\"ok\",\"value\":3,\"console\":[\"hi\"]}");
+  const char *r = call(reg, "run_ts", "{\"code\":\"while (true) {}\"}");
+  ck_assert_msg(strstr(r, "+{\"status\":\"timeout\"") == r, "%s", r);
+
+  /* §2, with its variable */
+  const char *vars[] = {"VECTOR_STORE_ID=vs_123"};
+  ts_jstools_env env = {vars, 1, 1, 2000, 0};
+  char why[512];
+  ck_assert_int_eq(ts_jstools_load(reg, module("search_docs.js",
+                                              "defineTool({\n"
+                                              "  description: 'Search indexed docs',\n"
+                                              "  args: z.object({ query: z.string() }),\n"
+                                              "  execute: function (state, args) {\n"
+                                              "    var vectorStoreId = state.env('VECTOR_STORE_ID');\n"
+                                              "    return { status: 'success', result: vectorStoreId + ':' + args.query };\n"
+                                              "  },\n"
+                                              "  variables: [{ name: 'VECTOR_STORE_ID', type: 'text', required: true,\n"
+                                              "                description: 'Vector store identifier' }],\n"
+                                              "});\n"),
+                                   &env, why, sizeof why),
+                   TS_E_OK);
+  ck_assert_str_eq(call(reg, "search_docs", "{\"query\":\"q\"}"), "+\"vs_123:q\"");
+  ts_registry_free(reg);
+}
+END_TEST
+
+START_TEST(test_z_builder_exact_schema) {
+  ts_registry *reg = ts_registry_new();
+  load_ok(reg, "zz.js",
+          "defineTool({ args: z.object({\n"
+          "  s: z.string().describe('a string'),\n"
+          "  n: z.number().optional(),\n"
+          "  b: z.boolean().optional().describe('flag'),\n"
+          "  a: z.array(z.string()),\n"
+          "  e: z.enum(['x', 'y']),\n"
+          "  o: z.object({ k: z.number() }).optional(),\n"
+          "}), execute: function () { return {status: 'success'}; } });\n");
+  ck_assert_str_eq(
+      ts_tool_args_schema(ts_registry_find(reg, "zz", 2)),
+      "{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\",\"description\":\"a "
+      "string\"},\"n\":{\"type\":\"number\"},\"b\":{\"type\":\"boolean\",\"description\":"
+      "\"flag\"},\"a\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"e\":{\"type\":"
+      "\"string\",\"enum\":[\"x\",\"y\"]},\"o\":{\"type\":\"object\",\"properties\":{\"k\":{"
+      "\"type\":\"number\"}},\"required\":[\"k\"]}},\"required\":[\"s\",\"a\",\"e\"]}");
+  /* the same schema written as JSON Schema gives the same text */
+  load_ok(reg, "plain.js",
+          "defineTool({ args: {type: 'object', properties: {q: {type: 'string'}}, required: ['q']},\n"
+          "  execute: function () { return {status: 'success'}; } });\n");
+  load_ok(reg, "zq.js",
+          "defineTool({ args: z.object({ q: z.string() }),\n"
+          "  execute: function () { return {status: 'success'}; } });\n");
+  ck_assert_str_eq(ts_tool_args_schema(ts_registry_find(reg, "plain", 5)),
+                   ts_tool_args_schema(ts_registry_find(reg, "zq", 2)));
+  ck_assert_str_eq(call(reg, "zq", "{\"q\":\"x\"}"), "+null"); /* result undefined -> null */
+  ts_registry_free(reg);
+}
+END_TEST
+
+START_TEST(test_annotations_unchanged_and_inert) {
+  ts_registry *reg = ts_registry_new();
+  load_ok(reg, "ann.js",
+          "var A = { ui: { icon: 'pen', weights: [1, 2.5, null] }, other: 'x' };\n"
+          "var d = defineTool({ annotations: A, args: z.object({ v: z.number() }),\n"
+          "  execute: function (state, args) {\n"
+          "    return { status: 'success', result: { same: d.annotations === A, v: args.v } };\n"
+          "  } });\n"
+          "if (d.annotations !== A) throw new Error('annotations changed');\n");
+  load_ok(reg, "noann.js",
+          "defineTool({ args: z.object({ v: z.number() }),\n"
+          "  execute: function (state, args) { return { status: 'success', result: { same: true, v: args.v } }; } });\n");
+  ck_assert_str_eq(ts_tool_annotations(ts_registry_find(reg, "ann", 3)),
+                   "{\"ui\":{\"icon\":\"pen\",\"weights\":[1,2.5,null]},\"other\":\"x\"}");
+  char a[512];
+  snprintf(a, sizeof a, "%s", call(reg, "ann", "{\"v\":1}"));
+  ck_assert_str_eq(a, "+{\"same\":true,\"v\":1}");
+  ck_assert_str_eq(call(reg, "noann", "{\"v\":1}"), a); /* behaves identically */
+  ck_assert_str_eq(ts_tool_args_schema(ts_registry_find(reg, "ann", 3)),
+                   ts_tool_args_schema(ts_registry_find(reg, "noann", 5)));
+  ts_registry_free(reg);
+}
+END_TEST
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+START_TEST(test_errors_become_results) {
+  ts_registry *reg = ts_registry_new();
+  ts_jstools_env env = {NULL, 0, 1, 300, (size_t)8 << 20};
+  char why[512];
+  ck_assert_int_eq(ts_jstools_load(reg, module("bad.js",
+      "exports.thrower = defineTool({ uses: [], execute: function () { throw new Error('disk on fire'); } });\n"
+      "exports.looper = defineTool({ uses: [], execute: function () { while (true) {} } });\n"
+      "exports.catcher = defineTool({ uses: [], execute: function () { for (;;) { try { while (true) {} } catch (e) {} } } });\n"
+      "exports.hog = defineTool({ uses: [], execute: function () { var s = 'x'; while (true) s = s + s; } });\n"
+      "exports.refuser = defineTool({ uses: [], execute: function () { return { status: 'error', error: 'nope' }; } });\n"
+      "exports.errobj = defineTool({ uses: [], execute: function () { return { status: 'error', error: new TypeError('typed') }; } });\n"
+      "exports.bare = defineTool({ uses: [], execute: function () { return 42; } });\n"
+      "exports.fine = defineTool({ uses: [], execute: function () { return { status: 'success', result: [1, '\\u00e9\\ud83d\\ude00'] }; } });\n"),
+      &env, why, sizeof why), TS_E_OK);
+  const char *r = call(reg, "thrower", "{}");
+  ck_assert_msg(!strcmp(r, "!Error: disk on fire"), "%s", r);
+  r = call(reg, "looper", "{}");
+  ck_assert_msg(strstr(r, "!timed out") == r && strstr(r, "300 ms"), "%s", r);
+  r = call(reg, "catcher", "{}");
+  ck_assert_msg(strstr(r, "!timed out") == r, "%s", r);
+  r = call(reg, "hog", "{}");
+  ck_assert_msg(strstr(r, "!out of memory") == r, "%s", r);
+  ck_assert_str_eq(call(reg, "refuser", "{}"), "!nope");
+  ck_assert_str_eq(call(reg, "errobj", "{}"), "!typed");
+  ck_assert_ptr_nonnull(strstr(call(reg, "bare", "{}"), "!the tool returned number"));
+  ck_assert_str_eq(call(reg, "fine", "{}"), "+[1,\"\xc3\xa9\xf0\x9f\x98\x80\"]");
+
+  /* load-time errors leave the registry as it was */
+  size_t n = ts_registry_count(reg);
+  ck_assert_int_eq(ts_jstools_load(reg, module("syntax.js", "defineTool({ execute: (s) => 1 });"),
+                                   &env, why, sizeof why), TS_E_SANDBOX_ERROR);
+  ck_assert_msg(strstr(why, "SyntaxError"), "%s", why);
+  ck_assert_int_eq(ts_jstools_load(reg, module("none.js", "var x = 1;"), &env, why, sizeof why),
+                   TS_E_SANDBOX_ERROR);
+  ck_assert_msg(strstr(why, "defines no tool"), "%s", why);
+  ck_assert_int_eq(ts_jstools_load(reg, module("noexec.js", "defineTool({});"), &env, why, sizeof why),
+                   TS_E_SANDBOX_ERROR);
+  ck_assert_int_eq(ts_jstools_load(reg, module("loop.js", "while (true) {}"), &env, why, sizeof why),
+                   TS_E_SANDBOX_TIMEOUT);
+  ck_assert_int_eq(ts_jstools_load(reg, module("two.js",
+                   "exports.a = defineTool({ execute: function () {} });\n"
+                   "exports.b = defineTool({ progressArgument: 'nope', execute: function () {} });\n"),
+                   &env, why, sizeof why), TS_E_INVAL);
+  ck_assert_msg(strstr(why, "progressArgument"), "%s", why);
+  ck_assert_int_eq(ts_jstools_load(reg, module("dup.js", "defineTool({ name: 'fine', execute: function () {} });"),
+                                   &env, why, sizeof why), TS_E_INVAL);
+  ck_assert_msg(strstr(why, "duplicate"), "%s", why);
+  ck_assert_int_eq(ts_jstools_load(reg, "/nonexistent/x.js", &env, why, sizeof why), TS_E_IO);
+  ck_assert_uint_eq(ts_registry_count(reg), n);
+  ts_registry_free(reg);
+}
+END_TEST
+
+/* ---- uses ------------------------------------------------------------------------------ */
+
+/* A tool that tries invokeTool and queueTool on each name of args.targets and reports. */
+#define PROBE(USES)                                                                          \
+  "defineTool({ " USES " execute: function (state, args) {\n"                               \
+  "  var out = [];\n"                                                                        \
+  "  for (var i = 0; i < args.targets.length; i++) {\n"                                      \
+  "    var r = state.invokeTool(args.targets[i], { x: i });\n"                               \
+  "    var q; try { state.queueTool(args.targets[i], {}); q = 'queued'; } catch (e) { q = 'threw: ' + e.message; }\n" \
+  "    out.push(args.targets[i] + ' ' + r.status + ' ' + (r.status === 'success' ? JSON.stringify(r.result) : r.error) + ' | ' + q);\n" \
+  "  }\n"                                                                                    \
+  "  return { status: 'success', result: out.join('; ') };\n"                                \
+  "} });\n"
+
+static const char *probe(ts_registry *reg, const char *tool, const char *targets,
+                         ts_call_queue *q) {
+  static char out[4096];
+  char args[256];
+  snprintf(args, sizeof args, "{\"targets\":%s}", targets);
+  const ts_tool *t = ts_registry_find(reg, tool, strlen(tool));
+  ck_assert_ptr_nonnull(t);
+  ts_call_info ci = {"t", 1, 0, "c0", tool, NULL, q, 0};
+  ts_tool_result r;
+  ts_tool_execute(t, &ci, args, strlen(args), &r);
+  snprintf(out, sizeof out, "%c%s", r.is_error ? '!' : '+', r.text);
+  ts_tool_result_free(&r);
+  return out;
+}
+
+START_TEST(test_uses_rules) {
+  ts_registry *reg = registry_with_c_tools();
+  load_ok(reg, "supplied.js", PROBE("uses: ['echo'],"));
+  load_ok(reg, "empty.js", PROBE("uses: [],"));
+  load_ok(reg, "omitted.js", PROBE(""));
+  ts_call_queue q;
+  memset(&q, 0, sizeof q);
+  /* supplied: the listed target runs; another is refused both ways */
+  const char *r = probe(reg, "supplied", "[\"echo\",\"other\"]", &q);
+  ck_assert_msg(!strcmp(r, "+\"echo success {\\\"x\\\":0} | queued; other error invokeTool: \\\"other\\\" "
+                          "is not in the `uses` list of tool \\\"supplied\\\" | threw: queueTool: "
+                          "\\\"other\\\" is not in the `uses` list of tool \\\"supplied\\\"\""),
+                "%s", r);
+  ck_assert_uint_eq(q.n, 1);
+  ck_assert_str_eq(q.v[0].tool, "echo");
+  ck_assert_str_eq(q.v[0].queued_by, "supplied");
+  /* empty: nothing */
+  r = probe(reg, "empty", "[\"echo\"]", &q);
+  ck_assert_msg(strstr(r, "echo error invokeTool: \\\"echo\\\" is not in the `uses` list") &&
+                    strstr(r, "threw: queueTool"), "%s", r);
+  ck_assert_uint_eq(q.n, 1);
+  /* omitted: anything, including itself */
+  r = probe(reg, "omitted", "[\"echo\",\"other\"]", &q);
+  ck_assert_msg(!strcmp(r, "+\"echo success {\\\"x\\\":0} | queued; other success {\\\"x\\\":1} | queued\""),
+                "%s", r);
+  ck_assert_uint_eq(q.n, 3);
+  /* an unknown tool: error result / throw, even when unrestricted */
+  r = probe(reg, "omitted", "[\"ghost\"]", &q);
+  ck_assert_msg(strstr(r, "ghost error invokeTool: unknown tool \\\"ghost\\\" | threw: queueTool: unknown tool"),
+                "%s", r);
+  /* no queue (not run by the dispatcher): queueTool throws, saying so */
+  r = probe(reg, "omitted", "[\"echo\"]", NULL);
+  ck_assert_msg(strstr(r, "threw: queueTool: no queue here"), "%s", r);
+  ts_call_queue_fini(&q);
+  ts_registry_free(reg);
+}
+END_TEST
+
+START_TEST(test_uses_packages_and_qualified_names) {
+  ts_registry *reg = registry_with_c_tools();
+  /* a package: members invoke each other by local and by qualified name (files/...) */
+  load_ok(reg, "files.js",
+          "function member(uses, body) { return defineTool({ uses: uses, args: z.object({ t: z.string().optional() }),\n"
+          "  execute: body }); }\n"
+          "module.exports = {\n"
+          "  read: member([], function () { return { status: 'success', result: 'read' }; }),\n"
+          "  write: member(['files/read', 'echo'], function (state, args) {\n"
+          "    var r = state.invokeTool(args.t, {});\n"
+          "    return { status: 'success', result: r.status + ':' + (r.result || r.error) };\n"
+          "  }),\n"
+          "  loose: defineTool({ execute: function (state) {\n"
+          "    return { status: 'success', result: state.invokeTool('read', {}).error }; } }),\n"
+          "};\n");
+  ck_assert_ptr_nonnull(ts_registry_find(reg, "read", 4)); /* registered by local name */
+  ck_assert_str_eq(call(reg, "write", "{\"t\":\"read\"}"), "+\"success:read\"");       /* local */
+  ck_assert_str_eq(call(reg, "write", "{\"t\":\"files/read\"}"), "+\"success:read\""); /* qualified */
+  ck_assert_str_eq(call(reg, "write", "{\"t\":\"echo\"}"), "+\"success:[object Object]\"");
+  const char *r = call(reg, "write", "{\"t\":\"other\"}");
+  ck_assert_msg(strstr(r, "error:invokeTool: \\\"other\\\" is not in the `uses` list"), "%s", r);
+  r = call(reg, "write", "{\"t\":\"nope/read\"}"); /* a qualifier that is not the package */
+  ck_assert_msg(strstr(r, "error:invokeTool: \\\"nope/read\\\" is not in the `uses`"), "%s", r);
+  /* a packed tool that omits `uses` must not invoke anything */
+  r = call(reg, "loose", "{}");
+  ck_assert_msg(strstr(r, "packed tool \\\"loose\\\" declares no `uses`"), "%s", r);
+
+  /* a package lacking a tool that a member uses: a load-time error, nothing registered */
+  size_t n = ts_registry_count(reg);
+  char why[512];
+  ck_assert_int_eq(ts_jstools_load(reg, module("broken.js",
+      "exports.a = defineTool({ uses: ['b', 'echo'], execute: function () {} });\n"),
+      &test_env, why, sizeof why), TS_E_INVAL);
+  ck_assert_msg(strstr(why, "package \"broken\" lacks tool \"b\", which its member \"a\" uses"), "%s", why);
+  ck_assert_int_eq(ts_jstools_load(reg, module("broken2.js",
+      "exports.a = defineTool({ uses: ['broken2/c'], execute: function () {} });\n"
+      "exports.b = defineTool({ uses: [], execute: function () {} });\n"),
+      &test_env, why, sizeof why), TS_E_INVAL);
+  ck_assert_msg(strstr(why, "lacks tool \"broken2/c\""), "%s", why);
+  ck_assert_uint_eq(ts_registry_count(reg), n);
+  /* ...and one whose targets are all there (in it, or already registered) loads */
+  load_ok(reg, "complete.js",
+          "exports.c1 = defineTool({ uses: ['c2', 'complete/c2', 'files/read', 'echo'], execute: function () {} });\n"
+          "exports.c2 = defineTool({ uses: [], execute: function () {} });\n");
+  ts_registry_free(reg);
+}
+END_TEST
+
+START_TEST(test_invoke_depth_is_bounded) {
+  ts_registry *reg = ts_registry_new();
+  load_ok(reg, "rec.js",
+          "defineTool({ execute: function (state, args) {\n"
+          "  var r = state.invokeTool('rec', { d: (args.d || 0) + 1 });\n"
+          "  if (r.status === 'error') return { status: 'success', result: 'stopped at ' + args.d + ': ' + r.error };\n"
+          "  return r;\n"
+          "} });\n");
+  const char *r = call(reg, "rec", "{}");
+  ck_assert_msg(strstr(r, "+\"stopped at 8: invokeTool: \\\"rec\\\" would nest calls deeper than 8\""),
+                "%s", r);
+  ts_registry_free(reg);
+}
+END_TEST
+
+/* ---- variables -------------------------------------------------------------------------- */
+
+START_TEST(test_variables) {
+  const char *src =
+      "defineTool({ variables: [{ name: 'TS_JS_TOKEN', type: 'secret', required: true, description: 'API token' },\n"
+      "                         { name: 'TS_JS_OPT', type: 'text', required: false, description: '' }],\n"
+      "  execute: function (state) {\n"
+      "    var u; try { state.env('HOME'); u = 'read'; } catch (e) { u = e.message; }\n"
+      "    return { status: 'success', result: [state.env('TS_JS_TOKEN'), state.env('TS_JS_OPT') === undefined, u] };\n"
+      "  } });\n";
+  /* missing required: an error result naming it, before execute */
+  unsetenv("TS_JS_TOKEN");
+  unsetenv("TS_JS_OPT");
+  ts_registry *reg = ts_registry_new();
+  ts_jstools_env env = {NULL, 0, 0, 2000, 0};
+  char why[512];
+  ck_assert_int_eq(ts_jstools_load(reg, module("vars.js", src), &env, why, sizeof why), TS_E_OK);
+  ck_assert_str_eq(call(reg, "vars", "{}"),
+                   "!missing required variable TS_JS_TOKEN (API token): set TS_JS_TOKEN in the "
+                   "environment or pass --var TS_JS_TOKEN=VALUE");
+  /* from the environment */
+  setenv("TS_JS_TOKEN", "from-env", 1);
+  ck_assert_str_eq(call(reg, "vars", "{}"),
+                   "+[\"from-env\",true,\"state.env: \\\"HOME\\\" is not declared in the variables of tool \\\"vars\\\"\"]");
+  ts_registry_free(reg);
+  /* --var wins over the environment; the last --var of a name wins */
+  const char *vars[] = {"TS_JS_TOKEN=first", "TS_JS_TOKEN=from-flag"};
+  ts_jstools_env env2 = {vars, 2, 0, 2000, 0};
+  reg = ts_registry_new();
+  ck_assert_int_eq(ts_jstools_load(reg, module("vars.js", src), &env2, why, sizeof why), TS_E_OK);
+  ck_assert_str_eq(call(reg, "vars", "{}"),
+                   "+[\"from-flag\",true,\"state.env: \\\"HOME\\\" is not declared in the variables of tool \\\"vars\\\"\"]");
+  ts_registry_free(reg);
+  unsetenv("TS_JS_TOKEN");
+}
+END_TEST
+
+/* ---- the dispatcher: queued calls, errors persisted ------------------------------------- */
+
+typedef struct {
+  pthread_mutex_t mu;
+  char log[8192];
+} ev_log;
+
+static void on_event(void *user, const ts_tap_event *ev) {
+  ev_log *l = user;
+  pthread_mutex_lock(&l->mu);
+  char line[256];
+  snprintf(line, sizeof line, "%s#%u%s;", ev->type == TS_TAP_TOOL_RESULT ? "res" : "run", ev->index,
+           ev->type == TS_TAP_TOOL_RESULT ? (ev->is_error ? "!" : "") : "");
+  strncat(l->log, line, sizeof l->log - strlen(l->log) - 1);
+  pthread_mutex_unlock(&l->mu);
+}
+
+typedef struct {
+  char text[65536];
+} msgs;
+
+static int grab(void *user, const ts_store_message *m) {
+  msgs *t = user;
+  if (m->role != TS_STORE_TOOL) return 0;
+  char line[512];
+  snprintf(line, sizeof line, "%s%s %s=%s\n", m->is_error ? "!" : "", m->tool_call_id,
+           m->tool_name ? m->tool_name : "", m->content);
+  strncat(t->text, line, sizeof t->text - strlen(t->text) - 1);
+  return 0;
+}
+
+static int count_unfinished(void *user, const ts_store_call *c) {
+  (void)c;
+  (*(int *)user)++;
+  return 0;
+}
+
+static void feed(ts_dispatch *d, uint32_t index, const char *tool, const char *args) {
+  char id[16];
+  snprintf(id, sizeof id, "call_%u", index);
+  ts_tap_event e;
+  memset(&e, 0, sizeof e);
+  e.is_call = 1;
+  e.index = index;
+  e.tool = (ts_view){tool, strlen(tool)};
+  e.call_id = (ts_view){id, strlen(id)};
+  e.type = TS_TAP_TOOL_CALL_STARTED;
+  ts_dispatch_tap_event(d, &e);
+  e.type = TS_TAP_TOOL_CALL_READY;
+  e.arguments = (ts_view){args, strlen(args)};
+  ts_dispatch_tap_event(d, &e);
+}
+
+START_TEST(test_queue_order_and_errors_persisted) {
+  char sdir[64];
+  snprintf(sdir, sizeof sdir, "/tmp/ts-jstools-store-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(sdir));
+  ts_store *s;
+  char why[512];
+  ck_assert_msg(ts_store_open(sdir, &s, why, sizeof why) == TS_E_OK, "%s", why);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), TS_E_OK);
+  ts_registry *reg = registry_with_c_tools();
+  ts_jstools_env env = {NULL, 0, 1, 300, (size_t)8 << 20};
+  ck_assert_int_eq(ts_jstools_load(reg, module("flow.js",
+      "exports.starter = defineTool({ uses: ['step', 'echo'], execute: function (state) {\n"
+      "  state.queueTool('step', { n: 1 });\n"
+      "  state.queueTool('step', { n: 2 });\n"
+      "  state.queueTool('echo', { n: 'e' });\n"
+      "  return { status: 'success', result: 'started' }; } });\n"
+      "exports.step = defineTool({ uses: ['step'], args: z.object({ n: z.number() }), execute: function (state, args) {\n"
+      "  if (args.n === 1) state.queueTool('step', { n: 3 });\n"
+      "  return { status: 'success', result: 'step ' + args.n }; } });\n"
+      "exports.thrower = defineTool({ uses: [], execute: function () { throw new Error('boom'); } });\n"
+      "exports.looper = defineTool({ uses: [], execute: function () { while (true) {} } });\n"
+      "exports.hog = defineTool({ uses: [], execute: function () { var s = 'x'; while (true) s = s + s; } });\n"
+      "exports.selfq = defineTool({ uses: ['selfq'], execute: function (state) {\n"
+      "  try { state.queueTool('selfq', {}); } catch (e) { return { status: 'error', error: e.message }; }\n"
+      "  return { status: 'success', result: 'again' }; } });\n"),
+      &env, why, sizeof why), TS_E_OK);
+  ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
+  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
+  ts_dispatch *d = ts_dispatch_new(&cfg);
+  ck_assert_ptr_nonnull(d);
+  feed(d, 0, "starter", "{}");
+  feed(d, 1, "thrower", "{}");
+  feed(d, 2, "looper", "{}");
+  feed(d, 3, "hog", "{}");
+  feed(d, 4, "echo", "{\"last\":true}");
+  ck_assert_int_eq(ts_dispatch_finish(d), TS_E_OK);
+  ts_dispatch_free(d);
+  static msgs m;
+  memset(&m, 0, sizeof m);
+  ts_store_messages(s, "t", 0, grab, &m);
+  /* the queue runs right after the call that filled it, first in first out (step 3,
+   * queued by step 1, after echo); then the model's next call; errors are results */
+  const char *want_prefix =
+      "call_0 starter=\"started\"\n"
+      "queued_1_1 step=\"step 1\"\n"
+      "queued_1_2 step=\"step 2\"\n"
+      "queued_1_3 echo={\"n\":\"e\"}\n"
+      "queued_1_4 step=\"step 3\"\n"
+      "!call_1 thrower=Error: boom\n"
+      "!call_2 looper=timed out: the tool ran longer than its limit of 300 ms\n"
+      "!call_3 hog=out of memory";
+  ck_assert_msg(!strncmp(m.text, want_prefix, strlen(want_prefix)), "%s", m.text);
+  ck_assert_msg(strstr(m.text, "\ncall_4 echo={\"last\":true}\n"), "%s", m.text);
+  ck_assert_str_eq(l.log,
+                   "run#0;res#0;run#256;res#256;run#257;res#257;run#258;res#258;run#259;res#259;"
+                   "run#1;res#1!;run#2;res#2!;run#3;res#3!;run#4;res#4;");
+  int unfinished = 0;
+  ck_assert_int_eq(ts_store_unfinished_calls(s, "t", count_unfinished, &unfinished), 0);
+
+  /* a tool that queues itself forever stops at the turn's limit */
+  memset(&l, 0, sizeof l);
+  pthread_mutex_init(&l.mu, NULL);
+  cfg.turn = 2;
+  d = ts_dispatch_new(&cfg);
+  feed(d, 0, "selfq", "{}");
+  ck_assert_int_eq(ts_dispatch_finish(d), TS_E_OK);
+  ts_dispatch_free(d);
+  memset(&m, 0, sizeof m);
+  ts_store_messages(s, "t", 0, grab, &m);
+  ck_assert_msg(strstr(m.text, "!queued_2_256 selfq=queueTool: the turn's queue is full (256 calls)"),
+                "%s", m.text + (strlen(m.text) > 600 ? strlen(m.text) - 600 : 0));
+  ck_assert_ptr_null(strstr(m.text, "queued_2_257"));
+  ck_assert_int_eq(ts_store_unfinished_calls(s, "t", count_unfinished, &unfinished), 0);
+  ts_registry_free(reg);
+  ts_store_close(s);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("jstools");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_spec_examples);
+  tcase_add_test(tc, test_z_builder_exact_schema);
+  tcase_add_test(tc, test_annotations_unchanged_and_inert);
+  tcase_add_test(tc, test_errors_become_results);
+  tcase_add_test(tc, test_uses_rules);
+  tcase_add_test(tc, test_uses_packages_and_qualified_names);
+  tcase_add_test(tc, test_invoke_depth_is_bounded);
+  tcase_add_test(tc, test_variables);
+  tcase_add_test(tc, test_queue_order_and_errors_persisted);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

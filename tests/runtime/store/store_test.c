@@ -1,0 +1,763 @@
+/*
+ * store_test.c: the durable store (runtime/store.c): where it lives and how it is
+ * created, messages and their seqs, the atomic tool-result commit, calls caught by a
+ * crash (a child that SIGKILLs itself, and one killed from outside at random moments),
+ * events for replay, reopening, schema migration and refusal, bad inputs.
+ * Every test works in its own mkdtemp directory under /tmp.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "store/store.h"
+#include "support/test_support.h"
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static char tmp[256];
+
+static void rm_rf(const char *path) {
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char sub[1024];
+      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+      rm_rf(sub);
+    }
+    closedir(d);
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
+}
+
+static void setup(void) {
+  strcpy(tmp, "/tmp/ts_store_test_XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tmp));
+  unsetenv("TOOLSTREAM_DATA_DIR");
+  unsetenv("XDG_DATA_HOME");
+}
+
+static void teardown(void) { rm_rf(tmp); }
+
+static const char *sub(const char *rel) {
+  static char p[2][512];
+  static int k;
+  k ^= 1;
+  snprintf(p[k], sizeof p[k], "%s/%s", tmp, rel);
+  return p[k];
+}
+
+static ts_store *open_ok(const char *dir) {
+  ts_store *s = NULL;
+  char why[512];
+  int r = ts_store_open(dir, &s, why, sizeof why);
+  ck_assert_msg(r == 0, "open %s: %s (%s)", dir ? dir : "(default)", why, ts_err_name(r));
+  ck_assert_ptr_nonnull(s);
+  ck_assert_str_eq(ts_store_errmsg(s), "");
+  return s;
+}
+
+typedef struct {
+  int n;
+  ts_store_message m[16];
+  char content[16][64];
+  size_t content_len[16];
+  char call_id[16][32];
+  char tool[16][32];
+} msgs;
+
+static int collect_msg(void *user, const ts_store_message *m) {
+  msgs *c = user;
+  if (c->n < 16) {
+    c->m[c->n] = *m;
+    size_t n = m->content_len < 63 ? m->content_len : 63;
+    memcpy(c->content[c->n], m->content, n);
+    c->content[c->n][n] = '\0';
+    c->content_len[c->n] = m->content_len;
+    snprintf(c->call_id[c->n], 32, "%s", m->tool_call_id ? m->tool_call_id : "(null)");
+    snprintf(c->tool[c->n], 32, "%s", m->tool_name ? m->tool_name : "(null)");
+  }
+  c->n++;
+  return 0;
+}
+
+typedef struct {
+  int n;
+  ts_store_call c[8];
+  char call_id[8][32], tool[8][32], args[8][64];
+} calls;
+
+static int collect_call(void *user, const ts_store_call *c) {
+  calls *k = user;
+  if (k->n < 8) {
+    k->c[k->n] = *c;
+    snprintf(k->call_id[k->n], 32, "%s", c->call_id);
+    snprintf(k->tool[k->n], 32, "%s", c->tool);
+    snprintf(k->args[k->n], 64, "%.*s", (int)c->args_len, c->args);
+  }
+  k->n++;
+  return 0;
+}
+
+typedef struct {
+  int n;
+  uint64_t seq[64];
+  char json[64][48];
+} evs;
+
+static int collect_ev(void *user, uint64_t seq, const char *json, size_t len) {
+  evs *e = user;
+  if (e->n < 64) {
+    e->seq[e->n] = seq;
+    snprintf(e->json[e->n], 48, "%.*s", (int)len, json);
+  }
+  e->n++;
+  return 0;
+}
+
+static int count_msgs(ts_store *s, const char *thread) {
+  msgs c = {0};
+  int n = ts_store_messages(s, thread, 0, collect_msg, &c);
+  ck_assert_int_eq(n, c.n);
+  return n;
+}
+
+static int count_unfinished(ts_store *s, const char *thread, calls *k) {
+  memset(k, 0, sizeof *k);
+  int n = ts_store_unfinished_calls(s, thread, collect_call, k);
+  ck_assert_int_eq(n, k->n);
+  return n;
+}
+
+/* ---- where the store lives ------------------------------------------------------------- */
+
+START_TEST(test_default_dir) {
+  char buf[512];
+  setenv("HOME", "/home/u", 1);
+  ck_assert_int_eq(ts_store_default_dir(buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "/home/u/.local/share/toolstream");
+
+  setenv("XDG_DATA_HOME", "/xdg/data", 1);
+  ck_assert_int_eq(ts_store_default_dir(buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "/xdg/data/toolstream");
+
+  setenv("XDG_DATA_HOME", "/xdg/data/", 1); /* trailing slash */
+  ck_assert_int_eq(ts_store_default_dir(buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "/xdg/data/toolstream");
+
+  setenv("XDG_DATA_HOME", "relative/data", 1); /* ignored, as XDG says */
+  ck_assert_int_eq(ts_store_default_dir(buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "/home/u/.local/share/toolstream");
+
+  setenv("TOOLSTREAM_DATA_DIR", "/explicit/here", 1); /* beats both */
+  setenv("XDG_DATA_HOME", "/xdg/data", 1);
+  ck_assert_int_eq(ts_store_default_dir(buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "/explicit/here");
+
+  setenv("TOOLSTREAM_DATA_DIR", "", 1); /* empty = unset */
+  ck_assert_int_eq(ts_store_default_dir(buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "/xdg/data/toolstream");
+
+  ck_assert_int_eq(ts_store_default_dir(buf, 8), TS_E_LIMIT);
+  ck_assert_str_eq(buf, "");
+  ck_assert_int_eq(ts_store_default_dir(NULL, 8), TS_E_INVAL);
+
+  unsetenv("TOOLSTREAM_DATA_DIR");
+  unsetenv("XDG_DATA_HOME");
+  unsetenv("HOME");
+  ck_assert_int_eq(ts_store_default_dir(buf, sizeof buf), TS_E_STORE_NO_DIR);
+  ts_store *s = NULL;
+  char why[256];
+  ck_assert_int_eq(ts_store_open(NULL, &s, why, sizeof why), TS_E_STORE_NO_DIR);
+  ck_assert_ptr_null(s);
+  ck_assert_ptr_nonnull(strstr(why, "TOOLSTREAM_DATA_DIR"));
+}
+END_TEST
+
+START_TEST(test_open_creates_private_dirs) {
+  const char *dir = sub("a/b/c");
+  ts_store *s = open_ok(dir);
+  struct stat sb;
+  const char *levels[] = {"a", "a/b", "a/b/c"};
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(stat(sub(levels[i]), &sb), 0);
+    ck_assert_msg(S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700, "%s mode %o",
+                  levels[i], (unsigned)(sb.st_mode & 0777));
+  }
+  ck_assert_int_eq(stat(sub("a/b/c/toolstream.db"), &sb), 0);
+  ck_assert_int_eq(sb.st_mode & 0777, 0600);
+  ck_assert_str_eq(ts_store_path(s), sub("a/b/c/toolstream.db"));
+  ck_assert_int_eq(ts_store_schema_version(s), TS_STORE_SCHEMA_VERSION);
+  ts_store_close(s);
+
+  /* NULL dir: the environment variable, then XDG_DATA_HOME. */
+  setenv("TOOLSTREAM_DATA_DIR", sub("env"), 1);
+  s = open_ok(NULL);
+  ck_assert_str_eq(ts_store_path(s), sub("env/toolstream.db"));
+  ts_store_close(s);
+  unsetenv("TOOLSTREAM_DATA_DIR");
+  setenv("XDG_DATA_HOME", sub("xdg"), 1);
+  s = open_ok(NULL);
+  ck_assert_str_eq(ts_store_path(s), sub("xdg/toolstream/toolstream.db"));
+  ck_assert_int_eq(stat(sub("xdg/toolstream"), &sb), 0);
+  ck_assert_int_eq(sb.st_mode & 0777, 0700);
+  ts_store_close(s);
+  unsetenv("XDG_DATA_HOME");
+  setenv("HOME", sub("home"), 1);
+  s = open_ok(NULL);
+  ck_assert_str_eq(ts_store_path(s), sub("home/.local/share/toolstream/toolstream.db"));
+  ts_store_close(s);
+
+  /* A directory path that is a file. */
+  int fd = open(sub("file"), O_CREAT | O_WRONLY, 0600);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  char why[512];
+  s = NULL;
+  ck_assert_int_eq(ts_store_open(sub("file"), &s, why, sizeof why), TS_E_STORE_OPEN);
+  ck_assert_ptr_null(s);
+  ck_assert_ptr_nonnull(strstr(why, "file"));
+  ck_assert_int_eq(ts_store_open(sub("file/x"), &s, why, sizeof why), TS_E_STORE_OPEN);
+}
+END_TEST
+
+/* ---- messages ------------------------------------------------------------------------- */
+
+START_TEST(test_messages) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_exists(s, "t1"), 0);
+  ck_assert_int_eq(ts_store_thread_create(s, "t1", "{\"model\":\"m\"}"), 0);
+  ck_assert_int_eq(ts_store_thread_exists(s, "t1"), 1);
+  ck_assert_int_eq(ts_store_thread_create(s, "t1", NULL), TS_E_STORE_THREAD_EXISTS);
+  ck_assert_ptr_nonnull(strstr(ts_store_errmsg(s), "t1"));
+  ck_assert_int_eq(ts_store_thread_create(s, "t2", "{not json"), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_exists(s, "t2"), 0);
+  ck_assert_int_eq(ts_store_thread_create(s, "t2", NULL), 0);
+
+  uint64_t seq = 0;
+  ck_assert_int_eq(ts_store_append_message(s, "t1", TS_STORE_SYSTEM, "be brief", 8, NULL,
+                                           NULL, 0, &seq), 0);
+  ck_assert_uint_eq(seq, 1);
+  ck_assert_int_eq(ts_store_append_message(s, "t1", TS_STORE_USER, "hi", 2, NULL, NULL, 0,
+                                           &seq), 0);
+  ck_assert_uint_eq(seq, 2);
+  ck_assert_int_eq(ts_store_append_message(s, "t2", TS_STORE_USER, "other", 5, NULL, NULL,
+                                           0, &seq), 0);
+  ck_assert_uint_eq(seq, 1); /* per thread */
+  ck_assert_int_eq(ts_store_append_message(s, "t1", TS_STORE_ASSISTANT,
+                                           "{\"tool_calls\":[]}", 17, NULL, NULL, 0, &seq), 0);
+  ck_assert_uint_eq(seq, 3);
+  ck_assert_int_eq(ts_store_append_message(s, "t1", TS_STORE_TOOL, "a\0b", 3, "call_1", "grep",
+                                           7 /* non-zero = error */, &seq), 0);
+  ck_assert_uint_eq(seq, 4);
+  ck_assert_int_eq(ts_store_append_message(s, "t1", TS_STORE_USER, NULL, 0, NULL, NULL, 0,
+                                           NULL), 0); /* empty content */
+
+  msgs c = {0};
+  ck_assert_int_eq(ts_store_messages(s, "t1", 0, collect_msg, &c), 5);
+  for (int i = 0; i < 5; i++) ck_assert_uint_eq(c.m[i].seq, (uint64_t)i + 1);
+  ck_assert_int_eq(c.m[0].role, TS_STORE_SYSTEM);
+  ck_assert_str_eq(c.content[0], "be brief");
+  ck_assert_str_eq(c.call_id[0], "(null)");
+  ck_assert_int_eq(c.m[2].role, TS_STORE_ASSISTANT);
+  ck_assert_int_eq(c.m[3].role, TS_STORE_TOOL);
+  ck_assert_uint_eq(c.content_len[3], 3);
+  ck_assert_int_eq(memcmp(c.content[3], "a\0b", 3), 0);
+  ck_assert_str_eq(c.call_id[3], "call_1");
+  ck_assert_str_eq(c.tool[3], "grep");
+  ck_assert_int_eq(c.m[3].is_error, 1);
+  ck_assert_int_eq(c.m[1].is_error, 0);
+  ck_assert_uint_eq(c.content_len[4], 0);
+  ck_assert_int_gt(c.m[0].created_at_ms, 1600000000000LL);
+
+  memset(&c, 0, sizeof c);
+  ck_assert_int_eq(ts_store_messages(s, "t1", 3, collect_msg, &c), 2);
+  ck_assert_uint_eq(c.m[0].seq, 4);
+  ck_assert_int_eq(ts_store_messages(s, "nobody", 0, collect_msg, &c), 0);
+
+  /* A thread that was never created. */
+  ck_assert_int_eq(ts_store_append_message(s, "t9", TS_STORE_USER, "x", 1, NULL, NULL, 0,
+                                           &seq), TS_E_STORE_NO_THREAD);
+  ck_assert_ptr_nonnull(strstr(ts_store_errmsg(s), "\"t9\""));
+  ck_assert_int_eq(count_msgs(s, "t9"), 0);
+  ts_store_close(s);
+}
+END_TEST
+
+/* ---- tool calls -------------------------------------------------------------------------- */
+
+START_TEST(test_call_lifecycle) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+  uint64_t seq = 0;
+  ck_assert_int_eq(ts_store_append_message(s, "t", TS_STORE_USER, "go", 2, NULL, NULL, 0,
+                                           &seq), 0);
+  uint32_t attempt = 0;
+  const char *args = "{\"q\":\"x\"}";
+  ck_assert_int_eq(ts_store_call_started(s, "t", 1, 0, "call_a", "search", args,
+                                         strlen(args), &attempt), 0);
+  ck_assert_uint_eq(attempt, 1);
+  /* Gemini gives no ids: a second call with "" in the same turn is its own record. */
+  ck_assert_int_eq(ts_store_call_started(s, "t", 1, 1, "", "fetch", "{}", 2, NULL), 0);
+  calls k;
+  ck_assert_int_eq(count_unfinished(s, "t", &k), 2);
+  ck_assert_str_eq(k.call_id[0], "call_a");
+  ck_assert_str_eq(k.tool[0], "search");
+  ck_assert_str_eq(k.args[0], args);
+  ck_assert_uint_eq(k.c[1].idx, 1);
+  ck_assert_str_eq(k.call_id[1], "");
+
+  ck_assert_int_eq(ts_store_call_finished(s, "t", 1, 0, "found 3", 7, 0, &seq), 0);
+  ck_assert_uint_eq(seq, 2);
+  ck_assert_int_eq(count_unfinished(s, "t", &k), 1);
+  ck_assert_uint_eq(k.c[0].idx, 1);
+
+  /* A result is committed once. */
+  ck_assert_int_eq(ts_store_call_finished(s, "t", 1, 0, "again", 5, 0, &seq),
+                   TS_E_STORE_CALL_FINISHED);
+  ck_assert_uint_eq(seq, 2);
+  ck_assert_ptr_nonnull(strstr(ts_store_errmsg(s), "already finished"));
+  ck_assert_int_eq(ts_store_call_started(s, "t", 1, 0, "call_a", "search", args,
+                                         strlen(args), NULL), TS_E_STORE_CALL_FINISHED);
+  ck_assert_int_eq(ts_store_call_finished(s, "t", 7, 7, "x", 1, 0, NULL), TS_E_STORE_NO_CALL);
+  ck_assert_int_eq(count_msgs(s, "t"), 2);
+
+  /* Re-running an unfinished call counts the attempt; a different call there is refused. */
+  ck_assert_int_eq(ts_store_call_started(s, "t", 1, 1, "", "fetch", "{}", 2, &attempt), 0);
+  ck_assert_uint_eq(attempt, 2);
+  ck_assert_int_eq(ts_store_call_started(s, "t", 1, 1, "other", "fetch", "{}", 2, &attempt),
+                   TS_E_INVAL);
+  ck_assert_int_eq(count_unfinished(s, "t", &k), 1);
+  ck_assert_uint_eq(k.c[0].attempts, 2);
+
+  /* Arguments must be JSON; the thread must exist. */
+  ck_assert_int_eq(ts_store_call_started(s, "t", 2, 0, "c", "x", "{oops", 5, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_call_started(s, "t0", 2, 0, "c", "x", "{}", 2, NULL),
+                   TS_E_STORE_NO_THREAD);
+
+  ck_assert_int_eq(ts_store_call_finished(s, "t", 1, 1, "interrupted", 11, 1, &seq), 0);
+  ck_assert_uint_eq(seq, 3);
+  ck_assert_int_eq(count_unfinished(s, "t", &k), 0);
+
+  msgs c = {0};
+  ck_assert_int_eq(ts_store_messages(s, "t", 1, collect_msg, &c), 2);
+  ck_assert_int_eq(c.m[0].role, TS_STORE_TOOL);
+  ck_assert_str_eq(c.content[0], "found 3");
+  ck_assert_str_eq(c.call_id[0], "call_a"); /* copied from the start record */
+  ck_assert_str_eq(c.tool[0], "search");
+  ck_assert_int_eq(c.m[0].is_error, 0);
+  ck_assert_str_eq(c.call_id[1], "");
+  ck_assert_str_eq(c.tool[1], "fetch");
+  ck_assert_int_eq(c.m[1].is_error, 1);
+  ts_store_close(s);
+}
+END_TEST
+
+/* The child starts a call and SIGKILLs itself before finishing it. */
+START_TEST(test_crash_between_start_and_finish) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    ts_store *s = NULL;
+    if (ts_store_open(tmp, &s, NULL, 0) || ts_store_thread_create(s, "t", NULL) ||
+        ts_store_call_started(s, "t", 0, 0, "c0", "echo", "{\"n\":0}", 7, NULL) ||
+        ts_store_call_finished(s, "t", 0, 0, "r0", 2, 0, NULL) ||
+        ts_store_call_started(s, "t", 0, 1, "c1", "rm", "{\"n\":1}", 7, NULL))
+      _exit(3);
+    kill(getpid(), SIGKILL);
+    _exit(4);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
+
+  ts_store *s = open_ok(tmp);
+  calls k;
+  ck_assert_int_eq(count_unfinished(s, "t", &k), 1);
+  ck_assert_uint_eq(k.c[0].turn, 0);
+  ck_assert_uint_eq(k.c[0].idx, 1);
+  ck_assert_str_eq(k.call_id[0], "c1");
+  ck_assert_str_eq(k.tool[0], "rm");
+  ck_assert_str_eq(k.args[0], "{\"n\":1}");
+  msgs c = {0};
+  ck_assert_int_eq(ts_store_messages(s, "t", 0, collect_msg, &c), 1);
+  ck_assert_str_eq(c.content[0], "r0");
+  /* Resume: settle it as interrupted. */
+  uint64_t seq;
+  ck_assert_int_eq(ts_store_call_finished(s, "t", 0, 1, "interrupted", 11, 1, &seq), 0);
+  ck_assert_uint_eq(seq, 2);
+  ck_assert_int_eq(count_unfinished(s, "t", &k), 0);
+  ts_store_close(s);
+}
+END_TEST
+
+/* A child runs calls back to back (start, finish, start, ...) and is SIGKILLed from
+ * outside at a random moment; afterwards the dispatcher's invariants hold. */
+START_TEST(test_killed_at_random_points) {
+  srand((unsigned)time(NULL) ^ (unsigned)getpid());
+  int results = 0, in_flight = 0;
+  for (int round = 0; round < 6; round++) {
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/r%d", tmp, round);
+    ts_store *s = open_ok(dir);
+    ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+    ts_store_close(s);
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+      close(pfd[0]);
+      if (ts_store_open(dir, &s, NULL, 0)) _exit(3);
+      if (write(pfd[1], "r", 1) != 1) _exit(3);
+      for (uint32_t i = 0;; i++) {
+        char res[32];
+        int n = snprintf(res, sizeof res, "result %u", (unsigned)i);
+        if (ts_store_call_started(s, "t", i, 0, "c", "tool", "{}", 2, NULL) ||
+            ts_store_call_finished(s, "t", i, 0, res, (size_t)n, 0, NULL))
+          _exit(5);
+        ts_store_append_event(s, "t", i + 1, "{\"v\":1}", 7);
+      }
+    }
+    close(pfd[1]);
+    char b;
+    ck_assert_int_eq(read(pfd[0], &b, 1), 1);
+    close(pfd[0]);
+    struct timespec d = {0, (long)(rand() % 40000) * 1000}; /* 0..40 ms */
+    nanosleep(&d, NULL);
+    kill(pid, SIGKILL);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status), "child exited with %d", WEXITSTATUS(status));
+
+    s = open_ok(dir);
+    msgs c = {0};
+    int n = ts_store_messages(s, "t", 0, collect_msg, &c);
+    ck_assert_int_ge(n, 0);
+    for (int i = 0; i < n && i < 16; i++) { /* every committed result intact */
+      char want[32];
+      snprintf(want, sizeof want, "result %d", i);
+      ck_assert_str_eq(c.content[i], want);
+      ck_assert_uint_eq(c.m[i].seq, (uint64_t)i + 1);
+    }
+    calls k;
+    int open_calls = count_unfinished(s, "t", &k);
+    results += n;
+    in_flight += open_calls;
+    ck_assert_int_le(open_calls, 1); /* at most the one in flight */
+    if (open_calls) ck_assert_uint_eq(k.c[0].turn, (uint32_t)n); /* the next one */
+    /* Every call but the one in flight has its result: finish it and check the count. */
+    if (open_calls) ck_assert_int_eq(ts_store_call_finished(s, "t", (uint32_t)n, 0, "x", 1,
+                                                            1, NULL), 0);
+    ck_assert_int_eq(count_msgs(s, "t"), n + open_calls);
+    uint64_t last;
+    ck_assert_int_eq(ts_store_last_event_seq(s, "t", &last), 0);
+    ck_assert_uint_le(last, (uint64_t)n);
+    ck_assert_uint_ge(last + 1, (uint64_t)n);
+    ts_store_close(s);
+  }
+  fprintf(stderr, "store: 6 kills: %d results intact, %d calls caught in flight\n", results,
+          in_flight);
+}
+END_TEST
+
+/* ---- events --------------------------------------------------------------------------------- */
+
+static int stop_at_2(void *user, uint64_t seq, const char *json, size_t len) {
+  (void)json;
+  (void)len;
+  *(int *)user += 1;
+  return seq == 2;
+}
+
+static ts_store *reentry_store;
+static int reentry_result;
+static int reenter(void *user, uint64_t seq, const char *json, size_t len) {
+  (void)user;
+  (void)seq;
+  (void)json;
+  (void)len;
+  uint64_t last;
+  reentry_result = ts_store_last_event_seq(reentry_store, "t", &last);
+  ts_store_close(reentry_store); /* refused: must not free under the iteration */
+  return 0;
+}
+
+START_TEST(test_events) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+  uint64_t last = 99;
+  ck_assert_int_eq(ts_store_last_event_seq(s, "t", &last), 0);
+  ck_assert_uint_eq(last, 0);
+  for (int i = 1; i <= 10; i++) {
+    char j[32];
+    int n = snprintf(j, sizeof j, "{\"seq\":%d}", i);
+    ck_assert_int_eq(ts_store_append_event(s, "t", (uint64_t)i, j, (size_t)n), 0);
+  }
+  ck_assert_int_eq(ts_store_append_event(s, "t", 10, "{}", 2), TS_E_STORE_SEQ);
+  ck_assert_int_eq(ts_store_append_event(s, "t", 5, "{}", 2), TS_E_STORE_SEQ);
+  ck_assert_int_eq(ts_store_append_event(s, "t", 0, "{}", 2), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_append_event(s, "t", 11, "{\"a\":", 5), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_append_event(s, "none", 1, "{}", 2), TS_E_STORE_NO_THREAD);
+  ck_assert_int_eq(ts_store_append_event(s, "t", 20, "{\"gap\":1}", 9), 0); /* gaps allowed */
+  ck_assert_int_eq(ts_store_last_event_seq(s, "t", &last), 0);
+  ck_assert_uint_eq(last, 20);
+  ck_assert_int_eq(ts_store_last_event_seq(s, "none", &last), 0);
+  ck_assert_uint_eq(last, 0);
+
+  evs e = {0};
+  ck_assert_int_eq(ts_store_events_after(s, "t", 3, 4, collect_ev, &e), 4);
+  for (int i = 0; i < 4; i++) ck_assert_uint_eq(e.seq[i], (uint64_t)i + 4);
+  ck_assert_str_eq(e.json[0], "{\"seq\":4}");
+  memset(&e, 0, sizeof e);
+  ck_assert_int_eq(ts_store_events_after(s, "t", 0, 0, collect_ev, &e), 11);
+  ck_assert_uint_eq(e.seq[10], 20);
+  memset(&e, 0, sizeof e);
+  ck_assert_int_eq(ts_store_events_after(s, "t", 20, 0, collect_ev, &e), 0);
+  ck_assert_int_eq(ts_store_events_after(s, "t", UINT64_MAX, 5, collect_ev, &e), 0);
+
+  int calls_n = 0;
+  ck_assert_int_eq(ts_store_events_after(s, "t", 0, 0, stop_at_2, &calls_n), TS_E_ABORTED);
+  ck_assert_int_eq(calls_n, 2);
+  /* The cached statement was reset: the next query works. */
+  memset(&e, 0, sizeof e);
+  ck_assert_int_eq(ts_store_events_after(s, "t", 8, 0, collect_ev, &e), 3);
+
+  reentry_store = s;
+  ck_assert_int_eq(ts_store_events_after(s, "t", 9, 1, reenter, NULL), 1);
+  ck_assert_int_eq(reentry_result, TS_E_STORE_REENTRANT);
+  ck_assert_int_eq(ts_store_last_event_seq(s, "t", &last), 0); /* usable again */
+  ts_store_close(s);
+}
+END_TEST
+
+/* ---- durability across opens, migrations ----------------------------------------------------- */
+
+START_TEST(test_reopen_keeps_everything) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", "{\"a\":1}"), 0);
+  ck_assert_int_eq(ts_store_append_message(s, "t", TS_STORE_USER, "u", 1, NULL, NULL, 0, NULL), 0);
+  ck_assert_int_eq(ts_store_call_started(s, "t", 0, 0, "c", "x", "{}", 2, NULL), 0);
+  ck_assert_int_eq(ts_store_call_finished(s, "t", 0, 0, "r", 1, 0, NULL), 0);
+  ck_assert_int_eq(ts_store_call_started(s, "t", 0, 1, "d", "y", "[]", 2, NULL), 0);
+  ck_assert_int_eq(ts_store_append_event(s, "t", 1, "{}", 2), 0);
+  ts_store_close(s);
+
+  s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_schema_version(s), TS_STORE_SCHEMA_VERSION);
+  ck_assert_int_eq(ts_store_thread_exists(s, "t"), 1);
+  ck_assert_int_eq(count_msgs(s, "t"), 2);
+  calls k;
+  ck_assert_int_eq(count_unfinished(s, "t", &k), 1);
+  ck_assert_str_eq(k.call_id[0], "d");
+  uint64_t last, seq;
+  ck_assert_int_eq(ts_store_last_event_seq(s, "t", &last), 0);
+  ck_assert_uint_eq(last, 1);
+  ck_assert_int_eq(ts_store_append_message(s, "t", TS_STORE_USER, "v", 1, NULL, NULL, 0, &seq), 0);
+  ck_assert_uint_eq(seq, 3); /* seqs continue */
+  /* Two stores on one file (two processes, or two threads). */
+  ts_store *s2 = open_ok(tmp);
+  ck_assert_int_eq(ts_store_append_message(s2, "t", TS_STORE_USER, "w", 1, NULL, NULL, 0, &seq), 0);
+  ck_assert_uint_eq(seq, 4);
+  ck_assert_int_eq(count_msgs(s, "t"), 4);
+  ts_store_close(s2);
+  ts_store_close(s);
+}
+END_TEST
+
+static void patch_header(const char *path, long off, uint32_t v) {
+  unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
+                        (unsigned char)(v >> 8), (unsigned char)v};
+  FILE *f = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, off, SEEK_SET), 0);
+  ck_assert_uint_eq(fwrite(b, 1, 4, f), 4);
+  fclose(f);
+}
+
+START_TEST(test_migrations) {
+  /* An empty file is an empty database: migrated to the current schema. */
+  int fd = open(sub("toolstream.db"), O_CREAT | O_WRONLY, 0600);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_schema_version(s), TS_STORE_SCHEMA_VERSION);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+  ts_store_close(s);
+  s = open_ok(tmp); /* already current: nothing to do */
+  ck_assert_int_eq(ts_store_thread_exists(s, "t"), 1);
+  ts_store_close(s);
+
+  /* A newer toolstream wrote it (user_version is at byte 60 of the header). */
+  struct stat sb;
+  ck_assert_int_ne(stat(sub("toolstream.db-wal"), &sb), 0); /* checkpointed on close */
+  patch_header(sub("toolstream.db"), 60, TS_STORE_SCHEMA_VERSION + 1);
+  char why[512];
+  s = NULL;
+  ck_assert_int_eq(ts_store_open(tmp, &s, why, sizeof why), TS_E_STORE_VERSION);
+  ck_assert_ptr_null(s);
+  ck_assert_ptr_nonnull(strstr(why, "newer"));
+
+  /* Another program's SQLite file (application_id, byte 68). */
+  patch_header(sub("toolstream.db"), 60, TS_STORE_SCHEMA_VERSION);
+  patch_header(sub("toolstream.db"), 68, 0x12345678);
+  ck_assert_int_eq(ts_store_open(tmp, &s, why, sizeof why), TS_E_STORE_CORRUPT);
+  ck_assert_ptr_nonnull(strstr(why, "not a toolstream database"));
+
+  /* Not a database at all. */
+  FILE *f = fopen(sub("toolstream.db"), "wb");
+  ck_assert_ptr_nonnull(f);
+  for (int i = 0; i < 4096; i++) fputc('x', f);
+  fclose(f);
+  ck_assert_int_eq(ts_store_open(tmp, &s, why, sizeof why), TS_E_STORE_CORRUPT);
+  ck_assert_ptr_null(s);
+  ck_assert_int_eq(ts_store_open(tmp, &s, NULL, 0), TS_E_STORE_CORRUPT); /* no why */
+}
+END_TEST
+
+/* ---- bad inputs --------------------------------------------------------------------------- */
+
+START_TEST(test_bad_inputs) {
+  char why[256];
+  ck_assert_int_eq(ts_store_open(tmp, NULL, why, sizeof why), TS_E_INVAL);
+  ts_store *s = NULL;
+  ck_assert_int_eq(ts_store_open("", &s, why, sizeof why), TS_E_INVAL);
+  char longdir[TS_STORE_PATH_MAX + 8];
+  memset(longdir, 'a', sizeof longdir - 1);
+  longdir[0] = '/';
+  longdir[sizeof longdir - 1] = '\0';
+  ck_assert_int_eq(ts_store_open(longdir, &s, why, sizeof why), TS_E_LIMIT);
+  ck_assert_ptr_null(s);
+  ts_store_close(NULL);
+  ck_assert_str_eq(ts_store_role_name(TS_STORE_TOOL), "tool");
+  ck_assert_ptr_null(ts_store_role_name((ts_store_role)9));
+
+  uint64_t seq;
+  ck_assert_int_eq(ts_store_thread_create(NULL, "t", NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_append_message(NULL, "t", TS_STORE_USER, "x", 1, NULL, NULL, 0,
+                                           &seq), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_schema_version(NULL), TS_E_INVAL);
+
+  s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, NULL, NULL), TS_E_INVAL);
+  ck_assert_ptr_nonnull(strstr(ts_store_errmsg(s), "NULL"));
+  ck_assert_int_eq(ts_store_thread_create(s, "", NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_create(s, "a b", NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_create(s, "a\nb", NULL), TS_E_INVAL);
+  char longid[300];
+  memset(longid, 'x', sizeof longid - 1);
+  longid[sizeof longid - 1] = '\0';
+  ck_assert_int_eq(ts_store_thread_create(s, longid, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_exists(s, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+
+  ck_assert_int_eq(ts_store_append_message(s, "t", (ts_store_role)9, "x", 1, NULL, NULL, 0,
+                                           &seq), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_append_message(s, "t", TS_STORE_USER, NULL, 3, NULL, NULL, 0,
+                                           &seq), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_append_message(s, "t", TS_STORE_TOOL, "x", 1, NULL, NULL, 0,
+                                           &seq), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_call_started(s, "t", 0, 0, NULL, "x", "{}", 2, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_call_started(s, "t", 0, 0, "c", NULL, "{}", 2, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_call_started(s, "t", 0, 0, "c", "x", NULL, 0, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_call_finished(s, "t", 0, 0, NULL, 4, 0, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_call_finished(s, NULL, 0, 0, "x", 1, 0, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_messages(s, "t", 0, NULL, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_unfinished_calls(s, "t", NULL, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_events_after(s, "t", 0, 0, NULL, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_append_event(s, "t", 1, NULL, 0), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_append_event(s, "t", UINT64_MAX, "{}", 2), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_last_event_seq(s, "t", NULL), TS_E_INVAL);
+  ck_assert_int_eq(count_msgs(s, "t"), 0); /* nothing was written by any of these */
+  ts_store_close(s);
+}
+END_TEST
+
+START_TEST(test_out_of_memory) {
+  ts_store *s = NULL;
+  char why[128];
+  ts_test_alloc_fail_after(1);
+  int r = ts_store_open(tmp, &s, why, sizeof why);
+  ts_test_alloc_fail_after(-1);
+  ck_assert_int_eq(r, TS_E_NOMEM);
+  ck_assert_ptr_null(s);
+  s = open_ok(tmp);
+  ts_store_close(s);
+}
+END_TEST
+
+/* ---- cost (printed; the bench asserts the target) ------------------------------------------- */
+
+static int cmp_ll(const void *a, const void *b) {
+  long long x = *(const long long *)a, y = *(const long long *)b;
+  return (x > y) - (x < y);
+}
+
+START_TEST(test_commit_cost) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+  enum { N = 200 };
+  static long long us[N];
+  for (int i = 0; i < N; i++) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    ck_assert_int_eq(ts_store_call_started(s, "t", (uint32_t)i, 0, "call", "tool",
+                                           "{\"q\":\"some argument text\"}", 26, NULL), 0);
+    ck_assert_int_eq(ts_store_call_finished(s, "t", (uint32_t)i, 0, "result text", 11, 0,
+                                            NULL), 0);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    us[i] = (b.tv_sec - a.tv_sec) * 1000000LL + (b.tv_nsec - a.tv_nsec) / 1000;
+  }
+  qsort(us, N, sizeof us[0], cmp_ll);
+#if defined(__SANITIZE_ADDRESS__)
+  const char *build = "ASan build";
+#else
+  const char *build = "no sanitizer";
+#endif
+  fprintf(stderr, "store: call_started + call_finished (2 commits) p50 %lld us, p90 %lld us, "
+          "p99 %lld us (%s, %s)\n", us[N / 2], us[N * 9 / 10], us[N * 99 / 100], build, tmp);
+  ts_store_close(s);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *su = suite_create("store");
+  TCase *tc = tcase_create("store");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_default_dir);
+  tcase_add_test(tc, test_open_creates_private_dirs);
+  tcase_add_test(tc, test_messages);
+  tcase_add_test(tc, test_call_lifecycle);
+  tcase_add_test(tc, test_crash_between_start_and_finish);
+  tcase_add_test(tc, test_killed_at_random_points);
+  tcase_add_test(tc, test_events);
+  tcase_add_test(tc, test_reopen_keeps_everything);
+  tcase_add_test(tc, test_migrations);
+  tcase_add_test(tc, test_bad_inputs);
+  tcase_add_test(tc, test_out_of_memory);
+  tcase_add_test(tc, test_commit_cost);
+  suite_add_tcase(su, tc);
+  return su;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

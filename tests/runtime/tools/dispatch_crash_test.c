@@ -1,0 +1,272 @@
+/*
+ * dispatch_crash_test.c: crash safety, proved by killing.
+ *
+ * 50 times: a child process dispatches a turn of several tool calls (a mix of ordinary
+ * and idempotent tools) against the durable store, and the parent SIGKILLs it at a
+ * random moment. Tools log every execution to a file (fsync'd before they return), and
+ * the child logs every result the dispatcher reported committed. After each kill the
+ * parent reopens the store, resumes the thread, and checks:
+ *   - every result committed before the kill is intact (the exact content, not an error);
+ *   - no call ran twice unrecorded: an ordinary tool ran at most once, and every execution
+ *     of any tool is accounted for by a stored result;
+ *   - a call caught in flight was resolved on resume: an "interrupted" error result for an
+ *     ordinary tool, a re-run for an idempotent one; nothing is left unfinished;
+ *   - results exist for a prefix of the calls, in index order, one per call.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/dispatch.h"
+#include "store/store.h"
+#include "support/test_support.h"
+#include "tools/registry.h"
+
+#define CALLS 6
+#define ROUNDS 50
+
+static char dir[64], exec_log[128], commit_log[128];
+
+static void append_line(const char *path, const char *line) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (fd < 0) _exit(90);
+  size_t n = strlen(line);
+  if (write(fd, line, n) != (ssize_t)n || fsync(fd) != 0) _exit(91);
+  close(fd);
+}
+
+static void logged_tool(void *user, const ts_call_info *call, const char *args, size_t len,
+                        ts_tool_result *out) {
+  (void)args, (void)len, (void)user;
+  char line[128];
+  snprintf(line, sizeof line, "%s %u\n", call->thread, call->index);
+  append_line(exec_log, line);
+  struct timespec ts = {0, (long)(rand() % 3) * 1000000L};
+  nanosleep(&ts, NULL);
+  char res[64];
+  int n = snprintf(res, sizeof res, "{\"i\":%u,\"t\":\"%s\"}", call->index, call->thread);
+  ts_tool_result_json(out, res, (size_t)n);
+}
+
+static ts_registry *registry(void) {
+  ts_registry *r = ts_registry_new();
+  char why[128];
+  ts_tool_spec a = {.name = "once", .execute = logged_tool};
+  ts_tool_spec b = {.name = "idem", .idempotent = 1, .execute = logged_tool};
+  if (ts_registry_add(r, &a, why, sizeof why) || ts_registry_add(r, &b, why, sizeof why)) abort();
+  return r;
+}
+
+static const char *tool_of(uint32_t i) { return i % 3 == 1 ? "idem" : "once"; }
+
+static void on_committed(void *user, const ts_tap_event *ev) {
+  if (ev->type != TS_TAP_TOOL_RESULT) return;
+  char line[128];
+  snprintf(line, sizeof line, "%s %u\n", (const char *)user, ev->index);
+  append_line(commit_log, line);
+}
+
+static void child(const char *thread, unsigned seed) {
+  srand(seed);
+  ts_store *s;
+  char why[256];
+  if (ts_store_open(dir, &s, why, sizeof why)) _exit(80);
+  if (ts_store_thread_create(s, thread, NULL)) _exit(81);
+  ts_registry *reg = registry();
+  ts_dispatch_config cfg = {s, reg, thread, 1, on_committed, (void *)thread, 1};
+  ts_dispatch *d = ts_dispatch_new(&cfg);
+  if (!d) _exit(82);
+  for (uint32_t i = 0; i < CALLS; i++) {
+    ts_tap_event e;
+    memset(&e, 0, sizeof e);
+    e.type = TS_TAP_TOOL_CALL_READY;
+    e.is_call = 1;
+    e.index = i;
+    char id[16];
+    snprintf(id, sizeof id, "c%u", i);
+    e.call_id = (ts_view){id, strlen(id)};
+    e.tool = (ts_view){tool_of(i), 4};
+    e.arguments = (ts_view){"{}", 2};
+    ts_dispatch_tap_event(d, &e);
+  }
+  if (ts_dispatch_finish(d)) _exit(83);
+  _exit(0);
+}
+
+/* Counts lines "thread idx" in a log, per idx. */
+static void count_log(const char *path, const char *thread, int *counts) {
+  memset(counts, 0, sizeof(int) * CALLS);
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char t[64];
+  unsigned idx;
+  while (fscanf(f, "%63s %u", t, &idx) == 2)
+    if (!strcmp(t, thread) && idx < CALLS) counts[idx]++;
+  fclose(f);
+}
+
+typedef struct {
+  int n[CALLS];
+  int err[CALLS];
+  char content[CALLS][256];
+  int order_ok;
+  int last;
+} stored;
+
+static int grab(void *user, const ts_store_message *m) {
+  stored *st = user;
+  if (m->role != TS_STORE_TOOL || !m->tool_call_id) return 0;
+  unsigned idx = (unsigned)atoi(m->tool_call_id + 1);
+  if (idx >= CALLS) return 0;
+  st->n[idx]++;
+  st->err[idx] = m->is_error;
+  snprintf(st->content[idx], sizeof st->content[idx], "%s", m->content);
+  if ((int)idx != st->last + 1) st->order_ok = 0;
+  st->last = (int)idx;
+  return 0;
+}
+
+static int count_unfinished(void *user, const ts_store_call *c) {
+  (void)c;
+  (*(int *)user)++;
+  return 0;
+}
+
+START_TEST(test_sigkill_at_random_points) {
+  snprintf(dir, sizeof dir, "/tmp/ts-crash-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(exec_log, sizeof exec_log, "%s/exec.log", dir);
+  snprintf(commit_log, sizeof commit_log, "%s/commit.log", dir);
+  unsigned seed = 0xC0FFEEu;
+  const char *env = getenv("TS_TEST_SEED");
+  if (env) seed = (unsigned)strtoul(env, NULL, 0);
+  srand(seed);
+  printf("dispatch_crash_test: seed 0x%x (set TS_TEST_SEED to change)\n", seed);
+  int killed_mid = 0, interrupted = 0, reran = 0;
+  ts_registry *reg = registry();
+  /* Even rounds: how long one whole turn takes here (machine and sanitizers vary); those
+   * kills are spread over that span, so they land before, during and after the calls. */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pid_t probe = fork();
+  ck_assert_int_ge(probe, 0);
+  if (probe == 0) child("probe", 1);
+  int pst;
+  waitpid(probe, &pst, 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ck_assert_msg(WIFEXITED(pst) && WEXITSTATUS(pst) == 0, "the probe turn failed (%d)", pst);
+  long span_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000L;
+  if (span_us < 1000) span_us = 1000;
+  for (int round = 0; round < ROUNDS; round++) {
+    char thread[32];
+    snprintf(thread, sizeof thread, "r%d", round);
+    unsigned child_seed = (unsigned)rand();
+    long delay_us = rand() % span_us;
+    fflush(stdout);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) child(thread, child_seed);
+    if (round % 2) {
+      /* Odd rounds: after the k-th tool execution, plus a little, so that most of these
+       * kills land inside the turn whatever the machine's speed. */
+      int k = 1 + rand() % (CALLS - 1), counts[CALLS];
+      for (int waited = 0; waited < 25000; waited++) {
+        count_log(exec_log, thread, counts);
+        int total = 0;
+        for (int i = 0; i < CALLS; i++) total += counts[i];
+        if (total >= k) break;
+        struct timespec p = {0, 200000L};
+        nanosleep(&p, NULL);
+      }
+      delay_us = rand() % 2000;
+    }
+    struct timespec d = {0, (long)delay_us * 1000L};
+    nanosleep(&d, NULL);
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    ck_assert_msg(!WIFEXITED(st) || WEXITSTATUS(st) == 0, "round %d: child failed with %d", round,
+                  WEXITSTATUS(st));
+
+    ts_store *s;
+    char why[256];
+    ck_assert_msg(ts_store_open(dir, &s, why, sizeof why) == TS_E_OK, "round %d: %s", round, why);
+    int committed[CALLS], before_exec[CALLS], after_exec[CALLS];
+    count_log(commit_log, thread, committed);
+    count_log(exec_log, thread, before_exec);
+    int exists = ts_store_thread_exists(s, thread) == 1;
+    uint32_t resolved = 0;
+    if (exists) {
+      ck_assert_int_eq(ts_dispatch_resume(s, reg, thread, NULL, NULL, &resolved), TS_E_OK);
+    }
+    count_log(exec_log, thread, after_exec);
+    stored sd;
+    memset(&sd, 0, sizeof sd);
+    sd.order_ok = 1;
+    sd.last = -1;
+    if (exists) ts_store_messages(s, thread, 0, grab, &sd);
+    int left = 0;
+    if (exists) ts_store_unfinished_calls(s, thread, count_unfinished, &left);
+    ck_assert_msg(left == 0, "round %d: %d calls left unfinished after resume", round, left);
+    ck_assert_msg(sd.order_ok, "round %d: results not a prefix in index order", round);
+    int results = 0;
+    for (int i = 0; i < CALLS; i++) {
+      char want[64];
+      snprintf(want, sizeof want, "{\"i\":%d,\"t\":\"%s\"}", i, thread);
+      ck_assert_msg(sd.n[i] <= 1, "round %d call %d: %d results", round, i, sd.n[i]);
+      results += sd.n[i];
+      if (committed[i]) /* committed before the kill: intact */
+        ck_assert_msg(sd.n[i] == 1 && !sd.err[i] && !strcmp(sd.content[i], want),
+                      "round %d call %d: committed result lost or changed: '%s'", round, i,
+                      sd.content[i]);
+      if (!strcmp(tool_of((uint32_t)i), "once")) {
+        ck_assert_msg(after_exec[i] <= 1, "round %d call %d: an ordinary tool ran %d times", round,
+                      i, after_exec[i]);
+        if (after_exec[i] && !sd.n[i])
+          ck_abort_msg("round %d call %d: ran but has no recorded result", round, i);
+        if (sd.n[i] && sd.err[i]) {
+          ck_assert_msg(!strncmp(sd.content[i], "interrupted:", 12), "round %d call %d: %s", round,
+                        i, sd.content[i]);
+          interrupted++;
+        }
+      } else {
+        if (after_exec[i] > before_exec[i]) reran++;
+        if (after_exec[i]) ck_assert_msg(sd.n[i] == 1, "round %d call %d: ran, no result", round, i);
+        if (sd.n[i]) ck_assert_msg(!sd.err[i] && !strcmp(sd.content[i], want),
+                                   "round %d call %d: %s", round, i, sd.content[i]);
+      }
+      if (sd.n[i] && !sd.err[i])
+        ck_assert_msg(!strcmp(sd.content[i], want), "round %d call %d: '%s'", round, i,
+                      sd.content[i]);
+    }
+    if (results > 0 && results < CALLS) killed_mid++;
+    ts_store_close(s);
+  }
+  ts_registry_free(reg);
+  printf("dispatch_crash_test: turn takes %ld us; %d rounds, %d killed mid-turn, %d interrupted results, %d "
+         "idempotent re-runs\n",
+         span_us, ROUNDS, killed_mid, interrupted, reran);
+  /* The kills must actually land mid-turn for the test to mean anything. */
+  ck_assert_msg(killed_mid >= 10, "only %d of %d kills landed mid-turn", killed_mid, ROUNDS);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("dispatch_crash");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 240);
+  tcase_add_test(tc, test_sigkill_at_random_points);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_NOFORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

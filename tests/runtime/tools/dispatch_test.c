@@ -1,0 +1,447 @@
+/*
+ * dispatch_test.c: the conformance rules of the dispatcher and the registry (tools-spec
+ * §2, §8, §9), with tools that record their own execution order.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/dispatch.h"
+#include "store/store.h"
+#include "support/test_support.h"
+#include "tools/registry.h"
+
+/* ---- fixtures --------------------------------------------------------------------------- */
+
+typedef struct {
+  pthread_mutex_t mu;
+  char order[256]; /* "0,1,2," : the indexes in the order the tools ran */
+  int started[16];
+  char *dir;
+  int saw_previous_committed; /* call i>0 found call i-1's result in the store */
+  int checks;
+} recorder;
+
+static recorder R;
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+typedef struct {
+  int count, prev_found;
+} msg_scan;
+
+static int scan_msg(void *user, const ts_store_message *m) {
+  msg_scan *s = user;
+  if (m->role == TS_STORE_TOOL) s->count++;
+  return 0;
+}
+
+/* Records the order, and checks through a second connection that every earlier call's
+ * result is already committed when this one starts. */
+static void rec_tool(void *user, const ts_call_info *call, const char *args, size_t len,
+                     ts_tool_result *out) {
+  (void)user;
+  pthread_mutex_lock(&R.mu);
+  char n[16];
+  snprintf(n, sizeof n, "%u,", call->index);
+  strncat(R.order, n, sizeof R.order - strlen(R.order) - 1);
+  if (call->index < 16) R.started[call->index] = 1;
+  pthread_mutex_unlock(&R.mu);
+  ts_store *other;
+  char why[256];
+  if (ts_store_open(R.dir, &other, why, sizeof why) == TS_E_OK) {
+    msg_scan s = {0, 0};
+    ts_store_messages(other, call->thread, 0, scan_msg, &s);
+    pthread_mutex_lock(&R.mu);
+    R.checks++;
+    if ((unsigned)s.count >= call->index) R.saw_previous_committed++;
+    pthread_mutex_unlock(&R.mu);
+    ts_store_close(other);
+  }
+  ts_tool_result_json(out, args, len); /* echo the arguments */
+}
+
+static void fail_tool(void *user, const ts_call_info *call, const char *args, size_t len,
+                      ts_tool_result *out) {
+  (void)user, (void)call, (void)args, (void)len;
+  ts_tool_result_error(out, "disk is full");
+}
+
+static const char *schema =
+    "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+    "\"description\":{\"type\":\"string\"}},\"required\":[\"path\"]}";
+
+static ts_registry *make_registry(const char *annotations) {
+  ts_registry *r = ts_registry_new();
+  char why[256];
+  ts_tool_spec a = {.name = "rec", .args_schema = schema, .progress_arg = "description",
+                    .annotations = annotations, .execute = rec_tool};
+  ck_assert_msg(ts_registry_add(r, &a, why, sizeof why) == TS_E_OK, "%s", why);
+  ts_tool_spec b = {.name = "fail", .execute = fail_tool};
+  ck_assert_msg(ts_registry_add(r, &b, why, sizeof why) == TS_E_OK, "%s", why);
+  return r;
+}
+
+typedef struct {
+  pthread_mutex_t mu;
+  char log[4096];
+} ev_log;
+
+static void on_event(void *user, const ts_tap_event *ev) {
+  ev_log *l = user;
+  pthread_mutex_lock(&l->mu);
+  char line[256];
+  snprintf(line, sizeof line, "%s#%u%s;", ts_tap_type_name(ev->type), ev->index,
+           ev->type == TS_TAP_TOOL_RESULT ? (ev->is_error ? "!" : "ok") : "");
+  strncat(l->log, line, sizeof l->log - strlen(l->log) - 1);
+  pthread_mutex_unlock(&l->mu);
+}
+
+static ts_tap_event tap_ev(int type, uint32_t index, const char *tool, const char *args) {
+  ts_tap_event e;
+  memset(&e, 0, sizeof e);
+  e.type = (uint8_t)type;
+  e.is_call = 1;
+  e.index = index;
+  e.tool = (ts_view){tool, strlen(tool)};
+  char *id = malloc(16);
+  snprintf(id, 16, "call_%u", index);
+  e.call_id = (ts_view){id, strlen(id)};
+  if (args) {
+    if (type == TS_TAP_TOOL_CALL_READY)
+      e.arguments = (ts_view){args, strlen(args)};
+    else
+      e.error = (ts_view){args, strlen(args)};
+  }
+  return e;
+}
+
+static void feed(ts_dispatch *d, int type, uint32_t index, const char *tool, const char *args) {
+  ts_tap_event e = tap_ev(type, index, tool, args);
+  ts_dispatch_tap_event(d, &e);
+  free((char *)e.call_id.p);
+}
+
+static ts_store *open_store(void) {
+  static char tmpl[64];
+  snprintf(tmpl, sizeof tmpl, "/tmp/ts-dispatch-XXXXXX");
+  R.dir = mkdtemp(tmpl);
+  ck_assert_ptr_nonnull(R.dir);
+  ts_store *s;
+  char why[256];
+  ck_assert_msg(ts_store_open(R.dir, &s, why, sizeof why) == TS_E_OK, "%s", why);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), TS_E_OK);
+  return s;
+}
+
+static void reset(void) {
+  memset(&R, 0, sizeof R);
+  pthread_mutex_init(&R.mu, NULL);
+}
+
+typedef struct {
+  char text[64][512];
+  int err[64];
+  int n;
+} tool_msgs;
+
+static int grab(void *user, const ts_store_message *m) {
+  tool_msgs *t = user;
+  if (m->role != TS_STORE_TOOL || t->n >= 64) return 0;
+  snprintf(t->text[t->n], sizeof t->text[0], "%s|%s", m->tool_call_id ? m->tool_call_id : "",
+           m->content);
+  t->err[t->n++] = m->is_error;
+  return 0;
+}
+
+/* ---- order, pipelining, persistence ------------------------------------------------------- */
+
+START_TEST(test_index_order_not_completion_order) {
+  reset();
+  ts_store *s = open_store();
+  ts_registry *reg = make_registry(NULL);
+  ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
+  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
+  ts_dispatch *d = ts_dispatch_new(&cfg);
+  ck_assert_ptr_nonnull(d);
+  for (uint32_t i = 0; i < 4; i++) feed(d, TS_TAP_TOOL_CALL_STARTED, i, "rec", NULL);
+  /* arguments complete in the order 2, 3, 1, 0 */
+  feed(d, TS_TAP_TOOL_CALL_READY, 2, "rec", "{\"path\":\"c\"}");
+  feed(d, TS_TAP_TOOL_CALL_READY, 3, "rec", "{\"path\":\"d\"}");
+  sleep_ms(50);
+  ck_assert_str_eq(R.order, ""); /* nothing may run before call 0 */
+  feed(d, TS_TAP_TOOL_CALL_READY, 1, "rec", "{\"path\":\"b\"}");
+  sleep_ms(50);
+  ck_assert_str_eq(R.order, "");
+  feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
+  ck_assert_int_eq(ts_dispatch_finish(d), TS_E_OK);
+  ck_assert_str_eq(R.order, "0,1,2,3,");
+  ck_assert_int_eq(R.saw_previous_committed, R.checks);
+  ck_assert_int_eq(R.checks, 4);
+  ck_assert_str_eq(l.log,
+                   "tool_execution_started#0;tool_result#0ok;tool_execution_started#1;"
+                   "tool_result#1ok;tool_execution_started#2;tool_result#2ok;"
+                   "tool_execution_started#3;tool_result#3ok;");
+  tool_msgs m = {0};
+  ts_store_messages(s, "t", 0, grab, &m);
+  ck_assert_int_eq(m.n, 4);
+  ck_assert_str_eq(m.text[0], "call_0|{\"path\":\"a\"}");
+  ck_assert_str_eq(m.text[3], "call_3|{\"path\":\"d\"}");
+  ts_dispatch_free(d);
+  ts_registry_free(reg);
+  ts_store_close(s);
+}
+END_TEST
+
+START_TEST(test_pipelined_starts_while_later_calls_stream) {
+  reset();
+  ts_store *s = open_store();
+  ts_registry *reg = make_registry(NULL);
+  ts_dispatch_config cfg = {s, reg, "t", 1, NULL, NULL, 1};
+  ts_dispatch *d = ts_dispatch_new(&cfg);
+  feed(d, TS_TAP_TOOL_CALL_STARTED, 0, "rec", NULL);
+  feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
+  feed(d, TS_TAP_TOOL_CALL_STARTED, 1, "rec", NULL); /* call 1 is still streaming */
+  int ran = 0;
+  for (int i = 0; i < 200 && !ran; i++) {
+    sleep_ms(10);
+    ran = ts_dispatch_done_count(d) == 1;
+  }
+  ck_assert_msg(ran, "call 0 did not run while call 1 was streaming");
+  feed(d, TS_TAP_TOOL_CALL_READY, 1, "rec", "{\"path\":\"b\"}");
+  ck_assert_int_eq(ts_dispatch_finish(d), TS_E_OK);
+  ck_assert_str_eq(R.order, "0,1,");
+  ts_dispatch_free(d);
+
+  /* not pipelined: nothing runs before finish */
+  reset();
+  cfg.pipelined = 0;
+  cfg.turn = 2;
+  d = ts_dispatch_new(&cfg);
+  feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
+  sleep_ms(100);
+  ck_assert_uint_eq(ts_dispatch_done_count(d), 0);
+  ck_assert_int_eq(ts_dispatch_finish(d), TS_E_OK);
+  ck_assert_uint_eq(ts_dispatch_done_count(d), 1);
+  ts_dispatch_free(d);
+  ts_registry_free(reg);
+  ts_store_close(s);
+}
+END_TEST
+
+/* ---- every kind of error becomes a result, and the turn goes on ----------------------------- */
+
+START_TEST(test_errors_become_results) {
+  reset();
+  ts_store *s = open_store();
+  ts_registry *reg = make_registry(NULL);
+  ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
+  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
+  ts_dispatch *d = ts_dispatch_new(&cfg);
+  feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":7}");                      /* schema */
+  feed(d, TS_TAP_TOOL_CALL_READY, 1, "nope", "{}");                               /* unknown */
+  feed(d, TS_TAP_TOOL_CALL_ERROR, 2, "rec", "json_syntax at argument byte 9");   /* malformed */
+  feed(d, TS_TAP_TOOL_CALL_READY, 3, "fail", "{}");                               /* tool error */
+  feed(d, TS_TAP_TOOL_CALL_STARTED, 4, "rec", NULL);                              /* never ready */
+  feed(d, TS_TAP_TOOL_CALL_READY, 5, "rec", "{\"path\":\"ok\"}");                 /* still runs */
+  ck_assert_int_eq(ts_dispatch_finish(d), TS_E_OK);
+  tool_msgs m = {0};
+  ts_store_messages(s, "t", 0, grab, &m);
+  ck_assert_int_eq(m.n, 6);
+  ck_assert_str_eq(m.text[0], "call_0|invalid arguments: /path: expected string, got number");
+  ck_assert_str_eq(m.text[1], "call_1|unknown tool \"nope\"");
+  ck_assert_str_eq(m.text[2],
+                   "call_2|the call's arguments are unusable: json_syntax at argument byte 9");
+  ck_assert_str_eq(m.text[3], "call_3|disk is full");
+  ck_assert_str_eq(m.text[4],
+                   "call_4|the call's arguments never completed before the turn ended");
+  ck_assert_str_eq(m.text[5], "call_5|{\"path\":\"ok\"}");
+  for (int i = 0; i < 5; i++) ck_assert_msg(m.err[i], "message %d not marked as an error", i);
+  ck_assert_int_eq(m.err[5], 0);
+  ck_assert_str_eq(R.order, "5,"); /* only the valid call reached its tool */
+  ck_assert_ptr_nonnull(strstr(l.log, "tool_result#0!;"));
+  ck_assert_ptr_nonnull(strstr(l.log, "tool_result#5ok;"));
+  ts_dispatch_free(d);
+  ts_registry_free(reg);
+  ts_store_close(s);
+}
+END_TEST
+
+/* ---- definitions and annotations ----------------------------------------------------------- */
+
+static const struct {
+  int line;
+  const char *label;
+  ts_tool_spec spec;
+  const char *why_has;
+} def_rows[] = {
+    {__LINE__, "duplicate name", {.name = "rec"}, "duplicate tool name \"rec\""},
+    {__LINE__, "reserved subagents", {.name = "subagents"}, "reserved"},
+    {__LINE__, "reserved subagent_create", {.name = "subagent_create"}, "reserved"},
+    {__LINE__, "reserved subagent_message", {.name = "subagent_message"}, "reserved"},
+    {__LINE__, "no name", {.name = ""}, "needs a name"},
+    {__LINE__, "malformed schema", {.name = "x", .args_schema = "{\"type\":\"strnig\"}"},
+     "malformed argument schema"},
+    {__LINE__, "schema not JSON", {.name = "x", .args_schema = "{type"}, "malformed argument schema"},
+    {__LINE__, "progress argument not declared",
+     {.name = "x", .args_schema = "{\"type\":\"object\",\"properties\":{\"a\":{}}}",
+      .progress_arg = "b"},
+     "progressArgument \"b\" is not a declared top-level property"},
+    {__LINE__, "progress argument nested only",
+     {.name = "x",
+      .args_schema = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"object\","
+                     "\"properties\":{\"b\":{}}}}}",
+      .progress_arg = "b"},
+     "not a declared top-level property"},
+    {__LINE__, "progress argument without schema", {.name = "x", .progress_arg = "b"},
+     "not a declared top-level property"},
+};
+
+START_TEST(test_definition_errors) {
+  ts_registry *reg = make_registry(NULL);
+  for (size_t i = 0; i < sizeof def_rows / sizeof def_rows[0]; i++) {
+    char why[256] = "";
+    int rc = ts_registry_add(reg, &def_rows[i].spec, why, sizeof why);
+    ck_assert_msg(rc == TS_E_INVAL, "line %d (%s): rc %d", def_rows[i].line, def_rows[i].label, rc);
+    ck_assert_msg(strstr(why, def_rows[i].why_has) != NULL, "line %d (%s): why '%s'",
+                  def_rows[i].line, def_rows[i].label, why);
+  }
+  ck_assert_uint_eq(ts_registry_count(reg), 2); /* nothing half-added */
+  ts_registry_free(reg);
+}
+END_TEST
+
+START_TEST(test_annotations_unchanged_and_inert) {
+  const char *ann = "{ \"agentbuilder\" : {\"codemode\":{\"codeArgument\":\"code\",\"n\":1.50}},"
+                    " \"x\": [true, null] }";
+  ts_registry *reg = make_registry(ann);
+  const ts_tool *t = ts_registry_find(reg, "rec", 3);
+  ck_assert_str_eq(ts_tool_annotations(t), ann); /* byte for byte, spacing and 1.50 kept */
+  ck_assert_ptr_null(ts_tool_annotations(ts_registry_find(reg, "fail", 4)));
+
+  /* The same turn with other annotations (and none) gives the same results. */
+  const char *variants[] = {ann, "{\"agentbuilder\":{\"skip\":true,\"readOnly\":false}}", NULL};
+  char results[3][2048];
+  for (int v = 0; v < 3; v++) {
+    reset();
+    ts_store *s = open_store();
+    ts_registry *r2 = make_registry(variants[v]);
+    ts_dispatch_config cfg = {s, r2, "t", 1, NULL, NULL, 1};
+    ts_dispatch *d = ts_dispatch_new(&cfg);
+    feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
+    feed(d, TS_TAP_TOOL_CALL_READY, 1, "rec", "{\"path\":5}");
+    feed(d, TS_TAP_TOOL_CALL_READY, 2, "fail", "{}");
+    ck_assert_int_eq(ts_dispatch_finish(d), TS_E_OK);
+    tool_msgs m = {0};
+    ts_store_messages(s, "t", 0, grab, &m);
+    results[v][0] = '\0';
+    for (int i = 0; i < m.n; i++) {
+      strncat(results[v], m.text[i], sizeof results[v] - strlen(results[v]) - 1);
+      strncat(results[v], m.err[i] ? "!" : ".", sizeof results[v] - strlen(results[v]) - 1);
+    }
+    if (v) ck_assert_str_eq(results[v], results[0]);
+    ts_dispatch_free(d);
+    ts_registry_free(r2);
+    ts_store_close(s);
+  }
+  ts_registry_free(reg);
+}
+END_TEST
+
+START_TEST(test_tools_file_merges) {
+  ts_registry *reg = make_registry(NULL);
+  ts_tool_defs defs = {0};
+  char why[256];
+  const char *file = "[{\"name\":\"rec\",\"description\":\"records\",\"args\":{\"type\":\"object\","
+                     "\"properties\":{\"label\":{\"type\":\"string\"}}},\"progressArgument\":"
+                     "\"label\",\"annotations\":{\"k\":1}},{\"name\":\"described_only\"}]";
+  ck_assert_int_eq(ts_tool_defs_parse(&defs, file, strlen(file), why, sizeof why), TS_E_OK);
+  ck_assert_msg(ts_registry_add_defs(reg, &defs, why, sizeof why) == TS_E_OK, "%s", why);
+  const ts_tool *t = ts_registry_find(reg, "rec", 3);
+  ck_assert_str_eq(ts_tool_description(t), "records");
+  ck_assert_str_eq(ts_tool_progress_arg(t), "label");
+  ck_assert_str_eq(ts_tool_annotations(t), "{\"k\":1}");
+  ck_assert_uint_eq(ts_registry_count(reg), 3);
+  /* the C implementation stays bound; the file-only tool has none */
+  ts_tool_result res;
+  ts_call_info ci = {"t", 1, 0, "c", "rec", NULL, NULL, 0};
+  ts_tool_execute(t, &ci, "{}", 2, &res);
+  ck_assert_int_eq(res.is_error, 0);
+  ts_tool_result_free(&res);
+  ts_tool_execute(ts_registry_find(reg, "described_only", 14), &ci, "{}", 2, &res);
+  ck_assert_int_eq(res.is_error, 1);
+  ck_assert_ptr_nonnull(strstr(res.text, "no implementation"));
+  ts_tool_result_free(&res);
+  ts_tool_defs_free(&defs);
+  ts_registry_free(reg);
+}
+END_TEST
+
+/* ---- resume ------------------------------------------------------------------------------ */
+
+static int idem_runs;
+static void idem_tool(void *user, const ts_call_info *call, const char *args, size_t len,
+                      ts_tool_result *out) {
+  (void)user, (void)call, (void)args, (void)len;
+  idem_runs++;
+  ts_tool_result_json(out, "\"again\"", 7);
+}
+
+START_TEST(test_resume_resolves_interrupted_calls) {
+  reset();
+  ts_store *s = open_store();
+  ts_registry *reg = make_registry(NULL);
+  char why[256];
+  ts_tool_spec idem = {.name = "idem", .idempotent = 1, .execute = idem_tool};
+  ck_assert_int_eq(ts_registry_add(reg, &idem, why, sizeof why), TS_E_OK);
+  /* as a crash leaves them: started, never finished */
+  ck_assert_int_eq(ts_store_call_started(s, "t", 1, 0, "c0", "rec", "{\"path\":\"a\"}", 12, NULL),
+                   TS_E_OK);
+  ck_assert_int_eq(ts_store_call_started(s, "t", 1, 1, "c1", "idem", "{}", 2, NULL), TS_E_OK);
+  ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
+  uint32_t n = 0;
+  idem_runs = 0;
+  ck_assert_int_eq(ts_dispatch_resume(s, reg, "t", on_event, &l, &n), TS_E_OK);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_int_eq(idem_runs, 1);
+  ck_assert_str_eq(R.order, ""); /* the non-idempotent tool was not run again */
+  tool_msgs m = {0};
+  ts_store_messages(s, "t", 0, grab, &m);
+  ck_assert_int_eq(m.n, 2);
+  ck_assert_msg(strncmp(m.text[0], "c0|interrupted:", 15) == 0, "%s", m.text[0]);
+  ck_assert_int_eq(m.err[0], 1);
+  ck_assert_str_eq(m.text[1], "c1|\"again\"");
+  ck_assert_int_eq(m.err[1], 0);
+  /* resolved for good: a second resume finds nothing */
+  ck_assert_int_eq(ts_dispatch_resume(s, reg, "t", NULL, NULL, &n), TS_E_OK);
+  ck_assert_uint_eq(n, 0);
+  ts_registry_free(reg);
+  ts_store_close(s);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("dispatch");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_index_order_not_completion_order);
+  tcase_add_test(tc, test_pipelined_starts_while_later_calls_stream);
+  tcase_add_test(tc, test_errors_become_results);
+  tcase_add_test(tc, test_definition_errors);
+  tcase_add_test(tc, test_annotations_unchanged_and_inert);
+  tcase_add_test(tc, test_tools_file_merges);
+  tcase_add_test(tc, test_resume_resolves_interrupted_calls);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
