@@ -552,6 +552,17 @@ static void note_newest(ts_sub *s, sthread *t, uint64_t newest, nng_time at) {
   }
 }
 
+/* Where a thread we have not seen before starts: from its first event (1) or from
+ * the seq we first learn of. From the start, always. "Live only" means the events after
+ * we connected, and a thread first heard of after the first sync (which listed every
+ * thread the history held when we connected) was born after we connected: all of its
+ * events are new, from seq 1. Taking the newest seq a sync reported instead would lose
+ * them, because the publisher puts an event into its history before it sends it live,
+ * so the live copies of a young thread often arrive after a sync has seen it. */
+static int born_after_start(const ts_sub *s, int born_after_connect) {
+  return s->o.from == TS_SUB_FROM_START || born_after_connect;
+}
+
 /* Asks replay what it holds and queues the threads we lost events of. The first sync
  * queues everything the history holds (from start); later ones only what stayed
  * undelivered for a while (note_newest). */
@@ -562,7 +573,6 @@ static int sync_threads(ts_sub *s, nng_time until) {
   uint64_t count, newest;
   if (s->one) {
     sthread *t = find(s, s->thread, s->thread_len);
-    if (!t && s->o.from != TS_SUB_FROM_START) return 0; /* starts with its first live one */
     char q[REQ_MAX];
     int ql = snprintf(q, sizeof q, "get " PROBE_AFTER " %s", s->thread);
     int r = request(s, q, (size_t)ql, until, &a);
@@ -571,8 +581,9 @@ static int sync_threads(ts_sub *s, nng_time until) {
     p = nng_msg_body(a);
     end = p + nng_msg_len(a);
     if (header(&p, end, "ok", &count, &newest) == 0) {
-      if (!t) t = create(s, s->thread, s->thread_len, 0);
-      if (t && !s->synced) {
+      int born_after = !t && s->synced;
+      if (!t) t = create(s, s->thread, s->thread_len, born_after_start(s, born_after) ? 0 : newest);
+      if (t && (!s->synced || born_after)) {
         t->target = newest;
         if (newest > t->last) enqueue(s, t);
       } else if (t) {
@@ -598,8 +609,9 @@ static int sync_threads(ts_sub *s, nng_time until) {
         break;
       }
       sthread *t = find(s, p, (size_t)(nl - p));
-      if (!t) t = create(s, p, (size_t)(nl - p), s->o.from == TS_SUB_FROM_START ? 0 : newest);
-      if (t && !s->synced) {
+      int born_after = !t && s->synced;
+      if (!t) t = create(s, p, (size_t)(nl - p), born_after_start(s, born_after) ? 0 : newest);
+      if (t && (!s->synced || born_after)) {
         if (t->target < newest) t->target = newest;
         if (newest > t->last) enqueue(s, t);
       } else if (t) {
@@ -630,7 +642,7 @@ static int on_live(ts_sub *s, nng_msg *m, ts_sub_item *item, int direct) {
     return 0;
   }
   sthread *t = find(s, id, idlen);
-  if (!t) t = create(s, id, idlen, s->o.from == TS_SUB_FROM_START ? 0 : seq - 1);
+  if (!t) t = create(s, id, idlen, born_after_start(s, s->have_req && s->synced) ? 0 : seq - 1);
   if (!t) { /* out of memory: better a reported gap than a crash or a silent loss */
     nng_msg_free(m);
     return 0;

@@ -584,6 +584,43 @@ START_TEST(test_late_subscriber) {
 }
 END_TEST
 
+/* "Live only" still means every event of a thread born after the subscriber connected.
+ * The publisher puts an event into its history before it sends it live, so a sync that
+ * lands between the two sees a thread the live socket has not delivered yet: it must not
+ * take that thread's newest seq for "already delivered" (issue 18 item 1: a whole thread
+ * was lost that way). The sleep only makes the sync due before the live socket is read
+ * (it is due after SYNC_IDLE_MS of quiet); a slower machine only makes that more certain. */
+static void live_thread_born_after_connect(const char *only) {
+  char a[64], b[64];
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(b, sizeof b), NULL, &p), 0);
+  send_ev(p, "before", 1); /* a thread that existed at connect: only its later events */
+  ts_sub_opts so = {.from = TS_SUB_LIVE};
+  ts_sub *s;
+  ck_assert_int_eq(ts_sub_open(a, b, only, &so, &s), 0);
+  ts_sub_item it;
+  ck_assert_int_eq(ts_sub_next(s, &it, 300), 0); /* connected and synced, nothing new */
+  for (int round = 0; round < 3; round++) {
+    char th[32];
+    snprintf(th, sizeof th, "born%d", round);
+    if (only && strcmp(only, th)) continue;
+    sleep_us(400000); /* quiet: the next call syncs before it reads the live socket */
+    for (uint64_t i = 1; i <= 3; i++) send_ev(p, th, i);
+    sleep_us(100000); /* the live copies are in our socket, unread */
+    tally t = {.thread = th, .next = 1};
+    drain(s, &t, 3, 10);
+    assert_clean(&t, 3);
+  }
+  ts_sub_close(s);
+  ts_pub_close(p);
+}
+
+START_TEST(test_live_new_thread_all) { live_thread_born_after_connect(NULL); }
+END_TEST
+
+START_TEST(test_live_new_thread_one) { live_thread_born_after_connect("born1"); }
+END_TEST
+
 START_TEST(test_gone) {
   char a[64], b[64];
   ts_pub_opts po = {.history_events = 100, .send_buffer = 2};
@@ -1064,6 +1101,8 @@ static Suite *suite(void) {
   ADD(tc, test_replay_protocol);
   ADD(tc, test_history_caps);
   ADD(tc, test_late_subscriber);
+  ADD(tc, test_live_new_thread_all);
+  ADD(tc, test_live_new_thread_one);
   ADD(tc, test_gone);
   ADD(tc, test_no_replay_gap_reported);
   ADD(tc, test_silent_replay_retries_then_gone);
