@@ -3,10 +3,12 @@
 #   make demo   build and run the main job
 #   make test   build and run the whole suite, plainly and under ASan+UBSan
 #   make bench  build (optimised) and run the benchmarks (not part of make test)
+#   make fuzz   build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 300
 
-.PHONY: all deps build demo test test-plain test-sanitize bench clean
+.PHONY: all deps build demo test test-plain test-sanitize test-fuzz fuzz bench clean
 
 all: build
 
@@ -32,10 +34,21 @@ test-sanitize: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
+# The fuzz targets (fuzz/), built with clang and instrumented; make test runs each for a
+# short smoke (about 20 s), make fuzz for FUZZ_SECONDS each (docs/fuzzing.md).
+fuzz: deps
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DTS_FUZZ=ON -DTS_TESTS=OFF \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	cmake --build build-fuzz -j $(JOBS)
+	bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+test-fuzz:
+	$(MAKE) fuzz FUZZ_SECONDS=20
+
 bench: deps
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTS_BENCH=ON -DTS_TESTS=OFF >/dev/null
 	cmake --build build-bench -j $(JOBS)
 	bash bench/run.sh build-bench
 
 clean:
-	rm -rf build build-asan build-bench
+	rm -rf build build-asan build-bench build-fuzz

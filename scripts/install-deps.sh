@@ -10,6 +10,7 @@ packages=(
   libjsmn-dev libsqlite3-dev libsodium-dev
   libyajl-dev libjson-c-dev   # benchmark peers only
   valgrind openssl
+  clang libclang-rt-14-dev   # the fuzz targets (make fuzz, and the smoke in make test)
 )
 
 missing=()

@@ -1,0 +1,73 @@
+/*
+ * json_tok_fuzz.c: the streaming JSON tokenizer, whole against chunked.
+ *
+ * Bytes 0..7 choose the chunk sizes, the rest is the document. Both runs must give the
+ * same tokens (string fragments merged: their boundaries follow the reads), the same
+ * error at the same offset, and the same offset after it (issue 18: an error's offset
+ * must not depend on chunking, nor the offset reported after a sticky error).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fuzz_split.h"
+#include "stream/json_tok.h"
+
+typedef struct {
+  ts_buf out;
+  int in_fragment;
+} trace;
+
+static int on_token(void *user, const ts_json_token *tok) {
+  trace *t = user;
+  ts_buf *b = &t->out;
+  /* One line per token: "kind depth @offset bytes"; the fragments of one key, string or
+   * number are merged, since only their bytes (not their boundaries) must not depend on
+   * the chunking. */
+  if (t->in_fragment && !(tok->flags & TS_JSON_FIRST) && b->len) {
+    b->len--; /* continue the open line */
+  } else {
+    ts_buf_append_u64(b, tok->kind);
+    ts_buf_putc(b, ' ');
+    ts_buf_append_u64(b, tok->depth);
+    ts_buf_puts(b, " @");
+    ts_buf_append_u64(b, tok->offset);
+    ts_buf_putc(b, ' ');
+  }
+  ts_buf_append(b, tok->text, tok->len);
+  ts_buf_putc(b, '\n');
+  t->in_fragment = !(tok->flags & TS_JSON_LAST);
+  return 0;
+}
+
+static void run(const uint8_t *in, size_t n, ts_fuzz_chunks *chunks, trace *t) {
+  ts_buf_init(&t->out, 64u << 20);
+  t->in_fragment = 0;
+  ts_json_tok tok;
+  ts_json_tok_init(&tok, 64, on_token, t);
+  for (size_t at = 0; at < n;) {
+    size_t k = chunks ? ts_fuzz_chunks_next(chunks, n - at) : n - at;
+    if (ts_json_tok_feed(&tok, (const char *)in + at, k) < 0) break;
+    at += k;
+  }
+  ts_json_tok_finish(&tok);
+  ts_buf_puts(&t->out, ts_err_name(ts_json_tok_error(&tok)));
+  ts_buf_puts(&t->out, " @");
+  ts_buf_append_u64(&t->out, ts_json_tok_error_offset(&tok));
+  ts_buf_puts(&t->out, " pos ");
+  ts_buf_append_u64(&t->out, ts_json_tok_offset(&tok));
+  ts_buf_putc(&t->out, '\n');
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 8) return 0;
+  ts_fuzz_chunks chunks;
+  ts_fuzz_chunks_init(&chunks, data, 8);
+  trace whole, split;
+  run(data + 8, size - 8, NULL, &whole);
+  run(data + 8, size - 8, &chunks, &split);
+  ts_fuzz_same("json_tok", &whole.out, &split.out);
+  ts_buf_fini(&whole.out);
+  ts_buf_fini(&split.out);
+  return 0;
+}

@@ -1,0 +1,129 @@
+/*
+ * tap_fuzz.c: the tap over every format, whole against chunked.
+ *
+ * Input: byte 0 picks the format (auto, each SSE format, raw) and options (deltas, text,
+ * a small heartbeat and argument limit, so the limit paths are reached by short inputs);
+ * bytes 1..8 choose the chunk sizes; the rest is the stream. The stream is tapped once
+ * whole and once in chunks, and the event traces must be equal, fragments merged: a
+ * delta's or a text's boundaries follow the reads, its bytes and every other event (its
+ * type, offset, fields, errors) must not. Memory and UB are checked by the sanitizers.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fuzz_split.h"
+#include "stream/tap.h"
+
+typedef struct {
+  ts_buf out;
+  int last; /* type of the last line, when it may be continued by the next fragment */
+  uint32_t last_index;
+} trace;
+
+static void field(ts_buf *b, const char *k, ts_view v) {
+  ts_buf_puts(b, k);
+  ts_buf_append_json_string(b, v.p, v.len);
+}
+
+static int on_event(void *user, const ts_tap_event *e) {
+  trace *t = user;
+  ts_buf *b = &t->out;
+  int fragment = e->type == TS_TAP_TOOL_CALL_DELTA || e->type == TS_TAP_TEXT_DELTA;
+  if (fragment && t->last == e->type && (e->type == TS_TAP_TEXT_DELTA || t->last_index == e->index)) {
+    /* continue the previous line: drop its newline, append the bytes */
+    b->len--;
+    ts_view v = e->type == TS_TAP_TEXT_DELTA ? e->text : e->delta;
+    ts_buf_append_json_string(b, v.p, v.len);
+    ts_buf_putc(b, '\n');
+    return 0;
+  }
+  t->last = fragment ? e->type : 0;
+  t->last_index = e->index;
+  ts_buf_puts(b, ts_tap_type_name(e->type));
+  if (!fragment) { /* a fragment's offset is where its read ended */
+    ts_buf_puts(b, " @");
+    ts_buf_append_u64(b, e->offset);
+  }
+  if (e->is_call) {
+    ts_buf_puts(b, " #");
+    ts_buf_append_u64(b, e->index);
+    field(b, " id=", e->call_id);
+    field(b, " tool=", e->tool);
+  }
+  switch (e->type) {
+    case TS_TAP_TOOL_CALL_STARTED:
+      if (e->has_progress) field(b, " progress=", e->progress);
+      if (e->progress_truncated) ts_buf_puts(b, " cut");
+      break;
+    case TS_TAP_TOOL_CALL_DELTA: field(b, " ", e->delta); break;
+    case TS_TAP_TEXT_DELTA: field(b, " ", e->text); break;
+    case TS_TAP_TOOL_CALL_HEARTBEAT:
+      ts_buf_puts(b, " bytes=");
+      ts_buf_append_u64(b, e->bytes);
+      break;
+    case TS_TAP_TOOL_CALL_READY: field(b, " args=", e->arguments); break;
+    case TS_TAP_TOOL_CALL_ERROR:
+    case TS_TAP_STREAM_ERROR:
+      ts_buf_puts(b, " ");
+      ts_buf_puts(b, ts_err_name(e->code));
+      field(b, " ", e->error);
+      break;
+    case TS_TAP_TURN_FINISHED:
+      field(b, " stop=", e->stop_reason);
+      field(b, " usage=", e->usage);
+      break;
+    default: break;
+  }
+  ts_buf_putc(b, '\n');
+  return 0;
+}
+
+static const char *progress(void *user, const char *tool, size_t n, size_t *len) {
+  (void)user, (void)tool, (void)n;
+  *len = 4;
+  return "path";
+}
+
+static void run(const ts_tap_config *cfg, const uint8_t *in, size_t n, ts_fuzz_chunks *chunks,
+                trace *t) {
+  ts_buf_init(&t->out, 64u << 20);
+  t->last = 0;
+  ts_tap *tap = ts_tap_new(cfg, on_event, t);
+  if (!tap) abort(); /* a valid config: only out of memory, which the fuzzer does not inject */
+  char *buf = malloc(n ? n : 1); /* the tap decodes in place: each run gets its own copy */
+  memcpy(buf, in, n);
+  for (size_t at = 0; at < n;) {
+    size_t k = chunks ? ts_fuzz_chunks_next(chunks, n - at) : n - at;
+    ts_tap_feed(tap, buf + at, k);
+    at += k;
+  }
+  ts_tap_finish(tap);
+  ts_buf_puts(&t->out, ts_tap_failed(tap) ? "failed\n" : "ok\n");
+  ts_tap_free(tap);
+  free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 9) return 0;
+  static const ts_ms_format formats[] = {TS_MS_AUTO,      TS_MS_OPENAI_CHAT, TS_MS_OPENAI_RESPONSES,
+                                         TS_MS_ANTHROPIC, TS_MS_GEMINI,      TS_MS_RAW};
+  uint8_t h = data[0];
+  ts_tap_config cfg = {.format = formats[(h & 7) % 6],
+                       .raw_tool = "write_file",
+                       .progress_arg = progress,
+                       .deltas = (h >> 3) & 1,
+                       .text = (h >> 4) & 1};
+  if (h & 0x20) cfg.heartbeat_bytes = 4;
+  if (h & 0x40) cfg.max_args_bytes = 64;
+  if (h & 0x80) cfg.progress_max = 3;
+  ts_fuzz_chunks chunks;
+  ts_fuzz_chunks_init(&chunks, data + 1, 8);
+  trace whole, split;
+  run(&cfg, data + 9, size - 9, NULL, &whole);
+  run(&cfg, data + 9, size - 9, &chunks, &split);
+  ts_fuzz_same("tap", &whole.out, &split.out);
+  ts_buf_fini(&whole.out);
+  ts_buf_fini(&split.out);
+  return 0;
+}
