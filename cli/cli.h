@@ -19,6 +19,7 @@ int ts_cli_sub(int argc, char **argv);
 int ts_cli_run(int argc, char **argv);
 int ts_cli_gateway(int argc, char **argv);
 int ts_cli_runcode(int argc, char **argv);
+int ts_cli_serve(int argc, char **argv);
 
 /* Option parsing: matches argv[*i] against "--name" (taking the next argument as the
  * value) or "--name=value". Returns 1 and sets *val on a match, 0 otherwise; on a

@@ -24,6 +24,7 @@ static const char usage[] =
     "  sub     subscribe to the events tap --pub publishes (live view or JSON lines)\n"
     "  demo    stream a sample write_file call through tap, paced like a model\n"
     "  gateway reverse proxy to a model provider, publishing events of each streamed reply\n"
+    "  serve   the HTTP event endpoint and live page over a store (SSE, AG-UI, AI SDK)\n"
     "\n"
     "Run 'toolstream <command> --help' for a command's options.\n";
 
@@ -154,6 +155,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "run")) return ts_cli_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "gateway")) return ts_cli_gateway(argc - 1, argv + 1);
   if (!strcmp(cmd, "runcode")) return ts_cli_runcode(argc - 1, argv + 1);
+  if (!strcmp(cmd, "serve")) return ts_cli_serve(argc - 1, argv + 1);
   fprintf(stderr, "toolstream: unknown command '%s' (try 'toolstream --help')\n", cmd);
   return 2;
 }
