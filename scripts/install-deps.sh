@@ -11,6 +11,7 @@ packages=(
   libyajl-dev libjson-c-dev   # benchmark peers only
   valgrind openssl
   clang libclang-rt-14-dev   # the fuzz targets (make fuzz, and the smoke in make test)
+  chromium                   # the live page's browser tests (tests/ui/page.mjs)
 )
 
 missing=()

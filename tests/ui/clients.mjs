@@ -1,0 +1,115 @@
+// clients.mjs: the event endpoint read by real clients, compared with the events `run`
+// printed (the same events `tap` prints for the same streams):
+//   - native SSE and NDJSON: the same events byte for byte, ids = seqs; resume after a
+//     Last-Event-ID / ?after gives exactly the rest;
+//   - AG-UI: @ag-ui/client's own HTTP event parser and verifier (verifyEvents) accept the
+//     stream; TOOL_CALL_START carries the label; the arguments arrive as TOOL_CALL_ARGS
+//     whose concatenation is the call's complete arguments, results as TOOL_CALL_RESULT;
+//   - AI SDK: the `ai` package's chunk schema and readUIMessageStream build the assistant
+//     message: a tool part with the label as its title, the input and the output, and the
+//     text;
+//   - security: a foreign Origin gets 403; with --token-file, no token gets 401.
+// Usage: node tests/ui/clients.mjs BINARY_DIR
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runHttpRequest, transformHttpEventStream, verifyEvents } from '@ag-ui/client';
+import { readUIMessageStream, uiMessageChunkSchema } from 'ai';
+import { parseJsonEventStream } from '@ai-sdk/provider-utils';
+import { check, failures, makeSession, parseSSE, runThread, serve, tmp } from './common.mjs';
+
+const bin = process.argv[2];
+const dir = tmp('ts-ui-');
+makeSession(join(dir, 'session'));
+const events = runThread(bin, dir, 'ui1');
+check(events.length > 5 && events.some((e) => e.type === 'tool_result'), 'run made a thread with a tool result');
+const started = events.find((e) => e.type === 'tool_call_started');
+const ready = events.find((e) => e.type === 'tool_call_ready');
+const result = events.find((e) => e.type === 'tool_result');
+writeFileSync(join(dir, 'token'), 's3cret-token\n', { mode: 0o600 });
+
+const srv = await serve(bin, dir);
+const base = `${srv.url}/threads/ui1/events`;
+try {
+  // native SSE and NDJSON
+  let r = await fetch(`${base}?follow=0`);
+  check(r.headers.get('content-type') === 'text/event-stream', 'SSE content type');
+  const sse = parseSSE(await r.text());
+  check(sse.length === events.length, 'SSE: every event', `${sse.length} vs ${events.length}`);
+  check(sse.every((f, i) => f.id === String(events[i].seq) && JSON.stringify(JSON.parse(f.data)) === JSON.stringify(events[i])),
+    'SSE: the same events as run printed, id = seq');
+  r = await fetch(`${base}?follow=0`, { headers: { Accept: 'application/x-ndjson' } });
+  const nd = (await r.text()).trim().split('\n').map((l) => JSON.parse(l));
+  check(JSON.stringify(nd) === JSON.stringify(events), 'NDJSON: the same events');
+  r = await fetch(`${base}?follow=0`, { headers: { 'Last-Event-ID': '3' } });
+  const rest = parseSSE(await r.text());
+  check(rest.length === events.length - 3 && rest[0].id === '4', 'resume after Last-Event-ID 3', rest[0]?.id);
+
+  // AG-UI, through the client's own parser and verifier
+  const agui = [];
+  await new Promise((resolve, reject) => {
+    transformHttpEventStream(runHttpRequest(() => fetch(`${base}?follow=0&format=agui`)))
+      .pipe(verifyEvents(false))
+      .subscribe({ next: (e) => agui.push(e), error: reject, complete: resolve });
+  }).then(() => check(true, 'AG-UI: @ag-ui/client parses and verifies the stream'),
+    (e) => check(false, 'AG-UI: @ag-ui/client parses and verifies the stream', e.message));
+  const start = agui.find((e) => e.type === 'TOOL_CALL_START');
+  check(start && start.toolCallName === 'write_file' && start.metadata?.progress === started.progress,
+    'AG-UI: TOOL_CALL_START carries the label', JSON.stringify(start));
+  const args = agui.filter((e) => e.type === 'TOOL_CALL_ARGS' && e.toolCallId === start?.toolCallId).map((e) => e.delta).join('');
+  check(args && JSON.stringify(JSON.parse(args)) === JSON.stringify(ready.arguments), 'AG-UI: TOOL_CALL_ARGS make the complete arguments');
+  const res = agui.find((e) => e.type === 'TOOL_CALL_RESULT');
+  check(res && JSON.stringify(JSON.parse(res.content)) === JSON.stringify(result.result), 'AG-UI: TOOL_CALL_RESULT');
+  check(agui[0]?.type === 'RUN_STARTED' && agui.at(-1)?.type === 'RUN_FINISHED', 'AG-UI: runs open and close');
+  const text = agui.filter((e) => e.type === 'TEXT_MESSAGE_CONTENT').map((e) => e.delta).join('');
+  const want = events.filter((e) => e.type === 'text_delta').map((e) => e.text).join('');
+  check(want.length > 0 && text === want, 'AG-UI: the text', text);
+
+  // AI SDK: the chunk schema and readUIMessageStream, as useChat's transport uses them
+  r = await fetch(`${base}?follow=0&format=ai-sdk`);
+  check(r.headers.get('x-vercel-ai-ui-message-stream') === 'v1', 'AI SDK: stream header');
+  const chunks = parseJsonEventStream({ stream: r.body, schema: uiMessageChunkSchema }).pipeThrough(new TransformStream({
+    transform(part, ctl) {
+      if (!part.success) throw part.error;
+      ctl.enqueue(part.value);
+    },
+  }));
+  let last;
+  try {
+    for await (const m of readUIMessageStream({ stream: chunks })) last = m;
+    check(true, 'AI SDK: readUIMessageStream reads the stream');
+  } catch (e) {
+    check(false, 'AI SDK: readUIMessageStream reads the stream', e.message);
+  }
+  const tool = last?.parts.find((p) => p.type === 'tool-write_file');
+  check(tool && tool.title === started.progress && tool.state === 'output-available', 'AI SDK: a tool part with the label as title', JSON.stringify(tool)?.slice(0, 200));
+  check(tool && JSON.stringify(tool.input) === JSON.stringify(ready.arguments) && JSON.stringify(tool.output) === JSON.stringify(result.result),
+    'AI SDK: the tool part holds the input and the output');
+  const textParts = last?.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+  check(textParts === want, 'AI SDK: the text parts', textParts);
+
+  // security
+  r = await fetch(`${base}?follow=0`, { headers: { Origin: 'http://evil.example' } });
+  check(r.status === 403, 'a foreign Origin is refused', r.status);
+  r = await fetch(`${base}?follow=0`, { headers: { Origin: srv.url } });
+  check(r.status === 200, 'the same origin is allowed', r.status);
+} finally {
+  srv.child.kill();
+}
+const secured = await serve(bin, dir, ['--token-file', join(dir, 'token')]);
+try {
+  let r = await fetch(`${secured.url}/threads/ui1/events?follow=0`);
+  check(r.status === 401, 'with a token file, no token: 401', r.status);
+  r = await fetch(`${secured.url}/threads/ui1/events?follow=0`, { headers: { Authorization: 'Bearer wrong' } });
+  check(r.status === 401, 'a wrong token: 401', r.status);
+  r = await fetch(`${secured.url}/threads/ui1/events?follow=0`, { headers: { Authorization: 'Bearer s3cret-token' } });
+  check(r.status === 200, 'the token: 200', r.status);
+  r = await fetch(`${secured.url}/threads/ui1/events?follow=0&token=s3cret-token`);
+  check(r.status === 200, 'the token as ?token=: 200', r.status);
+} finally {
+  secured.child.kill();
+}
+if (failures) {
+  console.error(`${failures} check(s) failed`);
+  process.exit(1);
+}
+console.log('all UI client checks passed');
