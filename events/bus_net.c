@@ -7,6 +7,13 @@
  */
 #include "events/bus_net.h"
 
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <nng/transport/ws/websocket.h>
+
+#include "base/origin.h"
+
 #include <nng/supplemental/tls/tls.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,4 +184,71 @@ int ts__bus_dial(nng_socket s, const char *url, const ts__bus_tls *tls) {
     return ts__bus_nng_err(rv);
   }
   return 0;
+}
+
+/* ---- browser origins ------------------------------------------------------------------ */
+
+int ts__bus_origins_init(ts__bus_origins *o, const char *const *allow, size_t n) {
+  memset(o, 0, sizeof *o);
+  if (!n) return 0;
+  o->allow = calloc(n, sizeof *o->allow);
+  if (!o->allow) return TS_E_NOMEM;
+  for (size_t i = 0; i < n; i++) {
+    if (!(o->allow[i] = strdup(allow[i] ? allow[i] : ""))) {
+      o->n = i;
+      ts__bus_origins_fini(o);
+      return TS_E_NOMEM;
+    }
+  }
+  o->n = n;
+  return 0;
+}
+
+void ts__bus_origins_fini(ts__bus_origins *o) {
+  for (size_t i = 0; i < o->n; i++) free(o->allow[i]);
+  free(o->allow);
+  o->allow = NULL;
+  o->n = 0;
+}
+
+/* The value of header `name` (with its colon; any case) in nng's "Name: value\r\n" list,
+ * copied into buf: 1; 0 when absent; -1 when too long for buf. */
+static int header(const char *all, const char *name, char *buf, size_t cap) {
+  size_t n = strlen(name);
+  for (const char *p = all; p && *p;) {
+    const char *eol = strpbrk(p, "\r\n");
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    if (len >= n && !strncasecmp(p, name, n)) {
+      const char *v = p + n;
+      while (*v == ' ' || *v == '\t') v++;
+      size_t vl = len - (size_t)(v - p);
+      if (vl >= cap) return -1;
+      memcpy(buf, v, vl);
+      buf[vl] = '\0';
+      return 1;
+    }
+    p = eol ? eol + strspn(eol, "\r\n") : NULL;
+  }
+  return 0;
+}
+
+static void origin_cb(nng_pipe p, nng_pipe_ev ev, void *arg) {
+  ts__bus_origins *o = arg;
+  char *all = NULL;
+  if (ev != NNG_PIPE_EV_ADD_PRE || nng_pipe_get_string(p, NNG_OPT_WS_REQUEST_HEADERS, &all) != 0)
+    return; /* not a WebSocket pipe (or a dialer's): no browser behind it */
+  char ob[1024], hb[1024];
+  int ho = header(all, "origin:", ob, sizeof ob), hh = header(all, "host:", hb, sizeof hb);
+  nng_strfree(all);
+  /* An Origin too long to copy is refused, not waved through. */
+  if (ho < 0 || !ts_origin_allowed(ho ? ob : NULL, hh > 0 ? hb : NULL,
+                                   (const char *const *)o->allow, o->n)) {
+    __atomic_add_fetch(&o->refused, 1, __ATOMIC_RELAXED);
+    nng_pipe_close(p);
+  }
+}
+
+int ts__bus_origin_guard(nng_socket s, ts__bus_origins *o) {
+  int rv = nng_pipe_notify(s, NNG_PIPE_EV_ADD_PRE, origin_cb, o);
+  return rv ? ts__bus_nng_err(rv) : 0;
 }

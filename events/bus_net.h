@@ -36,4 +36,22 @@ int ts__bus_listen(nng_socket s, const char *url, const ts__bus_tls *tls, char *
  * redials forever (100 ms .. 1 s between attempts). Returns 0 or a ts_err. */
 int ts__bus_dial(nng_socket s, const char *url, const ts__bus_tls *tls);
 
+/* Browser origins allowed on a socket's ws:// and wss:// listeners (base/origin.h): a
+ * copy of the allow-list, and the pipes refused so far. */
+typedef struct {
+  char **allow;
+  size_t n;
+  unsigned long refused; /* atomic */
+} ts__bus_origins;
+
+/* Copies `allow` (n entries, may be 0) into o. 0 or TS_E_NOMEM. */
+int ts__bus_origins_init(ts__bus_origins *o, const char *const *allow, size_t n);
+void ts__bus_origins_fini(ts__bus_origins *o);
+
+/* Closes every new WebSocket pipe of `s` whose upgrade request carries an Origin the rule
+ * of base/origin.h refuses, before the socket uses it (nng answers the upgrade itself, so
+ * the browser sees the connection close at once and no message is ever sent on it).
+ * Other transports have no headers and are not affected. `o` must outlive the socket. */
+int ts__bus_origin_guard(nng_socket s, ts__bus_origins *o);
+
 #endif

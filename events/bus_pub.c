@@ -48,6 +48,7 @@ typedef struct {
 } hthread;
 
 struct ts_pub {
+  ts__bus_origins origins; /* the Origin rule of the ws:// listeners (bus_net.h) */
   nng_socket sock, rep;
   int have_rep;
   pthread_t replay;
@@ -328,7 +329,13 @@ int ts_pub_open(const char *url, const char *replay_url, const ts_pub_opts *opts
                      .key_file = p->o.tls_key_file,
                      .key_password = p->o.tls_key_password};
   p->o.tls_cert_file = p->o.tls_key_file = p->o.tls_key_password = NULL; /* not kept */
+  if (ts__bus_origins_init(&p->origins, p->o.allowed_origins, p->o.allowed_origins_n)) {
+    free(p);
+    return TS_E_NOMEM;
+  }
+  p->o.allowed_origins = NULL; /* the copy is in p->origins */
   if (ts__bus_map_init(&p->map)) {
+    ts__bus_origins_fini(&p->origins);
     free(p);
     return TS_E_NOMEM;
   }
@@ -339,6 +346,7 @@ int ts_pub_open(const char *url, const char *replay_url, const ts_pub_opts *opts
     goto fail_nosock;
   }
   nng_socket_set_int(p->sock, NNG_OPT_SENDBUF, p->o.send_buffer);
+  if ((r = ts__bus_origin_guard(p->sock, &p->origins)) != 0) goto fail;
   if ((r = ts__bus_listen(p->sock, url, &tls, p->url, sizeof p->url)) != 0) goto fail;
   if (replay_url) {
     if ((rv = nng_rep0_open(&p->rep)) != 0) {
@@ -346,6 +354,7 @@ int ts_pub_open(const char *url, const char *replay_url, const ts_pub_opts *opts
       goto fail;
     }
     p->have_rep = 1;
+    if ((r = ts__bus_origin_guard(p->rep, &p->origins)) != 0) goto fail;
     if ((r = ts__bus_listen(p->rep, replay_url, &tls, p->replay_url,
                             sizeof p->replay_url)) != 0)
       goto fail;
@@ -362,6 +371,7 @@ fail:
 fail_nosock:
   pthread_mutex_destroy(&p->mu);
   ts__bus_map_fini(&p->map);
+  ts__bus_origins_fini(&p->origins);
   free(p);
   return r;
 }
@@ -404,6 +414,7 @@ void ts_pub_get_stats(ts_pub *p, ts_pub_stats *st) {
   st->events = 0;
   for (size_t i = 0; i < p->nthreads; i++) st->events += p->threads[i]->n;
   pthread_mutex_unlock(&p->mu);
+  st->origins_refused = __atomic_load_n(&p->origins.refused, __ATOMIC_RELAXED);
 }
 
 void ts_pub_close(ts_pub *p) {
@@ -416,6 +427,7 @@ void ts_pub_close(ts_pub *p) {
   while (p->nthreads) evict(p, p->threads[p->nthreads - 1]);
   free(p->threads);
   ts__bus_map_fini(&p->map);
+  ts__bus_origins_fini(&p->origins);
   pthread_mutex_destroy(&p->mu);
   free(p);
 }

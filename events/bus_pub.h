@@ -64,6 +64,11 @@ typedef struct {
                  size_t max, int (*put)(void *ctx, uint64_t seq, const char *json, size_t len),
                  void *ctx, uint64_t *newest);
   void *archive_user;
+  /* Browser origins allowed on ws:// and wss:// listeners besides the listener itself and
+   * loopback pages (base/origin.h); a WebSocket whose Origin is refused is closed before
+   * anything is sent on it. Copied. */
+  const char *const *allowed_origins;
+  size_t allowed_origins_n;
 } ts_pub_opts;
 
 /* Opens the publisher listening on `url`, and the replay service on `replay_url`
@@ -95,6 +100,7 @@ typedef struct {
   uint64_t bytes;     /* history bytes now */
   uint64_t evicted;   /* threads evicted whole so far */
   uint64_t requests;  /* replay requests served */
+  uint64_t origins_refused; /* WebSocket connections closed for their Origin */
 } ts_pub_stats;
 
 void ts_pub_get_stats(ts_pub *pub, ts_pub_stats *st);

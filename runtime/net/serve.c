@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 
 #include "base/error.h"
+#include "base/origin.h"
 #include "base/strbuf.h"
 #include "base/thread_id.h"
 #include "events/ui_stream.h"
@@ -242,30 +243,10 @@ static void reply_error(struct evhttp_request *req, int code, const char *reason
   reply_text(req, code, reason, "application/json", body);
 }
 
-/* An origin is "scheme://host[:port]". Loopback origins are allowed: the page a developer
- * opens from a local file server or another local port. */
-static int loopback_origin(const char *o) {
-  const char *h = strstr(o, "://");
-  if (!h) return 0;
-  h += 3;
-  static const char *hosts[] = {"127.0.0.1", "localhost", "[::1]"};
-  for (size_t i = 0; i < 3; i++) {
-    size_t n = strlen(hosts[i]);
-    if (!strncmp(h, hosts[i], n) && (h[n] == '\0' || h[n] == ':')) return 1;
-  }
-  return 0;
-}
-
 static int origin_ok(const ts_serve *s, struct evhttp_request *req) {
-  const char *o = evhttp_find_header(evhttp_request_get_input_headers(req), "Origin");
-  if (!o) return 1; /* not a browser's cross-origin request (curl, EventSource same-origin) */
-  const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
-  const char *h = strstr(o, "://");
-  if (host && h && !strcmp(h + 3, host)) return 1; /* same origin */
-  if (loopback_origin(o)) return 1;
-  for (size_t i = 0; i < s->cfg.norigins; i++)
-    if (!strcmp(o, s->cfg.origins[i])) return 1;
-  return 0;
+  const struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+  return ts_origin_allowed(evhttp_find_header(h, "Origin"), evhttp_find_header(h, "Host"),
+                           s->cfg.origins, s->cfg.norigins);
 }
 
 static int same_secret(const char *a, const char *b) {

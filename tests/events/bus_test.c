@@ -375,18 +375,26 @@ static int read_full(int fd, unsigned char *buf, size_t n, int ms) {
 
 /* Connects to 127.0.0.1:port, sends the upgrade request and returns the socket with
  * the HTTP response head in `head`. */
+static int ws_connect_with(int port, const char *path, const char *proto, const char *extra,
+                           char *head, size_t hn);
 static int ws_connect(int port, const char *path, const char *proto, char *head, size_t hn) {
+  return ws_connect_with(port, path, proto, "", head, hn);
+}
+
+/* The same upgrade with extra header lines (each ending in \r\n), e.g. an Origin. */
+static int ws_connect_with(int port, const char *path, const char *proto, const char *extra,
+                           char *head, size_t hn) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   ck_assert_int_ge(fd, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  char req[512];
+  char req[1024];
   int n = snprintf(req, sizeof req,
                    "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
                    "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                   "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: %s\r\n\r\n",
-                   path, port, proto);
+                   "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: %s\r\n%s\r\n",
+                   path, port, proto, extra);
   ck_assert_int_eq(write(fd, req, (size_t)n), n);
   size_t got = 0;
   head[0] = '\0';
@@ -449,6 +457,67 @@ START_TEST(test_ws_raw_client) {
    * ws pipe leaks a message caught mid-send by a close (LeakSanitizer saw 1 in ~15 runs). */
   sleep_us(100000);
   close(fd);
+  sleep_us(50000);
+  ts_pub_close(p);
+}
+END_TEST
+
+/* A browser page from a foreign origin cannot read the bus: its WebSocket is closed before
+ * any message goes out on it (issue 16). Loopback pages and listed origins read it. Waits
+ * are for conditions (a frame, end of file) with generous deadlines, never fixed sleeps. */
+static int ws_outcome(int port, const char *origin_line) {
+  char head[2048];
+  int fd = ws_connect_with(port, "/bus", "pub.sp.nanomsg.org", origin_line, head, sizeof head);
+  ck_assert_msg(!strncmp(head, "HTTP/1.1 101", 12), "%s", head);
+  return fd;
+}
+
+/* 1: a message frame arrived; 0: the server closed first (a close frame, 0x88, or EOF). */
+static int frame_or_close(ts_pub *p, int fd) {
+  static uint64_t seq;
+  for (int i = 0; i < 500; i++) {
+    send_ev(p, "t8", ++seq);
+    struct pollfd pf = {fd, POLLIN, 0};
+    if (poll(&pf, 1, 20) == 1) {
+      unsigned char b;
+      return read(fd, &b, 1) == 1 && b == 0x82;
+    }
+  }
+  ck_abort_msg("neither a frame nor a close in 10 s");
+  return -1;
+}
+
+START_TEST(test_ws_origin) {
+  const char *allow[] = {"https://ui.example"};
+  ts_pub_opts po = {.allowed_origins = allow, .allowed_origins_n = 1};
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open("ws://:0/bus", NULL, &po, &p), 0);
+  int port = atoi(strrchr(ts_pub_url(p, 0), ':') + 1);
+  struct {
+    const char *origin;
+    int allowed;
+  } rows[] = {
+      {"Origin: http://evil.example\r\n", 0},
+      {"Origin: https://ui.example.evil\r\n", 0},
+      {"Origin: null\r\n", 0},
+      {"origin: http://localhost.evil:80\r\n", 0},
+      {"", 1}, /* no Origin: not a browser */
+      {"Origin: http://127.0.0.1:8000\r\n", 1},
+      {"Origin: http://localhost\r\n", 1},
+      {"Origin: https://ui.example\r\n", 1},
+  };
+  uint64_t refused = 0;
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    int fd = ws_outcome(port, rows[i].origin);
+    ck_assert_msg(frame_or_close(p, fd) == rows[i].allowed, "row %zu (%s): want %s", i, rows[i].origin,
+                  rows[i].allowed ? "frames" : "closed");
+    refused += !rows[i].allowed;
+    sleep_us(50000); /* see test_ws_raw_client: let queued frames leave before the close */
+    close(fd);
+  }
+  ts_pub_stats st;
+  ts_pub_get_stats(p, &st);
+  ck_assert_uint_eq(st.origins_refused, refused);
   sleep_us(50000);
   ts_pub_close(p);
 }
@@ -1098,6 +1167,7 @@ static Suite *suite(void) {
   ADD(tc, test_wss);
   ADD(tc, test_tls_unverified_rejected);
   ADD(tc, test_ws_raw_client);
+  ADD(tc, test_ws_origin);
   ADD(tc, test_replay_protocol);
   ADD(tc, test_history_caps);
   ADD(tc, test_late_subscriber);
