@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "events/bus_pub.h"
 #include "events/bus_sub.h"
 #include "cli/cli.h"
@@ -99,12 +99,6 @@ static void on_signal(int sig) {
 
 /* ---- the command ------------------------------------------------------------------- */
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 int ts_cli_sub(int argc, char **argv) {
   sub_args a;
   memset(&a, 0, sizeof a);
@@ -137,9 +131,9 @@ int ts_cli_sub(int argc, char **argv) {
     return r == TS_E_INVAL ? 2 : 1;
   }
   /* nng dials in the background; wait until something answers, or say it did not. */
-  double t0 = now_ms();
+  double t0 = ts_clock_ms();
   while (!ts_sub_connected(s) && !stop_flag) {
-    if (!wait_forever && now_ms() - t0 >= (double)connect_ms) {
+    if (!wait_forever && ts_clock_ms() - t0 >= (double)connect_ms) {
       fprintf(stderr,
               "toolstream sub: cannot connect to %s: no publisher answered within %llu ms "
               "(--wait keeps trying)\n",
@@ -147,8 +141,7 @@ int ts_cli_sub(int argc, char **argv) {
       ts_sub_close(s);
       return 1;
     }
-    struct timespec ts = {0, 20 * 1000000L};
-    nanosleep(&ts, NULL);
+    ts_clock_sleep_ms(20);
   }
 
   ts_live w;
@@ -159,7 +152,7 @@ int ts_cli_sub(int argc, char **argv) {
   }
   int rc = 0;
   uint64_t got = 0;
-  double last_event = now_ms();
+  double last_event = ts_clock_ms();
   while (!stop_flag) {
     ts_sub_item it;
     r = ts_sub_next(s, &it, 100);
@@ -171,10 +164,10 @@ int ts_cli_sub(int argc, char **argv) {
     if (r == 0) {
       if (!json) ts_live_tick(&w);
       /* idle: no event for idle_ms, counted from connecting until the first one */
-      if (idle_ms && now_ms() - last_event >= (double)idle_ms) break;
+      if (idle_ms && ts_clock_ms() - last_event >= (double)idle_ms) break;
       continue;
     }
-    last_event = now_ms();
+    last_event = ts_clock_ms();
     if (it.kind == TS_SUB_GONE) {
       fprintf(stderr, "toolstream sub: events %llu..%llu of thread %s are lost (no longer in the "
                       "publisher's history)\n",

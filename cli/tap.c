@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "cli/cli.h"
 #include "events/bus_pub.h"
 #include "events/sink.h"
@@ -207,10 +207,7 @@ int ts_cli_tap(int argc, char **argv) {
 
 out:
   if (pub) {
-    if (rc != 2 && a.linger_ms) { /* let queued messages go and late subscribers catch up */
-      struct timespec ts = {(time_t)(a.linger_ms / 1000), (long)(a.linger_ms % 1000) * 1000000L};
-      nanosleep(&ts, NULL);
-    }
+    if (rc != 2) ts_clock_sleep_ms((double)a.linger_ms); /* queued messages go, late subscribers catch up */
     ts_pub_close(pub);
   }
   ts_sink_free(o.sink);

@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "base/file.h"
 #include "stream/sse.h"
 
@@ -74,18 +74,6 @@ static int on_sse(void *user, const ts_sse_event *ev) {
   return 0;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(double ms) {
-  if (ms <= 0) return;
-  struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (double)(time_t)(ms / 1e3) * 1e3) * 1e6)};
-  nanosleep(&ts, NULL);
-}
-
 static int play(void *user, const ts_agent_turn *t, ts_tap *tap, char *why, size_t cap) {
   const ts_replay_model *r = user;
   char path[4096];
@@ -115,12 +103,12 @@ static int play(void *user, const ts_agent_turn *t, ts_tap *tap, char *why, size
     return -1;
   }
   free(data);
-  double t0 = now_ms();
+  double t0 = ts_clock_ms();
   size_t at = 0;
   for (size_t i = 0; i <= b.n && at < len && !(t->cancel && *t->cancel); i++) {
     size_t end = i < b.n ? (size_t)b.ends[i] : len;
     if (end <= at) continue;
-    if (r->rate > 0) sleep_ms((double)i * 1e3 / r->rate - (now_ms() - t0));
+    if (r->rate > 0) ts_clock_sleep_ms((double)i * 1e3 / r->rate - (ts_clock_ms() - t0));
     if (ts_tap_feed(tap, buf + at, end - at)) break; /* the tap was stopped */
     at = end;
   }

@@ -23,8 +23,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "base/strbuf.h"
 #include "tools/dispatch.h"
 
@@ -41,12 +41,6 @@ typedef struct {
   uint64_t started_off[TS_MS_MAX_CALLS];
   ts_agent_stats *st;
 } loop;
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int cancelled(const loop *l) { return l->cfg->cancel && *l->cfg->cancel; }
 
@@ -69,10 +63,10 @@ static int on_tap_event(void *user, const ts_tap_event *e) {
   loop *l = user;
   if (e->is_call && e->index < TS_MS_MAX_CALLS) {
     if (e->type == TS_TAP_TOOL_CALL_STARTED) {
-      l->started_ms[e->index] = now_ms();
+      l->started_ms[e->index] = ts_clock_ms();
       l->started_off[e->index] = e->offset;
     } else if (e->type == TS_TAP_TOOL_CALL_READY) {
-      l->st->early_ms_sum += now_ms() - l->started_ms[e->index];
+      l->st->early_ms_sum += ts_clock_ms() - l->started_ms[e->index];
       l->st->early_bytes_sum += e->offset - l->started_off[e->index];
     }
   }
@@ -269,7 +263,7 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
     }
   }
   uint32_t max_turns = c->max_turns ? c->max_turns : TS_AGENT_MAX_TURNS;
-  double t0 = now_ms();
+  double t0 = ts_clock_ms();
   for (;;) {
     if (st->turns >= max_turns) {
       snprintf(why, cap, "stopped after --max-turns %u; --resume continues", max_turns);
@@ -281,7 +275,7 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
     turn++;
     if (rc || !more) break; /* an error, or the model ended its turn without tool calls */
   }
-  st->elapsed_ms = now_ms() - t0;
+  st->elapsed_ms = ts_clock_ms() - t0;
 out:
   redact_why(&l, why, cap);
   ts_sink_free(l.sink);
