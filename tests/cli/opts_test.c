@@ -80,7 +80,7 @@ static int count_lines(const char *s) {
   return n;
 }
 
-static const char *const commands[] = {"tap", "run", "runcode", "sub", "demo", "gateway"};
+static const char *const commands[] = {"tap", "run", "runcode", "sub", "demo", "gateway", "serve"};
 
 /* ---- what every command takes ---------------------------------------------------------- */
 
@@ -137,6 +137,7 @@ static const struct {
     {__LINE__, "sub unknown", {"toolstream", "sub", "ipc:///x", "--bogus", NULL}, 2, "unknown option"},
     {__LINE__, "demo unknown", {"toolstream", "demo", "--bogus", NULL}, 2, "unknown option"},
     {__LINE__, "gateway unknown", {"toolstream", "gateway", "--bogus", NULL}, 2, "unknown option"},
+    {__LINE__, "serve unknown", {"toolstream", "serve", "--bogus", NULL}, 2, "unknown option"},
     {__LINE__, "no abbreviations", {"toolstream", "tap", "--form", "raw", NULL}, 2, "unknown option"},
     /* a missing value, in every command */
     {__LINE__, "tap missing", {"toolstream", "tap", "--format", NULL}, 2, "--format needs a value"},
@@ -145,6 +146,8 @@ static const struct {
     {__LINE__, "sub missing", {"toolstream", "sub", "ipc:///x", "--count", NULL}, 2, "--count needs"},
     {__LINE__, "demo missing", {"toolstream", "demo", "--rate", NULL}, 2, "--rate needs"},
     {__LINE__, "gateway missing", {"toolstream", "gateway", "--listen", NULL}, 2, "--listen needs"},
+    {__LINE__, "serve missing", {"toolstream", "serve", "--token-file", NULL}, 2, "--token-file needs"},
+    {__LINE__, "serve token unreadable", {"toolstream", "serve", "--token-file", "@missing.txt", NULL}, 1, "cannot read"},
     /* a value given to a flag; malformed values */
     {__LINE__, "flag with value", {"toolstream", "tap", "--deltas=yes", NULL}, 2, "--deltas takes no value"},
     {__LINE__, "size", {"toolstream", "tap", "--heartbeat-bytes", "12q", NULL}, 2, "--heartbeat-bytes wants a size"},
