@@ -254,6 +254,10 @@ int ts_cli_run(int argc, char **argv) {
   sa.sa_handler = on_sigint;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  /* A reader that goes away must not kill the run in the middle of a tool call: the
+   * write fails (EPIPE), the sink stops writing, and the run goes on (the store is its
+   * record; events/sink.h). */
+  signal(SIGPIPE, SIG_IGN);
 
   ts_replay_model replay = {a.replay_dir, (double)a.rate};
   /* The key, so that a provider message echoing it is redacted everywhere. A key too

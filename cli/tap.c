@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,9 @@ int ts_cli_tap(int argc, char **argv) {
   int fd = -1;
   int rc = ts_cli_parse(&ts_cli_cmd_tap, argc, argv, &com, tap_set, &a);
   if (rc >= 0) goto out;
+  /* A reader that goes away is a failed write (EPIPE), which ends tap with status 1 as
+   * documented, rather than a silent death by SIGPIPE. */
+  signal(SIGPIPE, SIG_IGN);
   rc = 2;
   ts_tap_config cfg = a.cfg;
   const char *path = a.path;

@@ -18,7 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "base/thread_id.h"
+#include "store/store.h"
 #include "support/proc.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
@@ -119,6 +121,31 @@ START_TEST(test_help_and_version_everywhere) {
     for (size_t c = 0; !i && c < sizeof commands / sizeof commands[0]; c++)
       ck_assert_msg(strstr(sb_str(&r.out), commands[c]), "top help lacks %s", commands[c]);
     result_free(&r);
+  }
+}
+END_TEST
+
+/* Every command that takes a shared group lists (and so takes) all of it. */
+START_TEST(test_groups_in_help) {
+  setup();
+  static const struct {
+    const char *cmds[4];
+    const char *opts[7];
+  } groups[] = {
+      {{"tap", "run", "gateway", NULL}, {"--pub URL", "--replay URL", "--tls-cert FILE", "--tls-key FILE", NULL}},
+      {{"tap", "run", "gateway", NULL}, {"--tools FILE", "--progress-arg T=A", NULL}},
+      {{"tap", "run", "sub", NULL}, {"--thread ID", NULL}},
+      {{"run", "gateway", NULL}, {"--ca-file FILE", NULL}},
+  };
+  for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+    for (size_t c = 0; groups[g].cmds[c]; c++) {
+      const char *row[] = {"toolstream", groups[g].cmds[c], "--help", NULL};
+      result r = run_row(row, NULL);
+      for (size_t o = 0; groups[g].opts[o]; o++)
+        ck_assert_msg(strstr(sb_str(&r.out), groups[g].opts[o]), "%s --help lacks %s",
+                      groups[g].cmds[c], groups[g].opts[o]);
+      result_free(&r);
+    }
   }
 }
 END_TEST
@@ -332,6 +359,66 @@ START_TEST(test_sub_idle_exit_without_events) {
 }
 END_TEST
 
+/* Standard output closed (the reader went away): tap ends with status 1 (not killed by
+ * SIGPIPE), run finishes its work with everything stored (events/sink.h's policy). */
+START_TEST(test_stdout_closed) {
+  setup();
+  const char *tap_argv[] = {"toolstream", "tap", "--format", "raw", "--tool", "w", NULL};
+  signal(SIGPIPE, SIG_DFL); /* the child starts with the default disposition */
+  child c = spawn_bin(BINARY, tap_argv, 1);
+  signal(SIGPIPE, SIG_IGN);
+  close(c.out);
+  c.out = -1;
+  result r;
+  memset(&r, 0, sizeof r);
+  sb_puts(&r.out, "");
+  sb_puts(&r.err, "");
+  feed_all(&c, &r, "{\"a\":1}", 7);
+  finish_child(&c, &r);
+  ck_assert_msg(r.status == 1, "tap exit %d: %s", r.status, sb_str(&r.err));
+  result_free(&r);
+
+  put("session/turn-1.sse",
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\","
+      "\"type\":\"function\",\"function\":{\"name\":\"write_file\",\"arguments\":"
+      "\"{\\\"path\\\":\\\"out.txt\\\",\\\"content\\\":\\\"x\\\"}\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+      "data: [DONE]\n\n");
+  put("session/turn-2.sse",
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"done\"}}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+      "data: [DONE]\n\n");
+  char session[128], ws[128], data[128];
+  snprintf(session, sizeof session, "%s/session", base);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  const char *run_argv[] = {"toolstream", "run", "--model-replay", session, "--workspace", ws,
+                            "--data-dir", data, "--rate", "10000", "--thread", "closed",
+                            "--json", NULL};
+  signal(SIGPIPE, SIG_DFL);
+  c = spawn_bin(BINARY, run_argv, 0);
+  signal(SIGPIPE, SIG_IGN);
+  close(c.out);
+  c.out = -1;
+  memset(&r, 0, sizeof r);
+  sb_puts(&r.out, "");
+  sb_puts(&r.err, "");
+  finish_child(&c, &r);
+  ck_assert_msg(r.status == 0, "run exit %d: %s", r.status, sb_str(&r.err));
+  char p[256];
+  snprintf(p, sizeof p, "%s/out.txt", ws);
+  ck_assert_int_eq(access(p, F_OK), 0); /* the tool ran */
+  ts_store *st;
+  char why[256];
+  ck_assert_int_eq(ts_store_open(data, &st, why, sizeof why), TS_E_OK);
+  uint64_t seq = 0;
+  ts_store_last_event_seq(st, "closed", &seq);
+  ts_store_close(st);
+  ck_assert_msg(seq >= 6, "only %llu events stored", (unsigned long long)seq);
+  result_free(&r);
+}
+END_TEST
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   Suite *s = suite_create("opts");
@@ -339,10 +426,12 @@ int main(void) {
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, test_help_and_version_everywhere);
   tcase_add_test(tc, test_usage_rows);
+  tcase_add_test(tc, test_groups_in_help);
   tcase_add_test(tc, test_values_that_work);
   tcase_add_test(tc, test_gateway_js_tools);
   tcase_add_test(tc, test_demo_leaves_nothing);
   tcase_add_test(tc, test_sub_idle_exit_without_events);
+  tcase_add_test(tc, test_stdout_closed);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
