@@ -71,8 +71,9 @@ typedef struct {
   double at;
 } waiter;
 
-static void on_result(void *user, const ts_tap_event *ev) {
-  if (ev->type != TS_TAP_TOOL_RESULT) return;
+static void on_result(void *user, const ts_event *eb) {
+  const ts_tap_event *ev = &eb->body;
+  if (ev->type != TS_EVENT_TOOL_RESULT) return;
   waiter *w = user;
   pthread_mutex_lock(&w->mu);
   w->results++;

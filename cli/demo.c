@@ -8,6 +8,8 @@
  * its content streams, the dispatcher writes the files in order, and the summary says how
  * much earlier tool_call_started came than each call's complete arguments.
  */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +20,57 @@
 #include "cli/cli.h"
 #include "base/strbuf.h"
 
-static const char demo_usage[] =
-    "usage: toolstream demo [--rate EVENTS_PER_SEC] [--json]\n"
-    "\n"
+enum { O_RATE = 1, O_JSON, O_KEEP };
+
+static const ts_cli_opt demo_opts[] = {
+    {"rate", 0, TS_CLI_NUMBER, O_RATE, 1, 10000000, "N",
+     "replay pace in SSE events per second (default 2000)", NULL},
+    {"json", 0, TS_CLI_FLAG, O_JSON, 0, 0, NULL, "JSON events instead of the live view", NULL},
+    {"keep", 0, TS_CLI_FLAG, O_KEEP, 0, 0, NULL,
+     "keep the temporary directory (default: removed at exit)", NULL},
+};
+static const ts_cli_group demo_group = {"demo", NULL, demo_opts,
+                                        sizeof demo_opts / sizeof demo_opts[0], NULL};
+static const ts_cli_group *const demo_groups[] = {&demo_group, NULL};
+
+const ts_cli_command ts_cli_cmd_demo = {
+    "demo",
+    "[options]",
+    "stream a sample session of write_file calls through run, paced like a model",
     "Runs `toolstream run` on a bundled three-turn session (recorded SSE, replayed paced\n"
-    "like a model, default 2000 events per second): the model writes three files through\n"
-    "write_file, two of them as parallel calls. Everything goes to a fresh directory under\n"
-    "/tmp (session, workspace, store), printed at the end. --json: JSON events.\n";
+    "like a model): the model writes three files through write_file, two of them as\n"
+    "parallel calls. Everything goes to a fresh directory under $TMPDIR (default /tmp):\n"
+    "session, workspace, store; it is removed when the demo ends, however it ends,\n"
+    "unless --keep is given.",
+    demo_groups,
+    "Exit status: as for run (0 when the session completed).",
+    ts_cli_demo,
+};
+
+typedef struct {
+  uint64_t rate;
+  int json, keep;
+} demo_args;
+
+static int demo_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) {
+  demo_args *a = user;
+  if (!o) {
+    fprintf(stderr, "toolstream demo: unexpected argument '%s' (try --help)\n", val);
+    return 2;
+  }
+  if (o->id == O_RATE) a->rate = n;
+  else if (o->id == O_JSON) a->json = 1;
+  else a->keep = 1;
+  return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path) ? -1 : 0;
+}
+
+/* Removes the demo's directory tree (never following a link out of it). */
+static void remove_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* One chat chunk carrying an argument fragment for call `index`. */
 static void chunk_args(ts_buf *out, int index, const char *id, const char *frag, size_t n) {
@@ -102,25 +148,18 @@ static void make_turn(ts_buf *sse, const char *text, int ncalls, const char *con
 }
 
 int ts_cli_demo(int argc, char **argv) {
-  const char *rate = "2000";
-  int json = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *val;
-    int r;
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(demo_usage, stdout);
-      return 0;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--rate", &val))) {
-      if (r < 0) return 2;
-      rate = val;
-    } else if (!strcmp(argv[i], "--json")) {
-      json = 1;
-    } else {
-      fprintf(stderr, "toolstream demo: unknown option '%s' (try --help)\n", argv[i]);
-      return 2;
-    }
-  }
-  char base[] = "/tmp/toolstream-demo-XXXXXX";
+  demo_args a = {2000, 0, 0};
+  ts_cli_common com;
+  memset(&com, 0, sizeof com);
+  int rc = ts_cli_parse(&ts_cli_cmd_demo, argc, argv, &com, demo_set, &a);
+  if (rc >= 0) return rc;
+  char rate[32];
+  snprintf(rate, sizeof rate, "%llu", (unsigned long long)a.rate);
+  int json = a.json;
+  const char *tmp = getenv("TMPDIR");
+  char base[512];
+  if (!tmp || !*tmp || strlen(tmp) > 400) tmp = "/tmp";
+  snprintf(base, sizeof base, "%s/toolstream-demo-XXXXXX", tmp);
   if (!mkdtemp(base)) {
     fprintf(stderr, "toolstream demo: cannot make a temporary directory: %s\n", strerror(errno));
     return 1;
@@ -154,6 +193,7 @@ int ts_cli_demo(int argc, char **argv) {
   ts_buf_fini(&sse);
   if (bad) {
     fprintf(stderr, "toolstream demo: cannot write the session into %s\n", session);
+    if (!a.keep) remove_tree(base);
     return 1;
   }
   printf("toolstream demo: a model writes three files over three turns (recorded in %s),\n"
@@ -164,7 +204,7 @@ int ts_cli_demo(int argc, char **argv) {
   const char *args[] = {"run", "--model-replay", session, "--workspace", workspace, "--data-dir",
                         data, "--rate", rate, json ? "--json" : NULL, NULL};
   int n = json ? 10 : 9;
-  int rc = ts_cli_run(n, (char **)args);
+  rc = ts_cli_run(n, (char **)args);
   if (rc == 0) {
     printf("\nFiles written to %s:\n", workspace);
     fflush(stdout);
@@ -175,6 +215,9 @@ int ts_cli_demo(int argc, char **argv) {
       snprintf(p, sizeof p, "%s/%s", workspace, files[i]);
       if (stat(p, &stt) == 0) printf("  %-16s %lld bytes\n", files[i], (long long)stt.st_size);
     }
+    if (!a.keep) printf("(%s is removed now; --keep keeps it)\n", base);
+    fflush(stdout);
   }
+  if (!a.keep) remove_tree(base);
   return rc;
 }

@@ -17,56 +17,103 @@
 #include "net/gateway.h"
 #include "stream/tool_defs.h"
 
-static const char gw_usage[] =
-    "usage: toolstream gateway --listen HOST:PORT --upstream [PREFIX=]URL... --pub URL [options]\n"
-    "\n"
+enum {
+  O_LISTEN = 1, O_UPSTREAM, O_DELTAS, O_TEXT, O_CONNECT_TIMEOUT, O_HEADERS_TIMEOUT,
+  O_IDLE_TIMEOUT, O_MAX_HEADER, O_MAX_BODY
+};
+
+static const ts_cli_opt gw_opts[] = {
+    {"listen", 0, TS_CLI_STRING, O_LISTEN, 0, 0, "HOST:PORT",
+     "where to listen (default 127.0.0.1:8787; port 0: any free port);\n"
+     "the address is printed on the first line of standard output", NULL},
+    {"upstream", 0, TS_CLI_STRING, O_UPSTREAM, 0, 0, "[PREFIX=]URL",
+     "the provider (http:// or https://; its path is put before the\n"
+     "client's); with PREFIX, only for paths starting with PREFIX\n"
+     "(longest prefix wins); repeatable, up to 16", NULL},
+    {"deltas", 0, TS_CLI_FLAG, O_DELTAS, 0, 0, NULL, "also publish tool_call_delta", NULL},
+    {"text", 0, TS_CLI_FLAG, O_TEXT, 0, 0, NULL, "also publish text_delta", NULL},
+    {"connect-timeout", 0, TS_CLI_MS, O_CONNECT_TIMEOUT, 1, 86400000, "MS",
+     "TCP connect to the upstream (default 10000)", NULL},
+    {"headers-timeout", 0, TS_CLI_MS, O_HEADERS_TIMEOUT, 1, 86400000, "MS",
+     "from the request to the upstream's headers (default 120000)", NULL},
+    {"idle-timeout", 0, TS_CLI_MS, O_IDLE_TIMEOUT, 1, 86400000, "MS",
+     "no byte from the upstream for this long (default 300000)", NULL},
+    {"max-header-bytes", 0, TS_CLI_SIZE, O_MAX_HEADER, 1024, (uint64_t)1 << 30, "N",
+     "request headers past this get 431 (default 64k)", NULL},
+    {"max-body-bytes", 0, TS_CLI_SIZE, O_MAX_BODY, 1024, (uint64_t)1 << 30, "N",
+     "request bodies past this get 413 (default 32m)", NULL},
+};
+static const ts_cli_group gw_group = {"gateway", NULL, gw_opts, sizeof gw_opts / sizeof gw_opts[0],
+                                      NULL};
+static const ts_cli_group *const gw_groups[] = {&gw_group, &ts_cli_group_ca, &ts_cli_group_tools,
+                                                &ts_cli_group_bus, NULL};
+
+const ts_cli_command ts_cli_cmd_gateway = {
+    "gateway",
+    "--upstream [PREFIX=]URL... [--listen HOST:PORT] [--pub URL] [options]",
+    "reverse proxy to a model provider, publishing events of each streamed reply",
     "A reverse proxy between model clients and providers: every request and response\n"
     "passes through unchanged (streamed replies chunk by chunk, as they arrive), and a\n"
     "tap on a copy of each streamed reply publishes thread events on the event bus\n"
-    "(tool_call_started as soon as a tool's progress argument has streamed).\n"
-    "\n"
-    "options:\n"
-    "  --listen HOST:PORT    where to listen (default 127.0.0.1:8787; port 0: any free port);\n"
-    "                        the address is printed on the first line of standard output\n"
-    "  --upstream [PREFIX=]URL  the provider (http:// or https://; its path is put before the\n"
-    "                        client's); with PREFIX, only for paths starting with PREFIX\n"
-    "                        (longest prefix wins); repeatable, up to 16\n"
-    "  --ca-file FILE        trust these CAs (PEM) for https upstreams instead of the system\n"
-    "                        store; certificates are always verified\n"
-    "  --tools FILE          JSON array of tool definitions (as for tap); repeatable\n"
-    "  --progress-arg T=A    tool T's progress argument is A; repeatable, wins over --tools;\n"
-    "                        both win over \"x-progress-argument\" in the request's own tools\n"
-    "  --pub URL             publish thread events on the event bus (nng pub0)\n"
-    "  --replay URL          serve missed events to subscribers on this URL (nng rep0)\n"
-    "  --tls-cert FILE       certificate for wss:// and tls+tcp:// bus listeners\n"
-    "  --tls-key FILE        its private key, when not in the certificate file\n"
-    "  --deltas              also publish tool_call_delta\n"
-    "  --text                also publish text_delta\n"
-    "  --connect-timeout MS  TCP connect to the upstream (default 10000)\n"
-    "  --headers-timeout MS  from the request to the upstream's headers (default 120000)\n"
-    "  --idle-timeout MS     no byte from the upstream for this long (default 300000)\n"
-    "  --max-header-bytes N  request headers past this get 431 (default 64k)\n"
-    "  --max-body-bytes N    request bodies past this get 413 (default 32m)\n"
-    "  -h, --help            this help\n"
-    "\n"
+    "(tool_call_started as soon as a tool's progress argument has streamed). --tools\n"
+    "and --progress-arg win over \"x-progress-argument\" in the request's own tools.",
+    gw_groups,
     "The thread id is the X-Toolstream-Thread request header, or a fresh one; it is\n"
     "returned in the X-Toolstream-Thread response header. GET /healthz and /metrics\n"
-    "(Prometheus) are answered by the gateway itself.\n";
+    "(Prometheus) are answered by the gateway itself.\n"
+    "Exit status: 0 after SIGINT or SIGTERM; 1 when it cannot start (a --tools file\n"
+    "that cannot be read, a port in use); 2 for usage errors.",
+    ts_cli_gateway,
+};
+
+typedef struct {
+  ts_gw_config *cfg;
+  ts_gw_upstream *ups;
+  char (*prefixes)[256];
+  size_t nups;
+  const char *listen;
+} gw_args;
+
+static int gw_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) {
+  gw_args *a = user;
+  if (!o) {
+    fprintf(stderr, "toolstream gateway: unexpected argument '%s' (try --help)\n", val);
+    return 2;
+  }
+  switch (o->id) {
+    case O_LISTEN: a->listen = val; break;
+    case O_UPSTREAM: {
+      if (a->nups == TS_GW_MAX_UPSTREAMS) {
+        fprintf(stderr, "toolstream gateway: at most %d upstreams\n", TS_GW_MAX_UPSTREAMS);
+        return 2;
+      }
+      const char *eq = val[0] == '/' ? strchr(val, '=') : NULL;
+      if (eq && (size_t)(eq - val) < sizeof a->prefixes[0]) {
+        snprintf(a->prefixes[a->nups], sizeof a->prefixes[0], "%.*s", (int)(eq - val), val);
+        a->ups[a->nups].prefix = a->prefixes[a->nups];
+        a->ups[a->nups].url = eq + 1;
+      } else {
+        a->ups[a->nups].prefix = "";
+        a->ups[a->nups].url = val;
+      }
+      a->nups++;
+      break;
+    }
+    case O_DELTAS: a->cfg->deltas = 1; break;
+    case O_TEXT: a->cfg->text = 1; break;
+    case O_CONNECT_TIMEOUT: a->cfg->connect_timeout_ms = (int)n; break;
+    case O_HEADERS_TIMEOUT: a->cfg->headers_timeout_ms = (int)n; break;
+    case O_IDLE_TIMEOUT: a->cfg->idle_timeout_ms = (int)n; break;
+    case O_MAX_HEADER: a->cfg->max_header_bytes = (size_t)n; break;
+    case O_MAX_BODY: a->cfg->max_body_bytes = (size_t)n; break;
+  }
+  return 0;
+}
 
 static void on_signal(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
   event_base_loopexit(arg, NULL);
-}
-
-static int parse_ms(const char *opt, const char *val, int *out) {
-  uint64_t n;
-  if (ts_cli_parse_size(val, &n) || n == 0 || n > 86400000) {
-    fprintf(stderr, "toolstream gateway: %s wants milliseconds from 1 to 86400000\n", opt);
-    return -1;
-  }
-  *out = (int)n;
-  return 0;
 }
 
 int ts_cli_gateway(int argc, char **argv) {
@@ -79,8 +126,8 @@ int ts_cli_gateway(int argc, char **argv) {
   size_t nups = 0;
   ts_pub_opts popts;
   memset(&popts, 0, sizeof popts);
-  const char *val, *listen = "127.0.0.1:8787", *pub_url = NULL, *replay_url = NULL;
-  int rc = 2, r;
+  const char *listen, *pub_url, *replay_url;
+  int rc;
   uint64_t n;
   ts_pub *pub = NULL;
   struct event_base *base = NULL;
@@ -88,86 +135,25 @@ int ts_cli_gateway(int argc, char **argv) {
   ts_gw *gw = NULL;
   char host[256];
 
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(gw_usage, stdout);
-      rc = 0;
-      goto out;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--listen", &val))) {
-      if (r < 0) goto out;
-      listen = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--upstream", &val))) {
-      if (r < 0) goto out;
-      if (nups == TS_GW_MAX_UPSTREAMS) {
-        fprintf(stderr, "toolstream gateway: at most %d upstreams\n", TS_GW_MAX_UPSTREAMS);
-        goto out;
-      }
-      const char *eq = val[0] == '/' ? strchr(val, '=') : NULL;
-      if (eq && (size_t)(eq - val) < sizeof prefixes[0]) {
-        snprintf(prefixes[nups], sizeof prefixes[0], "%.*s", (int)(eq - val), val);
-        ups[nups].prefix = prefixes[nups];
-        ups[nups].url = eq + 1;
-      } else {
-        ups[nups].prefix = "";
-        ups[nups].url = val;
-      }
-      nups++;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--ca-file", &val))) {
-      if (r < 0) goto out;
-      cfg.ca_file = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--tools", &val))) {
-      if (r < 0) goto out;
-      if (ts_cli_tools_json(&defs, val, "toolstream gateway")) goto out;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--progress-arg", &val))) {
-      if (r < 0) goto out;
-      if (ts_cli_progress_arg(&defs, val, "toolstream gateway")) goto out;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--pub", &val))) {
-      if (r < 0) goto out;
-      pub_url = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--replay", &val))) {
-      if (r < 0) goto out;
-      replay_url = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--tls-cert", &val))) {
-      if (r < 0) goto out;
-      popts.tls_cert_file = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--tls-key", &val))) {
-      if (r < 0) goto out;
-      popts.tls_key_file = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--connect-timeout", &val))) {
-      if (r < 0 || parse_ms("--connect-timeout", val, &cfg.connect_timeout_ms)) goto out;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--headers-timeout", &val))) {
-      if (r < 0 || parse_ms("--headers-timeout", val, &cfg.headers_timeout_ms)) goto out;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--idle-timeout", &val))) {
-      if (r < 0 || parse_ms("--idle-timeout", val, &cfg.idle_timeout_ms)) goto out;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--max-header-bytes", &val)) ||
-               (r = ts_cli_opt(argc, argv, &i, "--max-body-bytes", &val))) {
-      if (r < 0) goto out;
-      int hdr = strstr(argv[i], "--max-header-bytes") || (i > 0 && !strcmp(argv[i - 1], "--max-header-bytes"));
-      if (ts_cli_parse_size(val, &n) || n < 1024 || n > ((uint64_t)1 << 30)) {
-        fprintf(stderr, "toolstream gateway: %s wants a size from 1k to 1g, got '%s'\n",
-                hdr ? "--max-header-bytes" : "--max-body-bytes", val);
-        goto out;
-      }
-      if (hdr) cfg.max_header_bytes = (size_t)n;
-      else cfg.max_body_bytes = (size_t)n;
-    } else if (!strcmp(a, "--deltas")) {
-      cfg.deltas = 1;
-    } else if (!strcmp(a, "--text")) {
-      cfg.text = 1;
-    } else {
-      fprintf(stderr, "toolstream gateway: unknown option '%s' (try --help)\n", a);
-      goto out;
-    }
-  }
+  ts_cli_common com;
+  memset(&com, 0, sizeof com);
+  gw_args a = {&cfg, ups, prefixes, 0, "127.0.0.1:8787"};
+  rc = ts_cli_parse(&ts_cli_cmd_gateway, argc, argv, &com, gw_set, &a);
+  if (rc >= 0) goto out;
+  rc = 2;
+  nups = a.nups;
+  listen = a.listen;
+  cfg.ca_file = com.ca_file;
+  popts.tls_cert_file = com.tls_cert;
+  popts.tls_key_file = com.tls_key;
+  pub_url = com.pub_url;
+  replay_url = com.replay_url;
   if (!nups) {
     fprintf(stderr, "toolstream gateway: --upstream URL is required (try --help)\n");
     goto out;
   }
-  if (replay_url && !pub_url) {
-    fprintf(stderr, "toolstream gateway: --replay needs --pub\n");
-    goto out;
-  }
+  if ((rc = ts_cli_bus_check(&com)) || (rc = ts_cli_tools_defs(&com, &defs))) goto out;
+  rc = 2;
   /* HOST:PORT, [V6]:PORT, or :PORT (loopback) */
   const char *colon = strrchr(listen, ':');
   const char *hs = listen, *he = colon;

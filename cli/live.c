@@ -95,7 +95,7 @@ void ts_live_event(ts_live *w, const char *json, size_t len) {
   }
   if (rc) return;
   ts_jv *jv = &w->jv;
-  char type[32], thread[64], tool[64], text[TS_LIVE_TEXT];
+  char type[32], thread[TS_THREAD_ID_MAX + 1], tool[64], text[TS_LIVE_TEXT];
   copy_str(jv, ts_jv_get(jv, 0, "type"), type, sizeof type);
   copy_str(jv, ts_jv_get(jv, 0, "thread"), thread, sizeof thread);
   int64_t index = -1, bytes = 0;
@@ -127,12 +127,12 @@ void ts_live_event(ts_live *w, const char *json, size_t len) {
   }
   if (!strcmp(type, "stream_error")) {
     copy_str(jv, ts_jv_get(jv, 0, "error"), text, sizeof text);
-    char line[TS_LIVE_TEXT + 128];
+    char line[TS_LIVE_TEXT + TS_THREAD_ID_MAX + 64];
     snprintf(line, sizeof line, "stream error (%s): %s", thread, text);
     note_line(w, "\033[31m", line);
   } else if (!strcmp(type, "turn_finished")) {
     copy_str(jv, ts_jv_get(jv, 0, "stop_reason"), text, sizeof text);
-    char line[TS_LIVE_TEXT + 128];
+    char line[TS_LIVE_TEXT + TS_THREAD_ID_MAX + 64];
     snprintf(line, sizeof line, "turn finished (%s)%s%s", thread, text[0] ? ": " : "", text);
     note_line(w, "\033[2m", line);
   }

@@ -12,13 +12,14 @@
 
 #include <stddef.h>
 
+#include "base/thread_id.h"
 #include "stream/json_view.h"
 
 #define TS_LIVE_MAX_CALLS 64 /* lines kept on screen; older calls scroll away */
 #define TS_LIVE_TEXT 160
 
 typedef struct {
-  char thread[64];
+  char thread[TS_THREAD_ID_MAX + 1];
   long index;
   char call_id[96]; /* with the index, tells calls of different turns apart */
   char tool[64];

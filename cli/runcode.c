@@ -12,26 +12,62 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "cli/cli.h"
 #include "js/sandbox.h"
 
-static const char runcode_usage[] =
-    "usage: toolstream runcode [options] CODE\n"
-    "       toolstream runcode [options] -        (the code from standard input)\n"
-    "\n"
+enum { O_TIMEOUT = 1, O_MEMORY, O_INPUT };
+
+static const ts_cli_opt runcode_opts[] = {
+    {"timeout-ms", 0, TS_CLI_MS, O_TIMEOUT, 1, 86400000, "N",
+     "deadline in milliseconds (default 5000)", NULL},
+    {"memory-limit", 0, TS_CLI_SIZE, O_MEMORY, 65536, (uint64_t)16 << 30, "BYTES",
+     "heap cap, k/m/g suffixes allowed (default 64m)", NULL},
+    {"input", 0, TS_CLI_STRING, O_INPUT, 0, 0, "JSON", "data the script sees as the global `input`",
+     NULL},
+};
+static const ts_cli_group runcode_group = {"runcode", NULL, runcode_opts,
+                                           sizeof runcode_opts / sizeof runcode_opts[0], NULL};
+static const ts_cli_group *const runcode_groups[] = {&runcode_group, NULL};
+
+const ts_cli_command ts_cli_cmd_runcode = {
+    "runcode",
+    "[options] CODE | -",
+    "run JavaScript in the runCode sandbox (fresh heap, memory cap, deadline)",
     "Runs JavaScript (ES5) in the runCode sandbox: a fresh heap, nothing of the host\n"
-    "reachable, a memory cap and a deadline. Prints the result as JSON:\n"
-    "{\"status\":\"ok\",\"value\":...,\"console\":[...]} or with \"error\".\n"
-    "\n"
-    "options:\n"
-    "  --timeout-ms N        deadline in milliseconds (default 5000)\n"
-    "  --memory-limit BYTES  heap cap, k/m/g suffixes allowed (default 64m)\n"
-    "  --input JSON          data the script sees as the global `input`\n"
-    "  -h, --help            this help\n"
-    "\n"
+    "reachable, a memory cap and a deadline; '-' reads the code from standard input.\n"
+    "Prints the result as JSON:\n"
+    "{\"status\":\"ok\",\"value\":...,\"console\":[...]} or with \"error\".",
+    runcode_groups,
     "Exit status: 0 when the script completed; 1 when it threw, timed out, was\n"
-    "terminated (Ctrl-C) or ran out of memory (the reason on standard error);\n"
-    "2 for usage errors.\n";
+    "terminated (Ctrl-C) or ran out of memory (the reason on standard error), or the\n"
+    "code cannot be read; 2 for usage errors.",
+    ts_cli_runcode,
+};
+
+typedef struct {
+  ts_sandbox_opts o;
+  const char *code;
+} runcode_args;
+
+static int runcode_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) {
+  runcode_args *a = user;
+  if (!o) {
+    if (a->code) {
+      fprintf(stderr, "toolstream runcode: one CODE argument only (quote it, or use -)\n");
+      return 2;
+    }
+    a->code = val;
+    return 0;
+  }
+  if (o->id == O_TIMEOUT) a->o.timeout_ms = (uint32_t)n;
+  else if (o->id == O_MEMORY) a->o.memory_limit_bytes = (size_t)n;
+  else {
+    a->o.input_json = val;
+    a->o.input_len = strlen(val);
+  }
+  return 0;
+}
 
 static ts_sandbox_cancel cancel;
 static void on_signal(int sig) {
@@ -40,44 +76,14 @@ static void on_signal(int sig) {
 }
 
 int ts_cli_runcode(int argc, char **argv) {
-  ts_sandbox_opts o;
-  memset(&o, 0, sizeof o);
-  const char *code = NULL, *val;
-  uint64_t n;
-  int r;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(runcode_usage, stdout);
-      return 0;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--timeout-ms", &val))) {
-      if (r < 0) return 2;
-      if (ts_cli_parse_size(val, &n) || n == 0 || n > 86400000) {
-        fprintf(stderr, "toolstream runcode: --timeout-ms wants 1 to 86400000, got '%s'\n", val);
-        return 2;
-      }
-      o.timeout_ms = (uint32_t)n;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--memory-limit", &val))) {
-      if (r < 0) return 2;
-      if (ts_cli_parse_size(val, &n) || n < 65536 || n > ((uint64_t)16 << 30)) {
-        fprintf(stderr, "toolstream runcode: --memory-limit wants 64k to 16g, got '%s'\n", val);
-        return 2;
-      }
-      o.memory_limit_bytes = (size_t)n;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--input", &val))) {
-      if (r < 0) return 2;
-      o.input_json = val;
-      o.input_len = strlen(val);
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "toolstream runcode: unknown option '%s' (try --help)\n", a);
-      return 2;
-    } else if (code) {
-      fprintf(stderr, "toolstream runcode: one CODE argument only (quote it, or use -)\n");
-      return 2;
-    } else {
-      code = a;
-    }
-  }
+  runcode_args a;
+  memset(&a, 0, sizeof a);
+  ts_cli_common com;
+  memset(&com, 0, sizeof com);
+  int r = ts_cli_parse(&ts_cli_cmd_runcode, argc, argv, &com, runcode_set, &a);
+  if (r >= 0) return r;
+  ts_sandbox_opts o = a.o;
+  const char *code = a.code;
   if (!code) {
     fprintf(stderr, "toolstream runcode: no code (give CODE, or - to read standard input)\n");
     return 2;
@@ -85,8 +91,7 @@ int ts_cli_runcode(int argc, char **argv) {
   char *owned = NULL;
   size_t len = strlen(code);
   if (!strcmp(code, "-")) {
-    owned = ts_cli_read_file("/dev/stdin", (size_t)64 << 20, &len);
-    if (!owned) {
+    if (ts_file_read("/dev/stdin", (size_t)64 << 20, &owned, &len)) {
       fprintf(stderr, "toolstream runcode: cannot read standard input: %s\n", strerror(errno));
       return 1;
     }

@@ -11,26 +11,73 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "cli/cli.h"
 #include "net/serve.h"
 #include "store/store.h"
 
-static const char usage[] =
-    "usage: toolstream serve [--listen HOST:PORT] [--data-dir DIR] [--allow-origin ORIGIN]...\n"
-    "                        [--token-file FILE]\n"
-    "\n"
+enum { O_LISTEN = 1, O_DATA_DIR, O_ORIGIN, O_TOKEN_FILE };
+
+#define SERVE_MAX_ORIGINS 32
+
+static const ts_cli_opt serve_opts[] = {
+    {"listen", 0, TS_CLI_STRING, O_LISTEN, 0, 0, "HOST:PORT",
+     "address to listen on (default 127.0.0.1:8788; port 0: any)", NULL},
+    {"data-dir", 0, TS_CLI_STRING, O_DATA_DIR, 0, 0, "DIR",
+     "the store (default $TOOLSTREAM_DATA_DIR, $XDG_DATA_HOME/toolstream)", NULL},
+    {"allow-origin", 0, TS_CLI_STRING, O_ORIGIN, 0, 0, "ORIGIN",
+     "a browser origin allowed besides this server and loopback\n"
+     "(repeatable, up to 32; e.g. https://ui.example.com)", NULL},
+    {"token-file", 0, TS_CLI_STRING, O_TOKEN_FILE, 0, 0, "FILE",
+     "require 'Authorization: Bearer TOKEN' (or ?token=) with the\n"
+     "token in FILE (its first line)", NULL},
+};
+static const ts_cli_group serve_group = {"serve", NULL, serve_opts,
+                                         sizeof serve_opts / sizeof serve_opts[0], NULL};
+static const ts_cli_group *const serve_groups[] = {&serve_group, NULL};
+
+const ts_cli_command ts_cli_cmd_serve = {
+    "serve",
+    "[options]",
+    "the HTTP event endpoint and live page over a store (SSE, AG-UI, AI SDK)",
     "Serves the threads of a store over HTTP, for UIs: the live page at /, and\n"
     "GET /threads/ID/events as text/event-stream (id: = seq; resume with Last-Event-ID\n"
     "or ?after=SEQ), as JSON lines (Accept: application/x-ndjson or ?format=ndjson), or\n"
     "as AG-UI events (?format=agui) or an AI SDK UI message stream (?format=ai-sdk);\n"
-    "?follow=0 ends after what is stored. See docs/ui.md.\n"
-    "\n"
-    "  --listen HOST:PORT   address to listen on (default 127.0.0.1:8788; port 0: any)\n"
-    "  --data-dir DIR       the store (default $TOOLSTREAM_DATA_DIR, $XDG_DATA_HOME/toolstream)\n"
-    "  --allow-origin O     a browser origin allowed besides this server and loopback\n"
-    "                       (repeatable; e.g. https://ui.example.com)\n"
-    "  --token-file FILE    require 'Authorization: Bearer TOKEN' (or ?token=) with the\n"
-    "                       token in FILE (its first line)\n";
+    "?follow=0 ends after what is stored. See docs/ui.md.",
+    serve_groups,
+    "Exit status: 0 after SIGINT or SIGTERM; 1 when it cannot start (the store, the\n"
+    "address, an unreadable --token-file); 2 for usage errors.",
+    ts_cli_serve,
+};
+
+typedef struct {
+  const char *listen, *data_dir, *token_file;
+  const char *origins[SERVE_MAX_ORIGINS];
+  size_t norigins;
+} serve_args;
+
+static int serve_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) {
+  serve_args *a = user;
+  (void)n;
+  if (!o) {
+    fprintf(stderr, "toolstream serve: unexpected argument '%s' (try --help)\n", val);
+    return 2;
+  }
+  switch (o->id) {
+    case O_LISTEN: a->listen = val; break;
+    case O_DATA_DIR: a->data_dir = val; break;
+    case O_TOKEN_FILE: a->token_file = val; break;
+    case O_ORIGIN:
+      if (a->norigins == SERVE_MAX_ORIGINS) {
+        fprintf(stderr, "toolstream serve: at most %d --allow-origin\n", SERVE_MAX_ORIGINS);
+        return 2;
+      }
+      a->origins[a->norigins++] = val;
+      break;
+  }
+  return 0;
+}
 
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) {
@@ -65,37 +112,16 @@ static int split_listen(const char *v, char *host, size_t cap, int *port) {
 }
 
 int ts_cli_serve(int argc, char **argv) {
-  const char *listen = "127.0.0.1:8788", *data_dir = NULL, *token_file = NULL;
-  const char *origins[32];
-  size_t norigins = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *v;
-    int r;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage, stdout);
-      return 0;
-    }
-    if ((r = ts_cli_opt(argc, argv, &i, "--listen", &v))) {
-      if (r < 0) return 2;
-      listen = v;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--data-dir", &v))) {
-      if (r < 0) return 2;
-      data_dir = v;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--token-file", &v))) {
-      if (r < 0) return 2;
-      token_file = v;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--allow-origin", &v))) {
-      if (r < 0) return 2;
-      if (norigins == sizeof origins / sizeof origins[0]) {
-        fprintf(stderr, "toolstream serve: at most 32 --allow-origin\n");
-        return 2;
-      }
-      origins[norigins++] = v;
-    } else {
-      fprintf(stderr, "toolstream serve: unknown option '%s'\n%s", argv[i], usage);
-      return 2;
-    }
-  }
+  serve_args a;
+  memset(&a, 0, sizeof a);
+  a.listen = "127.0.0.1:8788";
+  ts_cli_common com;
+  memset(&com, 0, sizeof com);
+  int pr = ts_cli_parse(&ts_cli_cmd_serve, argc, argv, &com, serve_set, &a);
+  if (pr >= 0) return pr;
+  const char *listen = a.listen, *data_dir = a.data_dir, *token_file = a.token_file;
+  const char **origins = a.origins;
+  size_t norigins = a.norigins;
   char host[256];
   int port;
   if (split_listen(listen, host, sizeof host, &port)) {
@@ -105,8 +131,7 @@ int ts_cli_serve(int argc, char **argv) {
   char *token = NULL;
   if (token_file) {
     size_t len;
-    token = ts_cli_read_file(token_file, 4096, &len);
-    if (!token) {
+    if (ts_file_read(token_file, 4096, &token, &len)) {
       fprintf(stderr, "toolstream serve: cannot read --token-file %s: %s\n", token_file, strerror(errno));
       return 1;
     }

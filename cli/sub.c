@@ -12,39 +12,84 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "events/bus_pub.h"
 #include "events/bus_sub.h"
 #include "cli/cli.h"
 #include "cli/live.h"
 
-static const char sub_usage[] =
-    "usage: toolstream sub URL [options]\n"
-    "\n"
+enum { O_REPLAY = 1, O_JSON, O_LIVE, O_WAIT, O_CONNECT, O_IDLE, O_COUNT, O_TLS_CA, O_TLS_NAME };
+
+static const ts_cli_opt sub_opts[] = {
+    {"replay", 0, TS_CLI_STRING, O_REPLAY, 0, 0, "URL",
+     "the publisher's replay service: fetch missed events, so\n"
+     "every event arrives exactly once and in order", NULL},
+    {"json", 0, TS_CLI_FLAG, O_JSON, 0, 0, NULL, "one JSON event per line even on a terminal", NULL},
+    {"live", 0, TS_CLI_FLAG, O_LIVE, 0, 0, NULL,
+     "start with the next live event (default: everything the\n"
+     "replay history still holds, then live)", NULL},
+    {"wait", 0, TS_CLI_FLAG, O_WAIT, 0, 0, NULL,
+     "keep trying to connect (default: give up after\n--connect-timeout)", NULL},
+    {"connect-timeout", 0, TS_CLI_MS, O_CONNECT, 0, 1000000000, "MS",
+     "how long to wait for the publisher (default 3000)", NULL},
+    {"idle-exit", 0, TS_CLI_MS, O_IDLE, 0, 1000000000, "MS",
+     "exit after MS without events (counted from connecting\n"
+     "until the first event arrives; 0: never)", NULL},
+    {"count", 0, TS_CLI_NUMBER, O_COUNT, 0, 1000000000, "N", "exit after N events", NULL},
+    {"tls-ca", 0, TS_CLI_STRING, O_TLS_CA, 0, 0, "FILE",
+     "CA certificate for wss:// and tls+tcp://", NULL},
+    {"tls-server-name", 0, TS_CLI_STRING, O_TLS_NAME, 0, 0, "NAME",
+     "name to verify in the publisher's certificate", NULL},
+};
+static const ts_cli_group sub_group = {"sub", NULL, sub_opts, sizeof sub_opts / sizeof sub_opts[0],
+                                       NULL};
+static const ts_cli_group *const sub_groups[] = {&sub_group, &ts_cli_group_thread, NULL};
+
+const ts_cli_command ts_cli_cmd_sub = {
+    "sub",
+    "URL [options]",
+    "subscribe to the events tap --pub publishes (live view or JSON lines)",
     "Subscribes to the events `toolstream tap --pub URL` publishes. On a terminal: a live\n"
     "view, one line per tool call with its progress label. Otherwise, or with --json: one\n"
-    "JSON event per line, as tap prints them.\n"
-    "\n"
-    "options:\n"
-    "  --replay URL            the publisher's replay service: fetch missed events, so\n"
-    "                          every event arrives exactly once and in order\n"
-    "  --thread ID             only this thread (default: every thread)\n"
-    "  --json                  one JSON event per line even on a terminal\n"
-    "  --live                  start with the next live event (default: everything the\n"
-    "                          replay history still holds, then live)\n"
-    "  --wait                  keep trying to connect (default: give up after\n"
-    "                          --connect-timeout)\n"
-    "  --connect-timeout MS    how long to wait for the publisher (default 3000)\n"
-    "  --idle-exit MS          exit after MS without events (once one arrived)\n"
-    "  --count N               exit after N events\n"
-    "  --tls-ca FILE           CA certificate for wss:// and tls+tcp://\n"
-    "  --tls-server-name NAME  name to verify in the publisher's certificate\n"
-    "  -h, --help              this help\n"
-    "\n"
+    "JSON event per line, as tap prints them. With --thread ID: only that thread.",
+    sub_groups,
     "Colours follow NO_COLOR. Ctrl-C exits cleanly (status 0). Exit status 1: cannot\n"
-    "connect, or the bus failed; 2: usage errors.\n";
+    "connect, or the bus failed; 2: usage errors.",
+    ts_cli_sub,
+};
+
+typedef struct {
+  const char *url, *replay;
+  ts_sub_opts so;
+  int json, wait_forever;
+  uint64_t connect_ms, idle_ms, count;
+} sub_args;
+
+static int sub_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) {
+  sub_args *a = user;
+  if (!o) {
+    if (a->url) {
+      fprintf(stderr, "toolstream sub: more than one URL\n");
+      return 2;
+    }
+    a->url = val;
+    return 0;
+  }
+  switch (o->id) {
+    case O_REPLAY: a->replay = val; break;
+    case O_JSON: a->json = 1; break;
+    case O_LIVE: a->so.from = TS_SUB_LIVE; break;
+    case O_WAIT: a->wait_forever = 1; break;
+    case O_CONNECT: a->connect_ms = n; break;
+    case O_IDLE: a->idle_ms = n; break;
+    case O_COUNT: a->count = n; break;
+    case O_TLS_CA: a->so.tls_ca_file = val; break;
+    case O_TLS_NAME: a->so.tls_server_name = val; break;
+  }
+  return 0;
+}
 
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) {
@@ -54,65 +99,18 @@ static void on_signal(int sig) {
 
 /* ---- the command ------------------------------------------------------------------- */
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 int ts_cli_sub(int argc, char **argv) {
-  const char *url = NULL, *replay = NULL, *thread = NULL, *val;
-  ts_sub_opts so;
-  memset(&so, 0, sizeof so);
-  int json = 0, wait_forever = 0, r;
-  uint64_t connect_ms = 3000, idle_ms = 0, count = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(sub_usage, stdout);
-      return 0;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--replay", &val))) {
-      if (r < 0) return 2;
-      replay = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--thread", &val))) {
-      if (r < 0) return 2;
-      thread = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--tls-ca", &val))) {
-      if (r < 0) return 2;
-      so.tls_ca_file = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--tls-server-name", &val))) {
-      if (r < 0) return 2;
-      so.tls_server_name = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--connect-timeout", &val)) ||
-               (r = ts_cli_opt(argc, argv, &i, "--idle-exit", &val)) ||
-               (r = ts_cli_opt(argc, argv, &i, "--count", &val))) {
-      if (r < 0) return 2;
-      const char *opt = strchr(argv[i], '=') && argv[i][0] == '-' ? argv[i] : argv[i - 1];
-      uint64_t n;
-      if (ts_cli_parse_size(val, &n) || n > 1000000000ull) {
-        fprintf(stderr, "toolstream sub: %.*s wants a number, got '%s'\n",
-                (int)strcspn(opt, "="), opt, val);
-        return 2;
-      }
-      if (!strncmp(opt, "--connect-timeout", 17)) connect_ms = n;
-      else if (!strncmp(opt, "--idle-exit", 11)) idle_ms = n;
-      else count = n;
-    } else if (!strcmp(a, "--json")) {
-      json = 1;
-    } else if (!strcmp(a, "--live")) {
-      so.from = TS_SUB_LIVE;
-    } else if (!strcmp(a, "--wait")) {
-      wait_forever = 1;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "toolstream sub: unknown option '%s' (try --help)\n", a);
-      return 2;
-    } else if (url) {
-      fprintf(stderr, "toolstream sub: more than one URL\n");
-      return 2;
-    } else {
-      url = a;
-    }
-  }
+  sub_args a;
+  memset(&a, 0, sizeof a);
+  a.connect_ms = 3000;
+  ts_cli_common com;
+  memset(&com, 0, sizeof com);
+  int r = ts_cli_parse(&ts_cli_cmd_sub, argc, argv, &com, sub_set, &a);
+  if (r >= 0) return r;
+  const char *url = a.url, *replay = a.replay, *thread = com.has_thread ? com.thread : NULL;
+  ts_sub_opts so = a.so;
+  int json = a.json, wait_forever = a.wait_forever;
+  uint64_t connect_ms = a.connect_ms, idle_ms = a.idle_ms, count = a.count;
   if (!url) {
     fprintf(stderr, "toolstream sub: which URL? (try --help)\n");
     return 2;
@@ -133,9 +131,9 @@ int ts_cli_sub(int argc, char **argv) {
     return r == TS_E_INVAL ? 2 : 1;
   }
   /* nng dials in the background; wait until something answers, or say it did not. */
-  double t0 = now_ms();
+  double t0 = ts_clock_ms();
   while (!ts_sub_connected(s) && !stop_flag) {
-    if (!wait_forever && now_ms() - t0 >= (double)connect_ms) {
+    if (!wait_forever && ts_clock_ms() - t0 >= (double)connect_ms) {
       fprintf(stderr,
               "toolstream sub: cannot connect to %s: no publisher answered within %llu ms "
               "(--wait keeps trying)\n",
@@ -143,8 +141,7 @@ int ts_cli_sub(int argc, char **argv) {
       ts_sub_close(s);
       return 1;
     }
-    struct timespec ts = {0, 20 * 1000000L};
-    nanosleep(&ts, NULL);
+    ts_clock_sleep_ms(20);
   }
 
   ts_live w;
@@ -155,7 +152,7 @@ int ts_cli_sub(int argc, char **argv) {
   }
   int rc = 0;
   uint64_t got = 0;
-  double last_event = now_ms();
+  double last_event = ts_clock_ms();
   while (!stop_flag) {
     ts_sub_item it;
     r = ts_sub_next(s, &it, 100);
@@ -166,10 +163,11 @@ int ts_cli_sub(int argc, char **argv) {
     }
     if (r == 0) {
       if (!json) ts_live_tick(&w);
-      if (idle_ms && got && now_ms() - last_event >= (double)idle_ms) break;
+      /* idle: no event for idle_ms, counted from connecting until the first one */
+      if (idle_ms && ts_clock_ms() - last_event >= (double)idle_ms) break;
       continue;
     }
-    last_event = now_ms();
+    last_event = ts_clock_ms();
     if (it.kind == TS_SUB_GONE) {
       fprintf(stderr, "toolstream sub: events %llu..%llu of thread %s are lost (no longer in the "
                       "publisher's history)\n",

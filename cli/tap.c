@@ -4,81 +4,109 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "base/thread_id.h"
-#include "events/bus_pub.h"
+#include "base/clock.h"
 #include "cli/cli.h"
-#include "events/event.h"
-#include "js/jstools.h"
+#include "events/bus_pub.h"
+#include "events/sink.h"
 #include "stream/tap.h"
 #include "stream/tool_defs.h"
 
-static const char tap_usage[] =
-    "usage: toolstream tap [options] [FILE]\n"
-    "\n"
+enum {
+  O_FORMAT = 1, O_TOOL, O_DELTAS, O_TEXT, O_HEARTBEAT, O_PROGRESS_MAX, O_MAX_ARGS, O_MAX_EVENT,
+  O_LINGER
+};
+
+static const ts_cli_opt tap_opts[] = {
+    {"format", 0, TS_CLI_STRING, O_FORMAT, 0, 0, "F",
+     "auto (default), openai-chat, openai-responses, anthropic,\n"
+     "gemini, or raw (the bare arguments JSON of one call)", NULL},
+    {"tool", 0, TS_CLI_STRING, O_TOOL, 0, 0, "NAME",
+     "the tool's name, for --format raw (required there)", NULL},
+    {"deltas", 0, TS_CLI_FLAG, O_DELTAS, 0, 0, NULL,
+     "also emit tool_call_delta with each argument fragment", NULL},
+    {"text", 0, TS_CLI_FLAG, O_TEXT, 0, 0, NULL, "also emit text_delta with the model's text",
+     NULL},
+    {"heartbeat-bytes", 0, TS_CLI_SIZE, O_HEARTBEAT, 1, (uint64_t)1 << 32, "N",
+     "tool_call_heartbeat every N argument bytes (default 4k)", NULL},
+    {"progress-max", 0, TS_CLI_SIZE, O_PROGRESS_MAX, 1, TS_TAP_PROGRESS_LIMIT, "N",
+     "cap on the progress label in bytes (default 200)", NULL},
+    {"max-args-bytes", 0, TS_CLI_SIZE, O_MAX_ARGS, 1, (uint64_t)1 << 32, "N",
+     "cap on one call's arguments (default 16m)", NULL},
+    {"max-event-bytes", 0, TS_CLI_SIZE, O_MAX_EVENT, 1, (uint64_t)1 << 32, "N",
+     "cap on one SSE event's data (default 4m)", NULL},
+    {"linger", 0, TS_CLI_MS, O_LINGER, 0, 3600000, "MS",
+     "with --pub: keep serving replay this long after the input\n"
+     "ends, so slow subscribers can catch up (default 1000)", NULL},
+};
+static const ts_cli_group tap_group = {"tap", NULL, tap_opts, sizeof tap_opts / sizeof tap_opts[0],
+                                       NULL};
+static const ts_cli_group *const tap_groups[] = {&tap_group, &ts_cli_group_thread,
+                                                 &ts_cli_group_tools, &ts_cli_group_bus, NULL};
+
+const ts_cli_command ts_cli_cmd_tap = {
+    "tap",
+    "[options] [FILE]",
+    "read a provider stream, print thread events as they become known",
     "Reads a model's streamed reply from FILE (or standard input, also as '-') and\n"
     "writes one JSON event per line to standard output as soon as each is known;\n"
-    "tool_call_started fires the moment a tool's progress argument has streamed.\n"
-    "\n"
-    "options:\n"
-    "  --format F            auto (default), openai-chat, openai-responses, anthropic,\n"
-    "                        gemini, or raw (the bare arguments JSON of one call)\n"
-    "  --tool NAME           the tool's name, for --format raw (required there)\n"
-    "  --tools FILE          JSON array of tool definitions (name, description,\n"
-    "                        progressArgument, args, annotations), or a JavaScript tool\n"
-    "                        module (FILE.js, docs/jstools.md); repeatable\n"
-    "  --progress-arg T=A    tool T's progress argument is A; repeatable, wins over --tools\n"
-    "  --thread ID           thread id stamped on events (default: a random th_...)\n"
-    "  --deltas              also emit tool_call_delta with each argument fragment\n"
-    "  --text                also emit text_delta with the model's text\n"
-    "  --heartbeat-bytes N   tool_call_heartbeat every N argument bytes (default 4k)\n"
-    "  --progress-max N      cap on the progress label in bytes (default 200)\n"
-    "  --max-args-bytes N    cap on one call's arguments (default 16m)\n"
-    "  --max-event-bytes N   cap on one SSE event's data (default 4m)\n"
-    "  --pub URL             also publish every event on the event bus (nng pub0: ipc://,\n"
-    "                        tcp://, ws://, wss://, tls+tcp://, inproc://); a URL with no\n"
-    "                        host (tcp://:7000) binds loopback only\n"
-    "  --replay URL          serve missed events to subscribers on this URL (nng rep0)\n"
-    "  --tls-cert FILE       certificate (PEM, may hold the key too) for wss:// and tls+tcp://\n"
-    "  --tls-key FILE        its private key, when not in the certificate file\n"
-    "  --linger MS           with --pub: keep serving replay this long after the input\n"
-    "                        ends, so slow subscribers can catch up (default 1000)\n"
-    "  -h, --help            this help\n"
-    "\n"
+    "tool_call_started fires the moment a tool's progress argument has streamed.",
+    tap_groups,
     "Exit status: 0 for a clean stream; 1 when the stream ended in error (a\n"
-    "stream_error event; one line on standard error says why); 2 for usage errors.\n";
+    "stream_error event; one line on standard error says why), when FILE or a --tools\n"
+    "file cannot be read, or when standard output is closed; 2 for usage errors\n"
+    "(including a --tools file that does not parse).",
+    ts_cli_tap,
+};
+
+typedef struct {
+  ts_tap_config cfg;
+  const char *path;
+  uint64_t linger_ms;
+} tap_args;
+
+static int tap_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) {
+  tap_args *a = user;
+  if (!o) {
+    if (a->path) {
+      fprintf(stderr, "toolstream tap: more than one input file\n");
+      return 2;
+    }
+    a->path = val;
+    return 0;
+  }
+  switch (o->id) {
+    case O_FORMAT: {
+      int f = ts_ms_format_parse(val);
+      if (f < 0) {
+        fprintf(stderr, "toolstream tap: unknown format '%s' (try --help)\n", val);
+        return 2;
+      }
+      a->cfg.format = (ts_ms_format)f;
+      break;
+    }
+    case O_TOOL: a->cfg.raw_tool = val; break;
+    case O_DELTAS: a->cfg.deltas = 1; break;
+    case O_TEXT: a->cfg.text = 1; break;
+    case O_HEARTBEAT: a->cfg.heartbeat_bytes = n; break;
+    case O_PROGRESS_MAX: a->cfg.progress_max = (size_t)n; break;
+    case O_MAX_ARGS: a->cfg.max_args_bytes = (size_t)n; break;
+    case O_MAX_EVENT: a->cfg.max_event_bytes = (size_t)n; break;
+    case O_LINGER: a->linger_ms = n; break;
+  }
+  return 0;
+}
 
 typedef struct {
   ts_tool_defs defs;
-  char thread[128];
-  uint64_t seq;
-  ts_buf line;
-  int write_failed;
+  ts_sink *sink;
   char last_error[256];
-  ts_pub *pub;
-  int pub_failed;
 } tap_out;
-
-/* A --tools FILE.js: loads the module (into a registry of its own) for the progress
- * arguments its tools declare. 0, or -1 after printing why. */
-static int tap_js_tools(ts_tool_defs *defs, const char *path) {
-  char why[512] = "";
-  ts_registry *reg = ts_registry_new();
-  int rc = reg ? ts_jstools_load(reg, path, NULL, why, sizeof why) : TS_E_NOMEM;
-  for (size_t i = 0; !rc && reg && i < ts_registry_count(reg); i++) {
-    const ts_tool *t = ts_registry_at(reg, i);
-    if (ts_tool_progress_arg(t))
-      rc = ts_tool_defs_set_progress(defs, ts_tool_name(t), ts_tool_progress_arg(t));
-  }
-  ts_registry_free(reg);
-  if (rc) fprintf(stderr, "toolstream tap: %s\n", why[0] ? why : "out of memory");
-  return rc ? -1 : 0;
-}
 
 static const char *lookup_progress(void *user, const char *tool, size_t len, size_t *arg_len) {
   tap_out *o = user;
@@ -88,157 +116,61 @@ static const char *lookup_progress(void *user, const char *tool, size_t len, siz
   return d->progress_arg;
 }
 
+/* Every event to the sink (events/sink.h: numbered, printed and flushed, published). A
+ * failed write means the reader went away: stop reading. */
 static int on_event(void *user, const ts_tap_event *e) {
   tap_out *o = user;
-  ts_event ev = {.thread = {o->thread, strlen(o->thread)}, .seq = ++o->seq, .body = *e};
-  ts_buf_reset(&o->line);
-  if (ts_event_encode(&ev, &o->line) || ts_buf_putc(&o->line, '\n')) {
-    fprintf(stderr, "toolstream tap: cannot encode event: %s\n", ts_err_message(o->line.err));
-    return 1;
-  }
   if (e->type == TS_TAP_STREAM_ERROR)
     snprintf(o->last_error, sizeof o->last_error, "%.*s", (int)e->error.len, e->error.p);
-  if (o->pub && !o->pub_failed) {
-    int pr = ts_pub_send(o->pub, o->thread, strlen(o->thread), ev.seq, o->line.p, o->line.len - 1);
-    if (pr) { /* keep printing; say once that the bus stopped taking events */
-      fprintf(stderr, "toolstream tap: cannot publish: %s\n", ts_err_message(pr));
-      o->pub_failed = 1;
-    }
-  }
-  if (fwrite(o->line.p, 1, o->line.len, stdout) != o->line.len || fflush(stdout) != 0) {
-    o->write_failed = 1;
-    return 1; /* the reader went away: stop */
-  }
-  return 0;
+  return ts_sink_emit_tap(o->sink, e) == TS_E_IO;
 }
 
 int ts_cli_tap(int argc, char **argv) {
-  ts_tap_config cfg;
-  memset(&cfg, 0, sizeof cfg);
+  tap_args a;
+  memset(&a, 0, sizeof a);
+  a.linger_ms = 1000;
+  ts_cli_common com;
+  memset(&com, 0, sizeof com);
   tap_out o;
   memset(&o, 0, sizeof o);
-  ts_buf_init(&o.line, (size_t)64 << 20);
-  const char *path = NULL, *val, *pub_url = NULL, *replay_url = NULL;
-  ts_pub_opts popts;
-  memset(&popts, 0, sizeof popts);
-  uint64_t linger_ms = 1000;
-  int rc = 2, r;
-  uint64_t n;
+  ts_pub *pub = NULL;
   char *buf = NULL;
   ts_tap *tap = NULL;
   int fd = -1;
-
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(tap_usage, stdout);
-      rc = 0;
-      goto out;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--format", &val))) {
-      if (r < 0) goto out;
-      int f = ts_ms_format_parse(val);
-      if (f < 0) {
-        fprintf(stderr, "toolstream tap: unknown format '%s' (try --help)\n", val);
-        goto out;
-      }
-      cfg.format = (ts_ms_format)f;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--tool", &val))) {
-      if (r < 0) goto out;
-      cfg.raw_tool = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--tools", &val))) {
-      if (r < 0) goto out;
-      if (ts_jstools_is_module(val)) { /* a JavaScript module: its progress arguments */
-        if (tap_js_tools(&o.defs, val)) goto out;
-        continue;
-      }
-      if (ts_cli_tools_json(&o.defs, val, "toolstream tap")) goto out;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--progress-arg", &val))) {
-      if (r < 0) goto out;
-      if (ts_cli_progress_arg(&o.defs, val, "toolstream tap")) goto out;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--thread", &val))) {
-      if (r < 0) goto out;
-      if (!*val || strlen(val) >= sizeof o.thread) {
-        fprintf(stderr, "toolstream tap: --thread wants 1 to %zu bytes\n", sizeof o.thread - 1);
-        goto out;
-      }
-      snprintf(o.thread, sizeof o.thread, "%s", val);
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--pub", &val))) {
-      if (r < 0) goto out;
-      pub_url = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--replay", &val))) {
-      if (r < 0) goto out;
-      replay_url = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--tls-cert", &val))) {
-      if (r < 0) goto out;
-      popts.tls_cert_file = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--tls-key", &val))) {
-      if (r < 0) goto out;
-      popts.tls_key_file = val;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--linger", &val))) {
-      if (r < 0) goto out;
-      if (ts_cli_parse_size(val, &linger_ms) || linger_ms > 3600000) {
-        fprintf(stderr, "toolstream tap: --linger wants milliseconds from 0 to 3600000\n");
-        goto out;
-      }
-    } else if (!strcmp(a, "--deltas")) {
-      cfg.deltas = 1;
-    } else if (!strcmp(a, "--text")) {
-      cfg.text = 1;
-    } else if ((r = ts_cli_opt(argc, argv, &i, "--heartbeat-bytes", &val)) ||
-               (r = ts_cli_opt(argc, argv, &i, "--progress-max", &val)) ||
-               (r = ts_cli_opt(argc, argv, &i, "--max-args-bytes", &val)) ||
-               (r = ts_cli_opt(argc, argv, &i, "--max-event-bytes", &val))) {
-      if (r < 0) goto out;
-      const char *opt = argv[i][0] == '-' && strchr(argv[i], '=') ? argv[i] : argv[i - 1];
-      if (ts_cli_parse_size(val, &n) || n == 0 || n > ((uint64_t)1 << 32)) {
-        fprintf(stderr, "toolstream tap: %.*s wants a size from 1 to 4g, got '%s'\n",
-                (int)strcspn(opt, "="), opt, val);
-        goto out;
-      }
-      if (!strncmp(opt, "--heartbeat-bytes", 17)) cfg.heartbeat_bytes = n;
-      else if (!strncmp(opt, "--progress-max", 14)) {
-        if (n > TS_TAP_PROGRESS_LIMIT) {
-          fprintf(stderr, "toolstream tap: --progress-max wants at most %u\n", TS_TAP_PROGRESS_LIMIT);
-          goto out;
-        }
-        cfg.progress_max = (size_t)n;
-      }
-      else if (!strncmp(opt, "--max-args-bytes", 16)) cfg.max_args_bytes = (size_t)n;
-      else cfg.max_event_bytes = (size_t)n;
-    } else if (a[0] == '-' && a[1] != '\0') {
-      fprintf(stderr, "toolstream tap: unknown option '%s' (try --help)\n", a);
-      goto out;
-    } else if (path) {
-      fprintf(stderr, "toolstream tap: more than one input file\n");
-      goto out;
-    } else {
-      path = a;
-    }
-  }
+  int rc = ts_cli_parse(&ts_cli_cmd_tap, argc, argv, &com, tap_set, &a);
+  if (rc >= 0) goto out;
+  /* A reader that goes away is a failed write (EPIPE), which ends tap with status 1 as
+   * documented, rather than a silent death by SIGPIPE. */
+  signal(SIGPIPE, SIG_IGN);
+  rc = 2;
+  ts_tap_config cfg = a.cfg;
+  const char *path = a.path;
   if (cfg.format == TS_MS_RAW && !cfg.raw_tool) {
     fprintf(stderr, "toolstream tap: --format raw needs --tool NAME\n");
     goto out;
   }
-  if (replay_url && !pub_url) {
-    fprintf(stderr, "toolstream tap: --replay needs --pub\n");
+  if ((rc = ts_cli_bus_check(&com)) || (rc = ts_cli_tools_defs(&com, &o.defs)) ||
+      (rc = ts_cli_thread_or_new(&com)))
     goto out;
-  }
-  if (!o.thread[0]) ts_thread_id_new(o.thread, sizeof o.thread);
-  for (const char *c = o.thread; *c; c++) {
-    if ((unsigned char)*c <= 0x20 || *c == 0x7F) {
-      fprintf(stderr, "toolstream tap: --thread must not hold spaces or control characters\n");
-      goto out;
-    }
-  }
-  if (pub_url) {
-    int pr = ts_pub_open(pub_url, replay_url, &popts, &o.pub);
+  if (com.pub_url) {
+    ts_pub_opts popts;
+    memset(&popts, 0, sizeof popts);
+    popts.tls_cert_file = com.tls_cert;
+    popts.tls_key_file = com.tls_key;
+    int pr = ts_pub_open(com.pub_url, com.replay_url, &popts, &pub);
     if (pr) {
-      fprintf(stderr, "toolstream tap: cannot publish on %s%s%s: %s\n", pub_url,
-              replay_url ? " / " : "", replay_url ? replay_url : "",
+      fprintf(stderr, "toolstream tap: cannot publish on %s%s%s: %s\n", com.pub_url,
+              com.replay_url ? " / " : "", com.replay_url ? com.replay_url : "",
               pr == TS_E_IO ? ts_bus_last_error() : ts_err_message(pr));
       rc = 1;
       goto out;
     }
+  }
+  ts_sink_config sc = {.thread = com.thread, .who = "toolstream tap", .out = stdout, .pub = pub};
+  if ((rc = ts_sink_new(&sc, &o.sink))) {
+    fprintf(stderr, "toolstream tap: %s\n", ts_err_message(rc));
+    rc = 1;
+    goto out;
   }
 
   fd = (!path || !strcmp(path, "-")) ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
@@ -270,7 +202,7 @@ int ts_cli_tap(int argc, char **argv) {
     if (ts_tap_feed(tap, buf, (size_t)got)) break;
   }
   ts_tap_finish(tap);
-  if (o.write_failed) {
+  if (ts_sink_output_failed(o.sink)) {
     rc = 1; /* standard output closed: nothing to report to */
   } else if (rc == 0 && ts_tap_failed(tap)) {
     fprintf(stderr, "toolstream tap: stream ended in error: %s\n", o.last_error);
@@ -278,17 +210,14 @@ int ts_cli_tap(int argc, char **argv) {
   }
 
 out:
-  if (o.pub) {
-    if (rc != 2 && linger_ms) { /* let queued messages go and late subscribers catch up */
-      struct timespec ts = {(time_t)(linger_ms / 1000), (long)(linger_ms % 1000) * 1000000L};
-      nanosleep(&ts, NULL);
-    }
-    ts_pub_close(o.pub);
+  if (pub) {
+    if (rc != 2) ts_clock_sleep_ms((double)a.linger_ms); /* queued messages go, late subscribers catch up */
+    ts_pub_close(pub);
   }
+  ts_sink_free(o.sink);
   if (fd > STDIN_FILENO) close(fd);
   free(buf);
   ts_tap_free(tap);
   ts_tool_defs_free(&o.defs);
-  ts_buf_fini(&o.line);
   return rc;
 }

@@ -21,6 +21,7 @@
 
 #include "events/bus_pub.h" /* ts_bus_last_error */
 #include "base/error.h"
+#include "base/file.h"
 
 static _Thread_local char last_error[128];
 
@@ -63,26 +64,11 @@ int ts__bus_listen_url(const char *url, char *out, size_t outsz) {
   return n > 0 && (size_t)n < outsz ? 0 : TS_E_INVAL;
 }
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 8192, n = 0;
-  char *b = malloc(cap);
-  while (b) {
-    n += fread(b + n, 1, cap - n - 1, f);
-    if (n < cap - 1 || cap > (1u << 24)) break;
-    char *nb = realloc(b, cap * 2);
-    if (!nb) {
-      free(b);
-      b = NULL;
-      break;
-    }
-    b = nb;
-    cap *= 2;
-  }
-  fclose(f);
-  if (b) b[n] = '\0';
-  return b;
+/* A PEM file (certificate or key): a few KiB; 16 MiB bounds a wrong path (a log). */
+static char *read_pem(const char *path) {
+  char *b;
+  size_t n;
+  return ts_file_read(path, (size_t)16 << 20, &b, &n) ? NULL : b;
 }
 
 /* Our own config object, configured and then handed to the endpoint (whose setter
@@ -99,7 +85,7 @@ static int listener_tls(nng_listener l, const ts__bus_tls *tls) {
   if (!tls->key_file) {
     rv = nng_tls_config_cert_key_file(cfg, tls->cert_file, tls->key_password);
   } else {
-    char *cert = read_file(tls->cert_file), *key = read_file(tls->key_file);
+    char *cert = read_pem(tls->cert_file), *key = read_pem(tls->key_file);
     if (cert && key) rv = nng_tls_config_own_cert(cfg, cert, key, tls->key_password);
     else {
       snprintf(last_error, sizeof last_error, "cannot read %s",

@@ -23,11 +23,21 @@ static void num_field(ts_buf *b, const char *k, uint64_t n) {
   ts_buf_append_u64(b, n);
 }
 
+const char *ts_event_type_name(int type) {
+  switch (type) {
+    case TS_EVENT_TOOL_EXECUTION_STARTED: return "tool_execution_started";
+    case TS_EVENT_TOOL_RESULT: return "tool_result";
+  }
+  return ts_tap_type_name(type); /* the tap's own, or "unknown" */
+}
+
 int ts_event_encode(const ts_event *ev, ts_buf *b) {
   const ts_tap_event *e = &ev->body;
+  const ts_event *r = ev;
   ts_buf_puts(b, "{\"v\":");
   ts_buf_append_u64(b, TS_EVENT_SCHEMA_VERSION);
-  str_field(b, "type", (ts_view){ts_tap_type_name(e->type), strlen(ts_tap_type_name(e->type))});
+  const char *type = ts_event_type_name(e->type);
+  str_field(b, "type", (ts_view){type, strlen(type)});
   str_field(b, "thread", ev->thread);
   num_field(b, "seq", ev->seq);
   num_field(b, "offset", e->offset);
@@ -36,8 +46,8 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
     str_field(b, "tool", e->tool);
     num_field(b, "index", e->index);
   }
-  switch (e->type) {
-    case TS_TAP_TOOL_CALL_STARTED:
+  switch ((ts_event_type)e->type) {
+    case TS_EVENT_TOOL_CALL_STARTED:
       if (e->has_progress) {
         str_field(b, "progress", e->progress);
         if (e->progress_truncated) {
@@ -46,45 +56,45 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
         }
       }
       break;
-    case TS_TAP_TOOL_CALL_DELTA:
+    case TS_EVENT_TOOL_CALL_DELTA:
       str_field(b, "delta", e->delta);
       break;
-    case TS_TAP_TOOL_CALL_HEARTBEAT:
+    case TS_EVENT_TOOL_CALL_HEARTBEAT:
       num_field(b, "bytes", e->bytes);
       break;
-    case TS_TAP_TOOL_CALL_READY:
+    case TS_EVENT_TOOL_CALL_READY:
       key(b, "arguments");
       ts_buf_append(b, e->arguments.p, e->arguments.len);
       break;
-    case TS_TAP_TOOL_CALL_ERROR:
-    case TS_TAP_STREAM_ERROR: {
+    case TS_EVENT_TOOL_CALL_ERROR:
+    case TS_EVENT_STREAM_ERROR: {
       const char *name = ts_err_name(e->code);
       str_field(b, "code", (ts_view){name, strlen(name)});
       str_field(b, "error", e->error);
       break;
     }
-    case TS_TAP_TEXT_DELTA:
+    case TS_EVENT_TEXT_DELTA:
       str_field(b, "text", e->text);
       break;
-    case TS_TAP_TOOL_EXECUTION_STARTED:
+    case TS_EVENT_TOOL_EXECUTION_STARTED:
       break;
-    case TS_TAP_TOOL_RESULT: {
+    case TS_EVENT_TOOL_RESULT: {
       key(b, "is_error");
-      ts_buf_puts(b, e->is_error ? "true" : "false");
+      ts_buf_puts(b, r->is_error ? "true" : "false");
       char ms[32];
-      snprintf(ms, sizeof ms, "%llu.%03llu", (unsigned long long)(e->duration_us / 1000),
-               (unsigned long long)(e->duration_us % 1000));
+      snprintf(ms, sizeof ms, "%llu.%03llu", (unsigned long long)(r->duration_us / 1000),
+               (unsigned long long)(r->duration_us % 1000));
       key(b, "duration_ms");
       ts_buf_puts(b, ms);
-      if (e->is_error) {
-        str_field(b, "error", e->result);
+      if (r->is_error) {
+        str_field(b, "error", r->result);
       } else {
         key(b, "result");
-        ts_buf_append_json_compact(b, e->result.p, e->result.len);
+        ts_buf_append_json_compact(b, r->result.p, r->result.len);
       }
       break;
     }
-    case TS_TAP_TURN_FINISHED:
+    case TS_EVENT_TURN_FINISHED:
       if (e->stop_reason.len) str_field(b, "stop_reason", e->stop_reason);
       if (e->usage.len) {
         key(b, "usage");

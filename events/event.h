@@ -1,8 +1,13 @@
 /*
- * event.h: the thread event, and its one canonical JSON encoding.
+ * event.h: the thread event vocabulary, and its one canonical JSON encoding.
  *
- * Every event toolstream prints, publishes or stores is a ts_event encoded by
- * ts_event_encode; nothing assembles event JSON by hand anywhere else. The schema,
+ * A thread's events come from two sources: the tap (stream/tap.h: a call started, its
+ * argument bytes, ready, errors, text, the turn's end) and the dispatcher
+ * (runtime/tools/dispatch.h: a call began executing, its result). The vocabulary of
+ * both is ts_event_type here; the tap's types keep their own numbers in it, so a tap
+ * event is a thread event's body as it stands (ts_event.body), and the dispatcher's
+ * types follow them. Every event toolstream prints, publishes or stores is a ts_event encoded
+ * by ts_event_encode; nothing assembles event JSON by hand anywhere else. The schema,
  * with its version, is documented in docs/events.md.
  *
  * Encoding: one JSON object, no newline, keys in a fixed order:
@@ -22,10 +27,37 @@
 /* The schema version carried in every event's "v". */
 #define TS_EVENT_SCHEMA_VERSION 1
 
+typedef enum {
+  /* the tap's events (stream/tap.h), same values */
+  TS_EVENT_TOOL_CALL_STARTED = TS_TAP_TOOL_CALL_STARTED,
+  TS_EVENT_TOOL_CALL_DELTA = TS_TAP_TOOL_CALL_DELTA,
+  TS_EVENT_TOOL_CALL_HEARTBEAT = TS_TAP_TOOL_CALL_HEARTBEAT,
+  TS_EVENT_TOOL_CALL_READY = TS_TAP_TOOL_CALL_READY,
+  TS_EVENT_TOOL_CALL_ERROR = TS_TAP_TOOL_CALL_ERROR,
+  TS_EVENT_TEXT_DELTA = TS_TAP_TEXT_DELTA,
+  TS_EVENT_TURN_FINISHED = TS_TAP_TURN_FINISHED,
+  TS_EVENT_STREAM_ERROR = TS_TAP_STREAM_ERROR,
+  /* the dispatcher's events */
+  TS_EVENT_TOOL_EXECUTION_STARTED,
+  TS_EVENT_TOOL_RESULT,
+} ts_event_type;
+
+/* The event name as it appears on the wire ("tool_call_started", "tool_result", ...);
+ * "unknown" for a value outside the vocabulary. */
+const char *ts_event_type_name(int type);
+
+/* One thread event. Emitters (the tap through its caller, the dispatcher) fill `body`
+ * and, for TOOL_RESULT, the result fields; `thread` and `seq` are the thread's, given by
+ * whoever numbers the events (events/sink.h). `body` holds the type (a ts_event_type),
+ * the offset, the call (is_call, index, call_id, tool) and the tap's own fields. Views
+ * are the emitter's, valid only during the call that hands the event over. */
 typedef struct {
   ts_view thread;
   uint64_t seq;
-  ts_tap_event body; /* type and fields (the tap's vocabulary) */
+  ts_tap_event body;
+  uint8_t is_error;     /* TOOL_RESULT */
+  uint64_t duration_us; /* TOOL_RESULT: how long the call ran */
+  ts_view result;       /* TOOL_RESULT: the result as JSON text (success), or the message */
 } ts_event;
 
 /* Appends the event's JSON object to `out`. Returns TS_E_OK or the buffer's error. */

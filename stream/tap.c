@@ -85,8 +85,6 @@ const char *ts_tap_type_name(int type) {
     case TS_TAP_TEXT_DELTA: return "text_delta";
     case TS_TAP_TURN_FINISHED: return "turn_finished";
     case TS_TAP_STREAM_ERROR: return "stream_error";
-    case TS_TAP_TOOL_EXECUTION_STARTED: return "tool_execution_started";
-    case TS_TAP_TOOL_RESULT: return "tool_result";
   }
   return "unknown";
 }

@@ -64,13 +64,12 @@ typedef enum {
   TS_TAP_TEXT_DELTA,
   TS_TAP_TURN_FINISHED,
   TS_TAP_STREAM_ERROR,
-  /* Not emitted by the tap: the dispatcher's events share this vocabulary so that one
-   * encoder (events/event.c) serves every thread event. */
-  TS_TAP_TOOL_EXECUTION_STARTED,
-  TS_TAP_TOOL_RESULT,
 } ts_tap_type;
+/* The thread-event vocabulary (these and the dispatcher's events) is events/event.h's;
+ * the tap's types are its first values, unchanged. */
 
-/* The event name as it appears on the wire ("tool_call_started", ...). */
+/* The event name as it appears on the wire ("tool_call_started", ...); "unknown"
+ * for a type that is not the tap's. */
 const char *ts_tap_type_name(int type);
 
 typedef struct {
@@ -91,9 +90,6 @@ typedef struct {
   ts_view text;       /* TEXT_DELTA */
   ts_view stop_reason; /* TURN_FINISHED (may be empty) */
   ts_view usage;       /* TURN_FINISHED: raw JSON object, empty if the provider sent none */
-  uint8_t is_error;    /* TOOL_RESULT */
-  uint64_t duration_us; /* TOOL_RESULT: how long the call ran */
-  ts_view result;      /* TOOL_RESULT: the result as JSON text (success), or the message */
 } ts_tap_event;
 
 /* Return 0 to go on; nonzero stops the tap (feed returns TS_E_ABORTED, sticky). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
 #include "js/sandbox.h"
 
 /* A module larger than this is refused (a tool file is source code, not data). */
@@ -239,46 +240,6 @@ static void js_execute(void *user, const ts_call_info *call, const char *args, s
 
 /* ---- loading ----------------------------------------------------------------------------- */
 
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    if (n + 1 >= cap) {
-      if (cap >= JS_MODULE_MAX) {
-        free(buf);
-        buf = NULL;
-        errno = EFBIG;
-        break;
-      }
-      char *nb = realloc(buf, cap * 2);
-      if (!nb) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
-    n += got;
-    if (got == 0) {
-      if (ferror(f)) {
-        free(buf);
-        buf = NULL;
-      }
-      break;
-    }
-  }
-  fclose(f);
-  if (buf) {
-    buf[n] = '\0';
-    *len = n;
-  }
-  return buf;
-}
-
 static jsmod *mod_new(const char *path, char *src, size_t len, const ts_jstools_env *env) {
   jsmod *m = calloc(1, sizeof *m);
   if (!m) return NULL;
@@ -374,10 +335,12 @@ int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *en
     return TS_E_INVAL;
   }
   size_t len = 0;
-  char *src = read_all(path, &len);
-  if (!src) {
-    snprintf(why, why_cap, "cannot read %s: %s", path, strerror(errno));
-    return errno == ENOMEM ? TS_E_NOMEM : TS_E_IO;
+  char *src;
+  int rrc = ts_file_read(path, JS_MODULE_MAX, &src, &len);
+  if (rrc) {
+    snprintf(why, why_cap, "cannot read %s: %s", path,
+             rrc == TS_E_LIMIT ? "the module is too large" : strerror(errno));
+    return rrc;
   }
   jsmod *m = mod_new(path, src, len, env);
   if (!m) {

@@ -61,7 +61,8 @@ typedef struct {
 /* Reads the module at `path`, evaluates it (under env's limits) and registers each tool
  * it defines in `reg` (tools whose execute callback runs the module; `reg` must outlive
  * its use by them). `env` (may be NULL: defaults) is copied. Returns TS_E_OK; or, with a
- * one-line reason in `why` and nothing registered: TS_E_IO (unreadable file),
+ * one-line reason in `why` and nothing registered: TS_E_IO (unreadable file), TS_E_LIMIT
+ * (a file over 16 MiB),
  * TS_E_SANDBOX_* (the module failed to evaluate), TS_E_INVAL (a bad definition, a
  * duplicate name, a package missing a tool its members use), TS_E_NOMEM. */
 int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *env, char *why,

@@ -30,7 +30,7 @@
  * each call starts: a crash loses calls not yet started; resume gives tools no queue.
  *
  * Events: `tool_execution_started` and `tool_result` (is_error, duration_ms, result or
- * error), as ts_tap_event bodies through `on_event`, called from the worker thread (the
+ * error), as thread events (events/event.h) through `on_event`, called from the worker thread (the
  * caller serialises them with its own tap events, e.g. under a mutex that also assigns
  * seq numbers).
  */
@@ -40,10 +40,12 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "events/event.h"
 #include "stream/tap.h"
 #include "tools/registry.h"
 
-typedef void (*ts_dispatch_event_fn)(void *user, const ts_tap_event *ev);
+/* thread and seq of `ev` are unset: the receiver numbers the thread's events. */
+typedef void (*ts_dispatch_event_fn)(void *user, const ts_event *ev);
 
 typedef struct {
   ts_store *store;         /* required; used only from the worker thread once dispatching */

@@ -301,6 +301,26 @@ START_TEST(test_retry_then_success_and_failures) {
 }
 END_TEST
 
+/* A provider error that echoes the API key (issue 18 item 9): the run fails with the
+ * provider's message, but the key is redacted from the stream_error event printed and
+ * stored, and from the error line. */
+START_TEST(test_provider_error_echoing_key) {
+  make_base();
+  put("session/turn-1.sse",
+      "data: {\"error\":{\"message\":\"Incorrect API key provided: Bearer " KEY
+      ". You can find your API key at https://example.com\",\"type\":\"invalid_request_error\"}}\n\n");
+  start_server();
+  result r = run_model("k1", "openai", NULL);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(strstr(sb_str(&r.out), "\"type\":\"stream_error\"") &&
+                    strstr(sb_str(&r.out), "Incorrect API key provided: Bearer [redacted]."),
+                "%s", sb_str(&r.out));
+  assert_key_not_leaked(&r);
+  result_free(&r);
+  stop_server();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("run_http");
   TCase *tc = tcase_create("core");
@@ -308,6 +328,7 @@ int main(void) {
   tcase_add_test(tc, test_openai_multi_turn);
   tcase_add_test(tc, test_anthropic_multi_turn);
   tcase_add_test(tc, test_retry_then_success_and_failures);
+  tcase_add_test(tc, test_provider_error_echoing_key);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

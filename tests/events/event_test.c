@@ -126,20 +126,20 @@ START_TEST(test_events) {
   ev.body.bytes = 8192;
   ck_assert_ptr_nonnull(strstr(encode(&ev, &b), ",\"bytes\":8192}"));
   memset(&ev.body, 0, sizeof ev.body);
-  ev.body.type = TS_TAP_TOOL_EXECUTION_STARTED;
+  ev.body.type = TS_EVENT_TOOL_EXECUTION_STARTED;
   ev.body.is_call = 1;
   ev.body.tool = (ts_view){"w", 1};
   ck_assert_str_eq(encode(&ev, &b),
                    "{\"v\":1,\"type\":\"tool_execution_started\",\"thread\":\"t\\\"1\",\"seq\":7,"
                    "\"offset\":0,\"call_id\":\"\",\"tool\":\"w\",\"index\":0}");
-  ev.body.type = TS_TAP_TOOL_RESULT;
-  ev.body.duration_us = 1234567;
-  ev.body.result = (ts_view){"{ \"ok\": true }", 14};
+  ev.body.type = TS_EVENT_TOOL_RESULT;
+  ev.duration_us = 1234567;
+  ev.result = (ts_view){"{ \"ok\": true }", 14};
   ck_assert_ptr_nonnull(strstr(encode(&ev, &b),
                                ",\"is_error\":false,\"duration_ms\":1234.567,\"result\":{\"ok\":true}}"));
-  ev.body.is_error = 1;
-  ev.body.duration_us = 5;
-  ev.body.result = (ts_view){"no \"such\" file", 14};
+  ev.is_error = 1;
+  ev.duration_us = 5;
+  ev.result = (ts_view){"no \"such\" file", 14};
   ck_assert_ptr_nonnull(strstr(encode(&ev, &b),
                                ",\"is_error\":true,\"duration_ms\":0.005,\"error\":\"no \\\"such\\\" file\"}"));
   ts_buf_fini(&b);

@@ -65,8 +65,9 @@ static ts_registry *registry(void) {
 
 static const char *tool_of(uint32_t i) { return i % 3 == 1 ? "idem" : "once"; }
 
-static void on_committed(void *user, const ts_tap_event *ev) {
-  if (ev->type != TS_TAP_TOOL_RESULT) return;
+static void on_committed(void *user, const ts_event *eb) {
+  const ts_tap_event *ev = &eb->body;
+  if (ev->type != TS_EVENT_TOOL_RESULT) return;
   char line[128];
   snprintf(line, sizeof line, "%s %u\n", (const char *)user, ev->index);
   append_line(commit_log, line);

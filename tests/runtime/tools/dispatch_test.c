@@ -94,12 +94,13 @@ typedef struct {
   char log[4096];
 } ev_log;
 
-static void on_event(void *user, const ts_tap_event *ev) {
+static void on_event(void *user, const ts_event *eb) {
+  const ts_tap_event *ev = &eb->body;
   ev_log *l = user;
   pthread_mutex_lock(&l->mu);
   char line[256];
-  snprintf(line, sizeof line, "%s#%u%s;", ts_tap_type_name(ev->type), ev->index,
-           ev->type == TS_TAP_TOOL_RESULT ? (ev->is_error ? "!" : "ok") : "");
+  snprintf(line, sizeof line, "%s#%u%s;", ts_event_type_name(ev->type), ev->index,
+           ev->type == TS_EVENT_TOOL_RESULT ? (eb->is_error ? "!" : "ok") : "");
   strncat(l->log, line, sizeof l->log - strlen(l->log) - 1);
   pthread_mutex_unlock(&l->mu);
 }

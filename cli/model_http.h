@@ -1,0 +1,28 @@
+/*
+ * model_http.h: the HTTP model backend of `toolstream run` (agent/run.h's ts_agent_model).
+ *
+ * Each turn: the stored conversation as the provider's streaming request
+ * (agent/conversation.h), POSTed with the HTTP client (net/http_client.h), the reply fed
+ * to the tap chunk by chunk as it arrives. It lives in cli/ because it is the one place
+ * that sees both rooms it joins: the agent (conversation) and the network (HTTP).
+ *
+ * The API key is read from the environment variable `key_env` at each request, sent in
+ * the provider's header and wiped from the stack afterwards; it never appears in an
+ * event or an error line (the run's sink redacts it, events/sink.h).
+ */
+#ifndef TS_CLI_MODEL_HTTP_H
+#define TS_CLI_MODEL_HTTP_H
+
+#include "agent/conversation.h"
+#include "agent/run.h"
+
+typedef struct {
+  const char *url, *model, *key_env, *ca_file;
+  ts_provider provider;
+  unsigned max_tokens;
+} ts_http_model;
+
+/* The backend for ts_agent_config.model; `m` must outlive the run. */
+ts_agent_model ts_http_model_backend(ts_http_model *m);
+
+#endif

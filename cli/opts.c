@@ -1,0 +1,428 @@
+/*
+ * opts.c: the option parser, the shared option groups and the help generator (opts.h).
+ *
+ * Why a table and not getopt_long: the table also carries what --help (and later the
+ * man pages) say, and the value checks, so an option's name, its help line and its
+ * range live in one row and cannot drift apart; getopt_long would still leave the help
+ * text and the range checks to be written by hand beside it, once per command. The
+ * grammar is getopt_long's (`--name VALUE`, `--name=VALUE`, `--`), minus abbreviations:
+ * an abbreviated option would silently change meaning when a longer option is added.
+ *
+ * Matching walks the command's groups in order; names are unique within a command (a
+ * test walks every command's table to prove it), so the first match is the match.
+ */
+#include "cli/opts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/file.h"
+#include "js/jstools.h"
+#include "tools/registry.h"
+
+const char *ts_cli_version(void) { return "toolstream 0.1.0"; }
+
+int ts_cli_parse_size(const char *s, uint64_t *out) {
+  if (!s || !*s || *s < '0' || *s > '9') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s) return -1;
+  unsigned shift = 0;
+  if (*end == 'k' || *end == 'K') shift = 10, end++;
+  else if (*end == 'm' || *end == 'M') shift = 20, end++;
+  else if (*end == 'g' || *end == 'G') shift = 30, end++;
+  if (*end) return -1;
+  if (shift && v > (~0ull >> shift)) return -1;
+  *out = (uint64_t)v << shift;
+  return 0;
+}
+
+/* A plain decimal integer (no suffix, no sign, no spaces). */
+static int parse_plain(const char *s, uint64_t *out) {
+  if (!s || *s < '0' || *s > '9') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+/* A size as --help writes it: 4g, 16m, 64k, or plain bytes. */
+static void size_text(uint64_t n, char *buf, size_t cap) {
+  if (n && n % (1u << 30) == 0) snprintf(buf, cap, "%llug", (unsigned long long)(n >> 30));
+  else if (n && n % (1u << 20) == 0) snprintf(buf, cap, "%llum", (unsigned long long)(n >> 20));
+  else if (n && n % 1024 == 0) snprintf(buf, cap, "%lluk", (unsigned long long)(n >> 10));
+  else snprintf(buf, cap, "%llu", (unsigned long long)n);
+}
+
+/* Checks a value against its option's kind and range; prints the one error line. */
+static int check_value(const char *who, const ts_cli_opt *o, const char *val, uint64_t *num) {
+  *num = 0;
+  switch (o->kind) {
+    case TS_CLI_FLAG:
+    case TS_CLI_STRING:
+      return 0;
+    case TS_CLI_THREAD:
+      if (!ts_thread_id_valid(val, strlen(val))) {
+        fprintf(stderr,
+                "%s: --%s wants 1 to %d bytes with no spaces or control characters, got %zu "
+                "bytes\n",
+                who, o->name, TS_THREAD_ID_MAX, strlen(val));
+        return 2;
+      }
+      return 0;
+    case TS_CLI_SIZE: {
+      if (ts_cli_parse_size(val, num) || *num < o->min || *num > o->max) {
+        char lo[32], hi[32];
+        size_text(o->min, lo, sizeof lo);
+        size_text(o->max, hi, sizeof hi);
+        fprintf(stderr, "%s: --%s wants a size from %s to %s, got '%s'\n", who, o->name, lo, hi,
+                val);
+        return 2;
+      }
+      return 0;
+    }
+    case TS_CLI_NUMBER:
+    case TS_CLI_MS:
+      if (parse_plain(val, num) || *num < o->min || *num > o->max) {
+        fprintf(stderr, "%s: --%s wants %s from %llu to %llu, got '%s'\n", who, o->name,
+                o->kind == TS_CLI_MS ? "milliseconds" : "a number", (unsigned long long)o->min,
+                (unsigned long long)o->max, val);
+        return 2;
+      }
+      return 0;
+  }
+  return 0;
+}
+
+/* The option of `cmd` named by `name` (n bytes), or by the letter when n == 0. */
+static const ts_cli_opt *find_opt(const ts_cli_command *cmd, const char *name, size_t n,
+                                  char letter, const ts_cli_group **group) {
+  for (const ts_cli_group *const *g = cmd->groups; g && *g; g++) {
+    for (size_t i = 0; i < (*g)->n_opts; i++) {
+      const ts_cli_opt *o = &(*g)->opts[i];
+      if (n ? (strlen(o->name) == n && !memcmp(o->name, name, n)) : (letter && o->letter == letter)) {
+        *group = *g;
+        return o;
+      }
+    }
+  }
+  return NULL;
+}
+
+static int deliver(const ts_cli_group *g, const ts_cli_opt *o, const char *val, uint64_t num,
+                   ts_cli_common *common, ts_cli_set_fn set, void *user) {
+  if (g->set) return g->set(common, o, val, num);
+  return set ? set(user, o, val, num) : 0;
+}
+
+int ts_cli_parse(const ts_cli_command *cmd, int argc, char **argv, ts_cli_common *common,
+                 ts_cli_set_fn set, void *user) {
+  static char who[64];
+  snprintf(who, sizeof who, "toolstream %s", cmd->name);
+  common->who = who;
+  int options_done = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (options_done || a[0] != '-' || a[1] == '\0') { /* a positional, or "-" */
+      int r = set ? set(user, NULL, a, 0) : 0;
+      if (r) return r;
+      continue;
+    }
+    if (!strcmp(a, "--")) {
+      options_done = 1;
+      continue;
+    }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      ts_cli_print_help(cmd, stdout);
+      return fflush(stdout) ? 1 : 0;
+    }
+    if (!strcmp(a, "--version")) {
+      puts(ts_cli_version());
+      return fflush(stdout) ? 1 : 0;
+    }
+    const ts_cli_group *g = NULL;
+    const ts_cli_opt *o;
+    const char *val = NULL, *eq = NULL;
+    if (a[1] == '-') {
+      eq = strchr(a + 2, '=');
+      o = find_opt(cmd, a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2), 0, &g);
+    } else {
+      o = a[2] == '\0' ? find_opt(cmd, NULL, 0, a[1], &g) : NULL;
+    }
+    if (!o) {
+      fprintf(stderr, "%s: unknown option '%.*s' (try --help)\n", who,
+              eq ? (int)(eq - a) : (int)strlen(a), a);
+      return 2;
+    }
+    if (o->kind == TS_CLI_FLAG) {
+      if (eq) {
+        fprintf(stderr, "%s: --%s takes no value\n", who, o->name);
+        return 2;
+      }
+    } else if (eq) {
+      val = eq + 1;
+    } else if (i + 1 < argc) {
+      val = argv[++i];
+    } else {
+      fprintf(stderr, "%s: option --%s needs a value (%s)\n", who, o->name,
+              o->metavar ? o->metavar : "VALUE");
+      return 2;
+    }
+    uint64_t num;
+    int r = check_value(who, o, val, &num);
+    if (!r) r = deliver(g, o, val, num, common, set, user);
+    if (r) return r;
+    while (o->more && i + 1 < argc && o->more(argv[i + 1])) {
+      val = argv[++i];
+      if ((r = check_value(who, o, val, &num)) || (r = deliver(g, o, val, num, common, set, user)))
+        return r;
+    }
+  }
+  return -1;
+}
+
+/* ---- help ---------------------------------------------------------------------------- */
+
+static void print_opt(FILE *f, const ts_cli_opt *o) {
+  char head[96];
+  int n;
+  if (o->letter)
+    n = snprintf(head, sizeof head, "  -%c, --%s%s%s", o->letter, o->name, o->metavar ? " " : "",
+                 o->metavar ? o->metavar : "");
+  else
+    n = snprintf(head, sizeof head, "  --%s%s%s", o->name, o->metavar ? " " : "",
+                 o->metavar ? o->metavar : "");
+  enum { COL = 26 };
+  const char *h = o->help ? o->help : "";
+  fputs(head, f);
+  if (n >= COL - 1) {
+    fputc('\n', f);
+    n = 0;
+  }
+  for (int first = 1;; first = 0) {
+    const char *nl = strchr(h, '\n');
+    int len = nl ? (int)(nl - h) : (int)strlen(h);
+    fprintf(f, "%*s%.*s\n", (first ? COL - n : COL), "", len, h);
+    if (!nl) break;
+    h = nl + 1;
+  }
+}
+
+static void print_group(FILE *f, const ts_cli_group *g) {
+  for (size_t i = 0; i < g->n_opts; i++) print_opt(f, &g->opts[i]);
+}
+
+void ts_cli_print_help(const ts_cli_command *cmd, void *fp) {
+  FILE *f = fp;
+  fprintf(f, "usage: toolstream %s %s\n\n%s\n\noptions:\n", cmd->name, cmd->synopsis,
+          cmd->description);
+  for (const ts_cli_group *const *g = cmd->groups; g && *g; g++)
+    if (!(*g)->heading) print_group(f, *g);
+  static const ts_cli_opt std[] = {
+      {"help", 'h', TS_CLI_FLAG, 0, 0, 0, NULL, "this help", NULL},
+      {"version", 0, TS_CLI_FLAG, 0, 0, 0, NULL, "print the version and exit", NULL},
+      {"", 0, TS_CLI_FLAG, 0, 0, 0, NULL, "end of options: what follows is positional", NULL},
+  };
+  for (size_t i = 0; i < sizeof std / sizeof std[0]; i++) print_opt(f, &std[i]);
+  for (const ts_cli_group *const *g = cmd->groups; g && *g; g++) {
+    if (!(*g)->heading) continue;
+    fprintf(f, "\n%s:\n", (*g)->heading);
+    print_group(f, *g);
+  }
+  if (cmd->footer) fprintf(f, "\n%s\n", cmd->footer);
+}
+
+/* ---- the shared groups ---------------------------------------------------------------- */
+
+enum { O_PUB = 1, O_REPLAY, O_TLS_CERT, O_TLS_KEY, O_TOOLS, O_PROGRESS_ARG, O_THREAD, O_CA };
+
+static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t num) {
+  ts_cli_common *c = user;
+  (void)num;
+  switch (o->id) {
+    case O_PUB: c->pub_url = val; break;
+    case O_REPLAY: c->replay_url = val; break;
+    case O_TLS_CERT: c->tls_cert = val; break;
+    case O_TLS_KEY: c->tls_key = val; break;
+    case O_CA: c->ca_file = val; break;
+    case O_THREAD:
+      snprintf(c->thread, sizeof c->thread, "%s", val); /* checked: fits */
+      c->has_thread = 1;
+      break;
+    case O_TOOLS:
+      if (c->n_tools_files == TS_CLI_MAX_TOOLS_FILES) {
+        fprintf(stderr, "%s: at most %d --tools files\n", c->who, TS_CLI_MAX_TOOLS_FILES);
+        return 2;
+      }
+      c->tools_files[c->n_tools_files++] = val;
+      break;
+    case O_PROGRESS_ARG: {
+      const char *eq = strchr(val, '=');
+      if (!eq || eq == val || !eq[1] || (size_t)(eq - val) >= 256) {
+        fprintf(stderr, "%s: --progress-arg wants TOOL=ARG, got '%s'\n", c->who, val);
+        return 2;
+      }
+      if (c->n_progress_args == TS_CLI_MAX_PROGRESS_ARGS) {
+        fprintf(stderr, "%s: at most %d --progress-arg settings\n", c->who,
+                TS_CLI_MAX_PROGRESS_ARGS);
+        return 2;
+      }
+      c->progress_args[c->n_progress_args++] = val;
+      break;
+    }
+  }
+  return 0;
+}
+
+static const ts_cli_opt bus_opts[] = {
+    {"pub", 0, TS_CLI_STRING, O_PUB, 0, 0, "URL",
+     "also publish every event on the event bus (nng pub0: ipc://,\n"
+     "tcp://, ws://, wss://, tls+tcp://, inproc://); a URL with no\n"
+     "host (tcp://:7000) binds loopback only", NULL},
+    {"replay", 0, TS_CLI_STRING, O_REPLAY, 0, 0, "URL",
+     "serve missed events to subscribers on this URL (nng rep0);\nneeds --pub", NULL},
+    {"tls-cert", 0, TS_CLI_STRING, O_TLS_CERT, 0, 0, "FILE",
+     "certificate (PEM, may hold the key too) for wss:// and\ntls+tcp:// bus listeners", NULL},
+    {"tls-key", 0, TS_CLI_STRING, O_TLS_KEY, 0, 0, "FILE",
+     "its private key, when not in the certificate file", NULL},
+};
+const ts_cli_group ts_cli_group_bus = {"bus", "event bus", bus_opts,
+                                       sizeof bus_opts / sizeof bus_opts[0], set_shared};
+
+static const ts_cli_opt tools_opts[] = {
+    {"tools", 0, TS_CLI_STRING, O_TOOLS, 0, 0, "FILE",
+     "JSON array of tool definitions (name, description,\n"
+     "progressArgument, args, annotations), or a JavaScript tool\n"
+     "module (FILE.js, docs/jstools.md); repeatable; more .js files\n"
+     "may follow one --tools (--tools tools/*.js)", ts_jstools_is_module},
+    {"progress-arg", 0, TS_CLI_STRING, O_PROGRESS_ARG, 0, 0, "T=A",
+     "tool T's progress argument is A; repeatable, wins over --tools", NULL},
+};
+const ts_cli_group ts_cli_group_tools = {"tools", "tools", tools_opts,
+                                         sizeof tools_opts / sizeof tools_opts[0], set_shared};
+
+static const ts_cli_opt thread_opts[] = {
+    {"thread", 0, TS_CLI_THREAD, O_THREAD, 0, 0, "ID",
+     "the thread id: 1 to 256 bytes, no spaces or control characters\n"
+     "(default: a fresh th_... id; for sub: every thread)", NULL},
+};
+const ts_cli_group ts_cli_group_thread = {"thread", NULL, thread_opts, 1, set_shared};
+
+static const ts_cli_opt ca_opts[] = {
+    {"ca-file", 0, TS_CLI_STRING, O_CA, 0, 0, "FILE",
+     "trust these CA certificates (PEM) for https:// instead of the\n"
+     "system's; certificates are always verified", NULL},
+};
+const ts_cli_group ts_cli_group_ca = {"ca", NULL, ca_opts, 1, set_shared};
+
+/* ---- the shared groups' work ------------------------------------------------------------ */
+
+int ts_cli_bus_check(const ts_cli_common *c) {
+  if (c->replay_url && !c->pub_url) {
+    fprintf(stderr, "%s: --replay needs --pub\n", c->who);
+    return 2;
+  }
+  if ((c->tls_cert || c->tls_key) && !c->pub_url) {
+    fprintf(stderr, "%s: --tls-cert and --tls-key need --pub\n", c->who);
+    return 2;
+  }
+  return 0;
+}
+
+int ts_cli_thread_or_new(ts_cli_common *c) {
+  if (c->has_thread) return 0;
+  int r = ts_thread_id_new(c->thread, sizeof c->thread);
+  if (r) {
+    fprintf(stderr, "%s: cannot make a thread id: %s\n", c->who, ts_err_message(r));
+    return 1;
+  }
+  return 0;
+}
+
+int ts_cli_progress_overrides(const ts_cli_common *c, ts_tool_defs *defs) {
+  for (size_t i = 0; i < c->n_progress_args; i++) {
+    const char *val = c->progress_args[i], *eq = strchr(val, '=');
+    char tool[256];
+    snprintf(tool, sizeof tool, "%.*s", (int)(eq - val), val); /* checked: < 256 */
+    if (ts_tool_defs_set_progress(defs, tool, eq + 1)) {
+      fprintf(stderr, "%s: out of memory\n", c->who);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The exit status for a --tools file that failed with `rc`: unreadable 1, malformed 2. */
+static int tools_status(int rc) { return rc == TS_E_IO || rc == TS_E_NOMEM ? 1 : 2; }
+
+int ts_cli_tools_defs(const ts_cli_common *c, ts_tool_defs *defs) {
+  for (size_t i = 0; i < c->n_tools_files; i++) {
+    const char *path = c->tools_files[i];
+    char why[512] = "";
+    if (ts_jstools_is_module(path)) {
+      /* a module: loaded (in a registry of its own) for its tools' progress arguments */
+      ts_registry *reg = ts_registry_new();
+      int rc = reg ? ts_jstools_load(reg, path, NULL, why, sizeof why) : TS_E_NOMEM;
+      for (size_t k = 0; !rc && k < ts_registry_count(reg); k++) {
+        const ts_tool *t = ts_registry_at(reg, k);
+        if (ts_tool_progress_arg(t))
+          rc = ts_tool_defs_set_progress(defs, ts_tool_name(t), ts_tool_progress_arg(t));
+      }
+      ts_registry_free(reg);
+      if (rc) {
+        fprintf(stderr, "%s: %s\n", c->who, why[0] ? why : ts_err_message(rc));
+        return tools_status(rc);
+      }
+      continue;
+    }
+    char *text;
+    size_t len;
+    int rc = ts_file_read(path, (size_t)64 << 20, &text, &len);
+    if (rc) {
+      fprintf(stderr, "%s: cannot read %s: %s\n", c->who, path,
+              rc == TS_E_LIMIT ? "the file is too large" : strerror(errno));
+      return rc == TS_E_LIMIT ? 2 : 1;
+    }
+    rc = ts_tool_defs_parse(defs, text, len, why, sizeof why);
+    free(text);
+    if (rc) {
+      fprintf(stderr, "%s: %s: %s\n", c->who, path, rc == TS_E_NOMEM ? "out of memory" : why);
+      return rc == TS_E_NOMEM ? 1 : 2;
+    }
+  }
+  return ts_cli_progress_overrides(c, defs);
+}
+
+int ts_cli_tools_registry(const ts_cli_common *c, ts_registry *reg, const ts_jstools_env *env) {
+  for (size_t i = 0; i < c->n_tools_files; i++) {
+    const char *path = c->tools_files[i];
+    char why[512] = "";
+    int rc;
+    if (ts_jstools_is_module(path)) {
+      if ((rc = ts_jstools_load(reg, path, env, why, sizeof why))) {
+        fprintf(stderr, "%s: %s\n", c->who, why[0] ? why : ts_err_message(rc));
+        return tools_status(rc);
+      }
+      continue;
+    }
+    ts_tool_defs defs = {0};
+    int st = 0;
+    if ((rc = ts_cli_tools_defs(&(ts_cli_common){.who = c->who, .tools_files = {path},
+                                                 .n_tools_files = 1},
+                                &defs)))
+      st = rc;
+    else if ((rc = ts_registry_add_defs(reg, &defs, why, sizeof why))) {
+      fprintf(stderr, "%s: %s: %s\n", c->who, path, why[0] ? why : ts_err_message(rc));
+      st = rc == TS_E_NOMEM ? 1 : 2;
+    }
+    ts_tool_defs_free(&defs);
+    if (st) return st;
+  }
+  return 0;
+}

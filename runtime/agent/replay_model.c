@@ -1,0 +1,123 @@
+/*
+ * replay_model.c: recorded turns as a model (replay_model.h).
+ *
+ * Pacing needs the event boundaries before the tap sees the bytes, because the tap
+ * decodes JSON strings in place and would change what a second look would find. So the
+ * whole file is framed first (the framer only reports where each event ends, it does
+ * not alter the bytes), then fed to the tap event by event with a sleep before each one
+ * that keeps the pace. Bytes after the last complete event (a truncated recording) go in
+ * as a last piece, so the tap sees exactly the file and reports the truncation itself.
+ */
+#include "agent/replay_model.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "stream/sse.h"
+
+static int cmp_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The n-th (0-based) *.sse file of dir in name order, into path; 0 if found. */
+static int turn_file(const char *dir, uint32_t n, char *path, size_t cap) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  char *names[TS_REPLAY_MAX_FILES];
+  size_t k = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && k < TS_REPLAY_MAX_FILES) {
+    size_t l = strlen(e->d_name);
+    if (l > 4 && !strcmp(e->d_name + l - 4, ".sse") && (names[k] = strdup(e->d_name))) k++;
+  }
+  closedir(d);
+  qsort(names, k, sizeof names[0], cmp_name);
+  int rc = -1;
+  if (n < k && (size_t)snprintf(path, cap, "%s/%s", dir, names[n]) < cap) rc = 0;
+  for (size_t i = 0; i < k; i++) free(names[i]);
+  return rc;
+}
+
+static int has_turn(void *user, const ts_agent_turn *t, char *why, size_t cap) {
+  const ts_replay_model *r = user;
+  char path[4096];
+  if (turn_file(r->dir, t->turn, path, sizeof path) == 0) return 0;
+  snprintf(why, cap, "no recorded turn %u in %s", t->turn + 1, r->dir);
+  return -1;
+}
+
+typedef struct {
+  uint64_t *ends;
+  size_t n, cap;
+  int oom;
+} bounds;
+
+static int on_sse(void *user, const ts_sse_event *ev) {
+  bounds *b = user;
+  if (ev->kind != TS_SSE_DISPATCH) return 0; /* an over-long event: goes with the next */
+  if (b->n == b->cap) {
+    size_t nc = b->cap ? b->cap * 2 : 256;
+    uint64_t *p = realloc(b->ends, nc * sizeof *p);
+    if (!p) {
+      b->oom = 1;
+      return 1;
+    }
+    b->ends = p;
+    b->cap = nc;
+  }
+  b->ends[b->n++] = ev->end_offset;
+  return 0;
+}
+
+static int play(void *user, const ts_agent_turn *t, ts_tap *tap, char *why, size_t cap) {
+  const ts_replay_model *r = user;
+  char path[4096];
+  if (turn_file(r->dir, t->turn, path, sizeof path)) {
+    snprintf(why, cap, "no recorded turn %u in %s", t->turn + 1, r->dir);
+    return -1;
+  }
+  char *buf;
+  size_t len;
+  int rc = ts_file_read(path, TS_REPLAY_MAX_FILE_BYTES, &buf, &len);
+  if (rc) {
+    snprintf(why, cap, "cannot read %s: %s", path,
+             rc == TS_E_LIMIT ? "the file is too large" : strerror(errno));
+    return -1;
+  }
+  /* the event boundaries, found by the framer on the untouched bytes */
+  bounds b = {0};
+  ts_sse sse;
+  size_t dcap = TS_TAP_MAX_EVENT_BYTES;
+  char *data = malloc(dcap);
+  if (!data || ts_sse_init(&sse, data, dcap, 0, on_sse, &b) || ts_sse_feed(&sse, buf, len) ||
+      ts_sse_finish(&sse) || b.oom) {
+    free(data);
+    free(b.ends);
+    free(buf);
+    snprintf(why, cap, "out of memory");
+    return -1;
+  }
+  free(data);
+  double t0 = ts_clock_ms();
+  size_t at = 0;
+  for (size_t i = 0; i <= b.n && at < len && !(t->cancel && *t->cancel); i++) {
+    size_t end = i < b.n ? (size_t)b.ends[i] : len;
+    if (end <= at) continue;
+    if (r->rate > 0) ts_clock_sleep_ms((double)i * 1e3 / r->rate - (ts_clock_ms() - t0));
+    if (ts_tap_feed(tap, buf + at, end - at)) break; /* the tap was stopped */
+    at = end;
+  }
+  free(b.ends);
+  free(buf);
+  return 0;
+}
+
+ts_agent_model ts_replay_model_backend(ts_replay_model *r) {
+  ts_agent_model m = {has_turn, play, r};
+  return m;
+}

@@ -1,0 +1,30 @@
+/*
+ * replay_model.h: the recorded-turns model backend of the agent loop (agent/run.h).
+ *
+ * A directory of recorded SSE replies, one file per turn, taken in name order
+ * (turn-1.sse, turn-2.sse, ...: plain byte order of the names, so number them with the
+ * same width past 9): turn N of a thread plays the N-th file. Each file goes through the
+ * tap one SSE event at a time, paced at `rate` events per second like a model, with
+ * event boundaries found by the SSE framer (stream/sse.h: LF, CR LF and lone CR line
+ * ends alike).
+ *
+ * Limits: at most TS_REPLAY_MAX_FILES files are looked at; a file over
+ * TS_REPLAY_MAX_FILE_BYTES is refused (the turn fails with a reason).
+ */
+#ifndef TS_AGENT_REPLAY_MODEL_H
+#define TS_AGENT_REPLAY_MODEL_H
+
+#include "agent/run.h"
+
+#define TS_REPLAY_MAX_FILES 1024
+#define TS_REPLAY_MAX_FILE_BYTES ((size_t)256 << 20)
+
+typedef struct {
+  const char *dir; /* the recorded turns (not copied: must outlive the model's use) */
+  double rate;     /* SSE events per second; <= 0: as fast as possible */
+} ts_replay_model;
+
+/* The backend for ts_agent_config.model; `r` must outlive the run. */
+ts_agent_model ts_replay_model_backend(ts_replay_model *r);
+
+#endif /* TS_AGENT_REPLAY_MODEL_H */

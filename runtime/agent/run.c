@@ -1,0 +1,298 @@
+/*
+ * run.c: the agent loop (run.h).
+ *
+ * Per turn the loop owns a tap and a dispatcher, and sits between them: each tap event
+ * goes to the sink first (so tool_call_started is out before anything runs) and then
+ * to the dispatcher, which may start the call on its worker at once. The dispatcher's
+ * own events (execution started, result) come back from the worker thread into the same
+ * sink, which numbers them in one sequence with the tap's.
+ *
+ * The loop's store connection is shared by two threads: the loop stores messages on it,
+ * and the sink stores every event on it, also from the dispatcher's worker. One SQLite
+ * connection must not interleave two transactions, so both go through `store_mu`. The
+ * sink takes its own mutex and then store_mu (in store_event); the loop takes only
+ * store_mu: one lock order, no deadlock.
+ *
+ * The assistant message of a turn is stored after the turn, with the calls the tap
+ * reported (ready or failed), so a resumed or later request pairs each result with its
+ * call. It is stored even when the turn was cut (Ctrl-C, a broken stream), because
+ * results of that turn may already be committed and must have their call on record.
+ */
+#include "agent/run.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/strbuf.h"
+#include "tools/dispatch.h"
+
+typedef struct {
+  const ts_agent_config *cfg;
+  pthread_mutex_t store_mu;
+  ts_sink *sink;
+  ts_dispatch *disp;
+  /* the turn being streamed */
+  ts_buf text;
+  ts_buf calls; /* JSON array items of the assistant's tool calls */
+  uint32_t ncalls;
+  double started_ms[TS_MS_MAX_CALLS];
+  uint64_t started_off[TS_MS_MAX_CALLS];
+  ts_agent_stats *st;
+} loop;
+
+static int cancelled(const loop *l) { return l->cfg->cancel && *l->cfg->cancel; }
+
+static int store_event(void *user, const char *thread, uint64_t seq, const char *json,
+                       size_t len) {
+  loop *l = user;
+  pthread_mutex_lock(&l->store_mu);
+  int rc = ts_store_append_event(l->cfg->store, thread, seq, json, len);
+  pthread_mutex_unlock(&l->store_mu);
+  return rc;
+}
+
+static void on_dispatch_event(void *user, const ts_event *e) {
+  loop *l = user;
+  ts_sink_emit(l->sink, e); /* a store failure is sticky in the sink; checked per turn */
+}
+
+/* Collects what the summary and the assistant message need, then sink, then dispatcher. */
+static int on_tap_event(void *user, const ts_tap_event *e) {
+  loop *l = user;
+  if (e->is_call && e->index < TS_MS_MAX_CALLS) {
+    if (e->type == TS_TAP_TOOL_CALL_STARTED) {
+      l->started_ms[e->index] = ts_clock_ms();
+      l->started_off[e->index] = e->offset;
+    } else if (e->type == TS_TAP_TOOL_CALL_READY) {
+      l->st->early_ms_sum += ts_clock_ms() - l->started_ms[e->index];
+      l->st->early_bytes_sum += e->offset - l->started_off[e->index];
+    }
+  }
+  if (e->type == TS_TAP_TEXT_DELTA) ts_buf_append(&l->text, e->text.p, e->text.len);
+  if (e->type == TS_TAP_TOOL_CALL_READY || e->type == TS_TAP_TOOL_CALL_ERROR) {
+    if (l->ncalls++) ts_buf_putc(&l->calls, ',');
+    ts_buf_puts(&l->calls, "{\"id\":");
+    ts_buf_append_json_string(&l->calls, e->call_id.p, e->call_id.len);
+    ts_buf_puts(&l->calls, ",\"name\":");
+    ts_buf_append_json_string(&l->calls, e->tool.p, e->tool.len);
+    ts_buf_puts(&l->calls, ",\"arguments\":");
+    if (e->type == TS_TAP_TOOL_CALL_READY)
+      ts_buf_append(&l->calls, e->arguments.p, e->arguments.len);
+    else
+      ts_buf_puts(&l->calls, "null");
+    ts_buf_putc(&l->calls, '}');
+  }
+  ts_sink_emit_tap(l->sink, e);
+  ts_dispatch_tap_event(l->disp, e);
+  return cancelled(l);
+}
+
+static const char *progress_of(void *user, const char *tool, size_t len, size_t *arg_len) {
+  const loop *l = user;
+  if (l->cfg->progress) { /* --progress-arg wins over the tool's own declaration */
+    const ts_tool_def *d = ts_tool_defs_find(l->cfg->progress, tool, len);
+    if (d && d->progress_arg) {
+      *arg_len = strlen(d->progress_arg);
+      return d->progress_arg;
+    }
+  }
+  const ts_tool *t = ts_registry_find(l->cfg->reg, tool, len);
+  const char *a = t ? ts_tool_progress_arg(t) : NULL;
+  if (a) *arg_len = strlen(a);
+  return a;
+}
+
+static int count_assistant(void *user, const ts_store_message *m) {
+  if (m->role == TS_STORE_ASSISTANT) (*(uint32_t *)user)++;
+  return 0;
+}
+
+/* The assistant's message of the turn just streamed: its text and its calls. */
+static int store_assistant(loop *l, uint32_t turn) {
+  ts_buf msg;
+  ts_buf_init(&msg, (size_t)96 << 20);
+  ts_buf_puts(&msg, "{\"turn\":");
+  ts_buf_append_u64(&msg, turn);
+  ts_buf_puts(&msg, ",\"text\":");
+  ts_buf_append_json_string(&msg, l->text.p ? l->text.p : "", l->text.len);
+  ts_buf_puts(&msg, ",\"tool_calls\":[");
+  ts_buf_append(&msg, l->calls.p ? l->calls.p : "", l->calls.len);
+  ts_buf_puts(&msg, "]}");
+  int rc = msg.err;
+  if (!rc) {
+    pthread_mutex_lock(&l->store_mu);
+    rc = ts_store_append_message(l->cfg->store, l->cfg->thread, TS_STORE_ASSISTANT, msg.p,
+                                 msg.len, NULL, NULL, 0, NULL);
+    pthread_mutex_unlock(&l->store_mu);
+  }
+  ts_buf_fini(&msg);
+  return rc;
+}
+
+/* One turn. Returns TS_E_OK with *more = 1 when the model called tools (another turn
+ * follows), or the reason the loop stops. */
+static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
+  const ts_agent_config *c = l->cfg;
+  ts_agent_turn t = {c->store, c->thread, c->reg, turn, l->sink, c->cancel};
+  *more = 0;
+  if (c->model.has_turn && c->model.has_turn(c->model.user, &t, why, cap)) return TS_E_IO;
+  ts_buf_reset(&l->text);
+  ts_buf_reset(&l->calls);
+  l->ncalls = 0;
+  ts_dispatch_config dc = {c->dispatch_store, c->reg, c->thread, turn + 1, on_dispatch_event, l, 1};
+  l->disp = ts_dispatch_new(&dc);
+  ts_tap_config tc = {.progress_arg = progress_of, .progress_user = l, .text = 1};
+  ts_tap *tap = l->disp ? ts_tap_new(&tc, on_tap_event, l) : NULL;
+  if (!tap) {
+    ts_dispatch_free(l->disp);
+    l->disp = NULL;
+    snprintf(why, cap, "out of memory");
+    return TS_E_NOMEM;
+  }
+  char mwhy[512] = "";
+  int mrc = c->model.turn(c->model.user, &t, tap, mwhy, sizeof mwhy);
+  ts_tap_finish(tap);
+  int failed = ts_tap_failed(tap);
+  ts_tap_free(tap);
+  if (cancelled(l)) ts_dispatch_cancel(l->disp);
+  int drc = ts_dispatch_finish(l->disp);
+  ts_dispatch_free(l->disp);
+  l->disp = NULL;
+  int arc = store_assistant(l, turn + 1);
+  l->st->calls += l->ncalls;
+  l->st->turns++;
+  if (cancelled(l)) {
+    snprintf(why, cap, "interrupted; finished results are stored; continue with --thread %s "
+                       "--resume", c->thread);
+    return TS_E_ABORTED;
+  }
+  if (mrc) {
+    snprintf(why, cap, "%s", mwhy);
+    return TS_E_IO;
+  }
+  int src = ts_sink_store_error(l->sink);
+  if (drc || arc || src) {
+    snprintf(why, cap, "the store failed: %s",
+             drc ? ts_store_errmsg(c->dispatch_store)
+                 : arc ? ts_store_errmsg(c->store) : ts_err_message(src));
+    return drc ? drc : arc ? arc : src;
+  }
+  if (failed) {
+    snprintf(why, cap, "the model's stream for turn %u ended in error (see the stream_error "
+                       "event)", turn + 1);
+    return TS_E_MS_PROVIDER;
+  }
+  *more = l->ncalls > 0;
+  return TS_E_OK;
+}
+
+/* Replaces the sink's secrets in `why` (a backend's message may echo a key). */
+static void redact_why(const loop *l, char *why, size_t cap) {
+  if (!l->sink || !why[0]) return;
+  ts_buf b;
+  ts_buf_init(&b, cap * 2);
+  if (ts_sink_redact(l->sink, why, strlen(why), &b) == TS_E_OK) snprintf(why, cap, "%s", b.p);
+  ts_buf_fini(&b);
+}
+
+int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, size_t cap) {
+  ts_agent_stats local;
+  ts_agent_stats *st = stats ? stats : &local;
+  memset(st, 0, sizeof *st);
+  loop l;
+  memset(&l, 0, sizeof l);
+  l.cfg = c;
+  l.st = st;
+  why[0] = '\0';
+  if (!c->store || !c->dispatch_store || !c->reg || !c->model.turn || !c->thread ||
+      !ts_thread_id_valid(c->thread, strlen(c->thread))) {
+    snprintf(why, cap, "invalid configuration");
+    return TS_E_INVAL;
+  }
+  int exists = ts_store_thread_exists(c->store, c->thread);
+  if (exists < 0) {
+    snprintf(why, cap, "%s", ts_store_errmsg(c->store));
+    return exists;
+  }
+  if (c->resume && exists != 1) {
+    snprintf(why, cap, "no thread %s in %s", c->thread, ts_store_path(c->store));
+    return TS_E_STORE_NO_THREAD;
+  }
+  if (!c->resume && exists == 1) {
+    snprintf(why, cap, "thread %s exists; add --resume to continue it", c->thread);
+    return TS_E_STORE_THREAD_EXISTS;
+  }
+  int rc;
+  if (!c->resume && (rc = ts_store_thread_create(c->store, c->thread, NULL))) {
+    snprintf(why, cap, "%s", ts_store_errmsg(c->store));
+    return rc;
+  }
+  pthread_mutex_init(&l.store_mu, NULL);
+  ts_buf_init(&l.text, (size_t)16 << 20);
+  ts_buf_init(&l.calls, (size_t)64 << 20);
+  ts_sink_config sc = c->sink;
+  sc.thread = c->thread;
+  sc.store = store_event;
+  sc.store_user = &l;
+  ts_store_last_event_seq(c->store, c->thread, &sc.last_seq);
+  if ((rc = ts_sink_new(&sc, &l.sink))) {
+    snprintf(why, cap, "cannot set up the event sink: %s", ts_err_message(rc));
+    goto out;
+  }
+  uint32_t turn = 0;
+  ts_store_messages(c->store, c->thread, 0, count_assistant, &turn);
+  if (c->resume) {
+    /* calls that started but never finished (a crash, Ctrl-C) are resolved first */
+    uint32_t resolved = 0;
+    if ((rc = ts_dispatch_resume(c->dispatch_store, c->reg, c->thread, on_dispatch_event, &l,
+                                 &resolved))) {
+      snprintf(why, cap, "resume failed: %s", ts_store_errmsg(c->dispatch_store));
+      goto out;
+    }
+  }
+  if (c->prompt) {
+    pthread_mutex_lock(&l.store_mu);
+    rc = ts_store_append_message(c->store, c->thread, TS_STORE_USER, c->prompt, strlen(c->prompt),
+                                 NULL, NULL, 0, NULL);
+    pthread_mutex_unlock(&l.store_mu);
+    if (rc) {
+      snprintf(why, cap, "%s", ts_store_errmsg(c->store));
+      goto out;
+    }
+  }
+  uint32_t max_turns = c->max_turns ? c->max_turns : TS_AGENT_MAX_TURNS;
+  double t0 = ts_clock_ms();
+  for (;;) {
+    if (st->turns >= max_turns) {
+      snprintf(why, cap, "stopped after --max-turns %u; --resume continues", max_turns);
+      rc = TS_E_LIMIT;
+      break;
+    }
+    int more;
+    rc = one_turn(&l, turn, &more, why, cap);
+    turn++;
+    if (rc || !more) break; /* an error, or the model ended its turn without tool calls */
+  }
+  st->elapsed_ms = ts_clock_ms() - t0;
+out:
+  redact_why(&l, why, cap);
+  ts_sink_free(l.sink);
+  ts_buf_fini(&l.text);
+  ts_buf_fini(&l.calls);
+  pthread_mutex_destroy(&l.store_mu);
+  return rc;
+}
+
+int ts_agent_archive(void *store, const char *thread, size_t thread_len, uint64_t after,
+                     size_t max, int (*put)(void *, uint64_t, const char *, size_t), void *ctx,
+                     uint64_t *newest) {
+  char th[TS_THREAD_ID_MAX + 1];
+  *newest = 0;
+  if (thread_len > TS_THREAD_ID_MAX) return 0;
+  memcpy(th, thread, thread_len);
+  th[thread_len] = '\0';
+  if (ts_store_last_event_seq(store, th, newest) != TS_E_OK) *newest = 0;
+  return ts_store_events_after(store, th, after, max, put, ctx);
+}

@@ -1,0 +1,109 @@
+/*
+ * run.h: the agent loop: a thread's turns, from the model's streamed reply to the
+ * committed tool results, until the model ends a turn without calling a tool.
+ *
+ * One turn: the model backend (ts_agent_model) streams its reply into a tap (so
+ * tool_call_started goes out early); the dispatcher (tools/dispatch.h) runs the calls
+ * strictly in index order as their arguments complete, committing each result before
+ * the next call starts; at the end of the turn the assistant's message (its text and
+ * its calls) is stored. Every event of the thread, the tap's and the dispatcher's,
+ * goes through one event sink (events/sink.h): numbered after the thread's last stored
+ * event, stored, written or drawn, published.
+ *
+ * The backend is a pair of callbacks, so that this room needs no HTTP: `toolstream
+ * run` gives either the recorded-turns backend (agent/replay_model.h) or its HTTP
+ * backend (the conversation as a provider request, cli/model_http.c).
+ *
+ * Stores: the loop uses two connections of the same store, because one SQLite
+ * connection serves one thread: `store` for the loop (the thread, messages and, under the
+ * loop's store lock, every event), `dispatch_store` for the dispatcher's worker (start
+ * records and results).
+ *
+ * Stopping: `cancel` (set from a signal handler) stops the turn: the running tool is
+ * told to stop, the backend stops streaming, finished results stay committed, the
+ * turn's assistant message is stored with the calls seen so far, and the loop returns
+ * TS_E_ABORTED; `--resume` of the thread continues.
+ */
+#ifndef TS_AGENT_RUN_H
+#define TS_AGENT_RUN_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events/sink.h"
+#include "store/store.h"
+#include "stream/tap.h"
+#include "stream/tool_defs.h"
+#include "tools/registry.h"
+
+/* What a backend sees of the turn it streams. */
+typedef struct {
+  ts_store *store;           /* the loop's connection (the conversation so far) */
+  const char *thread;
+  const ts_registry *reg;    /* the tools the model may call */
+  uint32_t turn;             /* 0-based: turns already stored in the thread */
+  ts_sink *sink;             /* for a stream_error event the backend reports itself */
+  const volatile sig_atomic_t *cancel;
+} ts_agent_turn;
+
+typedef struct {
+  /* Optional: called before the turn starts (before anything of it is stored).
+   * Returns 0 when the backend has this turn, else nonzero with a one-line `why` (the
+   * loop stops: "no recorded turn 4 in DIR"). */
+  int (*has_turn)(void *user, const ts_agent_turn *t, char *why, size_t why_cap);
+  /* Streams the turn's reply into `tap` with ts_tap_feed as bytes arrive, and returns
+   * when the reply has ended or `cancel` is set (the loop finishes the tap). Returns 0;
+   * or nonzero with a one-line `why` when the reply could not be had (the loop stops
+   * after storing the turn); a backend that failed after the reply began emits a
+   * stream_error event through t->sink itself. */
+  int (*turn)(void *user, const ts_agent_turn *t, ts_tap *tap, char *why, size_t why_cap);
+  void *user;
+} ts_agent_model;
+
+typedef struct {
+  ts_store *store;          /* required: the loop's connection */
+  ts_store *dispatch_store; /* required: the dispatcher's connection (same store) */
+  const ts_registry *reg;   /* required */
+  const ts_tool_defs *progress; /* may be NULL: progress arguments that win over reg's */
+  const char *thread;       /* required, valid */
+  int resume;               /* 1: continue the thread (it must exist); 0: a new thread */
+  const char *prompt;       /* may be NULL: a user message stored before the first turn */
+  uint32_t max_turns;       /* 0: TS_AGENT_MAX_TURNS */
+  ts_agent_model model;
+  /* Where events go: `out`/`view`, `pub`, `who` and `secrets` are used as given; the
+   * loop fills `thread`, `last_seq` and `store`. */
+  ts_sink_config sink;
+  const volatile sig_atomic_t *cancel; /* may be NULL */
+} ts_agent_config;
+
+#define TS_AGENT_MAX_TURNS 16
+
+typedef struct {
+  uint32_t turns;        /* turns run by this call */
+  uint32_t calls;        /* tool calls in them */
+  double elapsed_ms;
+  double early_ms_sum;   /* summed over calls: time from tool_call_started to ready */
+  uint64_t early_bytes_sum; /* and bytes of the stream between them */
+} ts_agent_stats;
+
+/* Runs the thread's turns. Returns TS_E_OK when the model ended its turn without tool
+ * calls. Otherwise a negative ts_err with a one-line reason in `why` (secrets redacted):
+ *   TS_E_STORE_THREAD_EXISTS  not resume, and the thread exists (a usage error)
+ *   TS_E_STORE_NO_THREAD      resume, and the thread does not exist
+ *   TS_E_ABORTED              `cancel` was set (resume continues)
+ *   TS_E_LIMIT                max_turns turns were run (resume continues)
+ *   TS_E_MS_PROVIDER          a turn's stream ended in error (a stream_error event)
+ *   TS_E_IO                   the backend could not give the turn (its own `why`)
+ *   a store error, TS_E_NOMEM
+ * `stats` (may be NULL) is filled in every case. */
+int ts_agent_run(const ts_agent_config *cfg, ts_agent_stats *stats, char *why, size_t why_cap);
+
+/* The bus's replay archive from a store connection (ts_pub_opts.archive, with the
+ * connection as archive_user): events older than the publisher's memory come from the
+ * store. The connection must be the archive's own (the replay thread calls this). */
+int ts_agent_archive(void *store, const char *thread, size_t thread_len, uint64_t after,
+                     size_t max, int (*put)(void *, uint64_t, const char *, size_t), void *ctx,
+                     uint64_t *newest);
+
+#endif /* TS_AGENT_RUN_H */
