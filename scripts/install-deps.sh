@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libnng-dev nng-utils libevent-dev libssl-dev duktape-dev check libsubunit-dev
-  libjsmn-dev libsqlite3-dev libsodium-dev
+  libjsmn-dev libsqlite3-dev libsodium-dev libpcre2-dev
+  json-schema-test-suite      # the JSON Schema Test Suite, run by the schema tests
   libyajl-dev libjson-c-dev   # benchmark peers only
   valgrind openssl
   clang libclang-rt-14-dev   # the fuzz targets (make fuzz, and the smoke in make test)

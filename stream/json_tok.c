@@ -217,7 +217,11 @@ int ts_json_tok_done(const ts_json_tok *t) {
 __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *buf, size_t len,
                                                   const char *sp) {
   unsigned state = t->state;
-  if (state >= S_FINISHED) return state == S_ERROR ? t->err : TS_E_JSON_FINISHED;
+  if (state >= S_FINISHED) {
+    /* still counted: ts_json_tok_offset is the bytes fed, however they were chunked */
+    t->pos += len;
+    return state == S_ERROR ? t->err : TS_E_JSON_FINISHED;
+  }
   if (len == 0) return TS_E_OK;
 
   const char *p = buf;

@@ -164,7 +164,8 @@ static inline uint64_t ts_json_tok_error_offset(const ts_json_tok *t) { return t
 /* Containers open right now (0 outside the top-level value). */
 static inline uint32_t ts_json_tok_depth(const ts_json_tok *t) { return t->depth; }
 
-/* Bytes fed so far. */
+/* Bytes fed so far: every byte passed to feed, also those fed after an error or after
+ * finish, so the value does not depend on chunking. */
 static inline uint64_t ts_json_tok_offset(const ts_json_tok *t) { return t->pos; }
 
 /* 1 once the top-level value has completed (a top-level number completes only at

@@ -39,6 +39,7 @@ typedef struct call {
   uint8_t in_progress_value;
   uint8_t tok_first_seen; /* the tokenizer reported its first token */
   uint8_t complete_pending; /* the arguments object closed during this fragment */
+  uint8_t raw_began;      /* raw input: the first non-whitespace byte was a '{' */
   uint8_t sep;            /* compact writer of args: a ',' is due before the next value */
   uint8_t label_sep;      /* the same for a non-string label */
   uint64_t done_off;      /* raw input: the byte after the arguments' closing brace */
@@ -321,6 +322,9 @@ static int on_arg_token(void *user, const ts_json_token *tk) {
   if (tk->depth == 0 && tk->kind == TS_JSON_OBJECT_END) {
     c->complete_pending = 1;
     c->done_off = token_end(tk);
+    /* raw input: stop at the closing brace, so READY fires before any later byte of
+     * the same read is looked at (raw_feed checks those as trailing data) */
+    if (t->cfg.format == TS_MS_RAW) return 1;
   }
   return t->aborted;
 }
@@ -384,6 +388,15 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
   c->complete_pending = 0;
   int r = ts_json_tok_feed(&c->tok, p, n);
   if (t->aborted) return;
+  if (t->cfg.format == TS_MS_RAW && r == TS_E_ABORTED && c->complete_pending) {
+    /* the tokenizer stopped at the arguments' closing brace (on_arg_token): the piece
+     * ends there; raw_feed looks at what follows */
+    size_t used = (size_t)(c->done_off - (piece_end - n));
+    c->arg_bytes -= n - used;
+    n = used;
+    piece_end = c->done_off;
+    r = TS_E_OK;
+  }
   if (t->cfg.format == TS_MS_RAW) t->ev_off = piece_end;
   if (r) {
     /* raw input: the error is stamped with the byte after the offending one */
@@ -503,21 +516,76 @@ static int on_sse_event(void *user, const ts_sse_event *se) {
 
 /* ---- raw input -------------------------------------------------------------------------- */
 
+/* Raw input is one call's argument bytes, read in chunks the tap does not choose. Every
+ * event must come out the same whatever the chunks (tap.h), so each decision that could
+ * depend on where a read ends is taken at a byte position instead:
+ *   - pieces are cut at heartbeat boundaries, so heartbeats and their offsets are fixed;
+ *   - pieces are cut at max_args_bytes: the byte that would exceed it fails the call
+ *     (TS_E_LIMIT, "after max_args_bytes argument bytes"), stamped with the byte after it;
+ *   - the first byte that is not whitespace decides "not an object" by itself (the
+ *     tokenizer would report a number such as `0` only once it ends, so `00` read whole
+ *     and `0`|`0` would disagree);
+ *   - the tokenizer stops at the closing brace and READY fires there; bytes after it
+ *     are trailing data checked here: whitespace is fine, anything else is one
+ *     STREAM_ERROR at that byte, after the READY (the same as when they arrive in a
+ *     later read). */
+static int is_ws(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
+
+/* Bytes after a ready call's arguments. */
+static void raw_trailing(ts_tap *t, call *c, const char *p, size_t n) {
+  size_t i = 0;
+  while (i < n && is_ws(p[i])) i++;
+  if (i == n || c->failed) return;
+  uint64_t at = t->pos + i;
+  t->ev_off = at + 1;
+  char msg[200];
+  int m = snprintf(msg, sizeof msg,
+                   "call #%u (%.*s): data after its complete arguments, at argument byte %llu",
+                   c->index, (int)(c->name_len > 64 ? 64 : c->name_len), c->name,
+                   (unsigned long long)at);
+  c->failed = 1;
+  stream_error(t, TS_E_JSON_TRAILING, msg, (size_t)m);
+}
+
 static void raw_feed(ts_tap *t, const char *p, size_t n) {
   call *c = t->calls ? t->calls[0] : NULL;
+  uint64_t max = t->cfg.max_args_bytes;
   while (n && c && !t->aborted) {
-    /* Cut at heartbeat boundaries, so heartbeats do not depend on chunking. */
+    if (c->ready || c->failed) { /* nothing of these bytes is argument text */
+      raw_trailing(t, c, p, n);
+      t->pos += n;
+      return;
+    }
+    if (c->arg_bytes >= max) { /* this byte would be one more than the cap */
+      t->ev_off = t->pos + 1;
+      fail_call(t, c, TS_E_LIMIT, c->arg_bytes);
+      continue;
+    }
     size_t k = n;
+    if (max - c->arg_bytes < k) k = (size_t)(max - c->arg_bytes);
     if (!c->failed && c->next_heartbeat > c->arg_bytes &&
         c->next_heartbeat - c->arg_bytes < k)
       k = (size_t)(c->next_heartbeat - c->arg_bytes);
+    if (!c->raw_began) {
+      size_t i = 0;
+      while (i < k && is_ws(p[i])) i++;
+      if (i == 0 && p[0] != '{') {
+        t->ev_off = t->pos + 1;
+        fail_call(t, c, TS_E_TAP_NOT_OBJECT, c->arg_bytes);
+        continue;
+      }
+      if (i < k && p[i] == '{') c->raw_began = 1;
+      if (i < k && p[i] != '{') k = i; /* the whitespace first, the offending byte next */
+    }
     /* Events are stamped with the byte after the one that completed them: tokens that
      * complete inside this piece restamp ev_off in on_arg_token; deltas and heartbeats
      * are stamped with the end of the piece. */
     t->ev_off = t->pos + k;
+    uint64_t before = c->arg_bytes;
     call_args(t, c, p, k);
-    t->pos += k;
-    p += k, n -= k;
+    size_t used = c->ready ? (size_t)(c->arg_bytes - before) : k; /* READY: up to the brace */
+    t->pos += used;
+    p += used, n -= used;
   }
 }
 

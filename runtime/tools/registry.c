@@ -137,12 +137,15 @@ static int make_tool(const ts_tool_spec *spec, ts_tool **out, char *why, size_t 
   }
   if (t->args_schema) {
     char reason[256] = "";
-    t->schema = ts_schema_compile(t->args_schema, strlen(t->args_schema), reason, sizeof reason);
-    if (!t->schema) {
-      snprintf(why, why_cap, "tool \"%s\": malformed argument schema: %s", t->name,
-               reason[0] ? reason : "out of memory");
+    int rc = ts_schema_compile(t->args_schema, strlen(t->args_schema), 0, &t->schema, reason,
+                               sizeof reason);
+    if (rc != TS_E_OK) {
+      if (rc == TS_E_NOMEM)
+        snprintf(why, why_cap, "tool \"%s\": out of memory", t->name);
+      else
+        snprintf(why, why_cap, "tool \"%s\": malformed argument schema: %s", t->name, reason);
       tool_free(t);
-      return reason[0] ? TS_E_INVAL : TS_E_NOMEM;
+      return rc == TS_E_NOMEM ? TS_E_NOMEM : TS_E_INVAL;
     }
   }
   if (t->progress_arg && (!t->schema || !ts_schema_has_property(t->schema, t->progress_arg))) {

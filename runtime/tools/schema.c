@@ -37,13 +37,17 @@
 #include "tools/schema.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/json_tok.h"
 #include "stream/json_view.h"
+#include "tools/regex.h"
+#include "tools/uri.h"
 
 /* ---- one-line error writer -------------------------------------------------------- */
 
@@ -172,87 +176,61 @@ static void wr_pointer(wr *w, ts_jv *v, int t) {
   if (!any) wr_puts(w, "(root)");
 }
 
-static int utf8_ok(const unsigned char *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    unsigned c = s[i];
-    size_t k;
-    unsigned min;
-    if (c < 0x80) {
-      i++;
-      continue;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-      k = 1, min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      k = 2, min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      k = 3, min = 0x10000;
-    } else {
-      return 0;
-    }
-    if (n - i <= k) return 0;
-    unsigned cp = c & (0x3fu >> k);
-    for (size_t j = 1; j <= k; j++) {
-      if ((s[i + j] & 0xc0) != 0x80) return 0;
-      cp = cp << 6 | (s[i + j] & 0x3fu);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    i += k + 1;
+/* The strict check: the project's own tokenizer (stream/json_tok.h) reads the text
+ * once and either accepts exactly one RFC 8259 value (valid UTF-8, escapes and
+ * surrogates, no raw control bytes, no stray commas or colons, the number grammar)
+ * or names the first bad byte. Counting its tokens on the way sizes jsmn's token
+ * array exactly, and its depth limit bounds the nesting before anything recurses.
+ * jsmn then only builds the tree of a text already known to be JSON. */
+typedef struct {
+  size_t ntok;
+} scan_count;
+
+static int scan_cb(void *user, const ts_json_token *tok) {
+  scan_count *sc = user;
+  switch (tok->kind) {
+  case TS_JSON_KEY:
+  case TS_JSON_STRING:
+  case TS_JSON_NUMBER:
+    if (tok->flags & TS_JSON_FIRST) sc->ntok++;
+    break;
+  case TS_JSON_OBJECT_END:
+  case TS_JSON_ARRAY_END: break;
+  default: sc->ntok++; /* a container's begin, a literal */
   }
-  return 1;
+  return 0;
 }
 
-/* The raw scan: exact token count, nesting bound, and the shapes jsmn accepts but JSON
- * does not (trailing commas, raw control bytes in strings). Returns TS_E_OK,
- * TS_E_ARGS_BAD_JSON with *detail, or TS_E_ARGS_TOO_DEEP. */
-static int raw_scan(const char *s, size_t n, int max_depth, size_t *ntok, const char **detail) {
-  size_t tok = 0;
-  int depth = 0, in_str = 0, esc = 0, in_prim = 0;
-  char prev = 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (in_str) {
-      if (esc) {
-        esc = 0;
-      } else if (c == '\\') {
-        esc = 1;
-      } else if (c == '"') {
-        in_str = 0;
-      } else if (c < 0x20) {
-        *detail = "raw control character in a string";
-        return TS_E_ARGS_BAD_JSON;
-      }
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      in_prim = 0;
-      continue;
-    }
-    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
-        c == '+' || c == '.') {
-      if (!in_prim) tok++;
-      in_prim = 1;
-      prev = (char)c;
-      continue;
-    }
-    in_prim = 0;
-    if (c == '"') {
-      in_str = 1;
-      tok++;
-    } else if (c == '{' || c == '[') {
-      tok++;
-      if (++depth > max_depth) return TS_E_ARGS_TOO_DEEP;
-    } else if (c == '}' || c == ']') {
-      if (prev == ',') {
-        *detail = "trailing comma";
-        return TS_E_ARGS_BAD_JSON;
-      }
-      depth--;
-    }
-    prev = (char)c;
+/* Returns TS_E_OK with the exact jsmn token count in *ntok, TS_E_ARGS_TOO_DEEP, or
+ * TS_E_ARGS_BAD_JSON with the reason written after "<what> not valid JSON". */
+static int strict_scan(const char *s, size_t n, int max_depth, size_t *ntok, const char *what,
+                       wr *w) {
+  scan_count sc = {0};
+  ts_json_tok tk;
+  if (ts_json_tok_init(&tk, (uint32_t)max_depth, scan_cb, &sc) != TS_E_OK) return TS_E_INVAL;
+  int rc = ts_json_tok_feed(&tk, s, n);
+  if (rc == TS_E_OK) rc = ts_json_tok_finish(&tk);
+  if (rc == TS_E_OK) {
+    *ntok = sc.ntok;
+    return TS_E_OK;
   }
-  *ntok = tok;
-  return TS_E_OK;
+  if (rc == TS_E_JSON_DEPTH) {
+    wr_fmt(w, "%s nested deeper than %d levels", what, max_depth);
+    return TS_E_ARGS_TOO_DEEP;
+  }
+  uint64_t at = ts_json_tok_error_offset(&tk);
+  const char *reason = ts_err_message(rc);
+  if (rc == TS_E_JSON_SYNTAX && at < n && (s[at] == '}' || s[at] == ']')) {
+    size_t k = (size_t)at;
+    while (k > 0 && (s[k - 1] == ' ' || s[k - 1] == '\t' || s[k - 1] == '\n' || s[k - 1] == '\r'))
+      k--;
+    if (k > 0 && s[k - 1] == ',') reason = "trailing comma";
+  }
+  if (rc == TS_E_JSON_EMPTY || rc == TS_E_JSON_TRUNCATED)
+    wr_fmt(w, "%s not valid JSON: %s", what, reason);
+  else
+    wr_fmt(w, "%s not valid JSON: %s at byte %llu", what, reason, (unsigned long long)at);
+  return TS_E_ARGS_BAD_JSON;
 }
 
 /* Loads text[0..len) into d. Returns TS_E_OK; TS_E_ARGS_BAD_JSON or
@@ -266,14 +244,9 @@ static int doc_load(doc *d, const char *text, size_t len, int max_depth, const c
     wr_fmt(w, "%s too large", what);
     return TS_E_LIMIT;
   }
-  const char *detail = NULL;
   size_t ntok = 0;
-  int rc = raw_scan(text, len, max_depth, &ntok, &detail);
-  if (rc == TS_E_ARGS_TOO_DEEP) {
-    wr_fmt(w, "%s nested deeper than %d levels", what, max_depth);
-    return rc;
-  }
-  if (rc != TS_E_OK) goto bad;
+  int rc = strict_scan(text, len, max_depth, &ntok, what, w);
+  if (rc != TS_E_OK) return rc;
   ntok++; /* the wrapper */
   if (ntok > (size_t)INT_MAX) {
     wr_fmt(w, "%s too large", what);
@@ -288,7 +261,12 @@ static int doc_load(doc *d, const char *text, size_t len, int max_depth, const c
   if (ts_jv_init(&d->v, (int)ntok) != TS_E_OK) return TS_E_NOMEM;
   rc = ts_jv_parse(&d->v, d->buf, len + 2);
   if (rc == TS_E_LIMIT) return rc;
-  if (rc != TS_E_OK || ts_jv_size(&d->v, 0) != 1) goto bad;
+  if (rc != TS_E_OK || ts_jv_size(&d->v, 0) != 1) {
+    /* cannot happen after the strict scan; kept so that a disagreement between the
+     * two parsers is an error, never a wrong tree */
+    wr_fmt(w, "%s not valid JSON", what);
+    return TS_E_ARGS_BAD_JSON;
+  }
   size_t max_members = 0;
   for (int i = 1; i < d->v.ntok; i++) {
     ts_jv_type ty = ts_jv_type_of(&d->v, i);
@@ -296,14 +274,9 @@ static int doc_load(doc *d, const char *text, size_t len, int max_depth, const c
       max_members = (size_t)ts_jv_size(&d->v, i);
     if (ty != TS_JV_STRING) continue;
     ts_view s;
-    rc = ts_jv_str(&d->v, i, &s);
-    if (rc != TS_E_OK) {
-      detail = rc == TS_E_JSON_SURROGATE ? "lone or mis-ordered \\u surrogate" : "invalid escape";
-      goto bad;
-    }
-    if (!utf8_ok((const unsigned char *)s.p, s.len)) {
-      detail = "invalid UTF-8 in a string";
-      goto bad;
+    if (ts_jv_str(&d->v, i, &s) != TS_E_OK) { /* checked by the scan: cannot happen */
+      wr_fmt(w, "%s not valid JSON", what);
+      return TS_E_ARGS_BAD_JSON;
     }
   }
   if (max_members >= 2) {
@@ -326,9 +299,6 @@ static int doc_load(doc *d, const char *text, size_t len, int max_depth, const c
     }
   }
   return TS_E_OK;
-bad:
-  wr_fmt(w, "%s not valid JSON%s%s", what, detail ? ": " : "", detail ? detail : "");
-  return TS_E_ARGS_BAD_JSON;
 }
 
 /* ---- numbers ------------------------------------------------------------------------ */
@@ -372,6 +342,74 @@ static int text_is_integer(const char *p, size_t n) {
 /* A number token's value (the buffer holds a delimiter after every number). */
 static double num_of(ts_jv *v, int t) { return strtod(ts_jv_raw(v, t).p, NULL); }
 
+
+/* A JSON number's text as digits * 10^exp, exactly: the significant digits without
+ * leading and trailing zeros (at most 19 of them, so that they fit in 64 bits; more
+ * returns 0) and the power of ten. Zero is {0, 0}. */
+static int decimal_of(const char *p, size_t n, uint64_t *digits, long long *exp) {
+  uint64_t d = 0;
+  long long e = 0, pending_zeros = 0, ex = 0;
+  int sig = 0, eneg = 0;
+  size_t i = 0;
+  if (i < n && p[i] == '-') i++;
+  for (int frac = 0; i < n; i++) {
+    char ch = p[i];
+    if (ch == '.') {
+      frac = 1;
+      continue;
+    }
+    if (ch < '0' || ch > '9') break;
+    if (frac) e--;
+    if (ch == '0') {
+      if (sig) pending_zeros++;
+      continue;
+    }
+    /* a nonzero digit: the zeros before it are significant after all */
+    for (; pending_zeros; pending_zeros--) {
+      if (++sig > 19) return 0;
+      d *= 10;
+    }
+    if (++sig > 19) return 0;
+    d = d * 10 + (uint64_t)(ch - '0');
+  }
+  e += pending_zeros; /* trailing zeros of the digits move into the exponent */
+  if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+    i++;
+    if (i < n && (p[i] == '+' || p[i] == '-')) eneg = p[i++] == '-';
+    for (; i < n && p[i] >= '0' && p[i] <= '9'; i++)
+      if (ex < 1000000000LL) ex = ex * 10 + (p[i] - '0');
+  }
+  *digits = d;
+  *exp = d ? e + (eneg ? -ex : ex) : 0;
+  return 1;
+}
+
+__extension__ typedef unsigned __int128 u128;
+
+/* Whether the number x (text) is an integer multiple of m (text, > 0). Exact when
+ * both have at most 19 significant digits: x = X*10^a, m = M*10^b with X and M free of
+ * trailing zeros; x/m = (X/M) * 10^(a-b). For a-b < 0 it is an integer only when
+ * X = 0 (10 does not divide X), else when M divides X * 10^(a-b), computed modulo
+ * M. Otherwise (huge digit strings) by doubles. */
+static int is_multiple(const char *x, size_t xn, const char *m, size_t mn) {
+  uint64_t X, M;
+  long long a, b;
+  if (decimal_of(x, xn, &X, &a) && decimal_of(m, mn, &M, &b) && M) {
+    if (!X) return 1;
+    long long e = a - b;
+    if (e < 0) return 0;
+    u128 r = X % M, base = 10 % M, acc = 1 % M;
+    for (unsigned long long k = (unsigned long long)e; k; k >>= 1) {
+      if (k & 1) acc = acc * base % M;
+      base = base * base % M;
+    }
+    return r * acc % M == 0;
+  }
+  double dx = strtod(x, NULL), dm = strtod(m, NULL);
+  double qt = dx / dm;
+  return isfinite(qt) && qt == floor(qt);
+}
+
 /* ---- the compiled tree -------------------------------------------------------------- */
 
 enum {
@@ -399,8 +437,9 @@ enum {
   F_XMAX = 1 << 11,
   F_ADD_FALSE = 1 << 12,  /* additionalProperties: false */
   F_REST_FALSE = 1 << 13, /* no items after the tuple */
-  F_PATTERN = 1 << 14,    /* patternProperties present: additional* not enforced */
+  F_MULTIPLE = 1 << 14,   /* multipleOf */
   F_CONST = 1 << 15,
+  F_UNIQUE = 1 << 16,     /* uniqueItems: true */
 };
 
 typedef struct jval jval;
@@ -429,29 +468,49 @@ typedef struct {
 } prop;
 
 typedef struct {
+  const ts_regex *re;
+  node *schema;
+} pprop; /* patternProperties */
+
+typedef struct {
+  ts_view name;     /* when this property is present ... */
+  ts_view *needs;   /* ... these must be too (the array form) */
+  size_t nneeds;
+  node *schema;     /* ... or the object must match this (the schema form) */
+} dep;
+
+typedef struct {
   double val;
-  const char *txt; /* as written in the schema, for messages */
+  const char *txt; /* as written in the schema, for messages (and exact multipleOf) */
 } bound;
 
 struct node {
   unsigned types; /* T_* mask; 0 = any type */
   unsigned flags; /* F_* */
   size_t min_len, max_len, min_items, max_items, min_props, max_props;
-  bound minimum, maximum, xmin, xmax;
+  bound minimum, maximum, xmin, xmax, multiple;
+  const ts_regex *pattern;
+  const char *pattern_txt;
   jval konst;
   jval *enums;
   size_t nenum;
   prop *props; /* sorted by name */
   size_t nprops;
+  pprop *pprops;
+  size_t npprops;
   ts_view *required;
   size_t nrequired;
+  dep *deps;
+  size_t ndeps;
   node *additional; /* additionalProperties as a schema */
+  node *names;      /* propertyNames */
   node **prefix;    /* tuple items */
   size_t nprefix;
   node *items; /* items after the tuple (all items without one) */
+  node *contains;
   node **all_of, **any_of, **one_of;
   size_t nall, nany, none;
-  node *not_;
+  node *not_, *if_, *then_, *else_;
   node *ref;
 };
 
@@ -465,27 +524,34 @@ typedef struct blk {
 #define BLK_HDR ALIGN_UP(sizeof(blk))
 #define BLK_MIN 4096
 
+/* The compiled patterns, which PCRE2 allocated: freed one by one with the schema. */
+typedef struct rx_entry {
+  struct rx_entry *next;
+  ts_regex *re;
+} rx_entry;
+
 struct ts_schema {
   blk *arena;
   node *root;
+  rx_entry *regexes;
 };
 
-static void *arena_alloc(ts_schema *s, size_t n) {
+static void *arena_alloc(blk **arena, size_t n) {
   if (n > SIZE_MAX / 2) return NULL;
   n = n ? ALIGN_UP(n) : _Alignof(max_align_t);
-  blk *b = s->arena;
+  blk *b = *arena;
   if (!b || b->cap - b->used < n) {
     size_t cap = n > BLK_MIN ? n : BLK_MIN;
     b = malloc(BLK_HDR + cap);
     if (!b) return NULL;
     b->used = 0;
     b->cap = cap;
-    if (s->arena && n > BLK_MIN) { /* a big one: keep the current block current */
-      b->next = s->arena->next;
-      s->arena->next = b;
+    if (*arena && n > BLK_MIN) { /* a big one: keep the current block current */
+      b->next = (*arena)->next;
+      (*arena)->next = b;
     } else {
-      b->next = s->arena;
-      s->arena = b;
+      b->next = *arena;
+      *arena = b;
     }
   }
   void *p = (char *)b + BLK_HDR + b->used;
@@ -494,29 +560,41 @@ static void *arena_alloc(ts_schema *s, size_t n) {
   return p;
 }
 
-void ts_schema_free(ts_schema *s) {
-  if (!s) return;
-  for (blk *b = s->arena, *next; b; b = next) {
+static void arena_free(blk *a) {
+  for (blk *b = a, *next; b; b = next) {
     next = b->next;
     free(b);
   }
+}
+
+void ts_schema_free(ts_schema *s) {
+  if (!s) return;
+  for (rx_entry *e = s->regexes; e; e = e->next) ts_regex_free(e->re);
+  arena_free(s->arena);
   free(s);
 }
 
 /* ---- compiling ---------------------------------------------------------------------- */
 
+/* An identified schema: its absolute URI (a document from $id, or a document plus
+ * "#name" for a location-independent identifier) and its token. */
 typedef struct {
-  ts_view name;
-  node *n;
+  ts_view uri;
   int tok;
-} def;
+} ident;
 
 typedef struct {
   ts_schema *s;
   ts_jv *v;
   wr *w;
-  def *defs[2]; /* [0] definitions, [1] $defs; sorted by name */
-  size_t ndefs[2];
+  blk *scratch;    /* compile-time strings, freed after compiling */
+  int draft7;      /* $ref replaces its siblings (drafts 4 to 7) */
+  node **nodes;    /* per schema token: its node, once one was asked for */
+  int *queue;      /* tokens whose node waits to be compiled */
+  size_t qhead, qtail;
+  ts_view *base;   /* per token: the base URI in force there (.p NULL: not a schema seen) */
+  ident *ids;      /* sorted by uri */
+  size_t nids, idcap;
 } cctx;
 
 /* Writes "<schema pointer of t>: <message>" and returns TS_E_SCHEMA_INVALID. */
@@ -532,8 +610,8 @@ static int bad(cctx *c, int t, const char *fmt, ...) {
   return TS_E_SCHEMA_INVALID;
 }
 
-static int copy_view(cctx *c, ts_view in, ts_view *out) {
-  char *p = arena_alloc(c->s, in.len + 1);
+static int copy_into(blk **arena, ts_view in, ts_view *out) {
+  char *p = arena_alloc(arena, in.len + 1);
   if (!p) return TS_E_NOMEM;
   if (in.len) memcpy(p, in.p, in.len);
   p[in.len] = '\0';
@@ -541,6 +619,8 @@ static int copy_view(cctx *c, ts_view in, ts_view *out) {
   out->len = in.len;
   return TS_E_OK;
 }
+
+static int copy_view(cctx *c, ts_view in, ts_view *out) { return copy_into(&c->s->arena, in, out); }
 
 static int is_number_tok(ts_jv *v, int t) {
   if (ts_jv_type_of(v, t) != TS_JV_PRIMITIVE) return 0;
@@ -581,8 +661,10 @@ static int prop_cmp(const void *a, const void *b) {
   return view_cmp(&((const prop *)a)->name, &((const prop *)b)->name);
 }
 
-static int def_cmp(const void *a, const void *b) {
-  return view_cmp(&((const def *)a)->name, &((const def *)b)->name);
+static int ident_cmp(const void *a, const void *b) {
+  const ident *x = a, *y = b;
+  int r = view_cmp(&x->uri, &y->uri);
+  return r ? r : (x->tok > y->tok) - (x->tok < y->tok);
 }
 
 /* An enum or const value; recursion bounded by the schema's nesting limit. */
@@ -609,7 +691,7 @@ static int build_value(cctx *c, int t, jval *out) {
     out->kind = T_ARR;
     out->n = (size_t)ts_jv_size(v, t);
     if (!out->n) return TS_E_OK;
-    out->items = arena_alloc(c->s, out->n * sizeof *out->items);
+    out->items = arena_alloc(&c->s->arena, out->n * sizeof *out->items);
     if (!out->items) return TS_E_NOMEM;
     int e = ts_jv_first(v, t);
     for (size_t i = 0; i < out->n; i++, e = ts_jv_skip(v, e)) {
@@ -622,7 +704,7 @@ static int build_value(cctx *c, int t, jval *out) {
     out->kind = T_OBJ;
     out->n = (size_t)ts_jv_size(v, t);
     if (!out->n) return TS_E_OK;
-    out->members = arena_alloc(c->s, out->n * sizeof *out->members);
+    out->members = arena_alloc(&c->s->arena, out->n * sizeof *out->members);
     if (!out->members) return TS_E_NOMEM;
     int k = t + 1;
     for (size_t i = 0; i < out->n; i++, k = ts_jv_skip(v, k + 1)) {
@@ -646,25 +728,40 @@ enum {
   K_ENUM,
   K_MINLEN,
   K_MAXLEN,
+  K_PATTERN,
   K_MINIMUM,
   K_MAXIMUM,
   K_XMIN,
   K_XMAX,
+  K_MULTIPLE,
   K_PROPS,
   K_REQUIRED,
   K_ADDPROPS,
   K_PATTERNPROPS,
+  K_PROPNAMES,
+  K_DEPS,
+  K_DEPREQ,
+  K_DEPSCHEMAS,
   K_MINPROPS,
   K_MAXPROPS,
   K_PREFIXITEMS,
   K_ITEMS,
   K_ADDITEMS,
+  K_CONTAINS,
   K_MINITEMS,
   K_MAXITEMS,
+  K_UNIQUE,
   K_ALLOF,
   K_ANYOF,
   K_ONEOF,
   K_NOT,
+  K_IF,
+  K_THEN,
+  K_ELSE,
+  K_DEFINITIONS,
+  K_DEFS,
+  K_ID,
+  K_ANCHOR,
   NKW
 };
 
@@ -676,25 +773,53 @@ static const char *const kw_names[NKW] = {
     [K_ENUM] = "enum",
     [K_MINLEN] = "minLength",
     [K_MAXLEN] = "maxLength",
+    [K_PATTERN] = "pattern",
     [K_MINIMUM] = "minimum",
     [K_MAXIMUM] = "maximum",
     [K_XMIN] = "exclusiveMinimum",
     [K_XMAX] = "exclusiveMaximum",
+    [K_MULTIPLE] = "multipleOf",
     [K_PROPS] = "properties",
     [K_REQUIRED] = "required",
     [K_ADDPROPS] = "additionalProperties",
     [K_PATTERNPROPS] = "patternProperties",
+    [K_PROPNAMES] = "propertyNames",
+    [K_DEPS] = "dependencies",
+    [K_DEPREQ] = "dependentRequired",
+    [K_DEPSCHEMAS] = "dependentSchemas",
     [K_MINPROPS] = "minProperties",
     [K_MAXPROPS] = "maxProperties",
     [K_PREFIXITEMS] = "prefixItems",
     [K_ITEMS] = "items",
     [K_ADDITEMS] = "additionalItems",
+    [K_CONTAINS] = "contains",
     [K_MINITEMS] = "minItems",
     [K_MAXITEMS] = "maxItems",
+    [K_UNIQUE] = "uniqueItems",
     [K_ALLOF] = "allOf",
     [K_ANYOF] = "anyOf",
     [K_ONEOF] = "oneOf",
     [K_NOT] = "not",
+    [K_IF] = "if",
+    [K_THEN] = "then",
+    [K_ELSE] = "else",
+    [K_DEFINITIONS] = "definitions",
+    [K_DEFS] = "$defs",
+    [K_ID] = "$id",
+    [K_ANCHOR] = "$anchor",
+};
+
+/* How a keyword holds subschemas, for walking a schema without compiling it. */
+enum { SUB_NONE, SUB_ONE, SUB_LIST, SUB_MAP, SUB_ONE_OR_LIST, SUB_MAP_MIXED };
+
+static const unsigned char kw_sub[NKW] = {
+    [K_ADDPROPS] = SUB_ONE,     [K_PROPNAMES] = SUB_ONE,   [K_ADDITEMS] = SUB_ONE,
+    [K_CONTAINS] = SUB_ONE,     [K_NOT] = SUB_ONE,         [K_IF] = SUB_ONE,
+    [K_THEN] = SUB_ONE,         [K_ELSE] = SUB_ONE,        [K_ITEMS] = SUB_ONE_OR_LIST,
+    [K_PREFIXITEMS] = SUB_LIST, [K_ALLOF] = SUB_LIST,      [K_ANYOF] = SUB_LIST,
+    [K_ONEOF] = SUB_LIST,       [K_PROPS] = SUB_MAP,       [K_PATTERNPROPS] = SUB_MAP,
+    [K_DEFINITIONS] = SUB_MAP,  [K_DEFS] = SUB_MAP,        [K_DEPSCHEMAS] = SUB_MAP,
+    [K_DEPS] = SUB_MAP_MIXED, /* a member is a schema or an array of names */
 };
 
 static const struct {
@@ -705,12 +830,263 @@ static const struct {
     {"object", T_OBJ}, {"array", T_ARR},   {"null", T_NULL},
 };
 
-static int compile_into(cctx *c, int t, node *n);
+/* The keywords of schema object t: at[K] = the token of K's value, or -1. */
+static void keywords_of(ts_jv *v, int t, int at[NKW]) {
+  for (int i = 0; i < NKW; i++) at[i] = -1;
+  int members = ts_jv_size(v, t);
+  for (int m = 0, k = t + 1; m < members; m++, k = ts_jv_skip(v, k + 1)) {
+    ts_view key = str_of(v, k);
+    if (!key.len || (key.p[0] != '$' && (key.p[0] < 'a' || key.p[0] > 'z'))) continue;
+    for (int i = 0; i < NKW; i++) {
+      if (view_eq(key, (ts_view){kw_names[i], strlen(kw_names[i])})) {
+        at[i] = k + 1;
+        break;
+      }
+    }
+  }
+}
+
+/* ---- identifiers: $id, $anchor, and the base URI of every schema ------------------- */
+
+static int add_ident(cctx *c, ts_view uri, int tok) {
+  if (c->nids == c->idcap) {
+    size_t cap = c->idcap ? c->idcap * 2 : 8;
+    ident *n = arena_alloc(&c->scratch, cap * sizeof *n);
+    if (!n) return TS_E_NOMEM;
+    if (c->nids) memcpy(n, c->ids, c->nids * sizeof *n);
+    c->ids = n;
+    c->idcap = cap;
+  }
+  c->ids[c->nids].uri = uri;
+  c->ids[c->nids].tok = tok;
+  c->nids++;
+  return TS_E_OK;
+}
+
+/* resolve(base, ref) into the scratch arena. */
+static int resolve_uri(cctx *c, ts_view base, ts_view ref, ts_view *out) {
+  char *r;
+  size_t n;
+  if (ts_uri_resolve(base.p, base.len, ref.p, ref.len, &r, &n) != TS_E_OK) return TS_E_NOMEM;
+  int rc = copy_into(&c->scratch, (ts_view){r, n}, out);
+  free(r);
+  return rc;
+}
+
+/* "<document of base>#<name>" into the scratch arena. */
+static int anchor_uri(cctx *c, ts_view base, ts_view name, ts_view *out) {
+  size_t dl = ts_uri_strip_fragment(base.p, base.len);
+  char *p = arena_alloc(&c->scratch, dl + name.len + 2);
+  if (!p) return TS_E_NOMEM;
+  memcpy(p, base.p, dl);
+  p[dl] = '#';
+  if (name.len) memcpy(p + dl + 1, name.p, name.len);
+  p[dl + 1 + name.len] = '\0';
+  *out = (ts_view){p, dl + 1 + name.len};
+  return TS_E_OK;
+}
+
+/* Walks the schema at token t (base URI `base`) and everything below it that is a
+ * schema, recording each one's base URI and indexing $id and $anchor. Recursion
+ * follows the document's nesting, which the loader bounded. */
+static int index_ids(cctx *c, int t, ts_view base) {
+  ts_jv *v = c->v;
+  if (c->base[t].p) return TS_E_OK; /* seen (a $ref target walked twice) */
+  c->base[t] = base;
+  if (ts_jv_type_of(v, t) != TS_JV_OBJECT) return TS_E_OK;
+  int at[NKW], rc;
+  keywords_of(v, t, at);
+  /* drafts 4-7: an object with $ref is only that reference, and a sibling $id does not
+   * change the base URI the reference is resolved against */
+  int id_applies = !(c->draft7 && at[K_REF] >= 0);
+  if (at[K_ID] >= 0 && ts_jv_type_of(v, at[K_ID]) == TS_JV_STRING && id_applies) {
+    ts_view id = str_of(v, at[K_ID]), full;
+    if ((rc = resolve_uri(c, base, id, &full))) return rc;
+    size_t dl = ts_uri_strip_fragment(full.p, full.len);
+    if (dl < full.len && dl + 1 < full.len) { /* "#name" (draft 6-7 plain-name id) */
+      if ((rc = add_ident(c, full, t))) return rc;
+    }
+    if (id.len && id.p[0] != '#') { /* a new document */
+      ts_view docuri = {full.p, dl};
+      if ((rc = add_ident(c, docuri, t))) return rc;
+      base = docuri;
+      c->base[t] = base;
+    }
+  }
+  if (at[K_ANCHOR] >= 0 && ts_jv_type_of(v, at[K_ANCHOR]) == TS_JV_STRING) {
+    ts_view full;
+    if ((rc = anchor_uri(c, base, str_of(v, at[K_ANCHOR]), &full))) return rc;
+    if ((rc = add_ident(c, full, t))) return rc;
+  }
+  for (int k = 0; k < NKW; k++) {
+    int x = at[k];
+    if (x < 0 || kw_sub[k] == SUB_NONE) continue;
+    ts_jv_type ty = ts_jv_type_of(v, x);
+    if (kw_sub[k] == SUB_ONE || (kw_sub[k] == SUB_ONE_OR_LIST && ty != TS_JV_ARRAY)) {
+      if ((rc = index_ids(c, x, base))) return rc;
+    } else if (kw_sub[k] == SUB_LIST || kw_sub[k] == SUB_ONE_OR_LIST) {
+      if (ty != TS_JV_ARRAY) continue;
+      int e = ts_jv_first(v, x);
+      for (int i = 0; i < ts_jv_size(v, x); i++, e = ts_jv_skip(v, e))
+        if ((rc = index_ids(c, e, base))) return rc;
+    } else {
+      if (ty != TS_JV_OBJECT) continue;
+      int m = x + 1;
+      for (int i = 0; i < ts_jv_size(v, x); i++, m = ts_jv_skip(v, m + 1)) {
+        if (kw_sub[k] == SUB_MAP_MIXED && ts_jv_type_of(v, m + 1) == TS_JV_ARRAY) continue;
+        if ((rc = index_ids(c, m + 1, base))) return rc;
+      }
+    }
+  }
+  return TS_E_OK;
+}
+
+static int find_ident(const cctx *c, ts_view uri) {
+  size_t lo = 0, hi = c->nids;
+  while (lo < hi) { /* the first entry >= uri */
+    size_t mid = lo + (hi - lo) / 2;
+    if (view_cmp(&c->ids[mid].uri, &uri) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < c->nids && view_eq(c->ids[lo].uri, uri) ? c->ids[lo].tok : -1;
+}
+
+static int hexval(char ch) {
+  if (ch >= '0' && ch <= '9') return ch - '0';
+  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+  return -1;
+}
+
+/* Follows the JSON pointer p[0..n) (already percent-decoded) from token t. Returns
+ * the token, -1 when there is no such value, -2 for a bad ~ escape. */
+static int follow_pointer(cctx *c, int t, const char *p, size_t n) {
+  ts_jv *v = c->v;
+  size_t i = 0;
+  while (i < n) {
+    if (p[i] != '/') return -1;
+    size_t j = ++i;
+    while (j < n && p[j] != '/') j++;
+    /* the segment p[i..j) with ~1 -> '/' and ~0 -> '~', compared on the fly */
+    if (ts_jv_type_of(v, t) == TS_JV_OBJECT) {
+      int found = -1, k = t + 1;
+      for (int m = 0; m < ts_jv_size(v, t) && found < 0; m++, k = ts_jv_skip(v, k + 1)) {
+        ts_view key = str_of(v, k);
+        size_t a = i, b = 0;
+        int same = 1;
+        while (a < j && same) {
+          char ch = p[a++];
+          if (ch == '~') {
+            if (a == j || (p[a] != '0' && p[a] != '1')) return -2;
+            ch = p[a++] == '0' ? '~' : '/';
+          }
+          same = b < key.len && key.p[b++] == ch;
+        }
+        if (same && b == key.len) found = k + 1;
+      }
+      for (size_t a = i; a < j; a++) /* a bad escape is bad even when nothing matched */
+        if (p[a] == '~' && (a + 1 == j || (p[a + 1] != '0' && p[a + 1] != '1'))) return -2;
+      if (found < 0) return -1;
+      t = found;
+    } else if (ts_jv_type_of(v, t) == TS_JV_ARRAY) {
+      if (i == j || (p[i] == '0' && j - i > 1)) return -1;
+      long idx = 0;
+      for (size_t a = i; a < j; a++) {
+        if (p[a] < '0' || p[a] > '9' || idx > 100000000L) return -1;
+        idx = idx * 10 + (p[a] - '0');
+      }
+      if (idx >= ts_jv_size(v, t)) return -1;
+      int e = ts_jv_first(v, t);
+      for (long m = 0; m < idx; m++) e = ts_jv_skip(v, e);
+      t = e;
+    } else {
+      return -1;
+    }
+    i = j;
+  }
+  return t;
+}
+
+static node *node_for(cctx *c, int t);
+
+/* $ref at token t (in the schema whose base is `base`): the node it names. */
+static int compile_ref(cctx *c, int t, ts_view base, node *n) {
+  ts_jv *v = c->v;
+  if (ts_jv_type_of(v, t) != TS_JV_STRING) return bad(c, t, "must be a string");
+  ts_view ref = str_of(v, t), full;
+  int rc = resolve_uri(c, base, ref, &full);
+  if (rc) return rc;
+  size_t dl = ts_uri_strip_fragment(full.p, full.len);
+  int doctok = find_ident(c, (ts_view){full.p, dl});
+  if (doctok < 0) {
+    wr_pointer(c->w, v, t);
+    wr_puts(c->w, ": remote reference ");
+    wr_quoted(c->w, ref);
+    wr_puts(c->w, " is not supported (only references within the schema)");
+    return TS_E_SCHEMA_INVALID;
+  }
+  /* the fragment, percent-decoded (RFC 3986): never longer than it was */
+  const char *f = dl < full.len ? full.p + dl + 1 : "";
+  size_t fl = dl < full.len ? full.len - dl - 1 : 0;
+  char *dec = arena_alloc(&c->scratch, fl + 1);
+  if (!dec) return TS_E_NOMEM;
+  size_t dn = 0;
+  for (size_t i = 0; i < fl; i++) {
+    int hi = f[i] == '%' && i + 2 < fl ? hexval(f[i + 1]) : -1;
+    int lo = hi >= 0 ? hexval(f[i + 2]) : -1;
+    if (hi >= 0 && lo >= 0) {
+      dec[dn++] = (char)(hi * 16 + lo);
+      i += 2;
+    } else {
+      dec[dn++] = f[i];
+    }
+  }
+  int target;
+  if (dn == 0) {
+    target = doctok;
+  } else if (dec[0] == '/') {
+    target = follow_pointer(c, doctok, dec, dn);
+    if (target == -2) return bad(c, t, "bad ~ escape in $ref");
+  } else {
+    ts_view key;
+    if ((rc = anchor_uri(c, (ts_view){full.p, dl}, (ts_view){dec, dn}, &key))) return rc;
+    target = find_ident(c, key);
+  }
+  if (target < 0) {
+    wr_pointer(c->w, v, t);
+    wr_puts(c->w, ": ");
+    wr_quoted(c->w, ref);
+    wr_puts(c->w, " not found");
+    return TS_E_SCHEMA_INVALID;
+  }
+  /* a target outside the places the walk knew as schemas (an unknown keyword's value)
+   * takes the base of the document it was found in */
+  if (!c->base[target].p) {
+    size_t before = c->nids;
+    if ((rc = index_ids(c, target, c->base[doctok]))) return rc;
+    if (c->nids != before) qsort(c->ids, c->nids, sizeof *c->ids, ident_cmp);
+  }
+  n->ref = node_for(c, target);
+  return n->ref ? TS_E_OK : TS_E_NOMEM;
+}
+
+/* The node of schema token t, created (and queued for compiling) on first use, so a
+ * schema reached twice (by nesting and by $ref, or by two refs) is one node, and
+ * cycles through $ref close on a node that already exists. */
+static node *node_for(cctx *c, int t) {
+  if (c->nodes[t]) return c->nodes[t];
+  node *n = arena_alloc(&c->s->arena, sizeof *n);
+  if (!n) return NULL;
+  c->nodes[t] = n;
+  c->queue[c->qtail++] = t; /* each token once: the queue holds ntok entries */
+  return n;
+}
 
 static int subschema(cctx *c, int t, node **out) {
-  *out = arena_alloc(c->s, sizeof **out);
-  if (!*out) return TS_E_NOMEM;
-  return compile_into(c, t, *out);
+  *out = node_for(c, t);
+  return *out ? TS_E_OK : TS_E_NOMEM;
 }
 
 /* An array of schemas (non-empty unless allow_empty). */
@@ -722,7 +1098,7 @@ static int schema_list(cctx *c, int t, node ***out, size_t *count, int allow_emp
                                  : "must be a non-empty array of schemas");
   *count = (size_t)n;
   if (!n) return TS_E_OK;
-  *out = arena_alloc(c->s, (size_t)n * sizeof **out);
+  *out = arena_alloc(&c->s->arena, (size_t)n * sizeof **out);
   if (!*out) return TS_E_NOMEM;
   int e = ts_jv_first(v, t);
   for (int i = 0; i < n; i++, e = ts_jv_skip(v, e)) {
@@ -760,56 +1136,20 @@ static int compile_type(cctx *c, int t, node *n) {
   return TS_E_OK;
 }
 
-static int find_def(const cctx *c, int which, ts_view name, node **out) {
-  def key = {name, NULL, 0};
-  def *d = c->ndefs[which]
-               ? bsearch(&key, c->defs[which], c->ndefs[which], sizeof key, def_cmp)
-               : NULL;
-  if (!d) return 0;
-  *out = d->n;
-  return 1;
-}
-
-static int compile_ref(cctx *c, int t, node *n) {
-  ts_jv *v = c->v;
-  if (ts_jv_type_of(v, t) != TS_JV_STRING) return bad(c, t, "must be a string");
-  ts_view ref = str_of(v, t);
-  static const char *const prefixes[2] = {"#/definitions/", "#/$defs/"};
-  if (view_eq(ref, (ts_view){"#", 1})) {
-    n->ref = c->s->root;
-    return TS_E_OK;
-  }
-  for (int which = 0; which < 2; which++) {
-    size_t pl = strlen(prefixes[which]);
-    if (ref.len <= pl || memcmp(ref.p, prefixes[which], pl) != 0) continue;
-    if (memchr(ref.p + pl, '/', ref.len - pl)) break; /* a deeper pointer */
-    /* unescape ~1 and ~0 (RFC 6901); the name is never longer than the segment */
-    char *name = arena_alloc(c->s, ref.len - pl + 1);
-    if (!name) return TS_E_NOMEM;
-    size_t nl = 0;
-    for (size_t i = pl; i < ref.len; i++) {
-      if (ref.p[i] == '~' && i + 1 < ref.len && (ref.p[i + 1] == '0' || ref.p[i + 1] == '1')) {
-        name[nl++] = ref.p[++i] == '0' ? '~' : '/';
-      } else if (ref.p[i] == '~') {
-        return bad(c, t, "bad ~ escape in $ref");
-      } else {
-        name[nl++] = ref.p[i];
-      }
-    }
-    if (!find_def(c, which, (ts_view){name, nl}, &n->ref)) {
-      wr_pointer(c->w, v, t);
-      wr_puts(c->w, ": ");
-      wr_quoted(c->w, ref);
-      wr_puts(c->w, " not found");
-      return TS_E_SCHEMA_INVALID;
-    }
-    return TS_E_OK;
-  }
-  wr_pointer(c->w, v, t);
-  wr_puts(c->w, ": unsupported $ref ");
-  wr_quoted(c->w, ref);
-  wr_puts(c->w, " (only \"#\", \"#/definitions/NAME\" and \"#/$defs/NAME\")");
-  return TS_E_SCHEMA_INVALID;
+/* A pattern (string token t), compiled and kept on the schema's list. */
+static int compile_regex(cctx *c, int t, const ts_regex **out) {
+  if (ts_jv_type_of(c->v, t) != TS_JV_STRING) return bad(c, t, "must be a string");
+  rx_entry *e = arena_alloc(&c->s->arena, sizeof *e); /* first, so nothing can leak */
+  if (!e) return TS_E_NOMEM;
+  ts_view pat = str_of(c->v, t);
+  char why[200];
+  int rc = ts_regex_compile(pat.p, pat.len, &e->re, why, sizeof why);
+  if (rc == TS_E_NOMEM) return rc;
+  if (rc) return bad(c, t, "invalid regular expression: %s", why);
+  e->next = c->s->regexes;
+  c->s->regexes = e;
+  *out = e->re;
+  return TS_E_OK;
 }
 
 static int compile_props(cctx *c, int t, node *n) {
@@ -817,7 +1157,7 @@ static int compile_props(cctx *c, int t, node *n) {
   if (ts_jv_type_of(v, t) != TS_JV_OBJECT) return bad(c, t, "must be an object");
   n->nprops = (size_t)ts_jv_size(v, t);
   if (!n->nprops) return TS_E_OK;
-  n->props = arena_alloc(c->s, n->nprops * sizeof *n->props);
+  n->props = arena_alloc(&c->s->arena, n->nprops * sizeof *n->props);
   if (!n->props) return TS_E_NOMEM;
   int k = t + 1;
   for (size_t i = 0; i < n->nprops; i++, k = ts_jv_skip(v, k + 1)) {
@@ -829,18 +1169,70 @@ static int compile_props(cctx *c, int t, node *n) {
   return TS_E_OK;
 }
 
-static int compile_required(cctx *c, int t, node *n) {
+static int compile_pattern_props(cctx *c, int t, node *n) {
+  ts_jv *v = c->v;
+  if (ts_jv_type_of(v, t) != TS_JV_OBJECT) return bad(c, t, "must be an object");
+  n->npprops = (size_t)ts_jv_size(v, t);
+  if (!n->npprops) return TS_E_OK;
+  n->pprops = arena_alloc(&c->s->arena, n->npprops * sizeof *n->pprops);
+  if (!n->pprops) return TS_E_NOMEM;
+  int k = t + 1;
+  for (size_t i = 0; i < n->npprops; i++, k = ts_jv_skip(v, k + 1)) {
+    int rc = compile_regex(c, k, &n->pprops[i].re);
+    if (!rc) rc = subschema(c, k + 1, &n->pprops[i].schema);
+    if (rc) return rc;
+  }
+  return TS_E_OK;
+}
+
+/* An array of property names (required, a dependency's names). */
+static int name_list(cctx *c, int t, ts_view **out, size_t *count) {
   ts_jv *v = c->v;
   if (ts_jv_type_of(v, t) != TS_JV_ARRAY) return bad(c, t, "must be an array of strings");
-  n->nrequired = (size_t)ts_jv_size(v, t);
-  if (!n->nrequired) return TS_E_OK;
-  n->required = arena_alloc(c->s, n->nrequired * sizeof *n->required);
-  if (!n->required) return TS_E_NOMEM;
+  *count = (size_t)ts_jv_size(v, t);
+  if (!*count) return TS_E_OK;
+  *out = arena_alloc(&c->s->arena, *count * sizeof **out);
+  if (!*out) return TS_E_NOMEM;
   int e = ts_jv_first(v, t);
-  for (size_t i = 0; i < n->nrequired; i++, e = ts_jv_skip(v, e)) {
+  for (size_t i = 0; i < *count; i++, e = ts_jv_skip(v, e)) {
     if (ts_jv_type_of(v, e) != TS_JV_STRING) return bad(c, e, "must be a string");
-    if (copy_view(c, str_of(v, e), &n->required[i])) return TS_E_NOMEM;
+    if (copy_view(c, str_of(v, e), &(*out)[i])) return TS_E_NOMEM;
   }
+  return TS_E_OK;
+}
+
+/* dependencies (each member names or a schema), dependentRequired (names),
+ * dependentSchemas (schemas): all become dep entries. form: 0 mixed, 1 names, 2 schemas. */
+static int compile_deps(cctx *c, int t, node *n, int form) {
+  ts_jv *v = c->v;
+  if (ts_jv_type_of(v, t) != TS_JV_OBJECT) return bad(c, t, "must be an object");
+  size_t add = (size_t)ts_jv_size(v, t);
+  if (!add) return TS_E_OK;
+  dep *d = arena_alloc(&c->s->arena, (n->ndeps + add) * sizeof *d);
+  if (!d) return TS_E_NOMEM;
+  if (n->ndeps) memcpy(d, n->deps, n->ndeps * sizeof *d);
+  int k = t + 1;
+  for (size_t i = 0; i < add; i++, k = ts_jv_skip(v, k + 1)) {
+    dep *x = &d[n->ndeps + i];
+    int rc = copy_view(c, str_of(v, k), &x->name);
+    if (rc) return rc;
+    int names = form == 1 || (form == 0 && ts_jv_type_of(v, k + 1) == TS_JV_ARRAY);
+    rc = names ? name_list(c, k + 1, &x->needs, &x->nneeds) : subschema(c, k + 1, &x->schema);
+    if (rc) return rc;
+  }
+  n->deps = d;
+  n->ndeps += add;
+  return TS_E_OK;
+}
+
+/* Every member of a definitions table is a schema (compiled even when no $ref names
+ * it, so that a malformed one is reported when the tool is defined). */
+static int compile_definitions(cctx *c, int t) {
+  ts_jv *v = c->v;
+  if (ts_jv_type_of(v, t) != TS_JV_OBJECT) return bad(c, t, "must be an object");
+  int k = t + 1;
+  for (int i = 0; i < ts_jv_size(v, t); i++, k = ts_jv_skip(v, k + 1))
+    if (!node_for(c, k + 1)) return TS_E_NOMEM;
   return TS_E_OK;
 }
 
@@ -854,18 +1246,14 @@ static int compile_into(cctx *c, int t, node *n) {
   if (ts_jv_type_of(v, t) != TS_JV_OBJECT)
     return bad(c, t, "a schema must be an object or a boolean");
   int at[NKW];
-  for (int i = 0; i < NKW; i++) at[i] = -1;
-  int members = ts_jv_size(v, t);
-  for (int m = 0, k = t + 1; m < members; m++, k = ts_jv_skip(v, k + 1)) {
-    ts_view key = str_of(v, k);
-    for (int i = 0; i < NKW; i++) {
-      if (view_eq(key, (ts_view){kw_names[i], strlen(kw_names[i])})) {
-        at[i] = k + 1;
-        break;
-      }
-    }
+  keywords_of(v, t, at);
+  ts_view base = c->base[t].p ? c->base[t] : c->base[1];
+  if (at[K_DEFINITIONS] >= 0 && (rc = compile_definitions(c, at[K_DEFINITIONS]))) return rc;
+  if (at[K_DEFS] >= 0 && (rc = compile_definitions(c, at[K_DEFS]))) return rc;
+  if (at[K_REF] >= 0) {
+    if ((rc = compile_ref(c, at[K_REF], base, n))) return rc;
+    if (c->draft7) return TS_E_OK; /* the reference replaces its siblings */
   }
-  if (at[K_REF] >= 0 && (rc = compile_ref(c, at[K_REF], n))) return rc;
   if (at[K_TYPE] >= 0 && (rc = compile_type(c, at[K_TYPE], n))) return rc;
   if (at[K_NULLABLE] >= 0) {
     if (!is_bool_tok(v, at[K_NULLABLE])) return bad(c, at[K_NULLABLE], "must be a boolean");
@@ -880,7 +1268,7 @@ static int compile_into(cctx *c, int t, node *n) {
     if (ts_jv_type_of(v, e) != TS_JV_ARRAY || ts_jv_size(v, e) == 0)
       return bad(c, e, "must be a non-empty array");
     n->nenum = (size_t)ts_jv_size(v, e);
-    n->enums = arena_alloc(c->s, n->nenum * sizeof *n->enums);
+    n->enums = arena_alloc(&c->s->arena, n->nenum * sizeof *n->enums);
     if (!n->enums) return TS_E_NOMEM;
     int x = ts_jv_first(v, e);
     for (size_t i = 0; i < n->nenum; i++, x = ts_jv_skip(v, x))
@@ -902,6 +1290,12 @@ static int compile_into(cctx *c, int t, node *n) {
     if (at[counts[i].kw] < 0) continue;
     if ((rc = get_count(c, at[counts[i].kw], (size_t *)((char *)n + counts[i].offset)))) return rc;
     n->flags |= counts[i].flag;
+  }
+  if (at[K_PATTERN] >= 0) {
+    if ((rc = compile_regex(c, at[K_PATTERN], &n->pattern))) return rc;
+    ts_view txt;
+    if (copy_view(c, str_of(v, at[K_PATTERN]), &txt)) return TS_E_NOMEM;
+    n->pattern_txt = txt.p;
   }
   if (at[K_MINIMUM] >= 0) {
     if ((rc = get_bound(c, at[K_MINIMUM], &n->minimum))) return rc;
@@ -930,8 +1324,15 @@ static int compile_into(cctx *c, int t, node *n) {
       return bad(c, x, "must be a number or a boolean");
     }
   }
+  if (at[K_MULTIPLE] >= 0) {
+    if (!is_number_tok(v, at[K_MULTIPLE]) || !(num_of(v, at[K_MULTIPLE]) > 0))
+      return bad(c, at[K_MULTIPLE], "must be a number greater than 0");
+    if ((rc = get_bound(c, at[K_MULTIPLE], &n->multiple))) return rc;
+    n->flags |= F_MULTIPLE;
+  }
   if (at[K_PROPS] >= 0 && (rc = compile_props(c, at[K_PROPS], n))) return rc;
-  if (at[K_REQUIRED] >= 0 && (rc = compile_required(c, at[K_REQUIRED], n))) return rc;
+  if (at[K_REQUIRED] >= 0 && (rc = name_list(c, at[K_REQUIRED], &n->required, &n->nrequired)))
+    return rc;
   if (at[K_ADDPROPS] >= 0) {
     int x = at[K_ADDPROPS];
     if (is_bool_tok(v, x)) {
@@ -940,7 +1341,12 @@ static int compile_into(cctx *c, int t, node *n) {
       return rc;
     }
   }
-  if (at[K_PATTERNPROPS] >= 0) n->flags |= F_PATTERN;
+  if (at[K_PATTERNPROPS] >= 0 && (rc = compile_pattern_props(c, at[K_PATTERNPROPS], n)))
+    return rc;
+  if (at[K_PROPNAMES] >= 0 && (rc = subschema(c, at[K_PROPNAMES], &n->names))) return rc;
+  if (at[K_DEPS] >= 0 && (rc = compile_deps(c, at[K_DEPS], n, 0))) return rc;
+  if (at[K_DEPREQ] >= 0 && (rc = compile_deps(c, at[K_DEPREQ], n, 1))) return rc;
+  if (at[K_DEPSCHEMAS] >= 0 && (rc = compile_deps(c, at[K_DEPSCHEMAS], n, 2))) return rc;
   /* Arrays: prefixItems + items (2020-12), or items as an array + additionalItems
    * (drafts 4-2019), or items as a schema. */
   int rest = -1;
@@ -960,76 +1366,105 @@ static int compile_into(cctx *c, int t, node *n) {
       return rc;
     }
   }
+  if (at[K_CONTAINS] >= 0 && (rc = subschema(c, at[K_CONTAINS], &n->contains))) return rc;
+  if (at[K_UNIQUE] >= 0) {
+    if (!is_bool_tok(v, at[K_UNIQUE])) return bad(c, at[K_UNIQUE], "must be a boolean");
+    if (ts_jv_is_true(v, at[K_UNIQUE])) n->flags |= F_UNIQUE;
+  }
   if (at[K_ALLOF] >= 0 && (rc = schema_list(c, at[K_ALLOF], &n->all_of, &n->nall, 0))) return rc;
   if (at[K_ANYOF] >= 0 && (rc = schema_list(c, at[K_ANYOF], &n->any_of, &n->nany, 0))) return rc;
   if (at[K_ONEOF] >= 0 && (rc = schema_list(c, at[K_ONEOF], &n->one_of, &n->none, 0))) return rc;
   if (at[K_NOT] >= 0 && (rc = subschema(c, at[K_NOT], &n->not_))) return rc;
-  return TS_E_OK;
-}
-
-/* The root's definitions and $defs: a node for each, allocated before anything is
- * compiled so that $ref can point anywhere among them. */
-static int collect_defs(cctx *c) {
-  ts_jv *v = c->v;
-  if (ts_jv_type_of(v, 1) != TS_JV_OBJECT) return TS_E_OK;
-  static const char *const names[2] = {"definitions", "$defs"};
-  for (int which = 0; which < 2; which++) {
-    int t = -1;
-    for (int m = 0, k = 2; m < ts_jv_size(v, 1); m++, k = ts_jv_skip(v, k + 1))
-      if (view_eq(str_of(v, k), (ts_view){names[which], strlen(names[which])})) t = k + 1;
-    if (t < 0) continue;
-    if (ts_jv_type_of(v, t) != TS_JV_OBJECT) return bad(c, t, "must be an object");
-    size_t n = (size_t)ts_jv_size(v, t);
-    if (!n) continue;
-    def *d = arena_alloc(c->s, n * sizeof *d);
-    if (!d) return TS_E_NOMEM;
-    int k = t + 1;
-    for (size_t i = 0; i < n; i++, k = ts_jv_skip(v, k + 1)) {
-      d[i].name = str_of(v, k); /* lives as long as the document: only used here */
-      d[i].tok = k + 1;
-      d[i].n = arena_alloc(c->s, sizeof *d[i].n);
-      if (!d[i].n) return TS_E_NOMEM;
-    }
-    qsort(d, n, sizeof *d, def_cmp);
-    c->defs[which] = d;
-    c->ndefs[which] = n;
-  }
-  for (int which = 0; which < 2; which++) {
-    for (size_t i = 0; i < c->ndefs[which]; i++) {
-      int rc = compile_into(c, c->defs[which][i].tok, c->defs[which][i].n);
-      if (rc) return rc;
-    }
+  if (at[K_IF] >= 0) { /* then and else mean nothing without if */
+    if ((rc = subschema(c, at[K_IF], &n->if_))) return rc;
+    if (at[K_THEN] >= 0 && (rc = subschema(c, at[K_THEN], &n->then_))) return rc;
+    if (at[K_ELSE] >= 0 && (rc = subschema(c, at[K_ELSE], &n->else_))) return rc;
   }
   return TS_E_OK;
 }
 
-ts_schema *ts_schema_compile(const char *json, size_t len, char *why, size_t why_cap) {
+/* Drafts 4 to 7 by the root's $schema; anything else (2019-09, 2020-12, none) keeps
+ * the caller's choice. */
+static int dialect_of(ts_jv *v, int flags) {
+  int draft7 = (flags & TS_SCHEMA_DRAFT7) != 0;
+  if (ts_jv_type_of(v, 1) != TS_JV_OBJECT) return draft7;
+  int k = 2;
+  for (int m = 0; m < ts_jv_size(v, 1); m++, k = ts_jv_skip(v, k + 1)) {
+    if (!view_eq(str_of(v, k), (ts_view){"$schema", 7})) continue;
+    if (ts_jv_type_of(v, k + 1) != TS_JV_STRING) break;
+    ts_view u = str_of(v, k + 1);
+    static const char *const known[] = {"json-schema.org/draft-04/", "json-schema.org/draft-06/",
+                                        "json-schema.org/draft-07/", "json-schema.org/draft/"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+      size_t kl = strlen(known[i]);
+      for (size_t j = 0; j + kl <= u.len; j++)
+        if (memcmp(u.p + j, known[i], kl) == 0) return i < 3;
+    }
+    break;
+  }
+  return draft7;
+}
+
+int ts_schema_compile(const char *json, size_t len, int flags, ts_schema **out, char *why,
+                      size_t why_cap) {
   wr w;
   wr_init(&w, why, why_cap);
+  if (!out || (!json && len)) {
+    wr_puts(&w, "no schema text or no place for the schema");
+    return TS_E_INVAL;
+  }
   doc d;
   memset(&d, 0, sizeof d);
+  cctx c;
+  memset(&c, 0, sizeof c);
   ts_schema *s = calloc(1, sizeof *s);
   int rc = s ? TS_E_OK : TS_E_NOMEM;
-  if (!rc) rc = doc_load(&d, json ? json : "", json ? len : 0, TS_SCHEMA_MAX_SCHEMA_DEPTH,
-                         "schema is", &w);
+  if (!rc) rc = doc_load(&d, json ? json : "", len, TS_SCHEMA_MAX_SCHEMA_DEPTH, "schema is", &w);
+  if (rc == TS_E_ARGS_BAD_JSON || rc == TS_E_ARGS_TOO_DEEP || rc == TS_E_LIMIT)
+    rc = TS_E_SCHEMA_INVALID; /* the message says which */
   if (!rc) {
-    cctx c;
-    memset(&c, 0, sizeof c);
     c.s = s;
     c.v = &d.v;
     c.w = &w;
-    s->root = arena_alloc(s, sizeof *s->root);
-    rc = s->root ? collect_defs(&c) : TS_E_NOMEM;
-    if (!rc) rc = compile_into(&c, 1, s->root);
+    c.draft7 = dialect_of(&d.v, flags);
+    size_t ntok = (size_t)d.v.ntok;
+    c.nodes = calloc(ntok, sizeof *c.nodes);
+    c.queue = malloc(ntok * sizeof *c.queue);
+    c.base = calloc(ntok, sizeof *c.base);
+    if (!c.nodes || !c.queue || !c.base) rc = TS_E_NOMEM;
+  }
+  if (!rc) rc = index_ids(&c, 1, (ts_view){"", 0}); /* also gives the root its base */
+  if (!rc) {
+    qsort(c.ids, c.nids, sizeof *c.ids, ident_cmp);
+    /* the document itself, under its base URI (the root's $id, or "") */
+    if (find_ident(&c, c.base[1]) < 0) {
+      rc = add_ident(&c, c.base[1], 1);
+      if (!rc) qsort(c.ids, c.nids, sizeof *c.ids, ident_cmp);
+    }
+  }
+  if (!rc) {
+    s->root = node_for(&c, 1);
+    if (!s->root) rc = TS_E_NOMEM;
+    while (!rc && c.qhead < c.qtail) {
+      int t = c.queue[c.qhead++];
+      rc = compile_into(&c, t, c.nodes[t]);
+    }
   }
   doc_fini(&d);
-  if (rc == TS_E_OK) return s;
+  free(c.nodes);
+  free(c.queue);
+  free(c.base);
+  arena_free(c.scratch);
+  if (rc == TS_E_OK) {
+    *out = s;
+    return TS_E_OK;
+  }
   if (rc == TS_E_NOMEM) {
     wr_reset(&w);
     wr_puts(&w, "out of memory");
   }
   ts_schema_free(s);
-  return NULL;
+  return rc;
 }
 
 int ts_schema_has_property(const ts_schema *s, const char *name) {
@@ -1048,9 +1483,10 @@ enum { V_TYPE = 1, V_FAIL = 2 };
 typedef struct {
   ts_jv *v;
   wr *w;
-  int quiet;  /* inside anyOf/oneOf/not: no messages */
+  int quiet;  /* inside anyOf/oneOf/not/if/contains: no messages */
   int depth;  /* node recursion */
   long budget; /* steps left */
+  ts_regex_scratch *rx; /* pattern matching memory, made on the first match */
 } vctx;
 
 /* Begins the message for token t, or returns NULL when quiet. */
@@ -1162,12 +1598,66 @@ static int equal(vctx *c, int t, const jval *j) {
   }
 }
 
+/* Structural equality of two argument tokens (uniqueItems): 1, 0, or a negative
+ * ts_err. Object members are found by a linear scan, paid from the budget. */
+static int tok_equal(vctx *c, int a, int b) {
+  if (--c->budget < 0) return limit(c, a, "validation work limit exceeded");
+  ts_jv *v = c->v;
+  unsigned kind = kind_of(v, a);
+  if (kind != kind_of(v, b)) return 0;
+  switch (kind) {
+  case T_NULL: return 1;
+  case T_BOOL: return ts_jv_is_true(v, a) == ts_jv_is_true(v, b);
+  case T_NUM: return num_of(v, a) == num_of(v, b);
+  case T_STR: return view_eq(str_of(v, a), str_of(v, b));
+  default: break;
+  }
+  int n = ts_jv_size(v, a);
+  if (n != ts_jv_size(v, b)) return 0;
+  if (kind == T_ARR) {
+    for (int i = 0, x = ts_jv_first(v, a), y = ts_jv_first(v, b); i < n;
+         i++, x = ts_jv_skip(v, x), y = ts_jv_skip(v, y)) {
+      int rc = tok_equal(c, x, y);
+      if (rc <= 0) return rc;
+    }
+    return 1;
+  }
+  c->budget -= (long)n * n;
+  if (c->budget < 0) return limit(c, a, "validation work limit exceeded");
+  for (int i = 0, k = a + 1; i < n; i++, k = ts_jv_skip(v, k + 1)) {
+    ts_view key = str_of(v, k);
+    int found = -1;
+    for (int m = 0, kb = b + 1; m < n && found < 0; m++, kb = ts_jv_skip(v, kb + 1))
+      if (view_eq(key, str_of(v, kb))) found = kb + 1;
+    if (found < 0) return 0;
+    int rc = tok_equal(c, k + 1, found);
+    if (rc <= 0) return rc;
+  }
+  return 1;
+}
+
 static int vnode(vctx *c, const node *n, int t);
 
 /* A child's failure is not a type failure of its parent. */
 static int child(vctx *c, const node *n, int t) {
   int rc = vnode(c, n, t);
   return rc > 0 ? V_FAIL : rc;
+}
+
+/* Runs n against t without messages: 0 (matches), V_TYPE/V_FAIL, or a ts_err. */
+static int quietly(vctx *c, const node *n, int t) {
+  int saved = c->quiet;
+  c->quiet = 1;
+  int rc = vnode(c, n, t);
+  c->quiet = saved;
+  return rc;
+}
+
+/* A pattern search: 1, 0, or a negative ts_err (the match limit becomes the schema's). */
+static int search(vctx *c, const ts_regex *re, ts_view s, int t) {
+  int rc = ts_regex_search(re, s.p, s.len, &c->rx);
+  if (rc == TS_E_LIMIT) return limit(c, t, "pattern matching work limit exceeded");
+  return rc;
 }
 
 static size_t utf8_count(ts_view s) {
@@ -1181,19 +1671,32 @@ static const char *plural(size_t n, const char *one, const char *many) {
 }
 
 static int v_string(vctx *c, const node *n, int t) {
-  if (!(n->flags & (F_MIN_LEN | F_MAX_LEN))) return 0;
-  size_t len = utf8_count(str_of(c->v, t));
+  if (!(n->flags & (F_MIN_LEN | F_MAX_LEN)) && !n->pattern) return 0;
+  ts_view s = str_of(c->v, t);
+  size_t len = utf8_count(s);
   if ((n->flags & F_MIN_LEN) && len < n->min_len)
     return fail(c, t, V_FAIL, "string shorter than %zu %s", n->min_len,
                 plural(n->min_len, "character", "characters"));
   if ((n->flags & F_MAX_LEN) && len > n->max_len)
     return fail(c, t, V_FAIL, "string longer than %zu %s", n->max_len,
                 plural(n->max_len, "character", "characters"));
+  if (n->pattern) {
+    int rc = search(c, n->pattern, s, t);
+    if (rc < 0) return rc;
+    if (!rc) {
+      wr *w = say(c, t);
+      if (w) {
+        wr_puts(w, "string does not match pattern ");
+        wr_quoted(w, (ts_view){n->pattern_txt, strlen(n->pattern_txt)});
+      }
+      return V_FAIL;
+    }
+  }
   return 0;
 }
 
 static int v_number(vctx *c, const node *n, int t) {
-  if (!(n->flags & (F_MINIMUM | F_MAXIMUM | F_XMIN | F_XMAX))) return 0;
+  if (!(n->flags & (F_MINIMUM | F_MAXIMUM | F_XMIN | F_XMAX | F_MULTIPLE))) return 0;
   double x = num_of(c->v, t);
   if ((n->flags & F_MINIMUM) && x < n->minimum.val)
     return fail(c, t, V_FAIL, "number below minimum %s", n->minimum.txt);
@@ -1203,7 +1706,20 @@ static int v_number(vctx *c, const node *n, int t) {
     return fail(c, t, V_FAIL, "number not above exclusive minimum %s", n->xmin.txt);
   if ((n->flags & F_XMAX) && !(x < n->xmax.val))
     return fail(c, t, V_FAIL, "number not below exclusive maximum %s", n->xmax.txt);
+  if (n->flags & F_MULTIPLE) {
+    ts_view raw = ts_jv_raw(c->v, t);
+    if (!is_multiple(raw.p, raw.len, n->multiple.txt, strlen(n->multiple.txt)))
+      return fail(c, t, V_FAIL, "number not a multiple of %s", n->multiple.txt);
+  }
   return 0;
+}
+
+/* The object's member named `name`: its key token, or -1. */
+static int member(ts_jv *v, int t, ts_view name) {
+  int k = t + 1;
+  for (int m = 0; m < ts_jv_size(v, t); m++, k = ts_jv_skip(v, k + 1))
+    if (view_eq(str_of(v, k), name)) return k;
+  return -1;
 }
 
 static int v_object(vctx *c, const node *n, int t) {
@@ -1218,10 +1734,7 @@ static int v_object(vctx *c, const node *n, int t) {
   for (size_t r = 0; r < n->nrequired; r++) {
     c->budget -= (long)members;
     if (c->budget < 0) return limit(c, t, "validation work limit exceeded");
-    int found = 0, k = t + 1;
-    for (size_t m = 0; m < members && !found; m++, k = ts_jv_skip(v, k + 1))
-      found = view_eq(str_of(v, k), n->required[r]);
-    if (!found) {
+    if (member(v, t, n->required[r]) < 0) {
       wr *w = say(c, t);
       if (w) {
         wr_puts(w, "missing required property ");
@@ -1232,24 +1745,62 @@ static int v_object(vctx *c, const node *n, int t) {
   }
   int k = t + 1;
   for (size_t m = 0; m < members; m++, k = ts_jv_skip(v, k + 1)) {
-    prop key = {str_of(v, k), NULL};
+    ts_view name = str_of(v, k);
+    prop key = {name, NULL};
     const prop *p = n->nprops ? bsearch(&key, n->props, n->nprops, sizeof key, prop_cmp) : NULL;
-    int rc = 0;
-    if (p) {
-      rc = child(c, p->schema, k + 1);
-    } else if (n->flags & F_PATTERN) {
-      rc = 0; /* cannot tell which properties patternProperties admits */
-    } else if (n->flags & F_ADD_FALSE) {
+    int rc = 0, matched = p != NULL;
+    if (p && (rc = child(c, p->schema, k + 1))) return rc;
+    for (size_t i = 0; i < n->npprops; i++) {
+      if ((rc = search(c, n->pprops[i].re, name, k)) < 0) return rc;
+      if (!rc) continue;
+      matched = 1;
+      if ((rc = child(c, n->pprops[i].schema, k + 1))) return rc;
+    }
+    if (matched) continue;
+    if (n->flags & F_ADD_FALSE) {
       wr *w = say(c, t);
       if (w) {
         wr_puts(w, "unexpected property ");
-        wr_quoted(w, key.name);
+        wr_quoted(w, name);
       }
-      rc = V_FAIL;
-    } else if (n->additional) {
-      rc = child(c, n->additional, k + 1);
+      return V_FAIL;
     }
-    if (rc) return rc;
+    if (n->additional && (rc = child(c, n->additional, k + 1))) return rc;
+  }
+  if (n->names) {
+    k = t + 1;
+    for (size_t m = 0; m < members; m++, k = ts_jv_skip(v, k + 1)) {
+      int rc = quietly(c, n->names, k); /* a key is a string token */
+      if (rc < 0) return rc;
+      if (rc) {
+        wr *w = say(c, t);
+        if (w) {
+          wr_puts(w, "property name ");
+          wr_quoted(w, str_of(v, k));
+          wr_puts(w, " does not match \"propertyNames\"");
+        }
+        return V_FAIL;
+      }
+    }
+  }
+  for (size_t i = 0; i < n->ndeps; i++) {
+    const dep *d = &n->deps[i];
+    c->budget -= (long)members * (long)(d->nneeds + 1);
+    if (c->budget < 0) return limit(c, t, "validation work limit exceeded");
+    if (member(v, t, d->name) < 0) continue;
+    for (size_t j = 0; j < d->nneeds; j++) {
+      if (member(v, t, d->needs[j]) >= 0) continue;
+      wr *w = say(c, t);
+      if (w) {
+        wr_puts(w, "property ");
+        wr_quoted(w, d->name);
+        wr_puts(w, " requires property ");
+        wr_quoted(w, d->needs[j]);
+      }
+      return V_FAIL;
+    }
+    int rc;
+    if (d->schema && (rc = child(c, d->schema, t))) return rc;
   }
   return 0;
 }
@@ -1266,13 +1817,34 @@ static int v_array(vctx *c, const node *n, int t) {
   if ((n->flags & F_REST_FALSE) && count > n->nprefix)
     return fail(c, t, V_FAIL, "array has more than %zu %s", n->nprefix,
                 plural(n->nprefix, "item", "items"));
-  if (!n->nprefix && !n->items) return 0;
-  int e = ts_jv_first(v, t);
-  for (size_t i = 0; i < count; i++, e = ts_jv_skip(v, e)) {
-    const node *s = i < n->nprefix ? n->prefix[i] : n->items;
-    if (!s) continue;
-    int rc = child(c, s, e);
-    if (rc) return rc;
+  if (n->nprefix || n->items) {
+    int e = ts_jv_first(v, t);
+    for (size_t i = 0; i < count; i++, e = ts_jv_skip(v, e)) {
+      const node *s = i < n->nprefix ? n->prefix[i] : n->items;
+      if (!s) continue;
+      int rc = child(c, s, e);
+      if (rc) return rc;
+    }
+  }
+  if (n->contains) {
+    int found = 0, e = ts_jv_first(v, t);
+    for (size_t i = 0; i < count && !found; i++, e = ts_jv_skip(v, e)) {
+      int rc = quietly(c, n->contains, e);
+      if (rc < 0) return rc;
+      found = rc == 0;
+    }
+    if (!found) return fail(c, t, V_FAIL, "array has no item that matches \"contains\"");
+  }
+  if (n->flags & F_UNIQUE) {
+    int a = ts_jv_first(v, t);
+    for (size_t i = 0; i + 1 < count; i++, a = ts_jv_skip(v, a)) {
+      int b = ts_jv_skip(v, a);
+      for (size_t j = i + 1; j < count; j++, b = ts_jv_skip(v, b)) {
+        int rc = tok_equal(c, a, b);
+        if (rc < 0) return rc;
+        if (rc) return fail(c, t, V_FAIL, "array items %zu and %zu are equal", i, j);
+      }
+    }
   }
   return 0;
 }
@@ -1388,12 +1960,16 @@ static int vnode(vctx *c, const node *n, int t) {
   if (n->nany && (rc = v_union(c, n->any_of, n->nany, t, 0))) goto out;
   if (n->none && (rc = v_union(c, n->one_of, n->none, t, 1))) goto out;
   if (n->not_) {
-    int saved = c->quiet;
-    c->quiet = 1;
-    rc = vnode(c, n->not_, t);
-    c->quiet = saved;
+    rc = quietly(c, n->not_, t);
     if (rc < 0) goto out;
     rc = rc ? 0 : fail(c, t, V_FAIL, "value matches the \"not\" schema");
+    if (rc) goto out;
+  }
+  if (n->if_) {
+    rc = quietly(c, n->if_, t);
+    if (rc < 0) goto out;
+    const node *branch = rc == 0 ? n->then_ : n->else_;
+    rc = branch ? child(c, branch, t) : 0;
   }
 out:
   c->depth--;
@@ -1411,18 +1987,20 @@ int ts_schema_validate(const ts_schema *s, const char *args_json, size_t len, ch
   doc d;
   int rc = doc_load(&d, args_json ? args_json : "", len, TS_SCHEMA_MAX_ARGS_DEPTH, "arguments are",
                     &w);
+  vctx c;
+  memset(&c, 0, sizeof c);
   if (rc == TS_E_OK) {
-    vctx c;
-    memset(&c, 0, sizeof c);
     c.v = &d.v;
     c.w = &w;
     c.budget = 1000000L + 64L * (long)d.v.ntok;
     rc = vnode(&c, s->root, 1);
     if (rc > 0) rc = TS_E_SCHEMA_MISMATCH;
-  } else if (rc == TS_E_NOMEM) {
+  }
+  if (rc == TS_E_NOMEM) {
     wr_reset(&w);
     wr_puts(&w, "out of memory");
   }
+  ts_regex_scratch_free(c.rx);
   doc_fini(&d);
   return rc;
 }

@@ -301,9 +301,9 @@ static void run_doc(const char *doc, size_t len, uint32_t max_depth, const size_
                 ts_err_name(r->err));
   CHECK(!late_cb, "%s: callback after the error %s", what, ts_err_name(r->err));
   CHECK(done0 == 0, "%s: done before any byte", what);
-  /* "Bytes fed so far": after an error, how many of the later bytes count is not said. */
-  CHECK(rc != TS_E_OK || pos_before == len,
-                "%s: offset() %" PRIu64 " after feeding %zu bytes", what, pos_before, len);
+  /* "Bytes fed so far", errors or not: the same at every split (issue 18 item 10). */
+  CHECK(pos_before == len, "%s: offset() %" PRIu64 " after feeding %zu bytes", what, pos_before,
+        len);
   CHECK(ts_json_tok_error(&t) == r->err, "%s: error() %d, feed/finish said %d", what,
                 ts_json_tok_error(&t), r->err);
   if (r->err) {
@@ -317,6 +317,8 @@ static void run_doc(const char *doc, size_t len, uint32_t max_depth, const size_
     CHECK(ts_json_tok_finish(&t) == r->err, "%s: finish after the error is not sticky", what);
     CHECK(r->ncb == ncb, "%s: callback after the error", what);
     CHECK(ts_json_tok_error_offset(&t) == r->erroff, "%s: error offset moved", what);
+    CHECK(ts_json_tok_offset(&t) == len + 1, "%s: offset() %" PRIu64 " after the error and one "
+          "more byte, want %zu", what, ts_json_tok_offset(&t), len + 1);
     /* The open token, if any, is dropped from the trace (its fragment count varies). */
     if (r->open) r->ntoks--, r->open = 0;
   } else {
@@ -335,6 +337,8 @@ static void run_doc(const char *doc, size_t len, uint32_t max_depth, const size_
     CHECK(ts_json_tok_feed(&t, " ", 1) == TS_E_JSON_FINISHED, "%s: feed after finish", what);
     CHECK(ts_json_tok_feed(&t, "1", 1) == TS_E_JSON_FINISHED, "%s: 2nd feed after finish", what);
     CHECK(r->ncb == ncb, "%s: callback after finish", what);
+    CHECK(ts_json_tok_offset(&t) == len + 2, "%s: offset() %" PRIu64 " after two bytes fed "
+          "after finish", what, ts_json_tok_offset(&t));
   }
   for (size_t i = 0; i < nch; i++) free(chunks[i]);
   free(chunks);

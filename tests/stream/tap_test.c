@@ -388,6 +388,7 @@ typedef struct {
   size_t pmax;     /* the progress cap in effect */
   int no_alloc;    /* the callback must not allocate: check and count only */
   sb trace;
+  sb msgs;         /* the error text of every TOOL_CALL_ERROR and STREAM_ERROR, in order */
   char viol[600];  /* the first contract violation seen */
   uint64_t fed;    /* bytes handed to ts_tap_feed so far, the current call included */
   uint64_t last_off;
@@ -421,6 +422,7 @@ static void rec_free(rec *r) {
     sb_free(&r->calls[i].args);
   }
   sb_free(&r->trace);
+  sb_free(&r->msgs);
   free(r);
 }
 
@@ -616,6 +618,10 @@ static int rec_cb(void *user, const ts_tap_event *e) {
   r->nevents++;
   check_event(r, e);
   if (!r->no_alloc) render_event(r, e);
+  if (!r->no_alloc && (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR)) {
+    sb_add(&r->msgs, e->error.p, e->error.len);
+    sb_putc(&r->msgs, '\n');
+  }
   return r->abort_at && r->nevents >= r->abort_at;
 }
 
@@ -1873,6 +1879,44 @@ static const row rows[] = {
      "started #0 '' w @0\n"
      "delta #0 @2 '{\"a\":1}'\n"
      "ready #0 @2 {\"a\":1}\n"},
+    /* issue 18 item 10: what used to change with the reads */
+    {__LINE__, "raw: a number first is not an object, also as 0|0", RW, "p=description",
+     {"r 00"},
+     "started #0 '' write_file @0+1\n"
+     "error #0 @0+1 tap_not_object\n"},
+    {__LINE__, "raw: not an object after whitespace", RW, "p=description",
+     {"r  \n 7"},
+     "started #0 '' write_file @0+4\n"
+     "error #0 @0+4 tap_not_object\n"},
+    {__LINE__, "raw: a brace after the object: ready, then a stream error", RW, "p=description",
+     {"r {}}"},
+     "started #0 '' write_file @0+2\n"
+     "ready #0 @0+2 {}\n"
+     "stream_error @0+3 json_trailing\n"},
+    {__LINE__, "raw: trailing data after whitespace", RW, "tool=w",
+     {"r {\"a\":1}  \n x"},
+     "started #0 '' w @0\n"
+     "ready #0 @0+7 {\"a\":1}\n"
+     "stream_error @0+12 json_trailing\n"},
+    {__LINE__, "raw: no heartbeat after ready, offsets forward", RW, "tool=w hb=4",
+     {"r {\"a\":1} "},
+     "started #0 '' w @0\n"
+     "beat #0 @0+4 4\n"
+     "ready #0 @0+7 {\"a\":1}\n"},
+    {__LINE__, "raw: a heartbeat at the closing brace", RW, "tool=w hb=7",
+     {"r {\"a\":1}   "},
+     "started #0 '' w @0\n"
+     "beat #0 @0+7 7\n"
+     "ready #0 @0+7 {\"a\":1}\n"},
+    {__LINE__, "raw: max-args-bytes at the byte that crosses it", RW, "tool=w margs=10",
+     {"r {\"a\":\"0123456789\"}"},
+     "started #0 '' w @0\n"
+     "error #0 @0+11 limit\n"},
+    {__LINE__, "raw: exactly max-args-bytes is fine, whitespace after it too", RW,
+     "tool=w margs=10",
+     {"r {\"a\":\"01\"}   "},
+     "started #0 '' w @0\n"
+     "ready #0 @0+10 {\"a\":\"01\"}\n"},
     {__LINE__, "raw: cut label", RW, "pmax=10 p=description",
      {"r {\"description\":\"abcdefghijk\"", "r }"},
      "started #0 '' write_file @1 'abcdefghij' cut\n"
@@ -2447,6 +2491,55 @@ START_TEST(test_raw_heartbeats_late_start) {
 }
 END_TEST
 
+/* Issue 18 item 10: raw input gives the same events, offsets and error texts (the
+ * --max-args-bytes message included) fed whole, in two reads at every position, and in
+ * chunks of every size 1..31. */
+START_TEST(test_raw_messages_every_split) {
+  static const struct {
+    const char *opts, *in;
+  } cases[] = {
+      {"p=description", "00"},
+      {"p=description", "  -1"},
+      {"p=description", "{}}"},
+      {"tool=w", "{\"a\":1} \t x"},
+      {"tool=w hb=4", "{\"a\":1} "},
+      {"tool=w hb=3 deltas", "{\"a\":[1,2,3]}\n\n"},
+      {"tool=w margs=10", "{\"a\":\"0123456789\"}"},
+      {"tool=w margs=12", "{\"a\":\"0123\"}  \n "},
+      {"tool=w margs=16", "{\"a\": [1, 2, 3, 4, 5, 6]}"},
+      {"p=description", "{\"description\":\"x\",,}"},
+      {"p=description", "{\"description\":tru}"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    setup su;
+    setup_init(&su, TS_MS_RAW, cases[i].opts);
+    size_t len = strlen(cases[i].in);
+    rec *whole = run_tap(&su, cases[i].in, len, 0);
+    REQUIRE(!whole->viol[0], "case %zu: %s", i, whole->viol);
+    REQUIRE(whole->msgs.len || strstr(sb_str(&whole->trace), "ready"), "case %zu: no outcome", i);
+    sb want = {0}, want_msgs = {0};
+    strip_deltas(&want, sb_str(&whole->trace));
+    sb_puts(&want_msgs, sb_str(&whole->msgs));
+    for (size_t k = 0; k <= len + 31; k++) {
+      rec *r = k <= len ? run_tap_split(&su, cases[i].in, len, k)
+                        : run_tap(&su, cases[i].in, len, k - len);
+      sb got = {0};
+      strip_deltas(&got, sb_str(&r->trace));
+      REQUIRE(!r->viol[0] && !strcmp(sb_str(&got), sb_str(&want)) &&
+                  !strcmp(sb_str(&r->msgs), sb_str(&want_msgs)),
+              "case %zu '%s' (%s), %s %zu: %s\nwhole:\n%s%sgot:\n%s%s", i, cases[i].in,
+              cases[i].opts, k <= len ? "split at" : "chunks of", k <= len ? k : k - len, r->viol,
+              sb_str(&want), sb_str(&want_msgs), sb_str(&got), sb_str(&r->msgs));
+      sb_free(&got);
+      rec_free(r);
+    }
+    sb_free(&want);
+    sb_free(&want_msgs);
+    rec_free(whole);
+  }
+}
+END_TEST
+
 /* ---- unknown format, finish twice, the API's edges ---------------------------------------- */
 
 START_TEST(test_unknown_format) {
@@ -2676,6 +2769,7 @@ int main(void) {
   tcase_add_test(ts, test_split_every_pair);
   tcase_add_loop_test(ts, test_labels_every_split, 0, (int)(sizeof labels / sizeof labels[0]));
   tcase_add_test(ts, test_raw_heartbeats_late_start);
+  tcase_add_test(ts, test_raw_messages_every_split);
   tcase_add_loop_test(ts, test_random_arguments, 0, 5);
   suite_add_tcase(s, ts);
   TCase *tk = tcase_create("corpus");
