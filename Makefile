@@ -1,7 +1,7 @@
 # The two commands of the README, plus the benchmark. Each installs what is missing
 # (Debian packages, scripts/install-deps.sh), builds with CMake and runs.
 #   make demo   build and run the main job
-#   make test   build and run the whole suite, plainly and under ASan+UBSan
+#   make test   build and run the whole suite, plainly and under ASan+UBSan, and a fuzz smoke
 #   make bench  build (optimised) and run the benchmarks (not part of make test)
 #   make fuzz   build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -22,7 +22,7 @@ build: deps
 demo: build
 	./build/toolstream demo
 
-test: test-plain test-sanitize
+test: test-plain test-sanitize test-fuzz
 
 test-plain: deps
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null

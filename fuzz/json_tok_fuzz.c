@@ -4,7 +4,9 @@
  * Bytes 0..7 choose the chunk sizes, the rest is the document. Both runs must give the
  * same tokens (string fragments merged: their boundaries follow the reads), the same
  * error at the same offset, and the same offset after it (issue 18: an error's offset
- * must not depend on chunking, nor the offset reported after a sticky error).
+ * must not depend on chunking, nor the offset reported after a sticky error). A token
+ * the error cut short may have reported its first fragments in one run (they were valid
+ * when they were read) and not in the other: that unfinished token is left out.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -47,10 +49,14 @@ static void run(const uint8_t *in, size_t n, ts_fuzz_chunks *chunks, trace *t) {
   ts_json_tok_init(&tok, 64, on_token, t);
   for (size_t at = 0; at < n;) {
     size_t k = chunks ? ts_fuzz_chunks_next(chunks, n - at) : n - at;
-    if (ts_json_tok_feed(&tok, (const char *)in + at, k) < 0) break;
+    (void)ts_json_tok_feed(&tok, (const char *)in + at, k); /* on after an error, as a caller may */
     at += k;
   }
   ts_json_tok_finish(&tok);
+  if (ts_json_tok_error(&tok) && t->in_fragment) { /* drop the unfinished token's line */
+    while (t->out.len && t->out.p[t->out.len - 1] == '\n') t->out.len--;
+    while (t->out.len && t->out.p[t->out.len - 1] != '\n') t->out.len--;
+  }
   ts_buf_puts(&t->out, ts_err_name(ts_json_tok_error(&tok)));
   ts_buf_puts(&t->out, " @");
   ts_buf_append_u64(&t->out, ts_json_tok_error_offset(&tok));
