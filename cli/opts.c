@@ -41,17 +41,6 @@ int ts_cli_parse_size(const char *s, uint64_t *out) {
   return 0;
 }
 
-/* A plain decimal integer (no suffix, no sign, no spaces). */
-static int parse_plain(const char *s, uint64_t *out) {
-  if (!s || *s < '0' || *s > '9') return -1;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end) return -1;
-  *out = v;
-  return 0;
-}
-
 /* A size as --help writes it: 4g, 16m, 64k, or plain bytes. */
 static void size_text(uint64_t n, char *buf, size_t cap) {
   if (n && n % (1u << 30) == 0) snprintf(buf, cap, "%llug", (unsigned long long)(n >> 30));
@@ -89,7 +78,7 @@ static int check_value(const char *who, const ts_cli_opt *o, const char *val, ui
     }
     case TS_CLI_NUMBER:
     case TS_CLI_MS:
-      if (parse_plain(val, num) || *num < o->min || *num > o->max) {
+      if (ts_cli_parse_size(val, num) || *num < o->min || *num > o->max) {
         fprintf(stderr, "%s: --%s wants %s from %llu to %llu, got '%s'\n", who, o->name,
                 o->kind == TS_CLI_MS ? "milliseconds" : "a number", (unsigned long long)o->min,
                 (unsigned long long)o->max, val);

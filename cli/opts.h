@@ -21,9 +21,10 @@
  *   --                           ends the options: everything after it is positional
  *   -                            a positional (standard input, by convention)
  *   --help, -h / --version       print the help / the version and exit 0, on every command
- * Values are checked here by their kind: sizes take k/m/g suffixes (powers of 1024),
- * numbers and milliseconds are plain integers, all within [min, max]; a thread id must
- * pass ts_thread_id_valid (1..TS_THREAD_ID_MAX bytes, no space or control byte).
+ * Values are checked here by their kind: sizes, numbers and milliseconds are decimal
+ * integers with an optional k/m/g suffix (powers of 1024, as the commands always took
+ * them), within [min, max]; a thread id must pass ts_thread_id_valid
+ * (1..TS_THREAD_ID_MAX bytes, no space or control byte).
  *
  * Errors: an unknown option, a missing or malformed value, or a handler's refusal is one
  * line on standard error ("toolstream tap: ...") and exit status 2.
@@ -48,8 +49,8 @@ typedef enum {
   TS_CLI_FLAG = 0, /* no value */
   TS_CLI_STRING,   /* any string (may be empty) */
   TS_CLI_SIZE,     /* bytes: an integer with an optional k/m/g suffix */
-  TS_CLI_NUMBER,   /* a plain integer */
-  TS_CLI_MS,       /* milliseconds: a plain integer */
+  TS_CLI_NUMBER,   /* a count: the same syntax; errors say "a number" */
+  TS_CLI_MS,       /* milliseconds: the same syntax; errors say "milliseconds" */
   TS_CLI_THREAD,   /* a thread id (base/thread_id.h) */
 } ts_cli_kind;
 
