@@ -324,6 +324,24 @@ int ts_cli_bus_check(const ts_cli_common *c) {
   return 0;
 }
 
+int ts_cli_bus_open(const ts_cli_common *c, const ts_pub_opts *base, ts_pub **out) {
+  *out = NULL;
+  if (!c->pub_url) return 0;
+  ts_pub_opts o;
+  if (base) o = *base;
+  else memset(&o, 0, sizeof o);
+  o.tls_cert_file = c->tls_cert;
+  o.tls_key_file = c->tls_key;
+  int pr = ts_pub_open(c->pub_url, c->replay_url, &o, out);
+  if (pr) {
+    fprintf(stderr, "%s: cannot publish on %s%s%s: %s\n", c->who, c->pub_url,
+            c->replay_url ? " / " : "", c->replay_url ? c->replay_url : "",
+            pr == TS_E_IO ? ts_bus_last_error() : ts_err_message(pr));
+    return 1;
+  }
+  return 0;
+}
+
 int ts_cli_thread_or_new(ts_cli_common *c) {
   if (c->has_thread) return 0;
   int r = ts_thread_id_new(c->thread, sizeof c->thread);

@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "base/thread_id.h"
+#include "events/bus_pub.h"
 #include "js/jstools.h"
 #include "stream/tool_defs.h"
 #include "tools/registry.h"
@@ -147,6 +148,11 @@ const char *ts_cli_version(void);
 /* --replay needs --pub: 0, or 2 after printing why. Every command with the bus group
  * calls it after parsing. */
 int ts_cli_bus_check(const ts_cli_common *c);
+
+/* Opens the publisher of --pub (and --replay) with --tls-cert/--tls-key; `base` (may be
+ * NULL) gives the other settings (an archive). Without --pub, *out = NULL and 0. Returns
+ * 0, or 1 after printing "cannot publish on URL: why". */
+int ts_cli_bus_open(const ts_cli_common *c, const ts_pub_opts *base, ts_pub **out);
 
 /* The thread id: the --thread given, or a fresh one written into c->thread. 0, or 1
  * after printing why (no randomness). */

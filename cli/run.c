@@ -225,22 +225,13 @@ int ts_cli_run(int argc, char **argv) {
     fprintf(stderr, "toolstream run: cannot open the store: %s\n", why);
     goto out;
   }
-  if (com.pub_url) {
-    ts_pub_opts popts;
-    memset(&popts, 0, sizeof popts);
-    popts.tls_cert_file = com.tls_cert;
-    popts.tls_key_file = com.tls_key;
-    if (com.replay_url && ts_store_open(a.data_dir, &astore, why, sizeof why) == TS_E_OK) {
-      popts.archive = ts_agent_archive; /* replay serves any event ever stored */
-      popts.archive_user = astore;
-    }
-    int pr = ts_pub_open(com.pub_url, com.replay_url, &popts, &pub);
-    if (pr) {
-      fprintf(stderr, "toolstream run: cannot publish on %s: %s\n", com.pub_url,
-              pr == TS_E_IO ? ts_bus_last_error() : ts_err_message(pr));
-      goto out;
-    }
+  ts_pub_opts popts;
+  memset(&popts, 0, sizeof popts);
+  if (com.replay_url && ts_store_open(a.data_dir, &astore, why, sizeof why) == TS_E_OK) {
+    popts.archive = ts_agent_archive; /* replay serves any event ever stored */
+    popts.archive_user = astore;
   }
+  if (ts_cli_bus_open(&com, &popts, &pub)) goto out;
   if (!a.json) {
     if (ts_live_init(&live)) {
       fprintf(stderr, "toolstream run: out of memory\n");

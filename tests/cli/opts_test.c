@@ -577,6 +577,33 @@ START_TEST(test_stdout_closed) {
 }
 END_TEST
 
+/* run takes the tools group whole: --progress-arg wins over the tool's own declaration
+ * (write_file's progress argument is `description`). */
+START_TEST(test_run_progress_arg) {
+  setup();
+  put("session/turn-1.sse",
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\","
+      "\"type\":\"function\",\"function\":{\"name\":\"write_file\",\"arguments\":"
+      "\"{\\\"description\\\":\\\"the label\\\",\\\"path\\\":\\\"p.txt\\\",\\\"content\\\":\\\"x\\\"}\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+      "data: [DONE]\n\n");
+  put("session/turn-2.sse",
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+      "data: [DONE]\n\n");
+  for (int with = 0; with < 2; with++) {
+    const char *argv[] = {"toolstream", "run", "--model-replay", "@session", "--workspace", "@ws",
+                          "--data-dir", "@data", "--rate", "10000", "--thread",
+                          with ? "pa1" : "pa0", with ? "--progress-arg" : NULL,
+                          "write_file=path", NULL};
+    result r = run_row(argv, NULL);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+    ck_assert_msg(strstr(sb_str(&r.out), with ? "\"progress\":\"p.txt\"" : "\"progress\":\"the label\""),
+                  "%s", sb_str(&r.out));
+    result_free(&r);
+  }
+}
+END_TEST
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   Suite *s = suite_create("opts");
@@ -592,6 +619,7 @@ int main(void) {
   tcase_add_test(tc, test_demo_leaves_nothing);
   tcase_add_test(tc, test_sub_idle_exit_without_events);
   tcase_add_test(tc, test_stdout_closed);
+  tcase_add_test(tc, test_run_progress_arg);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
