@@ -207,8 +207,7 @@ static void print_group(FILE *f, const ts_cli_group *g) {
   for (size_t i = 0; i < g->n_opts; i++) print_opt(f, &g->opts[i]);
 }
 
-void ts_cli_print_help(const ts_cli_command *cmd, void *fp) {
-  FILE *f = fp;
+void ts_cli_print_help(const ts_cli_command *cmd, FILE *f) {
   fprintf(f, "usage: toolstream %s %s\n\n%s\n\noptions:\n", cmd->name, cmd->synopsis,
           cmd->description);
   for (const ts_cli_group *const *g = cmd->groups; g && *g; g++)

@@ -39,6 +39,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/thread_id.h"
 #include "events/bus_pub.h"
@@ -137,8 +138,8 @@ const ts_cli_command *ts_cli_command_find(const char *name);
 int ts_cli_parse(const ts_cli_command *cmd, int argc, char **argv, ts_cli_common *common,
                  ts_cli_set_fn set, void *user);
 
-/* The command's --help text, generated from its table, to `f` (a FILE *). */
-void ts_cli_print_help(const ts_cli_command *cmd, void *f);
+/* The command's --help text, generated from its table, to `f`. */
+void ts_cli_print_help(const ts_cli_command *cmd, FILE *f);
 
 /* The version line: "toolstream 0.1.0". */
 const char *ts_cli_version(void);
