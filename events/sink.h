@@ -61,7 +61,7 @@
 #include "events/event.h"
 
 #define TS_SINK_SECRET_MIN 8   /* shorter secrets would redact ordinary words */
-#define TS_SINK_MAX_SECRETS 8
+#define TS_SINK_MAX_SECRETS 32
 #define TS_SINK_MAX_EVENT_BYTES ((size_t)64 << 20) /* default cap on one encoded event */
 #define TS_SINK_REDACTED "[redacted]"
 
