@@ -124,9 +124,7 @@ int ts_cli_gateway(int argc, char **argv) {
   ts_gw_upstream ups[TS_GW_MAX_UPSTREAMS];
   char prefixes[TS_GW_MAX_UPSTREAMS][256];
   size_t nups = 0;
-  ts_pub_opts popts;
-  memset(&popts, 0, sizeof popts);
-  const char *listen, *pub_url, *replay_url;
+  const char *listen;
   int rc;
   uint64_t n;
   ts_pub *pub = NULL;
@@ -144,10 +142,6 @@ int ts_cli_gateway(int argc, char **argv) {
   nups = a.nups;
   listen = a.listen;
   cfg.ca_file = com.ca_file;
-  popts.tls_cert_file = com.tls_cert;
-  popts.tls_key_file = com.tls_key;
-  pub_url = com.pub_url;
-  replay_url = com.replay_url;
   if (!nups) {
     fprintf(stderr, "toolstream gateway: --upstream URL is required (try --help)\n");
     goto out;
@@ -171,15 +165,7 @@ int ts_cli_gateway(int argc, char **argv) {
 
   rc = 1;
   signal(SIGPIPE, SIG_IGN);
-  if (pub_url) {
-    int pr = ts_pub_open(pub_url, replay_url, &popts, &pub);
-    if (pr) {
-      fprintf(stderr, "toolstream gateway: cannot publish on %s%s%s: %s\n", pub_url,
-              replay_url ? " / " : "", replay_url ? replay_url : "",
-              pr == TS_E_IO ? ts_bus_last_error() : ts_err_message(pr));
-      goto out;
-    }
-  }
+  if (ts_cli_bus_open(&com, NULL, &pub)) goto out;
   cfg.pub = pub;
   base = event_base_new();
   if (!base) {

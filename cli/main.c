@@ -1,29 +1,13 @@
 /*
- * main.c: the `toolstream` command: the list of subcommands, and dispatch to them.
+ * main.c: the `toolstream` command: dispatch to the subcommands of cli/commands.c.
  *
  * The top-level help is generated from the same command tables as each command's own
- * --help (cli/opts.h), so a new command is one table and one line in `commands`.
+ * --help (cli/opts.h).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
-
-static const ts_cli_command *const commands[] = {
-    &ts_cli_cmd_tap, &ts_cli_cmd_run, &ts_cli_cmd_runcode,
-    &ts_cli_cmd_sub, &ts_cli_cmd_demo, &ts_cli_cmd_gateway, &ts_cli_cmd_serve,
-};
-
-const ts_cli_command *const *ts_cli_commands(size_t *n) {
-  *n = sizeof commands / sizeof commands[0];
-  return commands;
-}
-
-const ts_cli_command *ts_cli_command_find(const char *name) {
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (!strcmp(commands[i]->name, name)) return commands[i];
-  return NULL;
-}
 
 static void usage(FILE *f) {
   fputs("usage: toolstream <command> [options]\n"
@@ -33,8 +17,9 @@ static void usage(FILE *f) {
         "\n"
         "commands:\n",
         f);
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    fprintf(f, "  %-8s%s\n", commands[i]->name, commands[i]->summary);
+  size_t n;
+  const ts_cli_command *const *commands = ts_cli_commands(&n);
+  for (size_t i = 0; i < n; i++) fprintf(f, "  %-8s%s\n", commands[i]->name, commands[i]->summary);
   fputs("\nRun 'toolstream <command> --help' for a command's options. Every command takes\n"
         "--help, --version and -- (the end of its options).\n",
         f);

@@ -41,17 +41,6 @@ int ts_cli_parse_size(const char *s, uint64_t *out) {
   return 0;
 }
 
-/* A plain decimal integer (no suffix, no sign, no spaces). */
-static int parse_plain(const char *s, uint64_t *out) {
-  if (!s || *s < '0' || *s > '9') return -1;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end) return -1;
-  *out = v;
-  return 0;
-}
-
 /* A size as --help writes it: 4g, 16m, 64k, or plain bytes. */
 static void size_text(uint64_t n, char *buf, size_t cap) {
   if (n && n % (1u << 30) == 0) snprintf(buf, cap, "%llug", (unsigned long long)(n >> 30));
@@ -89,7 +78,7 @@ static int check_value(const char *who, const ts_cli_opt *o, const char *val, ui
     }
     case TS_CLI_NUMBER:
     case TS_CLI_MS:
-      if (parse_plain(val, num) || *num < o->min || *num > o->max) {
+      if (ts_cli_parse_size(val, num) || *num < o->min || *num > o->max) {
         fprintf(stderr, "%s: --%s wants %s from %llu to %llu, got '%s'\n", who, o->name,
                 o->kind == TS_CLI_MS ? "milliseconds" : "a number", (unsigned long long)o->min,
                 (unsigned long long)o->max, val);
@@ -218,8 +207,7 @@ static void print_group(FILE *f, const ts_cli_group *g) {
   for (size_t i = 0; i < g->n_opts; i++) print_opt(f, &g->opts[i]);
 }
 
-void ts_cli_print_help(const ts_cli_command *cmd, void *fp) {
-  FILE *f = fp;
+void ts_cli_print_help(const ts_cli_command *cmd, FILE *f) {
   fprintf(f, "usage: toolstream %s %s\n\n%s\n\noptions:\n", cmd->name, cmd->synopsis,
           cmd->description);
   for (const ts_cli_group *const *g = cmd->groups; g && *g; g++)
@@ -331,6 +319,24 @@ int ts_cli_bus_check(const ts_cli_common *c) {
   if ((c->tls_cert || c->tls_key) && !c->pub_url) {
     fprintf(stderr, "%s: --tls-cert and --tls-key need --pub\n", c->who);
     return 2;
+  }
+  return 0;
+}
+
+int ts_cli_bus_open(const ts_cli_common *c, const ts_pub_opts *base, ts_pub **out) {
+  *out = NULL;
+  if (!c->pub_url) return 0;
+  ts_pub_opts o;
+  if (base) o = *base;
+  else memset(&o, 0, sizeof o);
+  o.tls_cert_file = c->tls_cert;
+  o.tls_key_file = c->tls_key;
+  int pr = ts_pub_open(c->pub_url, c->replay_url, &o, out);
+  if (pr) {
+    fprintf(stderr, "%s: cannot publish on %s%s%s: %s\n", c->who, c->pub_url,
+            c->replay_url ? " / " : "", c->replay_url ? c->replay_url : "",
+            pr == TS_E_IO ? ts_bus_last_error() : ts_err_message(pr));
+    return 1;
   }
   return 0;
 }

@@ -21,9 +21,10 @@
  *   --                           ends the options: everything after it is positional
  *   -                            a positional (standard input, by convention)
  *   --help, -h / --version       print the help / the version and exit 0, on every command
- * Values are checked here by their kind: sizes take k/m/g suffixes (powers of 1024),
- * numbers and milliseconds are plain integers, all within [min, max]; a thread id must
- * pass ts_thread_id_valid (1..TS_THREAD_ID_MAX bytes, no space or control byte).
+ * Values are checked here by their kind: sizes, numbers and milliseconds are decimal
+ * integers with an optional k/m/g suffix (powers of 1024, as the commands always took
+ * them), within [min, max]; a thread id must pass ts_thread_id_valid
+ * (1..TS_THREAD_ID_MAX bytes, no space or control byte).
  *
  * Errors: an unknown option, a missing or malformed value, or a handler's refusal is one
  * line on standard error ("toolstream tap: ...") and exit status 2.
@@ -38,8 +39,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/thread_id.h"
+#include "events/bus_pub.h"
 #include "js/jstools.h"
 #include "stream/tool_defs.h"
 #include "tools/registry.h"
@@ -48,8 +51,8 @@ typedef enum {
   TS_CLI_FLAG = 0, /* no value */
   TS_CLI_STRING,   /* any string (may be empty) */
   TS_CLI_SIZE,     /* bytes: an integer with an optional k/m/g suffix */
-  TS_CLI_NUMBER,   /* a plain integer */
-  TS_CLI_MS,       /* milliseconds: a plain integer */
+  TS_CLI_NUMBER,   /* a count: the same syntax; errors say "a number" */
+  TS_CLI_MS,       /* milliseconds: the same syntax; errors say "milliseconds" */
   TS_CLI_THREAD,   /* a thread id (base/thread_id.h) */
 } ts_cli_kind;
 
@@ -135,8 +138,8 @@ const ts_cli_command *ts_cli_command_find(const char *name);
 int ts_cli_parse(const ts_cli_command *cmd, int argc, char **argv, ts_cli_common *common,
                  ts_cli_set_fn set, void *user);
 
-/* The command's --help text, generated from its table, to `f` (a FILE *). */
-void ts_cli_print_help(const ts_cli_command *cmd, void *f);
+/* The command's --help text, generated from its table, to `f`. */
+void ts_cli_print_help(const ts_cli_command *cmd, FILE *f);
 
 /* The version line: "toolstream 0.1.0". */
 const char *ts_cli_version(void);
@@ -146,6 +149,11 @@ const char *ts_cli_version(void);
 /* --replay needs --pub: 0, or 2 after printing why. Every command with the bus group
  * calls it after parsing. */
 int ts_cli_bus_check(const ts_cli_common *c);
+
+/* Opens the publisher of --pub (and --replay) with --tls-cert/--tls-key; `base` (may be
+ * NULL) gives the other settings (an archive). Without --pub, *out = NULL and 0. Returns
+ * 0, or 1 after printing "cannot publish on URL: why". */
+int ts_cli_bus_open(const ts_cli_common *c, const ts_pub_opts *base, ts_pub **out);
 
 /* The thread id: the --thread given, or a fresh one written into c->thread. 0, or 1
  * after printing why (no randomness). */

@@ -85,9 +85,9 @@ const ts_cli_command ts_cli_cmd_run = {
     run_groups,
     "Built-in tools: write_file (progress argument: description), read_file, list_dir,\n"
     "confined to the workspace. Ctrl-C stops cleanly: the running tool is told to stop,\n"
-    "finished results stay committed, and --thread ID --resume continues. A provider\n"
-    "message that echoes the API key is redacted before it is printed, published or\n"
-    "stored.\n"
+    "finished results stay committed, and --thread ID --resume continues. The API key\n"
+    "and the values of JavaScript tools' secret variables are redacted from every event\n"
+    "before it is printed, published or stored (a provider message echoing the key).\n"
     "Exit status: 0 when the model ended its turn; 1 on an error, interruption or\n"
     "--max-turns, or when a file named by an option cannot be read (one line on standard\n"
     "error); 2 for usage errors (including a --tools file that does not parse or load).",
@@ -225,22 +225,13 @@ int ts_cli_run(int argc, char **argv) {
     fprintf(stderr, "toolstream run: cannot open the store: %s\n", why);
     goto out;
   }
-  if (com.pub_url) {
-    ts_pub_opts popts;
-    memset(&popts, 0, sizeof popts);
-    popts.tls_cert_file = com.tls_cert;
-    popts.tls_key_file = com.tls_key;
-    if (com.replay_url && ts_store_open(a.data_dir, &astore, why, sizeof why) == TS_E_OK) {
-      popts.archive = ts_agent_archive; /* replay serves any event ever stored */
-      popts.archive_user = astore;
-    }
-    int pr = ts_pub_open(com.pub_url, com.replay_url, &popts, &pub);
-    if (pr) {
-      fprintf(stderr, "toolstream run: cannot publish on %s: %s\n", com.pub_url,
-              pr == TS_E_IO ? ts_bus_last_error() : ts_err_message(pr));
-      goto out;
-    }
+  ts_pub_opts popts;
+  memset(&popts, 0, sizeof popts);
+  if (com.replay_url && ts_store_open(a.data_dir, &astore, why, sizeof why) == TS_E_OK) {
+    popts.archive = ts_agent_archive; /* replay serves any event ever stored */
+    popts.archive_user = astore;
   }
+  if (ts_cli_bus_open(&com, &popts, &pub)) goto out;
   if (!a.json) {
     if (ts_live_init(&live)) {
       fprintf(stderr, "toolstream run: out of memory\n");
@@ -260,10 +251,16 @@ int ts_cli_run(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
 
   ts_replay_model replay = {a.replay_dir, (double)a.rate};
-  /* The key, so that a provider message echoing it is redacted everywhere. A key too
-   * short to redact safely (a test's dummy) is not a secret worth the name. */
+  /* The secrets redacted from every event: the API key (a provider message may echo it)
+   * and the values of the JavaScript tools' `secret` variables. One shorter than
+   * TS_SINK_SECRET_MIN cannot be told from ordinary text and is left out. */
+  const char *found[TS_SINK_MAX_SECRETS], *secrets[TS_SINK_MAX_SECRETS];
+  size_t nfound = 0, nsecrets = 0;
   const char *key = a.hm.url && a.hm.key_env ? getenv(a.hm.key_env) : NULL;
-  const char *secrets[1] = {key && strlen(key) >= TS_SINK_SECRET_MIN ? key : NULL};
+  if (key) found[nfound++] = key;
+  nfound += ts_jstools_secrets(reg, found + nfound, TS_SINK_MAX_SECRETS - nfound);
+  for (size_t i = 0; i < nfound; i++)
+    if (strlen(found[i]) >= TS_SINK_SECRET_MIN) secrets[nsecrets++] = found[i];
   ts_agent_config ac = {
       .store = store,
       .dispatch_store = dstore,
@@ -276,7 +273,7 @@ int ts_cli_run(int argc, char **argv) {
       .model = a.replay_dir ? ts_replay_model_backend(&replay) : ts_http_model_backend(&a.hm),
       .sink = {.who = "toolstream run", .out = a.json ? stdout : NULL,
                .view = a.json ? NULL : live_view, .view_user = &live, .pub = pub,
-               .secrets = secrets, .n_secrets = 1},
+               .secrets = secrets, .n_secrets = nsecrets},
       .cancel = &interrupted,
   };
   ts_agent_stats st;

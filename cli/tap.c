@@ -152,20 +152,7 @@ int ts_cli_tap(int argc, char **argv) {
   if ((rc = ts_cli_bus_check(&com)) || (rc = ts_cli_tools_defs(&com, &o.defs)) ||
       (rc = ts_cli_thread_or_new(&com)))
     goto out;
-  if (com.pub_url) {
-    ts_pub_opts popts;
-    memset(&popts, 0, sizeof popts);
-    popts.tls_cert_file = com.tls_cert;
-    popts.tls_key_file = com.tls_key;
-    int pr = ts_pub_open(com.pub_url, com.replay_url, &popts, &pub);
-    if (pr) {
-      fprintf(stderr, "toolstream tap: cannot publish on %s%s%s: %s\n", com.pub_url,
-              com.replay_url ? " / " : "", com.replay_url ? com.replay_url : "",
-              pr == TS_E_IO ? ts_bus_last_error() : ts_err_message(pr));
-      rc = 1;
-      goto out;
-    }
-  }
+  if ((rc = ts_cli_bus_open(&com, NULL, &pub))) goto out;
   ts_sink_config sc = {.thread = com.thread, .who = "toolstream tap", .out = stdout, .pub = pub};
   if ((rc = ts_sink_new(&sc, &o.sink))) {
     fprintf(stderr, "toolstream tap: %s\n", ts_err_message(rc));

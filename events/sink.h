@@ -53,6 +53,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/strbuf.h"
 #include "base/thread_id.h"
@@ -60,7 +61,7 @@
 #include "events/event.h"
 
 #define TS_SINK_SECRET_MIN 8   /* shorter secrets would redact ordinary words */
-#define TS_SINK_MAX_SECRETS 8
+#define TS_SINK_MAX_SECRETS 32
 #define TS_SINK_MAX_EVENT_BYTES ((size_t)64 << 20) /* default cap on one encoded event */
 #define TS_SINK_REDACTED "[redacted]"
 
@@ -76,7 +77,7 @@ typedef struct {
   const char *thread;  /* required: a valid thread id (copied) */
   uint64_t last_seq;   /* the thread's newest seq so far (0: a new thread) */
   const char *who;     /* prefix of the error lines ("toolstream tap"); NULL: "toolstream" */
-  void *out;           /* a FILE *: one JSON line per event; NULL: none */
+  FILE *out;           /* one JSON line per event, flushed; NULL: none */
   ts_sink_view_fn view; /* instead of (or beside) out; NULL: none */
   void *view_user;
   ts_pub *pub;         /* may be NULL; not owned */

@@ -403,3 +403,19 @@ int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *en
   mod_unref(m);
   return rc;
 }
+
+size_t ts_jstools_secrets(const ts_registry *reg, const char **out, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; reg && i < ts_registry_count(reg); i++) {
+    const jstool *t = ts_tool_user_of(ts_registry_at(reg, i), js_execute);
+    for (size_t k = 0; t && k < t->n_vars; k++) {
+      if (!t->vars[k].secret) continue;
+      const char *v = lookup_var(t->m, t->vars[k].name);
+      if (!v || !*v) continue;
+      size_t j = 0;
+      while (j < n && strcmp(out[j], v)) j++; /* once each */
+      if (j == n && n < cap) out[n++] = v;
+    }
+  }
+  return n;
+}

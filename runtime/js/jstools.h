@@ -68,6 +68,12 @@ typedef struct {
 int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *env, char *why,
                     size_t why_cap);
 
+/* The values that the `type: 'secret'` variables of the JavaScript tools in `reg`
+ * resolve to now (--var, then the environment), each once, for redaction from thread
+ * events (events/sink.h). Stores up to `cap` pointers in `out` (valid while `reg` lives
+ * and the environment is unchanged) and returns how many. */
+size_t ts_jstools_secrets(const ts_registry *reg, const char **out, size_t cap);
+
 /* 1 when `path` names a JavaScript tool module (ends in ".js"). */
 int ts_jstools_is_module(const char *path);
 

@@ -20,6 +20,8 @@
 
 #include "base/error.h"
 #include "base/thread_id.h"
+#include "cli/cli.h"
+#include "cli/opts.h"
 #include "store/store.h"
 #include "support/proc.h"
 
@@ -83,6 +85,162 @@ static int count_lines(const char *s) {
 }
 
 static const char *const commands[] = {"tap", "run", "runcode", "sub", "demo", "gateway", "serve"};
+
+/* ---- the tables, in process ------------------------------------------------------------ */
+
+/* Every command's table is complete and unambiguous: names unique within the command (so
+ * the first match is the only match), values with metavars, ranges that make sense, help
+ * for every option, and the generated --help naming every option. */
+START_TEST(test_tables) {
+  size_t n;
+  const ts_cli_command *const *cmds = ts_cli_commands(&n);
+  ck_assert_uint_eq(n, sizeof commands / sizeof commands[0]);
+  for (size_t i = 0; i < n; i++) {
+    const ts_cli_command *c = cmds[i];
+    ck_assert_msg(c->name && c->synopsis && c->summary && c->description && c->main && c->groups,
+                  "command %zu incomplete", i);
+    ck_assert_ptr_eq(ts_cli_command_find(c->name), c);
+    ck_assert_str_eq(c->name, commands[i]);
+    const char *seen[64];
+    char letters[64];
+    size_t ns = 0, nl = 0;
+    FILE *f = tmpfile();
+    ts_cli_print_help(c, f);
+    rewind(f);
+    static char help[16384];
+    help[fread(help, 1, sizeof help - 1, f)] = '\0';
+    fclose(f);
+    for (const ts_cli_group *const *g = c->groups; *g; g++) {
+      for (size_t k = 0; k < (*g)->n_opts; k++) {
+        const ts_cli_opt *o = &(*g)->opts[k];
+        ck_assert_msg(o->name && o->name[0] && strcmp(o->name, "help") && strcmp(o->name, "version"),
+                      "%s: bad name", c->name);
+        for (size_t j = 0; j < ns; j++)
+          ck_assert_msg(strcmp(seen[j], o->name), "%s: --%s twice", c->name, o->name);
+        ck_assert_uint_lt(ns, 64);
+        seen[ns++] = o->name;
+        if (o->letter) {
+          ck_assert_msg(o->letter != 'h' && !memchr(letters, o->letter, nl), "%s: -%c", c->name,
+                        o->letter);
+          letters[nl++] = o->letter;
+        }
+        ck_assert_msg((o->kind == TS_CLI_FLAG) == (o->metavar == NULL), "%s: --%s metavar",
+                      c->name, o->name);
+        ck_assert_msg(o->help && o->help[0] && o->help[strlen(o->help) - 1] != '\n',
+                      "%s: --%s help", c->name, o->name);
+        if (o->kind == TS_CLI_SIZE || o->kind == TS_CLI_NUMBER || o->kind == TS_CLI_MS)
+          ck_assert_msg(o->min <= o->max && o->max > 0, "%s: --%s range", c->name, o->name);
+        char want[96];
+        snprintf(want, sizeof want, "--%s%s%s", o->name, o->metavar ? " " : "",
+                 o->metavar ? o->metavar : "");
+        ck_assert_msg(strstr(help, want), "%s --help lacks '%s'", c->name, want);
+      }
+    }
+  }
+  ck_assert_ptr_null(ts_cli_command_find("nope"));
+}
+END_TEST
+
+/* The parser on a command of its own: what each argument becomes. */
+enum { T_STR = 1, T_FLAG, T_SIZE, T_NUM, T_MORE, T_REFUSE };
+static int is_js(const char *a) { return strlen(a) > 3 && !strcmp(a + strlen(a) - 3, ".js"); }
+static const ts_cli_opt t_opts[] = {
+    {"str", 's', TS_CLI_STRING, T_STR, 0, 0, "S", "a string", NULL},
+    {"flag", 'f', TS_CLI_FLAG, T_FLAG, 0, 0, NULL, "a flag", NULL},
+    {"size", 0, TS_CLI_SIZE, T_SIZE, 1, 1 << 20, "N", "a size", NULL},
+    {"num", 0, TS_CLI_NUMBER, T_NUM, 0, 10, "N", "a number", NULL},
+    {"more", 0, TS_CLI_STRING, T_MORE, 0, 0, "F", "greedy for .js", is_js},
+    {"refuse", 0, TS_CLI_STRING, T_REFUSE, 0, 0, "X", "the handler refuses", NULL},
+};
+static const ts_cli_group t_group = {"t", NULL, t_opts, sizeof t_opts / sizeof t_opts[0], NULL};
+static const ts_cli_group *const t_groups[] = {&t_group, &ts_cli_group_thread,
+                                               &ts_cli_group_tools, NULL};
+static const ts_cli_command t_cmd = {"t", "[options] [ARG...]", "a test command", "Tests.",
+                                     t_groups, NULL, NULL};
+
+static int t_set(void *user, const ts_cli_opt *o, const char *val, uint64_t num) {
+  char *trace = user;
+  char item[400];
+  if (!o) snprintf(item, sizeof item, "pos=%s;", val);
+  else if (o->id == T_REFUSE) return 7;
+  else if (o->kind == TS_CLI_FLAG) snprintf(item, sizeof item, "%s;", o->name);
+  else if (o->kind == TS_CLI_STRING) snprintf(item, sizeof item, "%s=%s;", o->name, val);
+  else snprintf(item, sizeof item, "%s=%llu;", o->name, (unsigned long long)num);
+  strncat(trace, item, 1023 - strlen(trace));
+  return 0;
+}
+
+static const struct {
+  int line;
+  const char *argv[12];
+  int rc;
+  const char *trace;
+} parse_rows[] = {
+    {__LINE__, {"t", NULL}, -1, ""},
+    {__LINE__, {"t", "--str", "v", "--str=w", "-s", "x", NULL}, -1, "str=v;str=w;str=x;"},
+    {__LINE__, {"t", "--str=", NULL}, -1, "str=;"},
+    {__LINE__, {"t", "--str", "--flag", NULL}, -1, "str=--flag;"}, /* a value may start with - */
+    {__LINE__, {"t", "--flag", "-f", "a", "-", NULL}, -1, "flag;flag;pos=a;pos=-;"},
+    {__LINE__, {"t", "--flag=1", NULL}, 2, ""},
+    {__LINE__, {"t", "--", "--flag", "-s", "--", NULL}, -1, "pos=--flag;pos=-s;pos=--;"},
+    {__LINE__, {"t", "--size", "2k", "--size=1m", NULL}, -1, "size=2048;size=1048576;"},
+    {__LINE__, {"t", "--size", "0", NULL}, 2, ""},
+    {__LINE__, {"t", "--size", "2m", NULL}, 2, ""},
+    {__LINE__, {"t", "--num", "10", "--num", "-1", NULL}, 2, "num=10;"},
+    {__LINE__, {"t", "--num", NULL}, 2, ""},
+    {__LINE__, {"t", "--more", "a.js", "b.js", "c.txt", "d.js", NULL}, -1,
+     "more=a.js;more=b.js;pos=c.txt;pos=d.js;"},
+    {__LINE__, {"t", "--refuse", "x", "--flag", NULL}, 7, ""},
+    {__LINE__, {"t", "--nope", NULL}, 2, ""},
+    {__LINE__, {"t", "-x", NULL}, 2, ""},
+    {__LINE__, {"t", "-sf", NULL}, 2, ""}, /* no bundled letters */
+    {__LINE__, {"t", "--fla", NULL}, 2, ""}, /* no abbreviations */
+    {__LINE__, {"t", "a", "--version", "b", NULL}, 0, "pos=a;"},
+    {__LINE__, {"t", "--thread", "ID256", "--tools", "x.json", "--tools", "y.js", "z.js", NULL},
+     -1, ""},
+    {__LINE__, {"t", "--thread", "ID257", NULL}, 2, ""},
+    {__LINE__, {"t", "--thread=", NULL}, 2, ""},
+    {__LINE__, {"t", "--progress-arg", "a=b", "--progress-arg", "nope", NULL}, 2, ""},
+};
+
+START_TEST(test_parse_rows) {
+  setup();
+  for (size_t i = 0; i < sizeof parse_rows / sizeof parse_rows[0]; i++) {
+    char *argv[13];
+    int argc = 0;
+    for (; parse_rows[i].argv[argc]; argc++) {
+      const char *a = parse_rows[i].argv[argc];
+      argv[argc] = (char *)(!strcmp(a, "ID256") ? id256 : !strcmp(a, "ID257") ? id257 : a);
+    }
+    argv[argc] = NULL;
+    ts_cli_common com;
+    memset(&com, 0, sizeof com);
+    char trace[1024] = "";
+    int rc = ts_cli_parse(&t_cmd, argc, argv, &com, t_set, trace);
+    ck_assert_msg(rc == parse_rows[i].rc, "line %d: rc %d", parse_rows[i].line, rc);
+    ck_assert_msg(!strcmp(trace, parse_rows[i].trace), "line %d: trace '%s'", parse_rows[i].line,
+                  trace);
+    ck_assert_str_eq(com.who, "toolstream t");
+  }
+  /* the shared groups' values land in ts_cli_common */
+  char *argv[] = {"t", "--thread", id256, "--tools", "x.json", "--tools", "y.js", "z.js",
+                  "--progress-arg", "w=d", NULL};
+  ts_cli_common com;
+  memset(&com, 0, sizeof com);
+  ck_assert_int_eq(ts_cli_parse(&t_cmd, 10, argv, &com, t_set, (char[1024]){0}), -1);
+  ck_assert(com.has_thread);
+  ck_assert_str_eq(com.thread, id256);
+  ck_assert_uint_eq(com.n_tools_files, 3);
+  ck_assert_str_eq(com.tools_files[2], "z.js");
+  ck_assert_uint_eq(com.n_progress_args, 1);
+  /* no --thread: a fresh one */
+  memset(&com, 0, sizeof com);
+  com.who = "t";
+  ck_assert_int_eq(ts_cli_thread_or_new(&com), 0);
+  ck_assert(ts_thread_id_valid(com.thread, strlen(com.thread)));
+  ck_assert_int_eq(strncmp(com.thread, "th_", 3), 0);
+}
+END_TEST
 
 /* ---- what every command takes ---------------------------------------------------------- */
 
@@ -419,11 +577,40 @@ START_TEST(test_stdout_closed) {
 }
 END_TEST
 
+/* run takes the tools group whole: --progress-arg wins over the tool's own declaration
+ * (write_file's progress argument is `description`). */
+START_TEST(test_run_progress_arg) {
+  setup();
+  put("session/turn-1.sse",
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\","
+      "\"type\":\"function\",\"function\":{\"name\":\"write_file\",\"arguments\":"
+      "\"{\\\"description\\\":\\\"the label\\\",\\\"path\\\":\\\"p.txt\\\",\\\"content\\\":\\\"x\\\"}\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+      "data: [DONE]\n\n");
+  put("session/turn-2.sse",
+      "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+      "data: [DONE]\n\n");
+  for (int with = 0; with < 2; with++) {
+    const char *argv[] = {"toolstream", "run", "--model-replay", "@session", "--workspace", "@ws",
+                          "--data-dir", "@data", "--rate", "10000", "--thread",
+                          with ? "pa1" : "pa0", with ? "--progress-arg" : NULL,
+                          "write_file=path", NULL};
+    result r = run_row(argv, NULL);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+    ck_assert_msg(strstr(sb_str(&r.out), with ? "\"progress\":\"p.txt\"" : "\"progress\":\"the label\""),
+                  "%s", sb_str(&r.out));
+    result_free(&r);
+  }
+}
+END_TEST
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   Suite *s = suite_create("opts");
   TCase *tc = tcase_create("cli");
   tcase_set_timeout(tc, 240);
+  tcase_add_test(tc, test_tables);
+  tcase_add_test(tc, test_parse_rows);
   tcase_add_test(tc, test_help_and_version_everywhere);
   tcase_add_test(tc, test_usage_rows);
   tcase_add_test(tc, test_groups_in_help);
@@ -432,6 +619,7 @@ int main(void) {
   tcase_add_test(tc, test_demo_leaves_nothing);
   tcase_add_test(tc, test_sub_idle_exit_without_events);
   tcase_add_test(tc, test_stdout_closed);
+  tcase_add_test(tc, test_run_progress_arg);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
