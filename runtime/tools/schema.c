@@ -1435,7 +1435,7 @@ int ts_schema_compile(const char *json, size_t len, int flags, ts_schema **out, 
   }
   if (!rc) rc = index_ids(&c, 1, (ts_view){"", 0}); /* also gives the root its base */
   if (!rc) {
-    qsort(c.ids, c.nids, sizeof *c.ids, ident_cmp);
+    if (c.nids) qsort(c.ids, c.nids, sizeof *c.ids, ident_cmp);
     /* the document itself, under its base URI (the root's $id, or "") */
     if (find_ident(&c, c.base[1]) < 0) {
       rc = add_ident(&c, c.base[1], 1);
