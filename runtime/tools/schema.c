@@ -1,37 +1,42 @@
 /*
- * schema.c: JSON Schema subset for tool arguments (see schema.h).
+ * schema.c: JSON Schema for tool arguments (see schema.h and docs/schema.md).
  *
  * Two documents, one loader. Both the schema text and the arguments go through
- * doc_load: a private copy wrapped in brackets ("[" text "]", so that a bare number
- * or literal is one element of an array, which strict jsmn can end), a raw byte scan
- * that counts tokens exactly (so the token array is sized once), bounds the nesting
- * and rejects what jsmn lets through (trailing commas, raw control bytes in strings),
- * then json_view's parse, then one pass that decodes every string in place, checks
- * its UTF-8, and rejects duplicate keys. After loading, every string and key is a
+ * doc_load: first the project's strict tokenizer (stream/json_tok.h) reads the text
+ * once, refusing anything that is not exactly one RFC 8259 value (jsmn alone let
+ * `[1,,2]`, `{:}` and friends through), bounding the nesting and counting the tokens
+ * exactly; then a private copy wrapped in brackets ("[" text "]", so that a bare
+ * number or literal is one element of an array, which strict jsmn can end) goes
+ * through json_view's parse into a token array sized once; then one pass decodes every
+ * string in place and rejects duplicate keys. After loading, every string and key is a
  * decoded view, and nothing later can fail on the text itself.
  *
  * Duplicate keys are an error rather than "last one wins": the validator and the tool
  * could otherwise read different values of the same argument.
  *
- * Compiling turns the schema document into a tree of nodes in an arena (one free for
- * the whole tree, and out of memory at any point is one cleanup). Keywords are
- * collected first and processed in a fixed order, so a schema's first error does not
- * depend on key order and draft 4's boolean exclusiveMinimum can look at minimum.
- * $ref is resolved at compile time to a node pointer: the root's definitions get
- * their nodes before anything is compiled, so refs may point forward or in cycles.
+ * Compiling turns the schema document into a graph of nodes in an arena (one free for
+ * the whole graph, and out of memory at any point is one cleanup; the compiled
+ * patterns, which PCRE2 allocates, hang on a list freed with it). First a walk over
+ * every place that holds a schema records the base URI in force there ($id, RFC 3986)
+ * and indexes $id and $anchor. Then nodes are made on demand, one per schema location
+ * (node_for), and compiled from a queue rather than by recursion, so a $ref to a
+ * location that has a node, or is waiting for one, closes a cycle instead of looping,
+ * and a long chain of refs costs no stack. Keywords are collected first and processed
+ * in a fixed order, so a schema's first error does not depend on key order and draft
+ * 4's boolean exclusiveMinimum can look at minimum.
  *
- * Validating walks the node tree over the arguments' tokens. Each check returns 0,
+ * Validating walks the node graph over the arguments' tokens. Each check returns 0,
  * V_TYPE (this value failed this node's own type test: used to explain unions), V_FAIL
- * (any other mismatch), or a negative ts_err that aborts everything (the recursion or
- * work limit). anyOf/oneOf/not run their branches quietly (no message); when an anyOf
- * fails and exactly one branch got past its type test, that branch runs again aloud
- * so the message names the real problem ("/a: string shorter than 3 characters"
- * rather than "matches none of anyOf"); when every branch failed on type, the message
- * lists the union of their types. Pointers are not tracked on the way down: the error
- * path is rebuilt from the failing token by a walk from the root, which costs nothing
- * until there is an error.
+ * (any other mismatch), or a negative ts_err that aborts everything (the recursion,
+ * work or pattern limit, out of memory). anyOf/oneOf/not/if/contains/propertyNames run
+ * their schemas quietly (no message); when an anyOf fails and exactly one branch got
+ * past its type test, that branch runs again aloud so the message names the real
+ * problem ("/a: string shorter than 3 characters" rather than "matches none of
+ * anyOf"); when every branch failed on type, the message lists the union of their
+ * types. Pointers are not tracked on the way down: the error path is rebuilt from the
+ * failing token by a walk from the root, which costs nothing until there is an error.
  *
- * Recursion is bounded by the documents' nesting (checked by the raw scan) and, for
+ * Recursion is bounded by the documents' nesting (checked by the loader) and, for
  * validation through $ref, by a depth counter and a step budget.
  */
 #include "tools/schema.h"
@@ -1435,7 +1440,7 @@ int ts_schema_compile(const char *json, size_t len, int flags, ts_schema **out, 
   }
   if (!rc) rc = index_ids(&c, 1, (ts_view){"", 0}); /* also gives the root its base */
   if (!rc) {
-    qsort(c.ids, c.nids, sizeof *c.ids, ident_cmp);
+    if (c.nids) qsort(c.ids, c.nids, sizeof *c.ids, ident_cmp);
     /* the document itself, under its base URI (the root's $id, or "") */
     if (find_ident(&c, c.base[1]) < 0) {
       rc = add_ident(&c, c.base[1], 1);

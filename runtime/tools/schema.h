@@ -1,9 +1,10 @@
 /*
- * schema.h: the argument validator of tool calls, a JSON Schema subset.
+ * schema.h: the argument validator of tool calls: JSON Schema draft 7, plus the
+ * 2019-09/2020-12 keywords tool schemas use.
  *
  * A tool definition carries a JSON Schema for its arguments (tool_defs.h: `args`).
- * The schema is compiled once, when the tool is defined, into a small tree; every
- * call's arguments are then checked against that tree, and a call whose arguments
+ * The schema is compiled once, when the tool is defined, into a small graph; every
+ * call's arguments are then checked against it, and a call whose arguments
  * fail goes no further than an error result naming the first problem:
  *
  *   /files/2/path: expected string, got number
@@ -45,8 +46,9 @@
  *
  * Values. integer means a number with no fraction, decided exactly from its text:
  * 1.0, 1e2 and 150e-1 are integers, 1.5 and 1e-2 are not. Numbers are compared as
- * doubles (strtod of the token; this project never calls setlocale). enum and const
- * compare JSON values structurally: object key order does not matter, numbers
+ * doubles (strtod of the token; this project never calls setlocale), except
+ * multipleOf (exact, see above). enum, const and uniqueItems compare JSON values
+ * structurally: object key order does not matter, numbers
  * compare by value (1 equals 1.0), strings after decoding escapes.
  *
  * Error text (the `why` buffers): one line, "<pointer>: <reason>". The pointer is an
