@@ -30,7 +30,7 @@ static uint64_t xorshift(uint64_t *s) {
   return *s = x;
 }
 
-int ts_split_next(ts_split *s, const char **p, size_t *n) {
+int ts_split_next(ts_split *s, char **p, size_t *n) {
   free(s->block);
   s->block = NULL;
   size_t left = s->len - s->at;

@@ -30,8 +30,9 @@
 typedef struct ts_split ts_split;
 
 /* The next read of the input: 1 with *p and *n set (n >= 1), or 0 when the input is all
- * handed out. The previous read's block is freed by this call. */
-int ts_split_next(ts_split *s, const char **p, size_t *n);
+ * handed out. The block is the runner's until the next call, which frees it: a component
+ * that decodes in place may write to it. */
+int ts_split_next(ts_split *s, char **p, size_t *n);
 
 /* Bytes handed out so far (the offset just past the current read). */
 size_t ts_split_offset(const ts_split *s);
