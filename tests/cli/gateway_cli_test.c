@@ -28,11 +28,13 @@
 #include <unistd.h>
 
 #include "events/bus_sub.h"
+#include "support/cert.h"
+#include "support/model_server.h"
 #include "support/proc.h"
+#include "support/tempdir.h"
 #include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
-#define MODEL_SERVER TS_BINARY_DIR "/model_server"
 
 static const char *const corpus[] = {
     "openai-chat-two-parallel-calls.sse", "openai-responses-one-call.sse",
@@ -59,8 +61,9 @@ static char *ci_strstr(const char *h, const char *n) {
 
 typedef struct {
   char dir[256];
-  child ms, gw;
-  result msr, gwr;
+  ts_test_server ms;
+  child gw;
+  result gwr;
   int ms_port, gw_port;
   char pub[128], rep[128];
 } env;
@@ -98,8 +101,7 @@ static void next_dir(env *e) {
   memset(e, 0, sizeof e[0]);
   signal(SIGPIPE, SIG_IGN);
   seq++;
-  snprintf(e->dir, sizeof e->dir, "/tmp/ts-gw-test-%d-%d", (int)getpid(), seq);
-  mkdir(e->dir, 0755);
+  ts_test_tempdir(e->dir, sizeof e->dir, "gw-test");
 }
 
 /* With `upstream_fmt` ("https://localhost:%d") and the model server on TLS with
@@ -125,10 +127,8 @@ static void env_start_ex(env *e, const char *const *contents, const size_t *lens
   char cert[300], key[300];
   snprintf(cert, sizeof cert, "%s/cert.pem", e->dir);
   snprintf(key, sizeof key, "%s/key.pem", e->dir);
-  const char *ms_argv[] = {"model_server", e->dir, tls ? "--tls" : NULL, cert, key, NULL};
-  e->ms = spawn_bin(MODEL_SERVER, ms_argv, 1);
-  e->ms_port = first_line_int(&e->ms, &e->msr, NULL);
-  ck_assert_int_gt(e->ms_port, 0);
+  ts_test_server_start(&e->ms, e->dir, tls ? cert : NULL, tls ? key : NULL);
+  e->ms_port = e->ms.port;
 
   char up[128];
   snprintf(up, sizeof up, upstream_fmt ? upstream_fmt : "http://127.0.0.1:%d",
@@ -149,13 +149,10 @@ static void env_start_ex(env *e, const char *const *contents, const size_t *lens
 static void env_stop(env *e) {
   kill(e->gw.pid, SIGTERM);
   finish_child(&e->gw, &e->gwr);
-  finish_child(&e->ms, &e->msr);
+  ts_test_server_stop(&e->ms);
   ck_assert_msg(e->gwr.status == 0, "gateway exit %d; stderr: %s", e->gwr.status, sb_str(&e->gwr.err));
   result_free(&e->gwr);
-  result_free(&e->msr);
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", e->dir);
-  ck_assert_int_eq(system(cmd), 0);
+  ts_test_rm_rf(e->dir);
 }
 
 /* ---- a raw HTTP/1.1 client ------------------------------------------------------------ */
@@ -699,15 +696,7 @@ END_TEST
 
 /* ---- HTTPS upstream ------------------------------------------------------------------ */
 
-static void make_cert(const char *dir) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd,
-           "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
-           "-addext subjectAltName=DNS:localhost -keyout %s/key.pem -out %s/cert.pem "
-           ">/dev/null 2>&1",
-           dir, dir);
-  ck_assert_int_eq(system(cmd), 0);
-}
+#define make_cert ts_test_make_cert
 
 START_TEST(test_https_upstream_verified) {
   size_t len;
