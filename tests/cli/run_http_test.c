@@ -38,6 +38,7 @@ static char *slurp(const char *name) {
 /* A fresh directory: session/ (the turns the server serves, written before it starts,
  * since it lists them at start) and ws/ (the workspace). */
 static void make_base(void) {
+  if (base[0]) ts_test_rm_rf(base); /* a test that starts over */
   ts_test_tempdir(base, sizeof base, "run-http");
   char p[256];
   snprintf(p, sizeof p, "%s/session", base);
