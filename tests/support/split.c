@@ -73,6 +73,18 @@ void ts_split_run_once(const char *in, size_t len, size_t size, ts_split_run run
   run_plan(&s, run, user, out);
 }
 
+void ts_split_run_cut(const char *in, size_t len, size_t cut, ts_split_run run, void *user,
+                      sb *out) {
+  ts_split s = {in, len, 0, PLAN_CUT, 0, cut, 0, NULL};
+  run_plan(&s, run, user, out);
+}
+
+void ts_split_run_random(const char *in, size_t len, uint64_t seed, ts_split_run run, void *user,
+                         sb *out) {
+  ts_split s = {in, len, 0, PLAN_RANDOM, 0, 0, seed ? seed : 1, NULL};
+  run_plan(&s, run, user, out);
+}
+
 static void compare(const char *ctx, const char *how, const char *whole, const char *got,
                     const ts_split_opts *o, void *user) {
   if (o && o->normalize) {
@@ -128,9 +140,8 @@ void ts_split_check_cuts(const char *ctx, const char *in, size_t len, ts_split_r
   sb whole = {0};
   whole_run(ctx, in, len, run, user, want, &whole);
   for (size_t cut = 0; cut <= len; cut++) {
-    ts_split s = {in, len, 0, PLAN_CUT, 0, cut, 0, NULL};
     sb got = {0};
-    run_plan(&s, run, user, &got);
+    ts_split_run_cut(in, len, cut, run, user, &got);
     char how[64];
     snprintf(how, sizeof how, "cut at %zu", cut);
     compare(ctx, how, sb_str(&whole), sb_str(&got), NULL, user);
@@ -145,10 +156,8 @@ void ts_split_check_random(const char *ctx, const char *in, size_t len, ts_split
   whole_run(ctx, in, len, run, user, want, &whole);
   uint64_t rng = seed ? seed : 0x9E3779B97F4A7C15ull;
   for (int r = 0; r < rounds; r++) {
-    ts_split s = {in, len, 0, PLAN_RANDOM, 0, 0, rng + (uint64_t)r * 0x2545F4914F6CDD1Dull, NULL};
-    if (!s.rng) s.rng = 1;
     sb got = {0};
-    run_plan(&s, run, user, &got);
+    ts_split_run_random(in, len, rng + (uint64_t)r * 0x2545F4914F6CDD1Dull, run, user, &got);
     char how[64];
     snprintf(how, sizeof how, "random reads (round %d)", r);
     compare(ctx, how, sb_str(&whole), sb_str(&got), NULL, user);

@@ -69,9 +69,13 @@ void ts_split_check_cuts(const char *ctx, const char *in, size_t len, ts_split_r
 void ts_split_check_random(const char *ctx, const char *in, size_t len, ts_split_run run,
                            void *user, const char *want, uint64_t seed, int rounds);
 
-/* Feeds `in` once, as `sizes` gives (a fixed size; 0 = whole), and returns the rendering
- * in `out`: for tests that look at one run. */
+/* One run, its rendering appended to `out`: for tests that look at one reading. In reads
+ * of `size` bytes (0: whole); in two reads cut at `cut`; in random reads from `seed`. */
 void ts_split_run_once(const char *in, size_t len, size_t size, ts_split_run run, void *user,
                        sb *out);
+void ts_split_run_cut(const char *in, size_t len, size_t cut, ts_split_run run, void *user,
+                      sb *out);
+void ts_split_run_random(const char *in, size_t len, uint64_t seed, ts_split_run run, void *user,
+                         sb *out);
 
 #endif
