@@ -1,8 +1,8 @@
 /*
  * gold_test.c: every gold trace of tests/corpus (tests/corpus/README.md), replayed
  * through the library exactly as `toolstream tap` runs it: ts_tap with the options of
- * NAME.args, each event numbered from 1 and encoded by ts_event_encode under the thread
- * "gold", one line each. tests/cli/tap_cli_test.c runs the binary over the same golds,
+ * NAME.args, every event through one event sink (events/sink.h) for the thread "gold",
+ * which numbers it from 1, encodes it once and writes it as one line. tests/cli/tap_cli_test.c runs the binary over the same golds,
  * so the two together say that the command prints NAME.events and that the library
  * does so however the input is read.
  *
@@ -28,13 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events/event.h"
+#include "events/sink.h"
 #include "stream/tap.h"
 #include "stream/tool_defs.h"
 #include "support/gold.h"
 #include "support/json_check.h"
 #include "support/sb.h"
 #include "support/split.h"
+#include "support/sse_text.h"
 #include "support/test_support.h"
 
 static ts_test_gold *golds;
@@ -144,30 +145,30 @@ static void replay_init(replay *r, const ts_test_gold *g, int detect) {
 
 static void replay_fini(replay *r) { ts_tool_defs_free(&r->defs); }
 
-/* ---- the runner: events as the command prints them ------------------------------------- */
+/* ---- the runner: events as the command prints them ------------------------------------ */
 
+/* `toolstream tap` hands every tap event to one event sink (events/sink.h) writing to
+ * standard output; here the sink writes to a memory stream, so the lines are the
+ * command's to the byte: numbered from 1, encoded once, one per line. */
 typedef struct {
-  uint64_t seq;
-  ts_buf line;
-  sb *out;
+  ts_sink *sink;
 } printer;
 
 static int print_event(void *user, const ts_tap_event *e) {
   printer *p = user;
-  ts_event ev = {.thread = {TS_TEST_GOLD_THREAD, strlen(TS_TEST_GOLD_THREAD)},
-                 .seq = ++p->seq,
-                 .body = *e};
-  ts_buf_reset(&p->line);
-  if (ts_event_encode(&ev, &p->line)) ck_abort_msg("cannot encode event %" PRIu64, p->seq);
-  sb_add(p->out, p->line.p, p->line.len);
-  sb_putc(p->out, '\n');
+  if (ts_sink_emit_tap(p->sink, e) != TS_E_OK) ck_abort_msg("the sink refused an event");
   return 0;
 }
 
 static void run_tap(void *user, ts_split *feed, sb *out) {
   const replay *r = user;
-  printer p = {0, {0}, out};
-  ts_buf_init(&p.line, (size_t)64 << 20);
+  char *text = NULL;
+  size_t text_len = 0;
+  FILE *mem = open_memstream(&text, &text_len);
+  if (!mem) ck_abort_msg("open_memstream failed");
+  printer p = {NULL};
+  ts_sink_config sc = {.thread = TS_TEST_GOLD_THREAD, .who = "gold_test", .out = mem};
+  if (ts_sink_new(&sc, &p.sink) != TS_E_OK) ck_abort_msg("ts_sink_new failed");
   ts_tap *t = ts_tap_new(&r->cfg, print_event, &p);
   if (!t) ck_abort_msg("ts_tap_new refused the config");
   char *chunk;
@@ -178,43 +179,13 @@ static void run_tap(void *user, ts_split *feed, sb *out) {
   if (ts_tap_finish(t) != TS_E_OK) ck_abort_msg("ts_tap_finish failed");
   if (ts_tap_offset(t) != ts_split_offset(feed)) ck_abort_msg("ts_tap_offset is off");
   ts_tap_free(t);
-  ts_buf_fini(&p.line);
+  ts_sink_free(p.sink);
+  fclose(mem);
+  sb_add(out, text, text_len);
+  free(text);
 }
 
-/* ---- line endings ---------------------------------------------------------------------- */
-
-/* Line endings: 1 every line ending CRLF, 2 every line ending CR. */
-static void rewrite_eol(sb *out, const char *in, size_t n, int eol) {
-  sb_puts(out, "");
-  for (size_t i = 0; i < n; i++) {
-    if (in[i] == '\r' || in[i] == '\n') {
-      if (in[i] == '\r' && i + 1 < n && in[i + 1] == '\n') i++;
-      sb_puts(out, eol == 1 ? "\r\n" : "\r");
-    } else {
-      sb_putc(out, in[i]);
-    }
-  }
-}
-
-/* The ends (after the blank line) of the SSE events of `s`. */
-static size_t event_ends(const char *s, size_t n, uint64_t *ends, size_t max) {
-  size_t k = 0, i = 0;
-  int nonblank = 0;
-  while (i < n) {
-    size_t j = i;
-    while (j < n && s[j] != '\n' && s[j] != '\r') j++;
-    if (j == n) break; /* an unterminated last line */
-    size_t end = j + ((s[j] == '\r' && j + 1 < n && s[j + 1] == '\n') ? 2 : 1);
-    if (j == i) {
-      if (nonblank && k < max) ends[k++] = end;
-      nonblank = 0;
-    } else {
-      nonblank = 1;
-    }
-    i = end;
-  }
-  return k;
-}
+/* ---- line endings (support/sse_text.h) ----------------------------------------------- */
 
 /* The gold with each line's offset moved from the event boundaries of `from` to the
  * same boundaries of `to`. */
@@ -222,7 +193,7 @@ static void move_offsets(const char *ctx, sb *out, const char *gold, const char 
                          size_t from_len, const char *to, size_t to_len) {
   enum { MAXEV = 4096 };
   static uint64_t a[MAXEV], b[MAXEV];
-  size_t na = event_ends(from, from_len, a, MAXEV), nb = event_ends(to, to_len, b, MAXEV);
+  size_t na = ts_test_event_ends(from, from_len, a, MAXEV), nb = ts_test_event_ends(to, to_len, b, MAXEV);
   ck_assert_msg(na == nb, "%s: %zu events before the rewrite, %zu after", ctx, na, nb);
   for (const char *line = gold; *line;) {
     const char *nl = strchr(line, '\n');
@@ -288,7 +259,7 @@ START_TEST(test_gold) {
     replay_init(&r, g, 0);
     for (int eol = 1; eol <= 2; eol++) {
       sb re = {0}, want = {0};
-      rewrite_eol(&re, in, len, eol);
+      ts_test_rewrite_eol(&re, in, len, eol);
       snprintf(ctx, sizeof ctx, "%s, line endings %s", g->name, eol == 1 ? "CRLF" : "CR");
       move_offsets(ctx, &want, gold, in, len, re.p, re.len);
       ts_split_check(ctx, re.p, re.len, run_tap, &r, sb_str(&want));

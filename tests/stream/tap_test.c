@@ -83,6 +83,7 @@
 #include "support/json_check.h"
 #include "support/sb.h"
 #include "support/split.h"
+#include "support/sse_text.h"
 #include "support/test_support.h"
 
 /* Asserts only on failure. check's ck_assert_* records the location on every PASS (a
@@ -805,38 +806,9 @@ static void render(script *s, int fmt, const char *const *steps) {
   }
 }
 
-/* Line endings: 0 as written, 1 every line ending CRLF, 2 every line ending CR. */
-static void rewrite_eol(sb *out, const char *in, size_t n, int eol) {
-  sb_puts(out, "");
-  for (size_t i = 0; i < n; i++) {
-    if (eol && (in[i] == '\r' || in[i] == '\n')) {
-      if (in[i] == '\r' && i + 1 < n && in[i + 1] == '\n') i++;
-      sb_puts(out, eol == 1 ? "\r\n" : "\r");
-    } else {
-      sb_putc(out, in[i]);
-    }
-  }
-}
-
-/* The ends (after the blank line) of the blank-line-terminated blocks of `s`. */
-static size_t block_ends(const char *s, size_t n, uint64_t *ends, size_t max) {
-  size_t k = 0, i = 0;
-  int nonblank = 0;
-  while (i < n) {
-    size_t j = i;
-    while (j < n && s[j] != '\n' && s[j] != '\r') j++;
-    if (j == n) break; /* an unterminated last line */
-    size_t end = j + ((s[j] == '\r' && j + 1 < n && s[j + 1] == '\n') ? 2 : 1);
-    if (j == i) {
-      if (nonblank && k < max) ends[k++] = end;
-      nonblank = 0;
-    } else {
-      nonblank = 1;
-    }
-    i = end;
-  }
-  return k;
-}
+/* Line endings and event boundaries: support/sse_text.h. */
+#define rewrite_eol ts_test_rewrite_eol
+#define block_ends ts_test_event_ends
 
 /* Expands @k, @end and @k+n in a gold trace into +offset. */
 static void expand(sb *out, const char *want, const uint64_t *ends, size_t nends, uint64_t total) {
