@@ -68,11 +68,8 @@ static void write_temp(char *path, size_t cap, const char *data, size_t len) {
 
 /* ---- checking the output (the reference checker: support/json_check.h) ---------------- */
 
-typedef ts_test_json_member member;
-#define parse_line ts_test_json_members
-#define mkey ts_test_json_key_is
 
-static long long mnum(const member *m) {
+static long long mnum(const ts_test_json_member *m) {
   char buf[32];
   snprintf(buf, sizeof buf, "%.*s", (int)(m->vlen < 31 ? m->vlen : 31), m->v);
   return strtoll(buf, NULL, 10);
@@ -93,14 +90,14 @@ static size_t check_lines(const char *ctx, const char *out, const char *thread) 
   for (const char *p = out; *p;) {
     const char *nl = strchr(p, '\n');
     size_t len = (size_t)(nl - p);
-    member m[32];
-    int k = parse_line(p, len, m, 32);
+    ts_test_json_member m[32];
+    int k = ts_test_json_members(p, len, m, 32);
     n++;
     REQUIRE(k >= 5, "%s: line %zu is not a compact JSON object with the common fields: %.*s", ctx,
             n, (int)len, p);
     static const char *const common[] = {"v", "type", "thread", "seq", "offset"};
     for (int i = 0; i < 5; i++)
-      REQUIRE(mkey(&m[i], common[i]), "%s: line %zu: member %d is not \"%s\": %.*s", ctx, n, i,
+      REQUIRE(ts_test_json_key_is(&m[i], common[i]), "%s: line %zu: member %d is not \"%s\": %.*s", ctx, n, i,
               common[i], (int)len, p);
     REQUIRE(m[0].vlen == 1 && m[0].v[0] == '1', "%s: line %zu: v is not 1", ctx, n);
     int type = -1;
@@ -121,7 +118,7 @@ static size_t check_lines(const char *ctx, const char *out, const char *thread) 
             "%s: line %zu: offset %lld after %lld", ctx, n, off, last_off);
     last_off = off;
     if (type <= 4) /* call events */
-      REQUIRE(k >= 8 && mkey(&m[5], "call_id") && mkey(&m[6], "tool") && mkey(&m[7], "index"),
+      REQUIRE(k >= 8 && ts_test_json_key_is(&m[5], "call_id") && ts_test_json_key_is(&m[6], "tool") && ts_test_json_key_is(&m[7], "index"),
               "%s: line %zu: call event without call_id, tool, index: %.*s", ctx, n, (int)len, p);
     p = nl + 1;
   }

@@ -1142,18 +1142,14 @@ static uint32_t rnd(void) {
 }
 static uint32_t rn(uint32_t n) { return rnd() % n; }
 
-/* Documents are built in the tests' string builder (support/sb.h). */
-typedef sb sbuf;
-#define sput sb_add
-#define sputs sb_puts
-#define sputc sb_putc
+/* Documents are built in the string builder of support/sb.h. */
 
-static void gen_ws(sbuf *s) {
+static void gen_ws(sb *s) {
   if (rn(3)) return;
-  for (uint32_t k = 1 + rn(3); k; k--) sputc(s, " \t\n\r"[rn(4)]);
+  for (uint32_t k = 1 + rn(3); k; k--) sb_putc(s, " \t\n\r"[rn(4)]);
 }
 
-static void put_utf8(sbuf *s, uint32_t cp) {
+static void put_utf8(sb *s, uint32_t cp) {
   char o[4];
   size_t n;
   if (cp < 0x80) o[0] = (char)cp, n = 1;
@@ -1164,40 +1160,40 @@ static void put_utf8(sbuf *s, uint32_t cp) {
   else
     o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | (cp >> 12 & 0x3F)),
     o[2] = (char)(0x80 | (cp >> 6 & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
-  sput(s, o, n);
+  sb_add(s, o, n);
 }
 
-static void gen_string(sbuf *s) {
+static void gen_string(sb *s) {
   static const uint32_t edges[] = {0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF};
-  sputc(s, '"');
+  sb_putc(s, '"');
   for (uint32_t k = rn(4) ? rn(6) : rn(40); k; k--) {
     char tmp[16];
     switch (rn(8)) {
     case 0: case 1: case 2: { /* a run of plain ASCII */
       for (uint32_t m = 1 + rn(rn(4) ? 6 : 40); m; m--) {
         char c = (char)(0x20 + rn(95));
-        sputc(s, c == '"' || c == '\\' ? 'q' : c);
+        sb_putc(s, c == '"' || c == '\\' ? 'q' : c);
       }
       break;
     }
     case 3:
       tmp[0] = '\\', tmp[1] = "\"\\/bfnrt"[rn(8)];
-      sput(s, tmp, 2);
+      sb_add(s, tmp, 2);
       break;
     case 4: { /* \u, not a surrogate */
       uint32_t cp;
       do cp = rn(4) ? rn(0x10000) : rn(0x80); while (cp >= 0xD800 && cp <= 0xDFFF);
       snprintf(tmp, sizeof tmp, rn(2) ? "\\u%04x" : "\\u%04X", (unsigned)cp);
-      sputs(s, tmp);
+      sb_puts(s, tmp);
       break;
     }
     case 5: { /* surrogate pair */
       uint32_t cp = 0x10000 + rn(0x100000);
       unsigned hi = 0xD800 + ((cp - 0x10000) >> 10), lo = 0xDC00 + ((cp - 0x10000) & 0x3FF);
       snprintf(tmp, sizeof tmp, rn(2) ? "\\u%04x" : "\\u%04X", hi);
-      sputs(s, tmp);
+      sb_puts(s, tmp);
       snprintf(tmp, sizeof tmp, rn(2) ? "\\u%04x" : "\\u%04X", lo);
-      sputs(s, tmp);
+      sb_puts(s, tmp);
       break;
     }
     default: { /* raw UTF-8, often at a boundary */
@@ -1211,54 +1207,54 @@ static void gen_string(sbuf *s) {
     }
     }
   }
-  sputc(s, '"');
+  sb_putc(s, '"');
 }
 
-static void gen_digits(sbuf *s, uint32_t max) {
-  for (uint32_t k = 1 + rn(max); k; k--) sputc(s, (char)('0' + rn(10)));
+static void gen_digits(sb *s, uint32_t max) {
+  for (uint32_t k = 1 + rn(max); k; k--) sb_putc(s, (char)('0' + rn(10)));
 }
 
-static void gen_number(sbuf *s) {
-  if (rn(3) == 0) sputc(s, '-');
-  if (rn(3) == 0) sputc(s, '0');
-  else sputc(s, (char)('1' + rn(9))), rn(2) ? gen_digits(s, 5) : (void)0;
-  if (rn(3) == 0) sputc(s, '.'), gen_digits(s, 4);
+static void gen_number(sb *s) {
+  if (rn(3) == 0) sb_putc(s, '-');
+  if (rn(3) == 0) sb_putc(s, '0');
+  else sb_putc(s, (char)('1' + rn(9))), rn(2) ? gen_digits(s, 5) : (void)0;
+  if (rn(3) == 0) sb_putc(s, '.'), gen_digits(s, 4);
   if (rn(3) == 0) {
-    sputc(s, rn(2) ? 'e' : 'E');
-    if (rn(2)) sputc(s, rn(2) ? '+' : '-');
+    sb_putc(s, rn(2) ? 'e' : 'E');
+    if (rn(2)) sb_putc(s, rn(2) ? '+' : '-');
     gen_digits(s, 3);
   }
 }
 
-static void gen_value(sbuf *s, int depth) {
+static void gen_value(sb *s, int depth) {
   uint32_t c = depth >= 6 ? 4 + rn(6) : rn(10);
   switch (c) {
   case 0: case 1: case 2: {
     int obj = c == 0 || (c == 2 && rn(2));
-    sputc(s, obj ? '{' : '[');
+    sb_putc(s, obj ? '{' : '[');
     gen_ws(s);
     for (uint32_t k = rn(5), i = 0; i < k; i++) {
-      if (i) sputc(s, ','), gen_ws(s);
-      if (obj) gen_string(s), gen_ws(s), sputc(s, ':'), gen_ws(s);
+      if (i) sb_putc(s, ','), gen_ws(s);
+      if (obj) gen_string(s), gen_ws(s), sb_putc(s, ':'), gen_ws(s);
       gen_value(s, depth + 1);
       gen_ws(s);
     }
-    sputc(s, obj ? '}' : ']');
+    sb_putc(s, obj ? '}' : ']');
     break;
   }
   case 3: case 4: case 5: gen_string(s); break;
   case 6: case 7: gen_number(s); break;
-  default: sputs(s, (const char *[]){"true", "false", "null"}[rn(3)]); break;
+  default: sb_puts(s, (const char *[]){"true", "false", "null"}[rn(3)]); break;
   }
 }
 
-static void mutate(sbuf *s) {
+static void mutate(sb *s) {
   static const char interesting[] =
       "\"\\{}[],:0123456789-+.eEtrufalsnxu \t\n\r\x01\x1F\x7F\x80\xBF\xC0\xC2\xDF\xE0\xED\xEF"
       "\xF0\xF4\xF5\xFF";
   for (uint32_t m = 1 + rn(2); m; m--) {
     if (s->len == 0) {
-      sputc(s, interesting[rn(sizeof interesting)]); /* may be the NUL */
+      sb_putc(s, interesting[rn(sizeof interesting)]); /* may be the NUL */
       continue;
     }
     size_t at = rn((uint32_t)s->len);
@@ -1272,7 +1268,7 @@ static void mutate(sbuf *s) {
       break;
     case 3: { /* insert */
       char c = interesting[rn(sizeof interesting)];
-      sputc(s, 0);
+      sb_putc(s, 0);
       memmove(s->p + at + 1, s->p + at, s->len - at - 1);
       s->p[at] = c;
       break;
@@ -1283,7 +1279,7 @@ static void mutate(sbuf *s) {
     default: { /* insert a surrogate escape: lone, reversed, or a pair broken by chunking */
       const char *e = (const char *[]){"\\ud800", "\\udc00", "\\uDBFF\\uDFFF", "\\u"}[rn(4)];
       size_t el = strlen(e);
-      for (size_t i = 0; i < el; i++) sputc(s, 0);
+      for (size_t i = 0; i < el; i++) sb_putc(s, 0);
       memmove(s->p + at + el, s->p + at, s->len - at - el);
       memcpy(s->p + at, e, el);
       break;
@@ -1335,7 +1331,7 @@ START_TEST(test_random) {
   printf("json_tok_test: random seed 0x%" PRIx64 " (set TS_TEST_SEED to change)\n", seed);
   fflush(stdout);
   rng = seed ? seed : 1;
-  sbuf s = {0};
+  sb s = {0};
   int n_ok = 0, n_err = 0;
   for (int iter = 0; iter < 3000; iter++) {
     s.len = 0;
@@ -1345,8 +1341,8 @@ START_TEST(test_random) {
     uint32_t max_depth = rn(4) ? 0 : 1 + rn(6);
     differential(s.p, s.len, max_depth, iter, 0);
     for (int v = 1; v <= 2; v++) {
-      sbuf m = {0};
-      sput(&m, s.p, s.len);
+      sb m = {0};
+      sb_add(&m, s.p, s.len);
       mutate(&m);
       run_t ref;
       ref_parse(m.p, m.len, max_depth, &ref);
@@ -1368,16 +1364,16 @@ START_TEST(test_string_scan) {
                                          "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\x80", "\xFF",
                                          "\x7F", "\xED\xA0\x80", "\\x"};
   rng = 42;
-  sbuf s = {0};
+  sb s = {0};
   for (size_t sp = 0; sp < sizeof specials / sizeof specials[0]; sp++) {
     for (size_t L = 0; L <= 70; L++) {
       for (size_t p = 0; p <= L; p++) {
         s.len = 0;
-        sputc(&s, '"');
-        for (size_t i = 0; i < p; i++) sputc(&s, (char)('a' + i % 26));
-        sputs(&s, specials[sp]);
-        for (size_t i = p; i < L; i++) sputc(&s, (char)('A' + i % 26));
-        sputc(&s, '"');
+        sb_putc(&s, '"');
+        for (size_t i = 0; i < p; i++) sb_putc(&s, (char)('a' + i % 26));
+        sb_puts(&s, specials[sp]);
+        for (size_t i = p; i < L; i++) sb_putc(&s, (char)('A' + i % 26));
+        sb_putc(&s, '"');
         run_t ref, r;
         ref_parse(s.p, s.len, 0, &ref);
         char what[120];
@@ -1403,13 +1399,13 @@ END_TEST
 /* A long document in large chunks: many tokens, no allocation, the same as the reference. */
 START_TEST(test_large) {
   rng = 7;
-  sbuf s = {0};
-  sputc(&s, '[');
+  sb s = {0};
+  sb_putc(&s, '[');
   for (int i = 0; i < 3000; i++) {
-    if (i) sputc(&s, ',');
+    if (i) sb_putc(&s, ',');
     gen_value(&s, 3);
   }
-  sputc(&s, ']');
+  sb_putc(&s, ']');
   run_t ref, r;
   ref_parse(s.p, s.len, 0, &ref);
   ck_assert_int_eq(ref.err, 0);

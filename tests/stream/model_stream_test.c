@@ -856,9 +856,8 @@ END_TEST
 /* ---- limits -------------------------------------------------------------------------------- */
 
 /* Streams are built in the tests' string builder (support/sb.h). */
-typedef sb sbuf;
 
-static void run_sb(ts_ms_format fmt, sbuf *b) {
+static void run_sb(ts_ms_format fmt, sb *b) {
   char *t = tick(b->p);
   R.abort_at = 0;
   run_text(fmt, t, strlen(t), &R);
@@ -872,7 +871,7 @@ static void run_sb(ts_ms_format fmt, sbuf *b) {
 
 START_TEST(test_too_many_tokens) {
   /* one payload over the token limit: an error for that event; the stream goes on */
-  sbuf b = {0};
+  sb b = {0};
   sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`content`:`a`}}],`x`:[0");
   for (int i = 0; i < TS_MS_MAX_TOKENS; i++) sb_puts(&b, ",0");
   sb_puts(&b, "]}\n\n");
@@ -883,7 +882,7 @@ START_TEST(test_too_many_tokens) {
   run_text(TS_MS_OPENAI_CHAT, t, strlen(t), &R);
   expect_trace(__LINE__, "too many tokens", "chat", &R, "!ms_too_many_tokens | X 'b' | T stop=");
   /* exactly at the limit it parses: TS_MS_MAX_TOKENS - 5 elements, 2 keys, 2 arrays, 1 object */
-  sbuf c = {0};
+  sb c = {0};
   sb_puts(&c, "data: {`x`:[0");
   for (int i = 1; i < TS_MS_MAX_TOKENS - 5; i++) sb_puts(&c, ",0");
   sb_puts(&c, "],`choices`:[]}\n\n");
@@ -899,7 +898,7 @@ END_TEST
 
 START_TEST(test_responses_huge_terminal) {
   /* response.completed echoing more than the token array holds still ends the turn */
-  sbuf b = {0};
+  sb b = {0};
   sb_puts(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
              "`output_index`:0,`item`:{`id`:`fc_1`,`type`:`function_call`,`call_id`:`c1`,"
              "`name`:`f`,`arguments`:``}}\n\n");
@@ -921,7 +920,7 @@ END_TEST
 
 START_TEST(test_too_many_calls_chat) {
   /* TS_MS_MAX_CALLS + 2 calls, whole, in one chunk: the last two are refused */
-  sbuf b = {0};
+  sb b = {0};
   sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[");
   for (int i = 0; i < TS_MS_MAX_CALLS + 2; i++) {
     if (i) sb_puts(&b, ",");
@@ -942,7 +941,7 @@ START_TEST(test_too_many_calls_chat) {
 END_TEST
 
 START_TEST(test_too_many_calls_anthropic) {
-  sbuf b = {0};
+  sb b = {0};
   sb_puts(&b, MSG_START);
   for (int i = 0; i <= TS_MS_MAX_CALLS; i++) {
     sb_printf(&b, "event: content_block_start\ndata: {`type`:`content_block_start`,`index`:%d,"
@@ -964,7 +963,7 @@ START_TEST(test_id_limits) {
   memset(id, 'x', sizeof id - 1);
   id[sizeof id - 1] = 0;
   id[TS_MS_MAX_ID] = 0; /* exactly the limit: fits, and matching by it works */
-  sbuf b = {0};
+  sb b = {0};
   sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`id`:`");
   sb_puts(&b, id);
   sb_puts(&b, "`,`function`:{`name`:`f`,`arguments`:`{`}}]}}]}\n\n");
@@ -1004,7 +1003,7 @@ START_TEST(test_name_too_long) {
   char name[TS_MS_MAX_ID + 2];
   memset(name, 'n', sizeof name - 1);
   name[sizeof name - 1] = 0;
-  sbuf b = {0};
+  sb b = {0};
   sb_puts(&b, MSG_START);
   sb_puts(&b, "event: content_block_start\ndata: {`type`:`content_block_start`,`index`:0,"
              "`content_block`:{`type`:`tool_use`,`id`:`t0`,`name`:`");
@@ -1025,7 +1024,7 @@ START_TEST(test_field_too_long) {
   memset(big, 'u', sizeof big - 1);
   big[sizeof big - 1] = 0;
   /* usage over the limit: an error, and the turn ends without usage */
-  sbuf b = {0};
+  sb b = {0};
   sb_puts(&b, "data: {`choices`:[],`usage`:{`note`:`");
   sb_puts(&b, big);
   sb_puts(&b, "`}}\n\n" DONE);

@@ -94,15 +94,14 @@ static int rec_cb(void *user, const ts_sse_event *ev) {
 /* ---- canonical text of an item list ----------------------------------------------- */
 
 /* Items render into the tests' string builder (support/sb.h). */
-typedef sb sbuf;
 
-static void sb_fmt_u64(sbuf *b, const char *pre, uint64_t v) {
+static void sb_fmt_u64(sb *b, const char *pre, uint64_t v) {
   char tmp[64];
   snprintf(tmp, sizeof tmp, "%s%llu", pre, (unsigned long long)v);
   sb_puts(b, tmp);
 }
 
-static void sb_quoted(sbuf *b, const char *s, size_t n) {
+static void sb_quoted(sb *b, const char *s, size_t n) {
   sb_add(b, "\"", 1);
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
@@ -123,7 +122,7 @@ static void sb_quoted(sbuf *b, const char *s, size_t n) {
   sb_add(b, "\"", 1);
 }
 
-static void sb_event(sbuf *b, const char *name, size_t nl, const char *data, size_t dl,
+static void sb_event(sb *b, const char *name, size_t nl, const char *data, size_t dl,
                      const char *id, size_t il, uint64_t end) {
   sb_puts(b, "dispatch name=");
   sb_quoted(b, name, nl);
@@ -135,21 +134,21 @@ static void sb_event(sbuf *b, const char *name, size_t nl, const char *data, siz
   sb_puts(b, "\n");
 }
 
-static void sb_error(sbuf *b, int code, uint64_t at) {
+static void sb_error(sb *b, int code, uint64_t at) {
   sb_puts(b, "error ");
   sb_puts(b, ts_err_name(code));
   sb_fmt_u64(b, " at=", at);
   sb_puts(b, "\n");
 }
 
-static void sb_retry(sbuf *b, int64_t retry) {
+static void sb_retry(sb *b, int64_t retry) {
   if (retry >= 0) {
     sb_fmt_u64(b, "retry=", (uint64_t)retry);
     sb_puts(b, "\n");
   }
 }
 
-static void sb_rec(sbuf *b, const recorder *r) {
+static void sb_rec(sb *b, const recorder *r) {
   for (size_t i = 0; i < r->n; i++) {
     const rec_item *it = &r->it[i];
     if (it->kind == TS_SSE_DISPATCH)
@@ -195,7 +194,7 @@ static void sse_run(void *user, ts_split *feed, sb *items) {
   ts_sse s;
   ck_assert_int_eq(ts_sse_init(&s, dbuf, sr->cap, sr->max_line, rec_cb, &rec), TS_E_OK);
   rec_reset(&rec);
-  sbuf out = {0};
+  sb out = {0};
   char *c;
   size_t n;
   while (ts_split_next(feed, &c, &n)) {
@@ -248,7 +247,7 @@ static int ref_field(const char *p, size_t n) {
 
 static char *ref_run(const char *in, size_t len, size_t cap, size_t max_line) {
   static const char bomb[3] = {'\xEF', '\xBB', '\xBF'};
-  sbuf out = {0};
+  sb out = {0};
   sb_puts(&out, "");
   if (max_line == 0) max_line = cap + TS_SSE_LINE_SLACK;
   if (len < 3 && memcmp(in, bomb, len) == 0) return out.p; /* only (part of) a BOM */
@@ -529,7 +528,7 @@ static const sse_case cases[] = {
 };
 
 static char *want_text(const sse_case *c) {
-  sbuf b = {0};
+  sb b = {0};
   sb_puts(&b, "");
   for (const want_item *w = c->want; w < c->want + 8 && w->kind; w++) {
     if (w->kind == TS_SSE_DISPATCH)
@@ -904,7 +903,7 @@ START_TEST(test_random_vs_reference) {
     for (size_t k = 0; k < 4; k++) {
       char *got = feed_run(in, len, cap, max_line, *all[k], NULL);
       if (strcmp(got, want) != 0) {
-        sbuf q = {0};
+        sb q = {0};
         sb_quoted(&q, in, len);
         ck_abort_msg("%s (schedule %zu, cap %zu, max_line %zu) %s:\n--- got\n%s--- want (reference)\n%s", ctx,
                      k, cap, max_line, q.p, got, want);

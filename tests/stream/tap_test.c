@@ -806,10 +806,6 @@ static void render(script *s, int fmt, const char *const *steps) {
   }
 }
 
-/* Line endings and event boundaries: support/sse_text.h. */
-#define rewrite_eol ts_test_rewrite_eol
-#define block_ends ts_test_event_ends
-
 /* Expands @k, @end and @k+n in a gold trace into +offset. */
 static void expand(sb *out, const char *want, const uint64_t *ends, size_t nends, uint64_t total) {
   sb_puts(out, "");
@@ -940,14 +936,14 @@ static void check_script(int line, const char *label, int f, const char *opts,
     if (f == F_RAW)
       sb_add(&in, sc.out.p, sc.out.len);
     else
-      rewrite_eol(&in, sc.out.p, sc.out.len, eol);
+      ts_test_rewrite_eol(&in, sc.out.p, sc.out.len, eol);
     uint64_t ends[512];
     size_t nends;
     if (f == F_RAW) {
       memcpy(ends, sc.ends, sc.nsteps * sizeof ends[0]);
       nends = sc.nsteps;
     } else {
-      nends = block_ends(in.p, in.len, ends, 512);
+      nends = ts_test_event_ends(in.p, in.len, ends, 512);
     }
     sb want = {0};
     expand(&want, want_tpl, ends, nends, in.len);
@@ -1696,7 +1692,7 @@ START_TEST(test_split_every_position) {
       script sc;
       render(&sc, fmts[fi], steps);
       uint64_t ends[16];
-      size_t nends = block_ends(sc.out.p, sc.out.len, ends, 16);
+      size_t nends = ts_test_event_ends(sc.out.p, sc.out.len, ends, 16);
       sb w = {0};
       expand(&w, want, ends, nends, sc.out.len);
       char ctx[200];
@@ -1731,7 +1727,7 @@ START_TEST(test_split_every_pair) {
       script sc;
       render(&sc, F_ANTH, steps);
       uint64_t ends[16];
-      size_t nends = block_ends(sc.out.p, sc.out.len, ends, 16);
+      size_t nends = ts_test_event_ends(sc.out.p, sc.out.len, ends, 16);
       int at = q < p1 ? 2 : q < p2 ? 3 : 4;
       char want[1024];
       snprintf(want, sizeof want,
@@ -1800,7 +1796,7 @@ START_TEST(test_labels_every_split) {
     script sc;
     render(&sc, F_ANTH, steps);
     uint64_t ends[16];
-    size_t nends = block_ends(sc.out.p, sc.out.len, ends, 16);
+    size_t nends = ts_test_event_ends(sc.out.p, sc.out.len, ends, 16);
     sb want = {0}, w = {0};
     sb_printf(&want, S0 "@%d '%s'%s\n", p <= q ? 3 : 2, labels[_i].label, labels[_i].cut ? " cut" : "");
     sb_printf(&want, "ready #0 @%d ", p < n ? 3 : 2);
@@ -2016,7 +2012,7 @@ START_TEST(test_random_arguments) {
     script sc;
     render(&sc, f, steps);
     uint64_t ends[MAXSTEPS];
-    size_t nends = block_ends(sc.out.p, sc.out.len, ends, MAXSTEPS);
+    size_t nends = ts_test_event_ends(sc.out.p, sc.out.len, ends, MAXSTEPS);
     REQUIRE(nends == (size_t)ns, "%zu blocks for %d steps", nends, ns);
     sb want = {0}, cargs = {0};
     ts_test_json_compact(&cargs, args.p, args.len);
@@ -2074,7 +2070,7 @@ START_TEST(test_corpus) {
       if (eol == 0)
         sb_add(&in, text, len); /* as captured, byte for byte */
       else
-        rewrite_eol(&in, text, len, eol);
+        ts_test_rewrite_eol(&in, text, len, eol);
       char ctx[300];
       snprintf(ctx, sizeof ctx, "%s [%s]%s", g->name, opts[o], eol_names[eol]);
       check_case(ctx, opts[o], TS_MS_AUTO, in.p, in.len, NULL, eol == 0, NULL);
@@ -2110,7 +2106,7 @@ START_TEST(test_defaults) {
   sb_add(&in, sc.out.p, sc.out.len);
   script_free(&sc);
   uint64_t ends[32];
-  size_t nends = block_ends(in.p, in.len, ends, 32);
+  size_t nends = ts_test_event_ends(in.p, in.len, ends, 32);
   REQUIRE_EQ(nends, 15);
   setup su;
   setup_init(&su, TS_MS_ANTHROPIC, ""); /* started at once: heartbeats come after it */

@@ -33,3 +33,17 @@ size_t ts_test_event_ends(const char *s, size_t n, uint64_t *ends, size_t max) {
   }
   return k;
 }
+
+void ts_test_chat_args_chunk(sb *out, int first, const char *escaped) {
+  if (first)
+    sb_printf(out,
+              "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":"
+              "\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"write_file\",\"arguments\":"
+              "\"%s\"}}]}}]}\n\n",
+              escaped);
+  else
+    sb_printf(out,
+              "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+              "\"function\":{\"arguments\":\"%s\"}}]}}]}\n\n",
+              escaped);
+}

@@ -26,4 +26,9 @@ void ts_test_rewrite_eol(sb *out, const char *in, size_t n, int eol);
  * last event has no end. */
 size_t ts_test_event_ends(const char *s, size_t n, uint64_t *ends, size_t max);
 
+/* Appends one OpenAI Chat chunk of a write_file call (call_1, index 0) carrying the
+ * argument text `escaped` (already escaped for a JSON string); `first` also names the
+ * call. For tests that pace a stream fragment by fragment. */
+void ts_test_chat_args_chunk(sb *out, int first, const char *escaped);
+
 #endif
