@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "support/proc.h"
+#include "support/sse_text.h"
 #include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
@@ -33,22 +34,6 @@ static void urls(char *pub, char *rep, size_t cap) {
   snprintf(rep, cap, "ipc:///tmp/ts-cli-bus-%d-%d-replay", (int)getpid(), n);
 }
 
-/* One OpenAI Chat chunk carrying argument text (already JSON-escaped for the string). */
-static void chunk(sb *b, int first, const char *escaped) {
-  char buf[512];
-  if (first)
-    snprintf(buf, sizeof buf,
-             "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":"
-             "\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"write_file\",\"arguments\":"
-             "\"%s\"}}]}}]}\n\n",
-             escaped);
-  else
-    snprintf(buf, sizeof buf,
-             "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
-             "\"function\":{\"arguments\":\"%s\"}}]}}]}\n\n",
-             escaped);
-  sb_puts(b, buf);
-}
 
 /* Waits until `needle` shows up in the child's stdout (or the time runs out). */
 static int wait_for(child *c, result *r, const char *needle, int ms) {
@@ -86,7 +71,7 @@ START_TEST(test_started_reaches_subscriber_before_arguments_complete) {
   const char *head[] = {"{\\\"descr", "iption\\\": \\\"writ", "ing index", ".html\\\"", ", \\\"content\\\": \\\"<ht", "ml>"};
   for (size_t i = 0; i < sizeof head / sizeof head[0]; i++) {
     sb b = {0};
-    chunk(&b, i == 0, head[i]);
+    ts_test_chat_args_chunk(&b, i == 0, head[i]);
     feed_all(&tc, &tr, b.p, b.len);
     sb_free(&b);
     sleep_ms(5);
@@ -102,13 +87,13 @@ START_TEST(test_started_reaches_subscriber_before_arguments_complete) {
   /* The rest of the content, then the end of the turn. */
   for (int i = 0; i < 40; i++) {
     sb b = {0};
-    chunk(&b, 0, "<p>line</p>\\\\n");
+    ts_test_chat_args_chunk(&b, 0, "<p>line</p>\\\\n");
     feed_all(&tc, &tr, b.p, b.len);
     sb_free(&b);
     sleep_ms(2);
   }
   sb b = {0};
-  chunk(&b, 0, "</html>\\\"}");
+  ts_test_chat_args_chunk(&b, 0, "</html>\\\"}");
   sb_puts(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
               "data: [DONE]\n\n");
   feed_all(&tc, &tr, b.p, b.len);
@@ -134,7 +119,7 @@ START_TEST(test_late_subscriber_catches_up) {
   char stream[4096] = "";
   size_t n = 0;
   sb b = {0};
-  chunk(&b, 1, "{\\\"description\\\":\\\"late\\\",\\\"x\\\":1}");
+  ts_test_chat_args_chunk(&b, 1, "{\\\"description\\\":\\\"late\\\",\\\"x\\\":1}");
   sb_puts(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
               "data: [DONE]\n\n");
   n = b.len < sizeof stream ? b.len : sizeof stream - 1;

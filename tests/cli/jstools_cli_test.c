@@ -13,20 +13,14 @@
 
 #include "base/error.h"
 #include "support/proc.h"
+#include "support/tempdir.h"
 #include "store/store.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 
 static char base[64];
 
-static void put(const char *name, const char *text) {
-  char p[256];
-  snprintf(p, sizeof p, "%s/%s", base, name);
-  FILE *f = fopen(p, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  fclose(f);
-}
+#define put(name, text) ts_test_put(ts_test_at(base, (name)), (text))
 
 static int grab(void *user, const ts_store_message *m) {
   char *out = user;
@@ -37,9 +31,13 @@ static int grab(void *user, const ts_store_message *m) {
   return 0;
 }
 
+/* After each test (in its own process): its directory goes. */
+static void remove_base(void) {
+  if (base[0]) ts_test_rm_rf(base);
+}
+
 START_TEST(test_run_with_js_tools) {
-  snprintf(base, sizeof base, "/tmp/ts-jscli-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(base));
+  ts_test_tempdir(base, sizeof base, "jscli");
   char p[256];
   snprintf(p, sizeof p, "%s/session", base);
   mkdir(p, 0755);
@@ -120,6 +118,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("jstools_cli");
   TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, NULL, remove_base);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_run_with_js_tools);
   suite_add_tcase(s, tc);

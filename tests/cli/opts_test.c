@@ -24,25 +24,23 @@
 #include "cli/opts.h"
 #include "store/store.h"
 #include "support/proc.h"
+#include "support/tempdir.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 
 static char base[64];
 static char id256[TS_THREAD_ID_MAX + 1], id257[TS_THREAD_ID_MAX + 2];
 
-static void put(const char *name, const char *text) {
-  char p[256];
-  snprintf(p, sizeof p, "%s/%s", base, name);
-  FILE *f = fopen(p, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  fclose(f);
+#define put(name, text) ts_test_put(ts_test_at(base, (name)), (text))
+
+/* After each test (in its own process): its directory goes. */
+static void remove_base(void) {
+  if (base[0]) ts_test_rm_rf(base);
 }
 
 static void setup(void) {
   if (base[0]) return;
-  snprintf(base, sizeof base, "/tmp/ts-opts-test-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(base));
+  ts_test_tempdir(base, sizeof base, "opts-test");
   memset(id256, 'a', TS_THREAD_ID_MAX);
   memset(id257, 'b', TS_THREAD_ID_MAX + 1);
   put("good.json", "[{\"name\":\"w\",\"progressArgument\":\"a\"}]");
@@ -609,6 +607,7 @@ int main(void) {
   Suite *s = suite_create("opts");
   TCase *tc = tcase_create("cli");
   tcase_set_timeout(tc, 240);
+  tcase_add_checked_fixture(tc, NULL, remove_base);
   tcase_add_test(tc, test_tables);
   tcase_add_test(tc, test_parse_rows);
   tcase_add_test(tc, test_help_and_version_everywhere);

@@ -14,20 +14,14 @@
 #include "base/error.h"
 #include "support/proc.h"
 #include "store/store.h"
+#include "support/tempdir.h"
 #include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 
 static char base[64];
 
-static void put(const char *name, const char *text) {
-  char p[256];
-  snprintf(p, sizeof p, "%s/%s", base, name);
-  FILE *f = fopen(p, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  fclose(f);
-}
+#define put(name, text) ts_test_put(ts_test_at(base, (name)), (text))
 
 /* A chat chunk with one whole call. args is JSON text, escaped here for the string. */
 static void call_turn(const char *name, const char *tool, const char *args_escaped) {
@@ -46,13 +40,17 @@ static const char *stop_turn =
     "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
 
 static void setup(void) {
-  snprintf(base, sizeof base, "/tmp/ts-run-test-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(base));
+  ts_test_tempdir(base, sizeof base, "run-test");
   char p[256];
   snprintf(p, sizeof p, "%s/session", base);
   mkdir(p, 0755);
   snprintf(p, sizeof p, "%s/ws", base);
   mkdir(p, 0755);
+}
+
+/* After each test (in its own process): its directory goes. */
+static void remove_base(void) {
+  if (base[0]) ts_test_rm_rf(base);
 }
 
 static result run_in(const char *thread, int resume, const char *extra) {
@@ -317,6 +315,7 @@ int main(void) {
   Suite *s = suite_create("run_cli");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
+  tcase_add_checked_fixture(tc, NULL, remove_base);
   tcase_add_test(tc, test_turns_files_and_store);
   tcase_add_test(tc, test_confined_to_workspace);
   tcase_add_test(tc, test_usage_and_demo);

@@ -13,27 +13,20 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "support/model_server.h"
 #include "support/proc.h"
+#include "support/tempdir.h"
 #include "store/store.h"
 #include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
-#define SERVER TS_BINARY_DIR "/model_server"
 #define KEY "sk-test-DO-NOT-LEAK-42"
 
 static char base[64];
-static child server;
-static result server_out;
+static ts_test_server server;
 static int port;
 
-static void put(const char *name, const char *text) {
-  char p[256];
-  snprintf(p, sizeof p, "%s/%s", base, name);
-  FILE *f = fopen(p, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  fclose(f);
-}
+#define put(name, text) ts_test_put(ts_test_at(base, (name)), (text))
 
 static char *slurp(const char *name) {
   char p[256];
@@ -45,8 +38,8 @@ static char *slurp(const char *name) {
 /* A fresh directory: session/ (the turns the server serves, written before it starts,
  * since it lists them at start) and ws/ (the workspace). */
 static void make_base(void) {
-  snprintf(base, sizeof base, "/tmp/ts-run-http-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(base));
+  if (base[0]) ts_test_rm_rf(base); /* a test that starts over */
+  ts_test_tempdir(base, sizeof base, "run-http");
   char p[256];
   snprintf(p, sizeof p, "%s/session", base);
   mkdir(p, 0755);
@@ -55,20 +48,17 @@ static void make_base(void) {
 }
 
 static void start_server(void) {
-  char p[256];
-  memset(&server_out, 0, sizeof server_out);
+  char p[300];
   snprintf(p, sizeof p, "%s/session", base);
-  const char *argv[] = {"model_server", p, NULL};
-  server = spawn_bin(SERVER, argv, 1);
-  double end = now_ms() + 5000;
-  while (!strchr(sb_str(&server_out.out), '\n') && now_ms() < end) pump(&server, &server_out, 20);
-  port = atoi(sb_str(&server_out.out));
-  ck_assert_msg(port > 0, "model_server printed no port: %s", sb_str(&server_out.err));
+  ts_test_server_start(&server, p, NULL, NULL);
+  port = server.port;
 }
 
-static void stop_server(void) {
-  finish_child(&server, &server_out);
-  result_free(&server_out);
+static void stop_server(void) { ts_test_server_stop(&server); }
+
+/* After each test (in its own process): the directory goes. */
+static void remove_base(void) {
+  if (base[0]) ts_test_rm_rf(base);
 }
 
 /* OpenAI Chat: one turn with whole-in-a-few-chunks calls (args escaped for the string). */
@@ -325,6 +315,7 @@ int main(void) {
   Suite *s = suite_create("run_http");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
+  tcase_add_checked_fixture(tc, NULL, remove_base);
   tcase_add_test(tc, test_openai_multi_turn);
   tcase_add_test(tc, test_anthropic_multi_turn);
   tcase_add_test(tc, test_retry_then_success_and_failures);

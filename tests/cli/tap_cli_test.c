@@ -5,9 +5,11 @@
  * three channels are checked:
  *   - standard output: one JSON object per line, each valid JSON, keys in the documented
  *     order (v, type, thread, seq, offset, then call_id, tool, index for call events),
- *     v = 1, one thread, seq 1..N without gaps, offsets never decreasing; and line for
- *     line equal to what the library (ts_tap + ts_event_encode) makes of the same input
- *     with the same options, so the command adds and drops nothing;
+ *     v = 1, one thread, seq 1..N without gaps, offsets never decreasing (judged by the
+ *     reference checker, support/json_check.h); for every capture of tests/corpus byte
+ *     for byte its gold trace (tests/corpus/README.md), and for streams of our own line
+ *     for line what the library (ts_tap + ts_event_encode) makes of the same input with
+ *     the same options, so the command adds and drops nothing;
  *   - the exit status: 0 for a clean stream (a tool_call_error alone is clean), 1 with
  *     exactly one line on standard error when the stream ended in error, 2 for usage
  *     errors (with nothing on standard output);
@@ -32,6 +34,8 @@
 
 #include "events/event.h"
 #include "stream/tap.h"
+#include "support/gold.h"
+#include "support/json_check.h"
 #include "support/proc.h"
 #include "support/test_support.h"
 
@@ -62,158 +66,10 @@ static void write_temp(char *path, size_t cap, const char *data, size_t len) {
   close(fd);
 }
 
-/* ---- checking the output: a strict JSON reader over one line ---------------------------- */
+/* ---- checking the output (the reference checker: support/json_check.h) ---------------- */
 
-typedef struct {
-  const char *p, *e;
-  int depth;
-} jp;
 
-static int jp_value(jp *j);
-
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-  unsigned char c = s[0];
-  if (c < 0x80) return 1;
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) len = 2;
-  else if (c == 0xE0) len = 3, lo = 0xA0;
-  else if (c >= 0xE1 && c <= 0xEC) len = 3;
-  else if (c == 0xED) len = 3, hi = 0x9F;
-  else if (c >= 0xEE && c <= 0xEF) len = 3;
-  else if (c == 0xF0) len = 4, lo = 0x90;
-  else if (c >= 0xF1 && c <= 0xF3) len = 4;
-  else if (c == 0xF4) len = 4, hi = 0x8F;
-  else return 0;
-  if (n < len || s[1] < lo || s[1] > hi) return 0;
-  for (size_t i = 2; i < len; i++)
-    if ((s[i] & 0xC0) != 0x80) return 0;
-  return len;
-}
-
-static int jp_string(jp *j) {
-  if (j->p >= j->e || *j->p != '"') return 0;
-  j->p++;
-  while (j->p < j->e) {
-    unsigned char c = (unsigned char)*j->p;
-    if (c == '"') {
-      j->p++;
-      return 1;
-    }
-    if (c < 0x20) return 0;
-    if (c == '\\') {
-      if (++j->p >= j->e) return 0;
-      char x = *j->p++;
-      if (x == 'u') {
-        for (int i = 0; i < 4; i++, j->p++)
-          if (j->p >= j->e || !strchr("0123456789abcdefABCDEF", *j->p)) return 0;
-      } else if (!x || !strchr("\"\\/bfnrt", x)) {
-        return 0;
-      }
-      continue;
-    }
-    size_t k = utf8_seq((const unsigned char *)j->p, (size_t)(j->e - j->p));
-    if (!k) return 0;
-    j->p += k;
-  }
-  return 0;
-}
-
-static int jp_digits(jp *j) {
-  const char *s = j->p;
-  while (j->p < j->e && *j->p >= '0' && *j->p <= '9') j->p++;
-  return j->p > s;
-}
-
-static int jp_value(jp *j) {
-  if (j->p >= j->e || ++j->depth > 200) return 0;
-  int ok = 1;
-  char c = *j->p;
-  if (c == '{' || c == '[') {
-    char close = c == '{' ? '}' : ']';
-    j->p++;
-    if (j->p < j->e && *j->p == close) {
-      j->p++;
-    } else {
-      for (;;) {
-        if (c == '{' && (!jp_string(j) || j->p >= j->e || *j->p++ != ':')) return 0;
-        if (!jp_value(j)) return 0;
-        if (j->p < j->e && *j->p == ',') {
-          j->p++;
-          continue;
-        }
-        if (j->p < j->e && *j->p == close) {
-          j->p++;
-          break;
-        }
-        return 0;
-      }
-    }
-  } else if (c == '"') {
-    ok = jp_string(j);
-  } else if (c == 't' || c == 'f' || c == 'n') {
-    const char *w = c == 't' ? "true" : c == 'f' ? "false" : "null";
-    size_t n = strlen(w);
-    ok = (size_t)(j->e - j->p) >= n && !memcmp(j->p, w, n);
-    if (ok) j->p += n;
-  } else {
-    if (j->p < j->e && *j->p == '-') j->p++;
-    if (j->p < j->e && *j->p == '0') j->p++;
-    else if (!jp_digits(j)) return 0;
-    if (j->p < j->e && *j->p == '.') {
-      j->p++;
-      if (!jp_digits(j)) return 0;
-    }
-    if (j->p < j->e && (*j->p == 'e' || *j->p == 'E')) {
-      j->p++;
-      if (j->p < j->e && (*j->p == '+' || *j->p == '-')) j->p++;
-      if (!jp_digits(j)) return 0;
-    }
-  }
-  j->depth--;
-  return ok;
-}
-
-/* The members of one top-level object, in order: key (raw, between quotes) and value
- * (its JSON text). Returns the count, or -1 if the line is not exactly one compact JSON
- * object. */
-typedef struct {
-  const char *k, *v;
-  size_t klen, vlen;
-} member;
-
-static int parse_line(const char *s, size_t n, member *m, int max) {
-  jp j = {s, s + n, 0};
-  if (!n || *s != '{') return -1;
-  {
-    jp whole = j;
-    if (!jp_value(&whole) || whole.p != whole.e) return -1;
-  }
-  j.p++;
-  int k = 0;
-  if (*j.p == '}') return 0;
-  for (;;) {
-    const char *ks = j.p; /* the opening quote */
-    if (!jp_string(&j)) return -1;
-    const char *ke = j.p; /* after the closing quote */
-    if (*j.p++ != ':') return -1;
-    const char *vs = j.p;
-    if (!jp_value(&j)) return -1;
-    if (k < max) m[k] = (member){ks + 1, vs, (size_t)(ke - ks - 2), (size_t)(j.p - vs)};
-    k++;
-    if (*j.p == ',') {
-      j.p++;
-      continue;
-    }
-    return *j.p == '}' ? k : -1;
-  }
-}
-
-static int mkey(const member *m, const char *k) {
-  return m->klen == strlen(k) && !memcmp(m->k, k, m->klen);
-}
-
-static long long mnum(const member *m) {
+static long long mnum(const ts_test_json_member *m) {
   char buf[32];
   snprintf(buf, sizeof buf, "%.*s", (int)(m->vlen < 31 ? m->vlen : 31), m->v);
   return strtoll(buf, NULL, 10);
@@ -234,14 +90,14 @@ static size_t check_lines(const char *ctx, const char *out, const char *thread) 
   for (const char *p = out; *p;) {
     const char *nl = strchr(p, '\n');
     size_t len = (size_t)(nl - p);
-    member m[32];
-    int k = parse_line(p, len, m, 32);
+    ts_test_json_member m[32];
+    int k = ts_test_json_members(p, len, m, 32);
     n++;
     REQUIRE(k >= 5, "%s: line %zu is not a compact JSON object with the common fields: %.*s", ctx,
             n, (int)len, p);
     static const char *const common[] = {"v", "type", "thread", "seq", "offset"};
     for (int i = 0; i < 5; i++)
-      REQUIRE(mkey(&m[i], common[i]), "%s: line %zu: member %d is not \"%s\": %.*s", ctx, n, i,
+      REQUIRE(ts_test_json_key_is(&m[i], common[i]), "%s: line %zu: member %d is not \"%s\": %.*s", ctx, n, i,
               common[i], (int)len, p);
     REQUIRE(m[0].vlen == 1 && m[0].v[0] == '1', "%s: line %zu: v is not 1", ctx, n);
     int type = -1;
@@ -262,7 +118,7 @@ static size_t check_lines(const char *ctx, const char *out, const char *thread) 
             "%s: line %zu: offset %lld after %lld", ctx, n, off, last_off);
     last_off = off;
     if (type <= 4) /* call events */
-      REQUIRE(k >= 8 && mkey(&m[5], "call_id") && mkey(&m[6], "tool") && mkey(&m[7], "index"),
+      REQUIRE(k >= 8 && ts_test_json_key_is(&m[5], "call_id") && ts_test_json_key_is(&m[6], "tool") && ts_test_json_key_is(&m[7], "index"),
               "%s: line %zu: call event without call_id, tool, index: %.*s", ctx, n, (int)len, p);
     p = nl + 1;
   }
@@ -323,66 +179,44 @@ static void lib_expect(sb *out, ts_tap_config cfg, const parg *pargs, const char
   *out = c.out;
 }
 
-/* ---- corpus: files, stdin, the library ------------------------------------------------------ */
+/* ---- corpus: the gold traces, through files and stdin --------------------------------- */
 
-static const struct {
-  const char *file;
-  const char *progress[6]; /* --progress-arg values */
-  parg pargs[6];
-} corpus[] = {
-    {"openai-chat-two-parallel-calls.sse",
-     {"create_ticket=description", "notify_team=description"},
-     {{"create_ticket", "description"}, {"notify_team", "description"}}},
-    {"openai-responses-one-call.sse", {"write_note=description"}, {{"write_note", "description"}}},
-    {"anthropic-text-then-tool.sse", {"get_forecast=description"}, {{"get_forecast", "description"}}},
-    {"anthropic-fine-grained-max-tokens.sse", {"make_file=description"},
-     {{"make_file", "description"}}},
-    {"gemini-sse-two-function-calls.sse", {"create_ticket=description", "notify_team=description"},
-     {{"create_ticket", "description"}, {"notify_team", "description"}}},
-    {"ollama-openai-compat-whole-args.sse", {"create_ticket=description"},
-     {{"create_ticket", "description"}}},
-};
+static ts_test_gold *golds;
+static size_t ngolds;
 
+/* `toolstream tap --thread gold ARGS...` on every capture prints its gold byte for byte
+ * (tests/corpus/README.md): given the file, given "-" with the capture on standard
+ * input, and with no file at all. */
 START_TEST(test_corpus) {
-  char rel[256];
-  snprintf(rel, sizeof rel, "tests/corpus/%s", corpus[_i].file);
-  char path[4096];
-  snprintf(path, sizeof path, "%s", ts_test_path(rel));
-  size_t len;
-  char *text = ts_test_read_file(path, &len);
-  ts_tap_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  int failed;
-  sb want;
-  lib_expect(&want, cfg, corpus[_i].pargs, text, len, &failed);
-  REQUIRE(!failed, "%s: the library reports a failed stream", corpus[_i].file);
-
+  const ts_test_gold *g = &golds[_i];
+  size_t len, glen;
+  char *text = ts_test_read_file(g->capture, &len);
+  char *gold = ts_test_read_file(g->events, &glen);
   for (int via = 0; via < 3; via++) { /* a file, stdin as "-", stdin with no argument */
-    const char *argv[32];
+    const char *argv[TS_TEST_GOLD_MAX_ARGS + 8];
     int n = 0;
     argv[n++] = "toolstream";
     argv[n++] = "tap";
     argv[n++] = "--thread";
-    argv[n++] = "t";
-    for (int k = 0; k < 6 && corpus[_i].progress[k]; k++) {
-      argv[n++] = "--progress-arg";
-      argv[n++] = corpus[_i].progress[k];
-    }
-    if (via == 0) argv[n++] = path;
+    argv[n++] = TS_TEST_GOLD_THREAD;
+    for (int k = 0; k < g->argc; k++) argv[n++] = g->argv[k];
+    if (via == 0) argv[n++] = g->capture;
     if (via == 1) argv[n++] = "-";
     argv[n] = NULL;
     result r = run(argv, via ? text : NULL, via ? len : 0);
     char ctx[300];
-    snprintf(ctx, sizeof ctx, "%s via %s", corpus[_i].file, via == 0 ? "file" : via == 1 ? "-" : "stdin");
-    REQUIRE(r.status == 0, "%s: exit %d, stderr: %s", ctx, r.status, sb_str(&r.err));
-    REQUIRE(r.err.len == 0, "%s: stderr on a clean stream: %s", ctx, sb_str(&r.err));
-    size_t lines = check_lines(ctx, sb_str(&r.out), "t");
+    snprintf(ctx, sizeof ctx, "%s via %s", g->name, via == 0 ? "file" : via == 1 ? "-" : "stdin");
+    int failed = strstr(gold, "\"type\":\"stream_error\"") != NULL;
+    REQUIRE(r.status == failed, "%s: exit %d, stderr: %s", ctx, r.status, sb_str(&r.err));
+    REQUIRE(failed ? count_lines(sb_str(&r.err)) == 1 : r.err.len == 0,
+            "%s: standard error: %s", ctx, sb_str(&r.err));
+    size_t lines = check_lines(ctx, sb_str(&r.out), TS_TEST_GOLD_THREAD);
     REQUIRE(lines >= 2, "%s: only %zu lines", ctx, lines);
-    REQUIRE(!strcmp(sb_str(&r.out), sb_str(&want)), "%s: output differs from the library's\nwant:\n%sgot:\n%s",
-            ctx, sb_str(&want), sb_str(&r.out));
+    REQUIRE(!strcmp(sb_str(&r.out), gold), "%s: output differs from the gold\nwant:\n%sgot:\n%s",
+            ctx, sb_clip(gold), sb_clip(sb_str(&r.out)));
     result_free(&r);
   }
-  sb_free(&want);
+  free(gold);
   free(text);
 }
 END_TEST
@@ -699,10 +533,11 @@ START_TEST(test_pipe_flush) {
 END_TEST
 
 int main(void) {
+  ngolds = ts_test_gold_list(&golds);
   Suite *s = suite_create("tap_cli");
   TCase *tc = tcase_create("cli");
   tcase_set_timeout(tc, 120);
-  tcase_add_loop_test(tc, test_corpus, 0, (int)(sizeof corpus / sizeof corpus[0]));
+  tcase_add_loop_test(tc, test_corpus, 0, (int)ngolds);
   tcase_add_test(tc, test_options);
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_usage);
@@ -712,5 +547,6 @@ int main(void) {
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
+  ts_test_gold_free(golds, ngolds);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

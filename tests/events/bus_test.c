@@ -27,6 +27,8 @@
 #include "events/bus_sub.h"
 #include "events/bus_wire.h"
 #include "base/error.h"
+#include "support/cert.h"
+#include "support/tempdir.h"
 #include "support/test_support.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -279,23 +281,9 @@ END_TEST
 
 static char tls_dir[256];
 
-static void make_cert(void) {
-  snprintf(tls_dir, sizeof tls_dir, "/tmp/ts-bus-tls-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tls_dir));
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd,
-           "cd %s && openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem "
-           "-days 2 -subj /CN=localhost -addext subjectAltName=DNS:localhost >/dev/null 2>&1 "
-           "&& cat cert.pem key.pem > both.pem",
-           tls_dir);
-  ck_assert_int_eq(system(cmd), 0);
-}
+static void make_cert(void) { ts_test_make_cert(ts_test_tempdir(tls_dir, sizeof tls_dir, "bus-tls")); }
 
-static void rm_cert(void) {
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tls_dir);
-  ck_assert_int_eq(system(cmd), 0);
-}
+static void rm_cert(void) { ts_test_rm_rf(tls_dir); }
 
 START_TEST(test_tls_tcp) {
   make_cert();

@@ -43,6 +43,8 @@
 
 #include "stream/json_tok.h"
 #include "stream/json_unescape.h"
+#include "support/sb.h"
+#include "support/split.h"
 #include "support/test_support.h"
 
 /* check's ck_assert_* report every passing assertion to the parent process (a pipe
@@ -596,32 +598,72 @@ static void ref_parse(const char *doc, size_t len, uint32_t max_depth, run_t *r)
 
 /* ---- the split-invariance driver --------------------------------------------------------- */
 
-/* Runs doc whole, byte by byte with empty feeds, and at every chunk size 1..31; every
- * run must equal `want` (the reference or the first run). */
+/* Everything same_runs compares, as text: the error and its offset, then one line per
+ * completed token (kind, depth, offset, text with bytes outside printable ASCII as
+ * \xHH). */
+static void trace_of(const run_t *r, sb *o) {
+  sb_printf(o, "%s @%" PRIu64 "\n", ts_err_name(r->err), r->erroff);
+  for (size_t i = 0; i < r->ntoks; i++) {
+    const tok_t *t = &r->toks[i];
+    sb_printf(o, "%d %u @%" PRIu64 " '", t->kind, t->depth, t->off);
+    for (size_t k = 0; k < t->tlen; k++) {
+      unsigned char c = (unsigned char)r->pool[t->tstart + k];
+      if (c >= 0x20 && c < 0x7F && c != '\\') sb_putc(o, (char)c);
+      else sb_printf(o, "\\x%02X", c);
+    }
+    sb_puts(o, "'\n");
+  }
+}
+
+/* The tokenizer as a split-harness runner (support/split.h): the harness's reads become
+ * the cuts of one run_doc (which copies each into its own block before feeding, so that
+ * no allocation falls inside the fed span); byte by byte also feeds empty reads. */
+typedef struct {
+  uint32_t max_depth;
+  const char *label;
+} tok_runner;
+
+static void tok_run(void *user, ts_split *feed, sb *out) {
+  const tok_runner *tr = user;
+  size_t cap = 64, n = 0, len = 0;
+  size_t *cuts = malloc(cap * sizeof *cuts);
+  char *doc = NULL;
+  char *p;
+  size_t k;
+  CHECK(cuts, "out of memory");
+  while (ts_split_next(feed, &p, &k)) {
+    if (len) {
+      if (n == cap) {
+        cap *= 2;
+        cuts = realloc(cuts, cap * sizeof *cuts);
+        CHECK(cuts, "out of memory");
+      }
+      cuts[n++] = len;
+    }
+    doc = realloc(doc, len + k);
+    CHECK(doc, "out of memory");
+    memcpy(doc + len, p, k);
+    len += k;
+  }
+  char what[240];
+  snprintf(what, sizeof what, "%s, reads of %zu (0: whole)", tr->label, ts_split_size(feed));
+  run_t r;
+  run_doc(doc ? doc : "", len, tr->max_depth, cuts, n, ts_split_size(feed) == 1, &r, what);
+  trace_of(&r, out);
+  run_free(&r);
+  free(cuts);
+  free(doc);
+}
+
+/* Runs doc whole, byte by byte with empty feeds, and at every chunk size 2..31 (the
+ * split harness); every run must equal `want` (the reference or the first run). */
 static void check_all_splits(const char *doc, size_t len, uint32_t max_depth, const run_t *want,
                              const char *label) {
-  size_t *cuts = malloc((len + 1) * sizeof *cuts);
-  CHECK(cuts, "out of memory");
-  char what[200];
-  run_t r;
-  snprintf(what, sizeof what, "%s, whole", label);
-  run_doc(doc, len, max_depth, NULL, 0, 0, &r, what);
-  same_runs(want, &r, what);
-  run_free(&r);
-  for (size_t i = 1; i < len; i++) cuts[i - 1] = i;
-  snprintf(what, sizeof what, "%s, byte by byte with empty feeds", label);
-  run_doc(doc, len, max_depth, cuts, len ? len - 1 : 0, 1, &r, what);
-  same_runs(want, &r, what);
-  run_free(&r);
-  for (size_t k = 1; k <= 31; k++) {
-    size_t n = 0;
-    for (size_t i = k; i < len; i += k) cuts[n++] = i;
-    snprintf(what, sizeof what, "%s, chunks of %zu", label, k);
-    run_doc(doc, len, max_depth, cuts, n, 0, &r, what);
-    same_runs(want, &r, what);
-    run_free(&r);
-  }
-  free(cuts);
+  sb w = {0};
+  trace_of(want, &w);
+  tok_runner tr = {max_depth, label};
+  ts_split_check(label, doc, len, tok_run, &tr, sb_str(&w));
+  sb_free(&w);
 }
 
 /* ---- the table ----------------------------------------------------------------------------- */
@@ -1100,29 +1142,14 @@ static uint32_t rnd(void) {
 }
 static uint32_t rn(uint32_t n) { return rnd() % n; }
 
-typedef struct {
-  char *b;
-  size_t n, cap;
-} sbuf;
+/* Documents are built in the string builder of support/sb.h. */
 
-static void sput(sbuf *s, const void *p, size_t n) {
-  if (s->n + n > s->cap) {
-    s->cap = (s->n + n) * 2 + 64;
-    s->b = realloc(s->b, s->cap);
-    ck_assert_ptr_nonnull(s->b);
-  }
-  memcpy(s->b + s->n, p, n);
-  s->n += n;
-}
-static void sputs(sbuf *s, const char *p) { sput(s, p, strlen(p)); }
-static void sputc(sbuf *s, char c) { sput(s, &c, 1); }
-
-static void gen_ws(sbuf *s) {
+static void gen_ws(sb *s) {
   if (rn(3)) return;
-  for (uint32_t k = 1 + rn(3); k; k--) sputc(s, " \t\n\r"[rn(4)]);
+  for (uint32_t k = 1 + rn(3); k; k--) sb_putc(s, " \t\n\r"[rn(4)]);
 }
 
-static void put_utf8(sbuf *s, uint32_t cp) {
+static void put_utf8(sb *s, uint32_t cp) {
   char o[4];
   size_t n;
   if (cp < 0x80) o[0] = (char)cp, n = 1;
@@ -1133,40 +1160,40 @@ static void put_utf8(sbuf *s, uint32_t cp) {
   else
     o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | (cp >> 12 & 0x3F)),
     o[2] = (char)(0x80 | (cp >> 6 & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F)), n = 4;
-  sput(s, o, n);
+  sb_add(s, o, n);
 }
 
-static void gen_string(sbuf *s) {
+static void gen_string(sb *s) {
   static const uint32_t edges[] = {0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF};
-  sputc(s, '"');
+  sb_putc(s, '"');
   for (uint32_t k = rn(4) ? rn(6) : rn(40); k; k--) {
     char tmp[16];
     switch (rn(8)) {
     case 0: case 1: case 2: { /* a run of plain ASCII */
       for (uint32_t m = 1 + rn(rn(4) ? 6 : 40); m; m--) {
         char c = (char)(0x20 + rn(95));
-        sputc(s, c == '"' || c == '\\' ? 'q' : c);
+        sb_putc(s, c == '"' || c == '\\' ? 'q' : c);
       }
       break;
     }
     case 3:
       tmp[0] = '\\', tmp[1] = "\"\\/bfnrt"[rn(8)];
-      sput(s, tmp, 2);
+      sb_add(s, tmp, 2);
       break;
     case 4: { /* \u, not a surrogate */
       uint32_t cp;
       do cp = rn(4) ? rn(0x10000) : rn(0x80); while (cp >= 0xD800 && cp <= 0xDFFF);
       snprintf(tmp, sizeof tmp, rn(2) ? "\\u%04x" : "\\u%04X", (unsigned)cp);
-      sputs(s, tmp);
+      sb_puts(s, tmp);
       break;
     }
     case 5: { /* surrogate pair */
       uint32_t cp = 0x10000 + rn(0x100000);
       unsigned hi = 0xD800 + ((cp - 0x10000) >> 10), lo = 0xDC00 + ((cp - 0x10000) & 0x3FF);
       snprintf(tmp, sizeof tmp, rn(2) ? "\\u%04x" : "\\u%04X", hi);
-      sputs(s, tmp);
+      sb_puts(s, tmp);
       snprintf(tmp, sizeof tmp, rn(2) ? "\\u%04x" : "\\u%04X", lo);
-      sputs(s, tmp);
+      sb_puts(s, tmp);
       break;
     }
     default: { /* raw UTF-8, often at a boundary */
@@ -1180,81 +1207,81 @@ static void gen_string(sbuf *s) {
     }
     }
   }
-  sputc(s, '"');
+  sb_putc(s, '"');
 }
 
-static void gen_digits(sbuf *s, uint32_t max) {
-  for (uint32_t k = 1 + rn(max); k; k--) sputc(s, (char)('0' + rn(10)));
+static void gen_digits(sb *s, uint32_t max) {
+  for (uint32_t k = 1 + rn(max); k; k--) sb_putc(s, (char)('0' + rn(10)));
 }
 
-static void gen_number(sbuf *s) {
-  if (rn(3) == 0) sputc(s, '-');
-  if (rn(3) == 0) sputc(s, '0');
-  else sputc(s, (char)('1' + rn(9))), rn(2) ? gen_digits(s, 5) : (void)0;
-  if (rn(3) == 0) sputc(s, '.'), gen_digits(s, 4);
+static void gen_number(sb *s) {
+  if (rn(3) == 0) sb_putc(s, '-');
+  if (rn(3) == 0) sb_putc(s, '0');
+  else sb_putc(s, (char)('1' + rn(9))), rn(2) ? gen_digits(s, 5) : (void)0;
+  if (rn(3) == 0) sb_putc(s, '.'), gen_digits(s, 4);
   if (rn(3) == 0) {
-    sputc(s, rn(2) ? 'e' : 'E');
-    if (rn(2)) sputc(s, rn(2) ? '+' : '-');
+    sb_putc(s, rn(2) ? 'e' : 'E');
+    if (rn(2)) sb_putc(s, rn(2) ? '+' : '-');
     gen_digits(s, 3);
   }
 }
 
-static void gen_value(sbuf *s, int depth) {
+static void gen_value(sb *s, int depth) {
   uint32_t c = depth >= 6 ? 4 + rn(6) : rn(10);
   switch (c) {
   case 0: case 1: case 2: {
     int obj = c == 0 || (c == 2 && rn(2));
-    sputc(s, obj ? '{' : '[');
+    sb_putc(s, obj ? '{' : '[');
     gen_ws(s);
     for (uint32_t k = rn(5), i = 0; i < k; i++) {
-      if (i) sputc(s, ','), gen_ws(s);
-      if (obj) gen_string(s), gen_ws(s), sputc(s, ':'), gen_ws(s);
+      if (i) sb_putc(s, ','), gen_ws(s);
+      if (obj) gen_string(s), gen_ws(s), sb_putc(s, ':'), gen_ws(s);
       gen_value(s, depth + 1);
       gen_ws(s);
     }
-    sputc(s, obj ? '}' : ']');
+    sb_putc(s, obj ? '}' : ']');
     break;
   }
   case 3: case 4: case 5: gen_string(s); break;
   case 6: case 7: gen_number(s); break;
-  default: sputs(s, (const char *[]){"true", "false", "null"}[rn(3)]); break;
+  default: sb_puts(s, (const char *[]){"true", "false", "null"}[rn(3)]); break;
   }
 }
 
-static void mutate(sbuf *s) {
+static void mutate(sb *s) {
   static const char interesting[] =
       "\"\\{}[],:0123456789-+.eEtrufalsnxu \t\n\r\x01\x1F\x7F\x80\xBF\xC0\xC2\xDF\xE0\xED\xEF"
       "\xF0\xF4\xF5\xFF";
   for (uint32_t m = 1 + rn(2); m; m--) {
-    if (s->n == 0) {
-      sputc(s, interesting[rn(sizeof interesting)]); /* may be the NUL */
+    if (s->len == 0) {
+      sb_putc(s, interesting[rn(sizeof interesting)]); /* may be the NUL */
       continue;
     }
-    size_t at = rn((uint32_t)s->n);
+    size_t at = rn((uint32_t)s->len);
     switch (rn(6)) {
     case 0: case 1: /* replace */
-      s->b[at] = rn(4) ? interesting[rn(sizeof interesting)] : (char)rn(256);
+      s->p[at] = rn(4) ? interesting[rn(sizeof interesting)] : (char)rn(256);
       break;
     case 2: /* delete */
-      memmove(s->b + at, s->b + at + 1, s->n - at - 1);
-      s->n--;
+      memmove(s->p + at, s->p + at + 1, s->len - at - 1);
+      s->len--;
       break;
     case 3: { /* insert */
       char c = interesting[rn(sizeof interesting)];
-      sputc(s, 0);
-      memmove(s->b + at + 1, s->b + at, s->n - at - 1);
-      s->b[at] = c;
+      sb_putc(s, 0);
+      memmove(s->p + at + 1, s->p + at, s->len - at - 1);
+      s->p[at] = c;
       break;
     }
     case 4: /* truncate */
-      s->n = at;
+      s->len = at;
       break;
     default: { /* insert a surrogate escape: lone, reversed, or a pair broken by chunking */
       const char *e = (const char *[]){"\\ud800", "\\udc00", "\\uDBFF\\uDFFF", "\\u"}[rn(4)];
       size_t el = strlen(e);
-      for (size_t i = 0; i < el; i++) sputc(s, 0);
-      memmove(s->b + at + el, s->b + at, s->n - at - el);
-      memcpy(s->b + at, e, el);
+      for (size_t i = 0; i < el; i++) sb_putc(s, 0);
+      memmove(s->p + at + el, s->p + at, s->len - at - el);
+      memcpy(s->p + at, e, el);
       break;
     }
     }
@@ -1304,29 +1331,29 @@ START_TEST(test_random) {
   printf("json_tok_test: random seed 0x%" PRIx64 " (set TS_TEST_SEED to change)\n", seed);
   fflush(stdout);
   rng = seed ? seed : 1;
-  sbuf s = {0};
+  sb s = {0};
   int n_ok = 0, n_err = 0;
   for (int iter = 0; iter < 3000; iter++) {
-    s.n = 0;
+    s.len = 0;
     gen_ws(&s);
     gen_value(&s, 0);
     gen_ws(&s);
     uint32_t max_depth = rn(4) ? 0 : 1 + rn(6);
-    differential(s.b, s.n, max_depth, iter, 0);
+    differential(s.p, s.len, max_depth, iter, 0);
     for (int v = 1; v <= 2; v++) {
-      sbuf m = {0};
-      sput(&m, s.b, s.n);
+      sb m = {0};
+      sb_add(&m, s.p, s.len);
       mutate(&m);
       run_t ref;
-      ref_parse(m.b, m.n, max_depth, &ref);
+      ref_parse(m.p, m.len, max_depth, &ref);
       ref.err ? n_err++ : n_ok++;
       run_free(&ref);
-      differential(m.b, m.n, max_depth, iter, v);
-      free(m.b);
+      differential(m.p, m.len, max_depth, iter, v);
+      free(m.p);
     }
   }
   printf("json_tok_test: %d mutated documents valid, %d invalid\n", n_ok, n_err);
-  free(s.b);
+  free(s.p);
 }
 END_TEST
 
@@ -1337,27 +1364,27 @@ START_TEST(test_string_scan) {
                                          "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\x80", "\xFF",
                                          "\x7F", "\xED\xA0\x80", "\\x"};
   rng = 42;
-  sbuf s = {0};
+  sb s = {0};
   for (size_t sp = 0; sp < sizeof specials / sizeof specials[0]; sp++) {
     for (size_t L = 0; L <= 70; L++) {
       for (size_t p = 0; p <= L; p++) {
-        s.n = 0;
-        sputc(&s, '"');
-        for (size_t i = 0; i < p; i++) sputc(&s, (char)('a' + i % 26));
-        sputs(&s, specials[sp]);
-        for (size_t i = p; i < L; i++) sputc(&s, (char)('A' + i % 26));
-        sputc(&s, '"');
+        s.len = 0;
+        sb_putc(&s, '"');
+        for (size_t i = 0; i < p; i++) sb_putc(&s, (char)('a' + i % 26));
+        sb_puts(&s, specials[sp]);
+        for (size_t i = p; i < L; i++) sb_putc(&s, (char)('A' + i % 26));
+        sb_putc(&s, '"');
         run_t ref, r;
-        ref_parse(s.b, s.n, 0, &ref);
+        ref_parse(s.p, s.len, 0, &ref);
         char what[120];
         snprintf(what, sizeof what, "string scan special %zu len %zu pos %zu", sp, L, p);
         /* whole, and cut once at every position around the special byte */
-        run_doc(s.b, s.n, 0, NULL, 0, 0, &r, what);
+        run_doc(s.p, s.len, 0, NULL, 0, 0, &r, what);
         same_runs(&ref, &r, what);
         run_free(&r);
-        size_t cut = 1 + rn((uint32_t)(s.n > 1 ? s.n - 1 : 1));
-        if (cut < s.n) {
-          run_doc(s.b, s.n, 0, &cut, 1, 0, &r, what);
+        size_t cut = 1 + rn((uint32_t)(s.len > 1 ? s.len - 1 : 1));
+        if (cut < s.len) {
+          run_doc(s.p, s.len, 0, &cut, 1, 0, &r, what);
           same_runs(&ref, &r, what);
           run_free(&r);
         }
@@ -1365,33 +1392,33 @@ START_TEST(test_string_scan) {
       }
     }
   }
-  free(s.b);
+  free(s.p);
 }
 END_TEST
 
 /* A long document in large chunks: many tokens, no allocation, the same as the reference. */
 START_TEST(test_large) {
   rng = 7;
-  sbuf s = {0};
-  sputc(&s, '[');
+  sb s = {0};
+  sb_putc(&s, '[');
   for (int i = 0; i < 3000; i++) {
-    if (i) sputc(&s, ',');
+    if (i) sb_putc(&s, ',');
     gen_value(&s, 3);
   }
-  sputc(&s, ']');
+  sb_putc(&s, ']');
   run_t ref, r;
-  ref_parse(s.b, s.n, 0, &ref);
+  ref_parse(s.p, s.len, 0, &ref);
   ck_assert_int_eq(ref.err, 0);
   size_t cuts[64], nc = 0;
-  for (size_t c = 4093; c < s.n && nc < 64; c += 4093) cuts[nc++] = c;
-  run_doc(s.b, s.n, 0, cuts, nc, 0, &r, "large document");
+  for (size_t c = 4093; c < s.len && nc < 64; c += 4093) cuts[nc++] = c;
+  run_doc(s.p, s.len, 0, cuts, nc, 0, &r, "large document");
   same_runs(&ref, &r, "large document");
   run_free(&r);
-  run_doc(s.b, s.n, 0, NULL, 0, 0, &r, "large document whole");
+  run_doc(s.p, s.len, 0, NULL, 0, 0, &r, "large document whole");
   same_runs(&ref, &r, "large document whole");
   run_free(&r);
   run_free(&ref);
-  free(s.b);
+  free(s.p);
 }
 END_TEST
 

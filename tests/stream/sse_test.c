@@ -2,9 +2,9 @@
  * sse_test.c: tests for stream/sse.c.
  *
  * Every input is fed whole, byte by byte, in chunks of every size 1..31 and split in
- * two at every position, and must give the same items (names, data, ids, end offsets,
- * errors and their offsets) every time. Chunks are copied into exact-size heap blocks
- * that are freed right after feed returns, so ASan catches a read past a chunk or a
+ * two at every position (the split harness, support/split.h), and must give the same
+ * items (names, data, ids, end offsets, errors and their offsets) every time. Chunks
+ * are copied into exact-size heap blocks that are freed right after feed returns, so ASan catches a read past a chunk or a
  * view kept after its chunk is gone; the data buffer is an exact-size block too. The
  * recording callback overwrites every payload after copying it (as in-place JSON
  * decoding would), so a framer that re-read dispatched bytes would be caught.
@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "stream/sse.h"
+#include "support/sb.h"
+#include "support/split.h"
 #include "support/test_support.h"
 
 /* ---- recording, without allocating ------------------------------------------------ */
@@ -91,81 +93,62 @@ static int rec_cb(void *user, const ts_sse_event *ev) {
 
 /* ---- canonical text of an item list ----------------------------------------------- */
 
-typedef struct {
-  char *p;
-  size_t len, cap;
-} sbuf;
+/* Items render into the tests' string builder (support/sb.h). */
 
-static void sb_put(sbuf *b, const char *s, size_t n) {
-  if (b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *np = realloc(b->p, cap);
-    if (np == NULL) abort();
-    b->p = np;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_fmt_u64(sbuf *b, const char *pre, uint64_t v) {
+static void sb_fmt_u64(sb *b, const char *pre, uint64_t v) {
   char tmp[64];
   snprintf(tmp, sizeof tmp, "%s%llu", pre, (unsigned long long)v);
-  sb_str(b, tmp);
+  sb_puts(b, tmp);
 }
 
-static void sb_quoted(sbuf *b, const char *s, size_t n) {
-  sb_put(b, "\"", 1);
+static void sb_quoted(sb *b, const char *s, size_t n) {
+  sb_add(b, "\"", 1);
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
     char tmp[8];
-    if (c == '\n') sb_str(b, "\\n");
-    else if (c == '\r') sb_str(b, "\\r");
+    if (c == '\n') sb_puts(b, "\\n");
+    else if (c == '\r') sb_puts(b, "\\r");
     else if (c == '"' || c == '\\') {
       tmp[0] = '\\';
       tmp[1] = (char)c;
-      sb_put(b, tmp, 2);
+      sb_add(b, tmp, 2);
     } else if (c < 0x20 || c >= 0x7f) {
       snprintf(tmp, sizeof tmp, "\\x%02x", c);
-      sb_str(b, tmp);
+      sb_puts(b, tmp);
     } else {
-      sb_put(b, (const char *)&c, 1);
+      sb_add(b, (const char *)&c, 1);
     }
   }
-  sb_put(b, "\"", 1);
+  sb_add(b, "\"", 1);
 }
 
-static void sb_event(sbuf *b, const char *name, size_t nl, const char *data, size_t dl,
+static void sb_event(sb *b, const char *name, size_t nl, const char *data, size_t dl,
                      const char *id, size_t il, uint64_t end) {
-  sb_str(b, "dispatch name=");
+  sb_puts(b, "dispatch name=");
   sb_quoted(b, name, nl);
-  sb_str(b, " data=");
+  sb_puts(b, " data=");
   sb_quoted(b, data, dl);
-  sb_str(b, " id=");
+  sb_puts(b, " id=");
   sb_quoted(b, id, il);
   sb_fmt_u64(b, " end=", end);
-  sb_str(b, "\n");
+  sb_puts(b, "\n");
 }
 
-static void sb_error(sbuf *b, int code, uint64_t at) {
-  sb_str(b, "error ");
-  sb_str(b, ts_err_name(code));
+static void sb_error(sb *b, int code, uint64_t at) {
+  sb_puts(b, "error ");
+  sb_puts(b, ts_err_name(code));
   sb_fmt_u64(b, " at=", at);
-  sb_str(b, "\n");
+  sb_puts(b, "\n");
 }
 
-static void sb_retry(sbuf *b, int64_t retry) {
+static void sb_retry(sb *b, int64_t retry) {
   if (retry >= 0) {
     sb_fmt_u64(b, "retry=", (uint64_t)retry);
-    sb_str(b, "\n");
+    sb_puts(b, "\n");
   }
 }
 
-static void sb_rec(sbuf *b, const recorder *r) {
+static void sb_rec(sb *b, const recorder *r) {
   for (size_t i = 0; i < r->n; i++) {
     const rec_item *it = &r->it[i];
     if (it->kind == TS_SSE_DISPATCH)
@@ -174,17 +157,19 @@ static void sb_rec(sbuf *b, const recorder *r) {
     else if (it->kind == TS_SSE_ERROR)
       sb_error(b, it->code, it->off);
     else
-      sb_str(b, "bad item kind\n");
+      sb_puts(b, "bad item kind\n");
   }
-  if (r->overflow) sb_str(b, "recorder overflow or NULL view\n");
+  if (r->overflow) sb_puts(b, "recorder overflow or NULL view\n");
 }
 
-/* ---- feeding in chunks ------------------------------------------------------------ */
+/* ---- feeding in chunks (support/split.h) ----------------------------------------- */
 
+/* How one run reads the input: reads of `chunk` bytes (0: whole), or two reads cut at
+ * `split`, or (rng nonzero) random reads of 1..40 bytes. */
 typedef struct {
-  size_t chunk;   /* > 0: fixed chunk size */
-  size_t split;   /* chunk == 0: two chunks, cut here */
-  uint64_t rng;   /* nonzero: random chunk sizes 1..40 instead */
+  size_t chunk;
+  size_t split;
+  uint64_t rng;
 } sched;
 
 static uint64_t xorshift(uint64_t *s) {
@@ -195,51 +180,57 @@ static uint64_t xorshift(uint64_t *s) {
   return *s = x;
 }
 
-static size_t next_chunk(sched *sc, size_t at, size_t len) {
-  size_t left = len - at, n;
-  if (sc->rng) n = (size_t)(xorshift(&sc->rng) % 40) + 1;
-  else if (sc->chunk) n = sc->chunk;
-  else n = at < sc->split ? sc->split - at : left;
-  return n < left ? n : left;
-}
+typedef struct {
+  size_t cap, max_line;
+  size_t *views; /* may be NULL */
+} sse_runner;
 
-/* Feeds `in` according to `sc`; returns the canonical text of the items (malloc'd),
- * with any nonzero return code of feed or finish appended. */
-static char *feed_run(const char *in, size_t len, size_t cap, size_t max_line, sched sc, size_t *views) {
-  char *dbuf = malloc(cap ? cap : 1);
+/* The framer as a split-harness runner: the canonical text of the items, with any
+ * nonzero return code of feed or finish appended. */
+static void sse_run(void *user, ts_split *feed, sb *items) {
+  const sse_runner *sr = user;
+  char *dbuf = malloc(sr->cap ? sr->cap : 1);
   ck_assert_ptr_nonnull(dbuf);
   ts_sse s;
-  ck_assert_int_eq(ts_sse_init(&s, dbuf, cap, max_line, rec_cb, &rec), TS_E_OK);
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sr->cap, sr->max_line, rec_cb, &rec), TS_E_OK);
   rec_reset(&rec);
-  sbuf out = {0};
-  for (size_t at = 0; at < len;) {
-    size_t n = next_chunk(&sc, at, len);
-    char *c = malloc(n);
-    ck_assert_ptr_nonnull(c);
-    memcpy(c, in + at, n);
+  sb out = {0};
+  char *c;
+  size_t n;
+  while (ts_split_next(feed, &c, &n)) {
+    size_t at = ts_split_offset(feed) - n;
     rec.lo = (uintptr_t)c;
     rec.hi = (uintptr_t)(c + n);
     int rc = ts_sse_feed(&s, c, n);
-    free(c);
     rec.lo = rec.hi = 0;
     if (rc) sb_error(&out, rc, at);
-    at += n;
   }
+  size_t len = ts_split_offset(feed);
   ck_assert_uint_eq(ts_sse_offset(&s), len);
   int rc = ts_sse_finish(&s);
   if (rc) sb_error(&out, rc, len);
-  sbuf items = {0};
-  sb_rec(&items, &rec);
-  sb_retry(&items, ts_sse_retry(&s));
-  if (out.p) sb_str(&items, out.p);
-  if (items.p == NULL) sb_str(&items, "");
-  free(out.p);
-  if (views) {
-    *views = 0;
-    for (size_t i = 0; i < rec.n; i++) *views += (size_t)rec.it[i].view;
+  sb_rec(items, &rec);
+  sb_retry(items, ts_sse_retry(&s));
+  sb_puts(items, sb_str(&out));
+  sb_free(&out);
+  if (sr->views) {
+    *sr->views = 0;
+    for (size_t i = 0; i < rec.n; i++) *sr->views += (size_t)rec.it[i].view;
   }
   free(dbuf);
-  return items.p;
+}
+
+/* One run of `in` as `sc` reads it; returns the canonical text (malloc'd). */
+static char *feed_run(const char *in, size_t len, size_t cap, size_t max_line, sched sc, size_t *views) {
+  sse_runner sr = {cap, max_line, views};
+  sb out = {0};
+  if (sc.rng)
+    ts_split_run_random(in, len, sc.rng, sse_run, &sr, &out);
+  else if (sc.chunk)
+    ts_split_run_once(in, len, sc.chunk >= len ? 0 : sc.chunk, sse_run, &sr, &out);
+  else
+    ts_split_run_cut(in, len, sc.split, sse_run, &sr, &out);
+  return out.p;
 }
 
 /* ---- the reference: whole input, line by line ------------------------------------- */
@@ -256,8 +247,8 @@ static int ref_field(const char *p, size_t n) {
 
 static char *ref_run(const char *in, size_t len, size_t cap, size_t max_line) {
   static const char bomb[3] = {'\xEF', '\xBB', '\xBF'};
-  sbuf out = {0};
-  sb_str(&out, "");
+  sb out = {0};
+  sb_puts(&out, "");
   if (max_line == 0) max_line = cap + TS_SSE_LINE_SLACK;
   if (len < 3 && memcmp(in, bomb, len) == 0) return out.p; /* only (part of) a BOM */
   size_t i = (len >= 3 && memcmp(in, bomb, 3) == 0) ? 3 : 0;
@@ -366,28 +357,14 @@ static char *ref_run(const char *in, size_t len, size_t cap, size_t max_line) {
 
 /* ---- split invariance ------------------------------------------------------------- */
 
-/* Feeds `in` whole, byte by byte, in every chunk size 1..31 and split in two at every
- * position; every run must give `want`. `ctx` names the case in failure messages. */
+/* Feeds `in` whole, byte by byte, in every chunk size 2..31 and split in two at every
+ * position (the split harness); every run must give `want`. `ctx` names the case in
+ * failure messages. */
 static void check_all_splits(const char *ctx, const char *in, size_t len, size_t cap, size_t max_line,
                              const char *want) {
-  sched whole = {len ? len : 1, 0, 0};
-  char *got = feed_run(in, len, cap, max_line, whole, NULL);
-  ck_assert_msg(strcmp(got, want) == 0, "%s, fed whole:\n--- got\n%s--- want\n%s", ctx, got, want);
-  free(got);
-  for (size_t chunk = 1; chunk <= 31; chunk++) {
-    sched sc = {chunk, 0, 0};
-    got = feed_run(in, len, cap, max_line, sc, NULL);
-    ck_assert_msg(strcmp(got, want) == 0, "%s, chunks of %zu:\n--- got\n%s--- want\n%s", ctx, chunk, got,
-                  want);
-    free(got);
-  }
-  for (size_t cut = 0; cut <= len; cut++) {
-    sched sc = {0, cut, 0};
-    got = feed_run(in, len, cap, max_line, sc, NULL);
-    ck_assert_msg(strcmp(got, want) == 0, "%s, split at %zu:\n--- got\n%s--- want\n%s", ctx, cut, got,
-                  want);
-    free(got);
-  }
+  sse_runner sr = {cap, max_line, NULL};
+  ts_split_check(ctx, in, len, sse_run, &sr, want);
+  ts_split_check_cuts(ctx, in, len, sse_run, &sr, want);
 }
 
 /* ---- the table -------------------------------------------------------------------- */
@@ -551,8 +528,8 @@ static const sse_case cases[] = {
 };
 
 static char *want_text(const sse_case *c) {
-  sbuf b = {0};
-  sb_str(&b, "");
+  sb b = {0};
+  sb_puts(&b, "");
   for (const want_item *w = c->want; w < c->want + 8 && w->kind; w++) {
     if (w->kind == TS_SSE_DISPATCH)
       sb_event(&b, w->name, strlen(w->name), w->data, strlen(w->data), w->id, strlen(w->id), w->off);
@@ -926,7 +903,7 @@ START_TEST(test_random_vs_reference) {
     for (size_t k = 0; k < 4; k++) {
       char *got = feed_run(in, len, cap, max_line, *all[k], NULL);
       if (strcmp(got, want) != 0) {
-        sbuf q = {0};
+        sb q = {0};
         sb_quoted(&q, in, len);
         ck_abort_msg("%s (schedule %zu, cap %zu, max_line %zu) %s:\n--- got\n%s--- want (reference)\n%s", ctx,
                      k, cap, max_line, q.p, got, want);

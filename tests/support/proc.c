@@ -25,29 +25,6 @@
   } while (0)
 
 
-void sb_add(sb *b, const void *s, size_t n) {
-  if (b->len + n + 1 > b->cap) {
-    size_t c = b->cap ? b->cap : 256;
-    while (c < b->len + n + 1) c *= 2;
-    char *q = realloc(b->p, c);
-    if (!q) abort();
-    b->p = q;
-    b->cap = c;
-  }
-  if (n) memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-void sb_puts(sb *b, const char *s) { sb_add(b, s, strlen(s)); }
-
-void sb_free(sb *b) {
-  free(b->p);
-  memset(b, 0, sizeof *b);
-}
-
-const char *sb_str(const sb *b) { return b->p ? b->p : ""; }
-
 /* ---- running the binary ------------------------------------------------------------- */
 
 

@@ -12,15 +12,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-typedef struct {
-  char *p;
-  size_t len, cap;
-} sb;
+#include "support/sb.h"
 
-void sb_add(sb *b, const void *s, size_t n);
-void sb_puts(sb *b, const char *s);
-void sb_free(sb *b);
-const char *sb_str(const sb *b);
 
 typedef struct {
   int status; /* exit status, or 128 + signal */

@@ -16,23 +16,22 @@
 #include "tools/dispatch.h"
 #include "js/jstools.h"
 #include "store/store.h"
+#include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
 
-static char dir[64];
+static char dir[256];
 
 static const char *module(const char *name, const char *src) {
-  static char path[256];
-  if (!dir[0]) {
-    snprintf(dir, sizeof dir, "/tmp/ts-jstools-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-  }
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(src, f);
-  fclose(f);
+  if (!dir[0]) ts_test_tempdir(dir, sizeof dir, "jstools");
+  const char *path = ts_test_at(dir, name);
+  ts_test_put(path, src);
   return path;
+}
+
+/* After each test (in its own process): the modules it wrote go. */
+static void remove_dir(void) {
+  if (dir[0]) ts_test_rm_rf(dir);
 }
 
 static ts_jstools_env test_env = {NULL, 0, 1, 2000, 0};
@@ -486,9 +485,8 @@ static void feed(ts_dispatch *d, uint32_t index, const char *tool, const char *a
 }
 
 START_TEST(test_queue_order_and_errors_persisted) {
-  char sdir[64];
-  snprintf(sdir, sizeof sdir, "/tmp/ts-jstools-store-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(sdir));
+  char sdir[256];
+  ts_test_tempdir(sdir, sizeof sdir, "jstools-store");
   ts_store *s;
   char why[512];
   ck_assert_msg(ts_store_open(sdir, &s, why, sizeof why) == TS_E_OK, "%s", why);
@@ -560,12 +558,14 @@ START_TEST(test_queue_order_and_errors_persisted) {
   ck_assert_int_eq(ts_store_unfinished_calls(s, "t", count_unfinished, &unfinished), 0);
   ts_registry_free(reg);
   ts_store_close(s);
+  ts_test_rm_rf(sdir);
 }
 END_TEST
 
 int main(void) {
   Suite *s = suite_create("jstools");
   TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, NULL, remove_dir);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_spec_examples);
   tcase_add_test(tc, test_z_builder_exact_schema);

@@ -5,7 +5,7 @@
  * connections, connect failures, connect and idle timeouts, cancellation (flag and
  * callback), malformed bytes passed through, what the server received, URL and header
  * checks, and HTTPS with a self-signed certificate made at test time.
- * Every test starts its own server on its own mkdtemp directory.
+ * Every test starts its own server (support/model_server.h) on a fresh directory.
  */
 #include <check.h>
 #include <dirent.h>
@@ -22,7 +22,10 @@
 
 #include "base/error.h"
 #include "net/http_client.h"
+#include "support/cert.h"
+#include "support/model_server.h"
 #include "support/proc.h"
+#include "support/tempdir.h"
 #include "support/test_support.h"
 
 /* Must match MALFORMED in tests/model_server.c. */
@@ -38,72 +41,28 @@ static const char TURN2[] = "data: {\"second\":true}\n\ndata: [DONE]\n\n";
 /* ---- fixtures: a directory and a server ---------------------------------------------- */
 
 static char tmp[256];
-static child srv;
-static result srv_out;
+static ts_test_server srv;
 static int port;
 
-static void rm_rf(const char *path) {
-  DIR *d = opendir(path);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char sub[1024];
-      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-      rm_rf(sub);
-    }
-    closedir(d);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
-
-static const char *at(const char *rel) {
-  static char p[4][512];
-  static int k;
-  k = (k + 1) % 4;
-  snprintf(p[k], sizeof p[k], "%s/%s", tmp, rel);
-  return p[k];
-}
-
-static void put(const char *rel, const char *s) {
-  FILE *f = fopen(at(rel), "wb");
-  ck_assert_ptr_nonnull(f);
-  fwrite(s, 1, strlen(s), f);
-  fclose(f);
-}
+/* A path in the test's directory; a file there holding `s`. */
+#define at(rel) ts_test_at(tmp, (rel))
+#define put(rel, s) ts_test_put(at(rel), (s))
 
 static void start_server(int tls) {
-  const char *argv[] = {"model_server", tmp, "--tls", at("cert.pem"), at("key.pem"), NULL};
-  if (!tls) argv[2] = NULL;
-  signal(SIGPIPE, SIG_IGN);
-  memset(&srv_out, 0, sizeof srv_out);
-  srv = spawn_bin(TS_BINARY_DIR "/model_server", argv, 1);
-  double t0 = now_ms();
-  while (!strchr(sb_str(&srv_out.out), '\n')) {
-    ck_assert_msg(now_ms() - t0 < 10000, "model_server did not start: %s", sb_str(&srv_out.err));
-    ck_assert_msg(pump(&srv, &srv_out, 100) > 0, "model_server exited: %s",
-                  sb_str(&srv_out.err));
-  }
-  port = atoi(sb_str(&srv_out.out));
-  ck_assert_int_gt(port, 0);
+  ts_test_server_start(&srv, tmp, tls ? at("cert.pem") : NULL, tls ? at("key.pem") : NULL);
+  port = srv.port;
 }
 
 static void setup(void) {
-  strcpy(tmp, "/tmp/ts_http_test_XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tmp));
+  ts_test_tempdir(tmp, sizeof tmp, "http-test");
   put("turn-1.sse", TURN1);
   put("turn-2.sse", TURN2);
   port = 0;
 }
 
 static void teardown(void) {
-  if (port) {
-    finish_child(&srv, &srv_out);
-    result_free(&srv_out);
-  }
-  rm_rf(tmp);
+  ts_test_server_stop(&srv);
+  ts_test_rm_rf(tmp);
 }
 
 static const char *url(const char *path_query) {
@@ -465,14 +424,7 @@ START_TEST(bad_urls_and_headers) {
 }
 END_TEST
 
-static void make_cert(void) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd,
-           "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
-           "-addext subjectAltName=DNS:localhost -keyout %s -out %s >/dev/null 2>&1",
-           at("key.pem"), at("cert.pem"));
-  ck_assert_int_eq(system(cmd), 0);
-}
+static void make_cert(void) { ts_test_make_cert(tmp); }
 
 START_TEST(https_verifies_certificates) {
   make_cert();

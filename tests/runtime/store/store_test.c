@@ -3,7 +3,7 @@
  * created, messages and their seqs, the atomic tool-result commit, calls caught by a
  * crash (a child that SIGKILLs itself, and one killed from outside at random moments),
  * events for replay, reopening, schema migration and refusal, bad inputs.
- * Every test works in its own mkdtemp directory under /tmp.
+ * Every test works in a fresh directory of its own (support/tempdir.h).
  */
 #include <check.h>
 #include <dirent.h>
@@ -20,37 +20,20 @@
 
 #include "base/error.h"
 #include "store/store.h"
+#include "support/tempdir.h"
 #include "support/test_support.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
 static char tmp[256];
 
-static void rm_rf(const char *path) {
-  DIR *d = opendir(path);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char sub[1024];
-      snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-      rm_rf(sub);
-    }
-    closedir(d);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
-
 static void setup(void) {
-  strcpy(tmp, "/tmp/ts_store_test_XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(tmp));
+  ts_test_tempdir(tmp, sizeof tmp, "store-test");
   unsetenv("TOOLSTREAM_DATA_DIR");
   unsetenv("XDG_DATA_HOME");
 }
 
-static void teardown(void) { rm_rf(tmp); }
+static void teardown(void) { ts_test_rm_rf(tmp); }
 
 static const char *sub(const char *rel) {
   static char p[2][512];

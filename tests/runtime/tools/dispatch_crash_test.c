@@ -25,6 +25,7 @@
 
 #include "tools/dispatch.h"
 #include "store/store.h"
+#include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
 
@@ -140,8 +141,7 @@ static int count_unfinished(void *user, const ts_store_call *c) {
 }
 
 START_TEST(test_sigkill_at_random_points) {
-  snprintf(dir, sizeof dir, "/tmp/ts-crash-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ts_test_tempdir(dir, sizeof dir, "crash");
   snprintf(exec_log, sizeof exec_log, "%s/exec.log", dir);
   snprintf(commit_log, sizeof commit_log, "%s/commit.log", dir);
   unsigned seed = 0xC0FFEEu;
@@ -255,6 +255,7 @@ START_TEST(test_sigkill_at_random_points) {
          span_us, ROUNDS, killed_mid, interrupted, reran);
   /* The kills must actually land mid-turn for the test to mean anything. */
   ck_assert_msg(killed_mid >= 10, "only %d of %d kills landed mid-turn", killed_mid, ROUNDS);
+  ts_test_rm_rf(dir);
 }
 END_TEST
 

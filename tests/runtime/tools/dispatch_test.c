@@ -12,6 +12,7 @@
 
 #include "tools/dispatch.h"
 #include "store/store.h"
+#include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
 
@@ -131,15 +132,18 @@ static void feed(ts_dispatch *d, int type, uint32_t index, const char *tool, con
 }
 
 static ts_store *open_store(void) {
-  static char tmpl[64];
-  snprintf(tmpl, sizeof tmpl, "/tmp/ts-dispatch-XXXXXX");
-  R.dir = mkdtemp(tmpl);
-  ck_assert_ptr_nonnull(R.dir);
+  static char tmpl[256];
+  R.dir = ts_test_tempdir(tmpl, sizeof tmpl, "dispatch");
   ts_store *s;
   char why[256];
   ck_assert_msg(ts_store_open(R.dir, &s, why, sizeof why) == TS_E_OK, "%s", why);
   ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), TS_E_OK);
   return s;
+}
+
+/* After each test (in its own process): its store's directory goes. */
+static void remove_dir(void) {
+  if (R.dir) ts_test_rm_rf(R.dir);
 }
 
 static void reset(void) {
@@ -431,6 +435,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("dispatch");
   TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, NULL, remove_dir);
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_index_order_not_completion_order);
   tcase_add_test(tc, test_pipelined_starts_while_later_calls_stream);

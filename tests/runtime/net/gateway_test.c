@@ -1,0 +1,300 @@
+/*
+ * gateway_test.c: the gateway module (runtime/net/gateway.h) driven in process, on the
+ * test's own event_base; tests/cli/gateway_cli_test.c drives the command end to end.
+ *
+ *   - configuration: rows {__LINE__, label, prefix, url, want code, want reason} for
+ *     the upstream rules (a prefix starts with '/', http(s)://host[:port][/path], no
+ *     user info, 1 to 16 upstreams), an unreadable CA file, a port already taken;
+ *   - the listener binds loopback by default (read back from /proc/net/tcp, not just
+ *     "a connection to 127.0.0.1 works");
+ *   - /healthz, /metrics and the statistics they count;
+ *   - a proxied request to the local model server: the "x-progress-argument" members
+ *     are gone from the body the upstream received and every other byte is as sent, a
+ *     valid X-Toolstream-Thread comes back as given, and the stream arrives whole.
+ * The client is a plain socket; the loop runs in slices until the reply is complete,
+ * with a 30 s backstop that only a broken gateway reaches.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "base/error.h"
+#include "net/gateway.h"
+#include "support/model_server.h"
+#include "support/proc.h"
+#include "support/tempdir.h"
+#include "support/test_support.h"
+
+typedef struct {
+  int line;
+  const char *label;
+  const char *prefix, *url;
+  int rc;
+  const char *why; /* substring; NULL: success */
+} row;
+
+static const row rows[] = {
+    {__LINE__, "every path, plain http", NULL, "http://127.0.0.1:9", TS_E_OK, NULL},
+    {__LINE__, "an empty prefix is every path", "", "http://localhost", TS_E_OK, NULL},
+    {__LINE__, "a prefix and a base path", "/v1/messages", "http://h.example:8080/base/", TS_E_OK,
+     NULL},
+    {__LINE__, "an IPv6 literal", "/", "http://[::1]:8080", TS_E_OK, NULL},
+    {__LINE__, "https (the system's CA store)", NULL, "https://api.example.com", TS_E_OK, NULL},
+    {__LINE__, "upper-case scheme", NULL, "HTTP://h", TS_E_OK, NULL},
+    {__LINE__, "a prefix without '/'", "v1", "http://h", TS_E_INVAL,
+     "upstream prefix 'v1' must start with '/'"},
+    {__LINE__, "another scheme", NULL, "ftp://h/x", TS_E_INVAL,
+     "upstream URL 'ftp://h/x' is not http(s)://host[:port][/path]"},
+    {__LINE__, "user info (a secret in a URL)", NULL, "http://user:pw@h", TS_E_INVAL,
+     "is not http(s)://"},
+    {__LINE__, "no scheme", NULL, "127.0.0.1:8080", TS_E_INVAL, "is not http(s)://"},
+    {__LINE__, "no host", NULL, "http://", TS_E_INVAL, "is not http(s)://"},
+    {__LINE__, "no URL", NULL, NULL, TS_E_INVAL, "upstream URL '(null)'"},
+};
+
+static struct event_base *base;
+
+static void setup(void) {
+  base = event_base_new();
+  ck_assert_ptr_nonnull(base);
+}
+
+static void teardown(void) {
+  event_base_free(base);
+  base = NULL;
+}
+
+START_TEST(test_config_rows) {
+  const row *r = &rows[_i];
+  ts_gw_upstream up = {r->prefix, r->url};
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1};
+  ts_gw *gw = (ts_gw *)&cfg; /* must stay untouched on failure */
+  char why[512] = "";
+  int rc = ts_gw_new(base, &cfg, &gw, why, sizeof why);
+  ck_assert_msg(rc == r->rc, "line %d (%s): rc %d, want %d (%s)", r->line, r->label, rc, r->rc,
+                why);
+  if (rc == TS_E_OK) {
+    ck_assert_int_gt(ts_gw_port(gw), 0);
+    ts_gw_free(gw);
+  } else {
+    ck_assert_msg(strstr(why, r->why), "line %d (%s): reason '%s' lacks '%s'", r->line, r->label,
+                  why, r->why);
+    ck_assert_ptr_eq(gw, (ts_gw *)&cfg);
+  }
+}
+END_TEST
+
+START_TEST(test_config_limits) {
+  ts_gw_upstream ups[TS_GW_MAX_UPSTREAMS + 1];
+  for (int i = 0; i <= TS_GW_MAX_UPSTREAMS; i++) ups[i] = (ts_gw_upstream){"/", "http://h"};
+  ts_gw *gw = NULL;
+  char why[256];
+  ts_gw_config cfg = {.upstreams = ups, .n_upstreams = 0};
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_INVAL);
+  ck_assert_str_eq(why, "the gateway needs 1 to 16 upstreams");
+  cfg.n_upstreams = TS_GW_MAX_UPSTREAMS + 1;
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_INVAL);
+  cfg.n_upstreams = TS_GW_MAX_UPSTREAMS;
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
+  ts_gw_free(gw);
+  ck_assert_int_eq(ts_gw_new(NULL, &cfg, &gw, why, sizeof why), TS_E_INVAL);
+  ck_assert_int_eq(ts_gw_new(base, NULL, &gw, why, sizeof why), TS_E_INVAL);
+  ts_gw_free(NULL);
+
+  /* an unreadable CA file */
+  ts_gw_upstream one = {NULL, "https://h"};
+  ts_gw_config tls = {.upstreams = &one, .n_upstreams = 1, .ca_file = "/nonexistent/ca.pem"};
+  ck_assert_int_eq(ts_gw_new(base, &tls, &gw, why, sizeof why), TS_E_GW_TLS);
+  ck_assert_msg(strstr(why, "cannot load the CA file /nonexistent/ca.pem"), "%s", why);
+
+  /* a port already taken */
+  ts_gw_config a = {.upstreams = &one, .n_upstreams = 1};
+  one.url = "http://h";
+  ck_assert_int_eq(ts_gw_new(base, &a, &gw, why, sizeof why), TS_E_OK);
+  ts_gw_config b = {.upstreams = &one, .n_upstreams = 1, .listen_port = ts_gw_port(gw)};
+  ts_gw *gw2 = NULL;
+  ck_assert_int_eq(ts_gw_new(base, &b, &gw2, why, sizeof why), TS_E_IO);
+  ck_assert_msg(strstr(why, "cannot listen"), "%s", why);
+  ck_assert_ptr_null(gw2);
+  ts_gw_free(gw);
+}
+END_TEST
+
+/* The listening socket's local address in /proc/net/tcp (hex, network order as the
+ * kernel prints it), or "" when the port is not listening there. */
+static void listen_addr(int port, char *out, size_t cap) {
+  out[0] = '\0';
+  FILE *f = fopen("/proc/net/tcp", "r");
+  ck_assert_ptr_nonnull(f);
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    char local[64], remote[64], st[8];
+    if (sscanf(line, " %*d: %63s %63s %7s", local, remote, st) != 3) continue;
+    char *colon = strchr(local, ':');
+    if (!colon || strtol(colon + 1, NULL, 16) != port || strcmp(st, "0A")) continue;
+    *colon = '\0';
+    snprintf(out, cap, "%s", local);
+  }
+  fclose(f);
+}
+
+START_TEST(test_listens_on_loopback) {
+  ts_gw_upstream up = {NULL, "http://127.0.0.1:9"};
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1};
+  ts_gw *gw;
+  char why[256], addr[64];
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
+  listen_addr(ts_gw_port(gw), addr, sizeof addr);
+  ck_assert_str_eq(addr, "0100007F"); /* 127.0.0.1, not 0.0.0.0 */
+  ts_gw_free(gw);
+}
+END_TEST
+
+/* ---- a client on the same loop ---------------------------------------------------- */
+
+/* Sends `req` to the gateway and runs the loop until the connection closes (the request
+ * says Connection: close); returns the whole response. */
+static void exchange(int port, const char *req, size_t len, sb *resp) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  fcntl(fd, F_SETFL, O_NONBLOCK);
+  int c = connect(fd, (struct sockaddr *)&a, sizeof a);
+  ck_assert_msg(c == 0 || errno == EINPROGRESS, "connect: %s", strerror(errno));
+  size_t sent = 0;
+  double end = now_ms() + 30000;
+  sb_puts(resp, "");
+  for (;;) {
+    ck_assert_msg(now_ms() < end, "no complete reply within 30 s; so far:\n%s", sb_str(resp));
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    struct pollfd pf = {fd, (short)(POLLIN | (sent < len ? POLLOUT : 0)), 0};
+    if (poll(&pf, 1, 5) <= 0) continue;
+    if ((pf.revents & POLLOUT) && sent < len) {
+      ssize_t w = write(fd, req + sent, len - sent);
+      if (w > 0) sent += (size_t)w;
+    }
+    if (pf.revents & (POLLIN | POLLHUP)) {
+      char buf[4096];
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n > 0) sb_add(resp, buf, (size_t)n);
+      else if (n == 0 || errno != EAGAIN) break;
+    }
+  }
+  close(fd);
+  event_base_loop(base, EVLOOP_NONBLOCK); /* let the gateway see the close */
+}
+
+START_TEST(test_builtin_endpoints) {
+  ts_gw_upstream up = {NULL, "http://127.0.0.1:9"};
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1};
+  ts_gw *gw;
+  char why[256];
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
+  static const char hz[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  sb r = {0};
+  exchange(ts_gw_port(gw), hz, sizeof hz - 1, &r);
+  ck_assert_msg(!strncmp(sb_str(&r), "HTTP/1.1 200", 12), "%s", sb_str(&r));
+  ck_assert_msg(strstr(sb_str(&r), "\r\n\r\nok\n"), "%s", sb_str(&r));
+  sb_free(&r);
+  static const char m[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  exchange(ts_gw_port(gw), m, sizeof m - 1, &r);
+  ck_assert_msg(!strncmp(sb_str(&r), "HTTP/1.1 200", 12), "%s", sb_str(&r));
+  /* the healthz request and this one */
+  ck_assert_msg(strstr(sb_str(&r), "\ntoolstream_gateway_requests_total 2\n"), "%s", sb_str(&r));
+  ck_assert_msg(strstr(sb_str(&r), "\ntoolstream_gateway_streams_total 0\n"), "%s", sb_str(&r));
+  sb_free(&r);
+  ts_gw_stats st;
+  ts_gw_get_stats(gw, &st);
+  ck_assert_uint_eq(st.requests_total, 2);
+  ck_assert_uint_eq(st.streams_total, 0);
+  ts_gw_free(gw);
+}
+END_TEST
+
+/* A proxied request: x-progress-argument members are stripped from the body (every
+ * other byte unchanged), the thread header comes back, the stream arrives whole. */
+START_TEST(test_proxy_strips_progress_argument) {
+  char dir[256];
+  ts_test_tempdir(dir, sizeof dir, "gateway-test");
+  size_t slen;
+  char *sse = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &slen);
+  ts_test_write_file(ts_test_at(dir, "1.sse"), sse, slen);
+  ts_test_server ms;
+  ts_test_server_start(&ms, dir, NULL, NULL);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", ms.port);
+  ts_gw_upstream up = {NULL, url};
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1};
+  ts_gw *gw;
+  char why[256];
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
+
+  static const char body[] =
+      "{\"model\":\"m\", \"stream\":true,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
+      "\"create_ticket\",\"parameters\":{\"type\":\"object\",\"x-progress-argument\":\"description\","
+      "\"properties\":{\"description\":{\"type\":\"string\"}}}}}]}";
+  static const char want_up[] =
+      "{\"model\":\"m\", \"stream\":true,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
+      "\"create_ticket\",\"parameters\":{\"type\":\"object\","
+      "\"properties\":{\"description\":{\"type\":\"string\"}}}}}]}";
+  char req[2048];
+  int n = snprintf(req, sizeof req,
+                   "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                   "Content-Type: application/json\r\nX-Toolstream-Thread: my-thread\r\n"
+                   "Content-Length: %zu\r\n\r\n%s",
+                   sizeof body - 1, body);
+  sb r = {0};
+  exchange(ts_gw_port(gw), req, (size_t)n, &r);
+  ck_assert_msg(!strncmp(sb_str(&r), "HTTP/1.1 200", 12), "%s", sb_clip(sb_str(&r)));
+  ck_assert_msg(strstr(sb_str(&r), "X-Toolstream-Thread: my-thread\r\n"), "%s",
+                sb_clip(sb_str(&r)));
+  ck_assert_msg(strstr(sb_str(&r), "data: [DONE]"), "the stream did not arrive whole:\n%s",
+                sb_clip(sb_str(&r)));
+  sb_free(&r);
+
+  size_t ulen;
+  char *got = ts_test_read_file(ts_test_at(dir, "requests/1.json"), &ulen);
+  ck_assert_msg(ulen == sizeof want_up - 1 && !memcmp(got, want_up, ulen),
+                "the upstream received:\n%s\nwant:\n%s", got, want_up);
+  free(got);
+  ts_gw_stats st;
+  ts_gw_get_stats(gw, &st);
+  ck_assert_uint_eq(st.streams_total, 1);
+  ck_assert_uint_eq(st.streams_open, 0);
+  ck_assert_uint_eq(st.bytes_up, sizeof want_up - 1);
+  ck_assert_uint_eq(st.bytes_down, slen);
+  ts_gw_free(gw);
+  ts_test_server_stop(&ms);
+  free(sse);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("gateway");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_loop_test(tc, test_config_rows, 0, (int)(sizeof rows / sizeof rows[0]));
+  tcase_add_test(tc, test_config_limits);
+  tcase_add_test(tc, test_listens_on_loopback);
+  tcase_add_test(tc, test_builtin_endpoints);
+  tcase_add_test(tc, test_proxy_strips_progress_argument);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

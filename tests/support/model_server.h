@@ -1,0 +1,30 @@
+/*
+ * model_server.h: starting and stopping the local model server (tests/model_server.c)
+ * from a test.
+ *
+ * The server serves DIR's *.sse files to POST requests over real HTTP (HTTPS with a
+ * certificate), records each request under DIR/requests/, and prints its port on its
+ * first line. Starting waits for that line, not for a guessed delay, so it holds on a
+ * loaded machine; only a server that prints nothing for 30 s fails the test. Stopping
+ * closes its standard input (its signal to exit) and reaps it.
+ */
+#ifndef TS_TEST_MODEL_SERVER_H
+#define TS_TEST_MODEL_SERVER_H
+
+#include "support/proc.h"
+
+typedef struct {
+  child proc;
+  result out; /* what it printed (stdout: the port line; stderr: diagnostics) */
+  int port;   /* 0 when not running */
+} ts_test_server;
+
+/* Starts the server on `dir`; with tls_cert and tls_key (PEM files) it speaks HTTPS.
+ * Fails the test (check) when it does not start. */
+void ts_test_server_start(ts_test_server *s, const char *dir, const char *tls_cert,
+                          const char *tls_key);
+
+/* Stops a started server (a stopped or never started one is a no-op). */
+void ts_test_server_stop(ts_test_server *s);
+
+#endif
