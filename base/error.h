@@ -40,7 +40,11 @@
   X(SSE_FINISHED, -202, "sse_finished", "feed after finish")                   \
   X(SSE_NAME_TOO_LONG, -203, "sse_name_too_long", "SSE event name longer than the limit") \
   X(SSE_ID_TOO_LONG, -204, "sse_id_too_long", "SSE event id longer than the limit") \
-  /* provider adapters (model_stream.h) */                                      \
+  /* the JSON view of one complete document (stream/json_view.h) */             \
+  X(JV_BAD_JSON, -1000, "jv_bad_json", "text is not exactly one valid JSON value") \
+  X(JV_TOO_MANY_TOKENS, -1001, "jv_too_many_tokens", "JSON document has more tokens than the view holds") \
+  X(JV_NOT_STRING, -1002, "jv_not_string", "JSON value is not a string")       \
+  /* provider adapters (stream/adapter.h) */                                      \
   X(MS_BAD_JSON, -300, "ms_bad_json", "SSE payload is not valid JSON")           \
   X(MS_BAD_SHAPE, -301, "ms_bad_shape", "SSE payload does not have the provider's shape") \
   X(MS_TRUNCATED, -302, "ms_truncated", "stream ended without the provider's terminal event") \

@@ -17,7 +17,7 @@
  * `incomplete_details`) or `response.failed` (an error, terminal). `error` events come
  * flat (`code`, `message` at the top) or nested (`error: {...}`).
  */
-#define TS_MS_INTERNAL
+#define TS_ADAPTER_INTERNAL
 #include "stream/openai_responses.h"
 
 #include <string.h>
@@ -34,58 +34,58 @@ int ts__openai_responses_skip(ts_view event) {
 
 /* Ends the call of item key `key_tok`, first reporting `args_tok` (the whole arguments)
  * if the call got no delta. */
-static void end_call(ts_ms *a, ts_jv *jv, int key_tok, int args_tok) {
+static void end_call(ts_adapter *a, ts_jv *jv, int key_tok, int args_tok) {
   ts_view key, args;
-  if (ts__ms_string(a, jv, key_tok, &key) <= 0) return;
-  int slot = ts__ms_call_by_key(a, key);
-  if (slot < 0 || ts__ms_call_ended(a, slot)) return;
-  if (!ts__ms_call_has_args(a, slot) && ts__ms_string(a, jv, args_tok, &args) > 0)
-    ts__ms_call_args(a, slot, args);
-  ts__ms_call_end(a, slot);
+  if (ts__adapter_string(a, jv, key_tok, &key) <= 0) return;
+  int slot = ts__adapter_call_by_key(a, key);
+  if (slot < 0 || ts__adapter_call_ended(a, slot)) return;
+  if (!ts__adapter_call_has_args(a, slot) && ts__adapter_string(a, jv, args_tok, &args) > 0)
+    ts__adapter_call_args(a, slot, args);
+  ts__adapter_call_end(a, slot);
 }
 
-static void item_added(ts_ms *a, ts_jv *jv, int item) {
+static void item_added(ts_adapter *a, ts_jv *jv, int item) {
   if (!ts_jv_eq(jv, ts_jv_get(jv, item, "type"), "function_call")) return;
   ts_view key, id, name, args;
-  if (ts__ms_string(a, jv, ts_jv_get(jv, item, "id"), &key) < 0) return;
-  if (ts__ms_string(a, jv, ts_jv_get(jv, item, "call_id"), &id) < 0) return;
-  if (ts__ms_string(a, jv, ts_jv_get(jv, item, "name"), &name) < 0) return;
-  int slot = ts__ms_call_begin(a, -1, key, id, name);
-  if (slot >= 0 && ts__ms_string(a, jv, ts_jv_get(jv, item, "arguments"), &args) > 0)
-    ts__ms_call_args(a, slot, args);
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "id"), &key) < 0) return;
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "call_id"), &id) < 0) return;
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "name"), &name) < 0) return;
+  int slot = ts__adapter_call_begin(a, -1, key, id, name);
+  if (slot >= 0 && ts__adapter_string(a, jv, ts_jv_get(jv, item, "arguments"), &args) > 0)
+    ts__adapter_call_args(a, slot, args);
 }
 
-static void turn_end(ts_ms *a, ts_jv *jv, int resp, const char *dflt, int incomplete) {
+static void turn_end(ts_adapter *a, ts_jv *jv, int resp, const char *dflt, int incomplete) {
   ts_view stop = {dflt, strlen(dflt)}, v;
   int status = ts_jv_get(jv, resp, "status");
   int reason = ts_jv_get(jv, ts_jv_get(jv, resp, "incomplete_details"), "reason");
   if (incomplete && ts_jv_type_of(jv, reason) == TS_JV_STRING) {
-    if (ts__ms_string(a, jv, reason, &v) > 0) stop = v;
+    if (ts__adapter_string(a, jv, reason, &v) > 0) stop = v;
   } else if (ts_jv_type_of(jv, status) == TS_JV_STRING) {
-    if (ts__ms_string(a, jv, status, &v) > 0) stop = v;
+    if (ts__adapter_string(a, jv, status, &v) > 0) stop = v;
   }
-  ts__ms_set_stop(a, stop);
+  ts__adapter_set_stop(a, stop);
   int usage = ts_jv_get(jv, resp, "usage");
-  if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__ms_set_usage(a, ts_jv_raw(jv, usage));
-  ts__ms_turn_end(a);
+  if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__adapter_set_usage(a, ts_jv_raw(jv, usage));
+  ts__adapter_turn_end(a);
 }
 
-void ts__openai_responses_event(ts_ms *a, ts_jv *jv, ts_view event) {
+void ts__openai_responses_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   if (ts_jv_type_of(jv, 0) != TS_JV_OBJECT) {
-    ts__ms_error(a, TS_E_MS_BAD_SHAPE, NULL, 0, 0);
+    ts__adapter_error(a, TS_E_MS_BAD_SHAPE, NULL, 0, 0);
     return;
   }
-  ts_view type = ts__ms_event_type(jv, event);
+  ts_view type = ts__adapter_event_type(jv, event);
   ts_view text;
   int resp = ts_jv_get(jv, 0, "response");
   if (name_is(type, "response.output_text.delta")) {
-    if (ts__ms_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0) ts__ms_text(a, text);
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0) ts__adapter_text(a, text);
   } else if (name_is(type, "response.function_call_arguments.delta")) {
     ts_view key;
-    if (ts__ms_string(a, jv, ts_jv_get(jv, 0, "item_id"), &key) <= 0) return;
-    int slot = ts__ms_call_by_key(a, key);
-    if (slot >= 0 && ts__ms_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0)
-      ts__ms_call_args(a, slot, text);
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, 0, "item_id"), &key) <= 0) return;
+    int slot = ts__adapter_call_by_key(a, key);
+    if (slot >= 0 && ts__adapter_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0)
+      ts__adapter_call_args(a, slot, text);
   } else if (name_is(type, "response.output_item.added")) {
     item_added(a, jv, ts_jv_get(jv, 0, "item"));
   } else if (name_is(type, "response.function_call_arguments.done")) {
@@ -100,12 +100,12 @@ void ts__openai_responses_event(ts_ms *a, ts_jv *jv, ts_view event) {
     turn_end(a, jv, resp, "incomplete", 1);
   } else if (name_is(type, "response.failed")) {
     int err = ts_jv_get(jv, resp, "error");
-    ts__ms_provider_error(a, jv, ts_jv_is_null(jv, err) ? -1 : err, "response failed");
+    ts__adapter_provider_error(a, jv, ts_jv_is_null(jv, err) ? -1 : err, "response failed");
   } else if (name_is(type, "error")) {
     int err = ts_jv_get(jv, 0, "error");
-    ts__ms_provider_error(a, jv, ts_jv_type_of(jv, err) == TS_JV_OBJECT ? err : 0, NULL);
+    ts__adapter_provider_error(a, jv, ts_jv_type_of(jv, err) == TS_JV_OBJECT ? err : 0, NULL);
   } else if (ts_jv_get(jv, 0, "type") < 0) {
     int err = ts_jv_get(jv, 0, "error"); /* an error body without a type */
-    if (err >= 0 && !ts_jv_is_null(jv, err)) ts__ms_provider_error(a, jv, err, NULL);
+    if (err >= 0 && !ts_jv_is_null(jv, err)) ts__adapter_provider_error(a, jv, err, NULL);
   }
 }

@@ -45,9 +45,9 @@ typedef struct call {
   uint64_t done_off;      /* raw input: the byte after the arguments' closing brace */
   uint64_t arg_bytes;     /* argument text bytes received */
   uint64_t next_heartbeat;
-  char id[TS_MS_MAX_ID];
+  char id[TS_ADAPTER_MAX_ID];
   size_t id_len;
-  char name[TS_MS_MAX_ID];
+  char name[TS_ADAPTER_MAX_ID];
   size_t name_len;
   ts_json_tok tok;
   ts_json_watch watch;
@@ -66,7 +66,7 @@ struct ts_tap {
   void *user;
   ts_sse sse;
   char *sse_buf;
-  ts_ms *ms;
+  ts_adapter *ms;
   call **calls; /* by index */
   uint32_t ncalls;
   uint64_t pos;     /* bytes fed */
@@ -291,7 +291,7 @@ static uint64_t token_end(const ts_json_token *tk) {
 static int on_arg_token(void *user, const ts_json_token *tk) {
   call *c = user;
   ts_tap *t = c->tap;
-  if (t->cfg.format == TS_MS_RAW) t->ev_off = token_end(tk);
+  if (t->cfg.format == TS_FORMAT_RAW) t->ev_off = token_end(tk);
   if (!c->tok_first_seen) {
     c->tok_first_seen = 1;
     if (tk->kind != TS_JSON_OBJECT_BEGIN) {
@@ -324,7 +324,7 @@ static int on_arg_token(void *user, const ts_json_token *tk) {
     c->done_off = token_end(tk);
     /* raw input: stop at the closing brace, so READY fires before any later byte of
      * the same read is looked at (raw_feed checks those as trailing data) */
-    if (t->cfg.format == TS_MS_RAW) return 1;
+    if (t->cfg.format == TS_FORMAT_RAW) return 1;
   }
   return t->aborted;
 }
@@ -344,7 +344,7 @@ static void call_free(call *c) {
 }
 
 static call *call_begin(ts_tap *t, uint32_t index, ts_view id, ts_view name) {
-  if (index >= TS_MS_MAX_CALLS) return NULL;
+  if (index >= TS_TAP_MAX_CALLS) return NULL;
   if (index >= t->ncalls) {
     call **nc = realloc(t->calls, (index + 1) * sizeof *nc);
     if (!nc) return NULL;
@@ -388,7 +388,7 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
   c->complete_pending = 0;
   int r = ts_json_tok_feed(&c->tok, p, n);
   if (t->aborted) return;
-  if (t->cfg.format == TS_MS_RAW && r == TS_E_ABORTED && c->complete_pending) {
+  if (t->cfg.format == TS_FORMAT_RAW && r == TS_E_ABORTED && c->complete_pending) {
     /* the tokenizer stopped at the arguments' closing brace (on_arg_token): the piece
      * ends there; raw_feed looks at what follows */
     size_t used = (size_t)(c->done_off - (piece_end - n));
@@ -397,10 +397,10 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
     piece_end = c->done_off;
     r = TS_E_OK;
   }
-  if (t->cfg.format == TS_MS_RAW) t->ev_off = piece_end;
+  if (t->cfg.format == TS_FORMAT_RAW) t->ev_off = piece_end;
   if (r) {
     /* raw input: the error is stamped with the byte after the offending one */
-    if (t->cfg.format == TS_MS_RAW)
+    if (t->cfg.format == TS_FORMAT_RAW)
       t->ev_off = (c->err ? c->err_at : ts_json_tok_error_offset(&c->tok)) + 1;
     if (c->ready) {
       /* Bytes after arguments already reported complete: the call stays ready (it was
@@ -442,7 +442,7 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
     c->next_heartbeat = (c->arg_bytes / t->cfg.heartbeat_bytes + 1) * t->cfg.heartbeat_bytes;
   }
   if (c->complete_pending) {
-    if (t->cfg.format == TS_MS_RAW) t->ev_off = c->done_off;
+    if (t->cfg.format == TS_FORMAT_RAW) t->ev_off = c->done_off;
     fire_ready(t, c);
   }
 }
@@ -461,29 +461,29 @@ static void call_end(ts_tap *t, call *c) {
 
 /* ---- the adapter's callback ---------------------------------------------------------- */
 
-static int on_model_event(void *user, const ts_ms_event *me) {
+static int on_model_event(void *user, const ts_adapter_event *me) {
   ts_tap *t = user;
   ts_tap_event ev;
   call *c;
   switch (me->kind) {
-    case TS_MS_TEXT_DELTA:
+    case TS_ADAPTER_TEXT_DELTA:
       if (!t->cfg.text || me->text.len == 0) break;
       memset(&ev, 0, sizeof ev);
       ev.type = TS_TAP_TEXT_DELTA;
       ev.text = me->text;
       emit(t, &ev);
       break;
-    case TS_MS_CALL_BEGIN:
+    case TS_ADAPTER_CALL_BEGIN:
       if (!call_begin(t, me->index, me->id, me->name))
         stream_error(t, TS_E_NOMEM, "cannot track another tool call", 30);
       break;
-    case TS_MS_CALL_ARGS:
+    case TS_ADAPTER_CALL_ARGS:
       if ((c = call_get(t, me->index))) call_args(t, c, me->text.p, me->text.len);
       break;
-    case TS_MS_CALL_END:
+    case TS_ADAPTER_CALL_END:
       if ((c = call_get(t, me->index))) call_end(t, c);
       break;
-    case TS_MS_TURN_END:
+    case TS_ADAPTER_TURN_END:
       for (uint32_t i = 0; i < t->ncalls; i++)
         if (t->calls[i]) call_end(t, t->calls[i]);
       memset(&ev, 0, sizeof ev);
@@ -492,7 +492,7 @@ static int on_model_event(void *user, const ts_ms_event *me) {
       ev.usage = me->usage;
       emit(t, &ev);
       break;
-    case TS_MS_ERROR:
+    case TS_ADAPTER_ERROR:
       stream_error(t, me->code, me->error.p, me->error.len);
       break;
   }
@@ -510,7 +510,7 @@ static int on_sse_event(void *user, const ts_sse_event *se) {
     return t->aborted;
   }
   t->ev_off = se->end_offset;
-  ts_ms_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
+  ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
   return t->aborted;
 }
 
@@ -591,53 +591,52 @@ static void raw_feed(ts_tap *t, const char *p, size_t n) {
 
 /* ---- public --------------------------------------------------------------------------- */
 
-ts_tap *ts_tap_new(const ts_tap_config *cfg, ts_tap_cb cb, void *user) {
-  if (!cfg || !cb) return NULL;
-  if (cfg->format == TS_MS_RAW && !cfg->raw_tool) return NULL;
+int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user) {
+  if (!out || !cfg || !cb) return TS_E_INVAL;
+  if (cfg->format == TS_FORMAT_RAW && !cfg->raw_tool) return TS_E_INVAL;
+  if ((unsigned)cfg->format > TS_FORMAT_RAW || cfg->progress_max > TS_TAP_PROGRESS_LIMIT)
+    return TS_E_INVAL;
   ts_tap *t = calloc(1, sizeof *t);
-  if (!t) return NULL;
+  if (!t) return TS_E_NOMEM;
   t->cfg = *cfg;
   if (!t->cfg.heartbeat_bytes) t->cfg.heartbeat_bytes = TS_TAP_HEARTBEAT_BYTES;
   if (!t->cfg.progress_max) t->cfg.progress_max = TS_TAP_PROGRESS_MAX;
-  if (t->cfg.progress_max > TS_TAP_PROGRESS_LIMIT) {
-    free(t);
-    return NULL;
-  }
   if (!t->cfg.max_args_bytes) t->cfg.max_args_bytes = TS_TAP_MAX_ARGS_BYTES;
   if (!t->cfg.max_event_bytes) t->cfg.max_event_bytes = TS_TAP_MAX_EVENT_BYTES;
   t->cb = cb;
   t->user = user;
-  if (cfg->format == TS_MS_RAW) {
+  int rc = TS_E_OK;
+  if (cfg->format == TS_FORMAT_RAW) {
     size_t len = strlen(cfg->raw_tool);
-    if (!call_begin(t, 0, (ts_view){"", 0}, (ts_view){cfg->raw_tool, len})) {
-      ts_tap_free(t);
-      return NULL;
-    }
-    return t;
+    /* call 0 of a fresh tap can only fail for memory */
+    if (!call_begin(t, 0, (ts_view){"", 0}, (ts_view){cfg->raw_tool, len})) rc = TS_E_NOMEM;
+  } else {
+    t->sse_buf = malloc(t->cfg.max_event_bytes);
+    rc = t->sse_buf ? ts_adapter_new(&t->ms, cfg->format, on_model_event, t) : TS_E_NOMEM;
+    if (rc == TS_E_OK)
+      rc = ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
+                       t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t);
   }
-  t->sse_buf = malloc(t->cfg.max_event_bytes);
-  t->ms = ts_ms_new(cfg->format, on_model_event, t);
-  if (!t->sse_buf || !t->ms ||
-      ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
-                  t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t) != TS_E_OK) {
+  if (rc != TS_E_OK) {
     ts_tap_free(t);
-    return NULL;
+    return rc;
   }
-  return t;
+  *out = t;
+  return TS_E_OK;
 }
 
 void ts_tap_free(ts_tap *t) {
   if (!t) return;
   for (uint32_t i = 0; i < t->ncalls; i++) call_free(t->calls[i]);
   free(t->calls);
-  ts_ms_free(t->ms);
+  ts_adapter_free(t->ms);
   free(t->sse_buf);
   free(t);
 }
 
 int ts_tap_feed(ts_tap *t, char *buf, size_t len) {
   if (t->aborted) return TS_E_ABORTED;
-  if (t->cfg.format == TS_MS_RAW) {
+  if (t->cfg.format == TS_FORMAT_RAW) {
     raw_feed(t, buf, len);
   } else {
     ts_sse_feed(&t->sse, buf, len);
@@ -650,7 +649,7 @@ int ts_tap_finish(ts_tap *t) {
   if (t->finished) return t->aborted ? TS_E_ABORTED : TS_E_OK;
   t->finished = 1;
   t->ev_off = t->pos;
-  if (t->cfg.format == TS_MS_RAW) {
+  if (t->cfg.format == TS_FORMAT_RAW) {
     call *c = t->calls[0];
     if (!c->ready && !c->failed)
       fail_call(t, c, c->arg_bytes ? TS_E_TAP_INCOMPLETE : TS_E_JSON_EMPTY, c->arg_bytes);
@@ -658,7 +657,7 @@ int ts_tap_finish(ts_tap *t) {
   }
   ts_sse_finish(&t->sse);
   t->ev_off = t->pos;
-  ts_ms_finish(t->ms);
+  ts_adapter_finish(t->ms);
   t->ev_off = t->pos;
   for (uint32_t i = 0; i < t->ncalls && !t->aborted; i++) {
     call *c = t->calls[i];

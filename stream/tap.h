@@ -2,7 +2,7 @@
  * tap.h: a model's streamed reply in, tool-call events out, the moment they are knowable.
  *
  * The tap strings the stream layers together: SSE framing (sse.h), a provider adapter
- * (model_stream.h), and for each tool call its own argument tokenizer (json_tok.h) with
+ * (adapter.h), and for each tool call its own argument tokenizer (json_tok.h) with
  * a watcher on the tool's progress argument (json_watch.h). Bytes go in with
  * ts_tap_feed in chunks of any size; events come out through the callback.
  *
@@ -53,7 +53,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "stream/model_stream.h"
+#include "stream/adapter.h"
 
 typedef enum {
   TS_TAP_TOOL_CALL_STARTED = 1,
@@ -99,6 +99,8 @@ typedef int (*ts_tap_cb)(void *user, const ts_tap_event *ev);
 typedef const char *(*ts_tap_progress_fn)(void *user, const char *tool, size_t tool_len,
                                           size_t *arg_len);
 
+/* Calls per turn: a call's index is below this (the adapter's table bounds it). */
+#define TS_TAP_MAX_CALLS TS_ADAPTER_MAX_CALLS
 #define TS_TAP_PROGRESS_MAX 200
 #define TS_TAP_PROGRESS_LIMIT 65536 /* the largest progress_max a config may ask for */
 #define TS_TAP_HEARTBEAT_BYTES 4096
@@ -106,8 +108,8 @@ typedef const char *(*ts_tap_progress_fn)(void *user, const char *tool, size_t t
 #define TS_TAP_MAX_EVENT_BYTES (4u << 20)
 
 typedef struct {
-  ts_ms_format format;        /* TS_MS_AUTO (default) detects; TS_MS_RAW: bare argument bytes */
-  const char *raw_tool;       /* TS_MS_RAW: the tool's name */
+  ts_format format;        /* TS_FORMAT_AUTO (default) detects; TS_FORMAT_RAW: bare argument bytes */
+  const char *raw_tool;       /* TS_FORMAT_RAW: the tool's name */
   ts_tap_progress_fn progress_arg; /* may be NULL: no tool has one */
   void *progress_user;
   int deltas;                 /* emit TOOL_CALL_DELTA */
@@ -120,9 +122,11 @@ typedef struct {
 
 typedef struct ts_tap ts_tap;
 
-/* Returns NULL on out of memory or a bad config (RAW without raw_tool, progress_max over
- * TS_TAP_PROGRESS_LIMIT). */
-ts_tap *ts_tap_new(const ts_tap_config *cfg, ts_tap_cb cb, void *user);
+/* Creates a tap and stores it in *out. Returns TS_E_OK; TS_E_INVAL for a bad config
+ * (NULL out, cfg or cb; an unknown format; RAW without raw_tool; progress_max over
+ * TS_TAP_PROGRESS_LIMIT; max_event_bytes too large for the SSE framer); TS_E_NOMEM when
+ * memory runs out. On error *out is untouched and nothing is held. */
+int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user);
 void ts_tap_free(ts_tap *t); /* NULL is a no-op */
 
 /* Feeds the next bytes of the stream. `buf` may be modified (JSON strings are decoded in

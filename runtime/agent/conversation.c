@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "stream/json_view.h"
-#include "stream/model_stream.h"
+#include "stream/adapter.h"
 
 typedef struct {
   int role;
@@ -110,10 +110,10 @@ static void put_turn(ts_buf *b, msgs *l, msg *a, ts_provider p, int *first) {
   ts_view text = {"", 0};
   int ti = ts_jv_get(&v, 0, "text");
   /* keep only calls that have a result */
-  int has[TS_MS_MAX_CALLS];
-  ts_view ids[TS_MS_MAX_CALLS], names[TS_MS_MAX_CALLS], args[TS_MS_MAX_CALLS];
+  int has[TS_ADAPTER_MAX_CALLS];
+  ts_view ids[TS_ADAPTER_MAX_CALLS], names[TS_ADAPTER_MAX_CALLS], args[TS_ADAPTER_MAX_CALLS];
   int k = 0;
-  for (int c = 0, e = ts_jv_first(&v, calls); c < ncalls && k < TS_MS_MAX_CALLS;
+  for (int c = 0, e = ts_jv_first(&v, calls); c < ncalls && k < TS_ADAPTER_MAX_CALLS;
        c++, e = ts_jv_skip(&v, e), k++) {
     args[k] = ts_jv_raw(&v, ts_jv_get(&v, e, "arguments"));
     if (ts_jv_is_null(&v, ts_jv_get(&v, e, "arguments")) || !args[k].len) args[k] = (ts_view){"{}", 2};
@@ -121,7 +121,7 @@ static void put_turn(ts_buf *b, msgs *l, msg *a, ts_provider p, int *first) {
     names[k] = (ts_view){"", 0};
   }
   k = 0;
-  for (int c = 0, e = ts_jv_first(&v, calls); c < ncalls && k < TS_MS_MAX_CALLS;
+  for (int c = 0, e = ts_jv_first(&v, calls); c < ncalls && k < TS_ADAPTER_MAX_CALLS;
        c++, e = ts_jv_skip(&v, e), k++) {
     ts_jv_str(&v, ts_jv_get(&v, e, "id"), &ids[k]);
     ts_jv_str(&v, ts_jv_get(&v, e, "name"), &names[k]);

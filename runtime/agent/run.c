@@ -37,8 +37,8 @@ typedef struct {
   ts_buf text;
   ts_buf calls; /* JSON array items of the assistant's tool calls */
   uint32_t ncalls;
-  double started_ms[TS_MS_MAX_CALLS];
-  uint64_t started_off[TS_MS_MAX_CALLS];
+  double started_ms[TS_TAP_MAX_CALLS];
+  uint64_t started_off[TS_TAP_MAX_CALLS];
   ts_agent_stats *st;
 } loop;
 
@@ -61,7 +61,7 @@ static void on_dispatch_event(void *user, const ts_event *e) {
 /* Collects what the summary and the assistant message need, then sink, then dispatcher. */
 static int on_tap_event(void *user, const ts_tap_event *e) {
   loop *l = user;
-  if (e->is_call && e->index < TS_MS_MAX_CALLS) {
+  if (e->is_call && e->index < TS_TAP_MAX_CALLS) {
     if (e->type == TS_TAP_TOOL_CALL_STARTED) {
       l->started_ms[e->index] = ts_clock_ms();
       l->started_off[e->index] = e->offset;
@@ -142,14 +142,16 @@ static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
   ts_buf_reset(&l->calls);
   l->ncalls = 0;
   ts_dispatch_config dc = {c->dispatch_store, c->reg, c->thread, turn + 1, on_dispatch_event, l, 1};
-  l->disp = ts_dispatch_new(&dc);
+  l->disp = NULL;
+  int made = ts_dispatch_new(&l->disp, &dc);
   ts_tap_config tc = {.progress_arg = progress_of, .progress_user = l, .text = 1};
-  ts_tap *tap = l->disp ? ts_tap_new(&tc, on_tap_event, l) : NULL;
-  if (!tap) {
+  ts_tap *tap = NULL;
+  if (made == TS_E_OK) made = ts_tap_new(&tap, &tc, on_tap_event, l);
+  if (made != TS_E_OK) {
     ts_dispatch_free(l->disp);
     l->disp = NULL;
-    snprintf(why, cap, "out of memory");
-    return TS_E_NOMEM;
+    snprintf(why, cap, "%s", ts_err_message(made));
+    return made;
   }
   char mwhy[512] = "";
   int mrc = c->model.turn(c->model.user, &t, tap, mwhy, sizeof mwhy);

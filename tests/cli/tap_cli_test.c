@@ -311,8 +311,8 @@ static void lib_expect(sb *out, ts_tap_config cfg, const parg *pargs, const char
   sb_puts(&c.out, "");
   cfg.progress_arg = lib_progress;
   cfg.progress_user = &c;
-  ts_tap *t = ts_tap_new(&cfg, lib_cb, &c);
-  REQUIRE(t != NULL, "ts_tap_new");
+  ts_tap *t = NULL;
+  REQUIRE(ts_tap_new(&t, &cfg, lib_cb, &c) == TS_E_OK, "ts_tap_new");
   char *copy = malloc(len + 1);
   memcpy(copy, in, len);
   ts_tap_feed(t, copy, len);
@@ -495,7 +495,7 @@ START_TEST(test_options) {
       "data: [DONE]\n\n";
   const char *a3[] = {"--thread", "t", "--format", "openai-chat", "--text", NULL};
   memset(&cfg, 0, sizeof cfg);
-  cfg.format = TS_MS_OPENAI_CHAT;
+  cfg.format = TS_FORMAT_OPENAI_CHAT;
   cfg.text = 1;
   r = run_on("--format, --text", a3, chat, strlen(chat), cfg, NULL, 1);
   REQUIRE(r.status == 0, "exit %d", r.status);
@@ -506,7 +506,7 @@ START_TEST(test_options) {
   const char *a4[] = {"--thread", "t", "--format=raw", "--tool", "write_file", "--progress-arg",
                       "write_file=description", NULL};
   memset(&cfg, 0, sizeof cfg);
-  cfg.format = TS_MS_RAW;
+  cfg.format = TS_FORMAT_RAW;
   cfg.raw_tool = "write_file";
   r = run_on("raw", a4, args, strlen(args), cfg, write_desc, 1);
   REQUIRE(r.status == 0, "exit %d", r.status);

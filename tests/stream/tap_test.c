@@ -372,9 +372,9 @@ static void compact(sb *out, const char *s, size_t n) {
 
 typedef struct {
   int seen, started, done, ready;
-  char id[TS_MS_MAX_ID + 1];
+  char id[TS_ADAPTER_MAX_ID + 1];
   size_t idlen;
-  char tool[TS_MS_MAX_ID + 1];
+  char tool[TS_ADAPTER_MAX_ID + 1];
   size_t toollen;
   uint64_t last_beat;
   uint64_t args_hash, label_hash; /* READY's arguments, STARTED's label (FNV-1a) */
@@ -486,9 +486,9 @@ static void check_event(rec *r, const ts_tap_event *e) {
     if ((int)e->index >= r->ncalls) r->ncalls = (int)e->index + 1;
     if (type != TS_TAP_TOOL_CALL_STARTED)
       VIOL(r, "call #%u: first event is %s, not started", e->index, ts_tap_type_name(type));
-    c->idlen = e->call_id.len < TS_MS_MAX_ID ? e->call_id.len : TS_MS_MAX_ID;
+    c->idlen = e->call_id.len < TS_ADAPTER_MAX_ID ? e->call_id.len : TS_ADAPTER_MAX_ID;
     memcpy(c->id, e->call_id.p, c->idlen);
-    c->toollen = e->tool.len < TS_MS_MAX_ID ? e->tool.len : TS_MS_MAX_ID;
+    c->toollen = e->tool.len < TS_ADAPTER_MAX_ID ? e->tool.len : TS_ADAPTER_MAX_ID;
     memcpy(c->tool, e->tool.p, c->toollen);
   } else if (e->call_id.len != c->idlen || memcmp(e->call_id.p, c->id, c->idlen) ||
              e->tool.len != c->toollen || memcmp(e->tool.p, c->tool, c->toollen)) {
@@ -672,7 +672,7 @@ enum { OPT_NOAUTO = 1, OPT_NOEOL = 2 };
 /* Options, space-separated: p=ARG (every tool), pt=TOOL:ARG, tool=NAME (raw), deltas,
  * text, hb=N, pmax=N, margs=N, mev=N, noauto, noeol. The default event cap is 64 KiB
  * (the tap allocates it at creation; the default 4 MiB would slow thousands of runs). */
-static int setup_init(setup *s, ts_ms_format fmt, const char *opts) {
+static int setup_init(setup *s, ts_format fmt, const char *opts) {
   memset(s, 0, sizeof *s);
   s->cfg.format = fmt;
   s->cfg.progress_arg = lookup_progress;
@@ -722,7 +722,7 @@ static int setup_init(setup *s, ts_ms_format fmt, const char *opts) {
       ck_abort_msg("unknown option '%s'", w);
     }
   }
-  if (fmt == TS_MS_RAW) s->cfg.raw_tool = s->raw_tool;
+  if (fmt == TS_FORMAT_RAW) s->cfg.raw_tool = s->raw_tool;
   return flags;
 }
 
@@ -732,9 +732,16 @@ static size_t setup_pmax(const setup *s) {
 
 /* Feeds `in` in chunks of `chunk` bytes (0: whole), each copied into its own heap block.
  * Returns the recording; the caller checks r->viol and frees it. */
+/* A tap that must be made (NULL, for the REQUIRE that follows, if it was not). */
+static ts_tap *tap_new(const ts_tap_config *cfg, ts_tap_cb cb, void *user) {
+  ts_tap *t = NULL;
+  int rc = ts_tap_new(&t, cfg, cb, user);
+  return rc == TS_E_OK ? t : NULL;
+}
+
 static rec *run_tap(const setup *su, const char *in, size_t len, size_t chunk) {
-  rec *r = rec_new(su->cfg.format == TS_MS_RAW, setup_pmax(su));
-  ts_tap *t = ts_tap_new(&su->cfg, rec_cb, r);
+  rec *r = rec_new(su->cfg.format == TS_FORMAT_RAW, setup_pmax(su));
+  ts_tap *t = tap_new(&su->cfg, rec_cb, r);
   REQUIRE((t) != NULL, "unexpected NULL");
   if (chunk == 0) chunk = len ? len : 1;
   for (size_t off = 0; off < len;) {
@@ -757,8 +764,8 @@ static rec *run_tap(const setup *su, const char *in, size_t len, size_t chunk) {
 
 /* Feeds `in` in two reads, [0, p) and [p, len). */
 static rec *run_tap_split(const setup *su, const char *in, size_t len, size_t p) {
-  rec *r = rec_new(su->cfg.format == TS_MS_RAW, setup_pmax(su));
-  ts_tap *t = ts_tap_new(&su->cfg, rec_cb, r);
+  rec *r = rec_new(su->cfg.format == TS_FORMAT_RAW, setup_pmax(su));
+  ts_tap *t = tap_new(&su->cfg, rec_cb, r);
   REQUIRE(t != NULL, "ts_tap_new failed");
   char *b = malloc(len + 1);
   REQUIRE(b != NULL, "malloc");
@@ -798,8 +805,8 @@ enum { F_CHAT, F_RESP, F_ANTH, F_GEM, F_RAW, NFMT };
 
 static const char *const fmt_names[NFMT] = {"openai-chat", "openai-responses", "anthropic",
                                             "gemini", "raw"};
-static const ts_ms_format fmt_codes[NFMT] = {TS_MS_OPENAI_CHAT, TS_MS_OPENAI_RESPONSES,
-                                             TS_MS_ANTHROPIC, TS_MS_GEMINI, TS_MS_RAW};
+static const ts_format fmt_codes[NFMT] = {TS_FORMAT_OPENAI_CHAT, TS_FORMAT_OPENAI_RESPONSES,
+                                             TS_FORMAT_ANTHROPIC, TS_FORMAT_GEMINI, TS_FORMAT_RAW};
 
 #define MAXSTEPS 40
 
@@ -1141,7 +1148,7 @@ static void differential(const rec *r, const script *sc, int deltas, const char 
 /* Runs one input whole, then in chunks (every size 1..31 when `all_sizes`, else a few),
  * and compares every trace with the whole run's and the whole run's with `want` (when
  * given). With `all_sizes` it also reruns with deltas toggled. */
-static void check_case(const char *ctx, const char *opts, ts_ms_format fmt, const char *in,
+static void check_case(const char *ctx, const char *opts, ts_format fmt, const char *in,
                        size_t len, const char *want, int all_sizes, const script *sc) {
   setup su;
   setup_init(&su, fmt, opts);
@@ -1152,7 +1159,7 @@ static void check_case(const char *ctx, const char *opts, ts_ms_format fmt, cons
     REQUIRE(!strcmp(sb_str(&whole->trace), want), "%s, fed whole:\nwant:\n%sgot:\n%s", ctx,
                   clip(want), clip(sb_str(&whole->trace)));
   differential(whole, sc, su.cfg.deltas, ctx);
-  int raw_deltas = fmt == TS_MS_RAW && su.cfg.deltas;
+  int raw_deltas = fmt == TS_FORMAT_RAW && su.cfg.deltas;
   sb ref = {0};
   if (raw_deltas)
     strip_deltas(&ref, sb_str(&whole->trace));
@@ -1230,7 +1237,7 @@ static void check_script(int line, const char *label, int f, const char *opts,
       char ctx[300];
       snprintf(ctx, sizeof ctx, "line %d '%s' [%s%s%s]", line, label, fmt_names[f],
                mode ? " auto" : "", eol_names[eol]);
-      check_case(ctx, opts, mode ? TS_MS_AUTO : fmt_codes[f], in.p, in.len, want.p,
+      check_case(ctx, opts, mode ? TS_FORMAT_AUTO : fmt_codes[f], in.p, in.len, want.p,
                  eol == 0 && mode == 0, &sc);
     }
     sb_free(&want);
@@ -1989,7 +1996,7 @@ START_TEST(test_split_every_pair) {
   const size_t n = strlen(args);
   const size_t q = (size_t)(strstr(args, "ok\"") - args) + 2;
   setup su;
-  setup_init(&su, TS_MS_ANTHROPIC, "p=description");
+  setup_init(&su, TS_FORMAT_ANTHROPIC, "p=description");
   for (size_t p1 = 1; p1 < n; p1++) {
     for (size_t p2 = p1 + 1; p2 < n; p2++) {
       char bufs[8][512];
@@ -2082,14 +2089,14 @@ START_TEST(test_labels_every_split) {
     sb_puts(&want, "\nfinished @6 'tool_use'\n");
     expand(&w, want.p, ends, nends, sc.out.len);
     snprintf(ctx, sizeof ctx, "line %d, split at %zu [anthropic]", labels[_i].line, p);
-    check_case(ctx, opts, TS_MS_ANTHROPIC, sc.out.p, sc.out.len, w.p, 0, NULL);
+    check_case(ctx, opts, TS_FORMAT_ANTHROPIC, sc.out.p, sc.out.len, w.p, 0, NULL);
     sb_free(&want);
     sb_free(&w);
     script_free(&sc);
 
     /* raw, two reads */
     setup su;
-    setup_init(&su, TS_MS_RAW, opts);
+    setup_init(&su, TS_FORMAT_RAW, opts);
     rec *r = run_tap_split(&su, args, n, p);
     sb rw = {0};
     sb_printf(&rw, "started #0 '' write_file +%zu '%s'%s\n", q + 1, labels[_i].label,
@@ -2426,7 +2433,7 @@ START_TEST(test_corpus) {
       char ctx[200];
       snprintf(ctx, sizeof ctx, "line %d %s%s%s", corpus[_i].line, corpus[_i].file,
                mode ? " auto" : "", eol_names[eol]);
-      check_case(ctx, corpus[_i].opts, mode ? TS_MS_AUTO : fmt_codes[corpus[_i].fmt], in.p, in.len,
+      check_case(ctx, corpus[_i].opts, mode ? TS_FORMAT_AUTO : fmt_codes[corpus[_i].fmt], in.p, in.len,
                  want.p, eol == 0 && mode == 0, NULL);
     }
     sb_free(&want);
@@ -2464,7 +2471,7 @@ START_TEST(test_defaults) {
   size_t nends = block_ends(in.p, in.len, ends, 32);
   REQUIRE_EQ(nends, 15);
   setup su;
-  setup_init(&su, TS_MS_ANTHROPIC, ""); /* started at once: heartbeats come after it */
+  setup_init(&su, TS_FORMAT_ANTHROPIC, ""); /* started at once: heartbeats come after it */
   su.cfg.max_event_bytes = 0;           /* the default */
   rec *r = run_tap(&su, in.p, in.len, 0);
   REQUIRE(!r->viol[0], "%s", r->viol);
@@ -2486,7 +2493,7 @@ END_TEST
  * interval: the trace must not depend on the reads. */
 START_TEST(test_raw_heartbeats_late_start) {
   static const char args[] = "{\"c\":\"0123456789\",\"description\":\"late\",\"d\":\"0123456789abcdef\"}";
-  check_case("raw heartbeats, late start", "p=description hb=8", TS_MS_RAW, args, strlen(args),
+  check_case("raw heartbeats, late start", "p=description hb=8", TS_FORMAT_RAW, args, strlen(args),
              NULL, 1, NULL);
 }
 END_TEST
@@ -2512,7 +2519,7 @@ START_TEST(test_raw_messages_every_split) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     setup su;
-    setup_init(&su, TS_MS_RAW, cases[i].opts);
+    setup_init(&su, TS_FORMAT_RAW, cases[i].opts);
     size_t len = strlen(cases[i].in);
     rec *whole = run_tap(&su, cases[i].in, len, 0);
     REQUIRE(!whole->viol[0], "case %zu: %s", i, whole->viol);
@@ -2546,9 +2553,9 @@ START_TEST(test_unknown_format) {
   static const char in[] = ": nothing but comments\n\n: here\n\n";
   char want[128];
   snprintf(want, sizeof want, "stream_error +%zu ms_unknown_format\n", strlen(in));
-  check_case("auto, comments only", "", TS_MS_AUTO, in, strlen(in), want, 1, NULL);
+  check_case("auto, comments only", "", TS_FORMAT_AUTO, in, strlen(in), want, 1, NULL);
   snprintf(want, sizeof want, "stream_error +%zu ms_truncated\n", strlen(in));
-  check_case("chat, comments only", "", TS_MS_OPENAI_CHAT, in, strlen(in), want, 1, NULL);
+  check_case("chat, comments only", "", TS_FORMAT_OPENAI_CHAT, in, strlen(in), want, 1, NULL);
 }
 END_TEST
 
@@ -2561,10 +2568,41 @@ static int never_cb(void *user, const ts_tap_event *e) {
 START_TEST(test_api) {
   ts_tap_config cfg;
   memset(&cfg, 0, sizeof cfg);
-  REQUIRE((ts_tap_new(NULL, never_cb, NULL)) == NULL, "not NULL");
-  REQUIRE((ts_tap_new(&cfg, NULL, NULL)) == NULL, "not NULL");
-  cfg.format = TS_MS_RAW;
-  REQUIRE((ts_tap_new(&cfg, never_cb, NULL)) == NULL, "not NULL"); /* raw without raw_tool */
+  /* a bad config is TS_E_INVAL, and *out is left as it was */
+  ts_tap *bad = (ts_tap *)&cfg;
+  REQUIRE_EQ(ts_tap_new(&bad, NULL, never_cb, NULL), TS_E_INVAL);
+  REQUIRE_EQ(ts_tap_new(&bad, &cfg, NULL, NULL), TS_E_INVAL);
+  REQUIRE_EQ(ts_tap_new(NULL, &cfg, never_cb, NULL), TS_E_INVAL);
+  cfg.format = TS_FORMAT_RAW;
+  REQUIRE_EQ(ts_tap_new(&bad, &cfg, never_cb, NULL), TS_E_INVAL); /* raw without raw_tool */
+  cfg.format = (ts_format)99;
+  REQUIRE_EQ(ts_tap_new(&bad, &cfg, never_cb, NULL), TS_E_INVAL); /* unknown format */
+  cfg.format = TS_FORMAT_AUTO;
+  cfg.progress_max = TS_TAP_PROGRESS_LIMIT + 1;
+  REQUIRE_EQ(ts_tap_new(&bad, &cfg, never_cb, NULL), TS_E_INVAL);
+  cfg.progress_max = 0;
+  REQUIRE(bad == (ts_tap *)&cfg, "*out changed on error");
+  /* out of memory at each allocation ts_tap_new makes is TS_E_NOMEM, never INVAL */
+  for (int raw = 0; raw < 2; raw++) {
+    cfg.format = raw ? TS_FORMAT_RAW : TS_FORMAT_AUTO;
+    cfg.raw_tool = raw ? "f" : NULL;
+    int made = 0;
+    for (long n = 1; n < 20 && !made; n++) {
+      ts_tap *t = NULL;
+      ts_test_alloc_fail_after(n);
+      int rc = ts_tap_new(&t, &cfg, never_cb, NULL);
+      ts_test_alloc_fail_after(-1);
+      if (rc == TS_E_OK) {
+        made = 1;
+        REQUIRE(n > 1, "made without allocating");
+        ts_tap_free(t);
+      } else {
+        REQUIRE(rc == TS_E_NOMEM && t == NULL, "allocation %ld fails: %s", n, ts_err_name(rc));
+      }
+    }
+    REQUIRE(made, "never made");
+  }
+  memset(&cfg, 0, sizeof cfg);
   ts_tap_free(NULL);
   REQUIRE(!strcmp(ts_tap_type_name(TS_TAP_TOOL_CALL_STARTED), "tool_call_started"), "%s != %s", ts_tap_type_name(TS_TAP_TOOL_CALL_STARTED), "tool_call_started");
   REQUIRE(!strcmp(ts_tap_type_name(TS_TAP_TOOL_CALL_DELTA), "tool_call_delta"), "%s != %s", ts_tap_type_name(TS_TAP_TOOL_CALL_DELTA), "tool_call_delta");
@@ -2578,9 +2616,9 @@ START_TEST(test_api) {
   /* Empty feeds change nothing; offset counts bytes; finish twice reports nothing more. */
   static const char part[] = "data: [DONE]\n\n";
   setup su;
-  setup_init(&su, TS_MS_OPENAI_CHAT, "");
+  setup_init(&su, TS_FORMAT_OPENAI_CHAT, "");
   rec *r = rec_new(0, setup_pmax(&su));
-  ts_tap *t = ts_tap_new(&su.cfg, rec_cb, r);
+  ts_tap *t = tap_new(&su.cfg, rec_cb, r);
   REQUIRE((t) != NULL, "unexpected NULL");
   char buf[32];
   REQUIRE_EQ(ts_tap_feed(t, buf, 0), TS_E_OK);
@@ -2610,7 +2648,7 @@ START_TEST(test_abort) {
   size_t len;
   char *text = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
   setup su;
-  setup_init(&su, TS_MS_OPENAI_CHAT, "p=description deltas");
+  setup_init(&su, TS_FORMAT_OPENAI_CHAT, "p=description deltas");
   rec *full = run_tap(&su, text, len, 0);
   long total = full->nevents;
   REQUIRE((total) > (5), "too small");
@@ -2619,7 +2657,7 @@ START_TEST(test_abort) {
     for (int bytewise = 0; bytewise < 2; bytewise++) {
       rec *r = rec_new(0, setup_pmax(&su));
       r->abort_at = k;
-      ts_tap *t = ts_tap_new(&su.cfg, rec_cb, r);
+      ts_tap *t = tap_new(&su.cfg, rec_cb, r);
       REQUIRE((t) != NULL, "unexpected NULL");
       char *copy = malloc(len);
       memcpy(copy, text, len);
@@ -2671,12 +2709,12 @@ START_TEST(test_alloc_per_call) {
   for (int deltas = 0; deltas < 2; deltas++) {
     for (size_t ci = 0; ci < 3; ci++) {
       setup su;
-      setup_init(&su, TS_MS_ANTHROPIC, deltas ? "p=description text deltas" : "p=description text");
+      setup_init(&su, TS_FORMAT_ANTHROPIC, deltas ? "p=description text deltas" : "p=description text");
       rec *r = rec_new(0, setup_pmax(&su));
       r->no_alloc = 1;
       char *copy = malloc(in.len);
       memcpy(copy, in.p, in.len);
-      ts_tap *t = ts_tap_new(&su.cfg, rec_cb, r);
+      ts_tap *t = tap_new(&su.cfg, rec_cb, r);
       REQUIRE((t) != NULL, "unexpected NULL");
       uint64_t before = ts_test_alloc_count();
       size_t step = chunks[ci] ? chunks[ci] : in.len;
@@ -2709,11 +2747,11 @@ START_TEST(test_out_of_memory) {
   size_t len;
   char *text = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
   setup su;
-  setup_init(&su, TS_MS_OPENAI_CHAT, "p=description deltas");
+  setup_init(&su, TS_FORMAT_OPENAI_CHAT, "p=description deltas");
   rec *ref = rec_new(0, setup_pmax(&su));
   ref->no_alloc = 1;
   uint64_t a0 = ts_test_alloc_count();
-  ts_tap *t = ts_tap_new(&su.cfg, rec_cb, ref);
+  ts_tap *t = tap_new(&su.cfg, rec_cb, ref);
   char *copy = malloc(len);
   memcpy(copy, text, len);
   ref->fed = len;
@@ -2727,7 +2765,11 @@ START_TEST(test_out_of_memory) {
     r->no_alloc = 1;
     memcpy(copy, text, len);
     ts_test_alloc_fail_after(n);
-    t = ts_tap_new(&su.cfg, rec_cb, r);
+    t = NULL;
+    int nrc = ts_tap_new(&t, &su.cfg, rec_cb, r);
+    /* out of memory is told apart from a bad config: only NOMEM, and nothing made */
+    REQUIRE(nrc == TS_E_OK || (nrc == TS_E_NOMEM && t == NULL), "allocation %ld fails: %s", n,
+            ts_err_name(nrc));
     if (t) {
       r->fed = len;
       ts_tap_feed(t, copy, len);

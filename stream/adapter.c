@@ -1,12 +1,12 @@
 /*
- * model_stream.c: the adapter core behind model_stream.h.
+ * adapter.c: the adapter core behind adapter.h.
  *
  * Four providers stream a model turn in four shapes; downstream wants one. This file
  * owns everything the four have in common and leaves each provider module only the
  * reading of its own payload shape:
  *
  *   - framing of work: one SSE event in, its payload parsed exactly once (jsmn, on a
- *     token array allocated at ts_ms_new), the parse handed to the provider module;
+ *     token array allocated at ts_adapter_new), the parse handed to the provider module;
  *   - the call table: providers name calls by their own keys (an index that can be
  *     reused, an item id, a block index, nothing at all); the table maps those keys to
  *     slots and slots to the turn's call indexes 0, 1, 2 ... in order of appearance,
@@ -21,12 +21,12 @@
  * fragments are recognised and dropped instead of being mistaken for a new call) but
  * never gets an index, so the indexes downstream sees stay dense.
  *
- * Nothing here allocates after ts_ms_new. Lookups scan the table backwards (the most
+ * Nothing here allocates after ts_adapter_new. Lookups scan the table backwards (the most
  * recent call with a key wins, which is what a reused key means); a turn has a handful
- * of calls, and TS_MS_MAX_CALLS bounds the scan.
+ * of calls, and TS_ADAPTER_MAX_CALLS bounds the scan.
  */
-#define TS_MS_INTERNAL
-#include "stream/model_stream.h"
+#define TS_ADAPTER_INTERNAL
+#include "stream/adapter.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,16 +45,16 @@ typedef struct {
   uint8_t state;    /* SLOT_* */
   uint8_t has_args; /* a CALL_ARGS was reported */
   uint16_t key_len;
-  char key[TS_MS_MAX_ID]; /* string key (Responses item_id, Chat id), may be empty */
+  char key[TS_ADAPTER_MAX_ID]; /* string key (Responses item_id, Chat id), may be empty */
 } ms_call;
 
-struct ts_ms {
-  ts_ms_format fmt;
-  ts_ms_cb cb;
+struct ts_adapter {
+  ts_format fmt;
+  ts_adapter_cb cb;
   void *user;
   uint8_t aborted;  /* the callback asked to stop: sticky */
   uint8_t done;     /* the provider ended the turn (TURN_END or a terminal error) */
-  uint8_t finished; /* ts_ms_finish was called */
+  uint8_t finished; /* ts_adapter_finish was called */
   uint8_t has_stop;
   uint8_t overflow; /* TS_E_MS_TOO_MANY_CALLS was reported */
   int finish_rc;
@@ -65,28 +65,28 @@ struct ts_ms {
   uint32_t ncalls; /* indexes handed out */
   size_t stop_len, usage_len;
   ts_jv jv;
-  char stop[TS_MS_MAX_ID];
-  char usage[TS_MS_MAX_USAGE];
-  ms_call calls[TS_MS_MAX_CALLS];
+  char stop[TS_ADAPTER_MAX_ID];
+  char usage[TS_ADAPTER_MAX_USAGE];
+  ms_call calls[TS_ADAPTER_MAX_CALLS];
 };
 
 /* ---- formats -------------------------------------------------------------------- */
 
 static const char *const format_names[] = {
-    [TS_MS_AUTO] = "auto",
-    [TS_MS_OPENAI_CHAT] = "openai-chat",
-    [TS_MS_OPENAI_RESPONSES] = "openai-responses",
-    [TS_MS_ANTHROPIC] = "anthropic",
-    [TS_MS_GEMINI] = "gemini",
-    [TS_MS_RAW] = "raw",
+    [TS_FORMAT_AUTO] = "auto",
+    [TS_FORMAT_OPENAI_CHAT] = "openai-chat",
+    [TS_FORMAT_OPENAI_RESPONSES] = "openai-responses",
+    [TS_FORMAT_ANTHROPIC] = "anthropic",
+    [TS_FORMAT_GEMINI] = "gemini",
+    [TS_FORMAT_RAW] = "raw",
 };
 #define NFORMATS (sizeof format_names / sizeof format_names[0])
 
-const char *ts_ms_format_name(ts_ms_format f) {
+const char *ts_format_name(ts_format f) {
   return (unsigned)f < NFORMATS ? format_names[f] : "unknown";
 }
 
-int ts_ms_format_parse(const char *name) {
+int ts_format_parse(const char *name) {
   if (!name) return -1;
   for (size_t i = 0; i < NFORMATS; i++)
     if (strcmp(name, format_names[i]) == 0) return (int)i;
@@ -110,31 +110,31 @@ static const char *const anthropic_types[] = {
     "content_block_start", "content_block_delta", "content_block_stop",
 };
 
-static ts_ms_format detect_name(ts_view name) {
-  if (view_prefix(name, "response.")) return TS_MS_OPENAI_RESPONSES;
+static ts_format detect_name(ts_view name) {
+  if (view_prefix(name, "response.")) return TS_FORMAT_OPENAI_RESPONSES;
   for (size_t i = 0; i < sizeof anthropic_types / sizeof anthropic_types[0]; i++)
-    if (view_eq(name, anthropic_types[i])) return TS_MS_ANTHROPIC;
-  return TS_MS_AUTO;
+    if (view_eq(name, anthropic_types[i])) return TS_FORMAT_ANTHROPIC;
+  return TS_FORMAT_AUTO;
 }
 
-static ts_ms_format detect_parsed(const ts_jv *jv) {
+static ts_format detect_parsed(const ts_jv *jv) {
   int root = 0;
   if (ts_jv_type_of(jv, root) == TS_JV_ARRAY) root = ts_jv_first(jv, root); /* Gemini */
-  if (ts_jv_type_of(jv, root) != TS_JV_OBJECT) return TS_MS_AUTO;
+  if (ts_jv_type_of(jv, root) != TS_JV_OBJECT) return TS_FORMAT_AUTO;
   int type = ts_jv_get(jv, root, "type");
   if (ts_jv_type_of(jv, type) == TS_JV_STRING) {
     ts_view raw = ts_jv_raw(jv, type);
     ts_view name = {raw.p + 1, raw.len - 2};
-    ts_ms_format f = detect_name(name);
-    if (f != TS_MS_AUTO) return f;
+    ts_format f = detect_name(name);
+    if (f != TS_FORMAT_AUTO) return f;
   }
   if (ts_jv_get(jv, root, "candidates") >= 0 || ts_jv_get(jv, root, "usageMetadata") >= 0 ||
       ts_jv_get(jv, root, "promptFeedback") >= 0)
-    return TS_MS_GEMINI;
+    return TS_FORMAT_GEMINI;
   if (ts_jv_get(jv, root, "choices") >= 0 ||
       ts_jv_eq(jv, ts_jv_get(jv, root, "object"), "chat.completion.chunk"))
-    return TS_MS_OPENAI_CHAT;
-  return TS_MS_AUTO;
+    return TS_FORMAT_OPENAI_CHAT;
+  return TS_FORMAT_AUTO;
 }
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -151,14 +151,14 @@ static ts_view name_view(const char *event, size_t event_len) {
   return v;
 }
 
-ts_ms_format ts_ms_detect(const char *event, size_t event_len, const char *data, size_t data_len) {
-  ts_ms_format f = detect_name(name_view(event, event_len));
-  if (f != TS_MS_AUTO || !data) return f;
+ts_format ts_adapter_detect(const char *event, size_t event_len, const char *data, size_t data_len) {
+  ts_format f = detect_name(name_view(event, event_len));
+  if (f != TS_FORMAT_AUTO || !data) return f;
   ts_view d = trim(data, data_len);
-  if (view_eq(d, "[DONE]")) return TS_MS_OPENAI_CHAT;
-  if (d.len == 0) return TS_MS_AUTO;
+  if (view_eq(d, "[DONE]")) return TS_FORMAT_OPENAI_CHAT;
+  if (d.len == 0) return TS_FORMAT_AUTO;
   ts_jv jv;
-  if (ts_jv_init(&jv, TS_MS_MAX_TOKENS) != TS_E_OK) return TS_MS_AUTO;
+  if (ts_jv_init(&jv, TS_ADAPTER_MAX_TOKENS) != TS_E_OK) return TS_FORMAT_AUTO;
   /* Detection never decodes a string, so the const payload is only read. */
   if (ts_jv_parse(&jv, (char *)d.p, d.len) == TS_E_OK) f = detect_parsed(&jv);
   ts_jv_fini(&jv);
@@ -167,47 +167,60 @@ ts_ms_format ts_ms_detect(const char *event, size_t event_len, const char *data,
 
 /* ---- life cycle ---------------------------------------------------------------- */
 
-ts_ms *ts_ms_new(ts_ms_format format, ts_ms_cb cb, void *user) {
-  if (!cb || format == TS_MS_RAW || (unsigned)format >= NFORMATS) return NULL;
-  ts_ms *a = calloc(1, sizeof *a);
-  if (!a) return NULL;
-  if (ts_jv_init(&a->jv, TS_MS_MAX_TOKENS) != TS_E_OK) {
+int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *user) {
+  if (!out || !cb || format == TS_FORMAT_RAW || (unsigned)format >= NFORMATS) return TS_E_INVAL;
+  ts_adapter *a = calloc(1, sizeof *a);
+  if (!a) return TS_E_NOMEM;
+  int rc = ts_jv_init(&a->jv, TS_ADAPTER_MAX_TOKENS);
+  if (rc != TS_E_OK) {
     free(a);
-    return NULL;
+    return rc;
   }
   a->fmt = format;
   a->cb = cb;
   a->user = user;
   a->last = -1;
-  return a;
+  *out = a;
+  return TS_E_OK;
 }
 
-void ts_ms_free(ts_ms *a) {
+void ts_adapter_free(ts_adapter *a) {
   if (!a) return;
   ts_jv_fini(&a->jv);
   free(a);
 }
 
-ts_ms_format ts_ms_format_of(const ts_ms *a) { return a->fmt; }
+ts_format ts_adapter_format_of(const ts_adapter *a) { return a->fmt; }
 
-int ts_ms_done(const ts_ms *a) { return a->done; }
+int ts_adapter_done(const ts_adapter *a) { return a->done; }
 
 /* ---- reporting ------------------------------------------------------------------ */
 
-static void emit(ts_ms *a, ts_ms_event *ev) {
+/* The JSON view speaks about documents; the adapter's errors speak about the stream's
+ * payloads (and their names are part of the event schema). */
+static int payload_code(int jv_rc) {
+  switch (jv_rc) {
+    case TS_E_JV_BAD_JSON: return TS_E_MS_BAD_JSON;
+    case TS_E_JV_TOO_MANY_TOKENS: return TS_E_MS_TOO_MANY_TOKENS;
+    case TS_E_JV_NOT_STRING: return TS_E_MS_BAD_SHAPE;
+    default: return jv_rc;
+  }
+}
+
+static void emit(ts_adapter *a, ts_adapter_event *ev) {
   if (a->aborted) return;
   if (a->cb(a->user, ev) != 0) a->aborted = 1;
 }
 
-void ts__ms_error(ts_ms *a, int code, const char *msg, size_t len, int terminal) {
+void ts__adapter_error(ts_adapter *a, int code, const char *msg, size_t len, int terminal) {
   if (a->aborted) return;
   if (!a->ev_err) a->ev_err = code;
   if (!msg) {
     msg = ts_err_message(code);
     len = strlen(msg);
   }
-  ts_ms_event ev = {0};
-  ev.kind = TS_MS_ERROR;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_ERROR;
   ev.terminal = terminal ? 1 : 0;
   ev.code = code;
   ev.error.p = msg;
@@ -216,7 +229,7 @@ void ts__ms_error(ts_ms *a, int code, const char *msg, size_t len, int terminal)
   emit(a, &ev);
 }
 
-void ts__ms_provider_error(ts_ms *a, ts_jv *jv, int err, const char *fallback) {
+void ts__adapter_provider_error(ts_adapter *a, ts_jv *jv, int err, const char *fallback) {
   ts_view msg = {fallback, fallback ? strlen(fallback) : 0};
   int m = ts_jv_type_of(jv, err) == TS_JV_OBJECT ? ts_jv_get(jv, err, "message") : err;
   if (ts_jv_type_of(jv, m) == TS_JV_STRING) {
@@ -224,39 +237,39 @@ void ts__ms_provider_error(ts_ms *a, ts_jv *jv, int err, const char *fallback) {
   } else if (err >= 0) {
     msg = ts_jv_raw(jv, err);
   }
-  ts__ms_error(a, TS_E_MS_PROVIDER, msg.p, msg.len, 1); /* NULL: the table's message */
+  ts__adapter_error(a, TS_E_MS_PROVIDER, msg.p, msg.len, 1); /* NULL: the table's message */
 }
 
-int ts__ms_string(ts_ms *a, ts_jv *jv, int i, ts_view *out) {
+int ts__adapter_string(ts_adapter *a, ts_jv *jv, int i, ts_view *out) {
   out->p = "";
   out->len = 0;
   if (i < 0 || ts_jv_is_null(jv, i)) return 0;
-  int rc = ts_jv_str(jv, i, out);
+  int rc = payload_code(ts_jv_str(jv, i, out));
   if (rc != TS_E_OK) {
     out->p = "";
     out->len = 0;
-    ts__ms_error(a, rc, NULL, 0, 0);
+    ts__adapter_error(a, rc, NULL, 0, 0);
     return -1;
   }
   return 1;
 }
 
-void ts__ms_text(ts_ms *a, ts_view text) {
+void ts__adapter_text(ts_adapter *a, ts_view text) {
   if (text.len == 0) return;
-  ts_ms_event ev = {0};
-  ev.kind = TS_MS_TEXT_DELTA;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_TEXT_DELTA;
   ev.text = text;
   emit(a, &ev);
 }
 
 /* ---- the call table -------------------------------------------------------------- */
 
-int ts__ms_call_begin(ts_ms *a, int64_t nkey, ts_view key, ts_view id, ts_view name) {
-  if (a->nslots >= TS_MS_MAX_CALLS) {
+int ts__adapter_call_begin(ts_adapter *a, int64_t nkey, ts_view key, ts_view id, ts_view name) {
+  if (a->nslots >= TS_ADAPTER_MAX_CALLS) {
     /* Once per turn: every call past the limit is dropped, and its later pieces would
      * only repeat the news. No slot is left to be "the latest call" either, so a piece
      * that names no call cannot be pinned on the last call that fitted. */
-    if (!a->overflow) ts__ms_error(a, TS_E_MS_TOO_MANY_CALLS, NULL, 0, 0);
+    if (!a->overflow) ts__adapter_error(a, TS_E_MS_TOO_MANY_CALLS, NULL, 0, 0);
     a->overflow = 1;
     a->last = -1;
     return -1;
@@ -266,20 +279,20 @@ int ts__ms_call_begin(ts_ms *a, int64_t nkey, ts_view key, ts_view id, ts_view n
   memset(c, 0, offsetof(ms_call, key));
   c->nkey = nkey;
   a->last = slot;
-  int fits = key.len <= TS_MS_MAX_ID;
+  int fits = key.len <= TS_ADAPTER_MAX_ID;
   if (fits) {
     if (key.len) memcpy(c->key, key.p, key.len);
     c->key_len = (uint16_t)key.len;
   }
-  if (!fits || id.len > TS_MS_MAX_ID || name.len > TS_MS_MAX_ID) {
+  if (!fits || id.len > TS_ADAPTER_MAX_ID || name.len > TS_ADAPTER_MAX_ID) {
     c->state = SLOT_REFUSED;
-    ts__ms_error(a, TS_E_MS_ID_TOO_LONG, NULL, 0, 0);
+    ts__adapter_error(a, TS_E_MS_ID_TOO_LONG, NULL, 0, 0);
     return -1;
   }
   c->state = SLOT_OPEN;
   c->index = a->ncalls++;
-  ts_ms_event ev = {0};
-  ev.kind = TS_MS_CALL_BEGIN;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_CALL_BEGIN;
   ev.index = c->index;
   ev.id = id;
   ev.name = name;
@@ -287,13 +300,13 @@ int ts__ms_call_begin(ts_ms *a, int64_t nkey, ts_view key, ts_view id, ts_view n
   return slot;
 }
 
-int ts__ms_call_by_nkey(const ts_ms *a, int64_t nkey) {
+int ts__adapter_call_by_nkey(const ts_adapter *a, int64_t nkey) {
   for (int s = (int)a->nslots - 1; s >= 0; s--)
     if (a->calls[s].nkey == nkey) return s;
   return -1;
 }
 
-int ts__ms_call_by_key(const ts_ms *a, ts_view key) {
+int ts__adapter_call_by_key(const ts_adapter *a, ts_view key) {
   if (key.len == 0) return -1;
   for (int s = (int)a->nslots - 1; s >= 0; s--) {
     const ms_call *c = &a->calls[s];
@@ -302,96 +315,96 @@ int ts__ms_call_by_key(const ts_ms *a, ts_view key) {
   return -1;
 }
 
-int ts__ms_call_last(const ts_ms *a) { return a->last; }
+int ts__adapter_call_last(const ts_adapter *a) { return a->last; }
 
-int ts__ms_call_ended(const ts_ms *a, int slot) {
+int ts__adapter_call_ended(const ts_adapter *a, int slot) {
   return slot >= 0 && a->calls[slot].state == SLOT_ENDED;
 }
 
-int ts__ms_call_has_args(const ts_ms *a, int slot) {
+int ts__adapter_call_has_args(const ts_adapter *a, int slot) {
   return slot >= 0 && a->calls[slot].has_args;
 }
 
-ts_view ts__ms_call_key(const ts_ms *a, int slot) {
+ts_view ts__adapter_call_key(const ts_adapter *a, int slot) {
   ts_view v = {a->calls[slot].key, a->calls[slot].key_len};
   return v;
 }
 
-void ts__ms_call_set_key(ts_ms *a, int slot, ts_view key) {
+void ts__adapter_call_set_key(ts_adapter *a, int slot, ts_view key) {
   ms_call *c = &a->calls[slot];
-  if (key.len > TS_MS_MAX_ID) {
-    ts__ms_error(a, TS_E_MS_ID_TOO_LONG, NULL, 0, 0);
+  if (key.len > TS_ADAPTER_MAX_ID) {
+    ts__adapter_error(a, TS_E_MS_ID_TOO_LONG, NULL, 0, 0);
     return;
   }
   memmove(c->key, key.p, key.len);
   c->key_len = (uint16_t)key.len;
 }
 
-void ts__ms_call_args(ts_ms *a, int slot, ts_view text) {
+void ts__adapter_call_args(ts_adapter *a, int slot, ts_view text) {
   if (slot < 0) return;
   ms_call *c = &a->calls[slot];
   a->last = slot;
   if (c->state != SLOT_OPEN || text.len == 0) return;
   c->has_args = 1;
-  ts_ms_event ev = {0};
-  ev.kind = TS_MS_CALL_ARGS;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_CALL_ARGS;
   ev.index = c->index;
   ev.text = text;
   emit(a, &ev);
 }
 
-void ts__ms_call_end(ts_ms *a, int slot) {
+void ts__adapter_call_end(ts_adapter *a, int slot) {
   if (slot < 0) return;
   ms_call *c = &a->calls[slot];
   if (c->state != SLOT_OPEN) return;
   c->state = SLOT_ENDED;
-  ts_ms_event ev = {0};
-  ev.kind = TS_MS_CALL_END;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_CALL_END;
   ev.index = c->index;
   emit(a, &ev);
 }
 
-void ts__ms_end_all(ts_ms *a) {
-  for (uint32_t s = 0; s < a->nslots; s++) ts__ms_call_end(a, (int)s);
+void ts__adapter_end_all(ts_adapter *a) {
+  for (uint32_t s = 0; s < a->nslots; s++) ts__adapter_call_end(a, (int)s);
 }
 
 /* ---- end of the turn --------------------------------------------------------------- */
 
-void ts__ms_set_stop(ts_ms *a, ts_view stop) {
+void ts__adapter_set_stop(ts_adapter *a, ts_view stop) {
   a->has_stop = 1;
   if (stop.len > sizeof a->stop) {
     a->stop_len = 0;
-    ts__ms_error(a, TS_E_MS_FIELD_TOO_LONG, NULL, 0, 0);
+    ts__adapter_error(a, TS_E_MS_FIELD_TOO_LONG, NULL, 0, 0);
     return;
   }
   memcpy(a->stop, stop.p, stop.len);
   a->stop_len = stop.len;
 }
 
-void ts__ms_set_usage(ts_ms *a, ts_view usage) {
+void ts__adapter_set_usage(ts_adapter *a, ts_view usage) {
   if (usage.len > sizeof a->usage) {
     a->usage_len = 0;
-    ts__ms_error(a, TS_E_MS_FIELD_TOO_LONG, NULL, 0, 0);
+    ts__adapter_error(a, TS_E_MS_FIELD_TOO_LONG, NULL, 0, 0);
     return;
   }
   memcpy(a->usage, usage.p, usage.len);
   a->usage_len = usage.len;
 }
 
-int ts__ms_has_stop(const ts_ms *a) { return a->has_stop; }
+int ts__adapter_has_stop(const ts_adapter *a) { return a->has_stop; }
 
-ts_view ts__ms_event_type(ts_jv *jv, ts_view event) {
+ts_view ts__adapter_event_type(ts_jv *jv, ts_view event) {
   int type_tok = ts_jv_get(jv, 0, "type");
   if (ts_jv_type_of(jv, type_tok) != TS_JV_STRING) return event;
   ts_view raw = ts_jv_raw(jv, type_tok);
   return (ts_view){raw.p + 1, raw.len - 2};
 }
 
-void ts__ms_turn_end(ts_ms *a) {
-  ts__ms_end_all(a);
+void ts__adapter_turn_end(ts_adapter *a) {
+  ts__adapter_end_all(a);
   a->done = 1;
-  ts_ms_event ev = {0};
-  ev.kind = TS_MS_TURN_END;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_TURN_END;
   ev.stop_reason.p = a->stop;
   ev.stop_reason.len = a->stop_len;
   ev.usage.p = a->usage;
@@ -399,32 +412,32 @@ void ts__ms_turn_end(ts_ms *a) {
   emit(a, &ev);
 }
 
-unsigned *ts__ms_flags(ts_ms *a) { return &a->flags; }
+unsigned *ts__adapter_flags(ts_adapter *a) { return &a->flags; }
 
 /* ---- feeding ----------------------------------------------------------------------- */
 
-static void dispatch(ts_ms *a, ts_view name) {
+static void dispatch(ts_adapter *a, ts_view name) {
   switch (a->fmt) {
-  case TS_MS_OPENAI_CHAT: ts__openai_chat_event(a, &a->jv, name); break;
-  case TS_MS_OPENAI_RESPONSES: ts__openai_responses_event(a, &a->jv, name); break;
-  case TS_MS_ANTHROPIC: ts__anthropic_event(a, &a->jv, name); break;
-  case TS_MS_GEMINI: ts__gemini_event(a, &a->jv, name); break;
+  case TS_FORMAT_OPENAI_CHAT: ts__openai_chat_event(a, &a->jv, name); break;
+  case TS_FORMAT_OPENAI_RESPONSES: ts__openai_responses_event(a, &a->jv, name); break;
+  case TS_FORMAT_ANTHROPIC: ts__anthropic_event(a, &a->jv, name); break;
+  case TS_FORMAT_GEMINI: ts__gemini_event(a, &a->jv, name); break;
   default: break;
   }
 }
 
 /* An event that told no format: only an error is worth reporting. */
-static void undetected(ts_ms *a) {
+static void undetected(ts_adapter *a) {
   ts_jv *jv = &a->jv;
   int root = ts_jv_type_of(jv, 0) == TS_JV_ARRAY ? ts_jv_first(jv, 0) : 0;
   int err = ts_jv_get(jv, root, "error");
   if (err >= 0 && !ts_jv_is_null(jv, err))
-    ts__ms_provider_error(a, jv, err, NULL);
+    ts__adapter_provider_error(a, jv, err, NULL);
   else if (ts_jv_eq(jv, ts_jv_get(jv, root, "type"), "error"))
-    ts__ms_provider_error(a, jv, root, NULL);
+    ts__adapter_provider_error(a, jv, root, NULL);
 }
 
-int ts_ms_feed_event(ts_ms *a, const char *event, size_t event_len, char *data, size_t data_len) {
+int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len) {
   if (!a || (!data && data_len)) return TS_E_INVAL;
   if (a->aborted) return TS_E_ABORTED;
   if (a->done || a->finished) return TS_E_OK;
@@ -432,27 +445,27 @@ int ts_ms_feed_event(ts_ms *a, const char *event, size_t event_len, char *data, 
   ts_view name = name_view(event, event_len);
   ts_view d = trim(data ? data : "", data ? data_len : 0);
   if (d.len == 0) {
-    if (view_eq(name, "error") && a->fmt != TS_MS_GEMINI) ts__ms_provider_error(a, &a->jv, -1, NULL);
+    if (view_eq(name, "error") && a->fmt != TS_FORMAT_GEMINI) ts__adapter_provider_error(a, &a->jv, -1, NULL);
   } else if (view_eq(d, "[DONE]")) {
-    if (a->fmt == TS_MS_AUTO) a->fmt = TS_MS_OPENAI_CHAT;
-    if (a->fmt == TS_MS_OPENAI_CHAT) ts__openai_chat_done(a);
+    if (a->fmt == TS_FORMAT_AUTO) a->fmt = TS_FORMAT_OPENAI_CHAT;
+    if (a->fmt == TS_FORMAT_OPENAI_CHAT) ts__openai_chat_done(a);
   } else {
-    if (a->fmt == TS_MS_AUTO) a->fmt = detect_name(name);
-    if (a->fmt == TS_MS_OPENAI_RESPONSES && ts__openai_responses_skip(name)) return TS_E_OK;
+    if (a->fmt == TS_FORMAT_AUTO) a->fmt = detect_name(name);
+    if (a->fmt == TS_FORMAT_OPENAI_RESPONSES && ts__openai_responses_skip(name)) return TS_E_OK;
     char *p = data + (d.p - data);
-    int rc = ts_jv_parse(&a->jv, p, d.len);
-    if (rc == TS_E_MS_TOO_MANY_TOKENS && a->fmt == TS_MS_OPENAI_RESPONSES &&
+    int rc = payload_code(ts_jv_parse(&a->jv, p, d.len));
+    if (rc == TS_E_MS_TOO_MANY_TOKENS && a->fmt == TS_FORMAT_OPENAI_RESPONSES &&
         (view_eq(name, "response.completed") || view_eq(name, "response.incomplete"))) {
       /* The terminal event echoes the whole response (tools, output) and can outgrow the
        * token array; its name alone still ends the turn (without usage). */
-      ts__ms_set_stop(a, view_eq(name, "response.completed") ? (ts_view){"completed", 9}
+      ts__adapter_set_stop(a, view_eq(name, "response.completed") ? (ts_view){"completed", 9}
                                                              : (ts_view){"incomplete", 10});
-      ts__ms_turn_end(a);
+      ts__adapter_turn_end(a);
     } else if (rc != TS_E_OK) {
-      ts__ms_error(a, rc, NULL, 0, 0);
+      ts__adapter_error(a, rc, NULL, 0, 0);
     } else {
-      if (a->fmt == TS_MS_AUTO) a->fmt = detect_parsed(&a->jv);
-      if (a->fmt == TS_MS_AUTO)
+      if (a->fmt == TS_FORMAT_AUTO) a->fmt = detect_parsed(&a->jv);
+      if (a->fmt == TS_FORMAT_AUTO)
         undetected(a);
       else
         dispatch(a, name);
@@ -461,17 +474,17 @@ int ts_ms_feed_event(ts_ms *a, const char *event, size_t event_len, char *data, 
   return a->aborted ? TS_E_ABORTED : a->ev_err;
 }
 
-int ts_ms_finish(ts_ms *a) {
+int ts_adapter_finish(ts_adapter *a) {
   if (!a) return TS_E_INVAL;
   if (a->aborted) return TS_E_ABORTED;
   if (a->finished) return a->finish_rc;
   a->finished = 1;
   a->ev_err = 0;
   if (!a->done) {
-    if (a->fmt == TS_MS_GEMINI || (a->fmt == TS_MS_OPENAI_CHAT && a->has_stop)) {
-      ts__ms_turn_end(a);
+    if (a->fmt == TS_FORMAT_GEMINI || (a->fmt == TS_FORMAT_OPENAI_CHAT && a->has_stop)) {
+      ts__adapter_turn_end(a);
     } else {
-      ts__ms_error(a, a->fmt == TS_MS_AUTO ? TS_E_MS_UNKNOWN_FORMAT : TS_E_MS_TRUNCATED, NULL, 0, 1);
+      ts__adapter_error(a, a->fmt == TS_FORMAT_AUTO ? TS_E_MS_UNKNOWN_FORMAT : TS_E_MS_TRUNCATED, NULL, 0, 1);
       a->done = 0; /* our terminal error, not the provider's: the stream is not done */
     }
   }
