@@ -31,11 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/anthropic.h"
-#include "stream/gemini.h"
 #include "stream/json_view.h"
-#include "stream/openai_chat.h"
-#include "stream/openai_responses.h"
 
 enum { SLOT_OPEN = 1, SLOT_ENDED, SLOT_REFUSED };
 
@@ -70,71 +66,11 @@ struct ts_adapter {
   ms_call calls[TS_ADAPTER_MAX_CALLS];
 };
 
-/* ---- formats -------------------------------------------------------------------- */
-
-static const char *const format_names[] = {
-    [TS_FORMAT_AUTO] = "auto",
-    [TS_FORMAT_OPENAI_CHAT] = "openai-chat",
-    [TS_FORMAT_OPENAI_RESPONSES] = "openai-responses",
-    [TS_FORMAT_ANTHROPIC] = "anthropic",
-    [TS_FORMAT_GEMINI] = "gemini",
-    [TS_FORMAT_RAW] = "raw",
-};
-#define NFORMATS (sizeof format_names / sizeof format_names[0])
-
-const char *ts_format_name(ts_format f) {
-  return (unsigned)f < NFORMATS ? format_names[f] : "unknown";
-}
-
-int ts_format_parse(const char *name) {
-  if (!name) return -1;
-  for (size_t i = 0; i < NFORMATS; i++)
-    if (strcmp(name, format_names[i]) == 0) return (int)i;
-  return -1;
-}
-
 /* ---- detection ------------------------------------------------------------------ */
 
 static int view_eq(ts_view v, const char *lit) {
   size_t n = strlen(lit);
   return v.len == n && memcmp(v.p, lit, n) == 0;
-}
-
-static int view_prefix(ts_view v, const char *lit) {
-  size_t n = strlen(lit);
-  return v.len >= n && memcmp(v.p, lit, n) == 0;
-}
-
-static const char *const anthropic_types[] = {
-    "message_start",       "message_delta",       "message_stop",
-    "content_block_start", "content_block_delta", "content_block_stop",
-};
-
-static ts_format detect_name(ts_view name) {
-  if (view_prefix(name, "response.")) return TS_FORMAT_OPENAI_RESPONSES;
-  for (size_t i = 0; i < sizeof anthropic_types / sizeof anthropic_types[0]; i++)
-    if (view_eq(name, anthropic_types[i])) return TS_FORMAT_ANTHROPIC;
-  return TS_FORMAT_AUTO;
-}
-
-static ts_format detect_parsed(const ts_jv *jv) {
-  int root = 0;
-  if (ts_jv_type_of(jv, root) == TS_JV_ARRAY) root = ts_jv_first(jv, root); /* Gemini */
-  if (ts_jv_type_of(jv, root) != TS_JV_OBJECT) return TS_FORMAT_AUTO;
-  int type = ts_jv_get(jv, root, "type");
-  if (ts_jv_type_of(jv, type) == TS_JV_STRING) {
-    ts_view raw = ts_jv_raw(jv, type);
-    ts_view name = {raw.p + 1, raw.len - 2};
-    ts_format f = detect_name(name);
-    if (f != TS_FORMAT_AUTO) return f;
-  }
-  if (ts_jv_get(jv, root, "candidates") >= 0 || ts_jv_get(jv, root, "usageMetadata") >= 0 ||
-      ts_jv_get(jv, root, "promptFeedback") >= 0)
-    return TS_FORMAT_GEMINI;
-  if (ts_jv_get(jv, root, "choices") >= 0 ||
-      ts_jv_eq(jv, ts_jv_get(jv, root, "object"), "chat.completion.chunk"))
-    return TS_FORMAT_OPENAI_CHAT;
-  return TS_FORMAT_AUTO;
 }
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -152,15 +88,13 @@ static ts_view name_view(const char *event, size_t event_len) {
 }
 
 ts_format ts_adapter_detect(const char *event, size_t event_len, const char *data, size_t data_len) {
-  ts_format f = detect_name(name_view(event, event_len));
-  if (f != TS_FORMAT_AUTO || !data) return f;
-  ts_view d = trim(data, data_len);
-  if (view_eq(d, "[DONE]")) return TS_FORMAT_OPENAI_CHAT;
-  if (d.len == 0) return TS_FORMAT_AUTO;
+  ts_view d = trim(data ? data : "", data ? data_len : 0);
+  ts_format f = ts_provider_detect_name(name_view(event, event_len), d);
+  if (f != TS_FORMAT_AUTO || d.len == 0) return f;
   ts_jv jv;
   if (ts_jv_init(&jv, TS_ADAPTER_MAX_TOKENS) != TS_E_OK) return TS_FORMAT_AUTO;
   /* Detection never decodes a string, so the const payload is only read. */
-  if (ts_jv_parse(&jv, (char *)d.p, d.len) == TS_E_OK) f = detect_parsed(&jv);
+  if (ts_jv_parse(&jv, (char *)d.p, d.len) == TS_E_OK) f = ts_provider_detect_doc(&jv);
   ts_jv_fini(&jv);
   return f;
 }
@@ -168,7 +102,7 @@ ts_format ts_adapter_detect(const char *event, size_t event_len, const char *dat
 /* ---- life cycle ---------------------------------------------------------------- */
 
 int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *user) {
-  if (!out || !cb || format == TS_FORMAT_RAW || (unsigned)format >= NFORMATS) return TS_E_INVAL;
+  if (!out || !cb || (format != TS_FORMAT_AUTO && !ts_provider_get(format))) return TS_E_INVAL;
   ts_adapter *a = calloc(1, sizeof *a);
   if (!a) return TS_E_NOMEM;
   int rc = ts_jv_init(&a->jv, TS_ADAPTER_MAX_TOKENS);
@@ -416,16 +350,6 @@ unsigned *ts__adapter_flags(ts_adapter *a) { return &a->flags; }
 
 /* ---- feeding ----------------------------------------------------------------------- */
 
-static void dispatch(ts_adapter *a, ts_view name) {
-  switch (a->fmt) {
-  case TS_FORMAT_OPENAI_CHAT: ts__openai_chat_event(a, &a->jv, name); break;
-  case TS_FORMAT_OPENAI_RESPONSES: ts__openai_responses_event(a, &a->jv, name); break;
-  case TS_FORMAT_ANTHROPIC: ts__anthropic_event(a, &a->jv, name); break;
-  case TS_FORMAT_GEMINI: ts__gemini_event(a, &a->jv, name); break;
-  default: break;
-  }
-}
-
 /* An event that told no format: only an error is worth reporting. */
 static void undetected(ts_adapter *a) {
   ts_jv *jv = &a->jv;
@@ -437,6 +361,15 @@ static void undetected(ts_adapter *a) {
     ts__adapter_provider_error(a, jv, root, NULL);
 }
 
+/* The row whose sentinel payload `d` is, or NULL. */
+static const ts_provider *sentinel_of(ts_view d) {
+  for (size_t i = 0; i < ts_provider_count(); i++) {
+    const ts_provider *p = ts_provider_at(i);
+    if (p->sentinel && view_eq(d, p->sentinel)) return p;
+  }
+  return NULL;
+}
+
 int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len) {
   if (!a || (!data && data_len)) return TS_E_INVAL;
   if (a->aborted) return TS_E_ABORTED;
@@ -444,31 +377,30 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
   a->ev_err = 0;
   ts_view name = name_view(event, event_len);
   ts_view d = trim(data ? data : "", data ? data_len : 0);
+  const ts_provider *p = ts_provider_get(a->fmt), *s;
   if (d.len == 0) {
-    if (view_eq(name, "error") && a->fmt != TS_FORMAT_GEMINI) ts__adapter_provider_error(a, &a->jv, -1, NULL);
-  } else if (view_eq(d, "[DONE]")) {
-    if (a->fmt == TS_FORMAT_AUTO) a->fmt = TS_FORMAT_OPENAI_CHAT;
-    if (a->fmt == TS_FORMAT_OPENAI_CHAT) ts__openai_chat_done(a);
+    if (view_eq(name, "error") && (!p || p->named_errors)) ts__adapter_provider_error(a, &a->jv, -1, NULL);
+  } else if ((s = sentinel_of(d))) {
+    /* not JSON: it ends its provider's turn, and means nothing to any other */
+    if (a->fmt == TS_FORMAT_AUTO) a->fmt = s->format, p = s;
+    if (p == s && p->on_sentinel) p->on_sentinel(a);
   } else {
-    if (a->fmt == TS_FORMAT_AUTO) a->fmt = detect_name(name);
-    if (a->fmt == TS_FORMAT_OPENAI_RESPONSES && ts__openai_responses_skip(name)) return TS_E_OK;
-    char *p = data + (d.p - data);
-    int rc = payload_code(ts_jv_parse(&a->jv, p, d.len));
-    if (rc == TS_E_MS_TOO_MANY_TOKENS && a->fmt == TS_FORMAT_OPENAI_RESPONSES &&
-        (view_eq(name, "response.completed") || view_eq(name, "response.incomplete"))) {
-      /* The terminal event echoes the whole response (tools, output) and can outgrow the
-       * token array; its name alone still ends the turn (without usage). */
-      ts__adapter_set_stop(a, view_eq(name, "response.completed") ? (ts_view){"completed", 9}
-                                                             : (ts_view){"incomplete", 10});
-      ts__adapter_turn_end(a);
+    if (a->fmt == TS_FORMAT_AUTO) a->fmt = ts_provider_detect_name(name, (ts_view){NULL, 0});
+    p = ts_provider_get(a->fmt);
+    if (p && p->skip && p->skip(name)) return TS_E_OK;
+    char *text = data + (d.p - data);
+    int rc = payload_code(ts_jv_parse(&a->jv, text, d.len));
+    if (rc == TS_E_MS_TOO_MANY_TOKENS && p && p->oversized && p->oversized(a, name)) {
+      /* handled by its name alone */
     } else if (rc != TS_E_OK) {
       ts__adapter_error(a, rc, NULL, 0, 0);
     } else {
-      if (a->fmt == TS_FORMAT_AUTO) a->fmt = detect_parsed(&a->jv);
-      if (a->fmt == TS_FORMAT_AUTO)
-        undetected(a);
+      if (a->fmt == TS_FORMAT_AUTO) a->fmt = ts_provider_detect_doc(&a->jv);
+      p = ts_provider_get(a->fmt);
+      if (p)
+        p->event(a, &a->jv, name);
       else
-        dispatch(a, name);
+        undetected(a);
     }
   }
   return a->aborted ? TS_E_ABORTED : a->ev_err;
@@ -481,7 +413,8 @@ int ts_adapter_finish(ts_adapter *a) {
   a->finished = 1;
   a->ev_err = 0;
   if (!a->done) {
-    if (a->fmt == TS_FORMAT_GEMINI || (a->fmt == TS_FORMAT_OPENAI_CHAT && a->has_stop)) {
+    const ts_provider *p = ts_provider_get(a->fmt);
+    if (p && (p->ends_at_eof || (p->eof_after_stop && a->has_stop))) {
       ts__adapter_turn_end(a);
     } else {
       ts__adapter_error(a, a->fmt == TS_FORMAT_AUTO ? TS_E_MS_UNKNOWN_FORMAT : TS_E_MS_TRUNCATED, NULL, 0, 1);

@@ -8,7 +8,8 @@
  * Everything downstream (progress detection, thread events, the dispatcher) speaks
  * only this vocabulary.
  *
- * Formats
+ * Formats (one row each in the provider table, stream/provider.h; the reader of each
+ * lives in stream/providers/<name>.c)
  *   openai-chat       Chat Completions chunks (`choices[].delta.tool_calls[]`), `[DONE]`.
  *   openai-responses  Responses API events (`response.output_item.added`,
  *                     `response.function_call_arguments.delta`, `response.completed`...).
@@ -99,15 +100,7 @@
 
 #include "base/error.h"
 #include "base/view.h"
-
-typedef enum {
-  TS_FORMAT_AUTO = 0,
-  TS_FORMAT_OPENAI_CHAT,
-  TS_FORMAT_OPENAI_RESPONSES,
-  TS_FORMAT_ANTHROPIC,
-  TS_FORMAT_GEMINI,
-  TS_FORMAT_RAW, /* not an SSE format; listed so that format names have one home */
-} ts_format;
+#include "stream/provider.h"
 
 typedef enum {
   TS_ADAPTER_TEXT_DELTA = 1, /* text: decoded assistant text */
@@ -143,19 +136,15 @@ typedef int (*ts_adapter_cb)(void *user, const ts_adapter_event *ev);
  * largest); 4 KiB leaves room without letting a hostile stream grow anything. */
 #define TS_ADAPTER_MAX_USAGE 4096
 
-/* The name of a format ("openai-chat", ...) and back. ts_format_parse returns -1 for
- * an unknown name. */
-const char *ts_format_name(ts_format f);
-int ts_format_parse(const char *name);
-
 /* Guesses the format from one SSE event (its `event:` field and `data` payload);
  * returns TS_FORMAT_AUTO when this event does not tell (a comment, `ping`, an error, ...).
- * In order: an `event:` name starting with `response.` is openai-responses;
- * `message_*` / `content_block_*` names are anthropic; a payload `[DONE]` is
- * openai-chat; otherwise the payload is parsed (jsmn) and its top-level members
- * decide: `type` (`response.*` or an Anthropic event type), `candidates` /
- * `usageMetadata` / `promptFeedback` (gemini), `choices` or `"object":
- * "chat.completion.chunk"` (openai-chat). This standalone function allocates a
+ * The provider table decides (ts_provider_detect_name, then, on the parsed payload,
+ * ts_provider_detect_doc): an `event:` name starting with `response.` is
+ * openai-responses; `message_*` / `content_block_*` names are anthropic; a payload
+ * `[DONE]` is openai-chat; otherwise the payload's top-level members decide: `type`
+ * (`response.*` or an Anthropic event type), `candidates` / `usageMetadata` /
+ * `promptFeedback` (gemini), `choices` or `"object": "chat.completion.chunk"`
+ * (openai-chat). This standalone function allocates a
  * token array for the parse (TS_FORMAT_AUTO if that fails); an adapter created with
  * TS_FORMAT_AUTO detects on the parse it makes anyway, without allocating. */
 ts_format ts_adapter_detect(const char *event, size_t event_len, const char *data, size_t data_len);
@@ -202,9 +191,9 @@ int ts_adapter_done(const ts_adapter *a);
 
 /* ---- Internal: for the adapter's own modules only ---------------------------------
  * stream/adapter.c owns the adapter: the call table, the stop reason and usage
- * storage, the callback, the JSON token array. The provider modules (openai_chat.c,
- * openai_responses.c, anthropic.c, gemini.c) read one parsed payload and speak
- * through these functions. Not part of the API: define TS_ADAPTER_INTERNAL to see them.
+ * storage, the callback, the JSON token array. The provider modules (stream/providers/
+ * *.c, reached through their ts_provider row's `event` and friends) read one parsed
+ * payload and speak through these functions. Not part of the API: define TS_ADAPTER_INTERNAL to see them.
  *
  * Call slots: a slot is a call's row in the table, found by the provider's key (an
  * integer: Chat's index, Anthropic's block index; or a string: Responses' item_id,

@@ -18,16 +18,21 @@
  * flat (`code`, `message` at the top) or nested (`error: {...}`).
  */
 #define TS_ADAPTER_INTERNAL
-#include "stream/openai_responses.h"
-
 #include <string.h>
+
+#include "stream/adapter.h"
+#include "stream/json_view.h"
+#include "stream/provider.h"
 
 static int name_is(ts_view v, const char *lit) {
   size_t n = strlen(lit);
   return v.len == n && memcmp(v.p, lit, n) == 0;
 }
 
-int ts__openai_responses_skip(ts_view event) {
+/* `event:` names whose payload is not needed and need not be parsed (`response.created`,
+ * `response.in_progress`, `response.queued`: they echo the whole request, tools and all,
+ * and would only spend tokens). */
+static int responses_skip(ts_view event) {
   return name_is(event, "response.created") || name_is(event, "response.in_progress") ||
          name_is(event, "response.queued");
 }
@@ -70,7 +75,7 @@ static void turn_end(ts_adapter *a, ts_jv *jv, int resp, const char *dflt, int i
   ts__adapter_turn_end(a);
 }
 
-void ts__openai_responses_event(ts_adapter *a, ts_jv *jv, ts_view event) {
+static void responses_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   if (ts_jv_type_of(jv, 0) != TS_JV_OBJECT) {
     ts__adapter_error(a, TS_E_MS_BAD_SHAPE, NULL, 0, 0);
     return;
@@ -109,3 +114,39 @@ void ts__openai_responses_event(ts_adapter *a, ts_jv *jv, ts_view event) {
     if (err >= 0 && !ts_jv_is_null(jv, err)) ts__adapter_provider_error(a, jv, err, NULL);
   }
 }
+
+/* The terminal event echoes the whole response (tools, output) and can outgrow the token
+ * array; its name alone still ends the turn (without usage). */
+static int responses_oversized(ts_adapter *a, ts_view name) {
+  int done = name_is(name, "response.completed");
+  if (!done && !name_is(name, "response.incomplete")) return 0;
+  ts__adapter_set_stop(a, done ? (ts_view){"completed", 9} : (ts_view){"incomplete", 10});
+  ts__adapter_turn_end(a);
+  return 1;
+}
+
+static int responses_name(ts_view name) {
+  return name.len >= 9 && memcmp(name.p, "response.", 9) == 0;
+}
+
+static const char *const responses_paths[] = {"/responses", NULL};
+static const ts_schema_loc responses_schemas[] = {{NULL, NULL, {"parameters", NULL}},
+                                                  {NULL, NULL, {NULL, NULL}}};
+
+/* The Responses API. `run` does not write its requests (Chat Completions serves the same
+ * models); the gateway and tap read its replies. */
+const ts_provider ts_provider_openai_responses = {
+    .format = TS_FORMAT_OPENAI_RESPONSES,
+    .name = "openai-responses",
+    .detect_name = responses_name,
+    .event = responses_event,
+    .skip = responses_skip,
+    .oversized = responses_oversized,
+    .named_errors = 1,
+    .url_suffix = "/responses",
+    .key_env = "OPENAI_API_KEY",
+    .auth_header = "Authorization",
+    .auth_prefix = "Bearer ",
+    .path_suffixes = responses_paths,
+    .schemas = responses_schemas,
+};

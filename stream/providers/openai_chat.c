@@ -20,9 +20,11 @@
  * provider's terminal error.
  */
 #define TS_ADAPTER_INTERNAL
-#include "stream/openai_chat.h"
-
 #include <string.h>
+
+#include "stream/adapter.h"
+#include "stream/json_view.h"
+#include "stream/provider.h"
 
 static void tool_call(ts_adapter *a, ts_jv *jv, int tc) {
   if (ts_jv_type_of(jv, tc) != TS_JV_OBJECT) {
@@ -100,7 +102,7 @@ static void choice(ts_adapter *a, ts_jv *jv, int ch) {
   }
 }
 
-void ts__openai_chat_event(ts_adapter *a, ts_jv *jv, ts_view event) {
+static void chat_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   (void)event;
   if (ts_jv_type_of(jv, 0) != TS_JV_OBJECT) {
     ts__adapter_error(a, TS_E_MS_BAD_SHAPE, NULL, 0, 0);
@@ -119,4 +121,115 @@ void ts__openai_chat_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__adapter_set_usage(a, ts_jv_raw(jv, usage));
 }
 
-void ts__openai_chat_done(ts_adapter *a) { ts__adapter_turn_end(a); }
+/* `[DONE]`: ends every open call, then the turn. */
+static void chat_done(ts_adapter *a) { ts__adapter_turn_end(a); }
+
+static int chat_doc(const ts_jv *jv, int root) {
+  return ts_jv_get(jv, root, "choices") >= 0 ||
+         ts_jv_eq(jv, ts_jv_get(jv, root, "object"), "chat.completion.chunk");
+}
+
+/* ---- the request -------------------------------------------------------------------- */
+
+static void put_message(ts_buf *b, const ts_req_message *m) {
+  switch (m->role) {
+    case TS_REQ_SYSTEM:
+    case TS_REQ_USER:
+      ts_buf_puts(b, m->role == TS_REQ_USER ? "{\"role\":\"user\",\"content\":"
+                                            : "{\"role\":\"system\",\"content\":");
+      ts_buf_append_json_string(b, m->text.p, m->text.len);
+      ts_buf_putc(b, '}');
+      break;
+    case TS_REQ_ASSISTANT:
+      ts_buf_puts(b, "{\"role\":\"assistant\",\"content\":");
+      if (m->text.len) ts_buf_append_json_string(b, m->text.p, m->text.len);
+      else ts_buf_puts(b, "null");
+      if (m->ncalls) {
+        ts_buf_puts(b, ",\"tool_calls\":[");
+        for (size_t i = 0; i < m->ncalls; i++) {
+          const ts_req_call *c = &m->calls[i];
+          if (i) ts_buf_putc(b, ',');
+          ts_buf_puts(b, "{\"id\":");
+          ts_buf_append_json_string(b, c->id.p, c->id.len);
+          ts_buf_puts(b, ",\"type\":\"function\",\"function\":{\"name\":");
+          ts_buf_append_json_string(b, c->name.p, c->name.len);
+          ts_buf_puts(b, ",\"arguments\":"); /* the JSON text, as a string */
+          ts_buf_append_json_string(b, c->arguments.p, c->arguments.len);
+          ts_buf_puts(b, "}}");
+        }
+        ts_buf_putc(b, ']');
+      }
+      ts_buf_putc(b, '}');
+      break;
+    case TS_REQ_TOOL:
+      ts_buf_puts(b, "{\"role\":\"tool\",\"tool_call_id\":");
+      ts_buf_append_json_string(b, m->call_id.p, m->call_id.len);
+      ts_buf_puts(b, ",\"content\":");
+      if (m->is_error) { /* the format has no error flag: the content says so */
+        ts_buf e;
+        ts_buf_init(&e, m->text.len + 16);
+        ts_buf_puts(&e, "Error: ");
+        ts_buf_append(&e, m->text.p, m->text.len);
+        if (e.err) b->err = e.err;
+        ts_buf_append_json_string(b, e.p ? e.p : "", e.len);
+        ts_buf_fini(&e);
+      } else {
+        ts_buf_append_json_string(b, m->text.p, m->text.len);
+      }
+      ts_buf_putc(b, '}');
+      break;
+  }
+}
+
+static int chat_request(const ts_request *r, ts_buf *b) {
+  ts_buf_puts(b, "{\"model\":");
+  ts_buf_append_json_string(b, r->model, strlen(r->model));
+  ts_buf_puts(b, ",\"stream\":true,\"stream_options\":{\"include_usage\":true},\"messages\":[");
+  for (size_t i = 0; i < r->nmessages; i++) {
+    if (i) ts_buf_putc(b, ',');
+    put_message(b, &r->messages[i]);
+  }
+  ts_buf_putc(b, ']');
+  if (r->ntools) {
+    ts_buf_puts(b, ",\"tools\":[");
+    for (size_t i = 0; i < r->ntools; i++) {
+      const ts_req_tool *t = &r->tools[i];
+      if (i) ts_buf_putc(b, ',');
+      ts_buf_puts(b, "{\"type\":\"function\",\"function\":{\"name\":");
+      ts_buf_append_json_string(b, t->name.p, t->name.len);
+      ts_buf_puts(b, ",\"description\":");
+      ts_buf_append_json_string(b, t->description.p, t->description.len);
+      ts_buf_puts(b, ",\"parameters\":");
+      ts_buf_append_json_compact(b, t->schema.p, t->schema.len);
+      ts_buf_puts(b, "}}");
+    }
+    ts_buf_putc(b, ']');
+  }
+  ts_buf_putc(b, '}');
+  return b->err;
+}
+
+static const char *const chat_paths[] = {"/chat/completions", NULL};
+static const ts_schema_loc chat_schemas[] = {{NULL, "function", {"parameters", NULL}},
+                                             {NULL, NULL, {NULL, NULL}}};
+
+/* OpenAI and every server that speaks its Chat Completions (Groq, Mistral, DeepSeek,
+ * xAI, Cerebras, OpenRouter, vLLM, Ollama's /v1, llama.cpp). */
+const ts_provider ts_provider_openai_chat = {
+    .format = TS_FORMAT_OPENAI_CHAT,
+    .name = "openai-chat",
+    .alias = "openai",
+    .detect_doc = chat_doc,
+    .sentinel = "[DONE]",
+    .event = chat_event,
+    .on_sentinel = chat_done,
+    .eof_after_stop = 1,
+    .named_errors = 1,
+    .request = chat_request,
+    .url_suffix = "/chat/completions",
+    .key_env = "OPENAI_API_KEY",
+    .auth_header = "Authorization",
+    .auth_prefix = "Bearer ",
+    .path_suffixes = chat_paths,
+    .schemas = chat_schemas,
+};

@@ -21,7 +21,9 @@
  * meant. Such a call is reported as TS_E_MS_UNSUPPORTED (once per turn) and skipped.
  */
 #define TS_ADAPTER_INTERNAL
-#include "stream/gemini.h"
+#include "stream/adapter.h"
+#include "stream/json_view.h"
+#include "stream/provider.h"
 
 #define FLAG_UNSUPPORTED_REPORTED 1u
 
@@ -81,7 +83,7 @@ static void chunk(ts_adapter *a, ts_jv *jv, int root) {
   if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__adapter_set_usage(a, ts_jv_raw(jv, usage));
 }
 
-void ts__gemini_event(ts_adapter *a, ts_jv *jv, ts_view event) {
+static void gemini_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   (void)event;
   if (ts_jv_type_of(jv, 0) == TS_JV_ARRAY) {
     int size = ts_jv_size(jv, 0);
@@ -91,3 +93,30 @@ void ts__gemini_event(ts_adapter *a, ts_jv *jv, ts_view event) {
     chunk(a, jv, 0);
   }
 }
+
+static int gemini_doc(const ts_jv *jv, int root) {
+  return ts_jv_get(jv, root, "candidates") >= 0 || ts_jv_get(jv, root, "usageMetadata") >= 0 ||
+         ts_jv_get(jv, root, "promptFeedback") >= 0;
+}
+
+static const char *const gemini_paths[] = {":streamGenerateContent", NULL};
+static const ts_schema_loc gemini_schemas[] = {
+    {"functionDeclarations", NULL, {"parameters", "parametersJsonSchema"}},
+    {"function_declarations", NULL, {"parameters", "parametersJsonSchema"}},
+    {NULL, NULL, {NULL, NULL}}};
+
+/* Gemini (generativelanguage.googleapis.com) and Vertex AI. `run` does not write its
+ * requests yet. */
+const ts_provider ts_provider_gemini = {
+    .format = TS_FORMAT_GEMINI,
+    .name = "gemini",
+    .detect_doc = gemini_doc,
+    .event = gemini_event,
+    .ends_at_eof = 1,
+    .url_suffix = "/models/{model}:streamGenerateContent?alt=sse",
+    .key_env = "GEMINI_API_KEY",
+    .auth_header = "x-goog-api-key",
+    .auth_prefix = "",
+    .path_suffixes = gemini_paths,
+    .schemas = gemini_schemas,
+};
