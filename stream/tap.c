@@ -45,8 +45,11 @@ typedef struct call {
   uint64_t done_off;      /* raw input: the byte after the arguments' closing brace */
   uint64_t arg_bytes;     /* argument text bytes received */
   uint64_t next_heartbeat;
-  char id[TS_ADAPTER_MAX_ID];
+  char id[TS_ADAPTER_MAX_ID];  /* call_id: the provider's, or synthesized */
   size_t id_len;
+  char pid[TS_ADAPTER_MAX_ID]; /* the provider's own id (may be empty) */
+  size_t pid_len;
+  uint8_t synthesized;         /* id is not pid */
   char name[TS_ADAPTER_MAX_ID];
   size_t name_len;
   ts_json_tok tok;
@@ -105,7 +108,9 @@ static void call_event(call *c, ts_tap_event *ev, int type) {
   ev->type = (uint8_t)type;
   ev->is_call = 1;
   ev->index = c->index;
+  ev->turn = c->tap->cfg.turn;
   ev->call_id = (ts_view){c->id, c->id_len};
+  if (c->synthesized) ev->provider_call_id = (ts_view){c->pid, c->pid_len};
   ev->tool = (ts_view){c->name, c->name_len};
 }
 
@@ -343,6 +348,37 @@ static void call_free(call *c) {
   free(c);
 }
 
+/* Whether another call of this turn has the id p[0..n) (as provider id or as call id). */
+static int taken_in_turn(const ts_tap *t, const call *c, const char *p, size_t n) {
+  for (uint32_t i = 0; i < t->ncalls; i++) {
+    const call *o = t->calls[i];
+    if (!o || o == c) continue;
+    if ((o->pid_len == n && !memcmp(o->pid, p, n)) || (o->id_len == n && !memcmp(o->id, p, n)))
+      return 1;
+  }
+  return 0;
+}
+
+/* Call c's call id (its provider id already set): the provider's, unless it sent none,
+ * another call of this turn has it, or an earlier turn of the thread used it; then
+ * "ts_<turn>_<index>" (with "_2", "_3" ... in the unlikely case a provider id of this
+ * turn is spelled so). */
+static void assign_id(ts_tap *t, call *c) {
+  if (c->pid_len && !taken_in_turn(t, c, c->pid, c->pid_len) &&
+      !(t->cfg.id_taken && t->cfg.id_taken(t->cfg.id_user, c->pid, c->pid_len))) {
+    memcpy(c->id, c->pid, c->pid_len);
+    c->id_len = c->pid_len;
+    return;
+  }
+  c->synthesized = 1;
+  for (unsigned k = 1;; k++) {
+    int n = k == 1 ? snprintf(c->id, sizeof c->id, "ts_%u_%u", t->cfg.turn, c->index)
+                   : snprintf(c->id, sizeof c->id, "ts_%u_%u_%u", t->cfg.turn, c->index, k);
+    c->id_len = (size_t)n;
+    if (!taken_in_turn(t, c, c->id, c->id_len)) return;
+  }
+}
+
 static call *call_begin(ts_tap *t, uint32_t index, ts_view id, ts_view name) {
   if (index >= TS_TAP_MAX_CALLS) return NULL;
   if (index >= t->ncalls) {
@@ -359,8 +395,9 @@ static call *call_begin(ts_tap *t, uint32_t index, ts_view id, ts_view name) {
   t->calls[index] = c;
   c->tap = t;
   c->index = index;
-  c->id_len = id.len < sizeof c->id ? id.len : sizeof c->id;
-  if (c->id_len) memcpy(c->id, id.p, c->id_len);
+  c->pid_len = id.len < sizeof c->pid ? id.len : sizeof c->pid;
+  if (c->pid_len) memcpy(c->pid, id.p, c->pid_len);
+  assign_id(t, c);
   c->name_len = name.len < sizeof c->name ? name.len : sizeof c->name;
   if (c->name_len) memcpy(c->name, name.p, c->name_len);
   c->next_heartbeat = t->cfg.heartbeat_bytes;
@@ -600,6 +637,7 @@ int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user)
   if (!t) return TS_E_NOMEM;
   t->cfg = *cfg;
   if (!t->cfg.heartbeat_bytes) t->cfg.heartbeat_bytes = TS_TAP_HEARTBEAT_BYTES;
+  if (!t->cfg.turn) t->cfg.turn = 1;
   if (!t->cfg.progress_max) t->cfg.progress_max = TS_TAP_PROGRESS_MAX;
   if (!t->cfg.max_args_bytes) t->cfg.max_args_bytes = TS_TAP_MAX_ARGS_BYTES;
   if (!t->cfg.max_event_bytes) t->cfg.max_event_bytes = TS_TAP_MAX_EVENT_BYTES;

@@ -37,6 +37,13 @@
  * event is a STREAM_ERROR; the call stays ready). A call whose provider ends it
  * with no argument bytes at all is ready with `{}` (tools without parameters).
  *
+ * Call ids: every call event carries a non-empty `call_id`, unique within the thread, and
+ * `turn` (ts_tap_config.turn). It is the provider's own id unless the provider sent none
+ * (Gemini without ids, raw input), sent one that an earlier call of this turn already
+ * has, or sent one that `id_taken` says an earlier turn of the thread used; then it is
+ * synthesized as "ts_<turn>_<index>" (deterministic: the same input gives the same ids),
+ * and the provider's id, when it sent one, is kept in `provider_call_id`.
+ *
  * Offsets: every event carries `offset`, the input bytes consumed when it was emitted:
  * the end of the SSE event that triggered it (after its blank line); for `raw` input,
  * the byte after the one that completed it. They do not depend on chunking.
@@ -79,7 +86,9 @@ typedef struct {
   uint8_t progress_truncated; /* STARTED */
   uint64_t offset;
   uint32_t index;     /* the call's position in the turn */
-  ts_view call_id;    /* the provider's call id (may be empty) */
+  uint32_t turn;      /* the turn (ts_tap_config.turn), 1, 2, 3 ... within the thread */
+  ts_view call_id;    /* never empty, unique within the thread (see "Call ids") */
+  ts_view provider_call_id; /* the provider's own id when call_id is not it, else empty */
   ts_view tool;       /* the tool's name */
   ts_view progress;   /* STARTED: the label */
   ts_view delta;      /* DELTA: argument text */
@@ -118,6 +127,11 @@ typedef struct {
   size_t progress_max;        /* 0: TS_TAP_PROGRESS_MAX */
   size_t max_args_bytes;      /* 0: TS_TAP_MAX_ARGS_BYTES */
   size_t max_event_bytes;     /* 0: TS_TAP_MAX_EVENT_BYTES (largest SSE event data) */
+  uint32_t turn;              /* the turn within the thread, stamped on call events; 0: 1 */
+  /* May be NULL. Nonzero when `id` was a call id in an earlier turn of the thread: the
+   * call then gets a synthesized id (see "Call ids"). */
+  int (*id_taken)(void *user, const char *id, size_t len);
+  void *id_user;
 } ts_tap_config;
 
 typedef struct ts_tap ts_tap;

@@ -54,11 +54,12 @@ static char *dup_view(ts_view v) {
   return s;
 }
 
-static void call_event(ts_event *ev, int type, uint32_t index, const char *call_id,
-                       const char *tool) {
+static void call_event(ts_event *ev, int type, uint32_t turn, uint32_t index,
+                       const char *call_id, const char *tool) {
   memset(ev, 0, sizeof *ev);
   ev->body.type = (uint8_t)type;
   ev->body.is_call = 1;
+  ev->body.turn = turn;
   ev->body.index = index;
   ev->body.call_id = (ts_view){call_id ? call_id : "", call_id ? strlen(call_id) : 0};
   ev->body.tool = (ts_view){tool ? tool : "", tool ? strlen(tool) : 0};
@@ -80,7 +81,7 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
     if (rc) return rc;
   }
   ts_event ev;
-  call_event(&ev, TS_EVENT_TOOL_EXECUTION_STARTED, index, call_id, tool_name);
+  call_event(&ev, TS_EVENT_TOOL_EXECUTION_STARTED, turn, index, call_id, tool_name);
   if (on_event) on_event(user, &ev);
   uint64_t t0 = now_us();
   ts_tool_result res;
@@ -105,7 +106,7 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
   rc = ts_store_call_finished(store, thread, turn, index, text, len, res.is_error || !res.text,
                               NULL);
   if (rc == TS_E_OK) {
-    call_event(&ev, TS_EVENT_TOOL_RESULT, index, call_id, tool_name);
+    call_event(&ev, TS_EVENT_TOOL_RESULT, turn, index, call_id, tool_name);
     ev.is_error = (uint8_t)(res.is_error || !res.text);
     ev.duration_us = dt;
     ev.result = (ts_view){text, len};

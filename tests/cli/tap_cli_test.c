@@ -511,8 +511,9 @@ START_TEST(test_options) {
   r = run_on("raw", a4, args, strlen(args), cfg, write_desc, 1);
   REQUIRE(r.status == 0, "exit %d", r.status);
   char want[160];
-  snprintf(want, sizeof want, "\"offset\":%zu,\"call_id\":\"\",\"tool\":\"write_file\",\"index\":0,"
-                              "\"progress\":\"writing index.html\"}",
+  /* raw input names no call: its id is synthesized (turn 1, index 0) */
+  snprintf(want, sizeof want, "\"offset\":%zu,\"call_id\":\"ts_1_0\",\"tool\":\"write_file\","
+                              "\"index\":0,\"turn\":1,\"progress\":\"writing index.html\"}",
            strlen("{\"description\":\"writing index.html\""));
   REQUIRE(strstr(sb_str(&r.out), want), "raw: want %s in\n%s", want, sb_str(&r.out));
   result_free(&r);

@@ -1437,7 +1437,7 @@ static const row rows[] = {
         "ready #0 @2 {}\n" FIN(3)},
     {__LINE__, "3: a Gemini call without args", GM, "p=description",
      {"w 0 - ping", "f STOP", "z"},
-     "started #0 '' ping @1\n"
+     "started #0 ts_1_0 ping @1\n"
      "ready #0 @1 {}\n"
      "finished @3 'STOP'\n"},
     {__LINE__, "8: whitespace is not an arguments object", RS | AN, "p=description",
@@ -1554,7 +1554,7 @@ static const row rows[] = {
     {__LINE__, "text before and after a call (Gemini)", GM, "text p=description",
      {"t Let me write that.", "w 0 - write_file {\"description\":\"d\"}", "t  Done.", "f STOP", "z"},
      "text @1 'Let me write that.'\n"
-     "started #0 '' write_file @2 'd'\n"
+     "started #0 ts_1_0 write_file @2 'd'\n"
      "ready #0 @2 {\"description\":\"d\"}\n"
      "text @3 ' Done.'\n"
      "finished @5 'STOP'\n"},
@@ -1596,7 +1596,7 @@ static const row rows[] = {
     {__LINE__, "provider error (Gemini error body) after a call", GM, "p=description",
      {"w 0 - write_file {\"description\":\"d\"}",
       "r data: {\"error\":{\"code\":429,\"message\":\"Overloaded\",\"status\":\"RESOURCE_EXHAUSTED\"}}\n\n"},
-     "started #0 '' write_file @1 'd'\n"
+     "started #0 ts_1_0 write_file @1 'd'\n"
      "ready #0 @1 {\"description\":\"d\"}\n"
      "stream_error @2 ms_provider 'Overloaded'\n"},
     {__LINE__, "a payload that is not JSON: a stream error; the stream goes on", CH,
@@ -1707,7 +1707,7 @@ static const row rows[] = {
     {__LINE__, "Chat: the legacy function_call delta", CH, "p=description",
      {CHUNK("{\"function_call\":{\"name\":\"f1\",\"arguments\":\"{\\\"descr\"}}"),
       CHUNK("{\"function_call\":{\"arguments\":\"iption\\\":\\\"L\\\"}\"}}"), "f stop", "z"},
-     "started #0 '' f1 @2 'L'\n"
+     "started #0 ts_1_0 f1 @2 'L'\n"
      "ready #0 @2 {\"description\":\"L\"}\n"
      "finished @4 'stop'\n"},
     {__LINE__, "Anthropic: a text block, then a tool_use block at index 1 is call #0", AN,
@@ -1754,9 +1754,9 @@ static const row rows[] = {
       "\"model\"},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"totalTokenCount\":9}}"
       "\n\n"},
      "text @1 'Filing.'\n"
-     "started #0 '' a @1 'one'\n"
+     "started #0 ts_1_0 a @1 'one'\n"
      "ready #0 @1 {\"description\":\"one\"}\n"
-     "started #1 '' b @1 'two'\n"
+     "started #1 ts_1_1 b @1 'two'\n"
      "ready #1 @1 {\"n\":1,\"description\":\"two\"}\n"
      "finished @end 'STOP' usage={\"totalTokenCount\":9}\n"},
     /* ---- heartbeats ---- */
@@ -1827,55 +1827,55 @@ static const row rows[] = {
     /* ---- raw input: offsets are the byte after the completing one ---- */
     {__LINE__, "raw: a string completes at its closing quote", RW, "p=description",
      {"r {\"description\":\"hi\"", "r ,\"x\":1}"},
-     "started #0 '' write_file @1 'hi'\n"
+     "started #0 ts_1_0 write_file @1 'hi'\n"
      "ready #0 @2 {\"description\":\"hi\",\"x\":1}\n"},
     {__LINE__, "raw: a number completes at the delimiter", RW, "p=description",
      {"r {\"description\":12", "r ,\"x\":1}"},
-     "started #0 '' write_file @1+1 '12'\n"
+     "started #0 ts_1_0 write_file @1+1 '12'\n"
      "ready #0 @2 {\"description\":12,\"x\":1}\n"},
     {__LINE__, "raw: a number completes at whitespace", RW, "p=description",
      {"r {\"description\":12", "r  }"},
-     "started #0 '' write_file @1+1 '12'\n"
+     "started #0 ts_1_0 write_file @1+1 '12'\n"
      "ready #0 @2 {\"description\":12}\n"},
     {__LINE__, "raw: a literal completes at its last letter", RW, "p=description",
      {"r {\"description\":nul", "r l", "r }"},
-     "started #0 '' write_file @2 'null'\n"
+     "started #0 ts_1_0 write_file @2 'null'\n"
      "ready #0 @3 {\"description\":null}\n"},
     {__LINE__, "raw: an object completes at its close", RW, "p=description",
      {"r {\"description\":{\"a\":1}", "r }"},
-     "started #0 '' write_file @1 '{\"a\":1}'\n"
+     "started #0 ts_1_0 write_file @1 '{\"a\":1}'\n"
      "ready #0 @2 {\"description\":{\"a\":1}}\n"},
     {__LINE__, "raw: no progress argument: started before any byte", RW, "tool=ls",
      {"r {\"x\":1}"},
-     "started #0 '' ls @0\n"
+     "started #0 ts_1_0 ls @0\n"
      "ready #0 @1 {\"x\":1}\n"},
     {__LINE__, "raw: never sent: started at the closing brace", RW, "p=description",
      {"r {\"x\":1}"},
-     "started #0 '' write_file @1\n"
+     "started #0 ts_1_0 write_file @1\n"
      "ready #0 @1 {\"x\":1}\n"},
     {__LINE__, "raw: whitespace after the object", RW, "p=description",
      {"r {\"description\":\"a\"", "r }", "r  \n "},
-     "started #0 '' write_file @1 'a'\n"
+     "started #0 ts_1_0 write_file @1 'a'\n"
      "ready #0 @2 {\"description\":\"a\"}\n"},
     {__LINE__, "raw: truncated", RW, "p=description",
      {"r {\"description\":\"a\""},
-     "started #0 '' write_file @1 'a'\n"
+     "started #0 ts_1_0 write_file @1 'a'\n"
      "error #0 @1 tap_incomplete\n"},
     {__LINE__, "raw: empty input", RW, "p=description",
      {NULL},
-     "started #0 '' write_file @0\n"
+     "started #0 ts_1_0 write_file @0\n"
      "error #0 @0 json_empty\n"},
     {__LINE__, "raw: malformed: the error at the byte after the bad one", RW, "p=description",
      {"r {\"description\":\"a\"", "r ,x}"},
-     "started #0 '' write_file @1 'a'\n"
+     "started #0 ts_1_0 write_file @1 'a'\n"
      "error #0 @1+2 json_syntax\n"},
     {__LINE__, "raw: not an object", RW, "p=description",
      {"r [1]"},
-     "started #0 '' write_file @0+1\n"
+     "started #0 ts_1_0 write_file @0+1\n"
      "error #0 @0+1 tap_not_object\n"},
     {__LINE__, "raw: heartbeats at exact multiples", RW, "tool=w hb=8",
      {"r {\"c\":\"0123456789abcdefghij\"}"},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "beat #0 @0+8 8\n"
      "beat #0 @0+16 16\n"
      "beat #0 @0+24 24\n"
@@ -1883,50 +1883,50 @@ static const row rows[] = {
     {__LINE__, "raw: deltas (whole feed; chunked runs compare without deltas)", RW,
      "tool=w deltas",
      {"r {\"a\":", "r 1}"},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "delta #0 @2 '{\"a\":1}'\n"
      "ready #0 @2 {\"a\":1}\n"},
     /* issue 18 item 10: what used to change with the reads */
     {__LINE__, "raw: a number first is not an object, also as 0|0", RW, "p=description",
      {"r 00"},
-     "started #0 '' write_file @0+1\n"
+     "started #0 ts_1_0 write_file @0+1\n"
      "error #0 @0+1 tap_not_object\n"},
     {__LINE__, "raw: not an object after whitespace", RW, "p=description",
      {"r  \n 7"},
-     "started #0 '' write_file @0+4\n"
+     "started #0 ts_1_0 write_file @0+4\n"
      "error #0 @0+4 tap_not_object\n"},
     {__LINE__, "raw: a brace after the object: ready, then a stream error", RW, "p=description",
      {"r {}}"},
-     "started #0 '' write_file @0+2\n"
+     "started #0 ts_1_0 write_file @0+2\n"
      "ready #0 @0+2 {}\n"
      "stream_error @0+3 json_trailing\n"},
     {__LINE__, "raw: trailing data after whitespace", RW, "tool=w",
      {"r {\"a\":1}  \n x"},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "ready #0 @0+7 {\"a\":1}\n"
      "stream_error @0+12 json_trailing\n"},
     {__LINE__, "raw: no heartbeat after ready, offsets forward", RW, "tool=w hb=4",
      {"r {\"a\":1} "},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "beat #0 @0+4 4\n"
      "ready #0 @0+7 {\"a\":1}\n"},
     {__LINE__, "raw: a heartbeat at the closing brace", RW, "tool=w hb=7",
      {"r {\"a\":1}   "},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "beat #0 @0+7 7\n"
      "ready #0 @0+7 {\"a\":1}\n"},
     {__LINE__, "raw: max-args-bytes at the byte that crosses it", RW, "tool=w margs=10",
      {"r {\"a\":\"0123456789\"}"},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "error #0 @0+11 limit\n"},
     {__LINE__, "raw: exactly max-args-bytes is fine, whitespace after it too", RW,
      "tool=w margs=10",
      {"r {\"a\":\"01\"}   "},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "ready #0 @0+10 {\"a\":\"01\"}\n"},
     {__LINE__, "raw: cut label", RW, "pmax=10 p=description",
      {"r {\"description\":\"abcdefghijk\"", "r }"},
-     "started #0 '' write_file @1 'abcdefghij' cut\n"
+     "started #0 ts_1_0 write_file @1 'abcdefghij' cut\n"
      "ready #0 @2 {\"description\":\"abcdefghijk\"}\n"},
 };
 
@@ -2099,7 +2099,7 @@ START_TEST(test_labels_every_split) {
     setup_init(&su, TS_FORMAT_RAW, opts);
     rec *r = run_tap_split(&su, args, n, p);
     sb rw = {0};
-    sb_printf(&rw, "started #0 '' write_file +%zu '%s'%s\n", q + 1, labels[_i].label,
+    sb_printf(&rw, "started #0 ts_1_0 write_file +%zu '%s'%s\n", q + 1, labels[_i].label,
               labels[_i].cut ? " cut" : "");
     sb_printf(&rw, "ready #0 +%zu %s\n", n, cargs.p);
     REQUIRE(!r->viol[0], "line %d, raw split at %zu: %s", labels[_i].line, p, r->viol);
@@ -2377,10 +2377,10 @@ static const struct {
      "error #0 @8 tap_incomplete\n"
      "finished @10 'max_tokens' usage={\"output_tokens\":48}\n"},
     {__LINE__, "gemini-sse-two-function-calls.sse", F_GEM, "p=description",
-     "started #0 '' create_ticket @2 'Café counter unit drips when \"steam\" is on'\n"
+     "started #0 ts_1_0 create_ticket @2 'Café counter unit drips when \"steam\" is on'\n"
      "ready #0 @2 {\"title\":\"Espresso machine leaks\",\"description\":\"Caf\\u00e9 counter unit "
      "drips when \\\"steam\\\" is on\",\"priority\":2}\n"
-     "started #1 '' notify_team @2 'Leak near the espresso bar — please check today'\n"
+     "started #1 ts_1_1 notify_team @2 'Leak near the espresso bar — please check today'\n"
      "ready #1 @2 {\"team\":\"facilities\",\"description\":\"Leak near the espresso bar \\u2014 "
      "please check today\"}\n"
      "finished @end 'STOP' usage={\"promptTokenCount\":188,\"candidatesTokenCount\":61,"
@@ -2564,6 +2564,103 @@ static int never_cb(void *user, const ts_tap_event *e) {
   (void)e;
   return 0;
 }
+
+/* ---- call ids and turns (issue 12 item 9) ---------------------------------------------- */
+
+typedef struct {
+  char ids[8][64];  /* call_id per index, from STARTED */
+  char pids[8][64]; /* provider_call_id per index */
+  uint32_t turns[8];
+  int n;
+} id_rec;
+
+static int id_cb(void *user, const ts_tap_event *e) {
+  id_rec *r = user;
+  if (!e->is_call) return 0;
+  REQUIRE(e->call_id.len > 0, "an empty call_id");
+  if (e->type != TS_TAP_TOOL_CALL_STARTED || e->index >= 8) return 0;
+  snprintf(r->ids[e->index], 64, "%.*s", (int)e->call_id.len, e->call_id.p);
+  snprintf(r->pids[e->index], 64, "%.*s", (int)e->provider_call_id.len,
+           e->provider_call_id.p ? e->provider_call_id.p : "");
+  r->turns[e->index] = e->turn;
+  if ((int)e->index >= r->n) r->n = (int)e->index + 1;
+  return 0;
+}
+
+static int taken_old(void *user, const char *id, size_t len) {
+  (void)user;
+  return len == 5 && !memcmp(id, "c_old", 5);
+}
+
+static void run_ids(const ts_tap_config *cfg, const char *in, id_rec *r) {
+  memset(r, 0, sizeof *r);
+  ts_tap *t = tap_new(cfg, id_cb, r);
+  REQUIRE(t != NULL, "tap_new");
+  size_t len = strlen(in);
+  char *copy = malloc(len);
+  memcpy(copy, in, len);
+  ts_tap_feed(t, copy, len);
+  ts_tap_finish(t);
+  ts_tap_free(t);
+  free(copy);
+}
+
+#define CHAT_CALL(i, id, name)                                                                 \
+  "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":" #i ",\"id\":\"" id \
+  "\",\"function\":{\"name\":\"" name "\",\"arguments\":\"{}\"}}]}}]}\n\n"
+
+START_TEST(test_call_ids) {
+  ts_tap_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  id_rec r;
+  /* ids kept as the provider sent them; turn defaults to 1 */
+  run_ids(&cfg, CHAT_CALL(0, "a", "f") CHAT_CALL(1, "b", "g") "data: [DONE]\n\n", &r);
+  REQUIRE(r.n == 2, "%d calls", r.n);
+  REQUIRE(!strcmp(r.ids[0], "a") && !strcmp(r.ids[1], "b") && !r.pids[0][0] && !r.pids[1][0],
+          "%s %s", r.ids[0], r.ids[1]);
+  REQUIRE(r.turns[0] == 1 && r.turns[1] == 1, "turn %u", r.turns[0]);
+  /* an id used twice in one turn, an id an earlier turn used, and no id at all: each gets
+   * ts_<turn>_<index>, the provider's id (when it sent one) in provider_call_id */
+  cfg.turn = 3;
+  cfg.id_taken = taken_old;
+  run_ids(&cfg,
+          CHAT_CALL(0, "a", "f") CHAT_CALL(1, "a", "g") CHAT_CALL(2, "c_old", "h")
+              "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,"
+              "\"function\":{\"name\":\"k\",\"arguments\":\"{}\"}}]}}]}\n\n"
+              "data: [DONE]\n\n",
+          &r);
+  REQUIRE(r.n == 4, "%d calls", r.n);
+  REQUIRE(!strcmp(r.ids[0], "a") && !r.pids[0][0], "0: %s", r.ids[0]);
+  REQUIRE(!strcmp(r.ids[1], "ts_3_1") && !strcmp(r.pids[1], "a"), "1: %s %s", r.ids[1], r.pids[1]);
+  REQUIRE(!strcmp(r.ids[2], "ts_3_2") && !strcmp(r.pids[2], "c_old"), "2: %s %s", r.ids[2],
+          r.pids[2]);
+  REQUIRE(!strcmp(r.ids[3], "ts_3_3") && !r.pids[3][0], "3: %s %s", r.ids[3], r.pids[3]);
+  REQUIRE(r.turns[3] == 3, "turn %u", r.turns[3]);
+  /* a provider id spelled like a synthesized one never makes two calls share an id */
+  cfg.turn = 1;
+  cfg.id_taken = NULL;
+  run_ids(&cfg,
+          "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+          "\"function\":{\"name\":\"k\",\"arguments\":\"{}\"}}]}}]}\n\n"
+          CHAT_CALL(1, "ts_1_0", "f") CHAT_CALL(2, "ts_1_2", "g")
+          "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,"
+          "\"function\":{\"name\":\"k\",\"arguments\":\"{}\"}}]}}]}\n\n"
+          "data: [DONE]\n\n",
+          &r);
+  REQUIRE(r.n == 4, "%d calls", r.n);
+  for (int i = 0; i < 4; i++)
+    for (int j = i + 1; j < 4; j++) REQUIRE(strcmp(r.ids[i], r.ids[j]), "%d and %d: %s", i, j, r.ids[i]);
+  REQUIRE(!strcmp(r.ids[0], "ts_1_0") && !strcmp(r.ids[1], "ts_1_1") && !strcmp(r.pids[1], "ts_1_0"),
+          "%s %s %s", r.ids[0], r.ids[1], r.pids[1]);
+  /* raw input: the one call is ts_<turn>_0 */
+  memset(&cfg, 0, sizeof cfg);
+  cfg.format = TS_FORMAT_RAW;
+  cfg.raw_tool = "f";
+  cfg.turn = 7;
+  run_ids(&cfg, "{}", &r);
+  REQUIRE(r.n == 1 && !strcmp(r.ids[0], "ts_7_0") && r.turns[0] == 7, "%s", r.ids[0]);
+}
+END_TEST
 
 START_TEST(test_api) {
   ts_tap_config cfg;
@@ -2823,6 +2920,7 @@ int main(void) {
   tcase_set_timeout(ta, 120);
   tcase_add_test(ta, test_unknown_format);
   tcase_add_test(ta, test_api);
+  tcase_add_test(ta, test_call_ids);
   tcase_add_test(ta, test_abort);
   tcase_add_test(ta, test_alloc_per_call);
   tcase_add_test(ta, test_out_of_memory);
