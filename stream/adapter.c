@@ -327,6 +327,8 @@ void ts__adapter_set_usage(ts_adapter *a, ts_view usage) {
 
 int ts__adapter_has_stop(const ts_adapter *a) { return a->has_stop; }
 
+ts_view ts__adapter_usage(const ts_adapter *a) { return (ts_view){a->usage, a->usage_len}; }
+
 ts_view ts__adapter_event_type(ts_jv *jv, ts_view event) {
   int type_tok = ts_jv_get(jv, 0, "type");
   if (ts_jv_type_of(jv, type_tok) != TS_JV_STRING) return event;

@@ -245,6 +245,8 @@ void ts__adapter_end_all(ts_adapter *a);
 void ts__adapter_set_stop(ts_adapter *a, ts_view stop);
 void ts__adapter_set_usage(ts_adapter *a, ts_view usage);
 int ts__adapter_has_stop(const ts_adapter *a);
+/* The usage text kept so far (empty when none). */
+ts_view ts__adapter_usage(const ts_adapter *a);
 /* Ends every open call, then TURN_END; the adapter is done. */
 void ts__adapter_turn_end(ts_adapter *a);
 

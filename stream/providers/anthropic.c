@@ -17,11 +17,24 @@
  * `input` is reported as the first CALL_ARGS only when it is a non-empty object: some
  * proxies send the whole input there instead of as deltas; the `{}` Anthropic itself
  * sends is a placeholder that the deltas replace, not a prefix of them.
+ *
+ * A whole message in `message_start`: with programmatic tool calling the reply can be a
+ * `message_start` whose `message.content` already holds complete `tool_use` blocks (and
+ * text blocks) and whose `message.stop_reason` is set, then `message_stop`. Each such
+ * block is a call begun, given its `input` whole and ended at once, keyed by its position
+ * in `content` (which is the block index later events would use); the stop reason is kept.
+ *
+ * Usage: `message_start` carries `input_tokens` and the cache counters (and an early
+ * `output_tokens`), `message_delta` the final `output_tokens` (and, lately, totals of its
+ * own). The turn's usage is the two merged as the provider's SDK merges them: the members
+ * of message_start's object in their order, each replaced by message_delta's value for the
+ * same key when that is not null, then message_delta's other members.
  */
 #define TS_ADAPTER_INTERNAL
 #include <string.h>
 
 #include "stream/adapter.h"
+#include "stream/json_members.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -59,6 +72,92 @@ static void block_start(ts_adapter *a, ts_jv *jv) {
     ts__adapter_call_args(a, slot, ts_jv_raw(jv, input));
 }
 
+/* The content of a message_start that arrives whole (see the top of the file). */
+static void message_start(ts_adapter *a, ts_jv *jv, int msg) {
+  int usage = ts_jv_get(jv, msg, "usage");
+  if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__adapter_set_usage(a, ts_jv_raw(jv, usage));
+  int content = ts_jv_get(jv, msg, "content");
+  int n = ts_jv_type_of(jv, content) == TS_JV_ARRAY ? ts_jv_size(jv, content) : 0;
+  ts_view text, id, name, none = {"", 0};
+  for (int k = 0, b = ts_jv_first(jv, content); k < n; k++, b = ts_jv_skip(jv, b)) {
+    int btype = ts_jv_get(jv, b, "type");
+    if (ts_jv_eq(jv, btype, "text")) {
+      if (ts__adapter_string(a, jv, ts_jv_get(jv, b, "text"), &text) > 0) ts__adapter_text(a, text);
+      continue;
+    }
+    if (!ts_jv_eq(jv, btype, "tool_use")) continue;
+    int input = ts_jv_get(jv, b, "input");
+    ts_view args = ts_jv_raw(jv, input); /* raw first: decoding in place would spoil it */
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, b, "id"), &id) < 0) continue;
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, b, "name"), &name) < 0) continue;
+    int slot = ts__adapter_call_begin(a, k, none, id, name);
+    if (slot < 0) continue;
+    if (ts_jv_type_of(jv, input) == TS_JV_OBJECT && ts_jv_size(jv, input) > 0)
+      ts__adapter_call_args(a, slot, args);
+    ts__adapter_call_end(a, slot); /* the block is complete */
+  }
+  ts_view stop;
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, msg, "stop_reason"), &stop) > 0)
+    ts__adapter_set_stop(a, stop);
+}
+
+static int is_null(ts_view v) { return v.len == 4 && memcmp(v.p, "null", 4) == 0; }
+
+/* message_delta's usage merged into message_start's (see the top of the file). Raw keys
+ * compare; values are copied as sent. */
+static void merge_usage(ts_adapter *a, ts_view delta) {
+  ts_view start = ts__adapter_usage(a);
+  if (!start.len) {
+    ts__adapter_set_usage(a, delta);
+    return;
+  }
+  char out[TS_ADAPTER_MAX_USAGE + 1];
+  size_t o = 0;
+  int over = 0;
+#define PUT(p, n)                                            \
+  do {                                                       \
+    if (o + (n) > TS_ADAPTER_MAX_USAGE) over = 1;            \
+    else memcpy(out + o, (p), (n)), o += (n);                \
+  } while (0)
+  PUT("{", 1);
+  ts_json_members it;
+  ts_view k, v, dk, dv;
+  ts_json_members_init(&it, start.p, start.len);
+  while (ts_json_members_next(&it, &k, &v) == 1) {
+    ts_view use = v;
+    ts_json_members d;
+    ts_json_members_init(&d, delta.p, delta.len);
+    while (ts_json_members_next(&d, &dk, &dv) == 1)
+      if (dk.len == k.len && !memcmp(dk.p, k.p, k.len) && !is_null(dv)) use = dv;
+    if (o > 1) PUT(",", 1);
+    PUT("\"", 1);
+    PUT(k.p, k.len);
+    PUT("\":", 2);
+    PUT(use.p, use.len);
+  }
+  ts_json_members_init(&it, delta.p, delta.len);
+  while (ts_json_members_next(&it, &dk, &dv) == 1) {
+    ts_json_members s;
+    int found = 0;
+    ts_json_members_init(&s, start.p, start.len);
+    while (!found && ts_json_members_next(&s, &k, &v) == 1)
+      found = k.len == dk.len && !memcmp(k.p, dk.p, k.len);
+    if (found) continue;
+    if (o > 1) PUT(",", 1);
+    PUT("\"", 1);
+    PUT(dk.p, dk.len);
+    PUT("\":", 2);
+    PUT(dv.p, dv.len);
+  }
+  PUT("}", 1);
+#undef PUT
+  if (over) {
+    ts__adapter_error(a, TS_E_MS_FIELD_TOO_LONG, NULL, 0, 0);
+    return;
+  }
+  ts__adapter_set_usage(a, (ts_view){out, o});
+}
+
 static void block_delta(ts_adapter *a, ts_jv *jv) {
   int delta = ts_jv_get(jv, 0, "delta");
   int dtype = ts_jv_get(jv, delta, "type");
@@ -90,10 +189,9 @@ static void anthropic_event(ts_adapter *a, ts_jv *jv, ts_view event) {
     if (ts__adapter_string(a, jv, ts_jv_get(jv, ts_jv_get(jv, 0, "delta"), "stop_reason"), &stop) > 0)
       ts__adapter_set_stop(a, stop);
     int usage = ts_jv_get(jv, 0, "usage");
-    if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__adapter_set_usage(a, ts_jv_raw(jv, usage));
+    if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) merge_usage(a, ts_jv_raw(jv, usage));
   } else if (type_is(type, "message_start")) {
-    int usage = ts_jv_get(jv, ts_jv_get(jv, 0, "message"), "usage");
-    if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__adapter_set_usage(a, ts_jv_raw(jv, usage));
+    message_start(a, jv, ts_jv_get(jv, 0, "message"));
   } else if (type_is(type, "message_stop")) {
     ts__adapter_turn_end(a);
   } else if (type_is(type, "error")) {

@@ -605,12 +605,12 @@ static const row anthropic_rows[] = {
      TOOL_START(2, "toolu_2", "g", "{}") JSON_DELTA(2, "{}") BLOCK_STOP(2)
      MSG_DELTA("`tool_use`", ",`usage`:{`output_tokens`:7}") MSG_STOP,
      "X 'Hi' | B0 toolu_1 f | A0 '{`a`:' | A0 '1}' | E0 | B1 toolu_2 g | A1 '{}' | E1 | "
-     "T stop=tool_use usage={`output_tokens`:7}",
+     "T stop=tool_use usage={`input_tokens`:10,`output_tokens`:7}",
      SAME_AUTO},
     {__LINE__, "no content_block_stop: message_stop ends the call", TS_FORMAT_ANTHROPIC,
      MSG_START TOOL_START(0, "toolu_1", "f", "{}") JSON_DELTA(0, "{\\`a\\`:\\`b")
      MSG_DELTA("`max_tokens`", ",`usage`:{`output_tokens`:3}") MSG_STOP,
-     "B0 toolu_1 f | A0 '{`a`:`b' | E0 | T stop=max_tokens usage={`output_tokens`:3}", SAME_AUTO},
+     "B0 toolu_1 f | A0 '{`a`:`b' | E0 | T stop=max_tokens usage={`input_tokens`:10,`output_tokens`:3}", SAME_AUTO},
     {__LINE__, "a non-empty input is the first fragment", TS_FORMAT_ANTHROPIC,
      MSG_START TOOL_START(0, "t", "f", "{`x`:{`y`:[1,2]}}") BLOCK_STOP(0) MSG_DELTA("`tool_use`", "")
      MSG_STOP,
@@ -619,6 +619,24 @@ static const row anthropic_rows[] = {
     {__LINE__, "message_start's usage stands when message_delta has none", TS_FORMAT_ANTHROPIC,
      MSG_START TEXT_START(0) TEXT_DELTA(0, "ok") BLOCK_STOP(0) MSG_DELTA("`end_turn`", "") MSG_STOP,
      "X 'ok' | T stop=end_turn usage={`input_tokens`:10,`output_tokens`:1}", SAME_AUTO},
+    {__LINE__, "a whole message in message_start (programmatic tool calling)", TS_FORMAT_ANTHROPIC,
+     AE("message_start", ",`message`:{`id`:`m`,`content`:[{`type`:`text`,`text`:`Hi`},"
+                         "{`type`:`tool_use`,`id`:`t1`,`name`:`f`,`input`:{`a`:1},`caller`:{`type`:`x`}},"
+                         "{`type`:`server_tool_use`,`id`:`s1`,`name`:`code`,`input`:{}},"
+                         "{`type`:`tool_use`,`id`:`t2`,`name`:`g`,`input`:{}}],"
+                         "`stop_reason`:`tool_use`,`usage`:{`input_tokens`:5,`output_tokens`:9}}")
+     MSG_STOP,
+     "X 'Hi' | B0 t1 f | A0 '{`a`:1}' | E0 | B1 t2 g | E1 | T stop=tool_use "
+     "usage={`input_tokens`:5,`output_tokens`:9}",
+     SAME_AUTO},
+    {__LINE__, "usage: message_delta's values merged into message_start's", TS_FORMAT_ANTHROPIC,
+     AE("message_start", ",`message`:{`content`:[],`usage`:{`input_tokens`:10,`cache_read_input_tokens`:4,"
+                         "`output_tokens`:1,`cache_creation`:{`e`:0}}}")
+     MSG_DELTA("`end_turn`", ",`usage`:{`output_tokens`:7,`input_tokens`:null,`server_tool_use`:{`n`:1}}")
+     MSG_STOP,
+     "T stop=end_turn usage={`input_tokens`:10,`cache_read_input_tokens`:4,`output_tokens`:7,"
+     "`cache_creation`:{`e`:0},`server_tool_use`:{`n`:1}}",
+     SAME_AUTO},
     {__LINE__, "error event: terminal; later events ignored", TS_FORMAT_ANTHROPIC,
      MSG_START TOOL_START(0, "t", "f", "{}") JSON_DELTA(0, "{")
      EV("error", "{`type`:`error`,`error`:{`type`:`overloaded_error`,`message`:`Overloaded`}}")
@@ -780,14 +798,19 @@ static const corpus_row corpus[] = {
      "X 'I'll look up the' | X ' terrace forecast for you.' | "
      "B0 toolu_01nZuo3XvQfykP1670hmSCVf get_forecast | A0 '{`location`: `Montr\\u00e9al`' | "
      "A0 ', `descri' | A0 'ption`: `Caf\\' | A0 'u00e9 terrace forecast for \\`bru' | "
-     "A0 'nch\\` hours`, `units`: `me' | A0 'tric`}' | E0 | T stop=tool_use usage={`output_tokens`:97}",
+     "A0 'nch\\` hours`, `units`: `me' | A0 'tric`}' | E0 | T stop=tool_use "
+     "usage={`input_tokens`:612,`cache_creation_input_tokens`:0,`cache_read_input_tokens`:0,"
+     "`cache_creation`:{`ephemeral_5m_input_tokens`:0,`ephemeral_1h_input_tokens`:0},"
+     "`output_tokens`:97,`service_tier`:`standard`}",
      {"{`location`: `Montr\\u00e9al`, `description`: `Caf\\u00e9 terrace forecast for \\`brunch\\` "
       "hours`, `units`: `metric`}"},
      {"Caf\xc3\xa9 terrace forecast for `brunch` hours"}},
     {__LINE__, "anthropic-fine-grained-max-tokens.sse", TS_FORMAT_ANTHROPIC,
      "B0 toolu_018TeYXoT9SJtPBCISKs5dT6 make_file | A0 '{`filename`: `cafe-notes.md`, `descr' | "
      "A0 'iption`: `Caf\\' | A0 'u00e9 opening checklist: unlock doors, \\`warm up\\` the grinder, "
-     "check the pastry' | E0 | T stop=max_tokens usage={`output_tokens`:48}",
+     "check the pastry' | E0 | T stop=max_tokens usage={`input_tokens`:455,"
+     "`cache_creation_input_tokens`:0,`cache_read_input_tokens`:0,`output_tokens`:48,"
+     "`service_tier`:`standard`}",
      {"{`filename`: `cafe-notes.md`, `description`: `Caf\\u00e9 opening checklist: unlock doors, "
       "\\`warm up\\` the grinder, check the pastry"},
      {NULL}},

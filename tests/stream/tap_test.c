@@ -2371,11 +2371,31 @@ static const struct {
      "\"brunch\" hours'\n"
      "ready #0 @14 {\"location\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 terrace forecast "
      "for \\\"brunch\\\" hours\",\"units\":\"metric\"}\n"
-     "finished @17 'tool_use' usage={\"output_tokens\":97}\n"},
+     "finished @17 'tool_use' usage={\"input_tokens\":612,\"cache_creation_input_tokens\":0,"
+     "\"cache_read_input_tokens\":0,\"cache_creation\":{\"ephemeral_5m_input_tokens\":0,"
+     "\"ephemeral_1h_input_tokens\":0},\"output_tokens\":97,\"service_tier\":\"standard\"}\n"},
+    {__LINE__, "anthropic-message-start-whole.sse", F_ANTH, "p=description text",
+     "text @1 'Checking both stores.'\n"
+     "started #0 toolu_01StockMtl get_stock @1 'Café stock for \"espresso\" beans'\n"
+     "ready #0 @1 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for "
+     "\\\"espresso\\\" beans\"}\n"
+     "started #1 toolu_01StockQc get_stock @1 'Stock check — Québec'\n"
+     "ready #1 @1 {\"store\":\"Qu\\u00e9bec\",\"description\":\"Stock check \\u2014 Qu\\u00e9bec\"}\n"
+     "finished @2 'tool_use' usage={\"input_tokens\":1320,\"cache_creation_input_tokens\":0,"
+     "\"cache_read_input_tokens\":512,\"output_tokens\":88}\n"},
+    {__LINE__, "anthropic-message-start-whole-truncated.sse", F_ANTH, "p=description text",
+     "text @1 'Checking both stores.'\n"
+     "started #0 toolu_01StockMtl get_stock @1 'Café stock for \"espresso\" beans'\n"
+     "ready #0 @1 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for "
+     "\\\"espresso\\\" beans\"}\n"
+     "started #1 toolu_01StockQc get_stock @1 'Stock check — Québec'\n"
+     "ready #1 @1 {\"store\":\"Qu\\u00e9bec\",\"description\":\"Stock check \\u2014 Qu\\u00e9bec\"}\n"
+     "stream_error @end ms_truncated\n"},
     {__LINE__, "anthropic-fine-grained-max-tokens.sse", F_ANTH, "p=description",
      "started #0 toolu_018TeYXoT9SJtPBCISKs5dT6 make_file @8\n"
      "error #0 @8 tap_incomplete\n"
-     "finished @10 'max_tokens' usage={\"output_tokens\":48}\n"},
+     "finished @10 'max_tokens' usage={\"input_tokens\":455,\"cache_creation_input_tokens\":0,"
+     "\"cache_read_input_tokens\":0,\"output_tokens\":48,\"service_tier\":\"standard\"}\n"},
     {__LINE__, "gemini-sse-two-function-calls.sse", F_GEM, "p=description",
      "started #0 ts_1_0 create_ticket @2 'Café counter unit drips when \"steam\" is on'\n"
      "ready #0 @2 {\"title\":\"Espresso machine leaks\",\"description\":\"Caf\\u00e9 counter unit "
@@ -2410,7 +2430,9 @@ static const struct {
      "started #0 toolu_01nZuo3XvQfykP1670hmSCVf get_forecast @7\n"
      "ready #0 @14 {\"location\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 terrace forecast "
      "for \\\"brunch\\\" hours\",\"units\":\"metric\"}\n"
-     "finished @17 'tool_use' usage={\"output_tokens\":97}\n"},
+     "finished @17 'tool_use' usage={\"input_tokens\":612,\"cache_creation_input_tokens\":0,"
+     "\"cache_read_input_tokens\":0,\"cache_creation\":{\"ephemeral_5m_input_tokens\":0,"
+     "\"ephemeral_1h_input_tokens\":0},\"output_tokens\":97,\"service_tier\":\"standard\"}\n"},
 };
 
 START_TEST(test_corpus) {
