@@ -408,7 +408,7 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
   return a->aborted ? TS_E_ABORTED : a->ev_err;
 }
 
-int ts_adapter_finish(ts_adapter *a) {
+static int finish(ts_adapter *a, int cut) {
   if (!a) return TS_E_INVAL;
   if (a->aborted) return TS_E_ABORTED;
   if (a->finished) return a->finish_rc;
@@ -416,7 +416,7 @@ int ts_adapter_finish(ts_adapter *a) {
   a->ev_err = 0;
   if (!a->done) {
     const ts_provider *p = ts_provider_get(a->fmt);
-    if (p && (p->ends_at_eof || (p->eof_after_stop && a->has_stop))) {
+    if (p && !cut && (p->ends_at_eof || (p->eof_after_stop && a->has_stop))) {
       ts__adapter_turn_end(a);
     } else {
       ts__adapter_error(a, a->fmt == TS_FORMAT_AUTO ? TS_E_MS_UNKNOWN_FORMAT : TS_E_MS_TRUNCATED, NULL, 0, 1);
@@ -426,3 +426,7 @@ int ts_adapter_finish(ts_adapter *a) {
   a->finish_rc = a->aborted ? TS_E_ABORTED : a->ev_err;
   return a->finish_rc;
 }
+
+int ts_adapter_finish(ts_adapter *a) { return finish(a, 0); }
+
+int ts_adapter_cut(ts_adapter *a) { return finish(a, 1); }

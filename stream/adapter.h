@@ -185,6 +185,12 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
  * already seen. Calling finish again reports nothing and returns the first result. */
 int ts_adapter_finish(ts_adapter *a);
 
+/* End of input in the middle of the framing around the events (a JSON value or array
+ * cut short, json_seq.h): as ts_adapter_finish, except that no format ends normally
+ * here, not even those that end at EOF: unless the terminal event was seen, the stream
+ * was truncated (TS_E_MS_TRUNCATED, or TS_E_MS_UNKNOWN_FORMAT while undetected). */
+int ts_adapter_cut(ts_adapter *a);
+
 /* Nonzero once the provider's terminal event was seen (or EOF for Gemini, or EOF after
  * Chat's finish_reason). A truncated stream is never done. */
 int ts_adapter_done(const ts_adapter *a);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/json_seq.h"
 #include "stream/json_tok.h"
 #include "stream/json_unescape.h"
 #include "stream/json_watch.h"
@@ -63,12 +64,23 @@ typedef struct call {
   struct ts_tap *tap;
 } call;
 
+/* How the reply is framed, decided by its first byte that is not whitespace. */
+enum { FRAME_UNDECIDED = 0, FRAME_SSE, FRAME_JSON, FRAME_JSON_ARRAY, FRAME_IGNORE };
+
+/* The first bytes of the reply, kept to say what it was when no format recognises it. */
+#define TAP_HEAD 64
+
 struct ts_tap {
   ts_tap_config cfg;
   ts_tap_cb cb;
   void *user;
+  int framing;      /* FRAME_* */
+  uint64_t base;    /* bytes before the first that is not whitespace */
+  size_t head_len;
+  char head[TAP_HEAD];
   ts_sse sse;
-  char *sse_buf;
+  ts_json_seq jseq;
+  char *sse_buf;    /* the framer's buffer: one SSE event's data, or one JSON value */
   ts_adapter *ms;
   call **calls; /* by index */
   uint32_t ncalls;
@@ -496,6 +508,32 @@ static void call_end(ts_tap *t, call *c) {
   fail_call(t, c, TS_E_TAP_INCOMPLETE, c->arg_bytes); /* ready would have fired already */
 }
 
+/* ---- what the reply was, when it was not a stream -------------------------------------- */
+
+/* The first bytes of the reply as printable ASCII (other bytes become '.'), for a message. */
+static size_t head_text(const ts_tap *t, char *out, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->head_len && n + 1 < cap; i++) {
+    unsigned char c = (unsigned char)t->head[i];
+    out[n++] = c >= 0x20 && c < 0x7F ? (char)c : c == '\n' || c == '\r' || c == '\t' ? ' ' : '.';
+  }
+  out[n] = '\0';
+  return n;
+}
+
+/* auto found no format: say what the reply began with, so that a user sees an error page,
+ * a proxy's message or an empty reply for what it is. */
+static void unknown_format(ts_tap *t) {
+  char head[TAP_HEAD + 1], msg[TAP_HEAD + 96];
+  int n;
+  if (head_text(t, head, sizeof head))
+    n = snprintf(msg, sizeof msg, "%s; the reply begins: %s%s", ts_err_message(TS_E_MS_UNKNOWN_FORMAT),
+                 head, t->head_len == TAP_HEAD ? "..." : "");
+  else
+    n = snprintf(msg, sizeof msg, "%s: the reply is empty", ts_err_message(TS_E_MS_UNKNOWN_FORMAT));
+  stream_error(t, TS_E_MS_UNKNOWN_FORMAT, msg, (size_t)n);
+}
+
 /* ---- the adapter's callback ---------------------------------------------------------- */
 
 static int on_model_event(void *user, const ts_adapter_event *me) {
@@ -530,6 +568,10 @@ static int on_model_event(void *user, const ts_adapter_event *me) {
       emit(t, &ev);
       break;
     case TS_ADAPTER_ERROR:
+      if (me->code == TS_E_MS_UNKNOWN_FORMAT) {
+        unknown_format(t);
+        break;
+      }
       stream_error(t, me->code, me->error.p, me->error.len);
       break;
   }
@@ -541,14 +583,53 @@ static int on_model_event(void *user, const ts_adapter_event *me) {
 static int on_sse_event(void *user, const ts_sse_event *se) {
   ts_tap *t = user;
   if (se->kind == TS_SSE_ERROR) {
-    t->ev_off = se->err_offset;
+    t->ev_off = t->base + se->err_offset;
     const char *msg = ts_err_message(se->code);
     stream_error(t, se->code, msg, strlen(msg));
     return t->aborted;
   }
-  t->ev_off = se->end_offset;
+  t->ev_off = t->base + se->end_offset;
   ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
   return t->aborted;
+}
+
+/* ---- the JSON framer's callback (NDJSON, a JSON array, a plain JSON body) ------------- */
+
+static int on_json_value(void *user, const ts_json_seq_item *it) {
+  ts_tap *t = user;
+  if (it->kind == TS_JSON_SEQ_ERROR) {
+    t->ev_off = t->base + it->err_offset + 1;
+    const char *msg = ts_err_message(it->code);
+    stream_error(t, it->code, msg, strlen(msg));
+    return t->aborted;
+  }
+  t->ev_off = t->base + it->end_offset;
+  ts_adapter_feed_event(t->ms, NULL, 0, it->data, it->len);
+  return t->aborted;
+}
+
+/* Decides the framing from the reply's first byte that is not whitespace: `{` is JSON
+ * values (NDJSON, or one body: an error reply), `[` one JSON array of events, `<` an
+ * HTML page (an error page from a proxy or a login wall: reported, the rest ignored);
+ * anything else is SSE. Leading whitespace means nothing in any of them. */
+static void decide_framing(ts_tap *t, char c) {
+  if (c == '{' || c == '[') {
+    t->framing = c == '[' ? FRAME_JSON_ARRAY : FRAME_JSON;
+    ts_json_seq_init(&t->jseq, c == '[', t->sse_buf, t->cfg.max_event_bytes, on_json_value, t);
+  } else if (c == '<') {
+    t->framing = FRAME_IGNORE;
+  } else {
+    t->framing = FRAME_SSE;
+  }
+}
+
+static void not_a_stream(ts_tap *t) {
+  char head[TAP_HEAD + 1], msg[TAP_HEAD + 96];
+  head_text(t, head, sizeof head);
+  int n = snprintf(msg, sizeof msg, "the reply is an HTML page, not a model stream; it begins: %s%s",
+                   head, t->head_len == TAP_HEAD ? "..." : "");
+  t->ev_off = t->pos;
+  stream_error(t, TS_E_MS_NOT_STREAM, msg, (size_t)n);
 }
 
 /* ---- raw input -------------------------------------------------------------------------- */
@@ -676,9 +757,28 @@ int ts_tap_feed(ts_tap *t, char *buf, size_t len) {
   if (t->aborted) return TS_E_ABORTED;
   if (t->cfg.format == TS_FORMAT_RAW) {
     raw_feed(t, buf, len);
-  } else {
-    ts_sse_feed(&t->sse, buf, len);
-    t->pos += len;
+    return t->aborted ? TS_E_ABORTED : TS_E_OK;
+  }
+  if (t->framing == FRAME_UNDECIDED) {
+    size_t k = 0;
+    while (k < len && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\n' || buf[k] == '\r')) k++;
+    t->pos += k;
+    t->base = t->pos;
+    buf += k, len -= k;
+    if (!len) return TS_E_OK;
+    decide_framing(t, buf[0]);
+  }
+  if (t->head_len < TAP_HEAD) {
+    size_t k = len < TAP_HEAD - t->head_len ? len : TAP_HEAD - t->head_len;
+    memcpy(t->head + t->head_len, buf, k);
+    t->head_len += k;
+  }
+  t->pos += len;
+  switch (t->framing) {
+    case FRAME_SSE: ts_sse_feed(&t->sse, buf, len); break;
+    case FRAME_JSON:
+    case FRAME_JSON_ARRAY: ts_json_seq_feed(&t->jseq, buf, len); break;
+    default: break; /* FRAME_IGNORE: reported at the end, when the head is known */
   }
   return t->aborted ? TS_E_ABORTED : TS_E_OK;
 }
@@ -693,9 +793,18 @@ int ts_tap_finish(ts_tap *t) {
       fail_call(t, c, c->arg_bytes ? TS_E_TAP_INCOMPLETE : TS_E_JSON_EMPTY, c->arg_bytes);
     return t->aborted ? TS_E_ABORTED : TS_E_OK;
   }
-  ts_sse_finish(&t->sse);
+  if (t->framing == FRAME_IGNORE) {
+    not_a_stream(t); /* and nothing else: there was no stream to be truncated */
+    return t->aborted ? TS_E_ABORTED : TS_E_OK;
+  }
+  int cut = 0;
+  if (t->framing == FRAME_SSE) ts_sse_finish(&t->sse);
+  if (t->framing == FRAME_JSON || t->framing == FRAME_JSON_ARRAY) cut = ts_json_seq_cut(&t->jseq);
   t->ev_off = t->pos;
-  ts_adapter_finish(t->ms);
+  if (cut)
+    ts_adapter_cut(t->ms);
+  else
+    ts_adapter_finish(t->ms);
   t->ev_off = t->pos;
   for (uint32_t i = 0; i < t->ncalls && !t->aborted; i++) {
     call *c = t->calls[i];

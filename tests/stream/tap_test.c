@@ -2465,6 +2465,54 @@ START_TEST(test_corpus) {
 }
 END_TEST
 
+/* ---- replies that are not SSE: JSON bodies, JSON arrays, NDJSON, HTML ------------------ */
+
+/* Captures under tests/corpus framed otherwise than SSE (so not in the table above, whose
+ * offsets are SSE event boundaries): the same trace with the format given and detected,
+ * whole, byte by byte and in reads of every size 2..31. */
+static const struct {
+  int line;
+  const char *file;
+  ts_format fmt;
+  const char *opts;
+  const char *want;
+} framed[] = {
+    {__LINE__, "openai-error-body.json", TS_FORMAT_OPENAI_CHAT, "",
+     "stream_error +261 ms_provider 'Incorrect API key provided: sk-proj-****. You can find your API key at https://platform.openai.com/account/api-keys.'\n"},
+    {__LINE__, "anthropic-error-body.json", TS_FORMAT_ANTHROPIC, "",
+     "stream_error +119 ms_provider 'invalid x-api-key'\n"},
+    {__LINE__, "gemini-error-body.json", TS_FORMAT_GEMINI, "",
+     "stream_error +309 ms_provider 'API key not valid. Please pass a valid API key.'\n"},
+    {__LINE__, "gemini-error-array.json", TS_FORMAT_GEMINI, "",
+     "stream_error +139 ms_provider 'Resource has been exhausted (e.g. check quota).'\n"},
+    {__LINE__, "proxy-error-page.html", TS_FORMAT_OPENAI_CHAT, "",
+     "stream_error +150 ms_not_stream\n"},
+    {__LINE__, "gemini-array-two-function-calls.json", TS_FORMAT_GEMINI, "p=description text",
+     "text +440 'Filing the ticket and notifying the team.'\n"
+     "started #0 ts_1_0 create_ticket +1496 'Café counter unit drips when \"steam\" is on'\n"
+     "ready #0 +1496 {\"title\":\"Espresso machine leaks\",\"description\":\"Caf\\u00e9 counter unit drips when \\\"steam\\\" is on\",\"priority\":2}\n"
+     "started #1 ts_1_1 notify_team +1496 'Leak near the espresso bar — please check today'\n"
+     "ready #1 +1496 {\"team\":\"facilities\",\"description\":\"Leak near the espresso bar \\u2014 please check today\"}\n"
+     "finished +2044 'STOP' usage={\\x0d\\x0a    \"promptTokenCount\": 188,\\x0d\\x0a    \"candidatesTokenCount\": 61,\\x0d\\x0a    \"totalTokenCount\": 249,\\x0d\\x0a    \"promptTokensDetails\": [\\x0d\\x0a      {\\x0d\\x0a        \"modality\": \"TEXT\",\\x0d\\x0a        \"tokenCount\": 188\\x0d\\x0a      }\\x0d\\x0a    ]\\x0d\\x0a  }\n"},
+    {__LINE__, "gemini-array-two-function-calls-truncated.json", TS_FORMAT_GEMINI, "p=description",
+     "stream_error +779 ms_truncated\n"},
+};
+
+START_TEST(test_framed) {
+  size_t len;
+  char path[256];
+  snprintf(path, sizeof path, "tests/corpus/%s", framed[_i].file);
+  char *text = ts_test_read_file(ts_test_path(path), &len);
+  for (int mode = 0; mode < 2; mode++) {
+    char ctx[200];
+    snprintf(ctx, sizeof ctx, "line %d %s%s", framed[_i].line, framed[_i].file, mode ? " auto" : "");
+    check_case(ctx, framed[_i].opts, mode ? TS_FORMAT_AUTO : framed[_i].fmt, text, len,
+               framed[_i].want, 1, NULL);
+  }
+  free(text);
+}
+END_TEST
+
 /* The default 4 MiB event cap and the default heartbeat (4 KiB): arguments of 10 KiB in
  * 1 KiB fragments give heartbeats in the fragments that cross 4096 and 8192. */
 START_TEST(test_defaults) {
@@ -2936,6 +2984,7 @@ int main(void) {
   TCase *tk = tcase_create("corpus");
   tcase_set_timeout(tk, 120);
   tcase_add_loop_test(tk, test_corpus, 0, (int)(sizeof corpus / sizeof corpus[0]));
+  tcase_add_loop_test(tk, test_framed, 0, (int)(sizeof framed / sizeof framed[0]));
   tcase_add_test(tk, test_defaults);
   suite_add_tcase(s, tk);
   TCase *ta = tcase_create("api");
