@@ -43,10 +43,15 @@ static const ts_cli_opt run_opts[] = {
     {"model", 0, TS_CLI_STRING, O_MODEL, 0, 0, "NAME", "the model's name (required with --model-url)",
      NULL},
     {"provider", 0, TS_CLI_STRING, O_PROVIDER, 0, 0, "P",
-     "openai or anthropic (default: anthropic for anthropic.com URLs)", NULL},
+     "openai, anthropic, ollama (native /api/chat; its /v1 is\n"
+     "openai) or cohere (v2 chat, base https://api.cohere.com)\n"
+     "(default: anthropic or cohere by the URL's host, else\n"
+     "openai); run cannot talk to openai-responses, gemini or\n"
+     "bedrock yet (tap and gateway read their streams)", NULL},
     {"api-key-env", 0, TS_CLI_STRING, O_KEY_ENV, 0, 0, "VAR",
      "the environment variable holding the API key (default\n"
-     "OPENAI_API_KEY or ANTHROPIC_API_KEY; never a flag, never printed)", NULL},
+     "the provider's: OPENAI_API_KEY, ANTHROPIC_API_KEY,\n"
+     "OLLAMA_API_KEY or CO_API_KEY; never a flag, never printed)", NULL},
     {"max-tokens", 0, TS_CLI_NUMBER, O_MAX_TOKENS, 1, 1000000, "N",
      "Anthropic's max_tokens (default 4096)", NULL},
     {"model-replay", 0, TS_CLI_STRING, O_MODEL_REPLAY, 0, 0, "DIR",

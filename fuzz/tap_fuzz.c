@@ -107,10 +107,9 @@ static void run(const ts_tap_config *cfg, const uint8_t *in, size_t n, ts_fuzz_c
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 9) return 0;
-  static const ts_format formats[] = {TS_FORMAT_AUTO,      TS_FORMAT_OPENAI_CHAT, TS_FORMAT_OPENAI_RESPONSES,
-                                      TS_FORMAT_ANTHROPIC, TS_FORMAT_GEMINI,      TS_FORMAT_RAW};
   uint8_t h = data[0];
-  ts_tap_config cfg = {.format = formats[(h & 7) % 6],
+  /* every format the table has, auto and raw */
+  ts_tap_config cfg = {.format = (ts_format)(h % TS_FORMAT_COUNT),
                        .raw_tool = "write_file",
                        .progress_arg = progress,
                        .deltas = (h >> 3) & 1,

@@ -182,6 +182,20 @@ int ts_provider_url(const ts_provider *p, const char *base, const char *model, c
   return TS_E_OK;
 }
 
+void ts__provider_result_text(ts_buf *b, const ts_req_message *m) {
+  if (!m->is_error) {
+    ts_buf_append_json_string(b, m->text.p, m->text.len);
+    return;
+  }
+  ts_buf e;
+  ts_buf_init(&e, m->text.len + 16);
+  ts_buf_puts(&e, "Error: ");
+  ts_buf_append(&e, m->text.p, m->text.len);
+  if (e.err) b->err = e.err;
+  ts_buf_append_json_string(b, e.p ? e.p : "", e.len);
+  ts_buf_fini(&e);
+}
+
 int ts_provider_request(const ts_provider *p, const ts_request *req, ts_buf *out) {
   if (!p || !p->request || !req || !out) return TS_E_INVAL;
   return p->request(req, out);

@@ -39,7 +39,8 @@
   X(OPENAI_CHAT, openai_chat)         \
   X(OPENAI_RESPONSES, openai_responses) \
   X(ANTHROPIC, anthropic)             \
-  X(GEMINI, gemini)
+  X(GEMINI, gemini)                   \
+  X(OLLAMA, ollama)
 
 /* A stream format: one per provider row, plus `auto` (detect) and `raw` (the bare bytes of
  * one call's arguments: no framing and no adapter; the tap feeds the tokenizer directly). */
@@ -207,5 +208,9 @@ int ts_provider_request(const ts_provider *p, const ts_request *req, ts_buf *out
 typedef void (*ts_provider_schema_fn)(void *user, struct ts_jv *jv, int name_tok, int schema_tok);
 void ts_provider_tool_schemas(const ts_provider *p, struct ts_jv *jv, ts_provider_schema_fn fn,
                               void *user);
+
+/* For the provider files: writes a tool result's text as a JSON string, "Error: " before
+ * it when the result is an error (for formats that have no error flag). */
+void ts__provider_result_text(ts_buf *b, const ts_req_message *m);
 
 #endif /* TS_PROVIDER_H */

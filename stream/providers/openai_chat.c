@@ -165,17 +165,7 @@ static void put_message(ts_buf *b, const ts_req_message *m) {
       ts_buf_puts(b, "{\"role\":\"tool\",\"tool_call_id\":");
       ts_buf_append_json_string(b, m->call_id.p, m->call_id.len);
       ts_buf_puts(b, ",\"content\":");
-      if (m->is_error) { /* the format has no error flag: the content says so */
-        ts_buf e;
-        ts_buf_init(&e, m->text.len + 16);
-        ts_buf_puts(&e, "Error: ");
-        ts_buf_append(&e, m->text.p, m->text.len);
-        if (e.err) b->err = e.err;
-        ts_buf_append_json_string(b, e.p ? e.p : "", e.len);
-        ts_buf_fini(&e);
-      } else {
-        ts_buf_append_json_string(b, m->text.p, m->text.len);
-      }
+      ts__provider_result_text(b, m); /* no error flag: the content says so */
       ts_buf_putc(b, '}');
       break;
   }

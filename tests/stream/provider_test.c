@@ -58,6 +58,7 @@ static const struct {
     {__LINE__, "/v1/responses", TS_FORMAT_OPENAI_RESPONSES},
     {__LINE__, "/v1/messages", TS_FORMAT_ANTHROPIC},
     {__LINE__, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", TS_FORMAT_GEMINI},
+    {__LINE__, "/api/chat", TS_FORMAT_OLLAMA},
     {__LINE__, "/v1/models", TS_FORMAT_AUTO},
     {__LINE__, "/", TS_FORMAT_AUTO},
     {__LINE__, "", TS_FORMAT_AUTO},
@@ -94,6 +95,7 @@ static const struct {
      "https://api.anthropic.com/v1/messages"},
     {__LINE__, TS_FORMAT_GEMINI, "https://generativelanguage.googleapis.com/v1beta", "gemini-2.5-flash",
      "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"},
+    {__LINE__, TS_FORMAT_OLLAMA, "http://localhost:11434", "qwen3", "http://localhost:11434/api/chat"},
     {__LINE__, TS_FORMAT_GEMINI, "https://g/v1beta/models/x:streamGenerateContent?alt=sse", "x",
      "https://g/v1beta/models/x:streamGenerateContent?alt=sse"},
 };
@@ -174,6 +176,18 @@ START_TEST(test_request_bodies) {
                 "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}],"
                 "\"tools\":[{\"name\":\"read\",\"description\":\"Reads\","
                 "\"input_schema\":{\"type\":\"object\"}}]}");
+  check_request(TS_FORMAT_OLLAMA, 0,
+                "{\"model\":\"m-1\",\"stream\":true,\"messages\":["
+                "{\"role\":\"system\",\"content\":\"be brief\"},"
+                "{\"role\":\"user\",\"content\":\"hi \\\"you\\\"\"},"
+                "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":["
+                "{\"function\":{\"name\":\"read\",\"arguments\":{\"path\":\"a\"}}},"
+                "{\"function\":{\"name\":\"write\",\"arguments\":{}}}]},"
+                "{\"role\":\"tool\",\"content\":\"{\\\"ok\\\":1}\",\"tool_name\":\"read\"},"
+                "{\"role\":\"tool\",\"content\":\"Error: denied\",\"tool_name\":\"write\"},"
+                "{\"role\":\"assistant\",\"content\":\"done\"}],"
+                "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"read\","
+                "\"description\":\"Reads\",\"parameters\":{\"type\":\"object\"}}}]}");
   /* a row without a request writer says so */
   ts_request req = {"m", 0, msgs, 1, NULL, 0};
   ts_buf b;

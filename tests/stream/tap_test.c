@@ -2494,6 +2494,16 @@ static const struct {
      "started #1 ts_1_1 notify_team +1496 'Leak near the espresso bar — please check today'\n"
      "ready #1 +1496 {\"team\":\"facilities\",\"description\":\"Leak near the espresso bar \\u2014 please check today\"}\n"
      "finished +2044 'STOP' usage={\\x0d\\x0a    \"promptTokenCount\": 188,\\x0d\\x0a    \"candidatesTokenCount\": 61,\\x0d\\x0a    \"totalTokenCount\": 249,\\x0d\\x0a    \"promptTokensDetails\": [\\x0d\\x0a      {\\x0d\\x0a        \"modality\": \"TEXT\",\\x0d\\x0a        \"tokenCount\": 188\\x0d\\x0a      }\\x0d\\x0a    ]\\x0d\\x0a  }\n"},
+    {__LINE__, "ollama-native-two-calls.ndjson", TS_FORMAT_OLLAMA, "p=description text",
+     "text +292 'Let me check.'\n"
+     "started #0 call_k2x9 get_current_weather +737 'Café patio weather for \"brunch\"'\n"
+     "ready #0 +737 {\"format\":\"celsius\",\"location\":\"Toronto\",\"description\":\"Caf\\u00e9 patio weather for \\\"brunch\\\"\"}\n"
+     "started #1 ts_1_1 create_ticket +737 'Put umbrellas out — rain expected'\n"
+     "ready #1 +737 {\"title\":\"Umbrellas\",\"description\":\"Put umbrellas out \\u2014 rain expected\"}\n"
+     "finished +1022 'stop' usage={\"prompt_eval_count\":217,\"eval_count\":84,\"total_duration\":3102543250,\"load_duration\":22189833,\"prompt_eval_duration\":78042000,\"eval_duration\":2998331833}\n"},
+    {__LINE__, "ollama-native-two-calls-truncated.ndjson", TS_FORMAT_OLLAMA, "p=description text",
+     "text +292 'Let me check.'\n"
+     "stream_error +700 ms_truncated\n"},
     {__LINE__, "gemini-array-two-function-calls-truncated.json", TS_FORMAT_GEMINI, "p=description",
      "stream_error +779 ms_truncated\n"},
 };
