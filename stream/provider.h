@@ -40,7 +40,8 @@
   X(OPENAI_RESPONSES, openai_responses) \
   X(ANTHROPIC, anthropic)             \
   X(GEMINI, gemini)                   \
-  X(OLLAMA, ollama)
+  X(OLLAMA, ollama)                   \
+  X(COHERE, cohere)
 
 /* A stream format: one per provider row, plus `auto` (detect) and `raw` (the bare bytes of
  * one call's arguments: no framing and no adapter; the tap feeds the tokenizer directly). */

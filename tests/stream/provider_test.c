@@ -59,6 +59,7 @@ static const struct {
     {__LINE__, "/v1/messages", TS_FORMAT_ANTHROPIC},
     {__LINE__, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", TS_FORMAT_GEMINI},
     {__LINE__, "/api/chat", TS_FORMAT_OLLAMA},
+    {__LINE__, "/v2/chat", TS_FORMAT_COHERE},
     {__LINE__, "/v1/models", TS_FORMAT_AUTO},
     {__LINE__, "/", TS_FORMAT_AUTO},
     {__LINE__, "", TS_FORMAT_AUTO},
@@ -73,6 +74,7 @@ START_TEST(test_for_path) {
   ck_assert_ptr_eq(ts_provider_for_url("https://api.anthropic.com/v1"),
                    ts_provider_get(TS_FORMAT_ANTHROPIC));
   ck_assert_ptr_null(ts_provider_for_url("http://localhost:11434/v1"));
+  ck_assert_ptr_eq(ts_provider_for_url("https://api.cohere.com"), ts_provider_get(TS_FORMAT_COHERE));
   ck_assert_ptr_null(ts_provider_for_url(NULL));
 }
 END_TEST
@@ -96,6 +98,7 @@ static const struct {
     {__LINE__, TS_FORMAT_GEMINI, "https://generativelanguage.googleapis.com/v1beta", "gemini-2.5-flash",
      "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"},
     {__LINE__, TS_FORMAT_OLLAMA, "http://localhost:11434", "qwen3", "http://localhost:11434/api/chat"},
+    {__LINE__, TS_FORMAT_COHERE, "https://api.cohere.com", "command-a", "https://api.cohere.com/v2/chat"},
     {__LINE__, TS_FORMAT_GEMINI, "https://g/v1beta/models/x:streamGenerateContent?alt=sse", "x",
      "https://g/v1beta/models/x:streamGenerateContent?alt=sse"},
 };
@@ -188,6 +191,20 @@ START_TEST(test_request_bodies) {
                 "{\"role\":\"assistant\",\"content\":\"done\"}],"
                 "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"read\","
                 "\"description\":\"Reads\",\"parameters\":{\"type\":\"object\"}}}]}");
+  check_request(TS_FORMAT_COHERE, 0,
+                "{\"model\":\"m-1\",\"stream\":true,\"messages\":["
+                "{\"role\":\"system\",\"content\":\"be brief\"},"
+                "{\"role\":\"user\",\"content\":\"hi \\\"you\\\"\"},"
+                "{\"role\":\"assistant\",\"tool_calls\":["
+                "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"read\","
+                "\"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"}},"
+                "{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"write\","
+                "\"arguments\":\"{}\"}}]},"
+                "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"{\\\"ok\\\":1}\"},"
+                "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"Error: denied\"},"
+                "{\"role\":\"assistant\",\"content\":\"done\"}],"
+                "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"read\","
+                "\"description\":\"Reads\",\"parameters\":{\"type\":\"object\"}}}]}");
   /* a row without a request writer says so */
   ts_request req = {"m", 0, msgs, 1, NULL, 0};
   ts_buf b;
@@ -268,6 +285,8 @@ static const struct {
     {__LINE__, "content_block_delta", "", TS_FORMAT_ANTHROPIC},
     {__LINE__, "message_stop", "", TS_FORMAT_ANTHROPIC},
     {__LINE__, "", " [DONE] ", TS_FORMAT_OPENAI_CHAT},
+    {__LINE__, "tool-call-delta", "", TS_FORMAT_COHERE},
+    {__LINE__, "message-end", "", TS_FORMAT_COHERE},
     {__LINE__, "ping", "", TS_FORMAT_AUTO},
     {__LINE__, "", "{\"type\":\"message_start\"}", TS_FORMAT_AUTO}, /* names only: no parse */
 };

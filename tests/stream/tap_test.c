@@ -2504,6 +2504,18 @@ static const struct {
     {__LINE__, "ollama-native-two-calls-truncated.ndjson", TS_FORMAT_OLLAMA, "p=description text",
      "text +292 'Let me check.'\n"
      "stream_error +700 ms_truncated\n"},
+    {__LINE__, "cohere-two-tool-calls.sse", TS_FORMAT_COHERE, "p=description text",
+     "started #0 get_stock_5zj35x6jqp4h get_stock +1753 'Café stock for \"espresso\" beans'\n"
+     "ready #0 +1753 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for \\\"espresso\\\" beans\"}\n"
+     "started #1 create_ticket_0m9wdzb1pc2r create_ticket +2640 'Order beans — running low'\n"
+     "ready #1 +2640 {\"title\":\"Beans\",\"description\":\"Order beans \\u2014 running low\"}\n"
+     "finished +2904 'TOOL_CALL' usage={\"billed_units\":{\"input_tokens\":37,\"output_tokens\":52},\"tokens\":{\"input_tokens\":1093,\"output_tokens\":93}}\n"},
+    {__LINE__, "cohere-two-tool-calls-truncated.sse", TS_FORMAT_COHERE, "p=description text",
+     "started #0 get_stock_5zj35x6jqp4h get_stock +1753 'Café stock for \"espresso\" beans'\n"
+     "ready #0 +1753 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for \\\"espresso\\\" beans\"}\n"
+     "stream_error +2483 ms_truncated\n"
+     "started #1 create_ticket_0m9wdzb1pc2r create_ticket +2483\n"
+     "error #1 +2483 tap_incomplete\n"},
     {__LINE__, "gemini-array-two-function-calls-truncated.json", TS_FORMAT_GEMINI, "p=description",
      "stream_error +779 ms_truncated\n"},
 };
