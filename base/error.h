@@ -40,7 +40,15 @@
   X(SSE_FINISHED, -202, "sse_finished", "feed after finish")                   \
   X(SSE_NAME_TOO_LONG, -203, "sse_name_too_long", "SSE event name longer than the limit") \
   X(SSE_ID_TOO_LONG, -204, "sse_id_too_long", "SSE event id longer than the limit") \
-  /* provider adapters (model_stream.h) */                                      \
+  /* the JSON view of one complete document (stream/json_view.h) */             \
+  X(JV_BAD_JSON, -1000, "jv_bad_json", "text is not exactly one valid JSON value") \
+  X(JV_TOO_MANY_TOKENS, -1001, "jv_too_many_tokens", "JSON document has more tokens than the view holds") \
+  X(JV_NOT_STRING, -1002, "jv_not_string", "JSON value is not a string")       \
+  /* the JSON value framer (stream/json_seq.h) */                               \
+  X(JSEQ_SYNTAX, -1100, "jseq_syntax", "expected a JSON object or array")       \
+  X(JSEQ_TOO_LARGE, -1101, "jseq_too_large", "JSON value larger than the limit") \
+  X(JSEQ_TRAILING, -1102, "jseq_trailing", "data after the JSON array's closing bracket") \
+  /* provider adapters (stream/adapter.h) */                                      \
   X(MS_BAD_JSON, -300, "ms_bad_json", "SSE payload is not valid JSON")           \
   X(MS_BAD_SHAPE, -301, "ms_bad_shape", "SSE payload does not have the provider's shape") \
   X(MS_TRUNCATED, -302, "ms_truncated", "stream ended without the provider's terminal event") \
@@ -52,6 +60,7 @@
   X(MS_AFTER_END, -308, "ms_after_end", "event after the provider's terminal event") \
   X(MS_FIELD_TOO_LONG, -309, "ms_field_too_long", "stop reason or usage longer than the adapter's storage") \
   X(MS_UNSUPPORTED, -310, "ms_unsupported", "a provider feature the adapter does not implement") \
+  X(MS_NOT_STREAM, -311, "ms_not_stream", "the reply is not a model stream")     \
   /* tap (tap.h) */                                                              \
   X(TAP_NOT_OBJECT, -400, "tap_not_object", "tool arguments are not a JSON object") \
   X(TAP_INCOMPLETE, -401, "tap_incomplete", "the call ended before its arguments were complete") \

@@ -286,8 +286,8 @@ static uint64_t run_tap(pub_ctx *c, uint64_t n, double rate, uint64_t *t_start,
   *t_start = t0;
   for (unsigned k = 0; c->seq < n && !c->failed; k++) {
     make_turn(&tr, k);
-    ts_tap *tap = ts_tap_new(&cfg, on_event, c);
-    if (!tap) die("ts_tap_new failed");
+    ts_tap *tap = NULL;
+    if (ts_tap_new(&tap, &cfg, on_event, c) != TS_E_OK) die("ts_tap_new failed");
     size_t from = 0;
     for (size_t i = 0; i < tr.ncut && c->seq < n && !c->failed; i++) {
       size_t len = tr.cut[i] - from;

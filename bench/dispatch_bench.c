@@ -85,8 +85,8 @@ static void on_result(void *user, const ts_event *eb) {
 static int overhead(ts_store *s, ts_registry *reg, int calls) {
   waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
   ts_dispatch_config cfg = {s, reg, "overhead", 1, on_result, &w, 1};
-  ts_dispatch *d = ts_dispatch_new(&cfg);
-  if (!d) return 1;
+  ts_dispatch *d = NULL;
+  if (ts_dispatch_new(&d, &cfg) != TS_E_OK) return 1;
   double *lat = malloc(sizeof(double) * (size_t)calls);
   const char *args = "{\"path\":\"a.txt\",\"description\":\"noop\",\"content\":\"hello\"}";
   double t_all = now_us();
@@ -95,15 +95,15 @@ static int overhead(ts_store *s, ts_registry *reg, int calls) {
     memset(&e, 0, sizeof e);
     e.type = TS_TAP_TOOL_CALL_READY;
     e.is_call = 1;
-    e.index = (uint32_t)(i % TS_MS_MAX_CALLS);
+    e.index = (uint32_t)(i % TS_DISPATCH_MAX_CALLS);
     e.tool = (ts_view){"noop", 4};
     e.call_id = (ts_view){"c", 1};
     e.arguments = (ts_view){args, strlen(args)};
-    if (i && i % TS_MS_MAX_CALLS == 0) { /* a new turn every 256 calls */
+    if (i && i % TS_DISPATCH_MAX_CALLS == 0) { /* a new turn every 256 calls */
       ts_dispatch_finish(d);
       ts_dispatch_free(d);
       cfg.turn++;
-      d = ts_dispatch_new(&cfg);
+      if (ts_dispatch_new(&d, &cfg) != TS_E_OK) return 1;
     }
     double t0 = now_us();
     ts_dispatch_tap_event(d, &e);
@@ -177,9 +177,11 @@ static double run_turn(ts_store *s, ts_registry *reg, const char *thread, int pi
                        const ts_buf *sse, const size_t *bounds, size_t nb, double rate) {
   turn_ctx ctx;
   ts_dispatch_config cfg = {s, reg, thread, 1, NULL, NULL, pipelined};
-  ctx.d = ts_dispatch_new(&cfg);
+  ctx.d = NULL;
+  ts_dispatch_new(&ctx.d, &cfg); /* stays NULL on error */
   ts_tap_config tc = {.progress_arg = progress_of};
-  ts_tap *tap = ts_tap_new(&tc, on_tap, &ctx);
+  ts_tap *tap = NULL;
+  ts_tap_new(&tap, &tc, on_tap, &ctx); /* stays NULL on error */
   char *copy = malloc(sse->len);
   memcpy(copy, sse->p, sse->len);
   double t0 = now_us();

@@ -195,7 +195,8 @@ static int run_once(feed_mode mode, char *work, size_t len, const size_t *cuts, 
 
   double c0 = now(CLOCK_PROCESS_CPUTIME_ID);
   r.t0 = now(CLOCK_MONOTONIC);
-  ts_tap *tap = ts_tap_new(&cfg, on_event, &r);
+  ts_tap *tap = NULL;
+  ts_tap_new(&tap, &cfg, on_event, &r); /* stays NULL on error */
   if (!tap) {
     ts_buf_fini(&r.line);
     fprintf(stderr, "tap_bench: ts_tap_new failed\n");

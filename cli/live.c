@@ -86,7 +86,7 @@ void ts_live_event(ts_live *w, const char *json, size_t len) {
   memcpy(w->scratch, json, len);
   w->scratch[len] = '\0';
   int rc;
-  while ((rc = ts_jv_parse(&w->jv, w->scratch, len)) == TS_E_MS_TOO_MANY_TOKENS &&
+  while ((rc = ts_jv_parse(&w->jv, w->scratch, len)) == TS_E_JV_TOO_MANY_TOKENS &&
          w->jv.cap < (1 << 20)) { /* a big tool_call_ready: grow the token array */
     int cap = w->jv.cap * 4;
     ts_jv_fini(&w->jv);

@@ -53,29 +53,23 @@ static int http_turn(void *user, const ts_agent_turn *t, ts_tap *tap, char *why,
   }
   /* A base URL gets the provider's path; a query string stays at the end. */
   char url[2048];
-  const char *suffix = m->provider == TS_PROVIDER_ANTHROPIC ? "/messages" : "/chat/completions";
-  const char *q = strchr(m->url, '?');
-  size_t ul = q ? (size_t)(q - m->url) : strlen(m->url), sl = strlen(suffix);
-  if (ul >= sl && !strncmp(m->url + ul - sl, suffix, sl))
-    snprintf(url, sizeof url, "%s", m->url);
-  else
-    snprintf(url, sizeof url, "%.*s%s%s%s", (int)ul, m->url, (ul && m->url[ul - 1] == '/') ? "" : "/",
-             suffix + 1, q ? q : "");
+  if (ts_provider_url(m->provider, m->url, m->model, url, sizeof url) != TS_E_OK) {
+    snprintf(why, why_cap, "the model request failed: the model URL is too long");
+    ts_buf_fini(&body);
+    return -1;
+  }
   const char *key = getenv(m->key_env);
   char auth[4096] = "";
-  ts_http_header h[4];
+  ts_http_header h[8];
   size_t nh = 0;
   h[nh++] = (ts_http_header){"Content-Type", "application/json"};
   h[nh++] = (ts_http_header){"Accept", "text/event-stream"};
   if (key && *key) {
-    if (m->provider == TS_PROVIDER_ANTHROPIC) {
-      h[nh++] = (ts_http_header){"x-api-key", key};
-    } else {
-      snprintf(auth, sizeof auth, "Bearer %s", key);
-      h[nh++] = (ts_http_header){"Authorization", auth};
-    }
+    snprintf(auth, sizeof auth, "%s%s", m->provider->auth_prefix, key);
+    h[nh++] = (ts_http_header){m->provider->auth_header, auth};
   }
-  if (m->provider == TS_PROVIDER_ANTHROPIC) h[nh++] = (ts_http_header){"anthropic-version", "2023-06-01"};
+  for (const ts_provider_header *x = m->provider->headers; x && x->name && nh < 8; x++)
+    h[nh++] = (ts_http_header){x->name, x->value};
   ts_http_request req = {.url = url, .headers = h, .n_headers = nh, .body = body.p,
                          .body_len = body.len, .ca_file = m->ca_file, .cancel = t->cancel};
   http_feed f = {tap, NULL, 0, t->cancel};

@@ -18,7 +18,7 @@
 
 typedef struct {
   const char *url, *model, *key_env, *ca_file;
-  ts_provider provider;
+  const ts_provider *provider; /* a row of the provider table that writes requests */
   unsigned max_tokens;
 } ts_http_model;
 

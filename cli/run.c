@@ -43,10 +43,15 @@ static const ts_cli_opt run_opts[] = {
     {"model", 0, TS_CLI_STRING, O_MODEL, 0, 0, "NAME", "the model's name (required with --model-url)",
      NULL},
     {"provider", 0, TS_CLI_STRING, O_PROVIDER, 0, 0, "P",
-     "openai or anthropic (default: anthropic for anthropic.com URLs)", NULL},
+     "openai, anthropic, ollama (native /api/chat; its /v1 is\n"
+     "openai) or cohere (v2 chat, base https://api.cohere.com)\n"
+     "(default: anthropic or cohere by the URL's host, else\n"
+     "openai); run cannot talk to openai-responses, gemini or\n"
+     "bedrock yet (tap and gateway read their streams)", NULL},
     {"api-key-env", 0, TS_CLI_STRING, O_KEY_ENV, 0, 0, "VAR",
      "the environment variable holding the API key (default\n"
-     "OPENAI_API_KEY or ANTHROPIC_API_KEY; never a flag, never printed)", NULL},
+     "the provider's: OPENAI_API_KEY, ANTHROPIC_API_KEY,\n"
+     "OLLAMA_API_KEY or CO_API_KEY; never a flag, never printed)", NULL},
     {"max-tokens", 0, TS_CLI_NUMBER, O_MAX_TOKENS, 1, 1000000, "N",
      "Anthropic's max_tokens (default 4096)", NULL},
     {"model-replay", 0, TS_CLI_STRING, O_MODEL_REPLAY, 0, 0, "DIR",
@@ -155,16 +160,25 @@ static int check_model(run_args *a, const ts_cli_common *com) {
     return 2;
   }
   const char *p = a->provider;
-  if (p && strcmp(p, "openai") && strcmp(p, "anthropic")) {
-    fprintf(stderr, "toolstream run: --provider is openai or anthropic, not '%s'\n", p);
+  a->hm.provider = p ? ts_provider_find(p) : ts_provider_for_url(a->hm.url);
+  if (!p && !a->hm.provider) a->hm.provider = ts_provider_get(TS_FORMAT_OPENAI_CHAT);
+  if (!a->hm.provider || !a->hm.provider->request) {
+    /* the names `run` can talk to, from the provider table */
+    char names[256] = "";
+    size_t nn = 0, k = 0, total = 0;
+    for (size_t i = 0; i < ts_provider_count(); i++) total += ts_provider_at(i)->request != NULL;
+    for (size_t i = 0; i < ts_provider_count(); i++) {
+      const ts_provider *r = ts_provider_at(i);
+      if (!r->request) continue;
+      const char *sep = !k ? "" : ++k == total ? " or " : ", ";
+      if (!k) k = 1;
+      int w = snprintf(names + nn, sizeof names - nn, "%s%s", sep, r->alias ? r->alias : r->name);
+      if (w > 0 && (size_t)w < sizeof names - nn) nn += (size_t)w;
+    }
+    fprintf(stderr, "toolstream run: --provider is %s, not '%s'\n", names, p);
     return 2;
   }
-  a->hm.provider = p ? (!strcmp(p, "anthropic") ? TS_PROVIDER_ANTHROPIC : TS_PROVIDER_OPENAI)
-                     : (strstr(a->hm.url, "anthropic.com") ? TS_PROVIDER_ANTHROPIC
-                                                           : TS_PROVIDER_OPENAI);
-  if (!a->hm.key_env)
-    a->hm.key_env =
-        a->hm.provider == TS_PROVIDER_ANTHROPIC ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY";
+  if (!a->hm.key_env) a->hm.key_env = a->hm.provider->key_env;
   const char *key = getenv(a->hm.key_env);
   int local = strstr(a->hm.url, "://localhost") || strstr(a->hm.url, "://127.") ||
               strstr(a->hm.url, "://[::1]");

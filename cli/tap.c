@@ -25,7 +25,8 @@ enum {
 static const ts_cli_opt tap_opts[] = {
     {"format", 0, TS_CLI_STRING, O_FORMAT, 0, 0, "F",
      "auto (default), openai-chat, openai-responses, anthropic,\n"
-     "gemini, or raw (the bare arguments JSON of one call)", NULL},
+     "gemini (SSE or its JSON array), ollama (native NDJSON),\n"
+     "cohere (v2 chat), or raw (the bare arguments JSON of one call)", NULL},
     {"tool", 0, TS_CLI_STRING, O_TOOL, 0, 0, "NAME",
      "the tool's name, for --format raw (required there)", NULL},
     {"deltas", 0, TS_CLI_FLAG, O_DELTAS, 0, 0, NULL,
@@ -82,12 +83,12 @@ static int tap_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n)
   }
   switch (o->id) {
     case O_FORMAT: {
-      int f = ts_ms_format_parse(val);
+      int f = ts_format_parse(val);
       if (f < 0) {
         fprintf(stderr, "toolstream tap: unknown format '%s' (try --help)\n", val);
         return 2;
       }
-      a->cfg.format = (ts_ms_format)f;
+      a->cfg.format = (ts_format)f;
       break;
     }
     case O_TOOL: a->cfg.raw_tool = val; break;
@@ -145,7 +146,7 @@ int ts_cli_tap(int argc, char **argv) {
   rc = 2;
   ts_tap_config cfg = a.cfg;
   const char *path = a.path;
-  if (cfg.format == TS_MS_RAW && !cfg.raw_tool) {
+  if (cfg.format == TS_FORMAT_RAW && !cfg.raw_tool) {
     fprintf(stderr, "toolstream tap: --format raw needs --tool NAME\n");
     goto out;
   }
@@ -168,11 +169,11 @@ int ts_cli_tap(int argc, char **argv) {
   }
   cfg.progress_arg = lookup_progress;
   cfg.progress_user = &o;
-  tap = ts_tap_new(&cfg, on_event, &o);
+  int made = ts_tap_new(&tap, &cfg, on_event, &o);
   enum { CHUNK = 64 * 1024 };
   buf = malloc(CHUNK);
-  if (!tap || !buf) {
-    fprintf(stderr, "toolstream tap: out of memory\n");
+  if (made != TS_E_OK || !buf) {
+    fprintf(stderr, "toolstream tap: %s\n", ts_err_message(made ? made : TS_E_NOMEM));
     rc = 1;
     goto out;
   }

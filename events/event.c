@@ -43,8 +43,10 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
   num_field(b, "offset", e->offset);
   if (e->is_call) {
     str_field(b, "call_id", e->call_id);
+    if (e->provider_call_id.len) str_field(b, "provider_call_id", e->provider_call_id);
     str_field(b, "tool", e->tool);
     num_field(b, "index", e->index);
+    if (e->turn) num_field(b, "turn", e->turn);
   }
   switch ((ts_event_type)e->type) {
     case TS_EVENT_TOOL_CALL_STARTED:

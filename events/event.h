@@ -11,7 +11,8 @@
  * with its version, is documented in docs/events.md.
  *
  * Encoding: one JSON object, no newline, keys in a fixed order:
- *   v, type, thread, seq, offset, [call_id, tool, index], then the type's own fields.
+ *   v, type, thread, seq, offset, [call_id, provider_call_id, tool, index, turn], then the
+ *   type's own fields (provider_call_id only when set, turn only when not 0).
  * Strings are escaped by ts_buf_append_json_string (always valid JSON and UTF-8);
  * `arguments` and `usage` are embedded as the JSON text they already are (the tap
  * validated `arguments` strictly; `usage` is the provider's object as jsmn delimited it).

@@ -90,8 +90,9 @@ static void run(const ts_tap_config *cfg, const uint8_t *in, size_t n, ts_fuzz_c
   ts_buf_init(&t->out, 64u << 20);
   ts_buf_init(&t->text, 64u << 20);
   for (int i = 0; i < MAX_CALLS; i++) ts_buf_init(&t->args[i], 64u << 20);
-  ts_tap *tap = ts_tap_new(cfg, on_event, t);
-  if (!tap) abort(); /* a valid config: only out of memory, which the fuzzer does not inject */
+  ts_tap *tap = NULL;
+  /* a valid config: only out of memory, which the fuzzer does not inject */
+  if (ts_tap_new(&tap, cfg, on_event, t) != TS_E_OK) abort();
   char *buf = malloc(n ? n : 1); /* the tap decodes in place: each run gets its own copy */
   memcpy(buf, in, n);
   for (size_t at = 0; at < n;) {
@@ -117,10 +118,9 @@ static void run(const ts_tap_config *cfg, const uint8_t *in, size_t n, ts_fuzz_c
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 9) return 0;
-  static const ts_ms_format formats[] = {TS_MS_AUTO,      TS_MS_OPENAI_CHAT, TS_MS_OPENAI_RESPONSES,
-                                         TS_MS_ANTHROPIC, TS_MS_GEMINI,      TS_MS_RAW};
   uint8_t h = data[0];
-  ts_tap_config cfg = {.format = formats[(h & 7) % 6],
+  /* every format the table has, auto and raw */
+  ts_tap_config cfg = {.format = (ts_format)(h % TS_FORMAT_COUNT),
                        .raw_tool = "write_file",
                        .progress_arg = progress,
                        .deltas = (h >> 3) & 1,

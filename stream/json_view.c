@@ -122,8 +122,8 @@ int ts_jv_parse(ts_jv *v, char *js, size_t len) {
   jsmn_parser p;
   jsmn_init(&p);
   int n = jsmn_parse(&p, js, len, TOK(v), (unsigned)v->cap);
-  if (n == JSMN_ERROR_NOMEM) return TS_E_MS_TOO_MANY_TOKENS;
-  if (n <= 0) return TS_E_MS_BAD_JSON;
+  if (n == JSMN_ERROR_NOMEM) return TS_E_JV_TOO_MANY_TOKENS;
+  if (n <= 0) return TS_E_JV_BAD_JSON;
   v->ntok = n;
   /* Exactly one value: the first token must reach the last non-blank byte (a second
    * top-level value, or a NUL byte that stopped jsmn early, leaves bytes after it). */
@@ -133,7 +133,7 @@ int ts_jv_parse(ts_jv *v, char *js, size_t len) {
   size_t t0_end = (size_t)t0->end + (t0->type == JSMN_STRING ? 1 : 0); /* closing quote */
   if (t0->type == JSMN_PRIMITIVE || t0_end != end || !tree_ok(v)) {
     v->ntok = 0;
-    return TS_E_MS_BAD_JSON;
+    return TS_E_JV_BAD_JSON;
   }
   return TS_E_OK;
 }
@@ -239,7 +239,7 @@ ts_view ts_jv_raw(const ts_jv *v, int i) {
 }
 
 int ts_jv_str(ts_jv *v, int i, ts_view *out) {
-  if (ts_jv_type_of(v, i) != TS_JV_STRING) return TS_E_MS_BAD_SHAPE;
+  if (ts_jv_type_of(v, i) != TS_JV_STRING) return TS_E_JV_NOT_STRING;
   jsmntok_t *t = &TOK(v)[i];
   char *p = v->js + t->start;
   if (t->size < 0) { /* decoded before */

@@ -2,7 +2,7 @@
  * json_view.h: one complete JSON document, tokenized once, walked by index.
  *
  * Each SSE event of a model stream carries a small, complete JSON document. The
- * provider adapters (model_stream.h) need a handful of values out of it: a `type`
+ * provider adapters (adapter.h) need a handful of values out of it: a `type`
  * string, an index, an id, an argument fragment. This module parses the document
  * once with jsmn (strict mode) into a token array that was allocated up front, and
  * offers the few walking helpers the adapters need: find a member by key, step over
@@ -70,9 +70,9 @@ int ts_jv_init(ts_jv *v, int cap);
 void ts_jv_fini(ts_jv *v); /* frees the token array; safe on a zeroed or failed ts_jv */
 
 /* Tokenizes the complete document js[0..len). Leading and trailing JSON whitespace is
- * allowed. Returns TS_E_OK; TS_E_MS_BAD_JSON for anything that is not exactly one
+ * allowed. Returns TS_E_OK; TS_E_JV_BAD_JSON for anything that is not exactly one
  * JSON value (including a bare top-level number: strict jsmn cannot end one);
- * TS_E_MS_TOO_MANY_TOKENS when it needs more than `cap` tokens; TS_E_LIMIT for a
+ * TS_E_JV_TOO_MANY_TOKENS when it needs more than `cap` tokens; TS_E_LIMIT for a
  * document of INT_MAX bytes or more (jsmn counts in int). On error the view holds
  * no tokens. Never allocates. */
 int ts_jv_parse(ts_jv *v, char *js, size_t len);
@@ -115,7 +115,7 @@ int ts_jv_int(const ts_jv *v, int i, int64_t *out);
 ts_view ts_jv_raw(const ts_jv *v, int i);
 
 /* Decodes string token i in place (see "Decoding in place") and stores the decoded
- * text in *out. Returns TS_E_OK; TS_E_MS_BAD_SHAPE when i is not a string (or -1);
+ * text in *out. Returns TS_E_OK; TS_E_JV_NOT_STRING when i is not a string (or -1);
  * or the decoder's error (TS_E_JSON_ESCAPE, TS_E_JSON_SURROGATE). */
 int ts_jv_str(ts_jv *v, int i, ts_view *out);
 

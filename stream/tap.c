@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/json_seq.h"
 #include "stream/json_tok.h"
 #include "stream/json_unescape.h"
 #include "stream/json_watch.h"
@@ -45,9 +46,12 @@ typedef struct call {
   uint64_t done_off;      /* raw input: the byte after the arguments' closing brace */
   uint64_t arg_bytes;     /* argument text bytes received */
   uint64_t next_heartbeat;
-  char id[TS_MS_MAX_ID];
+  char id[TS_ADAPTER_MAX_ID];  /* call_id: the provider's, or synthesized */
   size_t id_len;
-  char name[TS_MS_MAX_ID];
+  char pid[TS_ADAPTER_MAX_ID]; /* the provider's own id (may be empty) */
+  size_t pid_len;
+  uint8_t synthesized;         /* id is not pid */
+  char name[TS_ADAPTER_MAX_ID];
   size_t name_len;
   ts_json_tok tok;
   ts_json_watch watch;
@@ -60,13 +64,24 @@ typedef struct call {
   struct ts_tap *tap;
 } call;
 
+/* How the reply is framed, decided by its first byte that is not whitespace. */
+enum { FRAME_UNDECIDED = 0, FRAME_SSE, FRAME_JSON, FRAME_JSON_ARRAY, FRAME_IGNORE };
+
+/* The first bytes of the reply, kept to say what it was when no format recognises it. */
+#define TAP_HEAD 64
+
 struct ts_tap {
   ts_tap_config cfg;
   ts_tap_cb cb;
   void *user;
+  int framing;      /* FRAME_* */
+  uint64_t base;    /* bytes before the first that is not whitespace */
+  size_t head_len;
+  char head[TAP_HEAD];
   ts_sse sse;
-  char *sse_buf;
-  ts_ms *ms;
+  ts_json_seq jseq;
+  char *sse_buf;    /* the framer's buffer: one SSE event's data, or one JSON value */
+  ts_adapter *ms;
   call **calls; /* by index */
   uint32_t ncalls;
   uint64_t pos;     /* bytes fed */
@@ -105,7 +120,9 @@ static void call_event(call *c, ts_tap_event *ev, int type) {
   ev->type = (uint8_t)type;
   ev->is_call = 1;
   ev->index = c->index;
+  ev->turn = c->tap->cfg.turn;
   ev->call_id = (ts_view){c->id, c->id_len};
+  if (c->synthesized) ev->provider_call_id = (ts_view){c->pid, c->pid_len};
   ev->tool = (ts_view){c->name, c->name_len};
 }
 
@@ -291,7 +308,7 @@ static uint64_t token_end(const ts_json_token *tk) {
 static int on_arg_token(void *user, const ts_json_token *tk) {
   call *c = user;
   ts_tap *t = c->tap;
-  if (t->cfg.format == TS_MS_RAW) t->ev_off = token_end(tk);
+  if (t->cfg.format == TS_FORMAT_RAW) t->ev_off = token_end(tk);
   if (!c->tok_first_seen) {
     c->tok_first_seen = 1;
     if (tk->kind != TS_JSON_OBJECT_BEGIN) {
@@ -324,7 +341,7 @@ static int on_arg_token(void *user, const ts_json_token *tk) {
     c->done_off = token_end(tk);
     /* raw input: stop at the closing brace, so READY fires before any later byte of
      * the same read is looked at (raw_feed checks those as trailing data) */
-    if (t->cfg.format == TS_MS_RAW) return 1;
+    if (t->cfg.format == TS_FORMAT_RAW) return 1;
   }
   return t->aborted;
 }
@@ -343,8 +360,39 @@ static void call_free(call *c) {
   free(c);
 }
 
+/* Whether another call of this turn has the id p[0..n) (as provider id or as call id). */
+static int taken_in_turn(const ts_tap *t, const call *c, const char *p, size_t n) {
+  for (uint32_t i = 0; i < t->ncalls; i++) {
+    const call *o = t->calls[i];
+    if (!o || o == c) continue;
+    if ((o->pid_len == n && !memcmp(o->pid, p, n)) || (o->id_len == n && !memcmp(o->id, p, n)))
+      return 1;
+  }
+  return 0;
+}
+
+/* Call c's call id (its provider id already set): the provider's, unless it sent none,
+ * another call of this turn has it, or an earlier turn of the thread used it; then
+ * "ts_<turn>_<index>" (with "_2", "_3" ... in the unlikely case a provider id of this
+ * turn is spelled so). */
+static void assign_id(ts_tap *t, call *c) {
+  if (c->pid_len && !taken_in_turn(t, c, c->pid, c->pid_len) &&
+      !(t->cfg.id_taken && t->cfg.id_taken(t->cfg.id_user, c->pid, c->pid_len))) {
+    memcpy(c->id, c->pid, c->pid_len);
+    c->id_len = c->pid_len;
+    return;
+  }
+  c->synthesized = 1;
+  for (unsigned k = 1;; k++) {
+    int n = k == 1 ? snprintf(c->id, sizeof c->id, "ts_%u_%u", t->cfg.turn, c->index)
+                   : snprintf(c->id, sizeof c->id, "ts_%u_%u_%u", t->cfg.turn, c->index, k);
+    c->id_len = (size_t)n;
+    if (!taken_in_turn(t, c, c->id, c->id_len)) return;
+  }
+}
+
 static call *call_begin(ts_tap *t, uint32_t index, ts_view id, ts_view name) {
-  if (index >= TS_MS_MAX_CALLS) return NULL;
+  if (index >= TS_TAP_MAX_CALLS) return NULL;
   if (index >= t->ncalls) {
     call **nc = realloc(t->calls, (index + 1) * sizeof *nc);
     if (!nc) return NULL;
@@ -359,8 +407,9 @@ static call *call_begin(ts_tap *t, uint32_t index, ts_view id, ts_view name) {
   t->calls[index] = c;
   c->tap = t;
   c->index = index;
-  c->id_len = id.len < sizeof c->id ? id.len : sizeof c->id;
-  if (c->id_len) memcpy(c->id, id.p, c->id_len);
+  c->pid_len = id.len < sizeof c->pid ? id.len : sizeof c->pid;
+  if (c->pid_len) memcpy(c->pid, id.p, c->pid_len);
+  assign_id(t, c);
   c->name_len = name.len < sizeof c->name ? name.len : sizeof c->name;
   if (c->name_len) memcpy(c->name, name.p, c->name_len);
   c->next_heartbeat = t->cfg.heartbeat_bytes;
@@ -388,7 +437,7 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
   c->complete_pending = 0;
   int r = ts_json_tok_feed(&c->tok, p, n);
   if (t->aborted) return;
-  if (t->cfg.format == TS_MS_RAW && r == TS_E_ABORTED && c->complete_pending) {
+  if (t->cfg.format == TS_FORMAT_RAW && r == TS_E_ABORTED && c->complete_pending) {
     /* the tokenizer stopped at the arguments' closing brace (on_arg_token): the piece
      * ends there; raw_feed looks at what follows */
     size_t used = (size_t)(c->done_off - (piece_end - n));
@@ -397,10 +446,10 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
     piece_end = c->done_off;
     r = TS_E_OK;
   }
-  if (t->cfg.format == TS_MS_RAW) t->ev_off = piece_end;
+  if (t->cfg.format == TS_FORMAT_RAW) t->ev_off = piece_end;
   if (r) {
     /* raw input: the error is stamped with the byte after the offending one */
-    if (t->cfg.format == TS_MS_RAW)
+    if (t->cfg.format == TS_FORMAT_RAW)
       t->ev_off = (c->err ? c->err_at : ts_json_tok_error_offset(&c->tok)) + 1;
     if (c->ready) {
       /* Bytes after arguments already reported complete: the call stays ready (it was
@@ -442,7 +491,7 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
     c->next_heartbeat = (c->arg_bytes / t->cfg.heartbeat_bytes + 1) * t->cfg.heartbeat_bytes;
   }
   if (c->complete_pending) {
-    if (t->cfg.format == TS_MS_RAW) t->ev_off = c->done_off;
+    if (t->cfg.format == TS_FORMAT_RAW) t->ev_off = c->done_off;
     fire_ready(t, c);
   }
 }
@@ -459,31 +508,57 @@ static void call_end(ts_tap *t, call *c) {
   fail_call(t, c, TS_E_TAP_INCOMPLETE, c->arg_bytes); /* ready would have fired already */
 }
 
+/* ---- what the reply was, when it was not a stream -------------------------------------- */
+
+/* The first bytes of the reply as printable ASCII (other bytes become '.'), for a message. */
+static size_t head_text(const ts_tap *t, char *out, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->head_len && n + 1 < cap; i++) {
+    unsigned char c = (unsigned char)t->head[i];
+    out[n++] = c >= 0x20 && c < 0x7F ? (char)c : c == '\n' || c == '\r' || c == '\t' ? ' ' : '.';
+  }
+  out[n] = '\0';
+  return n;
+}
+
+/* auto found no format: say what the reply began with, so that a user sees an error page,
+ * a proxy's message or an empty reply for what it is. */
+static void unknown_format(ts_tap *t) {
+  char head[TAP_HEAD + 1], msg[TAP_HEAD + 96];
+  int n;
+  if (head_text(t, head, sizeof head))
+    n = snprintf(msg, sizeof msg, "%s; the reply begins: %s%s", ts_err_message(TS_E_MS_UNKNOWN_FORMAT),
+                 head, t->head_len == TAP_HEAD ? "..." : "");
+  else
+    n = snprintf(msg, sizeof msg, "%s: the reply is empty", ts_err_message(TS_E_MS_UNKNOWN_FORMAT));
+  stream_error(t, TS_E_MS_UNKNOWN_FORMAT, msg, (size_t)n);
+}
+
 /* ---- the adapter's callback ---------------------------------------------------------- */
 
-static int on_model_event(void *user, const ts_ms_event *me) {
+static int on_model_event(void *user, const ts_adapter_event *me) {
   ts_tap *t = user;
   ts_tap_event ev;
   call *c;
   switch (me->kind) {
-    case TS_MS_TEXT_DELTA:
+    case TS_ADAPTER_TEXT_DELTA:
       if (!t->cfg.text || me->text.len == 0) break;
       memset(&ev, 0, sizeof ev);
       ev.type = TS_TAP_TEXT_DELTA;
       ev.text = me->text;
       emit(t, &ev);
       break;
-    case TS_MS_CALL_BEGIN:
+    case TS_ADAPTER_CALL_BEGIN:
       if (!call_begin(t, me->index, me->id, me->name))
         stream_error(t, TS_E_NOMEM, "cannot track another tool call", 30);
       break;
-    case TS_MS_CALL_ARGS:
+    case TS_ADAPTER_CALL_ARGS:
       if ((c = call_get(t, me->index))) call_args(t, c, me->text.p, me->text.len);
       break;
-    case TS_MS_CALL_END:
+    case TS_ADAPTER_CALL_END:
       if ((c = call_get(t, me->index))) call_end(t, c);
       break;
-    case TS_MS_TURN_END:
+    case TS_ADAPTER_TURN_END:
       for (uint32_t i = 0; i < t->ncalls; i++)
         if (t->calls[i]) call_end(t, t->calls[i]);
       memset(&ev, 0, sizeof ev);
@@ -492,7 +567,11 @@ static int on_model_event(void *user, const ts_ms_event *me) {
       ev.usage = me->usage;
       emit(t, &ev);
       break;
-    case TS_MS_ERROR:
+    case TS_ADAPTER_ERROR:
+      if (me->code == TS_E_MS_UNKNOWN_FORMAT) {
+        unknown_format(t);
+        break;
+      }
       stream_error(t, me->code, me->error.p, me->error.len);
       break;
   }
@@ -504,14 +583,53 @@ static int on_model_event(void *user, const ts_ms_event *me) {
 static int on_sse_event(void *user, const ts_sse_event *se) {
   ts_tap *t = user;
   if (se->kind == TS_SSE_ERROR) {
-    t->ev_off = se->err_offset;
+    t->ev_off = t->base + se->err_offset;
     const char *msg = ts_err_message(se->code);
     stream_error(t, se->code, msg, strlen(msg));
     return t->aborted;
   }
-  t->ev_off = se->end_offset;
-  ts_ms_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
+  t->ev_off = t->base + se->end_offset;
+  ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
   return t->aborted;
+}
+
+/* ---- the JSON framer's callback (NDJSON, a JSON array, a plain JSON body) ------------- */
+
+static int on_json_value(void *user, const ts_json_seq_item *it) {
+  ts_tap *t = user;
+  if (it->kind == TS_JSON_SEQ_ERROR) {
+    t->ev_off = t->base + it->err_offset + 1;
+    const char *msg = ts_err_message(it->code);
+    stream_error(t, it->code, msg, strlen(msg));
+    return t->aborted;
+  }
+  t->ev_off = t->base + it->end_offset;
+  ts_adapter_feed_event(t->ms, NULL, 0, it->data, it->len);
+  return t->aborted;
+}
+
+/* Decides the framing from the reply's first byte that is not whitespace: `{` is JSON
+ * values (NDJSON, or one body: an error reply), `[` one JSON array of events, `<` an
+ * HTML page (an error page from a proxy or a login wall: reported, the rest ignored);
+ * anything else is SSE. Leading whitespace means nothing in any of them. */
+static void decide_framing(ts_tap *t, char c) {
+  if (c == '{' || c == '[') {
+    t->framing = c == '[' ? FRAME_JSON_ARRAY : FRAME_JSON;
+    ts_json_seq_init(&t->jseq, c == '[', t->sse_buf, t->cfg.max_event_bytes, on_json_value, t);
+  } else if (c == '<') {
+    t->framing = FRAME_IGNORE;
+  } else {
+    t->framing = FRAME_SSE;
+  }
+}
+
+static void not_a_stream(ts_tap *t) {
+  char head[TAP_HEAD + 1], msg[TAP_HEAD + 96];
+  head_text(t, head, sizeof head);
+  int n = snprintf(msg, sizeof msg, "the reply is an HTML page, not a model stream; it begins: %s%s",
+                   head, t->head_len == TAP_HEAD ? "..." : "");
+  t->ev_off = t->pos;
+  stream_error(t, TS_E_MS_NOT_STREAM, msg, (size_t)n);
 }
 
 /* ---- raw input -------------------------------------------------------------------------- */
@@ -591,57 +709,76 @@ static void raw_feed(ts_tap *t, const char *p, size_t n) {
 
 /* ---- public --------------------------------------------------------------------------- */
 
-ts_tap *ts_tap_new(const ts_tap_config *cfg, ts_tap_cb cb, void *user) {
-  if (!cfg || !cb) return NULL;
-  if (cfg->format == TS_MS_RAW && !cfg->raw_tool) return NULL;
+int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user) {
+  if (!out || !cfg || !cb) return TS_E_INVAL;
+  if (cfg->format == TS_FORMAT_RAW && !cfg->raw_tool) return TS_E_INVAL;
+  if ((unsigned)cfg->format > TS_FORMAT_RAW || cfg->progress_max > TS_TAP_PROGRESS_LIMIT)
+    return TS_E_INVAL;
   ts_tap *t = calloc(1, sizeof *t);
-  if (!t) return NULL;
+  if (!t) return TS_E_NOMEM;
   t->cfg = *cfg;
   if (!t->cfg.heartbeat_bytes) t->cfg.heartbeat_bytes = TS_TAP_HEARTBEAT_BYTES;
+  if (!t->cfg.turn) t->cfg.turn = 1;
   if (!t->cfg.progress_max) t->cfg.progress_max = TS_TAP_PROGRESS_MAX;
-  if (t->cfg.progress_max > TS_TAP_PROGRESS_LIMIT) {
-    free(t);
-    return NULL;
-  }
   if (!t->cfg.max_args_bytes) t->cfg.max_args_bytes = TS_TAP_MAX_ARGS_BYTES;
   if (!t->cfg.max_event_bytes) t->cfg.max_event_bytes = TS_TAP_MAX_EVENT_BYTES;
   t->cb = cb;
   t->user = user;
-  if (cfg->format == TS_MS_RAW) {
+  int rc = TS_E_OK;
+  if (cfg->format == TS_FORMAT_RAW) {
     size_t len = strlen(cfg->raw_tool);
-    if (!call_begin(t, 0, (ts_view){"", 0}, (ts_view){cfg->raw_tool, len})) {
-      ts_tap_free(t);
-      return NULL;
-    }
-    return t;
+    /* call 0 of a fresh tap can only fail for memory */
+    if (!call_begin(t, 0, (ts_view){"", 0}, (ts_view){cfg->raw_tool, len})) rc = TS_E_NOMEM;
+  } else {
+    t->sse_buf = malloc(t->cfg.max_event_bytes);
+    rc = t->sse_buf ? ts_adapter_new(&t->ms, cfg->format, on_model_event, t) : TS_E_NOMEM;
+    if (rc == TS_E_OK)
+      rc = ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
+                       t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t);
   }
-  t->sse_buf = malloc(t->cfg.max_event_bytes);
-  t->ms = ts_ms_new(cfg->format, on_model_event, t);
-  if (!t->sse_buf || !t->ms ||
-      ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
-                  t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t) != TS_E_OK) {
+  if (rc != TS_E_OK) {
     ts_tap_free(t);
-    return NULL;
+    return rc;
   }
-  return t;
+  *out = t;
+  return TS_E_OK;
 }
 
 void ts_tap_free(ts_tap *t) {
   if (!t) return;
   for (uint32_t i = 0; i < t->ncalls; i++) call_free(t->calls[i]);
   free(t->calls);
-  ts_ms_free(t->ms);
+  ts_adapter_free(t->ms);
   free(t->sse_buf);
   free(t);
 }
 
 int ts_tap_feed(ts_tap *t, char *buf, size_t len) {
   if (t->aborted) return TS_E_ABORTED;
-  if (t->cfg.format == TS_MS_RAW) {
+  if (t->cfg.format == TS_FORMAT_RAW) {
     raw_feed(t, buf, len);
-  } else {
-    ts_sse_feed(&t->sse, buf, len);
-    t->pos += len;
+    return t->aborted ? TS_E_ABORTED : TS_E_OK;
+  }
+  if (t->framing == FRAME_UNDECIDED) {
+    size_t k = 0;
+    while (k < len && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\n' || buf[k] == '\r')) k++;
+    t->pos += k;
+    t->base = t->pos;
+    buf += k, len -= k;
+    if (!len) return TS_E_OK;
+    decide_framing(t, buf[0]);
+  }
+  if (t->head_len < TAP_HEAD) {
+    size_t k = len < TAP_HEAD - t->head_len ? len : TAP_HEAD - t->head_len;
+    memcpy(t->head + t->head_len, buf, k);
+    t->head_len += k;
+  }
+  t->pos += len;
+  switch (t->framing) {
+    case FRAME_SSE: ts_sse_feed(&t->sse, buf, len); break;
+    case FRAME_JSON:
+    case FRAME_JSON_ARRAY: ts_json_seq_feed(&t->jseq, buf, len); break;
+    default: break; /* FRAME_IGNORE: reported at the end, when the head is known */
   }
   return t->aborted ? TS_E_ABORTED : TS_E_OK;
 }
@@ -650,15 +787,24 @@ int ts_tap_finish(ts_tap *t) {
   if (t->finished) return t->aborted ? TS_E_ABORTED : TS_E_OK;
   t->finished = 1;
   t->ev_off = t->pos;
-  if (t->cfg.format == TS_MS_RAW) {
+  if (t->cfg.format == TS_FORMAT_RAW) {
     call *c = t->calls[0];
     if (!c->ready && !c->failed)
       fail_call(t, c, c->arg_bytes ? TS_E_TAP_INCOMPLETE : TS_E_JSON_EMPTY, c->arg_bytes);
     return t->aborted ? TS_E_ABORTED : TS_E_OK;
   }
-  ts_sse_finish(&t->sse);
+  if (t->framing == FRAME_IGNORE) {
+    not_a_stream(t); /* and nothing else: there was no stream to be truncated */
+    return t->aborted ? TS_E_ABORTED : TS_E_OK;
+  }
+  int cut = 0;
+  if (t->framing == FRAME_SSE) ts_sse_finish(&t->sse);
+  if (t->framing == FRAME_JSON || t->framing == FRAME_JSON_ARRAY) cut = ts_json_seq_cut(&t->jseq);
   t->ev_off = t->pos;
-  ts_ms_finish(t->ms);
+  if (cut)
+    ts_adapter_cut(t->ms);
+  else
+    ts_adapter_finish(t->ms);
   t->ev_off = t->pos;
   for (uint32_t i = 0; i < t->ncalls && !t->aborted; i++) {
     call *c = t->calls[i];

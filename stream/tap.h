@@ -2,7 +2,7 @@
  * tap.h: a model's streamed reply in, tool-call events out, the moment they are knowable.
  *
  * The tap strings the stream layers together: SSE framing (sse.h), a provider adapter
- * (model_stream.h), and for each tool call its own argument tokenizer (json_tok.h) with
+ * (adapter.h), and for each tool call its own argument tokenizer (json_tok.h) with
  * a watcher on the tool's progress argument (json_watch.h). Bytes go in with
  * ts_tap_feed in chunks of any size; events come out through the callback.
  *
@@ -37,6 +37,13 @@
  * event is a STREAM_ERROR; the call stays ready). A call whose provider ends it
  * with no argument bytes at all is ready with `{}` (tools without parameters).
  *
+ * Call ids: every call event carries a non-empty `call_id`, unique within the thread, and
+ * `turn` (ts_tap_config.turn). It is the provider's own id unless the provider sent none
+ * (Gemini without ids, raw input), sent one that an earlier call of this turn already
+ * has, or sent one that `id_taken` says an earlier turn of the thread used; then it is
+ * synthesized as "ts_<turn>_<index>" (deterministic: the same input gives the same ids),
+ * and the provider's id, when it sent one, is kept in `provider_call_id`.
+ *
  * Offsets: every event carries `offset`, the input bytes consumed when it was emitted:
  * the end of the SSE event that triggered it (after its blank line); for `raw` input,
  * the byte after the one that completed it. They do not depend on chunking.
@@ -53,7 +60,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "stream/model_stream.h"
+#include "stream/adapter.h"
 
 typedef enum {
   TS_TAP_TOOL_CALL_STARTED = 1,
@@ -79,7 +86,9 @@ typedef struct {
   uint8_t progress_truncated; /* STARTED */
   uint64_t offset;
   uint32_t index;     /* the call's position in the turn */
-  ts_view call_id;    /* the provider's call id (may be empty) */
+  uint32_t turn;      /* the turn (ts_tap_config.turn), 1, 2, 3 ... within the thread */
+  ts_view call_id;    /* never empty, unique within the thread (see "Call ids") */
+  ts_view provider_call_id; /* the provider's own id when call_id is not it, else empty */
   ts_view tool;       /* the tool's name */
   ts_view progress;   /* STARTED: the label */
   ts_view delta;      /* DELTA: argument text */
@@ -99,6 +108,8 @@ typedef int (*ts_tap_cb)(void *user, const ts_tap_event *ev);
 typedef const char *(*ts_tap_progress_fn)(void *user, const char *tool, size_t tool_len,
                                           size_t *arg_len);
 
+/* Calls per turn: a call's index is below this (the adapter's table bounds it). */
+#define TS_TAP_MAX_CALLS TS_ADAPTER_MAX_CALLS
 #define TS_TAP_PROGRESS_MAX 200
 #define TS_TAP_PROGRESS_LIMIT 65536 /* the largest progress_max a config may ask for */
 #define TS_TAP_HEARTBEAT_BYTES 4096
@@ -106,8 +117,8 @@ typedef const char *(*ts_tap_progress_fn)(void *user, const char *tool, size_t t
 #define TS_TAP_MAX_EVENT_BYTES (4u << 20)
 
 typedef struct {
-  ts_ms_format format;        /* TS_MS_AUTO (default) detects; TS_MS_RAW: bare argument bytes */
-  const char *raw_tool;       /* TS_MS_RAW: the tool's name */
+  ts_format format;        /* TS_FORMAT_AUTO (default) detects; TS_FORMAT_RAW: bare argument bytes */
+  const char *raw_tool;       /* TS_FORMAT_RAW: the tool's name */
   ts_tap_progress_fn progress_arg; /* may be NULL: no tool has one */
   void *progress_user;
   int deltas;                 /* emit TOOL_CALL_DELTA */
@@ -116,13 +127,20 @@ typedef struct {
   size_t progress_max;        /* 0: TS_TAP_PROGRESS_MAX */
   size_t max_args_bytes;      /* 0: TS_TAP_MAX_ARGS_BYTES */
   size_t max_event_bytes;     /* 0: TS_TAP_MAX_EVENT_BYTES (largest SSE event data) */
+  uint32_t turn;              /* the turn within the thread, stamped on call events; 0: 1 */
+  /* May be NULL. Nonzero when `id` was a call id in an earlier turn of the thread: the
+   * call then gets a synthesized id (see "Call ids"). */
+  int (*id_taken)(void *user, const char *id, size_t len);
+  void *id_user;
 } ts_tap_config;
 
 typedef struct ts_tap ts_tap;
 
-/* Returns NULL on out of memory or a bad config (RAW without raw_tool, progress_max over
- * TS_TAP_PROGRESS_LIMIT). */
-ts_tap *ts_tap_new(const ts_tap_config *cfg, ts_tap_cb cb, void *user);
+/* Creates a tap and stores it in *out. Returns TS_E_OK; TS_E_INVAL for a bad config
+ * (NULL out, cfg or cb; an unknown format; RAW without raw_tool; progress_max over
+ * TS_TAP_PROGRESS_LIMIT; max_event_bytes too large for the SSE framer); TS_E_NOMEM when
+ * memory runs out. On error *out is untouched and nothing is held. */
+int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user);
 void ts_tap_free(ts_tap *t); /* NULL is a no-op */
 
 /* Feeds the next bytes of the stream. `buf` may be modified (JSON strings are decoded in

@@ -64,7 +64,7 @@ int ts_tool_defs_parse(ts_tool_defs *defs, const char *text, size_t len, char *w
   }
   if (ts_jv_parse(&v, js, len) < 0) {
     snprintf(why, why_cap, "not valid JSON");
-    rc = TS_E_MS_BAD_JSON;
+    rc = TS_E_JV_BAD_JSON;
     goto out;
   }
   if (ts_jv_type_of(&v, 0) != TS_JV_ARRAY) {

@@ -30,7 +30,7 @@ typedef struct {
 
 /* Parses `len` bytes of JSON text into defs (appending to what *defs holds). On error
  * returns a negative ts_err, leaves *defs as it was, and writes a one-line reason into
- * `why` (capacity `why_cap`). Errors: TS_E_MS_BAD_JSON for text that is not JSON,
+ * `why` (capacity `why_cap`). Errors: TS_E_JV_BAD_JSON for text that is not JSON,
  * TS_E_INVAL for a wrong shape (not an array, a definition without a string `name`,
  * a non-string progressArgument, a duplicate name), TS_E_LIMIT for a file over 32 MiB,
  * TS_E_NOMEM. */

@@ -1,7 +1,10 @@
 /*
  * conversation.c: see conversation.h. The thread's messages are read once into memory
- * (a conversation is small next to the bytes a model streams), then written out in
- * provider order.
+ * (a conversation is small next to the bytes a model streams) and put in request order
+ * as the provider table's neutral list (stream/provider.h: ts_request); the provider's
+ * row writes the body. What is decided here is the same for every provider: which calls
+ * are sent (those with a result), and that each assistant message is followed by the
+ * results of its calls, in call order.
  */
 #include "agent/conversation.h"
 
@@ -9,7 +12,7 @@
 #include <string.h>
 
 #include "stream/json_view.h"
-#include "stream/model_stream.h"
+#include "stream/provider.h"
 
 typedef struct {
   int role;
@@ -64,196 +67,129 @@ static msg *result_for(msgs *l, const char *id, size_t idlen) {
   return NULL;
 }
 
-static void put_tools(ts_buf *b, const ts_registry *reg, ts_provider p) {
-  size_t n = ts_registry_count(reg);
-  if (!n) return;
-  ts_buf_puts(b, ",\"tools\":[");
-  for (size_t i = 0; i < n; i++) {
-    const ts_tool *t = ts_registry_at(reg, i);
-    const char *schema = ts_tool_args_schema(t);
-    if (!schema) schema = "{\"type\":\"object\"}";
-    if (i) ts_buf_putc(b, ',');
-    if (p == TS_PROVIDER_OPENAI) ts_buf_puts(b, "{\"type\":\"function\",\"function\":");
-    ts_buf_puts(b, "{\"name\":");
-    ts_buf_append_json_string(b, ts_tool_name(t), strlen(ts_tool_name(t)));
-    ts_buf_puts(b, ",\"description\":");
-    ts_buf_append_json_string(b, ts_tool_description(t), strlen(ts_tool_description(t)));
-    ts_buf_puts(b, p == TS_PROVIDER_OPENAI ? ",\"parameters\":" : ",\"input_schema\":");
-    ts_buf_append_json_compact(b, schema, strlen(schema));
-    ts_buf_puts(b, p == TS_PROVIDER_OPENAI ? "}}" : "}");
-  }
-  ts_buf_putc(b, ']');
+/* A stored assistant message, parsed: its views stay valid until turn_fini. */
+typedef struct {
+  char *js;
+  ts_jv v;
+  ts_req_call *calls;
+} turn;
+
+static void turn_fini(turn *t) {
+  ts_jv_fini(&t->v);
+  free(t->js);
+  free(t->calls);
 }
 
-/* One assistant message and the results of its calls. */
-static void put_turn(ts_buf *b, msgs *l, msg *a, ts_provider p, int *first) {
-  char *js = malloc(a->len + 1);
-  ts_jv v;
-  memset(&v, 0, sizeof v);
-  if (!js || ts_jv_init(&v, (int)(a->len / 2 + 16)) != TS_E_OK) {
-    free(js);
-    b->err = TS_E_NOMEM;
-    return;
-  }
-  memcpy(js, a->content, a->len + 1);
-  if (ts_jv_parse(&v, js, a->len) != TS_E_OK) { /* not ours: send it as plain text */
-    ts_buf_puts(b, *first ? "" : ",");
-    ts_buf_puts(b, "{\"role\":\"assistant\",\"content\":");
-    ts_buf_append_json_string(b, a->content, a->len);
-    ts_buf_putc(b, '}');
-    *first = 0;
-    goto out;
-  }
-  /* raw views first: decoding strings in place would spoil them */
-  int calls = ts_jv_get(&v, 0, "tool_calls");
-  int ncalls = ts_jv_type_of(&v, calls) == TS_JV_ARRAY ? ts_jv_size(&v, calls) : 0;
-  ts_view text = {"", 0};
-  int ti = ts_jv_get(&v, 0, "text");
-  /* keep only calls that have a result */
-  int has[TS_MS_MAX_CALLS];
-  ts_view ids[TS_MS_MAX_CALLS], names[TS_MS_MAX_CALLS], args[TS_MS_MAX_CALLS];
-  int k = 0;
-  for (int c = 0, e = ts_jv_first(&v, calls); c < ncalls && k < TS_MS_MAX_CALLS;
-       c++, e = ts_jv_skip(&v, e), k++) {
-    args[k] = ts_jv_raw(&v, ts_jv_get(&v, e, "arguments"));
-    if (ts_jv_is_null(&v, ts_jv_get(&v, e, "arguments")) || !args[k].len) args[k] = (ts_view){"{}", 2};
-    ids[k] = (ts_view){"", 0};
-    names[k] = (ts_view){"", 0};
-  }
-  k = 0;
-  for (int c = 0, e = ts_jv_first(&v, calls); c < ncalls && k < TS_MS_MAX_CALLS;
-       c++, e = ts_jv_skip(&v, e), k++) {
-    ts_jv_str(&v, ts_jv_get(&v, e, "id"), &ids[k]);
-    ts_jv_str(&v, ts_jv_get(&v, e, "name"), &names[k]);
-  }
-  if (ti >= 0) ts_jv_str(&v, ti, &text);
-  int kept = 0;
-  for (int i = 0; i < k; i++) kept += (has[i] = result_for(l, ids[i].p, ids[i].len) != NULL);
+/* The request's messages: room for every stored message plus one per result. */
+typedef struct {
+  ts_req_message *v;
+  size_t n;
+  turn *turns;
+  size_t nturns;
+} req_list;
 
-  ts_buf_puts(b, *first ? "" : ",");
-  *first = 0;
-  if (p == TS_PROVIDER_OPENAI) {
-    ts_buf_puts(b, "{\"role\":\"assistant\",\"content\":");
-    if (text.len) ts_buf_append_json_string(b, text.p, text.len);
-    else ts_buf_puts(b, "null");
-    if (kept) {
-      ts_buf_puts(b, ",\"tool_calls\":[");
-      int w = 0;
-      for (int i = 0; i < k; i++) {
-        if (!has[i]) continue;
-        if (w++) ts_buf_putc(b, ',');
-        ts_buf_puts(b, "{\"id\":");
-        ts_buf_append_json_string(b, ids[i].p, ids[i].len);
-        ts_buf_puts(b, ",\"type\":\"function\",\"function\":{\"name\":");
-        ts_buf_append_json_string(b, names[i].p, names[i].len);
-        ts_buf_puts(b, ",\"arguments\":");
-        ts_buf_append_json_string(b, args[i].p, args[i].len);
-        ts_buf_puts(b, "}}");
-      }
-      ts_buf_putc(b, ']');
-    }
-    ts_buf_putc(b, '}');
-    for (int i = 0; i < k; i++) {
-      if (!has[i]) continue;
-      msg *r = result_for(l, ids[i].p, ids[i].len);
-      r->used = 1;
-      ts_buf_puts(b, ",{\"role\":\"tool\",\"tool_call_id\":");
-      ts_buf_append_json_string(b, ids[i].p, ids[i].len);
-      ts_buf_puts(b, ",\"content\":");
-      if (r->is_error) {
-        ts_buf b2;
-        ts_buf_init(&b2, r->len + 16);
-        ts_buf_puts(&b2, "Error: ");
-        ts_buf_append(&b2, r->content, r->len);
-        ts_buf_append_json_string(b, b2.p ? b2.p : "", b2.len);
-        ts_buf_fini(&b2);
-      } else {
-        ts_buf_append_json_string(b, r->content, r->len);
-      }
-      ts_buf_putc(b, '}');
-    }
-  } else {
-    ts_buf_puts(b, "{\"role\":\"assistant\",\"content\":[");
-    int w = 0;
-    if (text.len) {
-      ts_buf_puts(b, "{\"type\":\"text\",\"text\":");
-      ts_buf_append_json_string(b, text.p, text.len);
-      ts_buf_putc(b, '}');
-      w++;
-    }
-    for (int i = 0; i < k; i++) {
-      if (!has[i]) continue;
-      if (w++) ts_buf_putc(b, ',');
-      ts_buf_puts(b, "{\"type\":\"tool_use\",\"id\":");
-      ts_buf_append_json_string(b, ids[i].p, ids[i].len);
-      ts_buf_puts(b, ",\"name\":");
-      ts_buf_append_json_string(b, names[i].p, names[i].len);
-      ts_buf_puts(b, ",\"input\":");
-      ts_buf_append(b, args[i].p, args[i].len);
-      ts_buf_putc(b, '}');
-    }
-    if (!w) ts_buf_puts(b, "{\"type\":\"text\",\"text\":\"(no text)\"}");
-    ts_buf_puts(b, "]}");
-    if (kept) {
-      ts_buf_puts(b, ",{\"role\":\"user\",\"content\":[");
-      int u = 0;
-      for (int i = 0; i < k; i++) {
-        if (!has[i]) continue;
-        msg *r = result_for(l, ids[i].p, ids[i].len);
-        r->used = 1;
-        if (u++) ts_buf_putc(b, ',');
-        ts_buf_puts(b, "{\"type\":\"tool_result\",\"tool_use_id\":");
-        ts_buf_append_json_string(b, ids[i].p, ids[i].len);
-        ts_buf_puts(b, ",\"content\":");
-        ts_buf_append_json_string(b, r->content, r->len);
-        ts_buf_puts(b, r->is_error ? ",\"is_error\":true}" : "}");
-      }
-      ts_buf_puts(b, "]}");
-    }
+/* Adds assistant message `a` and, after it, the results of its calls; a call without a
+ * result is left out (the model is told nothing false). Returns TS_E_OK or TS_E_NOMEM. */
+static int add_turn(req_list *r, msgs *l, msg *a) {
+  turn *t = &r->turns[r->nturns];
+  memset(t, 0, sizeof *t);
+  t->js = malloc(a->len + 1);
+  if (!t->js || ts_jv_init(&t->v, (int)(a->len / 2 + 16)) != TS_E_OK) {
+    turn_fini(t);
+    return TS_E_NOMEM;
   }
-out:
-  ts_jv_fini(&v);
-  free(js);
+  r->nturns++;
+  memcpy(t->js, a->content, a->len + 1);
+  ts_req_message *m = &r->v[r->n++];
+  memset(m, 0, sizeof *m);
+  m->role = TS_REQ_ASSISTANT;
+  if (ts_jv_parse(&t->v, t->js, a->len) != TS_E_OK) { /* not ours: plain text */
+    m->text = (ts_view){a->content, a->len};
+    return TS_E_OK;
+  }
+  ts_jv *v = &t->v;
+  int calls = ts_jv_get(v, 0, "tool_calls");
+  int ncalls = ts_jv_type_of(v, calls) == TS_JV_ARRAY ? ts_jv_size(v, calls) : 0;
+  t->calls = calloc(ncalls ? (size_t)ncalls : 1, sizeof *t->calls);
+  if (!t->calls) return TS_E_NOMEM;
+  /* raw views first: decoding strings in place would spoil them */
+  for (int c = 0, e = ts_jv_first(v, calls); c < ncalls; c++, e = ts_jv_skip(v, e)) {
+    int at = ts_jv_get(v, e, "arguments");
+    ts_view args = ts_jv_raw(v, at);
+    if (ts_jv_is_null(v, at) || !args.len) args = (ts_view){"{}", 2};
+    t->calls[c].arguments = args;
+  }
+  size_t kept = 0;
+  for (int c = 0, e = ts_jv_first(v, calls); c < ncalls; c++, e = ts_jv_skip(v, e)) {
+    ts_req_call call = t->calls[c];
+    call.id = call.name = (ts_view){"", 0};
+    ts_jv_str(v, ts_jv_get(v, e, "id"), &call.id);
+    ts_jv_str(v, ts_jv_get(v, e, "name"), &call.name);
+    msg *res = result_for(l, call.id.p, call.id.len);
+    if (!res) continue;
+    res->used = 1;
+    t->calls[kept++] = call;
+    ts_req_message *rm = &r->v[r->n++];
+    memset(rm, 0, sizeof *rm);
+    rm->role = TS_REQ_TOOL;
+    rm->text = (ts_view){res->content, res->len};
+    rm->call_id = call.id;
+    rm->is_error = res->is_error;
+  }
+  int ti = ts_jv_get(v, 0, "text");
+  if (ti >= 0) ts_jv_str(v, ti, &m->text);
+  m->calls = t->calls;
+  m->ncalls = kept;
+  return TS_E_OK;
 }
 
 int ts_conversation_request(ts_store *s, const char *thread, const ts_registry *reg,
-                            ts_provider provider, const char *model, unsigned max_tokens,
+                            const ts_provider *provider, const char *model, unsigned max_tokens,
                             ts_buf *out) {
+  if (!provider || !provider->request) return TS_E_INVAL;
   msgs l = {0};
+  req_list r = {0};
+  ts_req_tool *tools = NULL;
   int rc = ts_store_messages(s, thread, 0, collect, &l);
   if (l.oom) rc = TS_E_NOMEM;
-  if (rc >= 0) {
-    rc = TS_E_OK;
-    ts_buf_puts(out, "{\"model\":");
-    ts_buf_append_json_string(out, model, strlen(model));
-    if (provider == TS_PROVIDER_ANTHROPIC) {
-      ts_buf_puts(out, ",\"max_tokens\":");
-      ts_buf_append_u64(out, max_tokens ? max_tokens : 4096);
-      ts_buf_puts(out, ",\"stream\":true");
-    } else {
-      ts_buf_puts(out, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
-    }
-    ts_buf_puts(out, ",\"messages\":[");
-    int first = 1;
-    for (size_t i = 0; i < l.n; i++) {
-      msg *m = &l.v[i];
-      if (m->role == TS_STORE_USER || m->role == TS_STORE_SYSTEM) {
-        if (m->role == TS_STORE_SYSTEM && provider == TS_PROVIDER_ANTHROPIC) continue;
-        ts_buf_puts(out, first ? "" : ",");
-        first = 0;
-        ts_buf_puts(out, m->role == TS_STORE_USER ? "{\"role\":\"user\",\"content\":"
-                                                  : "{\"role\":\"system\",\"content\":");
-        ts_buf_append_json_string(out, m->content, m->len);
-        ts_buf_putc(out, '}');
-      } else if (m->role == TS_STORE_ASSISTANT) {
-        put_turn(out, &l, m, provider, &first);
-      }
-    }
-    ts_buf_putc(out, ']');
-    put_tools(out, reg, provider);
-    ts_buf_putc(out, '}');
-    if (out->err) rc = out->err;
+  if (rc < 0) goto out;
+  rc = TS_E_OK;
+  /* each stored message is at most one request message, plus one per result */
+  r.v = calloc(l.n * 2 + 1, sizeof *r.v);
+  r.turns = calloc(l.n + 1, sizeof *r.turns);
+  size_t ntools = ts_registry_count(reg);
+  tools = calloc(ntools + 1, sizeof *tools);
+  if (!r.v || !r.turns || !tools) {
+    rc = TS_E_NOMEM;
+    goto out;
   }
+  for (size_t i = 0; i < l.n && rc == TS_E_OK; i++) {
+    msg *m = &l.v[i];
+    if (m->role == TS_STORE_USER || m->role == TS_STORE_SYSTEM) {
+      ts_req_message *q = &r.v[r.n++];
+      memset(q, 0, sizeof *q);
+      q->role = m->role == TS_STORE_USER ? TS_REQ_USER : TS_REQ_SYSTEM;
+      q->text = (ts_view){m->content, m->len};
+    } else if (m->role == TS_STORE_ASSISTANT) {
+      rc = add_turn(&r, &l, m);
+    }
+  }
+  if (rc != TS_E_OK) goto out;
+  for (size_t i = 0; i < ntools; i++) {
+    const ts_tool *t = ts_registry_at(reg, i);
+    const char *schema = ts_tool_args_schema(t);
+    if (!schema) schema = "{\"type\":\"object\"}";
+    tools[i].name = (ts_view){ts_tool_name(t), strlen(ts_tool_name(t))};
+    tools[i].description = (ts_view){ts_tool_description(t), strlen(ts_tool_description(t))};
+    tools[i].schema = (ts_view){schema, strlen(schema)};
+  }
+  ts_request req = {model, max_tokens, r.v, r.n, tools, ntools};
+  rc = ts_provider_request(provider, &req, out);
+out:
+  for (size_t i = 0; i < r.nturns; i++) turn_fini(&r.turns[i]);
+  free(r.turns);
+  free(r.v);
+  free(tools);
   for (size_t i = 0; i < l.n; i++) {
     free(l.v[i].content);
     free(l.v[i].call_id);

@@ -5,7 +5,8 @@
  * results (committed while the turn streams) and the assistant message of the turn
  * ({"turn":N,"text":"...","tool_calls":[{"id","name","arguments"}]}). A provider wants
  * the assistant message first and its results after it, paired by call id. This module
- * rebuilds that order and writes the streaming request body in each provider's shape:
+ * rebuilds that order as the provider table's neutral list (stream/provider.h), and the
+ * provider's row writes the streaming request body in its shape; today:
  *
  *   openai     Chat Completions: {"model","stream":true,"stream_options":{"include_usage":
  *              true},"messages":[...],"tools":[{"type":"function","function":{...}}]};
@@ -23,16 +24,17 @@
 #ifndef TS_CONVERSATION_H
 #define TS_CONVERSATION_H
 
-#include "store/store.h"
 #include "base/strbuf.h"
+#include "store/store.h"
+#include "stream/provider.h"
 #include "tools/registry.h"
 
-typedef enum { TS_PROVIDER_OPENAI = 1, TS_PROVIDER_ANTHROPIC } ts_provider;
-
-/* Appends the request body to `out`. Returns TS_E_OK, a store error, TS_E_NOMEM or
- * TS_E_LIMIT (the buffer's limit). `max_tokens` is used for Anthropic (0: 4096). */
+/* Appends the streaming request body for `provider` (a row of the provider table that
+ * writes requests) to `out`. Returns TS_E_OK, TS_E_INVAL (no provider, or one `run`
+ * cannot talk to: its `request` is NULL), a store error, TS_E_NOMEM or TS_E_LIMIT (the
+ * buffer's limit). `max_tokens` is for providers that need one (0: their default). */
 int ts_conversation_request(ts_store *s, const char *thread, const ts_registry *reg,
-                            ts_provider provider, const char *model, unsigned max_tokens,
+                            const ts_provider *provider, const char *model, unsigned max_tokens,
                             ts_buf *out);
 
 #endif

@@ -37,8 +37,8 @@ typedef struct {
   ts_buf text;
   ts_buf calls; /* JSON array items of the assistant's tool calls */
   uint32_t ncalls;
-  double started_ms[TS_MS_MAX_CALLS];
-  uint64_t started_off[TS_MS_MAX_CALLS];
+  double started_ms[TS_TAP_MAX_CALLS];
+  uint64_t started_off[TS_TAP_MAX_CALLS];
   ts_agent_stats *st;
 } loop;
 
@@ -61,7 +61,7 @@ static void on_dispatch_event(void *user, const ts_event *e) {
 /* Collects what the summary and the assistant message need, then sink, then dispatcher. */
 static int on_tap_event(void *user, const ts_tap_event *e) {
   loop *l = user;
-  if (e->is_call && e->index < TS_MS_MAX_CALLS) {
+  if (e->is_call && e->index < TS_TAP_MAX_CALLS) {
     if (e->type == TS_TAP_TOOL_CALL_STARTED) {
       l->started_ms[e->index] = ts_clock_ms();
       l->started_off[e->index] = e->offset;
@@ -109,6 +109,25 @@ static int count_assistant(void *user, const ts_store_message *m) {
   return 0;
 }
 
+/* The call ids of the thread's earlier turns, NUL-separated: every call got a tool-result
+ * message quoting its id. A provider that sends one of them again gets a fresh id from the
+ * tap (call ids are unique within a thread, stream/tap.h "Call ids"). */
+static int collect_call_id(void *user, const ts_store_message *m) {
+  if (m->role == TS_STORE_TOOL && m->tool_call_id && *m->tool_call_id)
+    ts_buf_append(user, m->tool_call_id, strlen(m->tool_call_id) + 1);
+  return 0;
+}
+
+static int call_id_taken(void *user, const char *id, size_t len) {
+  const ts_buf *b = user;
+  for (size_t i = 0; i < b->len;) {
+    size_t n = strlen(b->p + i);
+    if (n == len && !memcmp(b->p + i, id, len)) return 1;
+    i += n + 1;
+  }
+  return 0;
+}
+
 /* The assistant's message of the turn just streamed: its text and its calls. */
 static int store_assistant(loop *l, uint32_t turn) {
   ts_buf msg;
@@ -142,20 +161,28 @@ static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
   ts_buf_reset(&l->calls);
   l->ncalls = 0;
   ts_dispatch_config dc = {c->dispatch_store, c->reg, c->thread, turn + 1, on_dispatch_event, l, 1};
-  l->disp = ts_dispatch_new(&dc);
-  ts_tap_config tc = {.progress_arg = progress_of, .progress_user = l, .text = 1};
-  ts_tap *tap = l->disp ? ts_tap_new(&tc, on_tap_event, l) : NULL;
-  if (!tap) {
+  l->disp = NULL;
+  int made = ts_dispatch_new(&l->disp, &dc);
+  ts_buf used_ids;
+  ts_buf_init(&used_ids, (size_t)16 << 20);
+  ts_store_messages(c->store, c->thread, 0, collect_call_id, &used_ids);
+  ts_tap_config tc = {.progress_arg = progress_of, .progress_user = l, .text = 1,
+                      .turn = turn + 1, .id_taken = call_id_taken, .id_user = &used_ids};
+  ts_tap *tap = NULL;
+  if (made == TS_E_OK) made = ts_tap_new(&tap, &tc, on_tap_event, l);
+  if (made != TS_E_OK) {
+    ts_buf_fini(&used_ids);
     ts_dispatch_free(l->disp);
     l->disp = NULL;
-    snprintf(why, cap, "out of memory");
-    return TS_E_NOMEM;
+    snprintf(why, cap, "%s", ts_err_message(made));
+    return made;
   }
   char mwhy[512] = "";
   int mrc = c->model.turn(c->model.user, &t, tap, mwhy, sizeof mwhy);
   ts_tap_finish(tap);
   int failed = ts_tap_failed(tap);
   ts_tap_free(tap);
+  ts_buf_fini(&used_ids);
   if (cancelled(l)) ts_dispatch_cancel(l->disp);
   int drc = ts_dispatch_finish(l->disp);
   ts_dispatch_free(l->disp);

@@ -110,7 +110,7 @@ struct gw_req {
   const route *rt;
   ts_tap *tap;
   ts_tool_defs defs; /* progress arguments from the request's own tool definitions */
-  ts_ms_format format;
+  ts_format format;
   char *scratch;
   size_t scratch_cap;
   double t_start;
@@ -292,8 +292,8 @@ static void note_tool(ts_jv *v, int name, int schema, ts_tool_defs *defs) {
     return;
   ts_view nv, pv;
   if (ts_jv_str(v, name, &nv) || ts_jv_str(v, pa, &pv)) return;
-  char nbuf[TS_MS_MAX_ID + 1], pbuf[1024];
-  if (nv.len > TS_MS_MAX_ID || pv.len >= sizeof pbuf || !pv.len) return;
+  char nbuf[TS_ADAPTER_MAX_ID + 1], pbuf[1024];
+  if (nv.len > TS_ADAPTER_MAX_ID || pv.len >= sizeof pbuf || !pv.len) return;
   memcpy(nbuf, nv.p, nv.len);
   nbuf[nv.len] = '\0';
   memcpy(pbuf, pv.p, pv.len);
@@ -642,8 +642,8 @@ static int on_up_headers(struct evhttp_request *u, void *arg) {
     cfg.progress_user = r;
     cfg.deltas = gw->cfg.deltas;
     cfg.text = gw->cfg.text;
-    r->tap = ts_tap_new(&cfg, on_tap_event, r);
-    if (!r->tap) gw->st.tap_errors++;
+    r->tap = NULL;
+    if (ts_tap_new(&r->tap, &cfg, on_tap_event, r) != TS_E_OK) gw->st.tap_errors++;
   } else if (code >= 400) {
     char msg[96];
     snprintf(msg, sizeof msg, "the upstream answered %d", code);
@@ -751,19 +751,19 @@ static const route *pick_route(ts_gw *gw, const char *path) {
   return best;
 }
 
-static ts_ms_format format_for(const char *path, size_t plen) {
+static ts_format format_for(const char *path, size_t plen) {
   struct {
     const char *suffix;
-    ts_ms_format f;
-  } map[] = {{"/chat/completions", TS_MS_OPENAI_CHAT},
-             {"/responses", TS_MS_OPENAI_RESPONSES},
-             {"/messages", TS_MS_ANTHROPIC},
-             {":streamGenerateContent", TS_MS_GEMINI}};
+    ts_format f;
+  } map[] = {{"/chat/completions", TS_FORMAT_OPENAI_CHAT},
+             {"/responses", TS_FORMAT_OPENAI_RESPONSES},
+             {"/messages", TS_FORMAT_ANTHROPIC},
+             {":streamGenerateContent", TS_FORMAT_GEMINI}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
     size_t l = strlen(map[i].suffix);
     if (plen >= l && !memcmp(path + plen - l, map[i].suffix, l)) return map[i].f;
   }
-  return TS_MS_AUTO;
+  return TS_FORMAT_AUTO;
 }
 
 static void on_request(struct evhttp_request *sreq, void *arg) {

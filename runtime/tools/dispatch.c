@@ -54,11 +54,12 @@ static char *dup_view(ts_view v) {
   return s;
 }
 
-static void call_event(ts_event *ev, int type, uint32_t index, const char *call_id,
-                       const char *tool) {
+static void call_event(ts_event *ev, int type, uint32_t turn, uint32_t index,
+                       const char *call_id, const char *tool) {
   memset(ev, 0, sizeof *ev);
   ev->body.type = (uint8_t)type;
   ev->body.is_call = 1;
+  ev->body.turn = turn;
   ev->body.index = index;
   ev->body.call_id = (ts_view){call_id ? call_id : "", call_id ? strlen(call_id) : 0};
   ev->body.tool = (ts_view){tool ? tool : "", tool ? strlen(tool) : 0};
@@ -80,7 +81,7 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
     if (rc) return rc;
   }
   ts_event ev;
-  call_event(&ev, TS_EVENT_TOOL_EXECUTION_STARTED, index, call_id, tool_name);
+  call_event(&ev, TS_EVENT_TOOL_EXECUTION_STARTED, turn, index, call_id, tool_name);
   if (on_event) on_event(user, &ev);
   uint64_t t0 = now_us();
   ts_tool_result res;
@@ -105,7 +106,7 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
   rc = ts_store_call_finished(store, thread, turn, index, text, len, res.is_error || !res.text,
                               NULL);
   if (rc == TS_E_OK) {
-    call_event(&ev, TS_EVENT_TOOL_RESULT, index, call_id, tool_name);
+    call_event(&ev, TS_EVENT_TOOL_RESULT, turn, index, call_id, tool_name);
     ev.is_error = (uint8_t)(res.is_error || !res.text);
     ev.duration_us = dt;
     ev.result = (ts_view){text, len};
@@ -144,7 +145,7 @@ static void *worker(void *arg) {
                      args, args_len, state == C_FAILED ? error : NULL, forced, &d->cancel,
                      d->cfg.on_event, d->cfg.user, 1, &d->queue);
     /* What the call queued runs now, before the model's next call, first in first out;
-     * what those queue joins the end. Index TS_MS_MAX_CALLS + k keeps them apart from the
+     * what those queue joins the end. Index TS_DISPATCH_QUEUED_BASE + k keeps them apart from the
      * model's calls in the store. */
     while (rc == TS_E_OK && d->queue.head < d->queue.n && !d->cancel) {
       size_t k = d->queue.head++;
@@ -154,7 +155,7 @@ static void *worker(void *arg) {
       char *qtool = qc->tool, *qargs = qc->args; /* stable: the queue may grow meanwhile */
       size_t qlen = qc->args_len;
       rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn,
-                   (uint32_t)(TS_MS_MAX_CALLS + k), qid, qtool, qargs, qlen, NULL, NULL,
+                   (uint32_t)(TS_DISPATCH_QUEUED_BASE + k), qid, qtool, qargs, qlen, NULL, NULL,
                    &d->cancel, d->cfg.on_event, d->cfg.user, 1, &d->queue);
     }
     pthread_mutex_lock(&d->mu);
@@ -171,29 +172,34 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-ts_dispatch *ts_dispatch_new(const ts_dispatch_config *cfg) {
-  if (!cfg || !cfg->store || !cfg->reg || !cfg->thread) return NULL;
+/* Every call the tap can report must have a record here, or it would never get a result. */
+_Static_assert(TS_TAP_MAX_CALLS <= TS_DISPATCH_MAX_CALLS, "a tap call index without a record");
+
+int ts_dispatch_new(ts_dispatch **out, const ts_dispatch_config *cfg) {
+  if (!out || !cfg || !cfg->store || !cfg->reg || !cfg->thread) return TS_E_INVAL;
   ts_dispatch *d = calloc(1, sizeof *d);
-  if (!d) return NULL;
+  if (!d) return TS_E_NOMEM;
   d->cfg = *cfg;
   d->thread = strdup(cfg->thread);
   if (!d->thread) {
     free(d);
-    return NULL;
+    return TS_E_NOMEM;
   }
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
+  /* pthread_create fails only for want of resources (EAGAIN) with default attributes */
   if (pthread_create(&d->worker, NULL, worker, d) != 0) {
     ts_dispatch_free(d);
-    return NULL;
+    return TS_E_NOMEM;
   }
   d->have_worker = 1;
-  return d;
+  *out = d;
+  return TS_E_OK;
 }
 
 /* The record for `index`, growing the table; NULL on out of memory or an absurd index. */
 static dcall *slot(ts_dispatch *d, uint32_t index) {
-  if (index >= TS_MS_MAX_CALLS) return NULL;
+  if (index >= TS_DISPATCH_MAX_CALLS) return NULL;
   if (index >= d->cap) {
     uint32_t cap = d->cap ? d->cap : 8;
     while (cap <= index) cap *= 2;

@@ -25,7 +25,7 @@
  * Queued calls (state.queueTool, docs/jstools.md): a tool may push calls onto the turn's
  * queue (ts_call_info.queue). After a model call is committed, its queued calls run, first
  * in first out (what they queue joins the end), before the model's next call; each is
- * durable like a model call, at index TS_MS_MAX_CALLS + k with call id
+ * durable like a model call, at index TS_DISPATCH_QUEUED_BASE + k with call id
  * "queued_<turn>_<k+1>". At most TS_CALL_QUEUE_MAX per turn. A queue lives in memory until
  * each call starts: a crash loses calls not yet started; resume gives tools no queue.
  *
@@ -44,6 +44,14 @@
 #include "stream/tap.h"
 #include "tools/registry.h"
 
+/* Model calls per turn the dispatcher keeps a record for: indexes 0 .. MAX-1 (the tap
+ * reports at most TS_TAP_MAX_CALLS, which dispatch.c checks is no more). Queued calls are
+ * numbered from TS_DISPATCH_QUEUED_BASE, above every model call, so that both kinds keep
+ * distinct (turn, index) keys in the store. Stored indexes depend on these values: they
+ * never change. */
+#define TS_DISPATCH_MAX_CALLS 256
+#define TS_DISPATCH_QUEUED_BASE TS_DISPATCH_MAX_CALLS
+
 /* thread and seq of `ev` are unset: the receiver numbers the thread's events. */
 typedef void (*ts_dispatch_event_fn)(void *user, const ts_event *ev);
 
@@ -59,9 +67,11 @@ typedef struct {
 
 typedef struct ts_dispatch ts_dispatch;
 
-/* Returns NULL on out of memory, a missing required field, or a failure to start the
- * worker thread. */
-ts_dispatch *ts_dispatch_new(const ts_dispatch_config *cfg);
+/* Creates a dispatcher, starts its worker thread and stores it in *out. Returns
+ * TS_E_OK; TS_E_INVAL for a NULL out or cfg or a missing required field; TS_E_NOMEM when
+ * memory (or the system's resources for another thread) runs out. On error *out is
+ * untouched and nothing is held. */
+int ts_dispatch_new(ts_dispatch **out, const ts_dispatch_config *cfg);
 
 /* Feeds one tap event of the turn (others are ignored): TOOL_CALL_STARTED records the
  * call (index, id, tool), TOOL_CALL_READY makes it runnable with its arguments,

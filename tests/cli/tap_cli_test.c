@@ -167,8 +167,8 @@ static void lib_expect(sb *out, ts_tap_config cfg, const parg *pargs, const char
   sb_puts(&c.out, "");
   cfg.progress_arg = lib_progress;
   cfg.progress_user = &c;
-  ts_tap *t = ts_tap_new(&cfg, lib_cb, &c);
-  REQUIRE(t != NULL, "ts_tap_new");
+  ts_tap *t = NULL;
+  REQUIRE(ts_tap_new(&t, &cfg, lib_cb, &c) == TS_E_OK, "ts_tap_new");
   char *copy = malloc(len + 1);
   memcpy(copy, in, len);
   ts_tap_feed(t, copy, len);
@@ -329,7 +329,7 @@ START_TEST(test_options) {
       "data: [DONE]\n\n";
   const char *a3[] = {"--thread", "t", "--format", "openai-chat", "--text", NULL};
   memset(&cfg, 0, sizeof cfg);
-  cfg.format = TS_MS_OPENAI_CHAT;
+  cfg.format = TS_FORMAT_OPENAI_CHAT;
   cfg.text = 1;
   r = run_on("--format, --text", a3, chat, strlen(chat), cfg, NULL, 1);
   REQUIRE(r.status == 0, "exit %d", r.status);
@@ -340,13 +340,14 @@ START_TEST(test_options) {
   const char *a4[] = {"--thread", "t", "--format=raw", "--tool", "write_file", "--progress-arg",
                       "write_file=description", NULL};
   memset(&cfg, 0, sizeof cfg);
-  cfg.format = TS_MS_RAW;
+  cfg.format = TS_FORMAT_RAW;
   cfg.raw_tool = "write_file";
   r = run_on("raw", a4, args, strlen(args), cfg, write_desc, 1);
   REQUIRE(r.status == 0, "exit %d", r.status);
   char want[160];
-  snprintf(want, sizeof want, "\"offset\":%zu,\"call_id\":\"\",\"tool\":\"write_file\",\"index\":0,"
-                              "\"progress\":\"writing index.html\"}",
+  /* raw input names no call: its id is synthesized (turn 1, index 0) */
+  snprintf(want, sizeof want, "\"offset\":%zu,\"call_id\":\"ts_1_0\",\"tool\":\"write_file\","
+                              "\"index\":0,\"turn\":1,\"progress\":\"writing index.html\"}",
            strlen("{\"description\":\"writing index.html\""));
   REQUIRE(strstr(sb_str(&r.out), want), "raw: want %s in\n%s", want, sb_str(&r.out));
   result_free(&r);

@@ -101,6 +101,15 @@ START_TEST(test_events) {
                    "{\"v\":1,\"type\":\"tool_call_started\",\"thread\":\"t\\\"1\",\"seq\":7,\"offset\":99,"
                    "\"call_id\":\"call_1\",\"tool\":\"write_file\",\"index\":2,"
                    "\"progress\":\"writing \\\"a\\\"\",\"progress_truncated\":true}");
+  /* the turn and, when the call id was synthesized, the provider's own id */
+  ev.body.turn = 3;
+  ev.body.call_id = (ts_view){"ts_3_2", 6};
+  ev.body.provider_call_id = (ts_view){"call_1", 6};
+  ck_assert_str_eq(encode(&ev, &b),
+                   "{\"v\":1,\"type\":\"tool_call_started\",\"thread\":\"t\\\"1\",\"seq\":7,\"offset\":99,"
+                   "\"call_id\":\"ts_3_2\",\"provider_call_id\":\"call_1\",\"tool\":\"write_file\","
+                   "\"index\":2,\"turn\":3,"
+                   "\"progress\":\"writing \\\"a\\\"\",\"progress_truncated\":true}");
   memset(&ev.body, 0, sizeof ev.body);
   ev.body.type = TS_TAP_TOOL_CALL_READY;
   ev.body.is_call = 1;

@@ -92,10 +92,10 @@ static const char *replay_config(replay *r, const ts_test_gold *g, int detect) {
     const char *a = g->argv[i], *v;
     if (is_opt(a, "--format")) {
       v = value(ctx, g, &i, "--format");
-      int f = ts_ms_format_parse(v);
+      int f = ts_format_parse(v);
       if (f < 0) ck_abort_msg("%s: unknown format '%s'", ctx, v);
       r->format_given = 1;
-      if (!detect) r->cfg.format = (ts_ms_format)f;
+      if (!detect) r->cfg.format = (ts_format)f;
     } else if (is_opt(a, "--tool")) {
       r->cfg.raw_tool = value(ctx, g, &i, "--tool");
     } else if (is_opt(a, "--progress-arg")) {
@@ -169,8 +169,8 @@ static void run_tap(void *user, ts_split *feed, sb *out) {
   printer p = {NULL};
   ts_sink_config sc = {.thread = TS_TEST_GOLD_THREAD, .who = "gold_test", .out = mem};
   if (ts_sink_new(&sc, &p.sink) != TS_E_OK) ck_abort_msg("ts_sink_new failed");
-  ts_tap *t = ts_tap_new(&r->cfg, print_event, &p);
-  if (!t) ck_abort_msg("ts_tap_new refused the config");
+  ts_tap *t = NULL;
+  if (ts_tap_new(&t, &r->cfg, print_event, &p) != TS_E_OK) ck_abort_msg("ts_tap_new refused the config");
   char *chunk;
   size_t n;
   while (ts_split_next(feed, &chunk, &n)) {
@@ -245,7 +245,7 @@ START_TEST(test_gold) {
   snprintf(ctx, sizeof ctx, "%s", g->name);
   ts_split_check(ctx, in, len, run_tap, &r, gold);
   ts_split_check_random(ctx, in, len, run_tap, &r, gold, (uint64_t)_i + 1, 8);
-  int raw = r.cfg.format == TS_MS_RAW, given = r.format_given;
+  int raw = r.cfg.format == TS_FORMAT_RAW, given = r.format_given;
   replay_fini(&r);
 
   if (given && !raw) { /* the format detected from the stream */

@@ -36,30 +36,30 @@ static const struct {
     {__LINE__, "whitespace around", " \r\n\t{\"a\" : 1 }\n\n", TS_E_OK},
     {__LINE__, "top-level string", "\"abc\"", TS_E_OK},
     {__LINE__, "escapes", "{\"a\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\"}", TS_E_OK},
-    {__LINE__, "empty", "", TS_E_MS_BAD_JSON},
-    {__LINE__, "blank", "  \n", TS_E_MS_BAD_JSON},
-    {__LINE__, "bare number", "123", TS_E_MS_BAD_JSON},
-    {__LINE__, "bare literal", "true", TS_E_MS_BAD_JSON},
-    {__LINE__, "unclosed", "{\"a\":1", TS_E_MS_BAD_JSON},
-    {__LINE__, "unclosed string", "{\"a\":\"b}", TS_E_MS_BAD_JSON},
-    {__LINE__, "two values", "{} {}", TS_E_MS_BAD_JSON},
-    {__LINE__, "trailing junk", "{\"a\":1}x", TS_E_MS_BAD_JSON},
-    {__LINE__, "mismatched", "{\"a\":[1}", TS_E_MS_BAD_JSON},
-    {__LINE__, "key without value", "{\"a\"}", TS_E_MS_BAD_JSON},
-    {__LINE__, "key colon nothing", "{\"a\":}", TS_E_MS_BAD_JSON},
-    {__LINE__, "two strings no colon", "{\"a\" \"b\"}", TS_E_MS_BAD_JSON},
-    {__LINE__, "chained colons", "{\"a\":\"b\":\"c\"}", TS_E_MS_BAD_JSON},
-    {__LINE__, "colon in array", "[1:2]", TS_E_MS_BAD_JSON},
-    {__LINE__, "number key", "{1:2}", TS_E_MS_BAD_JSON},
-    {__LINE__, "bad literal", "{\"a\":nul}", TS_E_MS_BAD_JSON},
-    {__LINE__, "hex number", "{\"a\":0x1}", TS_E_MS_BAD_JSON},
-    {__LINE__, "leading zero", "{\"a\":01}", TS_E_MS_BAD_JSON},
-    {__LINE__, "plus number", "[+1]", TS_E_MS_BAD_JSON},
-    {__LINE__, "bare dot", "[1.]", TS_E_MS_BAD_JSON},
-    {__LINE__, "bad exponent", "[1e]", TS_E_MS_BAD_JSON},
-    {__LINE__, "bad escape", "{\"a\":\"\\x\"}", TS_E_MS_BAD_JSON},
-    {__LINE__, "bad hex", "{\"a\":\"\\u00g0\"}", TS_E_MS_BAD_JSON},
-    {__LINE__, "single quotes", "{'a':1}", TS_E_MS_BAD_JSON},
+    {__LINE__, "empty", "", TS_E_JV_BAD_JSON},
+    {__LINE__, "blank", "  \n", TS_E_JV_BAD_JSON},
+    {__LINE__, "bare number", "123", TS_E_JV_BAD_JSON},
+    {__LINE__, "bare literal", "true", TS_E_JV_BAD_JSON},
+    {__LINE__, "unclosed", "{\"a\":1", TS_E_JV_BAD_JSON},
+    {__LINE__, "unclosed string", "{\"a\":\"b}", TS_E_JV_BAD_JSON},
+    {__LINE__, "two values", "{} {}", TS_E_JV_BAD_JSON},
+    {__LINE__, "trailing junk", "{\"a\":1}x", TS_E_JV_BAD_JSON},
+    {__LINE__, "mismatched", "{\"a\":[1}", TS_E_JV_BAD_JSON},
+    {__LINE__, "key without value", "{\"a\"}", TS_E_JV_BAD_JSON},
+    {__LINE__, "key colon nothing", "{\"a\":}", TS_E_JV_BAD_JSON},
+    {__LINE__, "two strings no colon", "{\"a\" \"b\"}", TS_E_JV_BAD_JSON},
+    {__LINE__, "chained colons", "{\"a\":\"b\":\"c\"}", TS_E_JV_BAD_JSON},
+    {__LINE__, "colon in array", "[1:2]", TS_E_JV_BAD_JSON},
+    {__LINE__, "number key", "{1:2}", TS_E_JV_BAD_JSON},
+    {__LINE__, "bad literal", "{\"a\":nul}", TS_E_JV_BAD_JSON},
+    {__LINE__, "hex number", "{\"a\":0x1}", TS_E_JV_BAD_JSON},
+    {__LINE__, "leading zero", "{\"a\":01}", TS_E_JV_BAD_JSON},
+    {__LINE__, "plus number", "[+1]", TS_E_JV_BAD_JSON},
+    {__LINE__, "bare dot", "[1.]", TS_E_JV_BAD_JSON},
+    {__LINE__, "bad exponent", "[1e]", TS_E_JV_BAD_JSON},
+    {__LINE__, "bad escape", "{\"a\":\"\\x\"}", TS_E_JV_BAD_JSON},
+    {__LINE__, "bad hex", "{\"a\":\"\\u00g0\"}", TS_E_JV_BAD_JSON},
+    {__LINE__, "single quotes", "{'a':1}", TS_E_JV_BAD_JSON},
     {__LINE__, "NUL inside", "{\"a\":1}\0", TS_E_OK}, /* strlen stops at the NUL */
 };
 
@@ -76,9 +76,9 @@ END_TEST
 
 START_TEST(test_nul_byte_inside) {
   char buf[] = "{\"a\":1}\0{}";
-  ck_assert_int_eq(ts_jv_parse(&jv, buf, sizeof buf - 1), TS_E_MS_BAD_JSON);
+  ck_assert_int_eq(ts_jv_parse(&jv, buf, sizeof buf - 1), TS_E_JV_BAD_JSON);
   char buf2[] = "{\"a\":\"x\0y\"}";
-  ck_assert_int_eq(ts_jv_parse(&jv, buf2, sizeof buf2 - 1), TS_E_MS_BAD_JSON);
+  ck_assert_int_eq(ts_jv_parse(&jv, buf2, sizeof buf2 - 1), TS_E_JV_BAD_JSON);
 }
 END_TEST
 
@@ -172,8 +172,8 @@ START_TEST(test_str_in_place) {
   ck_assert(v.len == 5 && memcmp(v.p, "plain", 5) == 0);
   /* a decoded string no longer compares raw (its bytes changed) */
   ck_assert(!ts_jv_eq(&jv, s, "Caf\\u00e9"));
-  ck_assert_int_eq(ts_jv_str(&jv, ts_jv_get(&jv, 0, "k"), &v), TS_E_MS_BAD_SHAPE);
-  ck_assert_int_eq(ts_jv_str(&jv, -1, &v), TS_E_MS_BAD_SHAPE);
+  ck_assert_int_eq(ts_jv_str(&jv, ts_jv_get(&jv, 0, "k"), &v), TS_E_JV_NOT_STRING);
+  ck_assert_int_eq(ts_jv_str(&jv, -1, &v), TS_E_JV_NOT_STRING);
 }
 END_TEST
 
@@ -184,7 +184,7 @@ START_TEST(test_str_bad_surrogate) {
   ck_assert_int_eq(ts_jv_str(&jv, ts_jv_get(&jv, 0, "s"), &v), TS_E_JSON_SURROGATE);
   /* the broken string is gone for good; its neighbours are not */
   ck_assert_int_eq(ts_jv_type_of(&jv, ts_jv_get(&jv, 0, "s")), TS_JV_NONE);
-  ck_assert_int_eq(ts_jv_str(&jv, ts_jv_get(&jv, 0, "s"), &v), TS_E_MS_BAD_SHAPE);
+  ck_assert_int_eq(ts_jv_str(&jv, ts_jv_get(&jv, 0, "s"), &v), TS_E_JV_NOT_STRING);
   ck_assert_int_eq(ts_jv_str(&jv, ts_jv_get(&jv, 0, "t"), &v), TS_E_JSON_SURROGATE);
 }
 END_TEST
@@ -204,7 +204,7 @@ START_TEST(test_token_limit) {
   buf[n - 1] = ',';
   buf[n++] = '0';
   buf[n++] = ']';
-  ck_assert_int_eq(ts_jv_parse(&jv, buf, n), TS_E_MS_TOO_MANY_TOKENS);
+  ck_assert_int_eq(ts_jv_parse(&jv, buf, n), TS_E_JV_TOO_MANY_TOKENS);
   ck_assert_int_eq(jv.ntok, 0);
 }
 END_TEST

@@ -35,8 +35,8 @@
  *
  *   Every row runs, per format: as rendered, and with its line endings rewritten to
  *   CRLF and to CR; with the format given and with auto-detection; fed whole, byte by
- *   byte, and in chunks of every size 1..31 (the split harness, support/split.h: each
- *   chunk in its own exact-size heap block, so that ASan sees any read past a chunk). All runs must give the identical
+ *   byte, and in chunks of every size 1..31 (each chunk in its own exact-size heap
+ *   block, so that ASan sees any read past a chunk). All runs must give the identical
  *   trace, offsets included (raw input with deltas excepted: there deltas follow the
  *   reads, tap.h). Each base run is repeated with deltas switched on: with the delta
  *   lines removed the trace must not change, and the deltas must concatenate to the
@@ -53,9 +53,8 @@
  * Besides the rows, the progress value is cut into two deltas at every position (and
  * into three at every pair of positions), labels that stress decoding, stripping and
  * the cap are split at every position in SSE and raw input, random argument objects in
- * random fragments are checked against a reference of the rules, every capture of
- * tests/corpus is run under the checker (its events are pinned by the gold traces,
- * tests/events/gold_test.c), and the tap is stopped by its callback at every event and
+ * random fragments are checked against a reference of the rules, the shared corpus is
+ * replayed in every format, and the tap is stopped by its callback at every event and
  * refused every allocation in turn. Allocation is per call, never per fragment or read.
  *
  * Conventions assumed where tap.h leaves room:
@@ -79,11 +78,6 @@
 #include <string.h>
 
 #include "stream/tap.h"
-#include "support/gold.h"
-#include "support/json_check.h"
-#include "support/sb.h"
-#include "support/split.h"
-#include "support/sse_text.h"
 #include "support/test_support.h"
 
 /* Asserts only on failure. check's ck_assert_* records the location on every PASS (a
@@ -96,6 +90,73 @@
   } while (0)
 #define REQUIRE_EQ(a, b) \
   REQUIRE((a) == (b), "%s == %s: %lld != %lld", #a, #b, (long long)(a), (long long)(b))
+
+/* ---- a string builder for the test's own text ---------------------------------------- */
+
+typedef struct {
+  char *p;
+  size_t len, cap;
+} sb;
+
+static void sb_add(sb *b, const void *s, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    size_t c = b->cap ? b->cap : 256;
+    while (c < b->len + n + 1) c *= 2;
+    char *q = realloc(b->p, c);
+    if (!q) abort();
+    b->p = q;
+    b->cap = c;
+  }
+  if (n) memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
+static void sb_puts(sb *b, const char *s) { sb_add(b, s, strlen(s)); }
+static void sb_putc(sb *b, char c) { sb_add(b, &c, 1); }
+
+static void sb_printf(sb *b, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof tmp) abort();
+  sb_add(b, tmp, (size_t)n);
+}
+
+static void sb_free(sb *b) {
+  free(b->p);
+  memset(b, 0, sizeof *b);
+}
+
+static const char *sb_str(const sb *b) { return b->p ? b->p : ""; }
+
+/* Failure messages travel through a pipe with a size limit: long traces are clipped. */
+static const char *clip(const char *s) {
+  static char bufs[4][2600];
+  static int next;
+  size_t n = strlen(s);
+  if (n < 2500) return s;
+  char *b = bufs[next++ % 4];
+  snprintf(b, sizeof bufs[0], "%.2400s...[%zu more bytes]\n", s, n - 2400);
+  return b;
+}
+
+/* `s` as the body of a JSON string (quotes not included). */
+static void sb_json_body(sb *b, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\') {
+      sb_putc(b, '\\');
+      sb_putc(b, (char)c);
+    } else if (c < 0x20) {
+      sb_printf(b, "\\u%04x", c);
+    } else {
+      sb_putc(b, (char)c);
+    }
+  }
+}
 
 /* Quoted for a trace line: bytes below 0x20 and 0x7F as \xHH, the C1 controls
  * (U+0080..U+009F, C2 80..C2 9F) as \uXXXX, everything else as is. */
@@ -113,15 +174,207 @@ static void sb_quoted_body(sb *b, const char *s, size_t n) {
   }
 }
 
+/* ---- small JSON helpers: a strict validator, a compactor ------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  if (c < 0x80) return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) len = 2;
+  else if (c == 0xE0) len = 3, lo = 0xA0;
+  else if (c >= 0xE1 && c <= 0xEC) len = 3;
+  else if (c == 0xED) len = 3, hi = 0x9F;
+  else if (c >= 0xEE && c <= 0xEF) len = 3;
+  else if (c == 0xF0) len = 4, lo = 0x90;
+  else if (c >= 0xF1 && c <= 0xF3) len = 4;
+  else if (c == 0xF4) len = 4, hi = 0x8F;
+  else return 0;
+  if (n < len) return 0;
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < len; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  return len;
+}
+
+static int utf8_valid(const char *p, size_t n) {
+  const unsigned char *s = (const unsigned char *)p;
+  for (size_t i = 0; i < n;) {
+    size_t k = utf8_seq(s + i, n - i);
+    if (!k) return 0;
+    i += k;
+  }
+  return 1;
+}
+
+typedef struct {
+  const char *p, *e;
+  int depth;
+} jparse;
+
+static int jp_value(jparse *j);
+
+static int jp_hex4(jparse *j) {
+  if (j->e - j->p < 4) return 0;
+  for (int i = 0; i < 4; i++) {
+    char c = j->p[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return 0;
+  }
+  j->p += 4;
+  return 1;
+}
+
+static int jp_string(jparse *j) {
+  if (j->p >= j->e || *j->p != '"') return 0;
+  j->p++;
+  while (j->p < j->e) {
+    unsigned char c = (unsigned char)*j->p;
+    if (c == '"') {
+      j->p++;
+      return 1;
+    }
+    if (c < 0x20) return 0;
+    if (c == '\\') {
+      if (++j->p >= j->e) return 0;
+      char x = *j->p++;
+      if (x == 'u') {
+        if (!jp_hex4(j)) return 0;
+      } else if (!strchr("\"\\/bfnrt", x)) {
+        return 0;
+      }
+      continue;
+    }
+    size_t k = utf8_seq((const unsigned char *)j->p, (size_t)(j->e - j->p));
+    if (!k) return 0;
+    j->p += k;
+  }
+  return 0;
+}
+
+static int jp_digits(jparse *j) {
+  const char *s = j->p;
+  while (j->p < j->e && *j->p >= '0' && *j->p <= '9') j->p++;
+  return j->p > s;
+}
+
+static int jp_number(jparse *j) {
+  if (j->p < j->e && *j->p == '-') j->p++;
+  if (j->p < j->e && *j->p == '0') {
+    j->p++;
+  } else if (!jp_digits(j)) {
+    return 0;
+  }
+  if (j->p < j->e && *j->p == '.') {
+    j->p++;
+    if (!jp_digits(j)) return 0;
+  }
+  if (j->p < j->e && (*j->p == 'e' || *j->p == 'E')) {
+    j->p++;
+    if (j->p < j->e && (*j->p == '+' || *j->p == '-')) j->p++;
+    if (!jp_digits(j)) return 0;
+  }
+  return 1;
+}
+
+static int jp_lit(jparse *j, const char *w) {
+  size_t n = strlen(w);
+  if ((size_t)(j->e - j->p) < n || memcmp(j->p, w, n)) return 0;
+  j->p += n;
+  return 1;
+}
+
+static int jp_value(jparse *j) {
+  if (j->p >= j->e || ++j->depth > 200) return 0;
+  int ok;
+  switch (*j->p) {
+    case '{':
+      j->p++;
+      if (j->p < j->e && *j->p == '}') {
+        j->p++;
+        ok = 1;
+        break;
+      }
+      for (;;) {
+        if (!jp_string(j) || j->p >= j->e || *j->p++ != ':' || !jp_value(j)) return 0;
+        if (j->p < j->e && *j->p == ',') {
+          j->p++;
+          continue;
+        }
+        if (j->p < j->e && *j->p == '}') {
+          j->p++;
+          break;
+        }
+        return 0;
+      }
+      ok = 1;
+      break;
+    case '[':
+      j->p++;
+      if (j->p < j->e && *j->p == ']') {
+        j->p++;
+        ok = 1;
+        break;
+      }
+      for (;;) {
+        if (!jp_value(j)) return 0;
+        if (j->p < j->e && *j->p == ',') {
+          j->p++;
+          continue;
+        }
+        if (j->p < j->e && *j->p == ']') {
+          j->p++;
+          break;
+        }
+        return 0;
+      }
+      ok = 1;
+      break;
+    case '"': ok = jp_string(j); break;
+    case 't': ok = jp_lit(j, "true"); break;
+    case 'f': ok = jp_lit(j, "false"); break;
+    case 'n': ok = jp_lit(j, "null"); break;
+    default: ok = jp_number(j);
+  }
+  j->depth--;
+  return ok;
+}
+
+/* A valid JSON object with no whitespace outside strings. */
+static int compact_object_valid(const char *p, size_t n) {
+  jparse j = {p, p + n, 0};
+  if (!n || *p != '{') return 0;
+  return jp_value(&j) && j.p == j.e;
+}
+
+/* JSON text with the whitespace outside strings removed. */
+static void compact(sb *out, const char *s, size_t n) {
+  int in_str = 0, esc = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (in_str) {
+      if (esc) esc = 0;
+      else if (c == '\\') esc = 1;
+      else if (c == '"') in_str = 0;
+      sb_putc(out, c);
+    } else if (c == '"') {
+      in_str = 1;
+      sb_putc(out, c);
+    } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+      sb_putc(out, c);
+    }
+  }
+}
+
 /* ---- recording the tap's events ------------------------------------------------------ */
 
 #define MAXCALLS 64
 
 typedef struct {
   int seen, started, done, ready;
-  char id[TS_MS_MAX_ID + 1];
+  char id[TS_ADAPTER_MAX_ID + 1];
   size_t idlen;
-  char tool[TS_MS_MAX_ID + 1];
+  char tool[TS_ADAPTER_MAX_ID + 1];
   size_t toollen;
   uint64_t last_beat;
   uint64_t args_hash, label_hash; /* READY's arguments, STARTED's label (FNV-1a) */
@@ -233,9 +486,9 @@ static void check_event(rec *r, const ts_tap_event *e) {
     if ((int)e->index >= r->ncalls) r->ncalls = (int)e->index + 1;
     if (type != TS_TAP_TOOL_CALL_STARTED)
       VIOL(r, "call #%u: first event is %s, not started", e->index, ts_tap_type_name(type));
-    c->idlen = e->call_id.len < TS_MS_MAX_ID ? e->call_id.len : TS_MS_MAX_ID;
+    c->idlen = e->call_id.len < TS_ADAPTER_MAX_ID ? e->call_id.len : TS_ADAPTER_MAX_ID;
     memcpy(c->id, e->call_id.p, c->idlen);
-    c->toollen = e->tool.len < TS_MS_MAX_ID ? e->tool.len : TS_MS_MAX_ID;
+    c->toollen = e->tool.len < TS_ADAPTER_MAX_ID ? e->tool.len : TS_ADAPTER_MAX_ID;
     memcpy(c->tool, e->tool.p, c->toollen);
   } else if (e->call_id.len != c->idlen || memcmp(e->call_id.p, c->id, c->idlen) ||
              e->tool.len != c->toollen || memcmp(e->tool.p, c->tool, c->toollen)) {
@@ -256,7 +509,7 @@ static void check_event(rec *r, const ts_tap_event *e) {
         if (e->progress.len > r->pmax)
           VIOL(r, "call #%u: label of %zu bytes over the cap %zu", e->index, e->progress.len,
                r->pmax);
-        if (!ts_test_utf8_valid(e->progress.p, e->progress.len))
+        if (!utf8_valid(e->progress.p, e->progress.len))
           VIOL(r, "call #%u: label is not valid UTF-8", e->index);
         if (has_ctrl(e->progress.p, e->progress.len))
           VIOL(r, "call #%u: label has a control character", e->index);
@@ -274,7 +527,7 @@ static void check_event(rec *r, const ts_tap_event *e) {
     case TS_TAP_TOOL_CALL_READY:
       c->done = c->ready = 1;
       c->args_hash = fnv(e->arguments.p, e->arguments.len);
-      if (!ts_test_json_compact_object(e->arguments.p, e->arguments.len))
+      if (!compact_object_valid(e->arguments.p, e->arguments.len))
         VIOL(r, "call #%u: ready arguments are not a compact JSON object: %.*s", e->index,
              (int)(e->arguments.len > 200 ? 200 : e->arguments.len), e->arguments.p);
       if (!r->no_alloc) sb_add(&c->args, e->arguments.p, e->arguments.len);
@@ -380,7 +633,7 @@ static void rec_end(rec *r, ts_tap *t, int deltas) {
     if (!c->done) VIOL(r, "call #%d: neither ready nor error by the end", i);
     if (deltas && c->ready && !r->no_alloc) {
       sb cd = {0};
-      ts_test_json_compact(&cd, sb_str(&c->deltas), c->deltas.len);
+      compact(&cd, sb_str(&c->deltas), c->deltas.len);
       if (!c->deltas.len) sb_puts(&cd, "{}"); /* no argument bytes at all: ready with {} */
       if (strcmp(sb_str(&cd), sb_str(&c->args)))
         VIOL(r, "call #%d: deltas '%s' do not make the ready arguments '%s'", i, sb_str(&c->deltas),
@@ -419,7 +672,7 @@ enum { OPT_NOAUTO = 1, OPT_NOEOL = 2 };
 /* Options, space-separated: p=ARG (every tool), pt=TOOL:ARG, tool=NAME (raw), deltas,
  * text, hb=N, pmax=N, margs=N, mev=N, noauto, noeol. The default event cap is 64 KiB
  * (the tap allocates it at creation; the default 4 MiB would slow thousands of runs). */
-static int setup_init(setup *s, ts_ms_format fmt, const char *opts) {
+static int setup_init(setup *s, ts_format fmt, const char *opts) {
   memset(s, 0, sizeof *s);
   s->cfg.format = fmt;
   s->cfg.progress_arg = lookup_progress;
@@ -469,7 +722,7 @@ static int setup_init(setup *s, ts_ms_format fmt, const char *opts) {
       ck_abort_msg("unknown option '%s'", w);
     }
   }
-  if (fmt == TS_MS_RAW) s->cfg.raw_tool = s->raw_tool;
+  if (fmt == TS_FORMAT_RAW) s->cfg.raw_tool = s->raw_tool;
   return flags;
 }
 
@@ -477,56 +730,42 @@ static size_t setup_pmax(const setup *s) {
   return s->cfg.progress_max ? s->cfg.progress_max : TS_TAP_PROGRESS_MAX;
 }
 
-/* The tap as a split-harness runner (support/split.h): records one run, checks it
- * against the contract (when ctx is set) and renders its trace. */
-typedef struct {
-  const setup *su;
-  const char *ctx; /* NULL: the caller looks at the recording's violations */
-  rec *keep;       /* with want_rec: the last run's recording (the caller frees it) */
-  int want_rec;
-} tap_runner;
-
-static void tap_run(void *user, ts_split *feed, sb *out) {
-  tap_runner *tr = user;
-  rec *r = rec_new(tr->su->cfg.format == TS_MS_RAW, setup_pmax(tr->su));
-  ts_tap *t = ts_tap_new(&tr->su->cfg, rec_cb, r);
-  REQUIRE(t != NULL, "ts_tap_new failed");
-  char *p;
-  size_t n;
-  while (ts_split_next(feed, &p, &n)) {
-    r->fed = ts_split_offset(feed);
-    REQUIRE_EQ(ts_tap_feed(t, p, n), TS_E_OK);
-  }
-  REQUIRE_EQ(ts_tap_finish(t), TS_E_OK);
-  REQUIRE_EQ(ts_tap_offset(t), ts_split_offset(feed));
-  rec_end(r, t, tr->su->cfg.deltas);
-  ts_tap_free(t);
-  if (tr->ctx)
-    REQUIRE(!r->viol[0], "%s, reads of %zu (0: whole): %s\ntrace:\n%s", tr->ctx,
-            ts_split_size(feed), r->viol, sb_clip(sb_str(&r->trace)));
-  sb_puts(out, sb_str(&r->trace));
-  if (tr->want_rec) {
-    rec_free(tr->keep);
-    tr->keep = r;
-  } else {
-    rec_free(r);
-  }
+/* Feeds `in` in chunks of `chunk` bytes (0: whole), each copied into its own heap block.
+ * Returns the recording; the caller checks r->viol and frees it. */
+/* A tap that must be made (NULL, for the REQUIRE that follows, if it was not). */
+static ts_tap *tap_new(const ts_tap_config *cfg, ts_tap_cb cb, void *user) {
+  ts_tap *t = NULL;
+  int rc = ts_tap_new(&t, cfg, cb, user);
+  return rc == TS_E_OK ? t : NULL;
 }
 
-/* Feeds `in` in reads of `chunk` bytes (0: whole), each in its own heap block. Returns
- * the recording; the caller checks r->viol and frees it. */
 static rec *run_tap(const setup *su, const char *in, size_t len, size_t chunk) {
-  tap_runner tr = {su, NULL, NULL, 1};
-  sb trace = {0};
-  ts_split_run_once(in, len, chunk, tap_run, &tr, &trace);
-  sb_free(&trace);
-  return tr.keep;
+  rec *r = rec_new(su->cfg.format == TS_FORMAT_RAW, setup_pmax(su));
+  ts_tap *t = tap_new(&su->cfg, rec_cb, r);
+  REQUIRE((t) != NULL, "unexpected NULL");
+  if (chunk == 0) chunk = len ? len : 1;
+  for (size_t off = 0; off < len;) {
+    size_t k = len - off < chunk ? len - off : chunk;
+    char *b = malloc(k);
+    REQUIRE((b) != NULL, "unexpected NULL");
+    memcpy(b, in + off, k);
+    r->fed += k;
+    int rc = ts_tap_feed(t, b, k);
+    free(b);
+    REQUIRE_EQ(rc, TS_E_OK);
+    off += k;
+  }
+  REQUIRE_EQ(ts_tap_finish(t), TS_E_OK);
+  REQUIRE_EQ(ts_tap_offset(t), len);
+  rec_end(r, t, su->cfg.deltas);
+  ts_tap_free(t);
+  return r;
 }
 
 /* Feeds `in` in two reads, [0, p) and [p, len). */
 static rec *run_tap_split(const setup *su, const char *in, size_t len, size_t p) {
-  rec *r = rec_new(su->cfg.format == TS_MS_RAW, setup_pmax(su));
-  ts_tap *t = ts_tap_new(&su->cfg, rec_cb, r);
+  rec *r = rec_new(su->cfg.format == TS_FORMAT_RAW, setup_pmax(su));
+  ts_tap *t = tap_new(&su->cfg, rec_cb, r);
   REQUIRE(t != NULL, "ts_tap_new failed");
   char *b = malloc(len + 1);
   REQUIRE(b != NULL, "malloc");
@@ -553,12 +792,6 @@ static void strip_deltas(sb *out, const char *trace) {
   if (!out->p) sb_puts(out, "");
 }
 
-/* strip_deltas as the harness's normalizer: raw input's deltas follow the reads. */
-static void strip_deltas_norm(void *user, const char *trace, sb *out) {
-  (void)user;
-  strip_deltas(out, trace);
-}
-
 /* ---- rendering scripts into provider streams ----------------------------------------- */
 
 enum { F_CHAT, F_RESP, F_ANTH, F_GEM, F_RAW, NFMT };
@@ -572,8 +805,8 @@ enum { F_CHAT, F_RESP, F_ANTH, F_GEM, F_RAW, NFMT };
 
 static const char *const fmt_names[NFMT] = {"openai-chat", "openai-responses", "anthropic",
                                             "gemini", "raw"};
-static const ts_ms_format fmt_codes[NFMT] = {TS_MS_OPENAI_CHAT, TS_MS_OPENAI_RESPONSES,
-                                             TS_MS_ANTHROPIC, TS_MS_GEMINI, TS_MS_RAW};
+static const ts_format fmt_codes[NFMT] = {TS_FORMAT_OPENAI_CHAT, TS_FORMAT_OPENAI_RESPONSES,
+                                             TS_FORMAT_ANTHROPIC, TS_FORMAT_GEMINI, TS_FORMAT_RAW};
 
 #define MAXSTEPS 40
 
@@ -806,6 +1039,39 @@ static void render(script *s, int fmt, const char *const *steps) {
   }
 }
 
+/* Line endings: 0 as written, 1 every line ending CRLF, 2 every line ending CR. */
+static void rewrite_eol(sb *out, const char *in, size_t n, int eol) {
+  sb_puts(out, "");
+  for (size_t i = 0; i < n; i++) {
+    if (eol && (in[i] == '\r' || in[i] == '\n')) {
+      if (in[i] == '\r' && i + 1 < n && in[i + 1] == '\n') i++;
+      sb_puts(out, eol == 1 ? "\r\n" : "\r");
+    } else {
+      sb_putc(out, in[i]);
+    }
+  }
+}
+
+/* The ends (after the blank line) of the blank-line-terminated blocks of `s`. */
+static size_t block_ends(const char *s, size_t n, uint64_t *ends, size_t max) {
+  size_t k = 0, i = 0;
+  int nonblank = 0;
+  while (i < n) {
+    size_t j = i;
+    while (j < n && s[j] != '\n' && s[j] != '\r') j++;
+    if (j == n) break; /* an unterminated last line */
+    size_t end = j + ((s[j] == '\r' && j + 1 < n && s[j + 1] == '\n') ? 2 : 1);
+    if (j == i) {
+      if (nonblank && k < max) ends[k++] = end;
+      nonblank = 0;
+    } else {
+      nonblank = 1;
+    }
+    i = end;
+  }
+  return k;
+}
+
 /* Expands @k, @end and @k+n in a gold trace into +offset. */
 static void expand(sb *out, const char *want, const uint64_t *ends, size_t nends, uint64_t total) {
   sb_puts(out, "");
@@ -856,7 +1122,7 @@ static void differential(const rec *r, const script *sc, int deltas, const char 
     }
     if (matches != 1) continue;
     sb want = {0};
-    ts_test_json_compact(&want, sb_str(&found->acc), found->acc.len);
+    compact(&want, sb_str(&found->acc), found->acc.len);
     if (!found->acc.len) sb_puts(&want, "{}");
     /* Equal; or, when the model sent bytes after the complete object (a stream_error the
      * gold trace pins down), the compact text begins with the ready arguments. */
@@ -882,42 +1148,61 @@ static void differential(const rec *r, const script *sc, int deltas, const char 
 /* Runs one input whole, then in chunks (every size 1..31 when `all_sizes`, else a few),
  * and compares every trace with the whole run's and the whole run's with `want` (when
  * given). With `all_sizes` it also reruns with deltas toggled. */
-static void check_case(const char *ctx, const char *opts, ts_ms_format fmt, const char *in,
+static void check_case(const char *ctx, const char *opts, ts_format fmt, const char *in,
                        size_t len, const char *want, int all_sizes, const script *sc) {
   setup su;
   setup_init(&su, fmt, opts);
   rec *whole = run_tap(&su, in, len, 0);
   REQUIRE(!whole->viol[0], "%s, fed whole: %s\ntrace:\n%s", ctx, whole->viol,
-                sb_clip(sb_str(&whole->trace)));
+                clip(sb_str(&whole->trace)));
   if (want)
     REQUIRE(!strcmp(sb_str(&whole->trace), want), "%s, fed whole:\nwant:\n%sgot:\n%s", ctx,
-                  sb_clip(want), sb_clip(sb_str(&whole->trace)));
+                  clip(want), clip(sb_str(&whole->trace)));
   differential(whole, sc, su.cfg.deltas, ctx);
-  /* Every other reading gives the whole run's trace (support/split.h); raw input's
-   * deltas follow the reads, so there they are left out of the comparison. */
+  int raw_deltas = fmt == TS_FORMAT_RAW && su.cfg.deltas;
+  sb ref = {0};
+  if (raw_deltas)
+    strip_deltas(&ref, sb_str(&whole->trace));
+  else
+    sb_puts(&ref, sb_str(&whole->trace));
   static const size_t few[] = {1, 2, 7, 16};
-  ts_split_opts so = {all_sizes ? NULL : few, all_sizes ? 0 : sizeof few / sizeof few[0],
-                      fmt == TS_MS_RAW && su.cfg.deltas ? strip_deltas_norm : NULL};
-  tap_runner tr = {&su, ctx, NULL, 0};
-  ts_split_check_opts(ctx, in, len, tap_run, &tr, sb_str(&whole->trace), &so);
+  size_t nsizes = all_sizes ? 31 : sizeof few / sizeof few[0];
+  for (size_t i = 0; i < nsizes; i++) {
+    size_t size = all_sizes ? i + 1 : few[i];
+    if (size >= len && len) continue;
+    rec *r = run_tap(&su, in, len, size);
+    REQUIRE(!r->viol[0], "%s, chunks of %zu: %s\ntrace:\n%s", ctx, size, r->viol,
+                  clip(sb_str(&r->trace)));
+    sb got = {0};
+    if (raw_deltas)
+      strip_deltas(&got, sb_str(&r->trace));
+    else
+      sb_puts(&got, sb_str(&r->trace));
+    REQUIRE(!strcmp(sb_str(&ref), sb_str(&got)),
+                  "%s: chunks of %zu differ from the whole feed\nwhole:\n%schunked:\n%s", ctx, size,
+                  clip(sb_str(&ref)), clip(sb_str(&got)));
+    sb_free(&got);
+    rec_free(r);
+  }
   if (all_sizes) { /* deltas on or off changes nothing but the delta lines */
     setup su2 = su;
     su2.cfg.progress_user = &su2;
     su2.cfg.deltas = !su.cfg.deltas;
     rec *r = run_tap(&su2, in, len, 0);
     REQUIRE(!r->viol[0], "%s, deltas %s: %s\ntrace:\n%s", ctx, su2.cfg.deltas ? "on" : "off",
-                  r->viol, sb_clip(sb_str(&r->trace)));
+                  r->viol, clip(sb_str(&r->trace)));
     sb a = {0}, b = {0};
     strip_deltas(&a, sb_str(&whole->trace));
     strip_deltas(&b, sb_str(&r->trace));
     REQUIRE(!strcmp(sb_str(&a), sb_str(&b)),
                   "%s: switching deltas %s changes other events\nbefore:\n%safter:\n%s", ctx,
-                  su2.cfg.deltas ? "on" : "off", sb_clip(sb_str(&a)), sb_clip(sb_str(&b)));
+                  su2.cfg.deltas ? "on" : "off", clip(sb_str(&a)), clip(sb_str(&b)));
     differential(r, sc, su2.cfg.deltas, ctx);
     sb_free(&a);
     sb_free(&b);
     rec_free(r);
   }
+  sb_free(&ref);
   rec_free(whole);
 }
 
@@ -936,14 +1221,14 @@ static void check_script(int line, const char *label, int f, const char *opts,
     if (f == F_RAW)
       sb_add(&in, sc.out.p, sc.out.len);
     else
-      ts_test_rewrite_eol(&in, sc.out.p, sc.out.len, eol);
+      rewrite_eol(&in, sc.out.p, sc.out.len, eol);
     uint64_t ends[512];
     size_t nends;
     if (f == F_RAW) {
       memcpy(ends, sc.ends, sc.nsteps * sizeof ends[0]);
       nends = sc.nsteps;
     } else {
-      nends = ts_test_event_ends(in.p, in.len, ends, 512);
+      nends = block_ends(in.p, in.len, ends, 512);
     }
     sb want = {0};
     expand(&want, want_tpl, ends, nends, in.len);
@@ -952,7 +1237,7 @@ static void check_script(int line, const char *label, int f, const char *opts,
       char ctx[300];
       snprintf(ctx, sizeof ctx, "line %d '%s' [%s%s%s]", line, label, fmt_names[f],
                mode ? " auto" : "", eol_names[eol]);
-      check_case(ctx, opts, mode ? TS_MS_AUTO : fmt_codes[f], in.p, in.len, want.p,
+      check_case(ctx, opts, mode ? TS_FORMAT_AUTO : fmt_codes[f], in.p, in.len, want.p,
                  eol == 0 && mode == 0, &sc);
     }
     sb_free(&want);
@@ -1152,7 +1437,7 @@ static const row rows[] = {
         "ready #0 @2 {}\n" FIN(3)},
     {__LINE__, "3: a Gemini call without args", GM, "p=description",
      {"w 0 - ping", "f STOP", "z"},
-     "started #0 '' ping @1\n"
+     "started #0 ts_1_0 ping @1\n"
      "ready #0 @1 {}\n"
      "finished @3 'STOP'\n"},
     {__LINE__, "8: whitespace is not an arguments object", RS | AN, "p=description",
@@ -1269,7 +1554,7 @@ static const row rows[] = {
     {__LINE__, "text before and after a call (Gemini)", GM, "text p=description",
      {"t Let me write that.", "w 0 - write_file {\"description\":\"d\"}", "t  Done.", "f STOP", "z"},
      "text @1 'Let me write that.'\n"
-     "started #0 '' write_file @2 'd'\n"
+     "started #0 ts_1_0 write_file @2 'd'\n"
      "ready #0 @2 {\"description\":\"d\"}\n"
      "text @3 ' Done.'\n"
      "finished @5 'STOP'\n"},
@@ -1311,7 +1596,7 @@ static const row rows[] = {
     {__LINE__, "provider error (Gemini error body) after a call", GM, "p=description",
      {"w 0 - write_file {\"description\":\"d\"}",
       "r data: {\"error\":{\"code\":429,\"message\":\"Overloaded\",\"status\":\"RESOURCE_EXHAUSTED\"}}\n\n"},
-     "started #0 '' write_file @1 'd'\n"
+     "started #0 ts_1_0 write_file @1 'd'\n"
      "ready #0 @1 {\"description\":\"d\"}\n"
      "stream_error @2 ms_provider 'Overloaded'\n"},
     {__LINE__, "a payload that is not JSON: a stream error; the stream goes on", CH,
@@ -1422,7 +1707,7 @@ static const row rows[] = {
     {__LINE__, "Chat: the legacy function_call delta", CH, "p=description",
      {CHUNK("{\"function_call\":{\"name\":\"f1\",\"arguments\":\"{\\\"descr\"}}"),
       CHUNK("{\"function_call\":{\"arguments\":\"iption\\\":\\\"L\\\"}\"}}"), "f stop", "z"},
-     "started #0 '' f1 @2 'L'\n"
+     "started #0 ts_1_0 f1 @2 'L'\n"
      "ready #0 @2 {\"description\":\"L\"}\n"
      "finished @4 'stop'\n"},
     {__LINE__, "Anthropic: a text block, then a tool_use block at index 1 is call #0", AN,
@@ -1469,9 +1754,9 @@ static const row rows[] = {
       "\"model\"},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"totalTokenCount\":9}}"
       "\n\n"},
      "text @1 'Filing.'\n"
-     "started #0 '' a @1 'one'\n"
+     "started #0 ts_1_0 a @1 'one'\n"
      "ready #0 @1 {\"description\":\"one\"}\n"
-     "started #1 '' b @1 'two'\n"
+     "started #1 ts_1_1 b @1 'two'\n"
      "ready #1 @1 {\"n\":1,\"description\":\"two\"}\n"
      "finished @end 'STOP' usage={\"totalTokenCount\":9}\n"},
     /* ---- heartbeats ---- */
@@ -1542,55 +1827,55 @@ static const row rows[] = {
     /* ---- raw input: offsets are the byte after the completing one ---- */
     {__LINE__, "raw: a string completes at its closing quote", RW, "p=description",
      {"r {\"description\":\"hi\"", "r ,\"x\":1}"},
-     "started #0 '' write_file @1 'hi'\n"
+     "started #0 ts_1_0 write_file @1 'hi'\n"
      "ready #0 @2 {\"description\":\"hi\",\"x\":1}\n"},
     {__LINE__, "raw: a number completes at the delimiter", RW, "p=description",
      {"r {\"description\":12", "r ,\"x\":1}"},
-     "started #0 '' write_file @1+1 '12'\n"
+     "started #0 ts_1_0 write_file @1+1 '12'\n"
      "ready #0 @2 {\"description\":12,\"x\":1}\n"},
     {__LINE__, "raw: a number completes at whitespace", RW, "p=description",
      {"r {\"description\":12", "r  }"},
-     "started #0 '' write_file @1+1 '12'\n"
+     "started #0 ts_1_0 write_file @1+1 '12'\n"
      "ready #0 @2 {\"description\":12}\n"},
     {__LINE__, "raw: a literal completes at its last letter", RW, "p=description",
      {"r {\"description\":nul", "r l", "r }"},
-     "started #0 '' write_file @2 'null'\n"
+     "started #0 ts_1_0 write_file @2 'null'\n"
      "ready #0 @3 {\"description\":null}\n"},
     {__LINE__, "raw: an object completes at its close", RW, "p=description",
      {"r {\"description\":{\"a\":1}", "r }"},
-     "started #0 '' write_file @1 '{\"a\":1}'\n"
+     "started #0 ts_1_0 write_file @1 '{\"a\":1}'\n"
      "ready #0 @2 {\"description\":{\"a\":1}}\n"},
     {__LINE__, "raw: no progress argument: started before any byte", RW, "tool=ls",
      {"r {\"x\":1}"},
-     "started #0 '' ls @0\n"
+     "started #0 ts_1_0 ls @0\n"
      "ready #0 @1 {\"x\":1}\n"},
     {__LINE__, "raw: never sent: started at the closing brace", RW, "p=description",
      {"r {\"x\":1}"},
-     "started #0 '' write_file @1\n"
+     "started #0 ts_1_0 write_file @1\n"
      "ready #0 @1 {\"x\":1}\n"},
     {__LINE__, "raw: whitespace after the object", RW, "p=description",
      {"r {\"description\":\"a\"", "r }", "r  \n "},
-     "started #0 '' write_file @1 'a'\n"
+     "started #0 ts_1_0 write_file @1 'a'\n"
      "ready #0 @2 {\"description\":\"a\"}\n"},
     {__LINE__, "raw: truncated", RW, "p=description",
      {"r {\"description\":\"a\""},
-     "started #0 '' write_file @1 'a'\n"
+     "started #0 ts_1_0 write_file @1 'a'\n"
      "error #0 @1 tap_incomplete\n"},
     {__LINE__, "raw: empty input", RW, "p=description",
      {NULL},
-     "started #0 '' write_file @0\n"
+     "started #0 ts_1_0 write_file @0\n"
      "error #0 @0 json_empty\n"},
     {__LINE__, "raw: malformed: the error at the byte after the bad one", RW, "p=description",
      {"r {\"description\":\"a\"", "r ,x}"},
-     "started #0 '' write_file @1 'a'\n"
+     "started #0 ts_1_0 write_file @1 'a'\n"
      "error #0 @1+2 json_syntax\n"},
     {__LINE__, "raw: not an object", RW, "p=description",
      {"r [1]"},
-     "started #0 '' write_file @0+1\n"
+     "started #0 ts_1_0 write_file @0+1\n"
      "error #0 @0+1 tap_not_object\n"},
     {__LINE__, "raw: heartbeats at exact multiples", RW, "tool=w hb=8",
      {"r {\"c\":\"0123456789abcdefghij\"}"},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "beat #0 @0+8 8\n"
      "beat #0 @0+16 16\n"
      "beat #0 @0+24 24\n"
@@ -1598,50 +1883,50 @@ static const row rows[] = {
     {__LINE__, "raw: deltas (whole feed; chunked runs compare without deltas)", RW,
      "tool=w deltas",
      {"r {\"a\":", "r 1}"},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "delta #0 @2 '{\"a\":1}'\n"
      "ready #0 @2 {\"a\":1}\n"},
     /* issue 18 item 10: what used to change with the reads */
     {__LINE__, "raw: a number first is not an object, also as 0|0", RW, "p=description",
      {"r 00"},
-     "started #0 '' write_file @0+1\n"
+     "started #0 ts_1_0 write_file @0+1\n"
      "error #0 @0+1 tap_not_object\n"},
     {__LINE__, "raw: not an object after whitespace", RW, "p=description",
      {"r  \n 7"},
-     "started #0 '' write_file @0+4\n"
+     "started #0 ts_1_0 write_file @0+4\n"
      "error #0 @0+4 tap_not_object\n"},
     {__LINE__, "raw: a brace after the object: ready, then a stream error", RW, "p=description",
      {"r {}}"},
-     "started #0 '' write_file @0+2\n"
+     "started #0 ts_1_0 write_file @0+2\n"
      "ready #0 @0+2 {}\n"
      "stream_error @0+3 json_trailing\n"},
     {__LINE__, "raw: trailing data after whitespace", RW, "tool=w",
      {"r {\"a\":1}  \n x"},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "ready #0 @0+7 {\"a\":1}\n"
      "stream_error @0+12 json_trailing\n"},
     {__LINE__, "raw: no heartbeat after ready, offsets forward", RW, "tool=w hb=4",
      {"r {\"a\":1} "},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "beat #0 @0+4 4\n"
      "ready #0 @0+7 {\"a\":1}\n"},
     {__LINE__, "raw: a heartbeat at the closing brace", RW, "tool=w hb=7",
      {"r {\"a\":1}   "},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "beat #0 @0+7 7\n"
      "ready #0 @0+7 {\"a\":1}\n"},
     {__LINE__, "raw: max-args-bytes at the byte that crosses it", RW, "tool=w margs=10",
      {"r {\"a\":\"0123456789\"}"},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "error #0 @0+11 limit\n"},
     {__LINE__, "raw: exactly max-args-bytes is fine, whitespace after it too", RW,
      "tool=w margs=10",
      {"r {\"a\":\"01\"}   "},
-     "started #0 '' w @0\n"
+     "started #0 ts_1_0 w @0\n"
      "ready #0 @0+10 {\"a\":\"01\"}\n"},
     {__LINE__, "raw: cut label", RW, "pmax=10 p=description",
      {"r {\"description\":\"abcdefghijk\"", "r }"},
-     "started #0 '' write_file @1 'abcdefghij' cut\n"
+     "started #0 ts_1_0 write_file @1 'abcdefghij' cut\n"
      "ready #0 @2 {\"description\":\"abcdefghijk\"}\n"},
 };
 
@@ -1692,7 +1977,7 @@ START_TEST(test_split_every_position) {
       script sc;
       render(&sc, fmts[fi], steps);
       uint64_t ends[16];
-      size_t nends = ts_test_event_ends(sc.out.p, sc.out.len, ends, 16);
+      size_t nends = block_ends(sc.out.p, sc.out.len, ends, 16);
       sb w = {0};
       expand(&w, want, ends, nends, sc.out.len);
       char ctx[200];
@@ -1711,7 +1996,7 @@ START_TEST(test_split_every_pair) {
   const size_t n = strlen(args);
   const size_t q = (size_t)(strstr(args, "ok\"") - args) + 2;
   setup su;
-  setup_init(&su, TS_MS_ANTHROPIC, "p=description");
+  setup_init(&su, TS_FORMAT_ANTHROPIC, "p=description");
   for (size_t p1 = 1; p1 < n; p1++) {
     for (size_t p2 = p1 + 1; p2 < n; p2++) {
       char bufs[8][512];
@@ -1727,7 +2012,7 @@ START_TEST(test_split_every_pair) {
       script sc;
       render(&sc, F_ANTH, steps);
       uint64_t ends[16];
-      size_t nends = ts_test_event_ends(sc.out.p, sc.out.len, ends, 16);
+      size_t nends = block_ends(sc.out.p, sc.out.len, ends, 16);
       int at = q < p1 ? 2 : q < p2 ? 3 : 4;
       char want[1024];
       snprintf(want, sizeof want,
@@ -1780,7 +2065,7 @@ START_TEST(test_labels_every_split) {
   char opts[64];
   snprintf(opts, sizeof opts, "p=description %s", labels[_i].opts);
   sb cargs = {0};
-  ts_test_json_compact(&cargs, args, n);
+  compact(&cargs, args, n);
   for (size_t p = 0; p <= n; p++) {
     char ctx[128];
     /* Anthropic, two deltas (p = 0 and p = n: one delta and an empty one) */
@@ -1796,7 +2081,7 @@ START_TEST(test_labels_every_split) {
     script sc;
     render(&sc, F_ANTH, steps);
     uint64_t ends[16];
-    size_t nends = ts_test_event_ends(sc.out.p, sc.out.len, ends, 16);
+    size_t nends = block_ends(sc.out.p, sc.out.len, ends, 16);
     sb want = {0}, w = {0};
     sb_printf(&want, S0 "@%d '%s'%s\n", p <= q ? 3 : 2, labels[_i].label, labels[_i].cut ? " cut" : "");
     sb_printf(&want, "ready #0 @%d ", p < n ? 3 : 2);
@@ -1804,17 +2089,17 @@ START_TEST(test_labels_every_split) {
     sb_puts(&want, "\nfinished @6 'tool_use'\n");
     expand(&w, want.p, ends, nends, sc.out.len);
     snprintf(ctx, sizeof ctx, "line %d, split at %zu [anthropic]", labels[_i].line, p);
-    check_case(ctx, opts, TS_MS_ANTHROPIC, sc.out.p, sc.out.len, w.p, 0, NULL);
+    check_case(ctx, opts, TS_FORMAT_ANTHROPIC, sc.out.p, sc.out.len, w.p, 0, NULL);
     sb_free(&want);
     sb_free(&w);
     script_free(&sc);
 
     /* raw, two reads */
     setup su;
-    setup_init(&su, TS_MS_RAW, opts);
+    setup_init(&su, TS_FORMAT_RAW, opts);
     rec *r = run_tap_split(&su, args, n, p);
     sb rw = {0};
-    sb_printf(&rw, "started #0 '' write_file +%zu '%s'%s\n", q + 1, labels[_i].label,
+    sb_printf(&rw, "started #0 ts_1_0 write_file +%zu '%s'%s\n", q + 1, labels[_i].label,
               labels[_i].cut ? " cut" : "");
     sb_printf(&rw, "ready #0 +%zu %s\n", n, cargs.p);
     REQUIRE(!r->viol[0], "line %d, raw split at %zu: %s", labels[_i].line, p, r->viol);
@@ -1969,7 +2254,7 @@ START_TEST(test_random_arguments) {
         sb_add(&args, v.p, v.len);
         sb_free(&v);
         if (match && !has_label) {
-          ts_test_json_compact(&label, args.p + vs, args.len - vs);
+          compact(&label, args.p + vs, args.len - vs);
           sb_puts(&label, "");
           char c = args.p[vs];
           int number = c == '-' || (c >= '0' && c <= '9');
@@ -2012,10 +2297,10 @@ START_TEST(test_random_arguments) {
     script sc;
     render(&sc, f, steps);
     uint64_t ends[MAXSTEPS];
-    size_t nends = ts_test_event_ends(sc.out.p, sc.out.len, ends, MAXSTEPS);
+    size_t nends = block_ends(sc.out.p, sc.out.len, ends, MAXSTEPS);
     REQUIRE(nends == (size_t)ns, "%zu blocks for %d steps", nends, ns);
     sb want = {0}, cargs = {0};
-    ts_test_json_compact(&cargs, args.p, args.len);
+    compact(&cargs, args.p, args.len);
     sb_printf(&want, S0 "+%" PRIu64, ends[at - 1]);
     if (has_label) {
       size_t w = label.len;
@@ -2049,33 +2334,202 @@ START_TEST(test_random_arguments) {
 }
 END_TEST
 
-/* ---- the corpus ------------------------------------------------------------------------ */
+/* ---- the shared corpus ------------------------------------------------------------------ */
 
-/* Every capture of tests/corpus under the contract checker, with and without progress
- * arguments (every tool's `description`) and text: the events they give are pinned by
- * the gold traces (tests/events/gold_test.c); here every capture must keep the rules
- * that hold for every stream, in every reading, with every line ending. */
-static ts_test_gold *golds;
-static size_t ngolds;
+static const struct {
+  int line;
+  const char *file;
+  int fmt;
+  const char *opts;
+  const char *want;
+} corpus[] = {
+    {__LINE__, "openai-chat-two-parallel-calls.sse", F_CHAT, "p=description",
+     "started #0 call_W1w2iSIVgFh6DbbY4MN96QVL create_ticket @8 'Café counter unit drips when "
+     "\"steam\" is on'\n"
+     "ready #0 @9 {\"title\":\"Espresso machine leaks\",\"description\":\"Caf\\u00e9 counter unit "
+     "drips when \\\"steam\\\" is on\",\"priority\":2}\n"
+     "started #1 call_sHgK0WcRpW76QnTEUcvg5bSl notify_team @15 'Leak near the espresso bar — "
+     "please check today'\n"
+     "ready #1 @15 {\"team\":\"facilities\",\"description\":\"Leak near the espresso bar \\u2014 "
+     "please check today\"}\n"
+     "finished @18 'tool_calls' usage={\"prompt_tokens\":212,\"completion_tokens\":71,"
+     "\"total_tokens\":283,\"prompt_tokens_details\":{\"cached_tokens\":0,\"audio_tokens\":0},"
+     "\"completion_tokens_details\":{\"reasoning_tokens\":0,\"audio_tokens\":0,"
+     "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}\n"},
+    {__LINE__, "openai-responses-one-call.sse", F_RESP, "p=description",
+     "started #0 call_0esmlFtjfwVPOMHN6lgrILkG write_note @12 'Menu for Café \"Le Nord\" — "
+     "weekend'\n"
+     "ready #0 @13 {\"path\":\"notes/cafe.md\",\"description\":\"Menu for Caf\\u00e9 \\\"Le "
+     "Nord\\\" \\u2014 weekend\",\"overwrite\":false}\n"
+     "finished @16 'completed' usage={\"input_tokens\":118,\"input_tokens_details\":"
+     "{\"cached_tokens\":0},\"output_tokens\":86,\"output_tokens_details\":{\"reasoning_tokens\":48},"
+     "\"total_tokens\":204}\n"},
+    {__LINE__, "anthropic-text-then-tool.sse", F_ANTH, "p=description text",
+     "text @4 'I'll look up the'\n"
+     "text @5 ' terrace forecast for you.'\n"
+     "started #0 toolu_01nZuo3XvQfykP1670hmSCVf get_forecast @13 'Café terrace forecast for "
+     "\"brunch\" hours'\n"
+     "ready #0 @14 {\"location\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 terrace forecast "
+     "for \\\"brunch\\\" hours\",\"units\":\"metric\"}\n"
+     "finished @17 'tool_use' usage={\"input_tokens\":612,\"cache_creation_input_tokens\":0,"
+     "\"cache_read_input_tokens\":0,\"cache_creation\":{\"ephemeral_5m_input_tokens\":0,"
+     "\"ephemeral_1h_input_tokens\":0},\"output_tokens\":97,\"service_tier\":\"standard\"}\n"},
+    {__LINE__, "anthropic-message-start-whole.sse", F_ANTH, "p=description text",
+     "text @1 'Checking both stores.'\n"
+     "started #0 toolu_01StockMtl get_stock @1 'Café stock for \"espresso\" beans'\n"
+     "ready #0 @1 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for "
+     "\\\"espresso\\\" beans\"}\n"
+     "started #1 toolu_01StockQc get_stock @1 'Stock check — Québec'\n"
+     "ready #1 @1 {\"store\":\"Qu\\u00e9bec\",\"description\":\"Stock check \\u2014 Qu\\u00e9bec\"}\n"
+     "finished @2 'tool_use' usage={\"input_tokens\":1320,\"cache_creation_input_tokens\":0,"
+     "\"cache_read_input_tokens\":512,\"output_tokens\":88}\n"},
+    {__LINE__, "anthropic-message-start-whole-truncated.sse", F_ANTH, "p=description text",
+     "text @1 'Checking both stores.'\n"
+     "started #0 toolu_01StockMtl get_stock @1 'Café stock for \"espresso\" beans'\n"
+     "ready #0 @1 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for "
+     "\\\"espresso\\\" beans\"}\n"
+     "started #1 toolu_01StockQc get_stock @1 'Stock check — Québec'\n"
+     "ready #1 @1 {\"store\":\"Qu\\u00e9bec\",\"description\":\"Stock check \\u2014 Qu\\u00e9bec\"}\n"
+     "stream_error @end ms_truncated\n"},
+    {__LINE__, "anthropic-fine-grained-max-tokens.sse", F_ANTH, "p=description",
+     "started #0 toolu_018TeYXoT9SJtPBCISKs5dT6 make_file @8\n"
+     "error #0 @8 tap_incomplete\n"
+     "finished @10 'max_tokens' usage={\"input_tokens\":455,\"cache_creation_input_tokens\":0,"
+     "\"cache_read_input_tokens\":0,\"output_tokens\":48,\"service_tier\":\"standard\"}\n"},
+    {__LINE__, "gemini-sse-two-function-calls.sse", F_GEM, "p=description",
+     "started #0 ts_1_0 create_ticket @2 'Café counter unit drips when \"steam\" is on'\n"
+     "ready #0 @2 {\"title\":\"Espresso machine leaks\",\"description\":\"Caf\\u00e9 counter unit "
+     "drips when \\\"steam\\\" is on\",\"priority\":2}\n"
+     "started #1 ts_1_1 notify_team @2 'Leak near the espresso bar — please check today'\n"
+     "ready #1 @2 {\"team\":\"facilities\",\"description\":\"Leak near the espresso bar \\u2014 "
+     "please check today\"}\n"
+     "finished @end 'STOP' usage={\"promptTokenCount\":188,\"candidatesTokenCount\":61,"
+     "\"totalTokenCount\":249,\"promptTokensDetails\":[{\"modality\":\"TEXT\",\"tokenCount\":188}]}\n"},
+    {__LINE__, "ollama-openai-compat-whole-args.sse", F_CHAT, "p=description",
+     "started #0 call_szc7mat6 create_ticket @2 'Café counter unit drips when \"steam\" & milk are "
+     "on'\n"
+     "ready #0 @2 {\"title\":\"Espresso machine leaks\",\"description\":\"Café counter unit drips "
+     "when \\\"steam\\\" \\u0026 milk are on\",\"priority\":2}\n"
+     "started #1 call_2g6eum7f notify_team @2 'Leak near the espresso bar — please check today'\n"
+     "ready #1 @2 {\"team\":\"facilities\",\"description\":\"Leak near the espresso bar — please "
+     "check today\"}\n"
+     "finished @4 'tool_calls'\n"},
+    /* Without progress arguments every call starts with its first event. */
+    {__LINE__, "openai-chat-two-parallel-calls.sse", F_CHAT, "",
+     "started #0 call_W1w2iSIVgFh6DbbY4MN96QVL create_ticket @2\n"
+     "ready #0 @9 {\"title\":\"Espresso machine leaks\",\"description\":\"Caf\\u00e9 counter unit "
+     "drips when \\\"steam\\\" is on\",\"priority\":2}\n"
+     "started #1 call_sHgK0WcRpW76QnTEUcvg5bSl notify_team @10\n"
+     "ready #1 @15 {\"team\":\"facilities\",\"description\":\"Leak near the espresso bar \\u2014 "
+     "please check today\"}\n"
+     "finished @18 'tool_calls' usage={\"prompt_tokens\":212,\"completion_tokens\":71,"
+     "\"total_tokens\":283,\"prompt_tokens_details\":{\"cached_tokens\":0,\"audio_tokens\":0},"
+     "\"completion_tokens_details\":{\"reasoning_tokens\":0,\"audio_tokens\":0,"
+     "\"accepted_prediction_tokens\":0,\"rejected_prediction_tokens\":0}}\n"},
+    {__LINE__, "anthropic-text-then-tool.sse", F_ANTH, "",
+     "started #0 toolu_01nZuo3XvQfykP1670hmSCVf get_forecast @7\n"
+     "ready #0 @14 {\"location\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 terrace forecast "
+     "for \\\"brunch\\\" hours\",\"units\":\"metric\"}\n"
+     "finished @17 'tool_use' usage={\"input_tokens\":612,\"cache_creation_input_tokens\":0,"
+     "\"cache_read_input_tokens\":0,\"cache_creation\":{\"ephemeral_5m_input_tokens\":0,"
+     "\"ephemeral_1h_input_tokens\":0},\"output_tokens\":97,\"service_tier\":\"standard\"}\n"},
+};
 
 START_TEST(test_corpus) {
-  const ts_test_gold *g = &golds[_i];
-  if (strchr(g->name, '.')) return; /* a variant: its capture is checked under its NAME */
   size_t len;
-  char *text = ts_test_read_file(g->capture, &len);
-  static const char *const opts[] = {"p=description text", ""};
-  for (int o = 0; o < 2; o++) {
-    for (int eol = 0; eol < 3; eol++) {
-      sb in = {0};
-      if (eol == 0)
-        sb_add(&in, text, len); /* as captured, byte for byte */
-      else
-        ts_test_rewrite_eol(&in, text, len, eol);
-      char ctx[300];
-      snprintf(ctx, sizeof ctx, "%s [%s]%s", g->name, opts[o], eol_names[eol]);
-      check_case(ctx, opts[o], TS_MS_AUTO, in.p, in.len, NULL, eol == 0, NULL);
-      sb_free(&in);
+  char path[256];
+  snprintf(path, sizeof path, "tests/corpus/%s", corpus[_i].file);
+  char *text = ts_test_read_file(ts_test_path(path), &len);
+  for (int eol = 0; eol < 3; eol++) {
+    sb in = {0};
+    rewrite_eol(&in, text, len, eol);
+    if (eol == 0) { /* as captured, byte for byte */
+      in.len = 0;
+      sb_add(&in, text, len);
     }
+    uint64_t ends[64];
+    size_t nends = block_ends(in.p, in.len, ends, 64);
+    sb want = {0};
+    expand(&want, corpus[_i].want, ends, nends, in.len);
+    for (int mode = 0; mode < 2; mode++) {
+      char ctx[200];
+      snprintf(ctx, sizeof ctx, "line %d %s%s%s", corpus[_i].line, corpus[_i].file,
+               mode ? " auto" : "", eol_names[eol]);
+      check_case(ctx, corpus[_i].opts, mode ? TS_FORMAT_AUTO : fmt_codes[corpus[_i].fmt], in.p, in.len,
+                 want.p, eol == 0 && mode == 0, NULL);
+    }
+    sb_free(&want);
+    sb_free(&in);
+  }
+  free(text);
+}
+END_TEST
+
+/* ---- replies that are not SSE: JSON bodies, JSON arrays, NDJSON, HTML ------------------ */
+
+/* Captures under tests/corpus framed otherwise than SSE (so not in the table above, whose
+ * offsets are SSE event boundaries): the same trace with the format given and detected,
+ * whole, byte by byte and in reads of every size 2..31. */
+static const struct {
+  int line;
+  const char *file;
+  ts_format fmt;
+  const char *opts;
+  const char *want;
+} framed[] = {
+    {__LINE__, "openai-error-body.json", TS_FORMAT_OPENAI_CHAT, "",
+     "stream_error +261 ms_provider 'Incorrect API key provided: sk-proj-****. You can find your API key at https://platform.openai.com/account/api-keys.'\n"},
+    {__LINE__, "anthropic-error-body.json", TS_FORMAT_ANTHROPIC, "",
+     "stream_error +119 ms_provider 'invalid x-api-key'\n"},
+    {__LINE__, "gemini-error-body.json", TS_FORMAT_GEMINI, "",
+     "stream_error +309 ms_provider 'API key not valid. Please pass a valid API key.'\n"},
+    {__LINE__, "gemini-error-array.json", TS_FORMAT_GEMINI, "",
+     "stream_error +139 ms_provider 'Resource has been exhausted (e.g. check quota).'\n"},
+    {__LINE__, "proxy-error-page.html", TS_FORMAT_OPENAI_CHAT, "",
+     "stream_error +150 ms_not_stream\n"},
+    {__LINE__, "gemini-array-two-function-calls.json", TS_FORMAT_GEMINI, "p=description text",
+     "text +440 'Filing the ticket and notifying the team.'\n"
+     "started #0 ts_1_0 create_ticket +1496 'Café counter unit drips when \"steam\" is on'\n"
+     "ready #0 +1496 {\"title\":\"Espresso machine leaks\",\"description\":\"Caf\\u00e9 counter unit drips when \\\"steam\\\" is on\",\"priority\":2}\n"
+     "started #1 ts_1_1 notify_team +1496 'Leak near the espresso bar — please check today'\n"
+     "ready #1 +1496 {\"team\":\"facilities\",\"description\":\"Leak near the espresso bar \\u2014 please check today\"}\n"
+     "finished +2044 'STOP' usage={\\x0d\\x0a    \"promptTokenCount\": 188,\\x0d\\x0a    \"candidatesTokenCount\": 61,\\x0d\\x0a    \"totalTokenCount\": 249,\\x0d\\x0a    \"promptTokensDetails\": [\\x0d\\x0a      {\\x0d\\x0a        \"modality\": \"TEXT\",\\x0d\\x0a        \"tokenCount\": 188\\x0d\\x0a      }\\x0d\\x0a    ]\\x0d\\x0a  }\n"},
+    {__LINE__, "ollama-native-two-calls.ndjson", TS_FORMAT_OLLAMA, "p=description text",
+     "text +292 'Let me check.'\n"
+     "started #0 call_k2x9 get_current_weather +737 'Café patio weather for \"brunch\"'\n"
+     "ready #0 +737 {\"format\":\"celsius\",\"location\":\"Toronto\",\"description\":\"Caf\\u00e9 patio weather for \\\"brunch\\\"\"}\n"
+     "started #1 ts_1_1 create_ticket +737 'Put umbrellas out — rain expected'\n"
+     "ready #1 +737 {\"title\":\"Umbrellas\",\"description\":\"Put umbrellas out \\u2014 rain expected\"}\n"
+     "finished +1022 'stop' usage={\"prompt_eval_count\":217,\"eval_count\":84,\"total_duration\":3102543250,\"load_duration\":22189833,\"prompt_eval_duration\":78042000,\"eval_duration\":2998331833}\n"},
+    {__LINE__, "ollama-native-two-calls-truncated.ndjson", TS_FORMAT_OLLAMA, "p=description text",
+     "text +292 'Let me check.'\n"
+     "stream_error +700 ms_truncated\n"},
+    {__LINE__, "cohere-two-tool-calls.sse", TS_FORMAT_COHERE, "p=description text",
+     "started #0 get_stock_5zj35x6jqp4h get_stock +1753 'Café stock for \"espresso\" beans'\n"
+     "ready #0 +1753 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for \\\"espresso\\\" beans\"}\n"
+     "started #1 create_ticket_0m9wdzb1pc2r create_ticket +2640 'Order beans — running low'\n"
+     "ready #1 +2640 {\"title\":\"Beans\",\"description\":\"Order beans \\u2014 running low\"}\n"
+     "finished +2904 'TOOL_CALL' usage={\"billed_units\":{\"input_tokens\":37,\"output_tokens\":52},\"tokens\":{\"input_tokens\":1093,\"output_tokens\":93}}\n"},
+    {__LINE__, "cohere-two-tool-calls-truncated.sse", TS_FORMAT_COHERE, "p=description text",
+     "started #0 get_stock_5zj35x6jqp4h get_stock +1753 'Café stock for \"espresso\" beans'\n"
+     "ready #0 +1753 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for \\\"espresso\\\" beans\"}\n"
+     "stream_error +2483 ms_truncated\n"
+     "started #1 create_ticket_0m9wdzb1pc2r create_ticket +2483\n"
+     "error #1 +2483 tap_incomplete\n"},
+    {__LINE__, "gemini-array-two-function-calls-truncated.json", TS_FORMAT_GEMINI, "p=description",
+     "stream_error +779 ms_truncated\n"},
+};
+
+START_TEST(test_framed) {
+  size_t len;
+  char path[256];
+  snprintf(path, sizeof path, "tests/corpus/%s", framed[_i].file);
+  char *text = ts_test_read_file(ts_test_path(path), &len);
+  for (int mode = 0; mode < 2; mode++) {
+    char ctx[200];
+    snprintf(ctx, sizeof ctx, "line %d %s%s", framed[_i].line, framed[_i].file, mode ? " auto" : "");
+    check_case(ctx, framed[_i].opts, mode ? TS_FORMAT_AUTO : framed[_i].fmt, text, len,
+               framed[_i].want, 1, NULL);
   }
   free(text);
 }
@@ -2106,10 +2560,10 @@ START_TEST(test_defaults) {
   sb_add(&in, sc.out.p, sc.out.len);
   script_free(&sc);
   uint64_t ends[32];
-  size_t nends = ts_test_event_ends(in.p, in.len, ends, 32);
+  size_t nends = block_ends(in.p, in.len, ends, 32);
   REQUIRE_EQ(nends, 15);
   setup su;
-  setup_init(&su, TS_MS_ANTHROPIC, ""); /* started at once: heartbeats come after it */
+  setup_init(&su, TS_FORMAT_ANTHROPIC, ""); /* started at once: heartbeats come after it */
   su.cfg.max_event_bytes = 0;           /* the default */
   rec *r = run_tap(&su, in.p, in.len, 0);
   REQUIRE(!r->viol[0], "%s", r->viol);
@@ -2117,11 +2571,11 @@ START_TEST(test_defaults) {
   snprintf(want, sizeof want,
            "beat #0 +%" PRIu64 " 4096\nbeat #0 +%" PRIu64 " 8192\n", ends[4], ends[8]);
   REQUIRE(strstr(sb_str(&r->trace), want), "want heartbeats\n%sin\n%s", want,
-                sb_clip(sb_str(&r->trace)));
+                clip(sb_str(&r->trace)));
   char started[128];
   snprintf(started, sizeof started, S0 "+%" PRIu64 "\n", ends[0]);
   REQUIRE(!strncmp(sb_str(&r->trace), started, strlen(started)),
-                "started with the call, want %sgot\n%s", started, sb_clip(sb_str(&r->trace)));
+                "started with the call, want %sgot\n%s", started, clip(sb_str(&r->trace)));
   rec_free(r);
   sb_free(&in);
 }
@@ -2131,7 +2585,7 @@ END_TEST
  * interval: the trace must not depend on the reads. */
 START_TEST(test_raw_heartbeats_late_start) {
   static const char args[] = "{\"c\":\"0123456789\",\"description\":\"late\",\"d\":\"0123456789abcdef\"}";
-  check_case("raw heartbeats, late start", "p=description hb=8", TS_MS_RAW, args, strlen(args),
+  check_case("raw heartbeats, late start", "p=description hb=8", TS_FORMAT_RAW, args, strlen(args),
              NULL, 1, NULL);
 }
 END_TEST
@@ -2157,7 +2611,7 @@ START_TEST(test_raw_messages_every_split) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     setup su;
-    setup_init(&su, TS_MS_RAW, cases[i].opts);
+    setup_init(&su, TS_FORMAT_RAW, cases[i].opts);
     size_t len = strlen(cases[i].in);
     rec *whole = run_tap(&su, cases[i].in, len, 0);
     REQUIRE(!whole->viol[0], "case %zu: %s", i, whole->viol);
@@ -2191,9 +2645,9 @@ START_TEST(test_unknown_format) {
   static const char in[] = ": nothing but comments\n\n: here\n\n";
   char want[128];
   snprintf(want, sizeof want, "stream_error +%zu ms_unknown_format\n", strlen(in));
-  check_case("auto, comments only", "", TS_MS_AUTO, in, strlen(in), want, 1, NULL);
+  check_case("auto, comments only", "", TS_FORMAT_AUTO, in, strlen(in), want, 1, NULL);
   snprintf(want, sizeof want, "stream_error +%zu ms_truncated\n", strlen(in));
-  check_case("chat, comments only", "", TS_MS_OPENAI_CHAT, in, strlen(in), want, 1, NULL);
+  check_case("chat, comments only", "", TS_FORMAT_OPENAI_CHAT, in, strlen(in), want, 1, NULL);
 }
 END_TEST
 
@@ -2203,13 +2657,141 @@ static int never_cb(void *user, const ts_tap_event *e) {
   return 0;
 }
 
+/* ---- call ids and turns (issue 12 item 9) ---------------------------------------------- */
+
+typedef struct {
+  char ids[8][64];  /* call_id per index, from STARTED */
+  char pids[8][64]; /* provider_call_id per index */
+  uint32_t turns[8];
+  int n;
+} id_rec;
+
+static int id_cb(void *user, const ts_tap_event *e) {
+  id_rec *r = user;
+  if (!e->is_call) return 0;
+  REQUIRE(e->call_id.len > 0, "an empty call_id");
+  if (e->type != TS_TAP_TOOL_CALL_STARTED || e->index >= 8) return 0;
+  snprintf(r->ids[e->index], 64, "%.*s", (int)e->call_id.len, e->call_id.p);
+  snprintf(r->pids[e->index], 64, "%.*s", (int)e->provider_call_id.len,
+           e->provider_call_id.p ? e->provider_call_id.p : "");
+  r->turns[e->index] = e->turn;
+  if ((int)e->index >= r->n) r->n = (int)e->index + 1;
+  return 0;
+}
+
+static int taken_old(void *user, const char *id, size_t len) {
+  (void)user;
+  return len == 5 && !memcmp(id, "c_old", 5);
+}
+
+static void run_ids(const ts_tap_config *cfg, const char *in, id_rec *r) {
+  memset(r, 0, sizeof *r);
+  ts_tap *t = tap_new(cfg, id_cb, r);
+  REQUIRE(t != NULL, "tap_new");
+  size_t len = strlen(in);
+  char *copy = malloc(len);
+  memcpy(copy, in, len);
+  ts_tap_feed(t, copy, len);
+  ts_tap_finish(t);
+  ts_tap_free(t);
+  free(copy);
+}
+
+#define CHAT_CALL(i, id, name)                                                                 \
+  "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":" #i ",\"id\":\"" id \
+  "\",\"function\":{\"name\":\"" name "\",\"arguments\":\"{}\"}}]}}]}\n\n"
+
+START_TEST(test_call_ids) {
+  ts_tap_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  id_rec r;
+  /* ids kept as the provider sent them; turn defaults to 1 */
+  run_ids(&cfg, CHAT_CALL(0, "a", "f") CHAT_CALL(1, "b", "g") "data: [DONE]\n\n", &r);
+  REQUIRE(r.n == 2, "%d calls", r.n);
+  REQUIRE(!strcmp(r.ids[0], "a") && !strcmp(r.ids[1], "b") && !r.pids[0][0] && !r.pids[1][0],
+          "%s %s", r.ids[0], r.ids[1]);
+  REQUIRE(r.turns[0] == 1 && r.turns[1] == 1, "turn %u", r.turns[0]);
+  /* an id used twice in one turn, an id an earlier turn used, and no id at all: each gets
+   * ts_<turn>_<index>, the provider's id (when it sent one) in provider_call_id */
+  cfg.turn = 3;
+  cfg.id_taken = taken_old;
+  run_ids(&cfg,
+          CHAT_CALL(0, "a", "f") CHAT_CALL(1, "a", "g") CHAT_CALL(2, "c_old", "h")
+              "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,"
+              "\"function\":{\"name\":\"k\",\"arguments\":\"{}\"}}]}}]}\n\n"
+              "data: [DONE]\n\n",
+          &r);
+  REQUIRE(r.n == 4, "%d calls", r.n);
+  REQUIRE(!strcmp(r.ids[0], "a") && !r.pids[0][0], "0: %s", r.ids[0]);
+  REQUIRE(!strcmp(r.ids[1], "ts_3_1") && !strcmp(r.pids[1], "a"), "1: %s %s", r.ids[1], r.pids[1]);
+  REQUIRE(!strcmp(r.ids[2], "ts_3_2") && !strcmp(r.pids[2], "c_old"), "2: %s %s", r.ids[2],
+          r.pids[2]);
+  REQUIRE(!strcmp(r.ids[3], "ts_3_3") && !r.pids[3][0], "3: %s %s", r.ids[3], r.pids[3]);
+  REQUIRE(r.turns[3] == 3, "turn %u", r.turns[3]);
+  /* a provider id spelled like a synthesized one never makes two calls share an id */
+  cfg.turn = 1;
+  cfg.id_taken = NULL;
+  run_ids(&cfg,
+          "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+          "\"function\":{\"name\":\"k\",\"arguments\":\"{}\"}}]}}]}\n\n"
+          CHAT_CALL(1, "ts_1_0", "f") CHAT_CALL(2, "ts_1_2", "g")
+          "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,"
+          "\"function\":{\"name\":\"k\",\"arguments\":\"{}\"}}]}}]}\n\n"
+          "data: [DONE]\n\n",
+          &r);
+  REQUIRE(r.n == 4, "%d calls", r.n);
+  for (int i = 0; i < 4; i++)
+    for (int j = i + 1; j < 4; j++) REQUIRE(strcmp(r.ids[i], r.ids[j]), "%d and %d: %s", i, j, r.ids[i]);
+  REQUIRE(!strcmp(r.ids[0], "ts_1_0") && !strcmp(r.ids[1], "ts_1_1") && !strcmp(r.pids[1], "ts_1_0"),
+          "%s %s %s", r.ids[0], r.ids[1], r.pids[1]);
+  /* raw input: the one call is ts_<turn>_0 */
+  memset(&cfg, 0, sizeof cfg);
+  cfg.format = TS_FORMAT_RAW;
+  cfg.raw_tool = "f";
+  cfg.turn = 7;
+  run_ids(&cfg, "{}", &r);
+  REQUIRE(r.n == 1 && !strcmp(r.ids[0], "ts_7_0") && r.turns[0] == 7, "%s", r.ids[0]);
+}
+END_TEST
+
 START_TEST(test_api) {
   ts_tap_config cfg;
   memset(&cfg, 0, sizeof cfg);
-  REQUIRE((ts_tap_new(NULL, never_cb, NULL)) == NULL, "not NULL");
-  REQUIRE((ts_tap_new(&cfg, NULL, NULL)) == NULL, "not NULL");
-  cfg.format = TS_MS_RAW;
-  REQUIRE((ts_tap_new(&cfg, never_cb, NULL)) == NULL, "not NULL"); /* raw without raw_tool */
+  /* a bad config is TS_E_INVAL, and *out is left as it was */
+  ts_tap *bad = (ts_tap *)&cfg;
+  REQUIRE_EQ(ts_tap_new(&bad, NULL, never_cb, NULL), TS_E_INVAL);
+  REQUIRE_EQ(ts_tap_new(&bad, &cfg, NULL, NULL), TS_E_INVAL);
+  REQUIRE_EQ(ts_tap_new(NULL, &cfg, never_cb, NULL), TS_E_INVAL);
+  cfg.format = TS_FORMAT_RAW;
+  REQUIRE_EQ(ts_tap_new(&bad, &cfg, never_cb, NULL), TS_E_INVAL); /* raw without raw_tool */
+  cfg.format = (ts_format)99;
+  REQUIRE_EQ(ts_tap_new(&bad, &cfg, never_cb, NULL), TS_E_INVAL); /* unknown format */
+  cfg.format = TS_FORMAT_AUTO;
+  cfg.progress_max = TS_TAP_PROGRESS_LIMIT + 1;
+  REQUIRE_EQ(ts_tap_new(&bad, &cfg, never_cb, NULL), TS_E_INVAL);
+  cfg.progress_max = 0;
+  REQUIRE(bad == (ts_tap *)&cfg, "*out changed on error");
+  /* out of memory at each allocation ts_tap_new makes is TS_E_NOMEM, never INVAL */
+  for (int raw = 0; raw < 2; raw++) {
+    cfg.format = raw ? TS_FORMAT_RAW : TS_FORMAT_AUTO;
+    cfg.raw_tool = raw ? "f" : NULL;
+    int made = 0;
+    for (long n = 1; n < 20 && !made; n++) {
+      ts_tap *t = NULL;
+      ts_test_alloc_fail_after(n);
+      int rc = ts_tap_new(&t, &cfg, never_cb, NULL);
+      ts_test_alloc_fail_after(-1);
+      if (rc == TS_E_OK) {
+        made = 1;
+        REQUIRE(n > 1, "made without allocating");
+        ts_tap_free(t);
+      } else {
+        REQUIRE(rc == TS_E_NOMEM && t == NULL, "allocation %ld fails: %s", n, ts_err_name(rc));
+      }
+    }
+    REQUIRE(made, "never made");
+  }
+  memset(&cfg, 0, sizeof cfg);
   ts_tap_free(NULL);
   REQUIRE(!strcmp(ts_tap_type_name(TS_TAP_TOOL_CALL_STARTED), "tool_call_started"), "%s != %s", ts_tap_type_name(TS_TAP_TOOL_CALL_STARTED), "tool_call_started");
   REQUIRE(!strcmp(ts_tap_type_name(TS_TAP_TOOL_CALL_DELTA), "tool_call_delta"), "%s != %s", ts_tap_type_name(TS_TAP_TOOL_CALL_DELTA), "tool_call_delta");
@@ -2223,9 +2805,9 @@ START_TEST(test_api) {
   /* Empty feeds change nothing; offset counts bytes; finish twice reports nothing more. */
   static const char part[] = "data: [DONE]\n\n";
   setup su;
-  setup_init(&su, TS_MS_OPENAI_CHAT, "");
+  setup_init(&su, TS_FORMAT_OPENAI_CHAT, "");
   rec *r = rec_new(0, setup_pmax(&su));
-  ts_tap *t = ts_tap_new(&su.cfg, rec_cb, r);
+  ts_tap *t = tap_new(&su.cfg, rec_cb, r);
   REQUIRE((t) != NULL, "unexpected NULL");
   char buf[32];
   REQUIRE_EQ(ts_tap_feed(t, buf, 0), TS_E_OK);
@@ -2255,7 +2837,7 @@ START_TEST(test_abort) {
   size_t len;
   char *text = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
   setup su;
-  setup_init(&su, TS_MS_OPENAI_CHAT, "p=description deltas");
+  setup_init(&su, TS_FORMAT_OPENAI_CHAT, "p=description deltas");
   rec *full = run_tap(&su, text, len, 0);
   long total = full->nevents;
   REQUIRE((total) > (5), "too small");
@@ -2264,7 +2846,7 @@ START_TEST(test_abort) {
     for (int bytewise = 0; bytewise < 2; bytewise++) {
       rec *r = rec_new(0, setup_pmax(&su));
       r->abort_at = k;
-      ts_tap *t = ts_tap_new(&su.cfg, rec_cb, r);
+      ts_tap *t = tap_new(&su.cfg, rec_cb, r);
       REQUIRE((t) != NULL, "unexpected NULL");
       char *copy = malloc(len);
       memcpy(copy, text, len);
@@ -2316,12 +2898,12 @@ START_TEST(test_alloc_per_call) {
   for (int deltas = 0; deltas < 2; deltas++) {
     for (size_t ci = 0; ci < 3; ci++) {
       setup su;
-      setup_init(&su, TS_MS_ANTHROPIC, deltas ? "p=description text deltas" : "p=description text");
+      setup_init(&su, TS_FORMAT_ANTHROPIC, deltas ? "p=description text deltas" : "p=description text");
       rec *r = rec_new(0, setup_pmax(&su));
       r->no_alloc = 1;
       char *copy = malloc(in.len);
       memcpy(copy, in.p, in.len);
-      ts_tap *t = ts_tap_new(&su.cfg, rec_cb, r);
+      ts_tap *t = tap_new(&su.cfg, rec_cb, r);
       REQUIRE((t) != NULL, "unexpected NULL");
       uint64_t before = ts_test_alloc_count();
       size_t step = chunks[ci] ? chunks[ci] : in.len;
@@ -2354,11 +2936,11 @@ START_TEST(test_out_of_memory) {
   size_t len;
   char *text = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
   setup su;
-  setup_init(&su, TS_MS_OPENAI_CHAT, "p=description deltas");
+  setup_init(&su, TS_FORMAT_OPENAI_CHAT, "p=description deltas");
   rec *ref = rec_new(0, setup_pmax(&su));
   ref->no_alloc = 1;
   uint64_t a0 = ts_test_alloc_count();
-  ts_tap *t = ts_tap_new(&su.cfg, rec_cb, ref);
+  ts_tap *t = tap_new(&su.cfg, rec_cb, ref);
   char *copy = malloc(len);
   memcpy(copy, text, len);
   ref->fed = len;
@@ -2372,7 +2954,11 @@ START_TEST(test_out_of_memory) {
     r->no_alloc = 1;
     memcpy(copy, text, len);
     ts_test_alloc_fail_after(n);
-    t = ts_tap_new(&su.cfg, rec_cb, r);
+    t = NULL;
+    int nrc = ts_tap_new(&t, &su.cfg, rec_cb, r);
+    /* out of memory is told apart from a bad config: only NOMEM, and nothing made */
+    REQUIRE(nrc == TS_E_OK || (nrc == TS_E_NOMEM && t == NULL), "allocation %ld fails: %s", n,
+            ts_err_name(nrc));
     if (t) {
       r->fed = len;
       ts_tap_feed(t, copy, len);
@@ -2403,7 +2989,6 @@ START_TEST(test_out_of_memory) {
 END_TEST
 
 int main(void) {
-  ngolds = ts_test_gold_list(&golds);
   Suite *s = suite_create("tap");
   TCase *tc = tcase_create("rows");
   tcase_set_timeout(tc, 120);
@@ -2420,13 +3005,15 @@ int main(void) {
   suite_add_tcase(s, ts);
   TCase *tk = tcase_create("corpus");
   tcase_set_timeout(tk, 120);
-  tcase_add_loop_test(tk, test_corpus, 0, (int)ngolds);
+  tcase_add_loop_test(tk, test_corpus, 0, (int)(sizeof corpus / sizeof corpus[0]));
+  tcase_add_loop_test(tk, test_framed, 0, (int)(sizeof framed / sizeof framed[0]));
   tcase_add_test(tk, test_defaults);
   suite_add_tcase(s, tk);
   TCase *ta = tcase_create("api");
   tcase_set_timeout(ta, 120);
   tcase_add_test(ta, test_unknown_format);
   tcase_add_test(ta, test_api);
+  tcase_add_test(ta, test_call_ids);
   tcase_add_test(ta, test_abort);
   tcase_add_test(ta, test_alloc_per_call);
   tcase_add_test(ta, test_out_of_memory);
@@ -2435,6 +3022,5 @@ int main(void) {
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
-  ts_test_gold_free(golds, ngolds);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -29,7 +29,7 @@ typedef struct {
 typedef struct {
   int line;
   const char *label;
-  ts_provider provider;
+  ts_format provider;
   int tools; /* 1: the registry holds the two tools below */
   smsg msgs[12];
   const char *want;
@@ -50,43 +50,45 @@ typedef struct {
               "{\"path\":\"a\"}},{\"id\":\"c2\",\"name\":\"list_dir\",\"arguments\":{}}]}"
 
 static const row rows[] = {
-    {__LINE__, "a prompt (OpenAI)", TS_PROVIDER_OPENAI, 0, {U("hi"), END},
+    {__LINE__, "a prompt (OpenAI)", TS_FORMAT_OPENAI_CHAT, 0, {U("hi"), END},
      OAI_HEAD "{\"role\":\"user\",\"content\":\"hi\"}]}"},
-    {__LINE__, "a prompt (Anthropic)", TS_PROVIDER_ANTHROPIC, 0, {U("hi"), END},
+    {__LINE__, "a prompt (Anthropic)", TS_FORMAT_ANTHROPIC, 0, {U("hi"), END},
      ANT_HEAD "{\"role\":\"user\",\"content\":\"hi\"}]}"},
-    {__LINE__, "text is escaped", TS_PROVIDER_OPENAI, 0, {U("say \"x\"\n\ttab"), END},
+    {__LINE__, "text is escaped", TS_FORMAT_OPENAI_CHAT, 0, {U("say \"x\"\n\ttab"), END},
      OAI_HEAD "{\"role\":\"user\",\"content\":\"say \\\"x\\\"\\n\\ttab\"}]}"},
-    {__LINE__, "a system message (OpenAI keeps it)", TS_PROVIDER_OPENAI, 0, {SYS("be brief"), U("hi"), END},
+    {__LINE__, "a system message (OpenAI keeps it)", TS_FORMAT_OPENAI_CHAT, 0, {SYS("be brief"), U("hi"), END},
      OAI_HEAD "{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":\"hi\"}]}"},
-    {__LINE__, "a system message (Anthropic has no such role in messages)", TS_PROVIDER_ANTHROPIC, 0,
-     {SYS("be brief"), U("hi"), END}, ANT_HEAD "{\"role\":\"user\",\"content\":\"hi\"}]}"},
-    {__LINE__, "a call and its result, stored result first (OpenAI)", TS_PROVIDER_OPENAI, 0,
+    {__LINE__, "a system message (Anthropic: the top-level system, not a message)", TS_FORMAT_ANTHROPIC, 0,
+     {SYS("be brief"), U("hi"), END},
+     "{\"model\":\"m\",\"max_tokens\":4096,\"stream\":true,\"system\":[{\"type\":\"text\","
+     "\"text\":\"be brief\"}],\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"},
+    {__LINE__, "a call and its result, stored result first (OpenAI)", TS_FORMAT_OPENAI_CHAT, 0,
      {U("read a"), R("c1", "{\"text\":\"A\"}"), A(CALL1), END},
      OAI_HEAD "{\"role\":\"user\",\"content\":\"read a\"},"
      "{\"role\":\"assistant\",\"content\":\"Let me look.\",\"tool_calls\":[{\"id\":\"c1\",\"type\":"
      "\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a.txt\\\"}\"}}]},"
      "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"{\\\"text\\\":\\\"A\\\"}\"}]}"},
-    {__LINE__, "a call and its result (Anthropic)", TS_PROVIDER_ANTHROPIC, 0,
+    {__LINE__, "a call and its result (Anthropic)", TS_FORMAT_ANTHROPIC, 0,
      {U("read a"), R("c1", "{\"text\":\"A\"}"), A(CALL1), END},
      ANT_HEAD "{\"role\":\"user\",\"content\":\"read a\"},"
      "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"Let me look.\"},{\"type\":"
      "\"tool_use\",\"id\":\"c1\",\"name\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}]},"
      "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"c1\",\"content\":"
      "\"{\\\"text\\\":\\\"A\\\"}\"}]}]}"},
-    {__LINE__, "an error result (OpenAI says so in the content)", TS_PROVIDER_OPENAI, 0,
+    {__LINE__, "an error result (OpenAI says so in the content)", TS_FORMAT_OPENAI_CHAT, 0,
      {U("q"), RERR("c1", "no such file"), A(CALL1), END},
      OAI_HEAD "{\"role\":\"user\",\"content\":\"q\"},"
      "{\"role\":\"assistant\",\"content\":\"Let me look.\",\"tool_calls\":[{\"id\":\"c1\",\"type\":"
      "\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a.txt\\\"}\"}}]},"
      "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"Error: no such file\"}]}"},
-    {__LINE__, "an error result (Anthropic: is_error)", TS_PROVIDER_ANTHROPIC, 0,
+    {__LINE__, "an error result (Anthropic: is_error)", TS_FORMAT_ANTHROPIC, 0,
      {U("q"), RERR("c1", "no such file"), A(CALL1), END},
      ANT_HEAD "{\"role\":\"user\",\"content\":\"q\"},"
      "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"Let me look.\"},{\"type\":"
      "\"tool_use\",\"id\":\"c1\",\"name\":\"read_file\",\"input\":{\"path\":\"a.txt\"}}]},"
      "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"c1\",\"content\":"
      "\"no such file\",\"is_error\":true}]}]}"},
-    {__LINE__, "two calls, results in the other order, paired by id (OpenAI)", TS_PROVIDER_OPENAI, 0,
+    {__LINE__, "two calls, results in the other order, paired by id (OpenAI)", TS_FORMAT_OPENAI_CHAT, 0,
      {U("q"), R("c2", "[]"), R("c1", "\"A\""), A(CALL2), END},
      OAI_HEAD "{\"role\":\"user\",\"content\":\"q\"},"
      "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":["
@@ -95,51 +97,52 @@ static const row rows[] = {
      "{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"list_dir\",\"arguments\":\"{}\"}}]},"
      "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"\\\"A\\\"\"},"
      "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"[]\"}]}"},
-    {__LINE__, "two calls (Anthropic: one user message of results)", TS_PROVIDER_ANTHROPIC, 0,
+    {__LINE__, "two calls (Anthropic: one user message of results)", TS_FORMAT_ANTHROPIC, 0,
      {U("q"), R("c2", "[]"), R("c1", "\"A\""), A(CALL2), END},
      ANT_HEAD "{\"role\":\"user\",\"content\":\"q\"},"
      "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"c1\",\"name\":\"read_file\","
      "\"input\":{\"path\":\"a\"}},{\"type\":\"tool_use\",\"id\":\"c2\",\"name\":\"list_dir\",\"input\":{}}]},"
      "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"c1\",\"content\":"
      "\"\\\"A\\\"\"},{\"type\":\"tool_result\",\"tool_use_id\":\"c2\",\"content\":\"[]\"}]}]}"},
-    {__LINE__, "a call without a result is left out (OpenAI)", TS_PROVIDER_OPENAI, 0,
+    {__LINE__, "a call without a result is left out (OpenAI)", TS_FORMAT_OPENAI_CHAT, 0,
      {U("q"), R("c1", "\"A\""), A(CALL2), END},
      OAI_HEAD "{\"role\":\"user\",\"content\":\"q\"},"
      "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":["
      "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":"
      "\"{\\\"path\\\":\\\"a\\\"}\"}}]},"
      "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"\\\"A\\\"\"}]}"},
-    {__LINE__, "no result at all: the assistant message alone (OpenAI)", TS_PROVIDER_OPENAI, 0,
+    {__LINE__, "no result at all: the assistant message alone (OpenAI)", TS_FORMAT_OPENAI_CHAT, 0,
      {U("q"), A(CALL1), END},
      OAI_HEAD "{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":\"Let me look.\"}]}"},
-    {__LINE__, "no text and no result (Anthropic needs a content block)", TS_PROVIDER_ANTHROPIC, 0,
+    {__LINE__, "no text and no result (Anthropic needs a content block)", TS_FORMAT_ANTHROPIC, 0,
      {U("q"), A(CALL2), END},
      ANT_HEAD "{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":[{\"type\":"
      "\"text\",\"text\":\"(no text)\"}]}]}"},
-    {__LINE__, "a result whose assistant message was never stored is left out", TS_PROVIDER_OPENAI, 0,
+    {__LINE__, "a result whose assistant message was never stored is left out", TS_FORMAT_OPENAI_CHAT, 0,
      {U("q"), R("c9", "\"orphan\""), END}, OAI_HEAD "{\"role\":\"user\",\"content\":\"q\"}]}"},
-    {__LINE__, "an assistant message that is not ours goes as plain text", TS_PROVIDER_ANTHROPIC, 0,
+    {__LINE__, "an assistant message that is not ours goes as plain text", TS_FORMAT_ANTHROPIC, 0,
      {U("q"), A("plain words"), END},
-     ANT_HEAD "{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":\"plain words\"}]}"},
-    {__LINE__, "two turns", TS_PROVIDER_OPENAI, 0,
+     ANT_HEAD "{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":"
+     "[{\"type\":\"text\",\"text\":\"plain words\"}]}]}"},
+    {__LINE__, "two turns", TS_FORMAT_OPENAI_CHAT, 0,
      {U("q"), R("c1", "1"), A(CALL1), A("{\"turn\":2,\"text\":\"done\",\"tool_calls\":[]}"), U("thanks"), END},
      OAI_HEAD "{\"role\":\"user\",\"content\":\"q\"},"
      "{\"role\":\"assistant\",\"content\":\"Let me look.\",\"tool_calls\":[{\"id\":\"c1\",\"type\":"
      "\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a.txt\\\"}\"}}]},"
      "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"1\"},"
      "{\"role\":\"assistant\",\"content\":\"done\"},{\"role\":\"user\",\"content\":\"thanks\"}]}"},
-    {__LINE__, "tools (OpenAI: function, parameters)", TS_PROVIDER_OPENAI, 1, {U("q"), END},
+    {__LINE__, "tools (OpenAI: function, parameters)", TS_FORMAT_OPENAI_CHAT, 1, {U("q"), END},
      OAI_HEAD "{\"role\":\"user\",\"content\":\"q\"}],\"tools\":["
      "{\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"description\":\"Reads \\\"one\\\" file\","
      "\"parameters\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}}}}},"
      "{\"type\":\"function\",\"function\":{\"name\":\"ping\",\"description\":\"\",\"parameters\":"
      "{\"type\":\"object\"}}}]}"},
-    {__LINE__, "tools (Anthropic: input_schema)", TS_PROVIDER_ANTHROPIC, 1, {U("q"), END},
+    {__LINE__, "tools (Anthropic: input_schema)", TS_FORMAT_ANTHROPIC, 1, {U("q"), END},
      ANT_HEAD "{\"role\":\"user\",\"content\":\"q\"}],\"tools\":["
      "{\"name\":\"read_file\",\"description\":\"Reads \\\"one\\\" file\",\"input_schema\":{\"type\":"
      "\"object\",\"properties\":{\"path\":{\"type\":\"string\"}}}},"
      "{\"name\":\"ping\",\"description\":\"\",\"input_schema\":{\"type\":\"object\"}}]}"},
-    {__LINE__, "no messages at all", TS_PROVIDER_OPENAI, 0, {END}, OAI_HEAD "]}"},
+    {__LINE__, "no messages at all", TS_FORMAT_OPENAI_CHAT, 0, {END}, OAI_HEAD "]}"},
 };
 
 static char dir[256];
@@ -186,7 +189,7 @@ START_TEST(test_rows) {
   ts_registry *reg = registry(r->tools);
   ts_buf b;
   ts_buf_init(&b, 1 << 20);
-  int rc = ts_conversation_request(store, "t", reg, r->provider, "m", 0, &b);
+  int rc = ts_conversation_request(store, "t", reg, ts_provider_get(r->provider), "m", 0, &b);
   ck_assert_msg(rc == TS_E_OK, "line %d (%s): rc %d", r->line, r->label, rc);
   ck_assert_msg(!strcmp(b.p, r->want), "line %d (%s):\n--- got\n%s\n--- want\n%s", r->line,
                 r->label, b.p, r->want);
@@ -202,7 +205,7 @@ START_TEST(test_max_tokens_and_model) {
   ts_registry *reg = registry(0);
   ts_buf b;
   ts_buf_init(&b, 1 << 20);
-  ck_assert_int_eq(ts_conversation_request(store, "t", reg, TS_PROVIDER_ANTHROPIC,
+  ck_assert_int_eq(ts_conversation_request(store, "t", reg, ts_provider_get(TS_FORMAT_ANTHROPIC),
                                            "claude \"x\"", 512, &b),
                    TS_E_OK);
   ck_assert_str_eq(b.p, "{\"model\":\"claude \\\"x\\\"\",\"max_tokens\":512,\"stream\":true,"
@@ -220,11 +223,11 @@ START_TEST(test_threads) {
   ts_registry *reg = registry(0);
   ts_buf b;
   ts_buf_init(&b, 1 << 20);
-  ck_assert_int_eq(ts_conversation_request(store, "t", reg, TS_PROVIDER_OPENAI, "m", 0, &b), 0);
+  ck_assert_int_eq(ts_conversation_request(store, "t", reg, ts_provider_get(TS_FORMAT_OPENAI_CHAT), "m", 0, &b), 0);
   ck_assert_ptr_null(strstr(b.p, "secret"));
   ck_assert_ptr_nonnull(strstr(b.p, "mine"));
   ts_buf_reset(&b);
-  ck_assert_int_eq(ts_conversation_request(store, "nobody", reg, TS_PROVIDER_OPENAI, "m", 0, &b),
+  ck_assert_int_eq(ts_conversation_request(store, "nobody", reg, ts_provider_get(TS_FORMAT_OPENAI_CHAT), "m", 0, &b),
                    0);
   ck_assert_str_eq(b.p, OAI_HEAD "]}");
   ts_buf_fini(&b);
@@ -240,7 +243,7 @@ START_TEST(test_limit) {
   ts_registry *reg = registry(0);
   ts_buf b;
   ts_buf_init(&b, 1000);
-  ck_assert_int_eq(ts_conversation_request(store, "t", reg, TS_PROVIDER_OPENAI, "m", 0, &b),
+  ck_assert_int_eq(ts_conversation_request(store, "t", reg, ts_provider_get(TS_FORMAT_OPENAI_CHAT), "m", 0, &b),
                    TS_E_LIMIT);
   ts_buf_fini(&b);
   ts_registry_free(reg);

@@ -511,7 +511,8 @@ START_TEST(test_queue_order_and_errors_persisted) {
       &env, why, sizeof why), TS_E_OK);
   ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
   ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
-  ts_dispatch *d = ts_dispatch_new(&cfg);
+  ts_dispatch *d = NULL;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   ck_assert_ptr_nonnull(d);
   feed(d, 0, "starter", "{}");
   feed(d, 1, "thrower", "{}");
@@ -546,7 +547,7 @@ START_TEST(test_queue_order_and_errors_persisted) {
   memset(&l, 0, sizeof l);
   pthread_mutex_init(&l.mu, NULL);
   cfg.turn = 2;
-  d = ts_dispatch_new(&cfg);
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   feed(d, 0, "selfq", "{}");
   ck_assert_int_eq(ts_dispatch_finish(d), TS_E_OK);
   ts_dispatch_free(d);

@@ -82,8 +82,8 @@ static void child(const char *thread, unsigned seed) {
   if (ts_store_thread_create(s, thread, NULL)) _exit(81);
   ts_registry *reg = registry();
   ts_dispatch_config cfg = {s, reg, thread, 1, on_committed, (void *)thread, 1};
-  ts_dispatch *d = ts_dispatch_new(&cfg);
-  if (!d) _exit(82);
+  ts_dispatch *d = NULL;
+  if (ts_dispatch_new(&d, &cfg) != TS_E_OK) _exit(82);
   for (uint32_t i = 0; i < CALLS; i++) {
     ts_tap_event e;
     memset(&e, 0, sizeof e);

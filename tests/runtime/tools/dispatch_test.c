@@ -174,7 +174,8 @@ START_TEST(test_index_order_not_completion_order) {
   ts_registry *reg = make_registry(NULL);
   ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
   ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
-  ts_dispatch *d = ts_dispatch_new(&cfg);
+  ts_dispatch *d = NULL;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   ck_assert_ptr_nonnull(d);
   for (uint32_t i = 0; i < 4; i++) feed(d, TS_TAP_TOOL_CALL_STARTED, i, "rec", NULL);
   /* arguments complete in the order 2, 3, 1, 0 */
@@ -205,12 +206,55 @@ START_TEST(test_index_order_not_completion_order) {
 }
 END_TEST
 
+START_TEST(test_new_tells_errors_apart) {
+  /* a bad config is TS_E_INVAL; running out of memory at any allocation of the
+   * constructor is TS_E_NOMEM; either way *out is untouched and nothing leaks (ASan) */
+  reset();
+  ts_store *s = open_store();
+  ts_registry *reg = make_registry(NULL);
+  ts_dispatch *d = (ts_dispatch *)&R;
+  ts_dispatch_config cfg = {s, reg, "t", 1, NULL, NULL, 1};
+  ck_assert_int_eq(ts_dispatch_new(NULL, &cfg), TS_E_INVAL);
+  ck_assert_int_eq(ts_dispatch_new(&d, NULL), TS_E_INVAL);
+  cfg.store = NULL;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_INVAL);
+  cfg.store = s;
+  cfg.reg = NULL;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_INVAL);
+  cfg.reg = reg;
+  cfg.thread = NULL;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_INVAL);
+  cfg.thread = "t";
+  ck_assert_ptr_eq(d, (ts_dispatch *)&R);
+  int made = 0;
+  for (long n = 1; n < 20 && !made; n++) {
+    d = NULL;
+    ts_test_alloc_fail_after(n);
+    int rc = ts_dispatch_new(&d, &cfg);
+    ts_test_alloc_fail_after(-1);
+    if (rc == TS_E_OK) {
+      made = 1;
+      ck_assert_int_gt(n, 1); /* the dispatcher at least (strdup allocates inside libc) */
+      ck_assert_int_eq(ts_dispatch_finish(d), TS_E_OK);
+      ts_dispatch_free(d);
+    } else {
+      ck_assert_int_eq(rc, TS_E_NOMEM);
+      ck_assert_ptr_null(d);
+    }
+  }
+  ck_assert(made);
+  ts_registry_free(reg);
+  ts_store_close(s);
+}
+END_TEST
+
 START_TEST(test_pipelined_starts_while_later_calls_stream) {
   reset();
   ts_store *s = open_store();
   ts_registry *reg = make_registry(NULL);
   ts_dispatch_config cfg = {s, reg, "t", 1, NULL, NULL, 1};
-  ts_dispatch *d = ts_dispatch_new(&cfg);
+  ts_dispatch *d = NULL;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   feed(d, TS_TAP_TOOL_CALL_STARTED, 0, "rec", NULL);
   feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
   feed(d, TS_TAP_TOOL_CALL_STARTED, 1, "rec", NULL); /* call 1 is still streaming */
@@ -229,7 +273,7 @@ START_TEST(test_pipelined_starts_while_later_calls_stream) {
   reset();
   cfg.pipelined = 0;
   cfg.turn = 2;
-  d = ts_dispatch_new(&cfg);
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
   sleep_ms(100);
   ck_assert_uint_eq(ts_dispatch_done_count(d), 0);
@@ -249,7 +293,8 @@ START_TEST(test_errors_become_results) {
   ts_registry *reg = make_registry(NULL);
   ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
   ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
-  ts_dispatch *d = ts_dispatch_new(&cfg);
+  ts_dispatch *d = NULL;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":7}");                      /* schema */
   feed(d, TS_TAP_TOOL_CALL_READY, 1, "nope", "{}");                               /* unknown */
   feed(d, TS_TAP_TOOL_CALL_ERROR, 2, "rec", "json_syntax at argument byte 9");   /* malformed */
@@ -339,7 +384,8 @@ START_TEST(test_annotations_unchanged_and_inert) {
     ts_store *s = open_store();
     ts_registry *r2 = make_registry(variants[v]);
     ts_dispatch_config cfg = {s, r2, "t", 1, NULL, NULL, 1};
-    ts_dispatch *d = ts_dispatch_new(&cfg);
+    ts_dispatch *d = NULL;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
     feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
     feed(d, TS_TAP_TOOL_CALL_READY, 1, "rec", "{\"path\":5}");
     feed(d, TS_TAP_TOOL_CALL_READY, 2, "fail", "{}");
@@ -439,6 +485,7 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_index_order_not_completion_order);
   tcase_add_test(tc, test_pipelined_starts_while_later_calls_stream);
+  tcase_add_test(tc, test_new_tells_errors_apart);
   tcase_add_test(tc, test_errors_become_results);
   tcase_add_test(tc, test_definition_errors);
   tcase_add_test(tc, test_annotations_unchanged_and_inert);

@@ -78,7 +78,7 @@ static void run_file(const char *dir, const char *file, tally *t, int required) 
   for (;;) {
     ck_assert_int_eq(ts_jv_init(&v, cap), TS_E_OK);
     rc = ts_jv_parse(&v, text, len);
-    if (rc != TS_E_MS_TOO_MANY_TOKENS) break;
+    if (rc != TS_E_JV_TOO_MANY_TOKENS) break;
     ts_jv_fini(&v);
     cap *= 2;
   }

@@ -1,11 +1,11 @@
 /*
- * model_stream_test.c: tests for the provider adapters (stream/model_stream.c and the
+ * adapter_test.c: tests for the provider adapters (stream/adapter.c and the
  * provider modules openai_chat.c, openai_responses.c, anthropic.c, gemini.c).
  *
  * Method: an SSE stream (a corpus file, or a row of the tables below) is cut into
  * events by a small test-only splitter, fed event by event, finished, and everything
  * the adapter reports is rendered into one compact trace that must equal the gold
- * trace of the row. Each row runs twice: with its format named, and with TS_MS_AUTO
+ * trace of the row. Each row runs twice: with its format named, and with TS_FORMAT_AUTO
  * (same trace expected, unless the row says detection differs).
  *
  * Trace rendering (events joined with " | "):
@@ -35,8 +35,7 @@
 #include <string.h>
 
 #include "stream/json_view.h"
-#include "stream/model_stream.h"
-#include "support/sb.h"
+#include "stream/adapter.h"
 #include "support/test_support.h"
 
 /* ---- the recorder ----------------------------------------------------------------- */
@@ -62,7 +61,7 @@ typedef struct {
   int aborted;
   const char *lo, *hi; /* the payload being fed */
   uint64_t allocs;
-  ts_ms_format format;
+  ts_format format;
   int done;
 } rec;
 
@@ -110,7 +109,7 @@ static void check_inside(rec *r, ts_view v, const char *what) {
   if (!r->lo || v.p < r->lo || v.p + v.len > r->hi) violation(r, what, r->nevents);
 }
 
-static int rec_cb(void *user, const ts_ms_event *ev) {
+static int rec_cb(void *user, const ts_adapter_event *ev) {
   rec *r = user;
   char tmp[64];
   r->nevents++;
@@ -119,13 +118,13 @@ static int rec_cb(void *user, const ts_ms_event *ev) {
   if (r->len) puts_(r, " | ");
   uint32_t i = ev->index;
   switch (ev->kind) {
-  case TS_MS_TEXT_DELTA:
+  case TS_ADAPTER_TEXT_DELTA:
     puts_(r, "X ");
     put_quoted(r, ev->text);
     if (ev->text.len == 0) violation(r, "empty text", r->nevents);
     check_inside(r, ev->text, "text outside the payload");
     break;
-  case TS_MS_CALL_BEGIN:
+  case TS_ADAPTER_CALL_BEGIN:
     snprintf(tmp, sizeof tmp, "B%u ", i);
     puts_(r, tmp);
     put_word(r, ev->id);
@@ -136,7 +135,7 @@ static int rec_cb(void *user, const ts_ms_event *ev) {
     check_inside(r, ev->id, "id outside the payload");
     check_inside(r, ev->name, "name outside the payload");
     break;
-  case TS_MS_CALL_ARGS:
+  case TS_ADAPTER_CALL_ARGS:
     snprintf(tmp, sizeof tmp, "A%u ", i);
     puts_(r, tmp);
     put_quoted(r, ev->text);
@@ -148,13 +147,13 @@ static int rec_cb(void *user, const ts_ms_event *ev) {
       r->args_len[i] += ev->text.len;
     }
     break;
-  case TS_MS_CALL_END:
+  case TS_ADAPTER_CALL_END:
     snprintf(tmp, sizeof tmp, "E%u", i);
     puts_(r, tmp);
     if (i >= MAX_INDEX || r->state[i] != 1) violation(r, "end without an open call", r->nevents);
     else r->state[i] = 2;
     break;
-  case TS_MS_TURN_END:
+  case TS_ADAPTER_TURN_END:
     puts_(r, "T stop=");
     put(r, ev->stop_reason.p, ev->stop_reason.len);
     if (ev->usage.len) {
@@ -165,7 +164,7 @@ static int rec_cb(void *user, const ts_ms_event *ev) {
       if (r->state[k] == 1) violation(r, "turn end with an open call", r->nevents);
     r->turn_ended = 1;
     break;
-  case TS_MS_ERROR:
+  case TS_ADAPTER_ERROR:
     puts_(r, "!");
     puts_(r, ts_err_name(ev->code));
     if (ev->terminal) puts_(r, "/T");
@@ -274,11 +273,18 @@ static char *tick(const char *s) {
 
 static tev EVS[MAX_EVENTS];
 
-static void run_events(ts_ms_format fmt, tev *evs, size_t nev, rec *r) {
+/* An adapter that must be made. */
+static ts_adapter *new_adapter(ts_format fmt, ts_adapter_cb cb, void *user) {
+  ts_adapter *a = NULL;
+  ck_assert_int_eq(ts_adapter_new(&a, fmt, cb, user), TS_E_OK);
+  return a;
+}
+
+static void run_events(ts_format fmt, tev *evs, size_t nev, rec *r) {
   long abort_at = r->abort_at;
   memset(r, 0, sizeof *r);
   r->abort_at = abort_at;
-  ts_ms *a = ts_ms_new(fmt, rec_cb, r);
+  ts_adapter *a = new_adapter(fmt, rec_cb, r);
   ck_assert_ptr_nonnull(a);
   char msg[128];
   uint64_t before = ts_test_alloc_count();
@@ -286,7 +292,7 @@ static void run_events(ts_ms_format fmt, tev *evs, size_t nev, rec *r) {
     r->first_err = 0;
     r->lo = evs[k].data;
     r->hi = evs[k].data + evs[k].data_len;
-    int rc = ts_ms_feed_event(a, evs[k].name, evs[k].name_len, evs[k].data, evs[k].data_len);
+    int rc = ts_adapter_feed_event(a, evs[k].name, evs[k].name_len, evs[k].data, evs[k].data_len);
     int want = r->aborted ? TS_E_ABORTED : r->first_err;
     if (rc != want) {
       snprintf(msg, sizeof msg, "feed returned %s, first error reported %s", ts_err_name(rc),
@@ -296,18 +302,18 @@ static void run_events(ts_ms_format fmt, tev *evs, size_t nev, rec *r) {
   }
   r->first_err = 0;
   r->lo = r->hi = NULL;
-  int rc = ts_ms_finish(a);
+  int rc = ts_adapter_finish(a);
   int want = r->aborted ? TS_E_ABORTED : r->first_err;
   if (rc != want) violation(r, "finish returned something else than it reported", -1);
-  if (ts_ms_finish(a) != rc) violation(r, "second finish returned another result", -1);
+  if (ts_adapter_finish(a) != rc) violation(r, "second finish returned another result", -1);
   r->allocs = ts_test_alloc_count() - before;
-  r->format = ts_ms_format_of(a);
-  r->done = ts_ms_done(a);
-  ts_ms_free(a);
+  r->format = ts_adapter_format_of(a);
+  r->done = ts_adapter_done(a);
+  ts_adapter_free(a);
 }
 
 /* Splits `sse` (backticks already replaced), runs it, and frees the events. */
-static void run_text(ts_ms_format fmt, const char *sse, size_t len, rec *r) {
+static void run_text(ts_format fmt, const char *sse, size_t len, rec *r) {
   size_t nev = sse_split(sse, len, EVS, MAX_EVENTS);
   run_events(fmt, EVS, nev, r);
   free_events(EVS, nev);
@@ -326,12 +332,12 @@ static void expect_trace(int line, const char *label, const char *mode, const re
 /* ---- rows ------------------------------------------------------------------------------ */
 
 #define SAME_AUTO 0
-#define NO_AUTO 1 /* detection sees something else first: skip the TS_MS_AUTO run */
+#define NO_AUTO 1 /* detection sees something else first: skip the TS_FORMAT_AUTO run */
 
 typedef struct {
   int line;
   const char *label;
-  ts_ms_format fmt;
+  ts_format fmt;
   const char *sse;
   const char *want;
   int flags;
@@ -342,10 +348,10 @@ static void run_row(const row *w) {
   size_t n = strlen(sse);
   R.abort_at = 0;
   run_text(w->fmt, sse, n, &R);
-  expect_trace(w->line, w->label, ts_ms_format_name(w->fmt), &R, want);
-  ck_assert_msg(R.format == w->fmt, "line %d: format %s", w->line, ts_ms_format_name(R.format));
+  expect_trace(w->line, w->label, ts_format_name(w->fmt), &R, want);
+  ck_assert_msg(R.format == w->fmt, "line %d: format %s", w->line, ts_format_name(R.format));
   if (!(w->flags & NO_AUTO)) {
-    run_text(TS_MS_AUTO, sse, n, &R);
+    run_text(TS_FORMAT_AUTO, sse, n, &R);
     expect_trace(w->line, w->label, "auto", &R, want);
   }
   free(sse);
@@ -361,14 +367,14 @@ static void run_row(const row *w) {
 #define DONE D("[DONE]")
 
 static const row chat_rows[] = {
-    {__LINE__, "one call in pieces keyed by index", TS_MS_OPENAI_CHAT,
+    {__LINE__, "one call in pieces keyed by index", TS_FORMAT_OPENAI_CHAT,
      CHUNK("`delta`:{`role`:`assistant`,`content`:null},`finish_reason`:null")
      TC("{`index`:0,`id`:`call_a`,`type`:`function`,`function`:{`name`:`f`,`arguments`:``}}")
      TC("{`index`:0,`function`:{`arguments`:`{\\`x\\`:`}}")
      TC("{`index`:0,`function`:{`arguments`:`1}`}}")
      FIN("tool_calls") DONE,
      "B0 call_a f | A0 '{`x`:' | A0 '1}' | E0 | T stop=tool_calls", SAME_AUTO},
-    {__LINE__, "two calls interleaved", TS_MS_OPENAI_CHAT,
+    {__LINE__, "two calls interleaved", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:``}}")
      TC("{`index`:1,`id`:`b`,`function`:{`name`:`g`,`arguments`:``}}")
      TC("{`index`:0,`function`:{`arguments`:`{\\`a\\``}}")
@@ -378,13 +384,13 @@ static const row chat_rows[] = {
      FIN("tool_calls") DONE,
      "B0 a f | B1 b g | A0 '{`a`' | A1 '{`b`' | A0 ':1}' | A1 ':2}' | E0 | E1 | T stop=tool_calls",
      SAME_AUTO},
-    {__LINE__, "two whole calls and finish_reason in one chunk", TS_MS_OPENAI_CHAT,
+    {__LINE__, "two whole calls and finish_reason in one chunk", TS_FORMAT_OPENAI_CHAT,
      CHUNK("`delta`:{`tool_calls`:[{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{}`}},"
            "{`index`:1,`id`:`b`,`function`:{`name`:`g`,`arguments`:`{\\`k\\`:[1]}`}}]},"
            "`finish_reason`:`tool_calls`")
      DONE,
      "B0 a f | A0 '{}' | B1 b g | A1 '{`k`:[1]}' | E0 | E1 | T stop=tool_calls", SAME_AUTO},
-    {__LINE__, "index reused with new ids: new calls", TS_MS_OPENAI_CHAT,
+    {__LINE__, "index reused with new ids: new calls", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{}`}}")
      TC("{`index`:0,`id`:`b`,`function`:{`name`:`g`,`arguments`:`{\\`q\\``}}")
      TC("{`index`:0,`function`:{`arguments`:`:1}`}}")
@@ -393,7 +399,7 @@ static const row chat_rows[] = {
      "B0 a f | A0 '{}' | B1 b g | A1 '{`q`' | A1 ':1}' | B2 c h | A2 '{}' | E0 | E1 | E2 | "
      "T stop=tool_calls",
      SAME_AUTO},
-    {__LINE__, "no index: matched by id; neither continues the latest", TS_MS_OPENAI_CHAT,
+    {__LINE__, "no index: matched by id; neither continues the latest", TS_FORMAT_OPENAI_CHAT,
      TC("{`id`:`a`,`function`:{`name`:`f`,`arguments`:`{`}}")
      TC("{`id`:`b`,`function`:{`name`:`g`,`arguments`:`{`}}")
      TC("{`id`:`a`,`function`:{`arguments`:`}`}}")
@@ -402,16 +408,16 @@ static const row chat_rows[] = {
      FIN("tool_calls") DONE,
      "B0 a f | A0 '{' | B1 b g | A1 '{' | A0 '}' | A1 '`z`' | A1 ':0}' | E0 | E1 | T stop=tool_calls",
      SAME_AUTO},
-    {__LINE__, "id arriving later and sent again replaces, never a new call", TS_MS_OPENAI_CHAT,
+    {__LINE__, "id arriving later and sent again replaces, never a new call", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0,`type`:`function`,`function`:{`name`:`f`,`arguments`:``}}")
      TC("{`index`:0,`id`:`a`,`function`:{`arguments`:`{`}}")
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:`}`}}")
      FIN("tool_calls") DONE,
      "B0 - f | A0 '{' | A0 '}' | E0 | T stop=tool_calls", SAME_AUTO},
-    {__LINE__, "neither index nor id as the first entry begins a call", TS_MS_OPENAI_CHAT,
+    {__LINE__, "neither index nor id as the first entry begins a call", TS_FORMAT_OPENAI_CHAT,
      TC("{`function`:{`name`:`f`,`arguments`:`{}`}}") FIN("tool_calls") DONE,
      "B0 - f | A0 '{}' | E0 | T stop=tool_calls", SAME_AUTO},
-    {__LINE__, "text before and after a call, usage chunk", TS_MS_OPENAI_CHAT,
+    {__LINE__, "text before and after a call, usage chunk", TS_FORMAT_OPENAI_CHAT,
      CHUNK("`delta`:{`role`:`assistant`,`content`:``}")
      CHUNK("`delta`:{`content`:`Hello `}")
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{}`}}")
@@ -420,75 +426,75 @@ static const row chat_rows[] = {
      D("{`choices`:[],`usage`:{`prompt_tokens`:1}}") DONE,
      "X 'Hello ' | B0 a f | A0 '{}' | X 'bye' | E0 | T stop=tool_calls usage={`prompt_tokens`:1}",
      SAME_AUTO},
-    {__LINE__, "escapes decoded in place", TS_MS_OPENAI_CHAT,
+    {__LINE__, "escapes decoded in place", TS_FORMAT_OPENAI_CHAT,
      CHUNK("`delta`:{`content`:`caf\\u00e9\\n\\`q\\`\\t\\u0001`}")
      TC("{`index`:0,`id`:`c\\u0061ll`,`function`:{`name`:`f\\u0031`,"
         "`arguments`:`{\\`d\\`:\\`Caf\\\\u00e9 \\\\\\`s\\\\\\`\\`}`}}")
      FIN("stop") DONE,
      "X 'caf\xc3\xa9\\n`q`\\t\\x01' | B0 call f1 | A0 '{`d`:`Caf\\u00e9 \\`s\\``}' | E0 | T stop=stop",
      SAME_AUTO},
-    {__LINE__, "finish_reason and usage but no [DONE]: the turn ends at EOF", TS_MS_OPENAI_CHAT,
+    {__LINE__, "finish_reason and usage but no [DONE]: the turn ends at EOF", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{}`}}")
      FIN("tool_calls") D("{`choices`:[],`usage`:{`total_tokens`:3}}"),
      "B0 a f | A0 '{}' | E0 | T stop=tool_calls usage={`total_tokens`:3}", SAME_AUTO},
-    {__LINE__, "truncated: no finish_reason, no [DONE]", TS_MS_OPENAI_CHAT,
+    {__LINE__, "truncated: no finish_reason, no [DONE]", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{\\`x`}}"),
      "B0 a f | A0 '{`x' | !ms_truncated/T", SAME_AUTO},
-    {__LINE__, "[DONE] without finish_reason ends the open calls", TS_MS_OPENAI_CHAT,
+    {__LINE__, "[DONE] without finish_reason ends the open calls", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{}`}}") DONE,
      "B0 a f | A0 '{}' | E0 | T stop=", SAME_AUTO},
-    {__LINE__, "finish_reason length keeps incomplete arguments", TS_MS_OPENAI_CHAT,
+    {__LINE__, "finish_reason length keeps incomplete arguments", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{\\`x\\`:\\`ab`}}")
      FIN("length") DONE,
      "B0 a f | A0 '{`x`:`ab' | E0 | T stop=length", SAME_AUTO},
-    {__LINE__, "error object: terminal, later events ignored", TS_MS_OPENAI_CHAT,
+    {__LINE__, "error object: terminal, later events ignored", TS_FORMAT_OPENAI_CHAT,
      CHUNK("`delta`:{`content`:`hi`}")
      D("{`error`:{`message`:`Rate limit reached`,`type`:`rate_limit_error`,`code`:null}}")
      CHUNK("`delta`:{`content`:`ignored`}") DONE,
      "X 'hi' | !ms_provider/T 'Rate limit reached'", SAME_AUTO},
-    {__LINE__, "error string", TS_MS_OPENAI_CHAT, D("{`error`:`upstream timeout`}"),
+    {__LINE__, "error string", TS_FORMAT_OPENAI_CHAT, D("{`error`:`upstream timeout`}"),
      "!ms_provider/T 'upstream timeout'", SAME_AUTO},
-    {__LINE__, "error without a message: its JSON", TS_MS_OPENAI_CHAT, D("{`error`:{`code`:500}}"),
+    {__LINE__, "error without a message: its JSON", TS_FORMAT_OPENAI_CHAT, D("{`error`:{`code`:500}}"),
      "!ms_provider/T '{`code`:500}'", SAME_AUTO},
-    {__LINE__, "error with an escaped message", TS_MS_OPENAI_CHAT,
+    {__LINE__, "error with an escaped message", TS_FORMAT_OPENAI_CHAT,
      D("{`error`:{`message`:`bad \\`x\\` \\u2014 no`}}"), "!ms_provider/T 'bad `x` \xe2\x80\x94 no'",
      SAME_AUTO},
-    {__LINE__, "malformed payloads are errors for that event only", TS_MS_OPENAI_CHAT,
+    {__LINE__, "malformed payloads are errors for that event only", TS_FORMAT_OPENAI_CHAT,
      D("{`choices`:[") D("not json") CHUNK("`delta`:{`content`:`ok`}") D("{} {}") D("`str`")
      D("{`choices`:[{`delta`:{`content`:`a`}}]} x") DONE,
      "!ms_bad_json | !ms_bad_json | X 'ok' | !ms_bad_json | !ms_bad_shape | !ms_bad_json | T stop=",
      SAME_AUTO},
-    {__LINE__, "a bad escape in a fragment is an error for that event", TS_MS_OPENAI_CHAT,
+    {__LINE__, "a bad escape in a fragment is an error for that event", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:``}}")
      TC("{`index`:0,`function`:{`arguments`:`\\ud800`}}")
      TC("{`index`:0,`function`:{`arguments`:`{}`}}") FIN("tool_calls") DONE,
      "B0 a f | !json_surrogate | A0 '{}' | E0 | T stop=tool_calls", SAME_AUTO},
-    {__LINE__, "wrong types are shape errors", TS_MS_OPENAI_CHAT,
+    {__LINE__, "wrong types are shape errors", TS_FORMAT_OPENAI_CHAT,
      CHUNK("`delta`:{`content`:5}") CHUNK("`delta`:{`tool_calls`:{}}") TC("7") DONE,
      "!ms_bad_shape | !ms_bad_shape | !ms_bad_shape | T stop=", SAME_AUTO},
-    {__LINE__, "a call after finish_reason is a new call", TS_MS_OPENAI_CHAT,
+    {__LINE__, "a call after finish_reason is a new call", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{}`}}") FIN("tool_calls")
      TC("{`index`:0,`id`:`a`,`function`:{`arguments`:`{}`}}") DONE,
      "B0 a f | A0 '{}' | E0 | B1 a - | A1 '{}' | E1 | T stop=tool_calls", SAME_AUTO},
-    {__LINE__, "only choice 0 is read", TS_MS_OPENAI_CHAT,
+    {__LINE__, "only choice 0 is read", TS_FORMAT_OPENAI_CHAT,
      D("{`choices`:[{`index`:1,`delta`:{`content`:`other`}},{`index`:0,`delta`:{`content`:`mine`}}]}")
      DONE,
      "X 'mine' | T stop=", SAME_AUTO},
-    {__LINE__, "arguments sent as an object", TS_MS_OPENAI_CHAT,
+    {__LINE__, "arguments sent as an object", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:{`x`:[1,{`y`:null}]}}}")
      FIN("tool_calls") DONE,
      "B0 a f | A0 '{`x`:[1,{`y`:null}]}' | E0 | T stop=tool_calls", SAME_AUTO},
-    {__LINE__, "legacy function_call delta", TS_MS_OPENAI_CHAT,
+    {__LINE__, "legacy function_call delta", TS_FORMAT_OPENAI_CHAT,
      CHUNK("`delta`:{`function_call`:{`name`:`f`,`arguments`:``}}")
      CHUNK("`delta`:{`function_call`:{`arguments`:`{\\`a\\``}}")
      CHUNK("`delta`:{`function_call`:{`arguments`:`:1}`}}") FIN("function_call") DONE,
      "B0 - f | A0 '{`a`' | A0 ':1}' | E0 | T stop=function_call", SAME_AUTO},
-    {__LINE__, "usage in the finish chunk; usage null later is ignored", TS_MS_OPENAI_CHAT,
+    {__LINE__, "usage in the finish chunk; usage null later is ignored", TS_FORMAT_OPENAI_CHAT,
      CHUNK("`delta`:{`content`:`x`}")
      D("{`choices`:[{`index`:0,`delta`:{},`finish_reason`:`stop`}],`usage`:{`total_tokens`:3}}")
      D("{`choices`:[],`usage`:null}") DONE,
      "X 'x' | T stop=stop usage={`total_tokens`:3}", SAME_AUTO},
-    {__LINE__, "comments and empty events are ignored", TS_MS_OPENAI_CHAT,
+    {__LINE__, "comments and empty events are ignored", TS_FORMAT_OPENAI_CHAT,
      ": keep-alive\n\n" "event: ping\ndata:\n\n" "data:   \n\n" CHUNK("`delta`:{`content`:`x`}")
      DONE,
      "X 'x' | T stop=", SAME_AUTO},
@@ -507,7 +513,7 @@ static const row chat_rows[] = {
 #define COMPLETED(resp) RE("response.completed", "`response`:{" resp "}")
 
 static const row responses_rows[] = {
-    {__LINE__, "text, then a call in deltas; both done events end it once", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "text, then a call in deltas; both done events end it once", TS_FORMAT_OPENAI_RESPONSES,
      RE("response.created", "`response`:{`status`:`in_progress`}")
      RE("response.output_item.added", "`item`:{`id`:`msg_1`,`type`:`message`}")
      RE("response.output_text.delta", "`item_id`:`msg_1`,`delta`:`Hi`")
@@ -516,66 +522,66 @@ static const row responses_rows[] = {
      COMPLETED("`status`:`completed`,`usage`:{`input_tokens`:5}"),
      "X 'Hi' | B0 call_1 f | A0 '{`a`' | A0 ':1}' | E0 | T stop=completed usage={`input_tokens`:5}",
      SAME_AUTO},
-    {__LINE__, "two calls interleaved by item_id", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "two calls interleaved by item_id", TS_FORMAT_OPENAI_RESPONSES,
      ADDED("fc_1", "call_1", "f", "") ADDED("fc_2", "call_2", "g", "") DELTA("fc_2", "{}")
      DELTA("fc_1", "{") DELTA("fc_1", "}") ARGS_DONE("fc_1", "{}") ARGS_DONE("fc_2", "{}")
      ITEM_DONE("fc_2", "{}") ITEM_DONE("fc_1", "{}") COMPLETED("`status`:`completed`"),
      "B0 call_1 f | B1 call_2 g | A1 '{}' | A0 '{' | A0 '}' | E0 | E1 | T stop=completed", SAME_AUTO},
-    {__LINE__, "whole calls: arguments only in added or in the done events", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "whole calls: arguments only in added or in the done events", TS_FORMAT_OPENAI_RESPONSES,
      ADDED("fc_1", "call_1", "f", "") ARGS_DONE("fc_1", "{\\`w\\`:true}")
      ADDED("fc_2", "call_2", "g", "{\\`v\\`:2}") ITEM_DONE("fc_2", "{\\`v\\`:2}")
      ADDED("fc_3", "call_3", "h", "") ITEM_DONE("fc_3", "{}") COMPLETED(""),
      "B0 call_1 f | A0 '{`w`:true}' | E0 | B1 call_2 g | A1 '{`v`:2}' | E1 | B2 call_3 h | A2 '{}' | "
      "E2 | T stop=completed",
      SAME_AUTO},
-    {__LINE__, "incomplete: the reason is the stop reason; open calls end", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "incomplete: the reason is the stop reason; open calls end", TS_FORMAT_OPENAI_RESPONSES,
      ADDED("fc_1", "call_1", "f", "") DELTA("fc_1", "{\\`a\\`:\\`x")
      RE("response.incomplete", "`response`:{`status`:`incomplete`,`incomplete_details`:{`reason`:"
                                "`max_output_tokens`},`usage`:{`output_tokens`:9}}"),
      "B0 call_1 f | A0 '{`a`:`x' | E0 | T stop=max_output_tokens usage={`output_tokens`:9}",
      SAME_AUTO},
-    {__LINE__, "incomplete without details: the status", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "incomplete without details: the status", TS_FORMAT_OPENAI_RESPONSES,
      RE("response.incomplete", "`response`:{`status`:`incomplete`,`incomplete_details`:null}"),
      "T stop=incomplete", SAME_AUTO},
-    {__LINE__, "completed without a status", TS_MS_OPENAI_RESPONSES, RE("response.completed", "`x`:1"),
+    {__LINE__, "completed without a status", TS_FORMAT_OPENAI_RESPONSES, RE("response.completed", "`x`:1"),
      "T stop=completed", SAME_AUTO},
-    {__LINE__, "failed: terminal error with the response's message", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "failed: terminal error with the response's message", TS_FORMAT_OPENAI_RESPONSES,
      ADDED("fc_1", "call_1", "f", "") DELTA("fc_1", "{")
      RE("response.failed", "`response`:{`status`:`failed`,`error`:{`code`:`server_error`,"
                            "`message`:`The model crashed`}}")
      COMPLETED(""),
      "B0 call_1 f | A0 '{' | !ms_provider/T 'The model crashed'", SAME_AUTO},
-    {__LINE__, "failed without an error object", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "failed without an error object", TS_FORMAT_OPENAI_RESPONSES,
      RE("response.failed", "`response`:{`status`:`failed`,`error`:null}"),
      "!ms_provider/T 'response failed'", SAME_AUTO},
-    {__LINE__, "error event, flat", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "error event, flat", TS_FORMAT_OPENAI_RESPONSES,
      EV("error", "{`type`:`error`,`code`:`rate_limit_exceeded`,`message`:`Slow down`,`param`:null}"),
      "!ms_provider/T 'Slow down'", SAME_AUTO},
-    {__LINE__, "error event, nested", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "error event, nested", TS_FORMAT_OPENAI_RESPONSES,
      ADDED("fc_1", "call_1", "f", "")
      EV("error", "{`type`:`error`,`error`:{`type`:`invalid_request_error`,`code`:`x`,`message`:`Bad input`}}"),
      "B0 call_1 f | !ms_provider/T 'Bad input'", SAME_AUTO},
-    {__LINE__, "deltas for an unknown item are dropped", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "deltas for an unknown item are dropped", TS_FORMAT_OPENAI_RESPONSES,
      ADDED("fc_1", "call_1", "f", "") DELTA("fc_x", "zzz") ARGS_DONE("fc_x", "{}") DELTA("fc_1", "{}")
      COMPLETED("`status`:`completed`"),
      "B0 call_1 f | A0 '{}' | E0 | T stop=completed", SAME_AUTO},
-    {__LINE__, "truncated before response.completed", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "truncated before response.completed", TS_FORMAT_OPENAI_RESPONSES,
      ADDED("fc_1", "call_1", "f", "") DELTA("fc_1", "{"),
      "B0 call_1 f | A0 '{' | !ms_truncated/T", SAME_AUTO},
-    {__LINE__, "the event name stands in for a missing type", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "the event name stands in for a missing type", TS_FORMAT_OPENAI_RESPONSES,
      EV("response.output_text.delta", "{`delta`:`hey`}") COMPLETED(""),
      "X 'hey' | T stop=completed", SAME_AUTO},
-    {__LINE__, "response.created is skipped unparsed", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "response.created is skipped unparsed", TS_FORMAT_OPENAI_RESPONSES,
      EV("response.created", "not json: never parsed") EV("response.in_progress", "{") COMPLETED(""),
      "T stop=completed", SAME_AUTO},
-    {__LINE__, "other item types and events are ignored", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "other item types and events are ignored", TS_FORMAT_OPENAI_RESPONSES,
      RE("response.output_item.added", "`item`:{`id`:`rs_1`,`type`:`reasoning`,`summary`:[]}")
      RE("response.reasoning_summary_text.delta", "`item_id`:`rs_1`,`delta`:`thinking`")
      RE("response.output_item.done", "`item`:{`id`:`rs_1`,`type`:`reasoning`}")
      RE("response.content_part.added", "`part`:{`type`:`output_text`,`text`:``}")
      RE("response.output_text.done", "`text`:`whole`") COMPLETED(""),
      "T stop=completed", SAME_AUTO},
-    {__LINE__, "[DONE] is not a Responses event", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "[DONE] is not a Responses event", TS_FORMAT_OPENAI_RESPONSES,
      RE("response.output_text.delta", "`delta`:`a`") DONE COMPLETED(""), "X 'a' | T stop=completed",
      SAME_AUTO},
 };
@@ -593,34 +599,52 @@ static const row responses_rows[] = {
 #define PING EV("ping", "{`type`: `ping`}")
 
 static const row anthropic_rows[] = {
-    {__LINE__, "text, then two tool_use blocks", TS_MS_ANTHROPIC,
+    {__LINE__, "text, then two tool_use blocks", TS_FORMAT_ANTHROPIC,
      MSG_START TEXT_START(0) PING TEXT_DELTA(0, "Hi") BLOCK_STOP(0) TOOL_START(1, "toolu_1", "f", "{}")
      JSON_DELTA(1, "") JSON_DELTA(1, "{\\`a\\`:") JSON_DELTA(1, "1}") BLOCK_STOP(1)
      TOOL_START(2, "toolu_2", "g", "{}") JSON_DELTA(2, "{}") BLOCK_STOP(2)
      MSG_DELTA("`tool_use`", ",`usage`:{`output_tokens`:7}") MSG_STOP,
      "X 'Hi' | B0 toolu_1 f | A0 '{`a`:' | A0 '1}' | E0 | B1 toolu_2 g | A1 '{}' | E1 | "
-     "T stop=tool_use usage={`output_tokens`:7}",
+     "T stop=tool_use usage={`input_tokens`:10,`output_tokens`:7}",
      SAME_AUTO},
-    {__LINE__, "no content_block_stop: message_stop ends the call", TS_MS_ANTHROPIC,
+    {__LINE__, "no content_block_stop: message_stop ends the call", TS_FORMAT_ANTHROPIC,
      MSG_START TOOL_START(0, "toolu_1", "f", "{}") JSON_DELTA(0, "{\\`a\\`:\\`b")
      MSG_DELTA("`max_tokens`", ",`usage`:{`output_tokens`:3}") MSG_STOP,
-     "B0 toolu_1 f | A0 '{`a`:`b' | E0 | T stop=max_tokens usage={`output_tokens`:3}", SAME_AUTO},
-    {__LINE__, "a non-empty input is the first fragment", TS_MS_ANTHROPIC,
+     "B0 toolu_1 f | A0 '{`a`:`b' | E0 | T stop=max_tokens usage={`input_tokens`:10,`output_tokens`:3}", SAME_AUTO},
+    {__LINE__, "a non-empty input is the first fragment", TS_FORMAT_ANTHROPIC,
      MSG_START TOOL_START(0, "t", "f", "{`x`:{`y`:[1,2]}}") BLOCK_STOP(0) MSG_DELTA("`tool_use`", "")
      MSG_STOP,
      "B0 t f | A0 '{`x`:{`y`:[1,2]}}' | E0 | T stop=tool_use usage={`input_tokens`:10,`output_tokens`:1}",
      SAME_AUTO},
-    {__LINE__, "message_start's usage stands when message_delta has none", TS_MS_ANTHROPIC,
+    {__LINE__, "message_start's usage stands when message_delta has none", TS_FORMAT_ANTHROPIC,
      MSG_START TEXT_START(0) TEXT_DELTA(0, "ok") BLOCK_STOP(0) MSG_DELTA("`end_turn`", "") MSG_STOP,
      "X 'ok' | T stop=end_turn usage={`input_tokens`:10,`output_tokens`:1}", SAME_AUTO},
-    {__LINE__, "error event: terminal; later events ignored", TS_MS_ANTHROPIC,
+    {__LINE__, "a whole message in message_start (programmatic tool calling)", TS_FORMAT_ANTHROPIC,
+     AE("message_start", ",`message`:{`id`:`m`,`content`:[{`type`:`text`,`text`:`Hi`},"
+                         "{`type`:`tool_use`,`id`:`t1`,`name`:`f`,`input`:{`a`:1},`caller`:{`type`:`x`}},"
+                         "{`type`:`server_tool_use`,`id`:`s1`,`name`:`code`,`input`:{}},"
+                         "{`type`:`tool_use`,`id`:`t2`,`name`:`g`,`input`:{}}],"
+                         "`stop_reason`:`tool_use`,`usage`:{`input_tokens`:5,`output_tokens`:9}}")
+     MSG_STOP,
+     "X 'Hi' | B0 t1 f | A0 '{`a`:1}' | E0 | B1 t2 g | E1 | T stop=tool_use "
+     "usage={`input_tokens`:5,`output_tokens`:9}",
+     SAME_AUTO},
+    {__LINE__, "usage: message_delta's values merged into message_start's", TS_FORMAT_ANTHROPIC,
+     AE("message_start", ",`message`:{`content`:[],`usage`:{`input_tokens`:10,`cache_read_input_tokens`:4,"
+                         "`output_tokens`:1,`cache_creation`:{`e`:0}}}")
+     MSG_DELTA("`end_turn`", ",`usage`:{`output_tokens`:7,`input_tokens`:null,`server_tool_use`:{`n`:1}}")
+     MSG_STOP,
+     "T stop=end_turn usage={`input_tokens`:10,`cache_read_input_tokens`:4,`output_tokens`:7,"
+     "`cache_creation`:{`e`:0},`server_tool_use`:{`n`:1}}",
+     SAME_AUTO},
+    {__LINE__, "error event: terminal; later events ignored", TS_FORMAT_ANTHROPIC,
      MSG_START TOOL_START(0, "t", "f", "{}") JSON_DELTA(0, "{")
      EV("error", "{`type`:`error`,`error`:{`type`:`overloaded_error`,`message`:`Overloaded`}}")
      MSG_STOP,
      "B0 t f | A0 '{' | !ms_provider/T 'Overloaded'", SAME_AUTO},
-    {__LINE__, "event: error without data", TS_MS_ANTHROPIC, MSG_START "event: error\ndata:\n\n" MSG_STOP,
+    {__LINE__, "event: error without data", TS_FORMAT_ANTHROPIC, MSG_START "event: error\ndata:\n\n" MSG_STOP,
      "!ms_provider/T", SAME_AUTO},
-    {__LINE__, "thinking and server tools are not calls", TS_MS_ANTHROPIC,
+    {__LINE__, "thinking and server tools are not calls", TS_FORMAT_ANTHROPIC,
      MSG_START AE("content_block_start", ",`index`:0,`content_block`:{`type`:`thinking`,`thinking`:``}")
      AE("content_block_delta", ",`index`:0,`delta`:{`type`:`thinking_delta`,`thinking`:`hmm`}")
      AE("content_block_delta", ",`index`:0,`delta`:{`type`:`signature_delta`,`signature`:`abc`}")
@@ -629,33 +653,33 @@ static const row anthropic_rows[] = {
                                "`name`:`web_search`,`input`:{}}")
      JSON_DELTA(1, "{\\`query\\`:\\`x\\`}") BLOCK_STOP(1) MSG_DELTA("`end_turn`", "") MSG_STOP,
      "T stop=end_turn usage={`input_tokens`:10,`output_tokens`:1}", SAME_AUTO},
-    {__LINE__, "truncated: no message_stop", TS_MS_ANTHROPIC,
+    {__LINE__, "truncated: no message_stop", TS_FORMAT_ANTHROPIC,
      MSG_START TOOL_START(0, "t", "f", "{}") JSON_DELTA(0, "{"), "B0 t f | A0 '{' | !ms_truncated/T",
      SAME_AUTO},
-    {__LINE__, "deltas after the block stopped are dropped", TS_MS_ANTHROPIC,
+    {__LINE__, "deltas after the block stopped are dropped", TS_FORMAT_ANTHROPIC,
      MSG_START TOOL_START(0, "t", "f", "{}") JSON_DELTA(0, "{}") BLOCK_STOP(0) JSON_DELTA(0, "junk")
      BLOCK_STOP(0) MSG_STOP,
      "B0 t f | A0 '{}' | E0 | T stop= usage={`input_tokens`:10,`output_tokens`:1}", SAME_AUTO},
-    {__LINE__, "blocks told apart by index even when interleaved", TS_MS_ANTHROPIC,
+    {__LINE__, "blocks told apart by index even when interleaved", TS_FORMAT_ANTHROPIC,
      MSG_START TOOL_START(0, "t0", "f", "{}") TOOL_START(1, "t1", "g", "{}") JSON_DELTA(1, "{}")
      JSON_DELTA(0, "{}") BLOCK_STOP(1) BLOCK_STOP(0) MSG_STOP,
      "B0 t0 f | B1 t1 g | A1 '{}' | A0 '{}' | E1 | E0 | T stop= usage={`input_tokens`:10,`output_tokens`:1}",
      SAME_AUTO},
-    {__LINE__, "tool_use without an index is a shape error", TS_MS_ANTHROPIC,
+    {__LINE__, "tool_use without an index is a shape error", TS_FORMAT_ANTHROPIC,
      MSG_START AE("content_block_start", ",`content_block`:{`type`:`tool_use`,`id`:`t`,`name`:`f`,`input`:{}}")
      MSG_STOP,
      "!ms_bad_shape | T stop= usage={`input_tokens`:10,`output_tokens`:1}", SAME_AUTO},
-    {__LINE__, "type from the event name when the payload has none; padded JSON", TS_MS_ANTHROPIC,
+    {__LINE__, "type from the event name when the payload has none; padded JSON", TS_FORMAT_ANTHROPIC,
      MSG_START EV("content_block_start", "{ `index` : 0 , `content_block` : { `type` : `text` , `text` : `T` } }")
      EV("message_stop", "{}"),
      "X 'T' | T stop= usage={`input_tokens`:10,`output_tokens`:1}", SAME_AUTO},
-    {__LINE__, "escapes in text, ids and fragments", TS_MS_ANTHROPIC,
+    {__LINE__, "escapes in text, ids and fragments", TS_FORMAT_ANTHROPIC,
      MSG_START TEXT_START(0) TEXT_DELTA(0, "\\u00e9\\\\") BLOCK_STOP(0)
      TOOL_START(1, "t\\u005f1", "n\\/a", "{}") JSON_DELTA(1, "{\\`d\\`:\\`\\\\u00e9\\\\\\`\\`}")
      BLOCK_STOP(1) MSG_STOP,
      "X '\xc3\xa9\\' | B0 t_1 n/a | A0 '{`d`:`\\u00e9\\``}' | E0 | T stop= usage={`input_tokens`:10,`output_tokens`:1}",
      SAME_AUTO},
-    {__LINE__, "events after message_stop are ignored", TS_MS_ANTHROPIC,
+    {__LINE__, "events after message_stop are ignored", TS_FORMAT_ANTHROPIC,
      MSG_START MSG_STOP TEXT_DELTA(0, "late") EV("error", "{`type`:`error`,`error`:{`message`:`x`}}"),
      "T stop= usage={`input_tokens`:10,`output_tokens`:1}", SAME_AUTO},
 };
@@ -663,7 +687,7 @@ static const row anthropic_rows[] = {
 #define GC(parts, extra) D("{`candidates`:[{`content`:{`parts`:[" parts "],`role`:`model`},`index`:0" extra "}]}")
 
 static const row gemini_rows[] = {
-    {__LINE__, "text, two whole calls in one chunk, finishReason, usage; EOF ends", TS_MS_GEMINI,
+    {__LINE__, "text, two whole calls in one chunk, finishReason, usage; EOF ends", TS_FORMAT_GEMINI,
      GC("{`text`:`Hi`}", "")
      GC("{`functionCall`:{`name`:`f`,`args`:{`a`:1,`s`:`x\\u00e9`}},`thoughtSignature`:`sig`},"
         "{`functionCall`:{`id`:`fc-2`,`name`:`g`,`args`:{}}}",
@@ -673,53 +697,53 @@ static const row gemini_rows[] = {
      "X 'Hi' | B0 - f | A0 '{`a`:1,`s`:`x\\u00e9`}' | E0 | B1 fc-2 g | A1 '{}' | E1 | "
      "T stop=STOP usage={`totalTokenCount`:9}",
      SAME_AUTO},
-    {__LINE__, "a functionCall without args", TS_MS_GEMINI, GC("{`functionCall`:{`name`:`ping`}}", ""),
+    {__LINE__, "a functionCall without args", TS_FORMAT_GEMINI, GC("{`functionCall`:{`name`:`ping`}}", ""),
      "B0 - ping | E0 | T stop=", SAME_AUTO},
-    {__LINE__, "thought parts are skipped", TS_MS_GEMINI,
+    {__LINE__, "thought parts are skipped", TS_FORMAT_GEMINI,
      GC("{`text`:`thinking`,`thought`:true},{`text`:`answer`}", ",`finishReason`:`STOP`"),
      "X 'answer' | T stop=STOP", SAME_AUTO},
-    {__LINE__, "error body: terminal", TS_MS_GEMINI,
+    {__LINE__, "error body: terminal", TS_FORMAT_GEMINI,
      GC("{`text`:`a`}", "")
      D("{`error`:{`code`:429,`message`:`Resource exhausted`,`status`:`RESOURCE_EXHAUSTED`}}")
      GC("{`text`:`b`}", ""),
      "X 'a' | !ms_provider/T 'Resource exhausted'", SAME_AUTO},
-    {__LINE__, "error body in an array, as the first event", TS_MS_GEMINI,
+    {__LINE__, "error body in an array, as the first event", TS_FORMAT_GEMINI,
      D("[{`error`:{`code`:400,`message`:`Bad`,`status`:`INVALID_ARGUMENT`}}]"),
      "!ms_provider/T 'Bad'", SAME_AUTO},
-    {__LINE__, "an array of chunks", TS_MS_GEMINI,
+    {__LINE__, "an array of chunks", TS_FORMAT_GEMINI,
      D("[{`candidates`:[{`content`:{`parts`:[{`text`:`a`}]}}]},{`candidates`:[{`content`:{`parts`:[{`text`:`b`}]},"
        "`finishReason`:`MAX_TOKENS`}]}]"),
      "X 'a' | X 'b' | T stop=MAX_TOKENS", SAME_AUTO},
-    {__LINE__, "a blocked prompt: blockReason is the stop reason", TS_MS_GEMINI,
+    {__LINE__, "a blocked prompt: blockReason is the stop reason", TS_FORMAT_GEMINI,
      D("{`promptFeedback`:{`blockReason`:`SAFETY`},`usageMetadata`:{`promptTokenCount`:3}}"),
      "T stop=SAFETY usage={`promptTokenCount`:3}", SAME_AUTO},
-    {__LINE__, "Vertex partialArgs: unsupported, reported once, skipped", TS_MS_GEMINI,
+    {__LINE__, "Vertex partialArgs: unsupported, reported once, skipped", TS_FORMAT_GEMINI,
      GC("{`functionCall`:{`name`:`f`,`partialArgs`:[{`jsonPath`:`$.a`,`stringValue`:`x`,`willContinue`:true}],"
         "`willContinue`:true}}",
         "")
      GC("{`functionCall`:{`partialArgs`:[{`jsonPath`:`$.a`,`stringValue`:`y`}],`willContinue`:true}}", "")
      GC("{`functionCall`:{`name`:`f`}}", "") GC("{`functionCall`:{}}", ",`finishReason`:`STOP`"),
      "!ms_unsupported 'Vertex partialArgs streaming is not supported' | T stop=STOP", SAME_AUTO},
-    {__LINE__, "a functionCall naming nothing is skipped", TS_MS_GEMINI,
+    {__LINE__, "a functionCall naming nothing is skipped", TS_FORMAT_GEMINI,
      GC("{`functionCall`:{}},{`functionCall`:{`id`:`x`}}", ""), "T stop=", SAME_AUTO},
-    {__LINE__, "malformed chunk in the middle", TS_MS_GEMINI,
+    {__LINE__, "malformed chunk in the middle", TS_FORMAT_GEMINI,
      GC("{`text`:`a`}", "") D("{`candidates`:[{") GC("{`text`:`b`}", ""),
      "X 'a' | !ms_bad_json | X 'b' | T stop=", SAME_AUTO},
-    {__LINE__, "[DONE] is not a Gemini event", TS_MS_GEMINI, GC("{`text`:`a`}", "") DONE,
+    {__LINE__, "[DONE] is not a Gemini event", TS_FORMAT_GEMINI, GC("{`text`:`a`}", "") DONE,
      "X 'a' | T stop=", SAME_AUTO},
 };
 
 /* Rows about the adapter whatever the provider: detection while feeding. */
 static const row auto_rows[] = {
-    {__LINE__, "events that do not tell are ignored until one does", TS_MS_ANTHROPIC,
+    {__LINE__, "events that do not tell are ignored until one does", TS_FORMAT_ANTHROPIC,
      D("{`type`:`ping`}") MSG_START TEXT_START(0) TEXT_DELTA(0, "x") MSG_STOP,
      "X 'x' | T stop= usage={`input_tokens`:10,`output_tokens`:1}", SAME_AUTO},
-    {__LINE__, "Anthropic detected from the payload type alone", TS_MS_ANTHROPIC,
+    {__LINE__, "Anthropic detected from the payload type alone", TS_FORMAT_ANTHROPIC,
      D("{`type`:`message_start`,`message`:{}}") D("{`type`:`message_stop`}"), "T stop=", SAME_AUTO},
-    {__LINE__, "Responses detected from the payload type alone", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "Responses detected from the payload type alone", TS_FORMAT_OPENAI_RESPONSES,
      D("{`type`:`response.output_text.delta`,`delta`:`d`}") D("{`type`:`response.completed`}"),
      "X 'd' | T stop=completed", SAME_AUTO},
-    {__LINE__, "Chat detected from [DONE] alone", TS_MS_OPENAI_CHAT, DONE, "T stop=", SAME_AUTO},
+    {__LINE__, "Chat detected from [DONE] alone", TS_FORMAT_OPENAI_CHAT, DONE, "T stop=", SAME_AUTO},
 };
 
 START_TEST(test_chat_rows) { run_row(&chat_rows[_i]); }
@@ -740,14 +764,14 @@ END_TEST
 typedef struct {
   int line;
   const char *file;
-  ts_ms_format fmt;
+  ts_format fmt;
   const char *want;            /* gold trace, backticks for quotes */
   const char *args[3];         /* each call's concatenated arguments (NULL: not checked) */
   const char *description[3];  /* its decoded "description" (NULL: the arguments do not parse) */
 } corpus_row;
 
 static const corpus_row corpus[] = {
-    {__LINE__, "openai-chat-two-parallel-calls.sse", TS_MS_OPENAI_CHAT,
+    {__LINE__, "openai-chat-two-parallel-calls.sse", TS_FORMAT_OPENAI_CHAT,
      "B0 call_W1w2iSIVgFh6DbbY4MN96QVL create_ticket | A0 '{`ti' | A0 'tle`:`Espresso machine' | "
      "A0 ' leaks`,`descr' | A0 'iption`:`Caf\\' | A0 'u00e9 counter unit drips when \\' | "
      "A0 '`steam\\` is on`,`pri' | A0 'ority`:2}' | B1 call_sHgK0WcRpW76QnTEUcvg5bSl notify_team | "
@@ -761,7 +785,7 @@ static const corpus_row corpus[] = {
       "{`team`:`facilities`,`description`:`Leak near the espresso bar \\u2014 please check today`}"},
      {"Caf\xc3\xa9 counter unit drips when `steam` is on",
       "Leak near the espresso bar \xe2\x80\x94 please check today"}},
-    {__LINE__, "openai-responses-one-call.sse", TS_MS_OPENAI_RESPONSES,
+    {__LINE__, "openai-responses-one-call.sse", TS_FORMAT_OPENAI_RESPONSES,
      "B0 call_0esmlFtjfwVPOMHN6lgrILkG write_note | A0 '{`' | A0 'path`:`notes/cafe.md`,`de' | "
      "A0 'scription' | A0 '`:`Menu for Caf\\' | A0 'u00e9 \\`Le' | A0 ' Nord\\` \\u2014' | "
      "A0 ' weekend`,`overwrite`:' | A0 'false}' | E0 | T stop=completed "
@@ -770,22 +794,27 @@ static const corpus_row corpus[] = {
      {"{`path`:`notes/cafe.md`,`description`:`Menu for Caf\\u00e9 \\`Le Nord\\` \\u2014 weekend`,"
       "`overwrite`:false}"},
      {"Menu for Caf\xc3\xa9 `Le Nord` \xe2\x80\x94 weekend"}},
-    {__LINE__, "anthropic-text-then-tool.sse", TS_MS_ANTHROPIC,
+    {__LINE__, "anthropic-text-then-tool.sse", TS_FORMAT_ANTHROPIC,
      "X 'I'll look up the' | X ' terrace forecast for you.' | "
      "B0 toolu_01nZuo3XvQfykP1670hmSCVf get_forecast | A0 '{`location`: `Montr\\u00e9al`' | "
      "A0 ', `descri' | A0 'ption`: `Caf\\' | A0 'u00e9 terrace forecast for \\`bru' | "
-     "A0 'nch\\` hours`, `units`: `me' | A0 'tric`}' | E0 | T stop=tool_use usage={`output_tokens`:97}",
+     "A0 'nch\\` hours`, `units`: `me' | A0 'tric`}' | E0 | T stop=tool_use "
+     "usage={`input_tokens`:612,`cache_creation_input_tokens`:0,`cache_read_input_tokens`:0,"
+     "`cache_creation`:{`ephemeral_5m_input_tokens`:0,`ephemeral_1h_input_tokens`:0},"
+     "`output_tokens`:97,`service_tier`:`standard`}",
      {"{`location`: `Montr\\u00e9al`, `description`: `Caf\\u00e9 terrace forecast for \\`brunch\\` "
       "hours`, `units`: `metric`}"},
      {"Caf\xc3\xa9 terrace forecast for `brunch` hours"}},
-    {__LINE__, "anthropic-fine-grained-max-tokens.sse", TS_MS_ANTHROPIC,
+    {__LINE__, "anthropic-fine-grained-max-tokens.sse", TS_FORMAT_ANTHROPIC,
      "B0 toolu_018TeYXoT9SJtPBCISKs5dT6 make_file | A0 '{`filename`: `cafe-notes.md`, `descr' | "
      "A0 'iption`: `Caf\\' | A0 'u00e9 opening checklist: unlock doors, \\`warm up\\` the grinder, "
-     "check the pastry' | E0 | T stop=max_tokens usage={`output_tokens`:48}",
+     "check the pastry' | E0 | T stop=max_tokens usage={`input_tokens`:455,"
+     "`cache_creation_input_tokens`:0,`cache_read_input_tokens`:0,`output_tokens`:48,"
+     "`service_tier`:`standard`}",
      {"{`filename`: `cafe-notes.md`, `description`: `Caf\\u00e9 opening checklist: unlock doors, "
       "\\`warm up\\` the grinder, check the pastry"},
      {NULL}},
-    {__LINE__, "gemini-sse-two-function-calls.sse", TS_MS_GEMINI,
+    {__LINE__, "gemini-sse-two-function-calls.sse", TS_FORMAT_GEMINI,
      "X 'Filing the ticket and notifying the team.' | B0 - create_ticket | "
      "A0 '{`title`:`Espresso machine leaks`,`description`:`Caf\\u00e9 counter unit drips when "
      "\\`steam\\` is on`,`priority`:2}' | E0 | B1 - notify_team | "
@@ -797,7 +826,7 @@ static const corpus_row corpus[] = {
       "{`team`:`facilities`,`description`:`Leak near the espresso bar \\u2014 please check today`}"},
      {"Caf\xc3\xa9 counter unit drips when `steam` is on",
       "Leak near the espresso bar \xe2\x80\x94 please check today"}},
-    {__LINE__, "ollama-openai-compat-whole-args.sse", TS_MS_OPENAI_CHAT,
+    {__LINE__, "ollama-openai-compat-whole-args.sse", TS_FORMAT_OPENAI_CHAT,
      "B0 call_szc7mat6 create_ticket | A0 '{`title`:`Espresso machine leaks`,`description`:`Caf\xc3\xa9 "
      "counter unit drips when \\`steam\\` \\u0026 milk are on`,`priority`:2}' | B1 call_2g6eum7f "
      "notify_team | A1 '{`team`:`facilities`,`description`:`Leak near the espresso bar \xe2\x80\x94 please "
@@ -809,7 +838,7 @@ static const corpus_row corpus[] = {
       "Leak near the espresso bar \xe2\x80\x94 please check today"}},
 };
 
-static void check_corpus(const corpus_row *c, ts_ms_format fmt) {
+static void check_corpus(const corpus_row *c, ts_format fmt) {
   char rel[256];
   snprintf(rel, sizeof rel, "tests/corpus/%s", c->file);
   size_t len;
@@ -818,7 +847,7 @@ static void check_corpus(const corpus_row *c, ts_ms_format fmt) {
   run_text(fmt, text, len, &R);
   free(text);
   char *want = tick(c->want);
-  expect_trace(c->line, c->file, ts_ms_format_name(fmt), &R, want);
+  expect_trace(c->line, c->file, ts_format_name(fmt), &R, want);
   free(want);
   ck_assert_int_eq(R.format, c->fmt);
   ck_assert(R.done);
@@ -833,7 +862,7 @@ static void check_corpus(const corpus_row *c, ts_ms_format fmt) {
     ck_assert_int_eq(ts_jv_init(&jv, 64), TS_E_OK);
     int rc = ts_jv_parse(&jv, R.args[k], R.args_len[k]);
     if (!c->description[k]) {
-      ck_assert_int_eq(rc, TS_E_MS_BAD_JSON); /* incomplete: the call never completed */
+      ck_assert_int_eq(rc, TS_E_JV_BAD_JSON); /* incomplete: the call never completed */
     } else {
       char *d = tick(c->description[k]);
       ck_assert_int_eq(rc, TS_E_OK);
@@ -849,15 +878,36 @@ static void check_corpus(const corpus_row *c, ts_ms_format fmt) {
 
 START_TEST(test_corpus) {
   check_corpus(&corpus[_i], corpus[_i].fmt);
-  check_corpus(&corpus[_i], TS_MS_AUTO);
+  check_corpus(&corpus[_i], TS_FORMAT_AUTO);
 }
 END_TEST
 
 /* ---- limits -------------------------------------------------------------------------------- */
 
-/* Streams are built in the tests' string builder (support/sb.h). */
+/* Builds a stream into a growing heap buffer. */
+typedef struct {
+  char *p;
+  size_t len, cap;
+} sbuf;
 
-static void run_sb(ts_ms_format fmt, sb *b) {
+static void sb_add(sbuf *b, const char *s) {
+  size_t n = strlen(s);
+  if (b->len + n + 1 > b->cap) {
+    b->cap = (b->len + n + 1) * 2;
+    b->p = realloc(b->p, b->cap);
+    ck_assert(b->p);
+  }
+  memcpy(b->p + b->len, s, n + 1);
+  b->len += n;
+}
+
+static void sb_addf(sbuf *b, const char *fmt, int a1, int a2) {
+  char tmp[512];
+  snprintf(tmp, sizeof tmp, fmt, a1, a2);
+  sb_add(b, tmp);
+}
+
+static void run_sb(ts_format fmt, sbuf *b) {
   char *t = tick(b->p);
   R.abort_at = 0;
   run_text(fmt, t, strlen(t), &R);
@@ -871,26 +921,26 @@ static void run_sb(ts_ms_format fmt, sb *b) {
 
 START_TEST(test_too_many_tokens) {
   /* one payload over the token limit: an error for that event; the stream goes on */
-  sb b = {0};
-  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`content`:`a`}}],`x`:[0");
-  for (int i = 0; i < TS_MS_MAX_TOKENS; i++) sb_puts(&b, ",0");
-  sb_puts(&b, "]}\n\n");
-  sb_puts(&b, D("{`choices`:[{`index`:0,`delta`:{`content`:`b`}}]}") DONE);
+  sbuf b = {0};
+  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{`content`:`a`}}],`x`:[0");
+  for (int i = 0; i < TS_ADAPTER_MAX_TOKENS; i++) sb_add(&b, ",0");
+  sb_add(&b, "]}\n\n");
+  sb_add(&b, D("{`choices`:[{`index`:0,`delta`:{`content`:`b`}}]}") DONE);
   char *t = tick(b.p);
   free(b.p);
   R.abort_at = 0;
-  run_text(TS_MS_OPENAI_CHAT, t, strlen(t), &R);
+  run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
   expect_trace(__LINE__, "too many tokens", "chat", &R, "!ms_too_many_tokens | X 'b' | T stop=");
-  /* exactly at the limit it parses: TS_MS_MAX_TOKENS - 5 elements, 2 keys, 2 arrays, 1 object */
-  sb c = {0};
-  sb_puts(&c, "data: {`x`:[0");
-  for (int i = 1; i < TS_MS_MAX_TOKENS - 5; i++) sb_puts(&c, ",0");
-  sb_puts(&c, "],`choices`:[]}\n\n");
-  sb_puts(&c, DONE);
+  /* exactly at the limit it parses: TS_ADAPTER_MAX_TOKENS - 5 elements, 2 keys, 2 arrays, 1 object */
+  sbuf c = {0};
+  sb_add(&c, "data: {`x`:[0");
+  for (int i = 1; i < TS_ADAPTER_MAX_TOKENS - 5; i++) sb_add(&c, ",0");
+  sb_add(&c, "],`choices`:[]}\n\n");
+  sb_add(&c, DONE);
   free(t);
   t = tick(c.p);
   free(c.p);
-  run_text(TS_MS_OPENAI_CHAT, t, strlen(t), &R);
+  run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
   free(t);
   expect_trace(__LINE__, "exactly the token limit", "chat", &R, "T stop=");
 }
@@ -898,20 +948,20 @@ END_TEST
 
 START_TEST(test_responses_huge_terminal) {
   /* response.completed echoing more than the token array holds still ends the turn */
-  sb b = {0};
-  sb_puts(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
+  sbuf b = {0};
+  sb_add(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
              "`output_index`:0,`item`:{`id`:`fc_1`,`type`:`function_call`,`call_id`:`c1`,"
              "`name`:`f`,`arguments`:``}}\n\n");
-  sb_puts(&b, "event: response.function_call_arguments.delta\ndata: {`type`:"
+  sb_add(&b, "event: response.function_call_arguments.delta\ndata: {`type`:"
              "`response.function_call_arguments.delta`,`item_id`:`fc_1`,`delta`:`{}`}\n\n");
-  sb_puts(&b, "event: response.completed\ndata: {`type`:`response.completed`,`response`:"
+  sb_add(&b, "event: response.completed\ndata: {`type`:`response.completed`,`response`:"
              "{`status`:`completed`,`tools`:[0");
-  for (int i = 0; i < TS_MS_MAX_TOKENS; i++) sb_puts(&b, ",0");
-  sb_puts(&b, "]}}\n\n");
+  for (int i = 0; i < TS_ADAPTER_MAX_TOKENS; i++) sb_add(&b, ",0");
+  sb_add(&b, "]}}\n\n");
   char *t = tick(b.p);
   free(b.p);
   R.abort_at = 0;
-  run_text(TS_MS_OPENAI_RESPONSES, t, strlen(t), &R);
+  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
   free(t);
   ck_assert_msg(strstr(R.trace, "T stop=completed") != NULL, "trace: %s", R.trace);
   ck_assert_msg(strstr(R.trace, "E0") != NULL, "call not ended: %s", R.trace);
@@ -919,19 +969,19 @@ START_TEST(test_responses_huge_terminal) {
 END_TEST
 
 START_TEST(test_too_many_calls_chat) {
-  /* TS_MS_MAX_CALLS + 2 calls, whole, in one chunk: the last two are refused */
-  sb b = {0};
-  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[");
-  for (int i = 0; i < TS_MS_MAX_CALLS + 2; i++) {
-    if (i) sb_puts(&b, ",");
-    sb_printf(&b, "{`index`:%d,`id`:`c%d`,`function`:{`name`:`f`,`arguments`:`{}`}}", i, i);
+  /* TS_ADAPTER_MAX_CALLS + 2 calls, whole, in one chunk: the last two are refused */
+  sbuf b = {0};
+  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[");
+  for (int i = 0; i < TS_ADAPTER_MAX_CALLS + 2; i++) {
+    if (i) sb_add(&b, ",");
+    sb_addf(&b, "{`index`:%d,`id`:`c%d`,`function`:{`name`:`f`,`arguments`:`{}`}}", i, i);
   }
-  sb_puts(&b, "]}}]}\n\n");
+  sb_add(&b, "]}}]}\n\n");
   /* later pieces of the refused calls, by index and without any key: dropped quietly,
    * never pinned on call 255 */
-  sb_puts(&b, TC("{`index`:256,`function`:{`arguments`:`x`}}") TC("{`function`:{`arguments`:`y`}}")
+  sb_add(&b, TC("{`index`:256,`function`:{`arguments`:`x`}}") TC("{`function`:{`arguments`:`y`}}")
                  FIN("tool_calls") DONE);
-  run_sb(TS_MS_OPENAI_CHAT, &b);
+  run_sb(TS_FORMAT_OPENAI_CHAT, &b);
   ck_assert_ptr_nonnull(strstr(R.trace, "B255 c255 f | A255 '{}' | !ms_too_many_calls | E0 | E1 |"));
   ck_assert_ptr_null(strstr(R.trace, "B256"));
   ck_assert_ptr_null(strstr(R.trace, "'x'"));
@@ -941,77 +991,77 @@ START_TEST(test_too_many_calls_chat) {
 END_TEST
 
 START_TEST(test_too_many_calls_anthropic) {
-  sb b = {0};
-  sb_puts(&b, MSG_START);
-  for (int i = 0; i <= TS_MS_MAX_CALLS; i++) {
-    sb_printf(&b, "event: content_block_start\ndata: {`type`:`content_block_start`,`index`:%d,"
+  sbuf b = {0};
+  sb_add(&b, MSG_START);
+  for (int i = 0; i <= TS_ADAPTER_MAX_CALLS; i++) {
+    sb_addf(&b, "event: content_block_start\ndata: {`type`:`content_block_start`,`index`:%d,"
                 "`content_block`:{`type`:`tool_use`,`id`:`t%d`,`name`:`f`,`input`:{}}}\n\n",
             i, i);
-    sb_printf(&b, "event: content_block_delta\ndata: {`type`:`content_block_delta`,`index`:%d,"
+    sb_addf(&b, "event: content_block_delta\ndata: {`type`:`content_block_delta`,`index`:%d,"
                 "`delta`:{`type`:`input_json_delta`,`partial_json`:`{}`}}\n\n",
-            i);
-    sb_printf(&b, "event: content_block_stop\ndata: {`type`:`content_block_stop`,`index`:%d}\n\n", i);
+            i, 0);
+    sb_addf(&b, "event: content_block_stop\ndata: {`type`:`content_block_stop`,`index`:%d}\n\n", i, 0);
   }
-  sb_puts(&b, MSG_STOP);
-  run_sb(TS_MS_ANTHROPIC, &b);
+  sb_add(&b, MSG_STOP);
+  run_sb(TS_FORMAT_ANTHROPIC, &b);
   ck_assert_ptr_nonnull(strstr(R.trace, "B255 t255 f | A255 '{}' | E255 | !ms_too_many_calls | T stop="));
 }
 END_TEST
 
 START_TEST(test_id_limits) {
-  char id[TS_MS_MAX_ID + 2];
+  char id[TS_ADAPTER_MAX_ID + 2];
   memset(id, 'x', sizeof id - 1);
   id[sizeof id - 1] = 0;
-  id[TS_MS_MAX_ID] = 0; /* exactly the limit: fits, and matching by it works */
-  sb b = {0};
-  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`id`:`");
-  sb_puts(&b, id);
-  sb_puts(&b, "`,`function`:{`name`:`f`,`arguments`:`{`}}]}}]}\n\n");
-  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`id`:`");
-  sb_puts(&b, id);
-  sb_puts(&b, "`,`function`:{`arguments`:`}`}}]}}]}\n\n" FIN("tool_calls") DONE);
-  run_sb(TS_MS_OPENAI_CHAT, &b);
-  ck_assert_uint_eq(strlen(R.trace), strlen("B0  f | A0 '{' | A0 '}' | E0 | T stop=tool_calls") + TS_MS_MAX_ID);
+  id[TS_ADAPTER_MAX_ID] = 0; /* exactly the limit: fits, and matching by it works */
+  sbuf b = {0};
+  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`id`:`");
+  sb_add(&b, id);
+  sb_add(&b, "`,`function`:{`name`:`f`,`arguments`:`{`}}]}}]}\n\n");
+  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`id`:`");
+  sb_add(&b, id);
+  sb_add(&b, "`,`function`:{`arguments`:`}`}}]}}]}\n\n" FIN("tool_calls") DONE);
+  run_sb(TS_FORMAT_OPENAI_CHAT, &b);
+  ck_assert_uint_eq(strlen(R.trace), strlen("B0  f | A0 '{' | A0 '}' | E0 | T stop=tool_calls") + TS_ADAPTER_MAX_ID);
   ck_assert_ptr_nonnull(strstr(R.trace, "x f | A0 '{' | A0 '}' | E0 | T stop=tool_calls"));
 
   /* one byte more: refused; its pieces (by index, or continuing it) are dropped; the next
    * call is index 0 */
-  id[TS_MS_MAX_ID] = 'x';
-  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:0,`id`:`");
-  sb_puts(&b, id);
-  sb_puts(&b, "`,`function`:{`name`:`f`,`arguments`:`{`}}]}}]}\n\n");
-  sb_puts(&b, TC("{`index`:0,`function`:{`arguments`:`}`}}") TC("{`function`:{`arguments`:`}`}}")
+  id[TS_ADAPTER_MAX_ID] = 'x';
+  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:0,`id`:`");
+  sb_add(&b, id);
+  sb_add(&b, "`,`function`:{`name`:`f`,`arguments`:`{`}}]}}]}\n\n");
+  sb_add(&b, TC("{`index`:0,`function`:{`arguments`:`}`}}") TC("{`function`:{`arguments`:`}`}}")
                  TC("{`index`:1,`id`:`b`,`function`:{`name`:`g`,`arguments`:`{}`}}") FIN("tool_calls")
                      DONE);
-  run_sb(TS_MS_OPENAI_CHAT, &b);
+  run_sb(TS_FORMAT_OPENAI_CHAT, &b);
   ck_assert_str_eq(R.trace, "!ms_id_too_long | B0 b g | A0 '{}' | E0 | T stop=tool_calls");
 
   /* a Responses item id over the limit: refused with its deltas */
-  sb_puts(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
+  sb_add(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
              "`item`:{`type`:`function_call`,`call_id`:`call_1`,`name`:`f`,`id`:`");
-  sb_puts(&b, id);
-  sb_puts(&b, "`}}\n\nevent: response.function_call_arguments.delta\ndata: "
+  sb_add(&b, id);
+  sb_add(&b, "`}}\n\nevent: response.function_call_arguments.delta\ndata: "
              "{`type`:`response.function_call_arguments.delta`,`delta`:`{}`,`item_id`:`");
-  sb_puts(&b, id);
-  sb_puts(&b, "`}\n\n" ADDED("fc_2", "call_2", "g", "") COMPLETED(""));
-  run_sb(TS_MS_OPENAI_RESPONSES, &b);
+  sb_add(&b, id);
+  sb_add(&b, "`}\n\n" ADDED("fc_2", "call_2", "g", "") COMPLETED(""));
+  run_sb(TS_FORMAT_OPENAI_RESPONSES, &b);
   ck_assert_str_eq(R.trace, "!ms_id_too_long | B0 call_2 g | E0 | T stop=completed");
 }
 END_TEST
 
 START_TEST(test_name_too_long) {
-  char name[TS_MS_MAX_ID + 2];
+  char name[TS_ADAPTER_MAX_ID + 2];
   memset(name, 'n', sizeof name - 1);
   name[sizeof name - 1] = 0;
-  sb b = {0};
-  sb_puts(&b, MSG_START);
-  sb_puts(&b, "event: content_block_start\ndata: {`type`:`content_block_start`,`index`:0,"
+  sbuf b = {0};
+  sb_add(&b, MSG_START);
+  sb_add(&b, "event: content_block_start\ndata: {`type`:`content_block_start`,`index`:0,"
              "`content_block`:{`type`:`tool_use`,`id`:`t0`,`name`:`");
-  sb_puts(&b, name);
-  sb_puts(&b, "`,`input`:{}}}\n\n");
-  sb_puts(&b, JSON_DELTA(0, "{}") BLOCK_STOP(0) TOOL_START(1, "t1", "g", "{}") JSON_DELTA(1, "{}")
+  sb_add(&b, name);
+  sb_add(&b, "`,`input`:{}}}\n\n");
+  sb_add(&b, JSON_DELTA(0, "{}") BLOCK_STOP(0) TOOL_START(1, "t1", "g", "{}") JSON_DELTA(1, "{}")
                  BLOCK_STOP(1) MSG_STOP);
-  run_sb(TS_MS_ANTHROPIC, &b);
+  run_sb(TS_FORMAT_ANTHROPIC, &b);
   char *want = tick("!ms_id_too_long | B0 t1 g | A0 '{}' | E0 | T stop= "
                     "usage={`input_tokens`:10,`output_tokens`:1}");
   ck_assert_str_eq(R.trace, want);
@@ -1020,30 +1070,30 @@ START_TEST(test_name_too_long) {
 END_TEST
 
 START_TEST(test_field_too_long) {
-  char big[TS_MS_MAX_USAGE + 16];
+  char big[TS_ADAPTER_MAX_USAGE + 16];
   memset(big, 'u', sizeof big - 1);
   big[sizeof big - 1] = 0;
   /* usage over the limit: an error, and the turn ends without usage */
-  sb b = {0};
-  sb_puts(&b, "data: {`choices`:[],`usage`:{`note`:`");
-  sb_puts(&b, big);
-  sb_puts(&b, "`}}\n\n" DONE);
-  run_sb(TS_MS_OPENAI_CHAT, &b);
+  sbuf b = {0};
+  sb_add(&b, "data: {`choices`:[],`usage`:{`note`:`");
+  sb_add(&b, big);
+  sb_add(&b, "`}}\n\n" DONE);
+  run_sb(TS_FORMAT_OPENAI_CHAT, &b);
   ck_assert_str_eq(R.trace, "!ms_field_too_long | T stop=");
-  /* a stop reason over TS_MS_MAX_ID: an error, an empty stop reason, still a finish */
-  big[TS_MS_MAX_ID + 1] = 0;
-  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{},`finish_reason`:`");
-  sb_puts(&b, big);
-  sb_puts(&b, "`}]}\n\n");
-  run_sb(TS_MS_OPENAI_CHAT, &b);
+  /* a stop reason over TS_ADAPTER_MAX_ID: an error, an empty stop reason, still a finish */
+  big[TS_ADAPTER_MAX_ID + 1] = 0;
+  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{},`finish_reason`:`");
+  sb_add(&b, big);
+  sb_add(&b, "`}]}\n\n");
+  run_sb(TS_FORMAT_OPENAI_CHAT, &b);
   ck_assert_str_eq(R.trace, "!ms_field_too_long | T stop=");
-  /* exactly TS_MS_MAX_ID bytes of stop reason fit */
-  big[TS_MS_MAX_ID] = 0;
-  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{},`finish_reason`:`");
-  sb_puts(&b, big);
-  sb_puts(&b, "`}]}\n\n");
-  run_sb(TS_MS_OPENAI_CHAT, &b);
-  ck_assert_uint_eq(strlen(R.trace), strlen("T stop=") + TS_MS_MAX_ID);
+  /* exactly TS_ADAPTER_MAX_ID bytes of stop reason fit */
+  big[TS_ADAPTER_MAX_ID] = 0;
+  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{},`finish_reason`:`");
+  sb_add(&b, big);
+  sb_add(&b, "`}]}\n\n");
+  run_sb(TS_FORMAT_OPENAI_CHAT, &b);
+  ck_assert_uint_eq(strlen(R.trace), strlen("T stop=") + TS_ADAPTER_MAX_ID);
   ck_assert_int_eq(R.first_err, 0);
 }
 END_TEST
@@ -1052,21 +1102,21 @@ END_TEST
 
 START_TEST(test_format_names) {
   static const struct {
-    ts_ms_format f;
+    ts_format f;
     const char *name;
   } names[] = {
-      {TS_MS_AUTO, "auto"},           {TS_MS_OPENAI_CHAT, "openai-chat"},
-      {TS_MS_OPENAI_RESPONSES, "openai-responses"}, {TS_MS_ANTHROPIC, "anthropic"},
-      {TS_MS_GEMINI, "gemini"},       {TS_MS_RAW, "raw"},
+      {TS_FORMAT_AUTO, "auto"},           {TS_FORMAT_OPENAI_CHAT, "openai-chat"},
+      {TS_FORMAT_OPENAI_RESPONSES, "openai-responses"}, {TS_FORMAT_ANTHROPIC, "anthropic"},
+      {TS_FORMAT_GEMINI, "gemini"},       {TS_FORMAT_RAW, "raw"},
   };
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    ck_assert_str_eq(ts_ms_format_name(names[i].f), names[i].name);
-    ck_assert_int_eq(ts_ms_format_parse(names[i].name), (int)names[i].f);
+    ck_assert_str_eq(ts_format_name(names[i].f), names[i].name);
+    ck_assert_int_eq(ts_format_parse(names[i].name), (int)names[i].f);
   }
-  ck_assert_int_eq(ts_ms_format_parse("openai"), -1);
-  ck_assert_int_eq(ts_ms_format_parse(""), -1);
-  ck_assert_int_eq(ts_ms_format_parse(NULL), -1);
-  ck_assert_str_eq(ts_ms_format_name((ts_ms_format)99), "unknown");
+  ck_assert_int_eq(ts_format_parse("openai"), -1);
+  ck_assert_int_eq(ts_format_parse(""), -1);
+  ck_assert_int_eq(ts_format_parse(NULL), -1);
+  ck_assert_str_eq(ts_format_name((ts_format)99), "unknown");
 }
 END_TEST
 
@@ -1075,86 +1125,96 @@ static const struct {
   const char *label;
   const char *event;
   const char *data;
-  ts_ms_format want;
+  ts_format want;
 } detect_rows[] = {
-    {__LINE__, "responses by name", "response.created", "", TS_MS_OPENAI_RESPONSES},
-    {__LINE__, "responses by name, junk data", "response.output_text.delta", "junk", TS_MS_OPENAI_RESPONSES},
-    {__LINE__, "anthropic by name", "message_start", "{}", TS_MS_ANTHROPIC},
-    {__LINE__, "anthropic block by name", "content_block_delta", "", TS_MS_ANTHROPIC},
-    {__LINE__, "ping tells nothing", "ping", "{`type`: `ping`}", TS_MS_AUTO},
-    {__LINE__, "error event tells nothing", "error", "{`type`:`error`,`error`:{`message`:`x`}}", TS_MS_AUTO},
-    {__LINE__, "[DONE]", "", "[DONE]", TS_MS_OPENAI_CHAT},
-    {__LINE__, "[DONE] padded", NULL, " [DONE]\n", TS_MS_OPENAI_CHAT},
-    {__LINE__, "chat by choices", "", "{`id`:`x`,`choices`:[]}", TS_MS_OPENAI_CHAT},
-    {__LINE__, "chat by object", "", "{`object`:`chat.completion.chunk`}", TS_MS_OPENAI_CHAT},
-    {__LINE__, "anthropic by payload type", "", "{`type`:`content_block_start`,`index`:0}", TS_MS_ANTHROPIC},
-    {__LINE__, "responses by payload type", "", "{`type`:`response.completed`}", TS_MS_OPENAI_RESPONSES},
-    {__LINE__, "gemini by candidates", "", "{`candidates`:[]}", TS_MS_GEMINI},
-    {__LINE__, "gemini by usageMetadata", "", "{`usageMetadata`:{}}", TS_MS_GEMINI},
-    {__LINE__, "gemini by promptFeedback", "", "{`promptFeedback`:{}}", TS_MS_GEMINI},
-    {__LINE__, "gemini array", "", "[{`candidates`:[]}]", TS_MS_GEMINI},
-    {__LINE__, "an error body tells nothing", "", "{`error`:{`message`:`x`}}", TS_MS_AUTO},
-    {__LINE__, "not JSON", "", "choices", TS_MS_AUTO},
-    {__LINE__, "empty", "", "", TS_MS_AUTO},
-    {__LINE__, "a key inside a string is not a key", "", "{`x`:`\\`choices\\`:[]`}", TS_MS_AUTO},
-    {__LINE__, "a nested key is not a top-level key", "", "{`x`:{`candidates`:[]}}", TS_MS_AUTO},
-    {__LINE__, "a type that is not a string", "", "{`type`:{`message_start`:1}}", TS_MS_AUTO},
-    {__LINE__, "unknown type", "", "{`type`:`something`}", TS_MS_AUTO},
-    {__LINE__, "truncated payload", "", "{`choices`:[", TS_MS_AUTO},
+    {__LINE__, "responses by name", "response.created", "", TS_FORMAT_OPENAI_RESPONSES},
+    {__LINE__, "responses by name, junk data", "response.output_text.delta", "junk", TS_FORMAT_OPENAI_RESPONSES},
+    {__LINE__, "anthropic by name", "message_start", "{}", TS_FORMAT_ANTHROPIC},
+    {__LINE__, "anthropic block by name", "content_block_delta", "", TS_FORMAT_ANTHROPIC},
+    {__LINE__, "ping tells nothing", "ping", "{`type`: `ping`}", TS_FORMAT_AUTO},
+    {__LINE__, "error event tells nothing", "error", "{`type`:`error`,`error`:{`message`:`x`}}", TS_FORMAT_AUTO},
+    {__LINE__, "[DONE]", "", "[DONE]", TS_FORMAT_OPENAI_CHAT},
+    {__LINE__, "[DONE] padded", NULL, " [DONE]\n", TS_FORMAT_OPENAI_CHAT},
+    {__LINE__, "chat by choices", "", "{`id`:`x`,`choices`:[]}", TS_FORMAT_OPENAI_CHAT},
+    {__LINE__, "chat by object", "", "{`object`:`chat.completion.chunk`}", TS_FORMAT_OPENAI_CHAT},
+    {__LINE__, "anthropic by payload type", "", "{`type`:`content_block_start`,`index`:0}", TS_FORMAT_ANTHROPIC},
+    {__LINE__, "responses by payload type", "", "{`type`:`response.completed`}", TS_FORMAT_OPENAI_RESPONSES},
+    {__LINE__, "gemini by candidates", "", "{`candidates`:[]}", TS_FORMAT_GEMINI},
+    {__LINE__, "gemini by usageMetadata", "", "{`usageMetadata`:{}}", TS_FORMAT_GEMINI},
+    {__LINE__, "gemini by promptFeedback", "", "{`promptFeedback`:{}}", TS_FORMAT_GEMINI},
+    {__LINE__, "gemini array", "", "[{`candidates`:[]}]", TS_FORMAT_GEMINI},
+    {__LINE__, "an error body tells nothing", "", "{`error`:{`message`:`x`}}", TS_FORMAT_AUTO},
+    {__LINE__, "not JSON", "", "choices", TS_FORMAT_AUTO},
+    {__LINE__, "empty", "", "", TS_FORMAT_AUTO},
+    {__LINE__, "a key inside a string is not a key", "", "{`x`:`\\`choices\\`:[]`}", TS_FORMAT_AUTO},
+    {__LINE__, "a nested key is not a top-level key", "", "{`x`:{`candidates`:[]}}", TS_FORMAT_AUTO},
+    {__LINE__, "a type that is not a string", "", "{`type`:{`message_start`:1}}", TS_FORMAT_AUTO},
+    {__LINE__, "unknown type", "", "{`type`:`something`}", TS_FORMAT_AUTO},
+    {__LINE__, "truncated payload", "", "{`choices`:[", TS_FORMAT_AUTO},
 };
 
 START_TEST(test_detect) {
   for (size_t i = 0; i < sizeof detect_rows / sizeof detect_rows[0]; i++) {
     char *data = tick(detect_rows[i].data);
     const char *ev = detect_rows[i].event;
-    ts_ms_format got = ts_ms_detect(ev, ev ? strlen(ev) : 0, data, strlen(data));
+    ts_format got = ts_adapter_detect(ev, ev ? strlen(ev) : 0, data, strlen(data));
     ck_assert_msg(got == detect_rows[i].want, "line %d (%s): got %s", detect_rows[i].line,
-                  detect_rows[i].label, ts_ms_format_name(got));
+                  detect_rows[i].label, ts_format_name(got));
     free(data);
   }
-  ck_assert_int_eq(ts_ms_detect(NULL, 0, NULL, 0), TS_MS_AUTO);
+  ck_assert_int_eq(ts_adapter_detect(NULL, 0, NULL, 0), TS_FORMAT_AUTO);
 }
 END_TEST
 
 START_TEST(test_detect_out_of_memory) {
   ts_test_alloc_fail_after(1);
-  ts_ms_format f = ts_ms_detect("", 0, "{\"choices\":[]}", 14);
+  ts_format f = ts_adapter_detect("", 0, "{\"choices\":[]}", 14);
   ts_test_alloc_fail_after(-1);
-  ck_assert_int_eq(f, TS_MS_AUTO);
+  ck_assert_int_eq(f, TS_FORMAT_AUTO);
 }
 END_TEST
 
-static int noop_cb(void *user, const ts_ms_event *ev) {
+static int noop_cb(void *user, const ts_adapter_event *ev) {
   (void)user;
   (void)ev;
   return 0;
 }
 
 START_TEST(test_new_and_free) {
-  ck_assert_ptr_null(ts_ms_new(TS_MS_RAW, noop_cb, NULL));
-  ck_assert_ptr_null(ts_ms_new((ts_ms_format)42, noop_cb, NULL));
-  ck_assert_ptr_null(ts_ms_new(TS_MS_AUTO, NULL, NULL));
-  ts_ms_free(NULL);
-  /* out of memory at every allocation ts_ms_new makes: NULL, and nothing leaks (ASan) */
+  /* a bad config is TS_E_INVAL and *out stays as it was */
+  ts_adapter *a = (ts_adapter *)&R;
+  ck_assert_int_eq(ts_adapter_new(&a, TS_FORMAT_RAW, noop_cb, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_adapter_new(&a, (ts_format)42, noop_cb, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_adapter_new(&a, TS_FORMAT_AUTO, NULL, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_adapter_new(NULL, TS_FORMAT_AUTO, noop_cb, NULL), TS_E_INVAL);
+  ck_assert_ptr_eq(a, (ts_adapter *)&R);
+  ts_adapter_free(NULL);
+  /* out of memory at every allocation ts_adapter_new makes: TS_E_NOMEM (not INVAL), *out
+   * untouched, and nothing leaks (ASan) */
   int made = 0;
   for (long n = 1; n < 10 && !made; n++) {
+    a = NULL;
     ts_test_alloc_fail_after(n);
-    ts_ms *a = ts_ms_new(TS_MS_GEMINI, noop_cb, NULL);
+    int rc = ts_adapter_new(&a, TS_FORMAT_GEMINI, noop_cb, NULL);
     ts_test_alloc_fail_after(-1);
-    if (a) {
+    if (rc == TS_E_OK) {
       made = 1;
       ck_assert_int_eq(n, 3); /* the adapter and its token array */
-      ts_ms_free(a);
+      ck_assert_ptr_nonnull(a);
+      ts_adapter_free(a);
+    } else {
+      ck_assert_int_eq(rc, TS_E_NOMEM);
+      ck_assert_ptr_null(a);
     }
   }
   ck_assert(made);
-  ts_ms *a = ts_ms_new(TS_MS_ANTHROPIC, noop_cb, NULL);
-  ck_assert_int_eq(ts_ms_format_of(a), TS_MS_ANTHROPIC);
-  ck_assert_int_eq(ts_ms_feed_event(a, "", 0, NULL, 3), TS_E_INVAL);
-  ck_assert_int_eq(ts_ms_feed_event(a, NULL, 0, NULL, 0), TS_E_OK);
-  ck_assert_int_eq(ts_ms_feed_event(NULL, NULL, 0, NULL, 0), TS_E_INVAL);
-  ck_assert_int_eq(ts_ms_finish(NULL), TS_E_INVAL);
-  ts_ms_free(a);
+  a = new_adapter(TS_FORMAT_ANTHROPIC, noop_cb, NULL);
+  ck_assert_int_eq(ts_adapter_format_of(a), TS_FORMAT_ANTHROPIC);
+  ck_assert_int_eq(ts_adapter_feed_event(a, "", 0, NULL, 3), TS_E_INVAL);
+  ck_assert_int_eq(ts_adapter_feed_event(a, NULL, 0, NULL, 0), TS_E_OK);
+  ck_assert_int_eq(ts_adapter_feed_event(NULL, NULL, 0, NULL, 0), TS_E_INVAL);
+  ck_assert_int_eq(ts_adapter_finish(NULL), TS_E_INVAL);
+  ts_adapter_free(a);
 }
 END_TEST
 
@@ -1164,7 +1224,7 @@ START_TEST(test_abort) {
   char *sse = tick(TC("{`index`:0,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{}`}}")
                        CHUNK("`delta`:{`content`:`x`}") FIN("stop") DONE);
   R.abort_at = 2;
-  run_text(TS_MS_OPENAI_CHAT, sse, strlen(sse), &R);
+  run_text(TS_FORMAT_OPENAI_CHAT, sse, strlen(sse), &R);
   free(sse);
   ck_assert_msg(!R.bad[0], "%s", R.bad);
   ck_assert_str_eq(R.trace, "B0 a f | A0 '{}'");
@@ -1175,64 +1235,64 @@ END_TEST
 START_TEST(test_done_and_finish) {
   /* Gemini is done only at finish; a truncated stream is never done; after the terminal
    * event feed is ignored and finish reports nothing */
-  ts_ms *a = ts_ms_new(TS_MS_GEMINI, rec_cb, &R);
+  ts_adapter *a = new_adapter(TS_FORMAT_GEMINI, rec_cb, &R);
   memset(&R, 0, sizeof R);
   char p1[] = "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}]}";
   R.lo = p1;
   R.hi = p1 + sizeof p1 - 1;
-  ck_assert_int_eq(ts_ms_feed_event(a, NULL, 0, p1, sizeof p1 - 1), TS_E_OK);
-  ck_assert(!ts_ms_done(a));
-  ck_assert_int_eq(ts_ms_finish(a), TS_E_OK);
-  ck_assert(ts_ms_done(a));
+  ck_assert_int_eq(ts_adapter_feed_event(a, NULL, 0, p1, sizeof p1 - 1), TS_E_OK);
+  ck_assert(!ts_adapter_done(a));
+  ck_assert_int_eq(ts_adapter_finish(a), TS_E_OK);
+  ck_assert(ts_adapter_done(a));
   char p2[] = "{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"b\"}]}}]}";
-  ck_assert_int_eq(ts_ms_feed_event(a, NULL, 0, p2, sizeof p2 - 1), TS_E_OK);
-  ck_assert_int_eq(ts_ms_finish(a), TS_E_OK);
+  ck_assert_int_eq(ts_adapter_feed_event(a, NULL, 0, p2, sizeof p2 - 1), TS_E_OK);
+  ck_assert_int_eq(ts_adapter_finish(a), TS_E_OK);
   ck_assert_str_eq(R.trace, "X 'a' | T stop=");
-  ts_ms_free(a);
+  ts_adapter_free(a);
 
   memset(&R, 0, sizeof R);
-  a = ts_ms_new(TS_MS_ANTHROPIC, rec_cb, &R);
-  ck_assert_int_eq(ts_ms_finish(a), TS_E_MS_TRUNCATED);
-  ck_assert_int_eq(ts_ms_finish(a), TS_E_MS_TRUNCATED);
-  ck_assert(!ts_ms_done(a));
+  a = new_adapter(TS_FORMAT_ANTHROPIC, rec_cb, &R);
+  ck_assert_int_eq(ts_adapter_finish(a), TS_E_MS_TRUNCATED);
+  ck_assert_int_eq(ts_adapter_finish(a), TS_E_MS_TRUNCATED);
+  ck_assert(!ts_adapter_done(a));
   ck_assert_str_eq(R.trace, "!ms_truncated/T");
   char p3[] = "{\"type\":\"message_stop\"}";
-  ck_assert_int_eq(ts_ms_feed_event(a, "message_stop", 12, p3, sizeof p3 - 1), TS_E_OK);
+  ck_assert_int_eq(ts_adapter_feed_event(a, "message_stop", 12, p3, sizeof p3 - 1), TS_E_OK);
   ck_assert_str_eq(R.trace, "!ms_truncated/T");
-  ts_ms_free(a);
+  ts_adapter_free(a);
 
   memset(&R, 0, sizeof R);
-  a = ts_ms_new(TS_MS_AUTO, rec_cb, &R);
-  ck_assert_int_eq(ts_ms_finish(a), TS_E_MS_UNKNOWN_FORMAT);
+  a = new_adapter(TS_FORMAT_AUTO, rec_cb, &R);
+  ck_assert_int_eq(ts_adapter_finish(a), TS_E_MS_UNKNOWN_FORMAT);
   ck_assert_str_eq(R.trace, "!ms_unknown_format/T");
-  ck_assert_int_eq(ts_ms_format_of(a), TS_MS_AUTO);
-  ts_ms_free(a);
+  ck_assert_int_eq(ts_adapter_format_of(a), TS_FORMAT_AUTO);
+  ts_adapter_free(a);
 
   memset(&R, 0, sizeof R);
-  a = ts_ms_new(TS_MS_AUTO, rec_cb, &R);
+  a = new_adapter(TS_FORMAT_AUTO, rec_cb, &R);
   char p4[] = "{\"foo\":1}";
-  ck_assert_int_eq(ts_ms_feed_event(a, NULL, 0, p4, sizeof p4 - 1), TS_E_OK);
-  ck_assert_int_eq(ts_ms_finish(a), TS_E_MS_UNKNOWN_FORMAT);
+  ck_assert_int_eq(ts_adapter_feed_event(a, NULL, 0, p4, sizeof p4 - 1), TS_E_OK);
+  ck_assert_int_eq(ts_adapter_finish(a), TS_E_MS_UNKNOWN_FORMAT);
   ck_assert_str_eq(R.trace, "!ms_unknown_format/T");
-  ts_ms_free(a);
+  ts_adapter_free(a);
 }
 END_TEST
 
 START_TEST(test_feed_returns_first_error) {
   memset(&R, 0, sizeof R);
-  ts_ms *a = ts_ms_new(TS_MS_OPENAI_CHAT, rec_cb, &R);
+  ts_adapter *a = new_adapter(TS_FORMAT_OPENAI_CHAT, rec_cb, &R);
   char p[] = "{\"choices\":[{\"index\":0,\"delta\":{\"content\":5,\"tool_calls\":[{\"index\":0,"
              "\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":\"\\ud800\"}}]}}]}";
   R.lo = p;
   R.hi = p + sizeof p - 1;
-  ck_assert_int_eq(ts_ms_feed_event(a, NULL, 0, p, sizeof p - 1), TS_E_MS_BAD_SHAPE);
+  ck_assert_int_eq(ts_adapter_feed_event(a, NULL, 0, p, sizeof p - 1), TS_E_MS_BAD_SHAPE);
   ck_assert_str_eq(R.trace, "!ms_bad_shape | B0 a f | !json_surrogate");
-  ts_ms_free(a);
+  ts_adapter_free(a);
 }
 END_TEST
 
 int main(void) {
-  Suite *s = suite_create("model_stream");
+  Suite *s = suite_create("adapter");
   TCase *tc;
 
   tc = tcase_create("openai-chat");

@@ -1,5 +1,5 @@
 /*
- * model_stream.h: one normalized vocabulary for every provider's streaming format.
+ * adapter.h: one normalized vocabulary for every provider's streaming format.
  *
  * Each provider streams a model turn as SSE events whose `data:` payloads are JSON
  * documents of its own shape. An adapter (one per provider, behind this one
@@ -8,14 +8,15 @@
  * Everything downstream (progress detection, thread events, the dispatcher) speaks
  * only this vocabulary.
  *
- * Formats
+ * Formats (one row each in the provider table, stream/provider.h; the reader of each
+ * lives in stream/providers/<name>.c)
  *   openai-chat       Chat Completions chunks (`choices[].delta.tool_calls[]`), `[DONE]`.
  *   openai-responses  Responses API events (`response.output_item.added`,
  *                     `response.function_call_arguments.delta`, `response.completed`...).
  *   anthropic         Messages API events (`content_block_start` tool_use,
  *                     `input_json_delta`, `message_delta`, `message_stop`).
  *   gemini            `streamGenerateContent?alt=sse` chunks with whole `functionCall` parts.
- *   auto              decided by the first event that tells (see ts_ms_detect).
+ *   auto              decided by the first event that tells (see ts_adapter_detect).
  *   (`raw`, the bare bytes of one call's arguments, needs no SSE and no adapter: the
  *   tap feeds those bytes to the argument tokenizer directly.)
  *
@@ -33,15 +34,15 @@
  *   first.
  *
  * Ownership
- *   All views in ts_ms_event point into the `data` buffer of the current call to
- *   ts_ms_feed_event, or into the adapter's own fixed storage; they are valid only
+ *   All views in ts_adapter_event point into the `data` buffer of the current call to
+ *   ts_adapter_feed_event, or into the adapter's own fixed storage; they are valid only
  *   during the callback. `data` is mutable because string values (argument fragments,
  *   text) are decoded from JSON in place there.
  *
  * Limits (each with its own error, reported as an ERROR event and a return code):
- *   TS_MS_MAX_CALLS calls per turn, TS_MS_MAX_ID bytes per id or name, TS_MS_MAX_TOKENS
+ *   TS_ADAPTER_MAX_CALLS calls per turn, TS_ADAPTER_MAX_ID bytes per id or name, TS_ADAPTER_MAX_TOKENS
  *   JSON tokens per payload (jsmn works on a fixed token array in the adapter),
- *   TS_MS_MAX_ID bytes of stop reason and TS_MS_MAX_USAGE bytes of usage text (both
+ *   TS_ADAPTER_MAX_ID bytes of stop reason and TS_ADAPTER_MAX_USAGE bytes of usage text (both
  *   are kept until TURN_END, in fixed storage: TS_E_MS_FIELD_TOO_LONG).
  *   A call refused for a limit gets no CALL_BEGIN, and what the provider sends for it
  *   afterwards is dropped quietly: an id or name too long is one ERROR per call;
@@ -66,7 +67,7 @@
  *     legacy `delta.function_call` is read as a tool call without index or id.
  *     `finish_reason` ends every open call and is the stop reason; `usage` (any
  *     chunk) is kept; `[DONE]` ends the turn. EOF after a `finish_reason` but
- *     without `[DONE]` also ends the turn normally (TURN_END at ts_ms_finish).
+ *     without `[DONE]` also ends the turn normally (TURN_END at ts_adapter_finish).
  *   - openai-responses: the `type` member names the event (the `event:` field when
  *     it is missing); `response.created|in_progress|queued` are skipped unparsed
  *     when the `event:` field names them (they echo the whole request). An
@@ -88,40 +89,32 @@
  *   - Any format: a payload whose top-level `error` member is set is a terminal ERROR
  *     (TS_E_MS_PROVIDER) whose message is `error.message` (or the error's JSON text
  *     when it has none); `event: error` with no data is one too.
- *   - Events after the terminal event (or after ts_ms_finish) are ignored: nothing is
+ *   - Events after the terminal event (or after ts_adapter_finish) are ignored: nothing is
  *     reported and feed returns TS_E_OK. Empty payloads are ignored.
  */
-#ifndef TS_MODEL_STREAM_H
-#define TS_MODEL_STREAM_H
+#ifndef TS_ADAPTER_H
+#define TS_ADAPTER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
 #include "base/view.h"
+#include "stream/provider.h"
 
 typedef enum {
-  TS_MS_AUTO = 0,
-  TS_MS_OPENAI_CHAT,
-  TS_MS_OPENAI_RESPONSES,
-  TS_MS_ANTHROPIC,
-  TS_MS_GEMINI,
-  TS_MS_RAW, /* not an SSE format; listed so that format names have one home */
-} ts_ms_format;
-
-typedef enum {
-  TS_MS_TEXT_DELTA = 1, /* text: decoded assistant text */
-  TS_MS_CALL_BEGIN,     /* index, id, name */
-  TS_MS_CALL_ARGS,      /* index, text: the next fragment of the arguments' JSON text, decoded
+  TS_ADAPTER_TEXT_DELTA = 1, /* text: decoded assistant text */
+  TS_ADAPTER_CALL_BEGIN,     /* index, id, name */
+  TS_ADAPTER_CALL_ARGS,      /* index, text: the next fragment of the arguments' JSON text, decoded
                            from its JSON string (Gemini: the `args` object's JSON text whole) */
-  TS_MS_CALL_END,       /* index: the provider ended the call */
-  TS_MS_TURN_END,       /* stop_reason (may be empty), usage (raw JSON object text, may be empty) */
-  TS_MS_ERROR,          /* code (ts_err), error: a decoded human-readable message;
+  TS_ADAPTER_CALL_END,       /* index: the provider ended the call */
+  TS_ADAPTER_TURN_END,       /* stop_reason (may be empty), usage (raw JSON object text, may be empty) */
+  TS_ADAPTER_ERROR,          /* code (ts_err), error: a decoded human-readable message;
                            terminal: nonzero when the provider ended the stream with it */
-} ts_ms_kind;
+} ts_adapter_kind;
 
 typedef struct {
-  uint8_t kind;     /* ts_ms_kind */
+  uint8_t kind;     /* ts_adapter_kind */
   uint8_t terminal; /* ERROR only */
   int32_t code;     /* ERROR only: a ts_err */
   uint32_t index;   /* CALL_* */
@@ -131,48 +124,45 @@ typedef struct {
   ts_view stop_reason; /* TURN_END */
   ts_view usage;       /* TURN_END */
   ts_view error;       /* ERROR */
-} ts_ms_event;
+} ts_adapter_event;
 
 /* Return 0 to go on; nonzero stops the adapter (sticky TS_E_ABORTED). */
-typedef int (*ts_ms_cb)(void *user, const ts_ms_event *ev);
+typedef int (*ts_adapter_cb)(void *user, const ts_adapter_event *ev);
 
-#define TS_MS_MAX_CALLS 256
-#define TS_MS_MAX_ID 256
-#define TS_MS_MAX_TOKENS 16384
+#define TS_ADAPTER_MAX_CALLS 256
+#define TS_ADAPTER_MAX_ID 256
+#define TS_ADAPTER_MAX_TOKENS 16384
 /* Usage objects are a few hundred bytes (Gemini's, with per-modality details, the
  * largest); 4 KiB leaves room without letting a hostile stream grow anything. */
-#define TS_MS_MAX_USAGE 4096
-
-/* The name of a format ("openai-chat", ...) and back. ts_ms_format_parse returns -1 for
- * an unknown name. */
-const char *ts_ms_format_name(ts_ms_format f);
-int ts_ms_format_parse(const char *name);
+#define TS_ADAPTER_MAX_USAGE 4096
 
 /* Guesses the format from one SSE event (its `event:` field and `data` payload);
- * returns TS_MS_AUTO when this event does not tell (a comment, `ping`, an error, ...).
- * In order: an `event:` name starting with `response.` is openai-responses;
- * `message_*` / `content_block_*` names are anthropic; a payload `[DONE]` is
- * openai-chat; otherwise the payload is parsed (jsmn) and its top-level members
- * decide: `type` (`response.*` or an Anthropic event type), `candidates` /
- * `usageMetadata` / `promptFeedback` (gemini), `choices` or `"object":
- * "chat.completion.chunk"` (openai-chat). This standalone function allocates a
- * token array for the parse (TS_MS_AUTO if that fails); an adapter created with
- * TS_MS_AUTO detects on the parse it makes anyway, without allocating. */
-ts_ms_format ts_ms_detect(const char *event, size_t event_len, const char *data, size_t data_len);
+ * returns TS_FORMAT_AUTO when this event does not tell (a comment, `ping`, an error, ...).
+ * The provider table decides (ts_provider_detect_name, then, on the parsed payload,
+ * ts_provider_detect_doc): an `event:` name starting with `response.` is
+ * openai-responses; `message_*` / `content_block_*` names are anthropic; a payload
+ * `[DONE]` is openai-chat; otherwise the payload's top-level members decide: `type`
+ * (`response.*` or an Anthropic event type), `candidates` / `usageMetadata` /
+ * `promptFeedback` (gemini), `choices` or `"object": "chat.completion.chunk"`
+ * (openai-chat). This standalone function allocates a
+ * token array for the parse (TS_FORMAT_AUTO if that fails); an adapter created with
+ * TS_FORMAT_AUTO detects on the parse it makes anyway, without allocating. */
+ts_format ts_adapter_detect(const char *event, size_t event_len, const char *data, size_t data_len);
 
-typedef struct ts_ms ts_ms; /* the adapter; opaque, allocated by ts_ms_new */
+typedef struct ts_adapter ts_adapter; /* the adapter; opaque, allocated by ts_adapter_new */
 
-/* Creates an adapter for `format` (TS_MS_AUTO to detect). Returns NULL on out of
- * memory or for TS_MS_RAW (or an unknown format, or a NULL callback). All memory is
- * taken here (the call table and a token array: about 160 KB); feeding never
- * allocates. One adapter reads one turn. */
-ts_ms *ts_ms_new(ts_ms_format format, ts_ms_cb cb, void *user);
-void ts_ms_free(ts_ms *a); /* NULL is a no-op */
+/* Creates an adapter for `format` (TS_FORMAT_AUTO to detect) and stores it in *out.
+ * Returns TS_E_OK; TS_E_INVAL for TS_FORMAT_RAW, an unknown format, a NULL callback or
+ * a NULL `out`; TS_E_NOMEM when memory runs out. On error *out is left untouched and
+ * nothing is held. All memory is taken here (the call table and a token array: about
+ * 160 KB); feeding never allocates. One adapter reads one turn. */
+int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *user);
+void ts_adapter_free(ts_adapter *a); /* NULL is a no-op */
 
-/* The format in use (still TS_MS_AUTO until detection succeeded). While undetected,
+/* The format in use (still TS_FORMAT_AUTO until detection succeeded). While undetected,
  * events that do not tell are ignored, except that a payload with a top-level `error`
  * (or `"type":"error"`) is reported as the provider's terminal ERROR. */
-ts_ms_format ts_ms_format_of(const ts_ms *a);
+ts_format ts_adapter_format_of(const ts_adapter *a);
 
 /* One SSE event: its `event:` field (may be empty) and its joined `data:` payload,
  * which the adapter may modify in place. Reports what the event means through the
@@ -183,7 +173,7 @@ ts_ms_format ts_ms_format_of(const ts_ms *a);
  * several errors, each is reported and the first is returned. Once the callback has
  * stopped the adapter, every call returns TS_E_ABORTED and reports nothing. `event`
  * may be NULL when event_len is 0. */
-int ts_ms_feed_event(ts_ms *a, const char *event, size_t event_len, char *data, size_t data_len);
+int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len);
 
 /* End of input. Formats that end at EOF (Gemini) report their CALL_ENDs and TURN_END
  * here. For the others, EOF before the provider's terminal event reports an ERROR
@@ -193,17 +183,23 @@ int ts_ms_feed_event(ts_ms *a, const char *event, size_t event_len, char *data, 
  * normally with TURN_END. A stream whose format was never detected reports
  * TS_E_MS_UNKNOWN_FORMAT (terminal). Nothing is reported when the terminal event was
  * already seen. Calling finish again reports nothing and returns the first result. */
-int ts_ms_finish(ts_ms *a);
+int ts_adapter_finish(ts_adapter *a);
+
+/* End of input in the middle of the framing around the events (a JSON value or array
+ * cut short, json_seq.h): as ts_adapter_finish, except that no format ends normally
+ * here, not even those that end at EOF: unless the terminal event was seen, the stream
+ * was truncated (TS_E_MS_TRUNCATED, or TS_E_MS_UNKNOWN_FORMAT while undetected). */
+int ts_adapter_cut(ts_adapter *a);
 
 /* Nonzero once the provider's terminal event was seen (or EOF for Gemini, or EOF after
  * Chat's finish_reason). A truncated stream is never done. */
-int ts_ms_done(const ts_ms *a);
+int ts_adapter_done(const ts_adapter *a);
 
 /* ---- Internal: for the adapter's own modules only ---------------------------------
- * stream/model_stream.c owns the adapter: the call table, the stop reason and usage
- * storage, the callback, the JSON token array. The provider modules (openai_chat.c,
- * openai_responses.c, anthropic.c, gemini.c) read one parsed payload and speak
- * through these functions. Not part of the API: define TS_MS_INTERNAL to see them.
+ * stream/adapter.c owns the adapter: the call table, the stop reason and usage
+ * storage, the callback, the JSON token array. The provider modules (stream/providers/
+ * *.c, reached through their ts_provider row's `event` and friends) read one parsed
+ * payload and speak through these functions. Not part of the API: define TS_ADAPTER_INTERNAL to see them.
  *
  * Call slots: a slot is a call's row in the table, found by the provider's key (an
  * integer: Chat's index, Anthropic's block index; or a string: Responses' item_id,
@@ -211,59 +207,61 @@ int ts_ms_done(const ts_ms *a);
  * exists so that later fragments for it are recognised and dropped, but it never got
  * CALL_BEGIN). The reporting functions do nothing once the callback stopped the
  * adapter, so providers need not check after each one. */
-#ifdef TS_MS_INTERNAL
+#ifdef TS_ADAPTER_INTERNAL
 struct ts_jv;
 
 /* Reports a ts_err of ours or the provider's (message {p, len}; NULL: the table's
  * message). The first error of an event becomes feed's return value. terminal: the
  * stream is over (provider errors). */
-void ts__ms_error(ts_ms *a, int code, const char *msg, size_t len, int terminal);
+void ts__adapter_error(ts_adapter *a, int code, const char *msg, size_t len, int terminal);
 /* A terminal TS_E_MS_PROVIDER error from token `err`: a string is the message; an
  * object's `message` member is; otherwise the token's JSON text; `fallback` when
  * err is -1. */
-void ts__ms_provider_error(ts_ms *a, struct ts_jv *jv, int err, const char *fallback);
+void ts__adapter_provider_error(ts_adapter *a, struct ts_jv *jv, int err, const char *fallback);
 /* Decodes string token i in place. Returns 1 with *out set, 0 when i is absent or
  * null (*out empty), -1 after reporting an error (wrong type: TS_E_MS_BAD_SHAPE, or
  * a bad escape). */
-int ts__ms_string(ts_ms *a, struct ts_jv *jv, int i, ts_view *out);
+int ts__adapter_string(ts_adapter *a, struct ts_jv *jv, int i, ts_view *out);
 
-void ts__ms_text(ts_ms *a, ts_view text); /* TEXT_DELTA unless empty */
+void ts__adapter_text(ts_adapter *a, ts_view text); /* TEXT_DELTA unless empty */
 
 /* Begins a call: a new slot with integer key nkey (-1: none) and string key `key`
  * (may be empty), and CALL_BEGIN with id and name (already decoded). Returns the
  * slot, or -1 when the call was refused: TS_E_MS_ID_TOO_LONG leaves a refused slot
  * that absorbs what follows; a full table (TS_E_MS_TOO_MANY_CALLS, reported once per
  * turn) leaves no slot, and no "latest call" either. */
-int ts__ms_call_begin(ts_ms *a, int64_t nkey, ts_view key, ts_view id, ts_view name);
+int ts__adapter_call_begin(ts_adapter *a, int64_t nkey, ts_view key, ts_view id, ts_view name);
 /* The most recent slot with this integer / string key, or -1. */
-int ts__ms_call_by_nkey(const ts_ms *a, int64_t nkey);
-int ts__ms_call_by_key(const ts_ms *a, ts_view key);
+int ts__adapter_call_by_nkey(const ts_adapter *a, int64_t nkey);
+int ts__adapter_call_by_key(const ts_adapter *a, ts_view key);
 /* The slot that most recently began or received arguments, or -1. */
-int ts__ms_call_last(const ts_ms *a);
-int ts__ms_call_ended(const ts_ms *a, int slot);  /* CALL_END was reported */
-int ts__ms_call_has_args(const ts_ms *a, int slot); /* a CALL_ARGS was reported */
-ts_view ts__ms_call_key(const ts_ms *a, int slot);
+int ts__adapter_call_last(const ts_adapter *a);
+int ts__adapter_call_ended(const ts_adapter *a, int slot);  /* CALL_END was reported */
+int ts__adapter_call_has_args(const ts_adapter *a, int slot); /* a CALL_ARGS was reported */
+ts_view ts__adapter_call_key(const ts_adapter *a, int slot);
 /* Replaces the string key (Chat: an id sent again); TS_E_MS_ID_TOO_LONG keeps the old. */
-void ts__ms_call_set_key(ts_ms *a, int slot, ts_view key);
+void ts__adapter_call_set_key(ts_adapter *a, int slot, ts_view key);
 /* CALL_ARGS for an open slot (nothing for an empty fragment, a refused or ended slot). */
-void ts__ms_call_args(ts_ms *a, int slot, ts_view text);
-/* CALL_END once for an open slot; ts__ms_end_all ends every open slot in order. */
-void ts__ms_call_end(ts_ms *a, int slot);
-void ts__ms_end_all(ts_ms *a);
+void ts__adapter_call_args(ts_adapter *a, int slot, ts_view text);
+/* CALL_END once for an open slot; ts__adapter_end_all ends every open slot in order. */
+void ts__adapter_call_end(ts_adapter *a, int slot);
+void ts__adapter_end_all(ts_adapter *a);
 
 /* Keep the stop reason / usage text until TURN_END (copied: TS_E_MS_FIELD_TOO_LONG). */
-void ts__ms_set_stop(ts_ms *a, ts_view stop);
-void ts__ms_set_usage(ts_ms *a, ts_view usage);
-int ts__ms_has_stop(const ts_ms *a);
+void ts__adapter_set_stop(ts_adapter *a, ts_view stop);
+void ts__adapter_set_usage(ts_adapter *a, ts_view usage);
+int ts__adapter_has_stop(const ts_adapter *a);
+/* The usage text kept so far (empty when none). */
+ts_view ts__adapter_usage(const ts_adapter *a);
 /* Ends every open call, then TURN_END; the adapter is done. */
-void ts__ms_turn_end(ts_ms *a);
+void ts__adapter_turn_end(ts_adapter *a);
 
 /* The event's type: the payload's top-level "type" string when it has one (raw, its
  * escapes not decoded: type names have none), else the SSE `event:` name. Used by the
  * formats that name their events both ways (Anthropic, Responses). */
-ts_view ts__ms_event_type(struct ts_jv *jv, ts_view event);
+ts_view ts__adapter_event_type(struct ts_jv *jv, ts_view event);
 /* Per-turn flag bits a provider may keep in the adapter (Gemini: "unsupported reported"). */
-unsigned *ts__ms_flags(ts_ms *a);
-#endif /* TS_MS_INTERNAL */
+unsigned *ts__adapter_flags(ts_adapter *a);
+#endif /* TS_ADAPTER_INTERNAL */
 
-#endif /* TS_MODEL_STREAM_H */
+#endif /* TS_ADAPTER_H */

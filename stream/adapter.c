@@ -1,0 +1,432 @@
+/*
+ * adapter.c: the adapter core behind adapter.h.
+ *
+ * Four providers stream a model turn in four shapes; downstream wants one. This file
+ * owns everything the four have in common and leaves each provider module only the
+ * reading of its own payload shape:
+ *
+ *   - framing of work: one SSE event in, its payload parsed exactly once (jsmn, on a
+ *     token array allocated at ts_adapter_new), the parse handed to the provider module;
+ *   - the call table: providers name calls by their own keys (an index that can be
+ *     reused, an item id, a block index, nothing at all); the table maps those keys to
+ *     slots and slots to the turn's call indexes 0, 1, 2 ... in order of appearance,
+ *     and it enforces the per-call order CALL_BEGIN, CALL_ARGS*, CALL_END exactly once;
+ *   - the end of the turn: stop reason and usage arrive in one event and the turn
+ *     ends in a later one, so both are copied into fixed storage until TURN_END;
+ *   - errors and the callback: an error belongs to its event (the adapter goes on) unless
+ *     the provider ended the stream with it; a callback that asks to stop stops
+ *     everything, and nothing is reported after that.
+ *
+ * Why slots and indexes differ: a call refused for a limit keeps a slot (so its later
+ * fragments are recognised and dropped instead of being mistaken for a new call) but
+ * never gets an index, so the indexes downstream sees stay dense.
+ *
+ * Nothing here allocates after ts_adapter_new. Lookups scan the table backwards (the most
+ * recent call with a key wins, which is what a reused key means); a turn has a handful
+ * of calls, and TS_ADAPTER_MAX_CALLS bounds the scan.
+ */
+#define TS_ADAPTER_INTERNAL
+#include "stream/adapter.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream/json_view.h"
+
+enum { SLOT_OPEN = 1, SLOT_ENDED, SLOT_REFUSED };
+
+typedef struct {
+  int64_t nkey;     /* integer key, -1 for none */
+  uint32_t index;   /* the call's index in the turn (not for refused slots) */
+  uint8_t state;    /* SLOT_* */
+  uint8_t has_args; /* a CALL_ARGS was reported */
+  uint16_t key_len;
+  char key[TS_ADAPTER_MAX_ID]; /* string key (Responses item_id, Chat id), may be empty */
+} ms_call;
+
+struct ts_adapter {
+  ts_format fmt;
+  ts_adapter_cb cb;
+  void *user;
+  uint8_t aborted;  /* the callback asked to stop: sticky */
+  uint8_t done;     /* the provider ended the turn (TURN_END or a terminal error) */
+  uint8_t finished; /* ts_adapter_finish was called */
+  uint8_t has_stop;
+  uint8_t overflow; /* TS_E_MS_TOO_MANY_CALLS was reported */
+  int finish_rc;
+  int ev_err;       /* first error reported during the current feed / finish */
+  unsigned flags;   /* providers' own bits */
+  int last;         /* slot that most recently began or got arguments, -1 */
+  uint32_t nslots;
+  uint32_t ncalls; /* indexes handed out */
+  size_t stop_len, usage_len;
+  ts_jv jv;
+  char stop[TS_ADAPTER_MAX_ID];
+  char usage[TS_ADAPTER_MAX_USAGE];
+  ms_call calls[TS_ADAPTER_MAX_CALLS];
+};
+
+/* ---- detection ------------------------------------------------------------------ */
+
+static int view_eq(ts_view v, const char *lit) {
+  size_t n = strlen(lit);
+  return v.len == n && memcmp(v.p, lit, n) == 0;
+}
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static ts_view trim(const char *p, size_t n) {
+  while (n > 0 && is_ws(p[0])) p++, n--;
+  while (n > 0 && is_ws(p[n - 1])) n--;
+  ts_view v = {p, n};
+  return v;
+}
+
+static ts_view name_view(const char *event, size_t event_len) {
+  ts_view v = {event ? event : "", event ? event_len : 0};
+  return v;
+}
+
+ts_format ts_adapter_detect(const char *event, size_t event_len, const char *data, size_t data_len) {
+  ts_view d = trim(data ? data : "", data ? data_len : 0);
+  ts_format f = ts_provider_detect_name(name_view(event, event_len), d);
+  if (f != TS_FORMAT_AUTO || d.len == 0) return f;
+  ts_jv jv;
+  if (ts_jv_init(&jv, TS_ADAPTER_MAX_TOKENS) != TS_E_OK) return TS_FORMAT_AUTO;
+  /* Detection never decodes a string, so the const payload is only read. */
+  if (ts_jv_parse(&jv, (char *)d.p, d.len) == TS_E_OK) f = ts_provider_detect_doc(&jv);
+  ts_jv_fini(&jv);
+  return f;
+}
+
+/* ---- life cycle ---------------------------------------------------------------- */
+
+int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *user) {
+  if (!out || !cb || (format != TS_FORMAT_AUTO && !ts_provider_get(format))) return TS_E_INVAL;
+  ts_adapter *a = calloc(1, sizeof *a);
+  if (!a) return TS_E_NOMEM;
+  int rc = ts_jv_init(&a->jv, TS_ADAPTER_MAX_TOKENS);
+  if (rc != TS_E_OK) {
+    free(a);
+    return rc;
+  }
+  a->fmt = format;
+  a->cb = cb;
+  a->user = user;
+  a->last = -1;
+  *out = a;
+  return TS_E_OK;
+}
+
+void ts_adapter_free(ts_adapter *a) {
+  if (!a) return;
+  ts_jv_fini(&a->jv);
+  free(a);
+}
+
+ts_format ts_adapter_format_of(const ts_adapter *a) { return a->fmt; }
+
+int ts_adapter_done(const ts_adapter *a) { return a->done; }
+
+/* ---- reporting ------------------------------------------------------------------ */
+
+/* The JSON view speaks about documents; the adapter's errors speak about the stream's
+ * payloads (and their names are part of the event schema). */
+static int payload_code(int jv_rc) {
+  switch (jv_rc) {
+    case TS_E_JV_BAD_JSON: return TS_E_MS_BAD_JSON;
+    case TS_E_JV_TOO_MANY_TOKENS: return TS_E_MS_TOO_MANY_TOKENS;
+    case TS_E_JV_NOT_STRING: return TS_E_MS_BAD_SHAPE;
+    default: return jv_rc;
+  }
+}
+
+static void emit(ts_adapter *a, ts_adapter_event *ev) {
+  if (a->aborted) return;
+  if (a->cb(a->user, ev) != 0) a->aborted = 1;
+}
+
+void ts__adapter_error(ts_adapter *a, int code, const char *msg, size_t len, int terminal) {
+  if (a->aborted) return;
+  if (!a->ev_err) a->ev_err = code;
+  if (!msg) {
+    msg = ts_err_message(code);
+    len = strlen(msg);
+  }
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_ERROR;
+  ev.terminal = terminal ? 1 : 0;
+  ev.code = code;
+  ev.error.p = msg;
+  ev.error.len = len;
+  if (terminal) a->done = 1;
+  emit(a, &ev);
+}
+
+void ts__adapter_provider_error(ts_adapter *a, ts_jv *jv, int err, const char *fallback) {
+  ts_view msg = {fallback, fallback ? strlen(fallback) : 0};
+  int m = ts_jv_type_of(jv, err) == TS_JV_OBJECT ? ts_jv_get(jv, err, "message") : err;
+  if (ts_jv_type_of(jv, m) == TS_JV_STRING) {
+    if (ts_jv_str(jv, m, &msg) != TS_E_OK) msg = ts_jv_raw(jv, err);
+  } else if (err >= 0) {
+    msg = ts_jv_raw(jv, err);
+  }
+  ts__adapter_error(a, TS_E_MS_PROVIDER, msg.p, msg.len, 1); /* NULL: the table's message */
+}
+
+int ts__adapter_string(ts_adapter *a, ts_jv *jv, int i, ts_view *out) {
+  out->p = "";
+  out->len = 0;
+  if (i < 0 || ts_jv_is_null(jv, i)) return 0;
+  int rc = payload_code(ts_jv_str(jv, i, out));
+  if (rc != TS_E_OK) {
+    out->p = "";
+    out->len = 0;
+    ts__adapter_error(a, rc, NULL, 0, 0);
+    return -1;
+  }
+  return 1;
+}
+
+void ts__adapter_text(ts_adapter *a, ts_view text) {
+  if (text.len == 0) return;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_TEXT_DELTA;
+  ev.text = text;
+  emit(a, &ev);
+}
+
+/* ---- the call table -------------------------------------------------------------- */
+
+int ts__adapter_call_begin(ts_adapter *a, int64_t nkey, ts_view key, ts_view id, ts_view name) {
+  if (a->nslots >= TS_ADAPTER_MAX_CALLS) {
+    /* Once per turn: every call past the limit is dropped, and its later pieces would
+     * only repeat the news. No slot is left to be "the latest call" either, so a piece
+     * that names no call cannot be pinned on the last call that fitted. */
+    if (!a->overflow) ts__adapter_error(a, TS_E_MS_TOO_MANY_CALLS, NULL, 0, 0);
+    a->overflow = 1;
+    a->last = -1;
+    return -1;
+  }
+  int slot = (int)a->nslots++;
+  ms_call *c = &a->calls[slot];
+  memset(c, 0, offsetof(ms_call, key));
+  c->nkey = nkey;
+  a->last = slot;
+  int fits = key.len <= TS_ADAPTER_MAX_ID;
+  if (fits) {
+    if (key.len) memcpy(c->key, key.p, key.len);
+    c->key_len = (uint16_t)key.len;
+  }
+  if (!fits || id.len > TS_ADAPTER_MAX_ID || name.len > TS_ADAPTER_MAX_ID) {
+    c->state = SLOT_REFUSED;
+    ts__adapter_error(a, TS_E_MS_ID_TOO_LONG, NULL, 0, 0);
+    return -1;
+  }
+  c->state = SLOT_OPEN;
+  c->index = a->ncalls++;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_CALL_BEGIN;
+  ev.index = c->index;
+  ev.id = id;
+  ev.name = name;
+  emit(a, &ev);
+  return slot;
+}
+
+int ts__adapter_call_by_nkey(const ts_adapter *a, int64_t nkey) {
+  for (int s = (int)a->nslots - 1; s >= 0; s--)
+    if (a->calls[s].nkey == nkey) return s;
+  return -1;
+}
+
+int ts__adapter_call_by_key(const ts_adapter *a, ts_view key) {
+  if (key.len == 0) return -1;
+  for (int s = (int)a->nslots - 1; s >= 0; s--) {
+    const ms_call *c = &a->calls[s];
+    if (c->key_len == key.len && memcmp(c->key, key.p, key.len) == 0) return s;
+  }
+  return -1;
+}
+
+int ts__adapter_call_last(const ts_adapter *a) { return a->last; }
+
+int ts__adapter_call_ended(const ts_adapter *a, int slot) {
+  return slot >= 0 && a->calls[slot].state == SLOT_ENDED;
+}
+
+int ts__adapter_call_has_args(const ts_adapter *a, int slot) {
+  return slot >= 0 && a->calls[slot].has_args;
+}
+
+ts_view ts__adapter_call_key(const ts_adapter *a, int slot) {
+  ts_view v = {a->calls[slot].key, a->calls[slot].key_len};
+  return v;
+}
+
+void ts__adapter_call_set_key(ts_adapter *a, int slot, ts_view key) {
+  ms_call *c = &a->calls[slot];
+  if (key.len > TS_ADAPTER_MAX_ID) {
+    ts__adapter_error(a, TS_E_MS_ID_TOO_LONG, NULL, 0, 0);
+    return;
+  }
+  memmove(c->key, key.p, key.len);
+  c->key_len = (uint16_t)key.len;
+}
+
+void ts__adapter_call_args(ts_adapter *a, int slot, ts_view text) {
+  if (slot < 0) return;
+  ms_call *c = &a->calls[slot];
+  a->last = slot;
+  if (c->state != SLOT_OPEN || text.len == 0) return;
+  c->has_args = 1;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_CALL_ARGS;
+  ev.index = c->index;
+  ev.text = text;
+  emit(a, &ev);
+}
+
+void ts__adapter_call_end(ts_adapter *a, int slot) {
+  if (slot < 0) return;
+  ms_call *c = &a->calls[slot];
+  if (c->state != SLOT_OPEN) return;
+  c->state = SLOT_ENDED;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_CALL_END;
+  ev.index = c->index;
+  emit(a, &ev);
+}
+
+void ts__adapter_end_all(ts_adapter *a) {
+  for (uint32_t s = 0; s < a->nslots; s++) ts__adapter_call_end(a, (int)s);
+}
+
+/* ---- end of the turn --------------------------------------------------------------- */
+
+void ts__adapter_set_stop(ts_adapter *a, ts_view stop) {
+  a->has_stop = 1;
+  if (stop.len > sizeof a->stop) {
+    a->stop_len = 0;
+    ts__adapter_error(a, TS_E_MS_FIELD_TOO_LONG, NULL, 0, 0);
+    return;
+  }
+  memcpy(a->stop, stop.p, stop.len);
+  a->stop_len = stop.len;
+}
+
+void ts__adapter_set_usage(ts_adapter *a, ts_view usage) {
+  if (usage.len > sizeof a->usage) {
+    a->usage_len = 0;
+    ts__adapter_error(a, TS_E_MS_FIELD_TOO_LONG, NULL, 0, 0);
+    return;
+  }
+  memcpy(a->usage, usage.p, usage.len);
+  a->usage_len = usage.len;
+}
+
+int ts__adapter_has_stop(const ts_adapter *a) { return a->has_stop; }
+
+ts_view ts__adapter_usage(const ts_adapter *a) { return (ts_view){a->usage, a->usage_len}; }
+
+ts_view ts__adapter_event_type(ts_jv *jv, ts_view event) {
+  int type_tok = ts_jv_get(jv, 0, "type");
+  if (ts_jv_type_of(jv, type_tok) != TS_JV_STRING) return event;
+  ts_view raw = ts_jv_raw(jv, type_tok);
+  return (ts_view){raw.p + 1, raw.len - 2};
+}
+
+void ts__adapter_turn_end(ts_adapter *a) {
+  ts__adapter_end_all(a);
+  a->done = 1;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_TURN_END;
+  ev.stop_reason.p = a->stop;
+  ev.stop_reason.len = a->stop_len;
+  ev.usage.p = a->usage;
+  ev.usage.len = a->usage_len;
+  emit(a, &ev);
+}
+
+unsigned *ts__adapter_flags(ts_adapter *a) { return &a->flags; }
+
+/* ---- feeding ----------------------------------------------------------------------- */
+
+/* An event that told no format: only an error is worth reporting. */
+static void undetected(ts_adapter *a) {
+  ts_jv *jv = &a->jv;
+  int root = ts_jv_type_of(jv, 0) == TS_JV_ARRAY ? ts_jv_first(jv, 0) : 0;
+  int err = ts_jv_get(jv, root, "error");
+  if (err >= 0 && !ts_jv_is_null(jv, err))
+    ts__adapter_provider_error(a, jv, err, NULL);
+  else if (ts_jv_eq(jv, ts_jv_get(jv, root, "type"), "error"))
+    ts__adapter_provider_error(a, jv, root, NULL);
+}
+
+/* The row whose sentinel payload `d` is, or NULL. */
+static const ts_provider *sentinel_of(ts_view d) {
+  for (size_t i = 0; i < ts_provider_count(); i++) {
+    const ts_provider *p = ts_provider_at(i);
+    if (p->sentinel && view_eq(d, p->sentinel)) return p;
+  }
+  return NULL;
+}
+
+int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len) {
+  if (!a || (!data && data_len)) return TS_E_INVAL;
+  if (a->aborted) return TS_E_ABORTED;
+  if (a->done || a->finished) return TS_E_OK;
+  a->ev_err = 0;
+  ts_view name = name_view(event, event_len);
+  ts_view d = trim(data ? data : "", data ? data_len : 0);
+  const ts_provider *p = ts_provider_get(a->fmt), *s;
+  if (d.len == 0) {
+    if (view_eq(name, "error") && (!p || p->named_errors)) ts__adapter_provider_error(a, &a->jv, -1, NULL);
+  } else if ((s = sentinel_of(d))) {
+    /* not JSON: it ends its provider's turn, and means nothing to any other */
+    if (a->fmt == TS_FORMAT_AUTO) a->fmt = s->format, p = s;
+    if (p == s && p->on_sentinel) p->on_sentinel(a);
+  } else {
+    if (a->fmt == TS_FORMAT_AUTO) a->fmt = ts_provider_detect_name(name, (ts_view){NULL, 0});
+    p = ts_provider_get(a->fmt);
+    if (p && p->skip && p->skip(name)) return TS_E_OK;
+    char *text = data + (d.p - data);
+    int rc = payload_code(ts_jv_parse(&a->jv, text, d.len));
+    if (rc == TS_E_MS_TOO_MANY_TOKENS && p && p->oversized && p->oversized(a, name)) {
+      /* handled by its name alone */
+    } else if (rc != TS_E_OK) {
+      ts__adapter_error(a, rc, NULL, 0, 0);
+    } else {
+      if (a->fmt == TS_FORMAT_AUTO) a->fmt = ts_provider_detect_doc(&a->jv);
+      p = ts_provider_get(a->fmt);
+      if (p)
+        p->event(a, &a->jv, name);
+      else
+        undetected(a);
+    }
+  }
+  return a->aborted ? TS_E_ABORTED : a->ev_err;
+}
+
+static int finish(ts_adapter *a, int cut) {
+  if (!a) return TS_E_INVAL;
+  if (a->aborted) return TS_E_ABORTED;
+  if (a->finished) return a->finish_rc;
+  a->finished = 1;
+  a->ev_err = 0;
+  if (!a->done) {
+    const ts_provider *p = ts_provider_get(a->fmt);
+    if (p && !cut && (p->ends_at_eof || (p->eof_after_stop && a->has_stop))) {
+      ts__adapter_turn_end(a);
+    } else {
+      ts__adapter_error(a, a->fmt == TS_FORMAT_AUTO ? TS_E_MS_UNKNOWN_FORMAT : TS_E_MS_TRUNCATED, NULL, 0, 1);
+      a->done = 0; /* our terminal error, not the provider's: the stream is not done */
+    }
+  }
+  a->finish_rc = a->aborted ? TS_E_ABORTED : a->ev_err;
+  return a->finish_rc;
+}
+
+int ts_adapter_finish(ts_adapter *a) { return finish(a, 0); }
+
+int ts_adapter_cut(ts_adapter *a) { return finish(a, 1); }

@@ -1,0 +1,261 @@
+/*
+ * provider.c: the provider table and the few things every caller asks of it.
+ *
+ * The table itself is TS_PROVIDER_TABLE (provider.h) expanded twice: once into the format
+ * enum, once here into an array of pointers to the rows, each defined in its own file of
+ * stream/providers/ (in the manner of redis' ae_epoll.c / ae_kqueue.c behind one aeApi:
+ * the files share an interface, not a header each). The rest of this file answers the
+ * questions the adapter, `run` and the gateway used to answer each with its own list:
+ * which provider a name, a path, a URL or a first event means; what URL and what request
+ * body to send; where a request declares its tools.
+ *
+ * Detection order matters only where two rows could claim the same input; the rows are
+ * written so that none do (each names events or members only it sends), and the table
+ * order is the tie-break.
+ */
+#include "stream/provider.h"
+
+#include <string.h>
+
+#include "stream/json_view.h"
+
+#define TS_X(e, s) extern const ts_provider ts_provider_##s;
+TS_PROVIDER_TABLE(TS_X)
+#undef TS_X
+
+static const ts_provider *const rows[] = {
+#define TS_X(e, s) &ts_provider_##s,
+    TS_PROVIDER_TABLE(TS_X)
+#undef TS_X
+};
+#define NROWS (sizeof rows / sizeof rows[0])
+
+size_t ts_provider_count(void) { return NROWS; }
+
+const ts_provider *ts_provider_at(size_t i) { return i < NROWS ? rows[i] : NULL; }
+
+const ts_provider *ts_provider_get(ts_format f) {
+  /* rows are in enum order: TS_FORMAT_<first row> is 1 */
+  if ((unsigned)f < 1 || (unsigned)f > NROWS) return NULL;
+  return rows[f - 1];
+}
+
+const char *ts_format_name(ts_format f) {
+  if (f == TS_FORMAT_AUTO) return "auto";
+  if (f == TS_FORMAT_RAW) return "raw";
+  const ts_provider *p = ts_provider_get(f);
+  return p ? p->name : "unknown";
+}
+
+int ts_format_parse(const char *name) {
+  if (!name) return -1;
+  if (!strcmp(name, "auto")) return TS_FORMAT_AUTO;
+  if (!strcmp(name, "raw")) return TS_FORMAT_RAW;
+  for (size_t i = 0; i < NROWS; i++)
+    if (!strcmp(name, rows[i]->name)) return (int)rows[i]->format;
+  return -1;
+}
+
+const ts_provider *ts_provider_find(const char *name) {
+  if (!name) return NULL;
+  for (size_t i = 0; i < NROWS; i++)
+    if (!strcmp(name, rows[i]->name) || (rows[i]->alias && !strcmp(name, rows[i]->alias)))
+      return rows[i];
+  return NULL;
+}
+
+/* ---- detection ------------------------------------------------------------------------ */
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+ts_format ts_provider_detect_name(ts_view name, ts_view data) {
+  for (size_t i = 0; i < NROWS; i++)
+    if (name.len && rows[i]->detect_name && rows[i]->detect_name(name)) return rows[i]->format;
+  const char *p = data.p;
+  size_t n = p ? data.len : 0;
+  while (n && is_ws(p[0])) p++, n--;
+  while (n && is_ws(p[n - 1])) n--;
+  for (size_t i = 0; i < NROWS && n; i++) {
+    const char *s = rows[i]->sentinel;
+    if (s && strlen(s) == n && !memcmp(s, p, n)) return rows[i]->format;
+  }
+  return TS_FORMAT_AUTO;
+}
+
+ts_format ts_provider_detect_doc(const ts_jv *jv) {
+  int root = 0;
+  if (ts_jv_type_of(jv, root) == TS_JV_ARRAY) root = ts_jv_first(jv, root); /* Gemini */
+  if (ts_jv_type_of(jv, root) != TS_JV_OBJECT) return TS_FORMAT_AUTO;
+  int type = ts_jv_get(jv, root, "type");
+  if (ts_jv_type_of(jv, type) == TS_JV_STRING) {
+    ts_view raw = ts_jv_raw(jv, type);
+    ts_format f = ts_provider_detect_name((ts_view){raw.p + 1, raw.len - 2}, (ts_view){NULL, 0});
+    if (f != TS_FORMAT_AUTO) return f;
+  }
+  for (size_t i = 0; i < NROWS; i++)
+    if (rows[i]->detect_doc && rows[i]->detect_doc(jv, root)) return rows[i]->format;
+  return TS_FORMAT_AUTO;
+}
+
+/* ---- paths and URLs ------------------------------------------------------------------- */
+
+ts_format ts_provider_for_path(const char *path, size_t len) {
+  if (!path) return TS_FORMAT_AUTO;
+  const char *q = memchr(path, '?', len);
+  if (q) len = (size_t)(q - path);
+  for (size_t i = 0; i < NROWS; i++) {
+    for (const char *const *s = rows[i]->path_suffixes; s && *s; s++) {
+      size_t l = strlen(*s);
+      if (len >= l && !memcmp(path + len - l, *s, l)) return rows[i]->format;
+    }
+  }
+  return TS_FORMAT_AUTO;
+}
+
+const ts_provider *ts_provider_for_url(const char *url) {
+  for (size_t i = 0; url && i < NROWS; i++)
+    if (rows[i]->host_hint && strstr(url, rows[i]->host_hint)) return rows[i];
+  return NULL;
+}
+
+/* Appends s[0..n) to out at *o, keeping room for the NUL; 0 when it does not fit. */
+static int put(char *out, size_t cap, size_t *o, const char *s, size_t n) {
+  if (n >= cap - *o) return 0;
+  memcpy(out + *o, s, n);
+  *o += n;
+  out[*o] = '\0';
+  return 1;
+}
+
+/* The suffix with {model} replaced, written at *o. */
+static int put_suffix(char *out, size_t cap, size_t *o, const char *suffix, size_t n,
+                      const char *model) {
+  static const char mark[] = "{model}";
+  while (n) {
+    const char *m = NULL;
+    for (size_t i = 0; i + sizeof mark - 1 <= n; i++)
+      if (!memcmp(suffix + i, mark, sizeof mark - 1)) {
+        m = suffix + i;
+        break;
+      }
+    size_t k = m ? (size_t)(m - suffix) : n;
+    if (!put(out, cap, o, suffix, k)) return 0;
+    suffix += k, n -= k;
+    if (!m) break;
+    if (!put(out, cap, o, model, strlen(model))) return 0;
+    suffix += sizeof mark - 1, n -= sizeof mark - 1;
+  }
+  return 1;
+}
+
+int ts_provider_url(const ts_provider *p, const char *base, const char *model, char *out,
+                    size_t cap) {
+  if (!p || !base || !out || !cap) return TS_E_INVAL;
+  if (!model) model = "";
+  out[0] = '\0';
+  const char *suffix = p->url_suffix ? p->url_suffix : "";
+  const char *sq = strchr(suffix, '?');
+  size_t sl = sq ? (size_t)(sq - suffix) : strlen(suffix);
+  /* the suffix's path, with {model} replaced, to compare with the end of the base path */
+  char want[1024];
+  size_t wl = 0;
+  if (!put_suffix(want, sizeof want, &wl, suffix, sl, model)) return TS_E_LIMIT;
+  const char *q = strchr(base, '?');
+  size_t bl = q ? (size_t)(q - base) : strlen(base);
+  size_t o = 0;
+  int has = bl >= wl && !memcmp(base + bl - wl, want, wl);
+  if (!put(out, cap, &o, base, bl)) return TS_E_LIMIT;
+  if (!has && wl) {
+    /* one slash between the base and the suffix's path */
+    const char *w = want;
+    size_t n = wl;
+    if (w[0] == '/' && bl && base[bl - 1] == '/') w++, n--;
+    if (w[0] != '/' && w[0] != ':' && (!bl || base[bl - 1] != '/') && !put(out, cap, &o, "/", 1))
+      return TS_E_LIMIT;
+    if (!put(out, cap, &o, w, n)) return TS_E_LIMIT;
+  }
+  if (q && !put(out, cap, &o, q, strlen(q))) return TS_E_LIMIT;
+  if (sq && !has) { /* the suffix's own query joins the base's */
+    if (!put(out, cap, &o, q ? "&" : "?", 1) || !put(out, cap, &o, sq + 1, strlen(sq + 1)))
+      return TS_E_LIMIT;
+  }
+  return TS_E_OK;
+}
+
+void ts__provider_result_text(ts_buf *b, const ts_req_message *m) {
+  if (!m->is_error) {
+    ts_buf_append_json_string(b, m->text.p, m->text.len);
+    return;
+  }
+  ts_buf e;
+  ts_buf_init(&e, m->text.len + 16);
+  ts_buf_puts(&e, "Error: ");
+  ts_buf_append(&e, m->text.p, m->text.len);
+  if (e.err) b->err = e.err;
+  ts_buf_append_json_string(b, e.p ? e.p : "", e.len);
+  ts_buf_fini(&e);
+}
+
+int ts_provider_request(const ts_provider *p, const ts_request *req, ts_buf *out) {
+  if (!p || !p->request || !req || !out) return TS_E_INVAL;
+  return p->request(req, out);
+}
+
+/* ---- tool schemas in a request -------------------------------------------------------- */
+
+/* The schema of declaration `decl` under location `loc`, reported to fn. */
+static void report(const ts_schema_loc *loc, ts_jv *jv, int decl, ts_provider_schema_fn fn,
+                   void *user) {
+  int sc = -1;
+  for (int k = 0; k < 2 && sc < 0 && loc->schema[k]; k++) sc = ts_jv_get(jv, decl, loc->schema[k]);
+  fn(user, jv, ts_jv_get(jv, decl, "name"), sc);
+}
+
+/* 0: a list, 1: a holder, 2: a plain entry. */
+static int specificity(const ts_schema_loc *l) { return l->list ? 0 : l->holder ? 1 : 2; }
+
+static int matches(const ts_schema_loc *l, ts_jv *jv, int entry) {
+  if (l->list) return ts_jv_type_of(jv, ts_jv_get(jv, entry, l->list)) == TS_JV_ARRAY;
+  if (l->holder) return ts_jv_type_of(jv, ts_jv_get(jv, entry, l->holder)) == TS_JV_OBJECT;
+  for (int k = 0; k < 2 && l->schema[k]; k++)
+    if (ts_jv_get(jv, entry, l->schema[k]) >= 0) return 1;
+  return 0;
+}
+
+static void entry_schemas(const ts_schema_loc *l, ts_jv *jv, int entry, ts_provider_schema_fn fn,
+                          void *user) {
+  if (l->list) {
+    int arr = ts_jv_get(jv, entry, l->list);
+    int n = ts_jv_size(jv, arr);
+    for (int j = 0, d = ts_jv_first(jv, arr); j < n; j++, d = ts_jv_skip(jv, d)) {
+      int decl = l->holder ? ts_jv_get(jv, d, l->holder) : d;
+      report(l, jv, decl, fn, user);
+    }
+  } else {
+    report(l, jv, l->holder ? ts_jv_get(jv, entry, l->holder) : entry, fn, user);
+  }
+}
+
+/* The first location (of p, or of every row by specificity) that matches `entry`. */
+static const ts_schema_loc *pick(const ts_provider *p, ts_jv *jv, int entry) {
+  for (int spec = 0; spec < 3; spec++) {
+    for (size_t i = 0; i < NROWS; i++) {
+      const ts_provider *r = p ? p : rows[i];
+      for (const ts_schema_loc *l = r->schemas; l && l->schema[0]; l++)
+        if (specificity(l) == spec && matches(l, jv, entry)) return l;
+      if (p) break;
+    }
+  }
+  return NULL;
+}
+
+void ts_provider_tool_schemas(const ts_provider *p, ts_jv *jv, ts_provider_schema_fn fn,
+                              void *user) {
+  int tools = ts_jv_get(jv, 0, "tools");
+  if (ts_jv_type_of(jv, tools) != TS_JV_ARRAY || !fn) return;
+  int n = ts_jv_size(jv, tools);
+  for (int k = 0, t = ts_jv_first(jv, tools); k < n; k++, t = ts_jv_skip(jv, t)) {
+    const ts_schema_loc *l = pick(p, jv, t);
+    if (l) entry_schemas(l, jv, t, fn, user);
+  }
+}

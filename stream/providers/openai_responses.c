@@ -1,0 +1,152 @@
+/*
+ * openai_responses.c: Responses API events into the adapter's vocabulary.
+ *
+ * Every payload names itself with `type`. A function call is an output item: it begins
+ * with `response.output_item.added` (item.type `function_call`, item.id the key every
+ * later event uses, item.call_id the id the tool result must quote, item.name), its
+ * arguments come as `response.function_call_arguments.delta` events keyed by
+ * `item_id`, and it ends twice over: `response.function_call_arguments.done` and then
+ * `response.output_item.done`. The first of the two ends the call; the second finds it
+ * ended and does nothing.
+ *
+ * The `.done` events and `output_item.added` also carry the arguments whole. Reading
+ * them as well as the deltas would report the text twice, so they count only for a
+ * call that received no delta at all (a server or proxy that sends calls whole).
+ *
+ * The turn ends with `response.completed`, `response.incomplete` (reason in
+ * `incomplete_details`) or `response.failed` (an error, terminal). `error` events come
+ * flat (`code`, `message` at the top) or nested (`error: {...}`).
+ */
+#define TS_ADAPTER_INTERNAL
+#include <string.h>
+
+#include "stream/adapter.h"
+#include "stream/json_view.h"
+#include "stream/provider.h"
+
+static int name_is(ts_view v, const char *lit) {
+  size_t n = strlen(lit);
+  return v.len == n && memcmp(v.p, lit, n) == 0;
+}
+
+/* `event:` names whose payload is not needed and need not be parsed (`response.created`,
+ * `response.in_progress`, `response.queued`: they echo the whole request, tools and all,
+ * and would only spend tokens). */
+static int responses_skip(ts_view event) {
+  return name_is(event, "response.created") || name_is(event, "response.in_progress") ||
+         name_is(event, "response.queued");
+}
+
+/* Ends the call of item key `key_tok`, first reporting `args_tok` (the whole arguments)
+ * if the call got no delta. */
+static void end_call(ts_adapter *a, ts_jv *jv, int key_tok, int args_tok) {
+  ts_view key, args;
+  if (ts__adapter_string(a, jv, key_tok, &key) <= 0) return;
+  int slot = ts__adapter_call_by_key(a, key);
+  if (slot < 0 || ts__adapter_call_ended(a, slot)) return;
+  if (!ts__adapter_call_has_args(a, slot) && ts__adapter_string(a, jv, args_tok, &args) > 0)
+    ts__adapter_call_args(a, slot, args);
+  ts__adapter_call_end(a, slot);
+}
+
+static void item_added(ts_adapter *a, ts_jv *jv, int item) {
+  if (!ts_jv_eq(jv, ts_jv_get(jv, item, "type"), "function_call")) return;
+  ts_view key, id, name, args;
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "id"), &key) < 0) return;
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "call_id"), &id) < 0) return;
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "name"), &name) < 0) return;
+  int slot = ts__adapter_call_begin(a, -1, key, id, name);
+  if (slot >= 0 && ts__adapter_string(a, jv, ts_jv_get(jv, item, "arguments"), &args) > 0)
+    ts__adapter_call_args(a, slot, args);
+}
+
+static void turn_end(ts_adapter *a, ts_jv *jv, int resp, const char *dflt, int incomplete) {
+  ts_view stop = {dflt, strlen(dflt)}, v;
+  int status = ts_jv_get(jv, resp, "status");
+  int reason = ts_jv_get(jv, ts_jv_get(jv, resp, "incomplete_details"), "reason");
+  if (incomplete && ts_jv_type_of(jv, reason) == TS_JV_STRING) {
+    if (ts__adapter_string(a, jv, reason, &v) > 0) stop = v;
+  } else if (ts_jv_type_of(jv, status) == TS_JV_STRING) {
+    if (ts__adapter_string(a, jv, status, &v) > 0) stop = v;
+  }
+  ts__adapter_set_stop(a, stop);
+  int usage = ts_jv_get(jv, resp, "usage");
+  if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__adapter_set_usage(a, ts_jv_raw(jv, usage));
+  ts__adapter_turn_end(a);
+}
+
+static void responses_event(ts_adapter *a, ts_jv *jv, ts_view event) {
+  if (ts_jv_type_of(jv, 0) != TS_JV_OBJECT) {
+    ts__adapter_error(a, TS_E_MS_BAD_SHAPE, NULL, 0, 0);
+    return;
+  }
+  ts_view type = ts__adapter_event_type(jv, event);
+  ts_view text;
+  int resp = ts_jv_get(jv, 0, "response");
+  if (name_is(type, "response.output_text.delta")) {
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0) ts__adapter_text(a, text);
+  } else if (name_is(type, "response.function_call_arguments.delta")) {
+    ts_view key;
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, 0, "item_id"), &key) <= 0) return;
+    int slot = ts__adapter_call_by_key(a, key);
+    if (slot >= 0 && ts__adapter_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0)
+      ts__adapter_call_args(a, slot, text);
+  } else if (name_is(type, "response.output_item.added")) {
+    item_added(a, jv, ts_jv_get(jv, 0, "item"));
+  } else if (name_is(type, "response.function_call_arguments.done")) {
+    end_call(a, jv, ts_jv_get(jv, 0, "item_id"), ts_jv_get(jv, 0, "arguments"));
+  } else if (name_is(type, "response.output_item.done")) {
+    int item = ts_jv_get(jv, 0, "item");
+    if (ts_jv_eq(jv, ts_jv_get(jv, item, "type"), "function_call"))
+      end_call(a, jv, ts_jv_get(jv, item, "id"), ts_jv_get(jv, item, "arguments"));
+  } else if (name_is(type, "response.completed")) {
+    turn_end(a, jv, resp, "completed", 0);
+  } else if (name_is(type, "response.incomplete")) {
+    turn_end(a, jv, resp, "incomplete", 1);
+  } else if (name_is(type, "response.failed")) {
+    int err = ts_jv_get(jv, resp, "error");
+    ts__adapter_provider_error(a, jv, ts_jv_is_null(jv, err) ? -1 : err, "response failed");
+  } else if (name_is(type, "error")) {
+    int err = ts_jv_get(jv, 0, "error");
+    ts__adapter_provider_error(a, jv, ts_jv_type_of(jv, err) == TS_JV_OBJECT ? err : 0, NULL);
+  } else if (ts_jv_get(jv, 0, "type") < 0) {
+    int err = ts_jv_get(jv, 0, "error"); /* an error body without a type */
+    if (err >= 0 && !ts_jv_is_null(jv, err)) ts__adapter_provider_error(a, jv, err, NULL);
+  }
+}
+
+/* The terminal event echoes the whole response (tools, output) and can outgrow the token
+ * array; its name alone still ends the turn (without usage). */
+static int responses_oversized(ts_adapter *a, ts_view name) {
+  int done = name_is(name, "response.completed");
+  if (!done && !name_is(name, "response.incomplete")) return 0;
+  ts__adapter_set_stop(a, done ? (ts_view){"completed", 9} : (ts_view){"incomplete", 10});
+  ts__adapter_turn_end(a);
+  return 1;
+}
+
+static int responses_name(ts_view name) {
+  return name.len >= 9 && memcmp(name.p, "response.", 9) == 0;
+}
+
+static const char *const responses_paths[] = {"/responses", NULL};
+static const ts_schema_loc responses_schemas[] = {{NULL, NULL, {"parameters", NULL}},
+                                                  {NULL, NULL, {NULL, NULL}}};
+
+/* The Responses API. `run` does not write its requests (Chat Completions serves the same
+ * models); the gateway and tap read its replies. */
+const ts_provider ts_provider_openai_responses = {
+    .format = TS_FORMAT_OPENAI_RESPONSES,
+    .name = "openai-responses",
+    .detect_name = responses_name,
+    .event = responses_event,
+    .skip = responses_skip,
+    .oversized = responses_oversized,
+    .named_errors = 1,
+    .url_suffix = "/responses",
+    .key_env = "OPENAI_API_KEY",
+    .auth_header = "Authorization",
+    .auth_prefix = "Bearer ",
+    .path_suffixes = responses_paths,
+    .schemas = responses_schemas,
+};
