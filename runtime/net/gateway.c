@@ -47,31 +47,19 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include "events/bus_wire.h"
 #include "events/event.h"
-#include "stream/json_view.h"
+#include "net/gw_metrics.h"
+#include "net/gw_route.h"
+#include "net/progress_strip.h"
+#include "net/upstream.h"
 #include "stream/tap.h"
-
-/* The upstream latency histogram's bounds, in seconds (time to the response headers). */
-static const double lat_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                    0.25,  0.5,    1,     2.5,  5,     10,   30};
-#define N_LAT (sizeof lat_bounds / sizeof lat_bounds[0])
-
-typedef struct {
-  char prefix[256];
-  char host[256];
-  char host_header[300];
-  char base_path[1024]; /* without a trailing slash */
-  int port, tls, is_ip;
-} route;
 
 typedef struct {
   char *key;
@@ -84,14 +72,11 @@ struct ts_gw {
   struct event_base *base;
   struct evhttp *http;
   int port;
-  route routes[TS_GW_MAX_UPSTREAMS];
+  ts_gw_route routes[TS_GW_MAX_UPSTREAMS];
   size_t nroutes;
   SSL_CTX *ssl_ctx;
   ts_gw_config cfg;
-  ts_gw_stats st;
-  uint64_t lat_count[N_LAT + 1];
-  double lat_sum;
-  uint64_t lat_n;
+  ts_gw_metrics m;
   seq_slot *seqs;
   size_t seq_cap, seq_n;
   gw_req *live;
@@ -107,7 +92,7 @@ struct gw_req {
   struct evhttp_request *ureq;    /* libevent's once made; NULL when settled */
   struct bufferevent *ubev;
   struct event *timer, *pause_ev, *reap_ev;
-  const route *rt;
+  const ts_gw_route *rt;
   ts_tap *tap;
   ts_tool_defs defs; /* progress arguments from the request's own tool definitions */
   ts_ms_format format;
@@ -177,7 +162,7 @@ lookup_only:;
 
 static void publish(gw_req *r, const ts_tap_event *e) {
   ts_gw *gw = r->gw;
-  if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) gw->st.tap_errors++;
+  if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) gw->m.st.tap_errors++;
   if (!gw->cfg.pub) return;
   uint64_t seq = r->named_thread ? next_seq(gw, r->thread) : 0;
   if (!seq) { /* a made-up thread, or the map is full: this request's own numbering */
@@ -188,7 +173,7 @@ static void publish(gw_req *r, const ts_tap_event *e) {
   ts_buf_reset(&gw->line);
   if (ts_event_encode(&ev, &gw->line)) return;
   if (ts_pub_send(gw->cfg.pub, r->thread, strlen(r->thread), seq, gw->line.p, gw->line.len) == 0)
-    gw->st.events_published++;
+    gw->m.st.events_published++;
 }
 
 static void publish_error(gw_req *r, int code, const char *msg) {
@@ -199,9 +184,9 @@ static void publish_error(gw_req *r, int code, const char *msg) {
   e.error.p = msg;
   e.error.len = strlen(msg);
   e.offset = r->tap ? ts_tap_offset(r->tap) : 0;
-  r->gw->st.upstream_errors++;
+  r->gw->m.st.upstream_errors++;
   publish(r, &e);
-  r->gw->st.tap_errors--; /* an upstream failure, not the tap's: counted above instead */
+  r->gw->m.st.tap_errors--; /* an upstream failure, not the tap's: counted above instead */
 }
 
 static int on_tap_event(void *user, const ts_tap_event *e) {
@@ -216,154 +201,6 @@ static const char *lookup_progress(void *user, const char *tool, size_t len, siz
   if (!d || !d->progress_arg) return NULL;
   *arg_len = strlen(d->progress_arg);
   return d->progress_arg;
-}
-
-/* ---- x-progress-argument ------------------------------------------------------------- */
-
-#define XPA "x-progress-argument"
-
-typedef struct {
-  size_t a, b;
-} range;
-
-typedef struct {
-  range *v;
-  size_t n, cap;
-  int oom;
-} ranges;
-
-static int contains(const char *s, size_t n, const char *lit, size_t l) {
-  for (const char *p = s, *end = s + n; (size_t)(end - p) >= l;) {
-    p = memchr(p, lit[0], (size_t)(end - p) - l + 1);
-    if (!p) return 0;
-    if (!memcmp(p, lit, l)) return 1;
-    p++;
-  }
-  return 0;
-}
-
-static void add_range(ranges *rs, size_t a, size_t b) {
-  if (rs->n == rs->cap) {
-    size_t nc = rs->cap ? rs->cap * 2 : 8;
-    range *nv = realloc(rs->v, nc * sizeof *nv);
-    if (!nv) {
-      rs->oom = 1;
-      return;
-    }
-    rs->v = nv;
-    rs->cap = nc;
-  }
-  rs->v[rs->n++] = (range){a, b};
-}
-
-static int cmp_range(const void *x, const void *y) {
-  const range *a = x, *b = y;
-  return a->a < b->a ? -1 : a->a > b->a;
-}
-
-/* Every member named XPA inside the subtree of token t, as byte ranges of the document
- * that remove it with its comma. */
-static void collect_xpa(const ts_jv *v, int t, ranges *rs) {
-  int end = ts_jv_skip(v, t);
-  for (int i = t; i < end; i++) {
-    if (ts_jv_type_of(v, i) != TS_JV_OBJECT) continue;
-    int n = ts_jv_size(v, i), k = i + 1;
-    const char *kept_end = NULL; /* end of the last member that stays */
-    for (int m = 0; m < n; m++) {
-      int val = k + 1, next = ts_jv_skip(v, val);
-      ts_view kv = ts_jv_raw(v, k), vv = ts_jv_raw(v, val);
-      if (ts_jv_eq(v, k, XPA)) {
-        size_t a = (size_t)(kv.p - v->js), b = (size_t)(vv.p + vv.len - v->js);
-        if (m + 1 < n) b = (size_t)(ts_jv_raw(v, next).p - v->js);
-        else if (kept_end) a = (size_t)(kept_end - v->js);
-        add_range(rs, a, b);
-      } else {
-        kept_end = vv.p + vv.len;
-      }
-      k = next;
-    }
-  }
-}
-
-/* A tool's name and schema: records the schema's top-level XPA as its progress argument. */
-static void note_tool(ts_jv *v, int name, int schema, ts_tool_defs *defs) {
-  int pa = ts_jv_get(v, schema, XPA);
-  if (name < 0 || ts_jv_type_of(v, pa) != TS_JV_STRING || ts_jv_type_of(v, name) != TS_JV_STRING)
-    return;
-  ts_view nv, pv;
-  if (ts_jv_str(v, name, &nv) || ts_jv_str(v, pa, &pv)) return;
-  char nbuf[TS_MS_MAX_ID + 1], pbuf[1024];
-  if (nv.len > TS_MS_MAX_ID || pv.len >= sizeof pbuf || !pv.len) return;
-  memcpy(nbuf, nv.p, nv.len);
-  nbuf[nv.len] = '\0';
-  memcpy(pbuf, pv.p, pv.len);
-  pbuf[pv.len] = '\0';
-  if (strlen(nbuf) != nv.len || strlen(pbuf) != pv.len) return; /* NUL inside */
-  ts_tool_defs_set_progress(defs, nbuf, pbuf);
-}
-
-/* Strips XPA members from the tools of a JSON request body and learns the progress
- * arguments they name. Returns a malloc'd rewritten body (*out_len bytes), or NULL when
- * the body is to be forwarded untouched (no XPA, not JSON, out of memory). */
-static char *strip_progress(const char *body, size_t len, ts_tool_defs *defs, size_t *out_len) {
-  if (len < sizeof XPA || !contains(body, len, XPA, sizeof XPA - 1) || len > (256u << 20))
-    return NULL;
-  char *copy = malloc(len), *out = NULL;
-  ts_jv v;
-  memset(&v, 0, sizeof v);
-  ranges rs;
-  memset(&rs, 0, sizeof rs);
-  if (!copy) return NULL;
-  memcpy(copy, body, len);
-  size_t cap = len / 2 + 16;
-  if (cap > (64u << 20)) cap = 64u << 20;
-  if (ts_jv_init(&v, (int)cap) || ts_jv_parse(&v, copy, len)) goto done;
-  int tools = ts_jv_get(&v, 0, "tools");
-  if (ts_jv_type_of(&v, tools) != TS_JV_ARRAY) goto done;
-  /* Pass 1: ranges (raw bytes only). */
-  for (int k = 0, t = ts_jv_first(&v, tools); k < ts_jv_size(&v, tools); k++, t = ts_jv_skip(&v, t))
-    collect_xpa(&v, t, &rs);
-  if (!rs.n || rs.oom) goto done;
-  /* Pass 2: names and progress arguments (decodes strings in place in the copy). */
-  for (int k = 0, t = ts_jv_first(&v, tools); k < ts_jv_size(&v, tools); k++, t = ts_jv_skip(&v, t)) {
-    int fds = ts_jv_get(&v, t, "functionDeclarations");
-    if (fds < 0) fds = ts_jv_get(&v, t, "function_declarations");
-    if (ts_jv_type_of(&v, fds) == TS_JV_ARRAY) {
-      for (int j = 0, f = ts_jv_first(&v, fds); j < ts_jv_size(&v, fds); j++, f = ts_jv_skip(&v, f)) {
-        int sc = ts_jv_get(&v, f, "parameters");
-        if (sc < 0) sc = ts_jv_get(&v, f, "parametersJsonSchema");
-        note_tool(&v, ts_jv_get(&v, f, "name"), sc, defs);
-      }
-      continue;
-    }
-    int fn = ts_jv_get(&v, t, "function");
-    if (ts_jv_type_of(&v, fn) == TS_JV_OBJECT) {
-      note_tool(&v, ts_jv_get(&v, fn, "name"), ts_jv_get(&v, fn, "parameters"), defs);
-      continue;
-    }
-    int sc = ts_jv_get(&v, t, "input_schema");
-    if (sc < 0) sc = ts_jv_get(&v, t, "parameters");
-    note_tool(&v, ts_jv_get(&v, t, "name"), sc, defs);
-  }
-  qsort(rs.v, rs.n, sizeof *rs.v, cmp_range);
-  out = malloc(len);
-  if (!out) goto done;
-  size_t pos = 0, o = 0;
-  for (size_t i = 0; i < rs.n; i++) {
-    if (rs.v[i].a > pos) {
-      memcpy(out + o, body + pos, rs.v[i].a - pos);
-      o += rs.v[i].a - pos;
-    }
-    if (rs.v[i].b > pos) pos = rs.v[i].b;
-  }
-  memcpy(out + o, body + pos, len - pos);
-  o += len - pos;
-  *out_len = o;
-done:
-  free(rs.v);
-  ts_jv_fini(&v);
-  free(copy);
-  return out;
 }
 
 /* ---- headers ------------------------------------------------------------------------- */
@@ -415,55 +252,16 @@ static void send_json_error(struct evhttp_request *req, int status, const char *
 
 static void send_metrics(ts_gw *gw, struct evhttp_request *req) {
   struct evbuffer *b = evbuffer_new();
-  if (!b) {
+  ts_buf text;
+  ts_buf_init(&text, 1 << 20);
+  if (!b || ts_gw_metrics_render(&gw->m, &text)) {
+    if (b) evbuffer_free(b);
+    ts_buf_fini(&text);
     evhttp_send_error(req, 500, NULL);
     return;
   }
-  const ts_gw_stats *s = &gw->st;
-  evbuffer_add_printf(b,
-      "# HELP toolstream_gateway_streams_open Proxied requests in progress.\n"
-      "# TYPE toolstream_gateway_streams_open gauge\n"
-      "toolstream_gateway_streams_open %llu\n"
-      "# HELP toolstream_gateway_streams_total Proxied requests started.\n"
-      "# TYPE toolstream_gateway_streams_total counter\n"
-      "toolstream_gateway_streams_total %llu\n"
-      "# HELP toolstream_gateway_requests_total Requests received, built-in endpoints included.\n"
-      "# TYPE toolstream_gateway_requests_total counter\n"
-      "toolstream_gateway_requests_total %llu\n"
-      "# HELP toolstream_gateway_bytes_total Body bytes forwarded, by direction.\n"
-      "# TYPE toolstream_gateway_bytes_total counter\n"
-      "toolstream_gateway_bytes_total{direction=\"upstream\"} %llu\n"
-      "toolstream_gateway_bytes_total{direction=\"client\"} %llu\n"
-      "# HELP toolstream_gateway_events_published_total Thread events published on the bus.\n"
-      "# TYPE toolstream_gateway_events_published_total counter\n"
-      "toolstream_gateway_events_published_total %llu\n"
-      "# HELP toolstream_gateway_tap_errors_total tool_call_error and stream_error events of the tap.\n"
-      "# TYPE toolstream_gateway_tap_errors_total counter\n"
-      "toolstream_gateway_tap_errors_total %llu\n"
-      "# HELP toolstream_gateway_upstream_errors_total Upstreams unreachable, broken, timed out or answering an error status.\n"
-      "# TYPE toolstream_gateway_upstream_errors_total counter\n"
-      "toolstream_gateway_upstream_errors_total %llu\n"
-      "# HELP toolstream_gateway_client_aborts_total Clients that left before the end of the reply.\n"
-      "# TYPE toolstream_gateway_client_aborts_total counter\n"
-      "toolstream_gateway_client_aborts_total %llu\n"
-      "# HELP toolstream_gateway_upstream_latency_seconds Time from the request to the upstream's response headers.\n"
-      "# TYPE toolstream_gateway_upstream_latency_seconds histogram\n",
-      (unsigned long long)s->streams_open, (unsigned long long)s->streams_total,
-      (unsigned long long)s->requests_total, (unsigned long long)s->bytes_up,
-      (unsigned long long)s->bytes_down, (unsigned long long)s->events_published,
-      (unsigned long long)s->tap_errors, (unsigned long long)s->upstream_errors,
-      (unsigned long long)s->client_aborts);
-  uint64_t cum = 0;
-  for (size_t i = 0; i < N_LAT; i++) {
-    cum += gw->lat_count[i];
-    evbuffer_add_printf(b, "toolstream_gateway_upstream_latency_seconds_bucket{le=\"%g\"} %llu\n",
-                        lat_bounds[i], (unsigned long long)cum);
-  }
-  evbuffer_add_printf(b,
-      "toolstream_gateway_upstream_latency_seconds_bucket{le=\"+Inf\"} %llu\n"
-      "toolstream_gateway_upstream_latency_seconds_sum %.6f\n"
-      "toolstream_gateway_upstream_latency_seconds_count %llu\n",
-      (unsigned long long)gw->lat_n, gw->lat_sum, (unsigned long long)gw->lat_n);
+  evbuffer_add(b, text.p, text.len);
+  ts_buf_fini(&text);
   evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                     "text/plain; version=0.0.4; charset=utf-8");
   evhttp_send_reply(req, 200, "OK", b);
@@ -497,7 +295,7 @@ static void reap(gw_req *r) {
   if (r->reaping) return;
   r->reaping = 1;
   ts_gw *gw = r->gw;
-  if (r->counted_open) gw->st.streams_open--;
+  if (r->counted_open) gw->m.st.streams_open--;
   if (r->scon) evhttp_connection_set_closecb(r->scon, NULL, NULL);
   r->scon = NULL;
   r->sreq = NULL;
@@ -601,7 +399,7 @@ static void on_client_drained(struct evhttp_connection *con, void *arg) {
 static void on_client_close(struct evhttp_connection *con, void *arg) {
   (void)con;
   gw_req *r = arg;
-  r->gw->st.client_aborts++;
+  r->gw->m.st.client_aborts++;
   /* libevent 2.1 detaches a request it was still answering from the dying connection
    * and leaves it to us: ending it is what frees it. */
   if (r->sreq && !evhttp_request_get_connection(r->sreq)) evhttp_send_reply_end(r->sreq);
@@ -619,11 +417,7 @@ static int on_up_headers(struct evhttp_request *u, void *arg) {
   if (r->reaping || !r->sreq) return -1;
   int code = evhttp_request_get_response_code(u);
   double lat = mono_s() - r->t_start;
-  size_t b = 0;
-  while (b < N_LAT && lat > lat_bounds[b]) b++;
-  gw->lat_count[b]++;
-  gw->lat_sum += lat;
-  gw->lat_n++;
+  ts_gw_metrics_latency(&gw->m, lat);
 
   struct evkeyvalq *in = evhttp_request_get_input_headers(u);
   struct evkeyvalq *out = evhttp_request_get_output_headers(r->sreq);
@@ -643,7 +437,7 @@ static int on_up_headers(struct evhttp_request *u, void *arg) {
     cfg.deltas = gw->cfg.deltas;
     cfg.text = gw->cfg.text;
     r->tap = ts_tap_new(&cfg, on_tap_event, r);
-    if (!r->tap) gw->st.tap_errors++;
+    if (!r->tap) gw->m.st.tap_errors++;
   } else if (code >= 400) {
     char msg[96];
     snprintf(msg, sizeof msg, "the upstream answered %d", code);
@@ -673,7 +467,7 @@ static void on_up_chunk(struct evhttp_request *u, void *arg) {
     if (tap) evbuffer_copyout(in, r->scratch, n);
   }
   evhttp_send_reply_chunk_with_cb(r->sreq, in, on_client_drained, r);
-  r->gw->st.bytes_down += n;
+  r->gw->m.st.bytes_down += n;
   /* Write to the client now rather than on the next loop turn: the chunk leaves before
    * the tap runs and one wake-up earlier. What the socket does not take stays queued
    * for the bufferevent (which also reports errors); a partial write is harmless. */
@@ -703,28 +497,21 @@ static void on_up_done(struct evhttp_request *u, void *arg) {
   r->ureq = NULL; /* libevent frees it after this call */
   if (r->reaping) return;
   if (!u || evhttp_request_get_response_code(u) == 0) {
-    char msg[400];
+    char msg[640];
     int timeout = r->uerr == EVREQ_HTTP_TIMEOUT;
     const char *what = !r->headers_sent ? (r->uerr < 0 ? "cannot connect to the upstream %s"
                                                        : "the upstream %s broke off before answering")
                                         : (timeout ? "the upstream %s went idle mid-stream"
                                                    : "the upstream %s broke off mid-stream");
-    snprintf(msg, sizeof msg, what, r->rt->host_header);
+    snprintf(msg, sizeof msg, what, r->rt->up.host_hdr);
     /* A TLS failure explains itself through the connection's SSL: a handshake that never
      * finished, with the certificate's verify result when that is what failed. */
     int tls = 0;
-    SSL *ssl = r->rt->tls && r->ubev ? bufferevent_openssl_get_ssl(r->ubev) : NULL;
-    if (ssl && !r->headers_sent && !SSL_is_init_finished(ssl)) {
-      unsigned long e = 0, last = 0;
-      while ((e = bufferevent_get_openssl_error(r->ubev))) last = e;
-      long vr = SSL_get_verify_result(ssl);
-      if (vr != X509_V_OK || last) {
-        tls = 1;
-        snprintf(msg, sizeof msg, "TLS with the upstream %s failed: %s", r->rt->host_header,
-                 vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "handshake error");
-      }
+    char reason[300];
+    if (r->rt->up.tls && !r->headers_sent && ts_upstream_tls_failure(r->ubev, reason, sizeof reason)) {
+      tls = 1;
+      snprintf(msg, sizeof msg, "TLS with the upstream %s failed: %s", r->rt->up.host_hdr, reason);
     }
-    ERR_clear_error();
     fail(r, tls ? TS_E_GW_TLS : timeout ? TS_E_GW_TIMEOUT : TS_E_GW_UPSTREAM,
          timeout ? 504 : 502, msg);
     return;
@@ -740,35 +527,9 @@ static void on_up_done(struct evhttp_request *u, void *arg) {
   reap(r);
 }
 
-static const route *pick_route(ts_gw *gw, const char *path) {
-  const route *best = NULL;
-  size_t best_len = 0;
-  for (size_t i = 0; i < gw->nroutes; i++) {
-    size_t l = strlen(gw->routes[i].prefix);
-    if (strncmp(path, gw->routes[i].prefix, l)) continue;
-    if (!best || l > best_len) best = &gw->routes[i], best_len = l;
-  }
-  return best;
-}
-
-static ts_ms_format format_for(const char *path, size_t plen) {
-  struct {
-    const char *suffix;
-    ts_ms_format f;
-  } map[] = {{"/chat/completions", TS_MS_OPENAI_CHAT},
-             {"/responses", TS_MS_OPENAI_RESPONSES},
-             {"/messages", TS_MS_ANTHROPIC},
-             {":streamGenerateContent", TS_MS_GEMINI}};
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-    size_t l = strlen(map[i].suffix);
-    if (plen >= l && !memcmp(path + plen - l, map[i].suffix, l)) return map[i].f;
-  }
-  return TS_MS_AUTO;
-}
-
 static void on_request(struct evhttp_request *sreq, void *arg) {
   ts_gw *gw = arg;
-  gw->st.requests_total++;
+  gw->m.st.requests_total++;
   const char *uri = evhttp_request_get_uri(sreq);
   enum evhttp_cmd_type cmd = evhttp_request_get_command(sreq);
   size_t plen = strcspn(uri, "?#");
@@ -795,7 +556,7 @@ static void on_request(struct evhttp_request *sreq, void *arg) {
                     NULL);
     return;
   }
-  const route *rt = pick_route(gw, uri);
+  const ts_gw_route *rt = ts_gw_route_pick(gw->routes, gw->nroutes, uri);
   if (!rt) {
     send_json_error(sreq, 404, "Not Found", "toolstream gateway: no upstream for this path", NULL);
     return;
@@ -811,7 +572,7 @@ static void on_request(struct evhttp_request *sreq, void *arg) {
   r->sreq = sreq;
   r->scon = evhttp_request_get_connection(sreq);
   r->t_start = mono_s();
-  r->format = format_for(uri, plen);
+  r->format = ts_gw_path_format(uri, plen);
   const char *th = evhttp_find_header(hin, TS_GW_HEADER_THREAD);
   if (th && strlen(th) < sizeof r->thread && ts_thread_id_valid(th, strlen(th))) {
     snprintf(r->thread, sizeof r->thread, "%s", th);
@@ -822,32 +583,17 @@ static void on_request(struct evhttp_request *sreq, void *arg) {
   r->pause_ev = event_new(gw->base, -1, 0, on_pause, r);
   r->reap_ev = event_new(gw->base, -1, 0, reap_cb, r);
   if (!r->timer || !r->pause_ev || !r->reap_ev) goto nomem;
-  gw->st.streams_total++;
-  gw->st.streams_open++;
+  gw->m.st.streams_total++;
+  gw->m.st.streams_open++;
   r->counted_open = 1;
   r->next = gw->live;
   if (gw->live) gw->live->prev = r;
   gw->live = r;
 
-  if (rt->tls) {
-    SSL *ssl = SSL_new(gw->ssl_ctx);
-    if (!ssl) goto nomem_live;
-    if (rt->is_ip) {
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), rt->host);
-    } else {
-      SSL_set_tlsext_host_name(ssl, rt->host);
-      SSL_set1_host(ssl, rt->host);
-    }
-    r->ubev = bufferevent_openssl_socket_new(gw->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
-                                             BEV_OPT_CLOSE_ON_FREE);
-    if (!r->ubev) {
-      SSL_free(ssl);
-      goto nomem_live;
-    }
-    bufferevent_openssl_set_allow_dirty_shutdown(r->ubev, 1);
-  }
-  r->ucon = evhttp_connection_base_bufferevent_new(gw->base, NULL, r->ubev, rt->host,
-                                                   (unsigned short)rt->port);
+  if (rt->up.tls && !(r->ubev = ts_upstream_tls_bev(gw->base, gw->ssl_ctx, &rt->up)))
+    goto nomem_live;
+  r->ucon = evhttp_connection_base_bufferevent_new(gw->base, NULL, r->ubev, rt->up.host,
+                                                   (unsigned short)rt->up.port);
   if (!r->ucon) {
     if (r->ubev) bufferevent_free(r->ubev);
     goto nomem_live;
@@ -873,7 +619,7 @@ static void on_request(struct evhttp_request *sreq, void *arg) {
       continue;
     evhttp_add_header(hout, kv->key, kv->value);
   }
-  evhttp_add_header(hout, "Host", rt->host_header);
+  evhttp_add_header(hout, "Host", rt->up.host_hdr);
   evhttp_add_header(hout, "Accept-Encoding", "identity");
 
   struct evbuffer *body = evhttp_request_get_input_buffer(sreq);
@@ -883,7 +629,7 @@ static void on_request(struct evhttp_request *sreq, void *arg) {
   size_t rlen = 0;
   if (blen) {
     const char *bp = (const char *)evbuffer_pullup(body, -1);
-    rewritten = bp ? strip_progress(bp, blen, &r->defs, &rlen) : NULL;
+    rewritten = bp ? ts_progress_strip(bp, blen, &r->defs, &rlen) : NULL;
     if (rewritten) {
       evbuffer_add(ubody, rewritten, rlen);
       free(rewritten);
@@ -891,7 +637,7 @@ static void on_request(struct evhttp_request *sreq, void *arg) {
       evbuffer_add_buffer(ubody, body);
     }
   }
-  gw->st.bytes_up += evbuffer_get_length(ubody);
+  gw->m.st.bytes_up += evbuffer_get_length(ubody);
   /* POST and friends always carry Content-Length (libevent adds it from the buffer);
    * libevent leaves it out for a GET with no body. */
 
@@ -926,46 +672,6 @@ nomem:
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
-static int parse_route(const ts_gw_upstream *up, route *rt, char *why, size_t cap) {
-  memset(rt, 0, sizeof *rt);
-  const char *prefix = up->prefix ? up->prefix : "";
-  if (strlen(prefix) >= sizeof rt->prefix || (*prefix && *prefix != '/')) {
-    set_why(why, cap, "upstream prefix '%s' must start with '/'", prefix);
-    return TS_E_INVAL;
-  }
-  snprintf(rt->prefix, sizeof rt->prefix, "%s", prefix);
-  struct evhttp_uri *u = up->url ? evhttp_uri_parse(up->url) : NULL;
-  const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
-  const char *host = u ? evhttp_uri_get_host(u) : NULL;
-  if (!u || !scheme || !host || !*host || evhttp_uri_get_userinfo(u) ||
-      (strcasecmp(scheme, "http") && strcasecmp(scheme, "https")) || strlen(host) >= sizeof rt->host) {
-    set_why(why, cap, "upstream URL '%s' is not http(s)://host[:port][/path]",
-            up->url ? up->url : "(null)");
-    if (u) evhttp_uri_free(u);
-    return TS_E_INVAL;
-  }
-  rt->tls = !strcasecmp(scheme, "https");
-  rt->port = evhttp_uri_get_port(u);
-  if (rt->port <= 0) rt->port = rt->tls ? 443 : 80;
-  /* libevent keeps the brackets of an IPv6 literal out of the host */
-  snprintf(rt->host, sizeof rt->host, "%s", host);
-  struct in6_addr a6;
-  struct in_addr a4;
-  rt->is_ip = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
-  int v6 = strchr(host, ':') != NULL;
-  int default_port = rt->port == (rt->tls ? 443 : 80);
-  if (default_port)
-    snprintf(rt->host_header, sizeof rt->host_header, v6 ? "[%s]" : "%s", host);
-  else
-    snprintf(rt->host_header, sizeof rt->host_header, v6 ? "[%s]:%d" : "%s:%d", host, rt->port);
-  const char *p = evhttp_uri_get_path(u);
-  snprintf(rt->base_path, sizeof rt->base_path, "%s", p ? p : "");
-  size_t l = strlen(rt->base_path);
-  while (l && rt->base_path[l - 1] == '/') rt->base_path[--l] = '\0';
-  evhttp_uri_free(u);
-  return 0;
-}
-
 int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, char *why,
               size_t why_cap) {
   if (!base || !cfg || !out || !cfg->n_upstreams || cfg->n_upstreams > TS_GW_MAX_UPSTREAMS) {
@@ -985,25 +691,16 @@ int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, cha
   ts_buf_init(&gw->line, (size_t)64 << 20);
   int rc = TS_E_INVAL, need_tls = 0;
   for (size_t i = 0; i < cfg->n_upstreams; i++) {
-    if ((rc = parse_route(&cfg->upstreams[i], &gw->routes[i], why, why_cap))) goto fail;
-    need_tls |= gw->routes[i].tls;
+    if ((rc = ts_gw_route_parse(cfg->upstreams[i].prefix, cfg->upstreams[i].url, &gw->routes[i],
+                                why, why_cap)))
+      goto fail;
+    need_tls |= gw->routes[i].up.tls;
     gw->nroutes++;
   }
   if (need_tls || cfg->ca_file) {
-    gw->ssl_ctx = SSL_CTX_new(TLS_client_method());
-    rc = TS_E_NOMEM;
-    if (!gw->ssl_ctx) goto fail;
-    SSL_CTX_set_min_proto_version(gw->ssl_ctx, TLS1_2_VERSION);
-    SSL_CTX_set_verify(gw->ssl_ctx, SSL_VERIFY_PEER, NULL);
-    int ok = cfg->ca_file ? SSL_CTX_load_verify_locations(gw->ssl_ctx, cfg->ca_file, NULL)
-                          : SSL_CTX_set_default_verify_paths(gw->ssl_ctx);
-    if (ok != 1) {
-      ERR_clear_error();
-      set_why(why, why_cap, "cannot load the CA file %s",
-              cfg->ca_file ? cfg->ca_file : "(system store)");
-      rc = TS_E_GW_TLS;
-      goto fail;
-    }
+    rc = ts_upstream_tls_ctx(cfg->ca_file, &gw->ssl_ctx, why, why_cap);
+    if (rc == TS_E_HTTP_TLS) rc = TS_E_GW_TLS;
+    if (rc) goto fail;
   }
   rc = TS_E_NOMEM;
   gw->http = evhttp_new(base);
@@ -1038,7 +735,7 @@ fail:
 
 int ts_gw_port(const ts_gw *gw) { return gw->port; }
 
-void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st) { *st = gw->st; }
+void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st) { *st = gw->m.st; }
 
 void ts_gw_free(ts_gw *gw) {
   if (!gw) return;

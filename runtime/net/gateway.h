@@ -10,9 +10,10 @@
  * published on the event bus (events/bus_pub.h) under the request's thread id, so UIs
  * and watchdogs see `tool_call_started` while the client is still reading the call.
  *
- * It is the second module of runtime/ that includes libevent (and OpenSSL): an evhttp
- * server for the clients, one evhttp client connection per proxied request for the
- * upstream (plain, or TLS through bufferevent_openssl with verification always on).
+ * An evhttp server for the clients, one evhttp client connection per proxied request
+ * for the upstream (plain, or TLS through net/upstream.h with verification always on).
+ * Its parts: net/gw_route.h (routes, the path-to-format map), net/progress_strip.h (the
+ * x-progress-argument rewrite), net/gw_metrics.h (counters and /metrics).
  *
  * Requests
  *   - The request body is read whole (evhttp) up to max_body_bytes (413 past it),
@@ -72,6 +73,7 @@
 #include <stdint.h>
 
 #include "events/bus_pub.h"
+#include "net/gw_metrics.h"
 #include "stream/tool_defs.h"
 
 struct event_base;
@@ -119,12 +121,7 @@ int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, cha
 /* The port actually bound. */
 int ts_gw_port(const ts_gw *gw);
 
-typedef struct {
-  uint64_t streams_open, streams_total, requests_total;
-  uint64_t bytes_up, bytes_down; /* request bodies sent up; response bodies sent down */
-  uint64_t events_published, tap_errors, upstream_errors, client_aborts;
-} ts_gw_stats;
-
+/* The counters behind /metrics (net/gw_metrics.h). */
 void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st);
 
 /* Closes the listener and every connection (upstream requests are cancelled) and frees
