@@ -30,6 +30,7 @@
  * numbers its own events.
  */
 #define _DEFAULT_SOURCE /* struct timeval */
+#include "base/hmap.h"
 #include "base/thread_id.h"
 #include "net/gateway.h"
 
@@ -61,10 +62,6 @@
 #include "net/upstream.h"
 #include "stream/tap.h"
 
-typedef struct {
-  char *key;
-  uint64_t seq;
-} seq_slot;
 
 typedef struct gw_req gw_req;
 
@@ -77,8 +74,7 @@ struct ts_gw {
   SSL_CTX *ssl_ctx;
   ts_gw_config cfg;
   ts_gw_metrics m;
-  seq_slot *seqs;
-  size_t seq_cap, seq_n;
+  ts_hmap seqs; /* seq_node by thread id */
   gw_req *live;
   ts_buf line;
 };
@@ -118,44 +114,33 @@ static void set_why(char *why, size_t cap, const char *msg, const char *arg) {
 
 /* ---- thread seq map ------------------------------------------------------------------ */
 
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
 /* Threads named by clients whose seq the map keeps; past this, a new name's events are
  * numbered from 1 per request (a thread id reused by that many conversations is rare,
  * and the map must not grow without bound). */
 #define TS_GW_MAX_NAMED_THREADS (1u << 20)
 
+typedef struct {
+  ts_hmap_node h; /* first */
+  uint64_t seq;
+  char key[]; /* the thread id, NUL-terminated */
+} seq_node;
+
 /* The next seq of `thread` (1 for a new thread); 0 when out of memory or full. */
 static uint64_t next_seq(ts_gw *gw, const char *thread) {
-  if ((gw->seq_n + 1) * 10 > gw->seq_cap * 7) {
-    if (gw->seq_n >= TS_GW_MAX_NAMED_THREADS) goto lookup_only;
-    size_t ncap = gw->seq_cap ? gw->seq_cap * 2 : 256;
-    seq_slot *ns = calloc(ncap, sizeof *ns);
-    if (!ns) return 0;
-    for (size_t i = 0; i < gw->seq_cap; i++) {
-      if (!gw->seqs[i].key) continue;
-      size_t j = hash_str(gw->seqs[i].key) & (ncap - 1);
-      while (ns[j].key) j = (j + 1) & (ncap - 1);
-      ns[j] = gw->seqs[i];
+  size_t len = strlen(thread);
+  seq_node *n = (seq_node *)ts_hmap_find(&gw->seqs, thread, len);
+  if (!n) {
+    if (gw->seqs.n >= TS_GW_MAX_NAMED_THREADS) return 0; /* full */
+    n = malloc(sizeof *n + len + 1);
+    if (!n) return 0;
+    memcpy(n->key, thread, len + 1);
+    n->seq = 0;
+    if (ts_hmap_insert(&gw->seqs, &n->h, n->key, len)) {
+      free(n);
+      return 0;
     }
-    free(gw->seqs);
-    gw->seqs = ns;
-    gw->seq_cap = ncap;
   }
-lookup_only:;
-  size_t j = hash_str(thread) & (gw->seq_cap - 1);
-  while (gw->seqs[j].key && strcmp(gw->seqs[j].key, thread)) j = (j + 1) & (gw->seq_cap - 1);
-  if (!gw->seqs[j].key) {
-    if ((gw->seq_n + 1) * 10 > gw->seq_cap * 7) return 0; /* full */
-    gw->seqs[j].key = strdup(thread);
-    if (!gw->seqs[j].key) return 0;
-    gw->seq_n++;
-  }
-  return ++gw->seqs[j].seq;
+  return ++n->seq;
 }
 
 /* ---- publishing ---------------------------------------------------------------------- */
@@ -688,6 +673,11 @@ int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, cha
   if (!gw->cfg.max_header_bytes) gw->cfg.max_header_bytes = TS_GW_MAX_HEADER_BYTES;
   if (!gw->cfg.max_body_bytes) gw->cfg.max_body_bytes = TS_GW_MAX_BODY_BYTES;
   gw->cfg.upstreams = NULL;
+  int mrc = ts_hmap_init(&gw->seqs);
+  if (mrc) {
+    free(gw);
+    return mrc;
+  }
   ts_buf_init(&gw->line, (size_t)64 << 20);
   int rc = TS_E_INVAL, need_tls = 0;
   for (size_t i = 0; i < cfg->n_upstreams; i++) {
@@ -746,8 +736,11 @@ void ts_gw_free(ts_gw *gw) {
   }
   if (gw->http) evhttp_free(gw->http);
   if (gw->ssl_ctx) SSL_CTX_free(gw->ssl_ctx);
-  for (size_t i = 0; i < gw->seq_cap; i++) free(gw->seqs[i].key);
-  free(gw->seqs);
+  for (ts_hmap_node *n = ts_hmap_next(&gw->seqs, NULL), *next; n; n = next) {
+    next = ts_hmap_next(&gw->seqs, n);
+    free(n);
+  }
+  ts_hmap_fini(&gw->seqs);
   ts_buf_fini(&gw->line);
   free(gw);
 }
