@@ -86,6 +86,20 @@ struct event_base;
 /* Bytes waiting for a slow client before the upstream is paused: a few chunks. */
 #define TS_GW_CLIENT_HIGH_WATER (64 * 1024)
 #define TS_GW_MAX_UPSTREAMS 16
+/* The whole request head (request line and every header) must arrive within this, from
+ * the connection's accept or from the first byte of a later request on it: a client
+ * sending its head a byte at a time (slowloris) is answered 408 and closed. */
+#define TS_GW_HEAD_TIMEOUT_MS 10000
+/* An idle kept-alive connection is closed after this. */
+#define TS_GW_KEEPALIVE_TIMEOUT_MS 60000
+/* Concurrent client connections when not configured: half of what the fd limit leaves
+ * after TS_GW_FD_RESERVE (each proxied request holds a client and an upstream socket),
+ * at most TS_GW_MAX_CONNECTIONS_CAP. Past it, new connections get 503 and are closed. */
+#define TS_GW_FD_RESERVE 64
+#define TS_GW_MAX_CONNECTIONS_CAP 65536
+/* Bytes a client may send ahead (a pipelined request) while its request is in flight;
+ * past it the gateway stops reading from that client until the reply is done. */
+#define TS_GW_PIPELINE_BYTES (64 * 1024)
 #define TS_GW_HEADER_THREAD "X-Toolstream-Thread"
 
 typedef struct {
@@ -106,6 +120,13 @@ typedef struct {
   int idle_timeout_ms;
   size_t max_header_bytes;
   size_t max_body_bytes;
+  int head_timeout_ms;     /* 0: TS_GW_HEAD_TIMEOUT_MS */
+  size_t max_connections;  /* 0: from the fd limit (above) */
+  size_t max_per_client;   /* connections from one client address; 0: half of the above */
+  /* Where the gateway's own complaints go (accept failures, at most one line a second);
+   * NULL: standard error. */
+  void (*log)(void *user, const char *line);
+  void *log_user;
   int deltas;              /* publish tool_call_delta too */
   int text;                /* publish text_delta too */
 } ts_gw_config;

@@ -58,6 +58,18 @@ int ts_gw_metrics_render(const ts_gw_metrics *m, ts_buf *b) {
           s->upstream_errors);
   counter(b, "client_aborts_total", "counter", "Clients that left before the end of the reply.",
           s->client_aborts);
+  counter(b, "connections_open", "gauge", "Client connections open.", s->connections_open);
+  counter(b, "connections_refused_total", "counter",
+          "Client connections refused with 503 (over the connection caps).",
+          s->connections_refused);
+  counter(b, "requests_refused_total", "counter",
+          "Requests refused by the gateway itself (malformed, ambiguous framing, limits).",
+          s->requests_refused);
+  counter(b, "head_timeouts_total", "counter",
+          "Connections closed because a request head did not arrive in time.",
+          s->head_timeouts);
+  counter(b, "accept_errors_total", "counter",
+          "Failed accepts (out of file descriptors); accepting backs off.", s->accept_errors);
   put(b, "# HELP toolstream_gateway_upstream_latency_seconds Time from the request to the "
          "upstream's response headers.\n"
          "# TYPE toolstream_gateway_upstream_latency_seconds histogram\n");

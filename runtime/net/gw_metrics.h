@@ -18,6 +18,11 @@ typedef struct {
   uint64_t streams_open, streams_total, requests_total;
   uint64_t bytes_up, bytes_down; /* request bodies sent up; response bodies sent down */
   uint64_t events_published, tap_errors, upstream_errors, client_aborts;
+  uint64_t connections_open;    /* client connections now */
+  uint64_t connections_refused; /* over --max-connections or --max-per-client: 503 */
+  uint64_t requests_refused;    /* malformed, ambiguous or over a limit: 4xx from us */
+  uint64_t head_timeouts;       /* request heads not complete within the deadline */
+  uint64_t accept_errors;       /* accept() failures (the fd limit) */
 } ts_gw_stats;
 
 /* The upstream latency histogram's bucket count (bounds in gw_metrics.c, in seconds:
