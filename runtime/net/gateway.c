@@ -511,6 +511,16 @@ static void response_done(conn *c) {
   exchange_done(c, c->close_after);
 }
 
+/* A malformed chunk mid-body: the reply is cut there. Frees c; returns 1. */
+static int bad_chunk(conn *c, struct evbuffer *in, const char *why) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "the upstream %s sent a malformed chunked body: %s",
+           c->rt->up.host_hdr, why);
+  evbuffer_drain(in, evbuffer_get_length(in));
+  cut(c, TS_E_GW_RESPONSE, msg);
+  return 1;
+}
+
 /* Moves what the upstream sent of the body to the client. Returns 1 when c was freed. */
 static int upstream_body(conn *c) {
   struct evbuffer *in = bufferevent_get_input(c->ubev);
@@ -538,24 +548,10 @@ static int upstream_body(conn *c) {
         long used = ts_chunked_feed(&probe, p, n, NULL, NULL, &done, &why);
         k = used < 0 ? (size_t)(probe.offset - c->udec.offset) : (size_t)used;
         client_write(c, p, k);
-        if (used < 0) {
-          char msg[512];
-          snprintf(msg, sizeof msg, "the upstream %s sent a malformed chunked body: %s",
-                   c->rt->up.host_hdr, why);
-          evbuffer_drain(in, n);
-          cut(c, TS_E_GW_RESPONSE, msg);
-          return 1;
-        }
+        if (used < 0) return bad_chunk(c, in, why);
       }
       long used = ts_chunked_feed(&c->udec, p, k, on_chunk_data, c, &done, &why);
-      if (used < 0) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "the upstream %s sent a malformed chunked body: %s",
-                 c->rt->up.host_hdr, why);
-        evbuffer_drain(in, n);
-        cut(c, TS_E_GW_RESPONSE, msg);
-        return 1;
-      }
+      if (used < 0) return bad_chunk(c, in, why);
       k = (size_t)used;
     } else {
       done = 1;

@@ -419,7 +419,7 @@ START_TEST(test_upstream_error_status_passes) {
   ck_assert_str_eq(r.body.p, "{\"error\":{\"message\":\"model_server: status 503\",\"type\":\"test\"}}");
   sb log;
   memset(&log, 0, sizeof log);
-  ck_assert_msg(sub_wait(sub, &log, "\"stream_error\"", 5000), "events: %s", sb_str(&log));
+  ck_assert_msg(sub_wait(sub, &log, "\"stream_error\"", 60000), "events: %s", sb_str(&log));
   ck_assert_msg(strstr(log.p, "gw_status") || strstr(log.p, "-902"), "%s", log.p);
   sb_free(&log);
   resp_free(&r);
@@ -453,7 +453,7 @@ START_TEST(test_upstream_unreachable) {
   ck_assert_msg(strstr(r.body.p, "toolstream gateway"), "%s", r.body.p);
   sb log;
   memset(&log, 0, sizeof log);
-  ck_assert_msg(sub_wait(sub, &log, "\"stream_error\"", 5000), "events: %s", sb_str(&log));
+  ck_assert_msg(sub_wait(sub, &log, "\"stream_error\"", 60000), "events: %s", sb_str(&log));
   sb_free(&log);
   resp_free(&r);
   ts_sub_close(sub);
@@ -477,7 +477,7 @@ START_TEST(test_upstream_breaks_midstream) {
   ck_assert(!memcmp(r.body.p, data, 300));
   sb log;
   memset(&log, 0, sizeof log);
-  ck_assert_msg(sub_wait(sub, &log, "\"stream_error\"", 5000), "events: %s", sb_str(&log));
+  ck_assert_msg(sub_wait(sub, &log, "\"stream_error\"", 60000), "events: %s", sb_str(&log));
   sb_free(&log);
   resp_free(&r);
   ts_sub_close(sub);
@@ -512,11 +512,11 @@ START_TEST(test_client_disconnect_cancels_upstream) {
   int fd = send_request(e.gw_port, "POST", "/v1/chat/completions?slow=200&chunk=8", NULL, "{}", 2);
   http_resp r;
   memset(&r, 0, sizeof r);
-  double end = now_ms() + 5000;
+  double end = now_ms() + 60000;
   while (now_ms() < end && r.raw.len < 200) read_some(fd, &r, 50);
   ck_assert_int_eq(established(e.ms_port), 2); /* gateway <-> model server, both ends */
   close(fd);
-  end = now_ms() + 5000;
+  end = now_ms() + 60000;
   while (now_ms() < end && established(e.ms_port) != 0) sleep_ms(20);
   ck_assert_int_eq(established(e.ms_port), 0);
   http_resp m = do_request(e.gw_port, "GET", "/metrics", NULL, NULL, 0);
@@ -606,7 +606,7 @@ START_TEST(test_thread_continues_across_requests) {
   }
   sb log;
   memset(&log, 0, sizeof log);
-  double end = now_ms() + 5000;
+  double end = now_ms() + 60000;
   int turns = 0;
   while (now_ms() < end && turns < 2) {
     ts_sub_item it;
@@ -669,7 +669,7 @@ START_TEST(test_https_upstream_verified) {
   ck_assert_int_eq(r.status, 502);
   sb log;
   memset(&log, 0, sizeof log);
-  ck_assert_msg(sub_wait(sub, &log, "\"stream_error\"", 5000), "events: %s", sb_str(&log));
+  ck_assert_msg(sub_wait(sub, &log, "\"stream_error\"", 60000), "events: %s", sb_str(&log));
   ck_assert_msg(strstr(log.p, "-903") || strstr(log.p, "gw_tls"), "%s", log.p);
   sb_free(&log);
   ts_sub_close(sub);
@@ -689,18 +689,21 @@ START_TEST(test_headers_timeout) {
   env_start(&e, contents, lens, 1, 0, extra);
   ts_sub *sub = sub_open(&e, "th_stall");
   double t0 = now_ms();
-  http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions?stall=3000",
+  /* the upstream would answer after a minute: a 504 long before that is the gateway's
+   * own timeout, however slow the machine */
+  http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions?stall=60000",
                            "X-Toolstream-Thread: th_stall\r\n", "{}", 2);
   double took = now_ms() - t0;
   ck_assert_int_eq(r.status, 504);
-  ck_assert_msg(took < 2000, "504 after %.0f ms", took);
+  ck_assert_msg(took >= 290 && took < 30000, "504 after %.0f ms", took);
   sb log;
   memset(&log, 0, sizeof log);
-  ck_assert_msg(sub_wait(sub, &log, "\"stream_error\"", 5000), "events: %s", sb_str(&log));
+  ck_assert_msg(sub_wait(sub, &log, "\"stream_error\"", 60000), "events: %s", sb_str(&log));
   ck_assert_msg(strstr(log.p, "-901") || strstr(log.p, "gw_timeout"), "%s", log.p);
   sb_free(&log);
   ts_sub_close(sub);
   resp_free(&r);
+  kill(e.ms.pid, SIGTERM); /* still stalling */
   env_stop(&e);
 }
 END_TEST
@@ -714,14 +717,17 @@ START_TEST(test_idle_timeout_cuts_stream) {
   env e;
   env_start(&e, contents, lens, 1, 0, extra);
   double t0 = now_ms();
-  http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions?slow=3000&chunk=100", NULL,
+  /* one chunk, then a minute of silence: the cut comes from the idle timeout (timers
+   * never fire early; a loaded machine only makes them late) */
+  http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions?slow=60000&chunk=100", NULL,
                            "{}", 2);
   double took = now_ms() - t0;
   ck_assert_int_eq(r.status, 200);
   ck_assert_msg(!r.complete, "an idle upstream must end in a cut stream");
   ck_assert_uint_eq(r.body.len, 100);
-  ck_assert_msg(took > 900 && took < 2900, "cut after %.0f ms", took);
+  ck_assert_msg(took > 900 && took < 30000, "cut after %.0f ms", took);
   resp_free(&r);
+  kill(e.ms.pid, SIGTERM); /* its next chunk is a minute away */
   env_stop(&e);
   free(data);
 }
@@ -1266,16 +1272,23 @@ START_TEST(test_fd_limit) {
   env_start(&e, contents, lens, 2, 0, NULL);
   gw_fd_limit = 0;
   int fds[100];
-  int refused = 0;
   for (int i = 0; i < 100; i++) fds[i] = connect_from("127.0.0.1", e.gw_port);
+  /* wait until the gateway has dealt with most of them (a 503 is sent before it is
+   * counted), then look at what each socket holds */
+  long seen = -1;
+  double until = now_ms() + 60000;
+  while (now_ms() < until && (seen = metric(e.gw_port, "toolstream_gateway_connections_refused_total")) < 50)
+    sleep_ms(20);
+  ck_assert_msg(seen >= 50, "only %ld of 100 connections were refused", seen);
+  int refused = 0;
   for (int i = 0; i < 100; i++) {
     struct pollfd pfd = {fds[i], POLLIN, 0};
     char buf[512];
-    if (poll(&pfd, 1, i < 20 ? 200 : 0) > 0 && recv(fds[i], buf, sizeof buf - 1, MSG_PEEK) > 12 &&
+    if (poll(&pfd, 1, 0) > 0 && recv(fds[i], buf, sizeof buf - 1, MSG_PEEK) > 12 &&
         !strncmp(buf, "HTTP/1.1 503", 12))
       refused++;
   }
-  ck_assert_msg(refused >= 50, "only %d of 100 connections were refused with 503", refused);
+  ck_assert_msg(refused >= seen, "%d sockets hold a 503, %ld were counted", refused, seen);
   http_resp r = get_from("127.0.0.2", e.gw_port, "/healthz");
   ck_assert_int_eq(r.status, 200);
   resp_free(&r);
