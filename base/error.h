@@ -99,6 +99,8 @@
   X(GW_TIMEOUT, -901, "gw_timeout", "the upstream did not connect, answer or stream in time") \
   X(GW_STATUS, -902, "gw_status", "the upstream answered with an error status") \
   X(GW_TLS, -903, "gw_tls", "TLS handshake or certificate verification with the upstream failed") \
+  X(GW_REQUEST, -904, "gw_request", "the client's HTTP request is malformed or its framing ambiguous") \
+  X(GW_RESPONSE, -905, "gw_response", "the upstream's HTTP response is malformed or its framing ambiguous") \
   /* JavaScript sandbox (runtime/sandbox.h) */                                   \
   X(SANDBOX_ERROR, -700, "sandbox_error", "the script threw an error")          \
   X(SANDBOX_TIMEOUT, -701, "sandbox_timeout", "the script ran past its time limit") \

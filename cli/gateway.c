@@ -19,7 +19,8 @@
 
 enum {
   O_LISTEN = 1, O_UPSTREAM, O_DELTAS, O_TEXT, O_CONNECT_TIMEOUT, O_HEADERS_TIMEOUT,
-  O_IDLE_TIMEOUT, O_MAX_HEADER, O_MAX_BODY
+  O_IDLE_TIMEOUT, O_MAX_HEADER, O_MAX_BODY,
+  O_HEAD_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT /* limits against hostile clients */
 };
 
 static const ts_cli_opt gw_opts[] = {
@@ -42,6 +43,16 @@ static const ts_cli_opt gw_opts[] = {
      "request headers past this get 431 (default 64k)", NULL},
     {"max-body-bytes", 0, TS_CLI_SIZE, O_MAX_BODY, 1024, (uint64_t)1 << 30, "N",
      "request bodies past this get 413 (default 32m)", NULL},
+    /* limits against hostile clients (issue 18; docs/gateway.md) */
+    {"head-timeout", 0, TS_CLI_MS, O_HEAD_TIMEOUT, 1, 86400000, "MS",
+     "a request's whole head must arrive within this, else 408 and\n"
+     "close (default 10000)", NULL},
+    {"max-connections", 0, TS_CLI_NUMBER, O_MAX_CONNECTIONS, 1, 1000000, "N",
+     "concurrent client connections; the extra ones get 503 (default:\n"
+     "half of the fd limit left after 64, at most 65536)", NULL},
+    {"max-per-client", 0, TS_CLI_NUMBER, O_MAX_PER_CLIENT, 1, 1000000, "N",
+     "concurrent connections from one client address; the extra ones\n"
+     "get 503 (default: half of --max-connections)", NULL},
 };
 static const ts_cli_group gw_group = {"gateway", NULL, gw_opts, sizeof gw_opts / sizeof gw_opts[0],
                                       NULL};
@@ -58,8 +69,9 @@ const ts_cli_command ts_cli_cmd_gateway = {
     "(tool_call_started as soon as a tool's progress argument has streamed). --tools\n"
     "and --progress-arg win over \"x-progress-argument\" in the request's own tools.",
     gw_groups,
-    "The thread id is the X-Toolstream-Thread request header, or a fresh one; it is\n"
-    "returned in the X-Toolstream-Thread response header. GET /healthz and /metrics\n"
+    "The thread id is the X-Toolstream-Thread request header (an invalid one, or one\n"
+    "over 256 bytes, is refused with 400), or a fresh one; it is returned in the\n"
+    "X-Toolstream-Thread response header. GET /healthz and /metrics\n"
     "(Prometheus) are answered by the gateway itself.\n"
     "Exit status: 0 after SIGINT or SIGTERM; 1 when it cannot start (a --tools file\n"
     "that cannot be read, a port in use); 2 for usage errors.",
@@ -106,6 +118,9 @@ static int gw_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) 
     case O_IDLE_TIMEOUT: a->cfg->idle_timeout_ms = (int)n; break;
     case O_MAX_HEADER: a->cfg->max_header_bytes = (size_t)n; break;
     case O_MAX_BODY: a->cfg->max_body_bytes = (size_t)n; break;
+    case O_HEAD_TIMEOUT: a->cfg->head_timeout_ms = (int)n; break;
+    case O_MAX_CONNECTIONS: a->cfg->max_connections = (size_t)n; break;
+    case O_MAX_PER_CLIENT: a->cfg->max_per_client = (size_t)n; break;
   }
   return 0;
 }

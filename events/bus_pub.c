@@ -56,7 +56,7 @@ struct ts_pub {
   char url[TS__BUS_URL_MAX], replay_url[TS__BUS_URL_MAX];
 
   pthread_mutex_t mu; /* guards everything below */
-  ts__bus_map map;
+  ts_hmap map;
   hthread **threads;
   size_t nthreads, threads_cap;
   size_t bytes;
@@ -78,7 +78,7 @@ static void drop_oldest(ts_pub *p, hthread *t) {
 
 static void evict(ts_pub *p, hthread *t) {
   while (t->n) drop_oldest(p, t);
-  ts__bus_map_remove(&p->map, &t->node);
+  ts_hmap_remove(&p->map, &t->node.h);
   p->threads[t->idx] = p->threads[--p->nthreads];
   p->threads[t->idx]->idx = t->idx;
   free(t->ring);
@@ -96,7 +96,7 @@ static hthread *lru(ts_pub *p, const hthread *keep) {
 }
 
 static hthread *thread_get(ts_pub *p, const char *id, size_t len) {
-  hthread *t = (hthread *)ts__bus_map_find(&p->map, id, len);
+  hthread *t = (hthread *)ts_hmap_find(&p->map, id, len);
   if (t) return t;
   while (p->nthreads >= p->o.history_threads) evict(p, lru(p, NULL));
   if (p->nthreads == p->threads_cap) {
@@ -108,7 +108,7 @@ static hthread *thread_get(ts_pub *p, const char *id, size_t len) {
   }
   t = calloc(1, sizeof *t);
   if (!t) return NULL;
-  if (ts__bus_map_insert(&p->map, &t->node, id, len)) {
+  if (ts__bus_node_link(&p->map, &t->node, id, len)) {
     free(t);
     return NULL;
   }
@@ -216,7 +216,7 @@ static int answer_get(ts_pub *p, const char *q, const char *end, nng_msg *a) {
   char line[96];
   int rv = 0;
   pthread_mutex_lock(&p->mu);
-  hthread *t = (hthread *)ts__bus_map_find(&p->map, q, (size_t)(end - q));
+  hthread *t = (hthread *)ts_hmap_find(&p->map, q, (size_t)(end - q));
   /* Older than the history, or a thread it does not hold: the archive, if any, answers
    * first (outside the lock: it may read a disk). */
   uint64_t h_oldest = t && t->n ? ent(t, 0)->seq : 0, h_newest = t && t->n ? ent(t, t->n - 1)->seq : 0;
@@ -225,7 +225,7 @@ static int answer_get(ts_pub *p, const char *q, const char *end, nng_msg *a) {
     int r = answer_archive(p, q, (size_t)(end - q), after, h_oldest, h_newest, a);
     if (r) return r < 0 ? -1 : 0;
     pthread_mutex_lock(&p->mu);
-    t = (hthread *)ts__bus_map_find(&p->map, q, (size_t)(end - q));
+    t = (hthread *)ts_hmap_find(&p->map, q, (size_t)(end - q));
   }
   if (!t || !t->n) {
     rv = append_str(a, "unknown\n");
@@ -334,10 +334,11 @@ int ts_pub_open(const char *url, const char *replay_url, const ts_pub_opts *opts
     return TS_E_NOMEM;
   }
   p->o.allowed_origins = NULL; /* the copy is in p->origins */
-  if (ts__bus_map_init(&p->map)) {
+  int mrc = ts_hmap_init(&p->map);
+  if (mrc) {
     ts__bus_origins_fini(&p->origins);
     free(p);
-    return TS_E_NOMEM;
+    return mrc;
   }
   pthread_mutex_init(&p->mu, NULL);
   int r, rv = nng_pub0_open(&p->sock);
@@ -370,7 +371,7 @@ fail:
   nng_close(p->sock);
 fail_nosock:
   pthread_mutex_destroy(&p->mu);
-  ts__bus_map_fini(&p->map);
+  ts_hmap_fini(&p->map);
   ts__bus_origins_fini(&p->origins);
   free(p);
   return r;
@@ -426,7 +427,7 @@ void ts_pub_close(ts_pub *p) {
   }
   while (p->nthreads) evict(p, p->threads[p->nthreads - 1]);
   free(p->threads);
-  ts__bus_map_fini(&p->map);
+  ts_hmap_fini(&p->map);
   ts__bus_origins_fini(&p->origins);
   pthread_mutex_destroy(&p->mu);
   free(p);

@@ -144,7 +144,7 @@ struct ts_sub {
   char thread[TS_THREAD_ID_MAX + 1];
   size_t thread_len;
 
-  ts__bus_map map;
+  ts_hmap map;
   sthread **threads;
   size_t n, cap;
   uint64_t clock;
@@ -201,7 +201,7 @@ static int held_push(sthread *t, nng_msg *m, uint64_t seq, const char *json, siz
 }
 
 static void forget(ts_sub *s, sthread *t) {
-  ts__bus_map_remove(&s->map, &t->node);
+  ts_hmap_remove(&s->map, &t->node.h);
   s->threads[t->idx] = s->threads[--s->n];
   s->threads[t->idx]->idx = t->idx;
   while (t->hn) {
@@ -213,7 +213,7 @@ static void forget(ts_sub *s, sthread *t) {
 }
 
 static sthread *find(ts_sub *s, const char *id, size_t len) {
-  return (sthread *)ts__bus_map_find(&s->map, id, len);
+  return (sthread *)ts_hmap_find(&s->map, id, len);
 }
 
 static sthread *create(ts_sub *s, const char *id, size_t len, uint64_t last) {
@@ -235,7 +235,7 @@ static sthread *create(ts_sub *s, const char *id, size_t len, uint64_t last) {
   }
   sthread *t = calloc(1, sizeof *t);
   if (!t) return NULL;
-  if (ts__bus_map_insert(&s->map, &t->node, id, len)) {
+  if (ts__bus_node_link(&s->map, &t->node, id, len)) {
     free(t);
     return NULL;
   }
@@ -717,14 +717,15 @@ int ts_sub_open(const char *url, const char *replay_url, const char *thread,
     s->thread_len = strlen(thread);
     memcpy(s->thread, thread, s->thread_len);
   }
-  if (ts__bus_map_init(&s->map)) {
+  int mrc = ts_hmap_init(&s->map);
+  if (mrc) {
     free(s);
-    return TS_E_NOMEM;
+    return mrc;
   }
   int r, rv = nng_sub0_open(&s->sock);
   if (rv) {
     r = ts__bus_nng_err(rv);
-    ts__bus_map_fini(&s->map);
+    ts_hmap_fini(&s->map);
     free(s);
     return r;
   }
@@ -769,7 +770,7 @@ fail:
   if (s->aio) nng_aio_free(s->aio);
   if (s->cv) nng_cv_free(s->cv);
   if (s->mu) nng_mtx_free(s->mu);
-  ts__bus_map_fini(&s->map);
+  ts_hmap_fini(&s->map);
   free(s);
   return r;
 }
@@ -880,6 +881,6 @@ void ts_sub_close(ts_sub *s) {
   while (s->n) forget(s, s->threads[s->n - 1]);
   free(s->threads);
   free(s->pend);
-  ts__bus_map_fini(&s->map);
+  ts_hmap_fini(&s->map);
   free(s);
 }

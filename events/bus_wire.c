@@ -72,76 +72,10 @@ int ts_bus_json_seq(const char *json, size_t len, uint64_t *seq) {
   return TS_E_INVAL;
 }
 
-/* FNV-1a, 64 bit: short keys, no adversary that profits from collisions beyond a
- * slower lookup (the key count is capped by the callers). */
-static uint64_t hash_key(const char *k, size_t n) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)k[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-int ts__bus_map_init(ts__bus_map *m) {
-  m->nb = 64;
-  m->n = 0;
-  m->b = calloc(m->nb, sizeof *m->b);
-  return m->b ? 0 : TS_E_NOMEM;
-}
-
-void ts__bus_map_fini(ts__bus_map *m) {
-  free(m->b);
-  m->b = NULL;
-  m->nb = m->n = 0;
-}
-
-ts__bus_node *ts__bus_map_find(const ts__bus_map *m, const char *key, size_t klen) {
-  uint64_t h = hash_key(key, klen);
-  for (ts__bus_node *n = m->b[h & (m->nb - 1)]; n; n = n->next)
-    if (n->hash == h && n->klen == klen && !memcmp(n->key, key, klen)) return n;
-  return NULL;
-}
-
-static int grow(ts__bus_map *m) {
-  size_t nb = m->nb * 2;
-  ts__bus_node **b = calloc(nb, sizeof *b);
-  if (!b) return TS_E_NOMEM;
-  for (size_t i = 0; i < m->nb; i++) {
-    ts__bus_node *n = m->b[i];
-    while (n) {
-      ts__bus_node *next = n->next;
-      n->next = b[n->hash & (nb - 1)];
-      b[n->hash & (nb - 1)] = n;
-      n = next;
-    }
-  }
-  free(m->b);
-  m->b = b;
-  m->nb = nb;
-  return 0;
-}
-
-int ts__bus_map_insert(ts__bus_map *m, ts__bus_node *node, const char *key, size_t klen) {
+int ts__bus_node_link(ts_hmap *m, ts__bus_node *node, const char *key, size_t klen) {
   if (klen > TS_THREAD_ID_MAX) return TS_E_INVAL;
-  if (m->n >= m->nb && grow(m) != 0) return TS_E_NOMEM;
   memcpy(node->key, key, klen);
   node->key[klen] = '\0';
   node->klen = klen;
-  node->hash = hash_key(key, klen);
-  ts__bus_node **slot = &m->b[node->hash & (m->nb - 1)];
-  node->next = *slot;
-  *slot = node;
-  m->n++;
-  return 0;
-}
-
-void ts__bus_map_remove(ts__bus_map *m, ts__bus_node *node) {
-  for (ts__bus_node **pp = &m->b[node->hash & (m->nb - 1)]; *pp; pp = &(*pp)->next) {
-    if (*pp == node) {
-      *pp = node->next;
-      m->n--;
-      return;
-    }
-  }
+  return ts_hmap_insert(m, &node->h, node->key, klen);
 }

@@ -12,8 +12,8 @@
  *
  * Thread ids follow base/thread_id.h.
  *
- * This module is plain byte handling (no nng, no allocation) except the small map of
- * thread ids both sides keep (ts__bus_map), which allocates its bucket array.
+ * This module is plain byte handling (no nng, no allocation); both sides find their
+ * threads through base/hmap.h.
  */
 #ifndef TS_BUS_WIRE_H
 #define TS_BUS_WIRE_H
@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/hmap.h"
 #include "base/thread_id.h"
 
 /* The byte between the thread id and the JSON in a live message. */
@@ -41,27 +42,17 @@ int ts_bus_json_seq(const char *json, size_t len, uint64_t *seq);
  * TS_E_INVAL (no digit, more than 20 digits, or overflow). */
 int ts_bus_parse_u64(const char **p, const char *end, uint64_t *out);
 
-/* ---- internal: a chained hash map keyed by thread id (used by bus_pub and bus_sub) */
+/* ---- internal: the per-thread nodes bus_pub and bus_sub keep in a base/hmap.h map,
+ * keyed (SipHash under a random key) by thread ids that clients choose */
 
 typedef struct ts__bus_node {
-  struct ts__bus_node *next;
-  uint64_t hash;
+  ts_hmap_node h; /* first: a node found in the map is its ts__bus_node */
   size_t klen;
   char key[TS_THREAD_ID_MAX + 1]; /* NUL-terminated copy of the id */
 } ts__bus_node;
 
-typedef struct {
-  ts__bus_node **b;
-  size_t nb; /* buckets, a power of two */
-  size_t n;  /* nodes */
-} ts__bus_map;
-
-int ts__bus_map_init(ts__bus_map *m);
-void ts__bus_map_fini(ts__bus_map *m); /* frees the buckets, not the nodes */
-ts__bus_node *ts__bus_map_find(const ts__bus_map *m, const char *key, size_t klen);
-/* Sets the node's key (klen <= TS_THREAD_ID_MAX) and links it; may grow the buckets
- * (TS_E_NOMEM when that fails; the node is then not linked). */
-int ts__bus_map_insert(ts__bus_map *m, ts__bus_node *node, const char *key, size_t klen);
-void ts__bus_map_remove(ts__bus_map *m, ts__bus_node *node);
+/* Copies the key (klen <= TS_THREAD_ID_MAX, else TS_E_INVAL) into the node and links it
+ * into m. Returns 0 or TS_E_NOMEM (the node is then not linked). */
+int ts__bus_node_link(ts_hmap *m, ts__bus_node *node, const char *key, size_t klen);
 
 #endif /* TS_BUS_WIRE_H */

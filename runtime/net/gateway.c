@@ -1,124 +1,180 @@
 /*
  * gateway.c: see gateway.h.
  *
- * Shape. One evhttp server takes the clients' requests. Each proxied request (a gw_req)
- * owns one evhttp client connection to its upstream and one client request on it; the
- * upstream's header callback starts the client's reply with the same status and
- * headers, its chunked callback moves each piece read from the socket into the client's
- * reply (evhttp_send_reply_chunk moves the evbuffer's chains: no copy on the forwarding
- * path) after copying it once for the tap, and its completion callback ends the reply.
+ * Shape. One listener (an evconnlistener we own, so accepting can back off and the
+ * connection caps are ours) and, per client connection, one `conn`: a socket
+ * bufferevent, the request being read or served, and while a request is proxied the
+ * upstream bufferevent (plain or TLS, net/upstream.h). Both sides speak HTTP/1.1 through
+ * our own strict parsers (net/http_head.h, net/chunked.h): libevent's evhttp accepted
+ * ambiguous framing (two Content-Lengths, "+2"), had no deadline for a whole request
+ * head, could not be told to stop accepting, waited for whole upstream chunks before
+ * passing any byte on, and dropped a reply's queued bytes when it closed a connection.
  *
- * Backpressure. evhttp re-enables reading on the upstream bufferevent at the end of
- * every body read, after our chunk callback ran, so the pause cannot be done inside
- * that callback: it is done by a deferred event that runs right after it. The client's
- * reply chunks are sent with a "written" callback, which libevent calls when the
- * client's output buffer is empty; that resumes the upstream. A slow client therefore
- * holds at most one high-water mark of output plus one socket read in memory; the rest
- * stays in the kernel's socket buffers and TCP slows the upstream down.
+ * A connection's life: C_HEAD (reading a request head, under the head deadline) ->
+ * C_BODY (reading its body, Content-Length or chunked, under the idle timeout) ->
+ * C_WAIT (the request is answered: by the gateway itself, or proxied) -> back to C_HEAD
+ * when the connection is kept alive, or C_CLOSING (the last bytes drain, then the
+ * connection is freed). A pipelined request waits in the input until the reply before
+ * it is done; reading resumes on a deferred event, never by recursion.
  *
- * Lifetime. Every way a gw_req ends goes through reap(): it is unlinked, its callbacks
- * are disarmed, and the actual freeing (of the upstream connection above all, which
- * must not be freed from inside its own callbacks) happens in a deferred event owned by
- * the gw_req. libevent 2.1 quirks (as in http_client.c): a failed connect completes the
- * request with response code 0 and no error callback; a later failure calls the error
- * callback and then the completion callback with req == NULL.
+ * Forwarding. The upstream's response head is read whole (within max_header_bytes),
+ * rewritten (hop-by-hop fields out, the thread header in) and sent; then every byte of
+ * the body is written to the client in the handler that read it: straight to the
+ * socket when nothing is queued before it, else queued behind what is. A chunked body
+ * goes to an HTTP/1.1 client with its chunk framing untouched, so a chunk cut by the
+ * upstream reaches the client as far as it arrived; a copy of the decoded data goes to
+ * the tap after the client's write. An HTTP/1.0 client gets the decoded bytes and the
+ * connection's close as the end; a close-delimited upstream body is re-chunked for an
+ * HTTP/1.1 client, so that a cut one can be told from a finished one.
+ *
+ * A cut reply. When the upstream breaks off or goes idle after the head was sent, what
+ * arrived has already been forwarded; the client connection is then closed once its
+ * output has drained, without a terminating chunk (or short of the Content-Length):
+ * the client sees the truncation.
+ *
+ * Backpressure. When more than TS_GW_CLIENT_HIGH_WATER bytes wait for a client, reading
+ * from the upstream stops until the client's output has drained (TCP then slows the
+ * upstream); memory per stream stays bounded.
+ *
+ * A departing client. Reading from the client goes on while its request is proxied, so
+ * its EOF is seen at once: the upstream connection is closed and the departure is
+ * counted in client_aborts.
+ *
+ * Freeing. bufferevent_free may be called from a bufferevent's own callback (libevent
+ * defers the actual free), so a conn is freed where it ends; every function that may
+ * free it says so, and its callers return right after.
  *
  * Thread ids and seq. The bus wants seq strictly increasing per thread, also across
  * requests (a conversation sends one request per turn with the same thread header), so
  * the gateway keeps the last seq of every thread named by a client header (up to
- * TS_GW_MAX_NAMED_THREADS of them). A made-up thread id belongs to one request, which
- * numbers its own events.
+ * TS_GW_MAX_NAMED_THREADS of them) in a keyed hash map (base/hmap.h). A made-up thread
+ * id belongs to one request, which numbers its own events.
  */
-#define _DEFAULT_SOURCE /* struct timeval */
-#include "base/thread_id.h"
+#define _DEFAULT_SOURCE /* struct timeval, getaddrinfo */
 #include "net/gateway.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-#include <openssl/err.h>
+#include <event2/listener.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
-#include "events/bus_wire.h"
+#include "base/hmap.h"
+#include "base/thread_id.h"
 #include "events/event.h"
-#include "stream/json_view.h"
+#include "net/chunked.h"
+#include "net/gw_metrics.h"
+#include "net/gw_route.h"
+#include "stream/provider.h"
+#include "net/http_head.h"
+#include "net/progress_strip.h"
+#include "net/upstream.h"
 #include "stream/tap.h"
 
-/* The upstream latency histogram's bounds, in seconds (time to the response headers). */
-static const double lat_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                    0.25,  0.5,    1,     2.5,  5,     10,   30};
-#define N_LAT (sizeof lat_bounds / sizeof lat_bounds[0])
+/* Threads named by clients whose seq the map keeps; past this, a new name's events are
+ * numbered from 1 per request (a thread id reused by that many conversations is rare,
+ * and the map must not grow without bound). */
+#define TS_GW_MAX_NAMED_THREADS (1u << 20)
+/* Longest request target (path and query) forwarded: 414 past it. */
+#define TS_GW_MAX_TARGET 8192
+/* Accept back-off after a failure (out of file descriptors): first, longest. */
+#define ACCEPT_BACKOFF_MIN_MS 50
+#define ACCEPT_BACKOFF_MAX_MS 1000
 
 typedef struct {
-  char prefix[256];
-  char host[256];
-  char host_header[300];
-  char base_path[1024]; /* without a trailing slash */
-  int port, tls, is_ip;
-} route;
-
-typedef struct {
-  char *key;
+  ts_hmap_node h; /* first */
   uint64_t seq;
-} seq_slot;
+  char key[]; /* the thread id, NUL-terminated */
+} seq_node;
 
-typedef struct gw_req gw_req;
+typedef struct {
+  ts_hmap_node h; /* first */
+  size_t count;   /* open connections from this address */
+  char key[INET6_ADDRSTRLEN];
+} peer_node;
+
+typedef struct conn conn;
 
 struct ts_gw {
   struct event_base *base;
-  struct evhttp *http;
+  struct evconnlistener *lev;
+  struct event *accept_ev; /* re-enables accepting after a back-off */
+  int accept_backoff_ms;
+  double accept_log_at;        /* when the last accept failure was logged */
+  unsigned long accept_quiet;  /* failures since, not logged */
   int port;
-  route routes[TS_GW_MAX_UPSTREAMS];
+  ts_gw_route routes[TS_GW_MAX_UPSTREAMS];
   size_t nroutes;
   SSL_CTX *ssl_ctx;
   ts_gw_config cfg;
-  ts_gw_stats st;
-  uint64_t lat_count[N_LAT + 1];
-  double lat_sum;
-  uint64_t lat_n;
-  seq_slot *seqs;
-  size_t seq_cap, seq_n;
-  gw_req *live;
+  ts_gw_metrics m;
+  ts_hmap seqs;  /* seq_node by thread id */
+  ts_hmap peers; /* peer_node by client address */
+  conn *live;
+  size_t nconns;
   ts_buf line;
 };
 
-struct gw_req {
+enum { C_HEAD, C_BODY, C_WAIT, C_CLOSING };
+enum { U_HEAD, U_BODY };
+enum { OUT_RAW, OUT_DECODED, OUT_RECHUNK };
+
+struct conn {
   ts_gw *gw;
-  gw_req *prev, *next;
-  struct evhttp_request *sreq;    /* the client's request (libevent's) */
-  struct evhttp_connection *scon; /* the client's connection (libevent's) */
-  struct evhttp_connection *ucon; /* ours */
-  struct evhttp_request *ureq;    /* libevent's once made; NULL when settled */
+  conn *prev, *next;
+  struct bufferevent *bev; /* the client's */
+  evutil_socket_t fd;
+  peer_node *peer;
+  int state;
+  struct event *timer; /* head deadline, body idle, keep-alive idle */
+  struct event *kick;  /* reads a pipelined request after a reply */
+  int fresh;           /* no request read yet on this connection */
+  int head_started;    /* bytes of the current head have arrived */
+  size_t scan;         /* ts_http_head_end's resume offset */
+  ts_http_head h;      /* the request's head, then the response's */
+
+  /* the request */
+  char *head; /* a copy of the request head bytes (h points into it) */
+  int minor, keep_alive, head_method;
+  ts_http_framing rf;
+  uint64_t body_left;
+  ts_chunked bdec;
+  int body_over;
+  struct evbuffer *body;
+
+  /* the upstream */
+  const ts_gw_route *rt;
   struct bufferevent *ubev;
-  struct event *timer, *pause_ev, *reap_ev;
-  const route *rt;
+  struct event *utimer; /* connect and headers timeouts */
+  int ustate, uconnected, headers_sent, paused, counted_open, client_dead;
+  size_t uscan;
+  ts_http_framing uf;
+  uint64_t uleft;
+  ts_chunked udec;
+  int out_mode, close_after;
   ts_tap *tap;
   ts_tool_defs defs; /* progress arguments from the request's own tool definitions */
   ts_format format;
   char *scratch;
   size_t scratch_cap;
   double t_start;
-  int uerr;           /* the upstream's evhttp_request_error, -1 when none */
-  int headers_sent, paused, reaping, counted_open;
   int named_thread; /* the thread id came from the client: its seq lives in the map */
   uint64_t seq;     /* a made-up thread's last seq (that thread is this request only) */
-  char thread[132];
+  char thread[TS_THREAD_ID_MAX + 1];
 };
 
 static double mono_s(void) {
@@ -131,77 +187,71 @@ static void set_why(char *why, size_t cap, const char *msg, const char *arg) {
   if (why && cap) snprintf(why, cap, msg, arg);
 }
 
-/* ---- thread seq map ------------------------------------------------------------------ */
-
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
+static void arm_ms(struct event *ev, double ms) {
+  if (ms < 1) ms = 1;
+  struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((long)ms % 1000) * 1000};
+  evtimer_add(ev, &tv);
 }
 
-/* Threads named by clients whose seq the map keeps; past this, a new name's events are
- * numbered from 1 per request (a thread id reused by that many conversations is rare,
- * and the map must not grow without bound). */
-#define TS_GW_MAX_NAMED_THREADS (1u << 20)
+static void gw_log(ts_gw *gw, const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (gw->cfg.log) gw->cfg.log(gw->cfg.log_user, line);
+  else fprintf(stderr, "toolstream gateway: %s\n", line);
+}
+
+/* ---- thread seq map ------------------------------------------------------------------ */
 
 /* The next seq of `thread` (1 for a new thread); 0 when out of memory or full. */
 static uint64_t next_seq(ts_gw *gw, const char *thread) {
-  if ((gw->seq_n + 1) * 10 > gw->seq_cap * 7) {
-    if (gw->seq_n >= TS_GW_MAX_NAMED_THREADS) goto lookup_only;
-    size_t ncap = gw->seq_cap ? gw->seq_cap * 2 : 256;
-    seq_slot *ns = calloc(ncap, sizeof *ns);
-    if (!ns) return 0;
-    for (size_t i = 0; i < gw->seq_cap; i++) {
-      if (!gw->seqs[i].key) continue;
-      size_t j = hash_str(gw->seqs[i].key) & (ncap - 1);
-      while (ns[j].key) j = (j + 1) & (ncap - 1);
-      ns[j] = gw->seqs[i];
+  size_t len = strlen(thread);
+  seq_node *n = (seq_node *)ts_hmap_find(&gw->seqs, thread, len);
+  if (!n) {
+    if (gw->seqs.n >= TS_GW_MAX_NAMED_THREADS) return 0; /* full */
+    n = malloc(sizeof *n + len + 1);
+    if (!n) return 0;
+    memcpy(n->key, thread, len + 1);
+    n->seq = 0;
+    if (ts_hmap_insert(&gw->seqs, &n->h, n->key, len)) {
+      free(n);
+      return 0;
     }
-    free(gw->seqs);
-    gw->seqs = ns;
-    gw->seq_cap = ncap;
   }
-lookup_only:;
-  size_t j = hash_str(thread) & (gw->seq_cap - 1);
-  while (gw->seqs[j].key && strcmp(gw->seqs[j].key, thread)) j = (j + 1) & (gw->seq_cap - 1);
-  if (!gw->seqs[j].key) {
-    if ((gw->seq_n + 1) * 10 > gw->seq_cap * 7) return 0; /* full */
-    gw->seqs[j].key = strdup(thread);
-    if (!gw->seqs[j].key) return 0;
-    gw->seq_n++;
-  }
-  return ++gw->seqs[j].seq;
+  return ++n->seq;
 }
 
 /* ---- publishing ---------------------------------------------------------------------- */
 
-static void publish(gw_req *r, const ts_tap_event *e) {
-  ts_gw *gw = r->gw;
-  if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) gw->st.tap_errors++;
+static void publish(conn *c, const ts_tap_event *e) {
+  ts_gw *gw = c->gw;
+  if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) gw->m.st.tap_errors++;
   if (!gw->cfg.pub) return;
-  uint64_t seq = r->named_thread ? next_seq(gw, r->thread) : 0;
+  uint64_t seq = c->named_thread ? next_seq(gw, c->thread) : 0;
   if (!seq) { /* a made-up thread, or the map is full: this request's own numbering */
-    r->named_thread = 0;
-    seq = ++r->seq;
+    c->named_thread = 0;
+    seq = ++c->seq;
   }
-  ts_event ev = {.thread = {r->thread, strlen(r->thread)}, .seq = seq, .body = *e};
+  ts_event ev = {.thread = {c->thread, strlen(c->thread)}, .seq = seq, .body = *e};
   ts_buf_reset(&gw->line);
   if (ts_event_encode(&ev, &gw->line)) return;
-  if (ts_pub_send(gw->cfg.pub, r->thread, strlen(r->thread), seq, gw->line.p, gw->line.len) == 0)
-    gw->st.events_published++;
+  if (ts_pub_send(gw->cfg.pub, c->thread, strlen(c->thread), seq, gw->line.p, gw->line.len) == 0)
+    gw->m.st.events_published++;
 }
 
-static void publish_error(gw_req *r, int code, const char *msg) {
+static void publish_error(conn *c, int code, const char *msg) {
   ts_tap_event e;
   memset(&e, 0, sizeof e);
   e.type = TS_TAP_STREAM_ERROR;
   e.code = code;
   e.error.p = msg;
   e.error.len = strlen(msg);
-  e.offset = r->tap ? ts_tap_offset(r->tap) : 0;
-  r->gw->st.upstream_errors++;
-  publish(r, &e);
-  r->gw->st.tap_errors--; /* an upstream failure, not the tap's: counted above instead */
+  e.offset = c->tap ? ts_tap_offset(c->tap) : 0;
+  c->gw->m.st.upstream_errors++;
+  publish(c, &e);
+  c->gw->m.st.tap_errors--; /* an upstream failure, not the tap's: counted above instead */
 }
 
 static int on_tap_event(void *user, const ts_tap_event *e) {
@@ -210,760 +260,1045 @@ static int on_tap_event(void *user, const ts_tap_event *e) {
 }
 
 static const char *lookup_progress(void *user, const char *tool, size_t len, size_t *arg_len) {
-  gw_req *r = user;
-  const ts_tool_def *d = r->gw->cfg.tools ? ts_tool_defs_find(r->gw->cfg.tools, tool, len) : NULL;
-  if (!d || !d->progress_arg) d = ts_tool_defs_find(&r->defs, tool, len);
+  conn *c = user;
+  const ts_tool_def *d = c->gw->cfg.tools ? ts_tool_defs_find(c->gw->cfg.tools, tool, len) : NULL;
+  if (!d || !d->progress_arg) d = ts_tool_defs_find(&c->defs, tool, len);
   if (!d || !d->progress_arg) return NULL;
   *arg_len = strlen(d->progress_arg);
   return d->progress_arg;
 }
 
-/* ---- x-progress-argument ------------------------------------------------------------- */
+/* ---- writing to the client ------------------------------------------------------------ */
 
-#define XPA "x-progress-argument"
-
-typedef struct {
-  size_t a, b;
-} range;
-
-typedef struct {
-  range *v;
-  size_t n, cap;
-  int oom;
-} ranges;
-
-static int contains(const char *s, size_t n, const char *lit, size_t l) {
-  for (const char *p = s, *end = s + n; (size_t)(end - p) >= l;) {
-    p = memchr(p, lit[0], (size_t)(end - p) - l + 1);
-    if (!p) return 0;
-    if (!memcmp(p, lit, l)) return 1;
-    p++;
+/* Writes to the client now: straight to the socket when nothing waits before these
+ * bytes, the rest (or all, behind queued bytes) queued on the bufferevent, which writes
+ * it when the socket takes more. Returns 0, or -1 when the client is gone (EPIPE,
+ * ECONNRESET: c->client_dead is set; the caller ends the exchange). */
+static int client_write(conn *c, const void *p, size_t n) {
+  if (c->client_dead) return -1;
+  struct evbuffer *out = bufferevent_get_output(c->bev);
+  size_t done = 0;
+  if (!evbuffer_get_length(out)) {
+    while (done < n) {
+      ssize_t w = send(c->fd, (const char *)p + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w > 0) {
+        done += (size_t)w;
+        continue;
+      }
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      c->client_dead = 1;
+      return -1;
+    }
+  }
+  if (done < n && evbuffer_add(out, (const char *)p + done, n - done)) {
+    c->client_dead = 1; /* out of memory: the reply cannot be completed */
+    return -1;
   }
   return 0;
 }
 
-static void add_range(ranges *rs, size_t a, size_t b) {
-  if (rs->n == rs->cap) {
-    size_t nc = rs->cap ? rs->cap * 2 : 8;
-    range *nv = realloc(rs->v, nc * sizeof *nv);
-    if (!nv) {
-      rs->oom = 1;
+static int client_printf(conn *c, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof buf) return -1;
+  return client_write(c, buf, (size_t)n);
+}
+
+static size_t client_queued(conn *c) { return evbuffer_get_length(bufferevent_get_output(c->bev)); }
+
+/* ---- a connection's end ---------------------------------------------------------------- */
+
+static void upstream_free(conn *c) {
+  if (c->ubev) bufferevent_free(c->ubev);
+  c->ubev = NULL;
+  if (c->utimer) evtimer_del(c->utimer);
+  if (c->counted_open) c->gw->m.st.streams_open--;
+  c->counted_open = 0;
+  ts_tap_free(c->tap);
+  c->tap = NULL;
+  ts_tool_defs_free(&c->defs);
+  memset(&c->defs, 0, sizeof c->defs);
+}
+
+static void request_reset(conn *c) {
+  free(c->head);
+  c->head = NULL;
+  if (c->body) evbuffer_drain(c->body, evbuffer_get_length(c->body));
+  memset(&c->rf, 0, sizeof c->rf);
+  memset(&c->bdec, 0, sizeof c->bdec);
+  memset(&c->udec, 0, sizeof c->udec);
+  c->body_left = 0;
+  c->body_over = 0;
+  c->scan = c->uscan = 0;
+  c->head_started = 0;
+  c->ustate = U_HEAD;
+  c->uconnected = c->headers_sent = c->paused = 0;
+  c->out_mode = OUT_RAW;
+  c->close_after = 0;
+  c->named_thread = 0;
+  c->seq = 0;
+  c->thread[0] = '\0';
+  c->rt = NULL;
+}
+
+static void conn_free(conn *c) {
+  ts_gw *gw = c->gw;
+  upstream_free(c);
+  request_reset(c);
+  if (c->prev) c->prev->next = c->next;
+  else if (gw->live == c) gw->live = c->next;
+  if (c->next) c->next->prev = c->prev;
+  gw->nconns--;
+  gw->m.st.connections_open--;
+  if (c->peer && --c->peer->count == 0) {
+    ts_hmap_remove(&gw->peers, &c->peer->h);
+    free(c->peer);
+  }
+  if (c->timer) event_free(c->timer);
+  if (c->utimer) event_free(c->utimer);
+  if (c->kick) event_free(c->kick);
+  if (c->bev) bufferevent_free(c->bev);
+  if (c->body) evbuffer_free(c->body);
+  free(c->scratch);
+  free(c);
+}
+
+/* The exchange is over: the connection waits for the next request, or (close_after, or
+ * not kept alive) closes once its output has drained. May free c. */
+static void exchange_done(conn *c, int close_after) {
+  upstream_free(c);
+  request_reset(c);
+  if (close_after || !c->keep_alive || c->client_dead) {
+    c->state = C_CLOSING;
+    bufferevent_disable(c->bev, EV_READ);
+    if (c->client_dead || !client_queued(c)) {
+      conn_free(c);
       return;
     }
-    rs->v = nv;
-    rs->cap = nc;
-  }
-  rs->v[rs->n++] = (range){a, b};
-}
-
-static int cmp_range(const void *x, const void *y) {
-  const range *a = x, *b = y;
-  return a->a < b->a ? -1 : a->a > b->a;
-}
-
-/* Every member named XPA inside the subtree of token t, as byte ranges of the document
- * that remove it with its comma. */
-static void collect_xpa(const ts_jv *v, int t, ranges *rs) {
-  int end = ts_jv_skip(v, t);
-  for (int i = t; i < end; i++) {
-    if (ts_jv_type_of(v, i) != TS_JV_OBJECT) continue;
-    int n = ts_jv_size(v, i), k = i + 1;
-    const char *kept_end = NULL; /* end of the last member that stays */
-    for (int m = 0; m < n; m++) {
-      int val = k + 1, next = ts_jv_skip(v, val);
-      ts_view kv = ts_jv_raw(v, k), vv = ts_jv_raw(v, val);
-      if (ts_jv_eq(v, k, XPA)) {
-        size_t a = (size_t)(kv.p - v->js), b = (size_t)(vv.p + vv.len - v->js);
-        if (m + 1 < n) b = (size_t)(ts_jv_raw(v, next).p - v->js);
-        else if (kept_end) a = (size_t)(kept_end - v->js);
-        add_range(rs, a, b);
-      } else {
-        kept_end = vv.p + vv.len;
-      }
-      k = next;
-    }
-  }
-}
-
-/* A tool's name and schema: records the schema's top-level XPA as its progress argument. */
-static void note_tool(ts_jv *v, int name, int schema, ts_tool_defs *defs) {
-  int pa = ts_jv_get(v, schema, XPA);
-  if (name < 0 || ts_jv_type_of(v, pa) != TS_JV_STRING || ts_jv_type_of(v, name) != TS_JV_STRING)
+    evtimer_del(c->timer);
+    arm_ms(c->timer, c->gw->cfg.idle_timeout_ms); /* a client that never reads */
     return;
-  ts_view nv, pv;
-  if (ts_jv_str(v, name, &nv) || ts_jv_str(v, pa, &pv)) return;
-  char nbuf[TS_ADAPTER_MAX_ID + 1], pbuf[1024];
-  if (nv.len > TS_ADAPTER_MAX_ID || pv.len >= sizeof pbuf || !pv.len) return;
-  memcpy(nbuf, nv.p, nv.len);
-  nbuf[nv.len] = '\0';
-  memcpy(pbuf, pv.p, pv.len);
-  pbuf[pv.len] = '\0';
-  if (strlen(nbuf) != nv.len || strlen(pbuf) != pv.len) return; /* NUL inside */
-  ts_tool_defs_set_progress(defs, nbuf, pbuf);
-}
-
-/* Strips XPA members from the tools of a JSON request body and learns the progress
- * arguments they name. Returns a malloc'd rewritten body (*out_len bytes), or NULL when
- * the body is to be forwarded untouched (no XPA, not JSON, out of memory). */
-static char *strip_progress(const char *body, size_t len, ts_tool_defs *defs, size_t *out_len) {
-  if (len < sizeof XPA || !contains(body, len, XPA, sizeof XPA - 1) || len > (256u << 20))
-    return NULL;
-  char *copy = malloc(len), *out = NULL;
-  ts_jv v;
-  memset(&v, 0, sizeof v);
-  ranges rs;
-  memset(&rs, 0, sizeof rs);
-  if (!copy) return NULL;
-  memcpy(copy, body, len);
-  size_t cap = len / 2 + 16;
-  if (cap > (64u << 20)) cap = 64u << 20;
-  if (ts_jv_init(&v, (int)cap) || ts_jv_parse(&v, copy, len)) goto done;
-  int tools = ts_jv_get(&v, 0, "tools");
-  if (ts_jv_type_of(&v, tools) != TS_JV_ARRAY) goto done;
-  /* Pass 1: ranges (raw bytes only). */
-  for (int k = 0, t = ts_jv_first(&v, tools); k < ts_jv_size(&v, tools); k++, t = ts_jv_skip(&v, t))
-    collect_xpa(&v, t, &rs);
-  if (!rs.n || rs.oom) goto done;
-  /* Pass 2: names and progress arguments (decodes strings in place in the copy). */
-  for (int k = 0, t = ts_jv_first(&v, tools); k < ts_jv_size(&v, tools); k++, t = ts_jv_skip(&v, t)) {
-    int fds = ts_jv_get(&v, t, "functionDeclarations");
-    if (fds < 0) fds = ts_jv_get(&v, t, "function_declarations");
-    if (ts_jv_type_of(&v, fds) == TS_JV_ARRAY) {
-      for (int j = 0, f = ts_jv_first(&v, fds); j < ts_jv_size(&v, fds); j++, f = ts_jv_skip(&v, f)) {
-        int sc = ts_jv_get(&v, f, "parameters");
-        if (sc < 0) sc = ts_jv_get(&v, f, "parametersJsonSchema");
-        note_tool(&v, ts_jv_get(&v, f, "name"), sc, defs);
-      }
-      continue;
-    }
-    int fn = ts_jv_get(&v, t, "function");
-    if (ts_jv_type_of(&v, fn) == TS_JV_OBJECT) {
-      note_tool(&v, ts_jv_get(&v, fn, "name"), ts_jv_get(&v, fn, "parameters"), defs);
-      continue;
-    }
-    int sc = ts_jv_get(&v, t, "input_schema");
-    if (sc < 0) sc = ts_jv_get(&v, t, "parameters");
-    note_tool(&v, ts_jv_get(&v, t, "name"), sc, defs);
   }
-  qsort(rs.v, rs.n, sizeof *rs.v, cmp_range);
-  out = malloc(len);
-  if (!out) goto done;
-  size_t pos = 0, o = 0;
-  for (size_t i = 0; i < rs.n; i++) {
-    if (rs.v[i].a > pos) {
-      memcpy(out + o, body + pos, rs.v[i].a - pos);
-      o += rs.v[i].a - pos;
-    }
-    if (rs.v[i].b > pos) pos = rs.v[i].b;
-  }
-  memcpy(out + o, body + pos, len - pos);
-  o += len - pos;
-  *out_len = o;
-done:
-  free(rs.v);
-  ts_jv_fini(&v);
-  free(copy);
-  return out;
-}
-
-/* ---- headers ------------------------------------------------------------------------- */
-
-static int hop_by_hop(const char *name, const char *connection) {
-  static const char *const hop[] = {"Connection", "Keep-Alive", "Proxy-Connection",
-                                    "Proxy-Authenticate", "Proxy-Authorization", "TE",
-                                    "Trailer", "Trailers", "Transfer-Encoding", "Upgrade"};
-  for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
-    if (!strcasecmp(name, hop[i])) return 1;
-  if (connection) { /* tokens named in Connection are hop-by-hop too */
-    size_t n = strlen(name);
-    for (const char *p = connection; *p;) {
-      while (*p == ' ' || *p == '\t' || *p == ',') p++;
-      const char *s = p;
-      while (*p && *p != ',' && *p != ' ' && *p != '\t') p++;
-      if ((size_t)(p - s) == n && !strncasecmp(s, name, n)) return 1;
-    }
-  }
-  return 0;
-}
-
-static size_t headers_size(struct evkeyvalq *h) {
-  size_t n = 0;
-  for (struct evkeyval *kv = h->tqh_first; kv; kv = kv->next.tqe_next)
-    n += strlen(kv->key) + strlen(kv->value) + 4;
-  return n;
+  c->state = C_HEAD;
+  bufferevent_setwatermark(c->bev, EV_READ, 0, c->gw->cfg.max_header_bytes + TS_GW_PIPELINE_BYTES);
+  arm_ms(c->timer, TS_GW_KEEPALIVE_TIMEOUT_MS);
+  bufferevent_enable(c->bev, EV_READ);
+  if (evbuffer_get_length(bufferevent_get_input(c->bev))) event_active(c->kick, EV_TIMEOUT, 1);
 }
 
 /* ---- answers made by the gateway itself ----------------------------------------------- */
 
-static void send_json_error(struct evhttp_request *req, int status, const char *reason,
-                            const char *msg, const char *thread) {
-  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-  evhttp_add_header(h, "Content-Type", "application/json");
-  if (thread) evhttp_add_header(h, TS_GW_HEADER_THREAD, thread);
-  struct evbuffer *b = evbuffer_new();
-  if (b) {
-    ts_buf s;
-    ts_buf_init(&s, 4096);
-    ts_buf_append_json_string(&s, msg, strlen(msg));
-    evbuffer_add_printf(b, "{\"error\":{\"message\":%.*s,\"type\":\"toolstream_gateway\"}}\n",
-                        (int)s.len, s.p ? s.p : "\"\"");
-    ts_buf_fini(&s);
+static const char *reason_for(int status) {
+  switch (status) {
+  case 200: return "OK";
+  case 400: return "Bad Request";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 408: return "Request Timeout";
+  case 413: return "Content Too Large";
+  case 414: return "URI Too Long";
+  case 417: return "Expectation Failed";
+  case 431: return "Request Header Fields Too Large";
+  case 500: return "Internal Server Error";
+  case 501: return "Not Implemented";
+  case 502: return "Bad Gateway";
+  case 503: return "Service Unavailable";
+  case 504: return "Gateway Timeout";
+  case 505: return "HTTP Version Not Supported";
+  default: return "Error";
   }
-  evhttp_send_reply(req, status, reason, b);
-  if (b) evbuffer_free(b);
 }
 
-static void send_metrics(ts_gw *gw, struct evhttp_request *req) {
-  struct evbuffer *b = evbuffer_new();
-  if (!b) {
-    evhttp_send_error(req, 500, NULL);
-    return;
+/* A whole reply with a body. May free c (it ends the exchange). */
+static void reply(conn *c, int status, const char *ctype, const char *body, size_t blen,
+                  int close_after) {
+  if (!c->keep_alive) close_after = 1;
+  char extra[TS_THREAD_ID_MAX + 40] = "";
+  if (c->thread[0]) snprintf(extra, sizeof extra, "X-Toolstream-Thread: %s\r\n", c->thread);
+  client_printf(c,
+                "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
+                status, reason_for(status), ctype, blen, extra,
+                close_after ? "Connection: close\r\n" : "");
+  if (!c->head_method) client_write(c, body, blen);
+  exchange_done(c, close_after);
+}
+
+/* {"error":{"message":MSG,"type":"toolstream_gateway"}} */
+static void reply_error(conn *c, int status, const char *msg, int close_after) {
+  ts_buf s;
+  ts_buf_init(&s, 4096);
+  ts_buf_puts(&s, "{\"error\":{\"message\":");
+  ts_buf_append_json_string(&s, msg, strlen(msg));
+  ts_buf_puts(&s, ",\"type\":\"toolstream_gateway\"}}\n");
+  if (s.err) reply(c, status, "application/json", "{}\n", 3, close_after);
+  else reply(c, status, "application/json", s.p, s.len, close_after);
+  ts_buf_fini(&s);
+}
+
+/* A request the gateway refuses: counted, answered, and the connection closed (what
+ * follows a malformed request cannot be trusted to be a request). May free c. */
+static void refuse(conn *c, int status, const char *why) {
+  char msg[300];
+  snprintf(msg, sizeof msg, "toolstream gateway: %s", why);
+  c->gw->m.st.requests_refused++;
+  reply_error(c, status, msg, 1);
+}
+
+static void send_metrics(conn *c) {
+  ts_buf text;
+  ts_buf_init(&text, 1 << 20);
+  if (ts_gw_metrics_render(&c->gw->m, &text)) reply_error(c, 500, "out of memory", 0);
+  else reply(c, 200, "text/plain; version=0.0.4; charset=utf-8", text.p, text.len, 0);
+  ts_buf_fini(&text);
+}
+
+/* ---- the upstream: failures ------------------------------------------------------------ */
+
+/* The upstream failed before its head: a status of ours to the client, an event on the
+ * bus. May free c. */
+static void fail_before_head(conn *c, int code, int status, const char *msg) {
+  publish_error(c, code, msg);
+  char full[740];
+  snprintf(full, sizeof full, "toolstream gateway: %s", msg);
+  upstream_free(c);
+  reply_error(c, status, full, 0);
+}
+
+/* The upstream failed after the head was sent: what arrived was forwarded already; the
+ * client's connection closes once that has drained, without an end of body, so the
+ * client sees the cut. May free c. */
+static void cut(conn *c, int code, const char *msg) {
+  publish_error(c, code, msg);
+  if (c->tap) ts_tap_finish(c->tap);
+  exchange_done(c, 1);
+}
+
+/* ---- the upstream: the response body ---------------------------------------------------- */
+
+/* Decoded body bytes: to the client for OUT_DECODED / OUT_RECHUNK (OUT_RAW forwarded
+ * the raw bytes already), then a copy to the tap. */
+static void body_data(conn *c, const char *p, size_t n) {
+  if (!n) return;
+  ts_gw *gw = c->gw;
+  if (c->out_mode == OUT_DECODED) {
+    client_write(c, p, n);
+  } else if (c->out_mode == OUT_RECHUNK) {
+    client_printf(c, "%zx\r\n", n);
+    client_write(c, p, n);
+    client_write(c, "\r\n", 2);
   }
-  const ts_gw_stats *s = &gw->st;
-  evbuffer_add_printf(b,
-      "# HELP toolstream_gateway_streams_open Proxied requests in progress.\n"
-      "# TYPE toolstream_gateway_streams_open gauge\n"
-      "toolstream_gateway_streams_open %llu\n"
-      "# HELP toolstream_gateway_streams_total Proxied requests started.\n"
-      "# TYPE toolstream_gateway_streams_total counter\n"
-      "toolstream_gateway_streams_total %llu\n"
-      "# HELP toolstream_gateway_requests_total Requests received, built-in endpoints included.\n"
-      "# TYPE toolstream_gateway_requests_total counter\n"
-      "toolstream_gateway_requests_total %llu\n"
-      "# HELP toolstream_gateway_bytes_total Body bytes forwarded, by direction.\n"
-      "# TYPE toolstream_gateway_bytes_total counter\n"
-      "toolstream_gateway_bytes_total{direction=\"upstream\"} %llu\n"
-      "toolstream_gateway_bytes_total{direction=\"client\"} %llu\n"
-      "# HELP toolstream_gateway_events_published_total Thread events published on the bus.\n"
-      "# TYPE toolstream_gateway_events_published_total counter\n"
-      "toolstream_gateway_events_published_total %llu\n"
-      "# HELP toolstream_gateway_tap_errors_total tool_call_error and stream_error events of the tap.\n"
-      "# TYPE toolstream_gateway_tap_errors_total counter\n"
-      "toolstream_gateway_tap_errors_total %llu\n"
-      "# HELP toolstream_gateway_upstream_errors_total Upstreams unreachable, broken, timed out or answering an error status.\n"
-      "# TYPE toolstream_gateway_upstream_errors_total counter\n"
-      "toolstream_gateway_upstream_errors_total %llu\n"
-      "# HELP toolstream_gateway_client_aborts_total Clients that left before the end of the reply.\n"
-      "# TYPE toolstream_gateway_client_aborts_total counter\n"
-      "toolstream_gateway_client_aborts_total %llu\n"
-      "# HELP toolstream_gateway_upstream_latency_seconds Time from the request to the upstream's response headers.\n"
-      "# TYPE toolstream_gateway_upstream_latency_seconds histogram\n",
-      (unsigned long long)s->streams_open, (unsigned long long)s->streams_total,
-      (unsigned long long)s->requests_total, (unsigned long long)s->bytes_up,
-      (unsigned long long)s->bytes_down, (unsigned long long)s->events_published,
-      (unsigned long long)s->tap_errors, (unsigned long long)s->upstream_errors,
-      (unsigned long long)s->client_aborts);
-  uint64_t cum = 0;
-  for (size_t i = 0; i < N_LAT; i++) {
-    cum += gw->lat_count[i];
-    evbuffer_add_printf(b, "toolstream_gateway_upstream_latency_seconds_bucket{le=\"%g\"} %llu\n",
-                        lat_bounds[i], (unsigned long long)cum);
+  gw->m.st.bytes_down += n;
+  if (!c->tap) return;
+  if (n > c->scratch_cap) {
+    char *ns = realloc(c->scratch, n);
+    if (!ns) return; /* the client still gets every byte; only the tap misses these */
+    c->scratch = ns;
+    c->scratch_cap = n;
   }
-  evbuffer_add_printf(b,
-      "toolstream_gateway_upstream_latency_seconds_bucket{le=\"+Inf\"} %llu\n"
-      "toolstream_gateway_upstream_latency_seconds_sum %.6f\n"
-      "toolstream_gateway_upstream_latency_seconds_count %llu\n",
-      (unsigned long long)gw->lat_n, gw->lat_sum, (unsigned long long)gw->lat_n);
-  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                    "text/plain; version=0.0.4; charset=utf-8");
-  evhttp_send_reply(req, 200, "OK", b);
-  evbuffer_free(b);
+  memcpy(c->scratch, p, n); /* the tap decodes in place */
+  ts_tap_feed(c->tap, c->scratch, n);
 }
 
-/* ---- one proxied request ---------------------------------------------------------------- */
+static void on_chunk_data(void *user, const char *p, size_t n) { body_data(user, p, n); }
 
-static void reap_cb(evutil_socket_t fd, short what, void *arg);
-static void on_client_close(struct evhttp_connection *con, void *arg);
-
-static void req_free(gw_req *r) {
-  ts_gw *gw = r->gw;
-  if (r->prev) r->prev->next = r->next;
-  else if (gw->live == r) gw->live = r->next;
-  if (r->next) r->next->prev = r->prev;
-  if (r->ureq) evhttp_cancel_request(r->ureq);
-  if (r->ucon) evhttp_connection_free(r->ucon);
-  if (r->timer) event_free(r->timer);
-  if (r->pause_ev) event_free(r->pause_ev);
-  if (r->reap_ev) event_free(r->reap_ev);
-  ts_tap_free(r->tap);
-  ts_tool_defs_free(&r->defs);
-  free(r->scratch);
-  free(r);
+/* The response is complete. May free c. */
+static void response_done(conn *c) {
+  if (c->tap) ts_tap_finish(c->tap);
+  if (c->out_mode == OUT_RECHUNK) client_write(c, "0\r\n\r\n", 5);
+  exchange_done(c, c->close_after);
 }
 
-/* Settles r: no callback of ours acts on it afterwards; freed from a deferred event (it
- * stays on the live list until then, so ts_gw_free finds it). */
-static void reap(gw_req *r) {
-  if (r->reaping) return;
-  r->reaping = 1;
-  ts_gw *gw = r->gw;
-  if (r->counted_open) gw->st.streams_open--;
-  if (r->scon) evhttp_connection_set_closecb(r->scon, NULL, NULL);
-  r->scon = NULL;
-  r->sreq = NULL;
-  if (r->timer) evtimer_del(r->timer);
-  event_active(r->reap_ev, EV_TIMEOUT, 1);
+/* A malformed chunk mid-body: the reply is cut there. Frees c; returns 1. */
+static int bad_chunk(conn *c, struct evbuffer *in, const char *why) {
+  char msg[512];
+  snprintf(msg, sizeof msg, "the upstream %s sent a malformed chunked body: %s",
+           c->rt->up.host_hdr, why);
+  evbuffer_drain(in, evbuffer_get_length(in));
+  cut(c, TS_E_GW_RESPONSE, msg);
+  return 1;
 }
 
-static void reap_cb(evutil_socket_t fd, short what, void *arg) {
-  (void)fd;
-  (void)what;
-  req_free(arg);
-}
-
-/* The upstream failed: tell the client (a status, or a cut stream) and the bus. */
-static void fail(gw_req *r, int code, int status, const char *msg) {
-  publish_error(r, code, msg);
-  if (r->sreq) {
-    if (!r->headers_sent) {
-      struct evhttp_request *sreq = r->sreq;
-      evhttp_connection_set_closecb(r->scon, NULL, NULL);
-      r->scon = NULL; /* sending may free the connection */
-      r->sreq = NULL;
-      char full[600];
-      snprintf(full, sizeof full, "toolstream gateway: %s", msg);
-      send_json_error(sreq, status, status == 504 ? "Gateway Timeout" : "Bad Gateway", full,
-                      r->thread);
+/* Moves what the upstream sent of the body to the client. Returns 1 when c was freed. */
+static int upstream_body(conn *c) {
+  struct evbuffer *in = bufferevent_get_input(c->ubev);
+  for (;;) {
+    struct evbuffer_iovec v;
+    if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || !v.iov_len) break;
+    const char *p = v.iov_base;
+    size_t n = v.iov_len, k = n;
+    int done = 0;
+    if (c->uf.kind == TS_HTTP_BODY_LENGTH) {
+      if ((uint64_t)k > c->uleft) k = (size_t)c->uleft;
+      if (c->out_mode == OUT_RAW) client_write(c, p, k);
+      body_data(c, p, k);
+      c->uleft -= k;
+      done = c->uleft == 0;
+    } else if (c->uf.kind == TS_HTTP_BODY_CLOSE) {
+      if (c->out_mode == OUT_RAW) client_write(c, p, k);
+      body_data(c, p, k);
+    } else if (c->uf.kind == TS_HTTP_BODY_CHUNKED) {
+      const char *why = NULL;
+      if (c->out_mode == OUT_RAW) {
+        /* the client gets the raw framing first; a probe finds where the body ends, so
+         * nothing after it is forwarded */
+        ts_chunked probe = c->udec;
+        long used = ts_chunked_feed(&probe, p, n, NULL, NULL, &done, &why);
+        k = used < 0 ? (size_t)(probe.offset - c->udec.offset) : (size_t)used;
+        client_write(c, p, k);
+        if (used < 0) return bad_chunk(c, in, why);
+      }
+      long used = ts_chunked_feed(&c->udec, p, k, on_chunk_data, c, &done, &why);
+      if (used < 0) return bad_chunk(c, in, why);
+      k = (size_t)used;
     } else {
-      /* The client already has a status: a broken upstream stream becomes a broken
-       * client stream (no terminating chunk), so the client sees the truncation. */
-      struct evhttp_connection *scon = r->scon;
-      evhttp_connection_set_closecb(scon, NULL, NULL);
-      r->scon = NULL;
-      r->sreq = NULL;
-      evhttp_connection_free(scon);
+      done = 1;
+      k = 0;
+    }
+    evbuffer_drain(in, k);
+    if (c->client_dead) {
+      c->gw->m.st.client_aborts++;
+      conn_free(c);
+      return 1;
+    }
+    if (done) {
+      evbuffer_drain(in, evbuffer_get_length(in)); /* nothing after a body is used */
+      response_done(c);
+      return 1;
     }
   }
-  reap(r);
-}
-
-static int connected(gw_req *r) {
-  struct bufferevent *bev = r->ucon ? evhttp_connection_get_bufferevent(r->ucon) : NULL;
-  int fd = bev ? bufferevent_getfd(bev) : -1;
-  struct sockaddr_storage ss;
-  socklen_t sl = sizeof ss;
-  return fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &sl) == 0;
-}
-
-static void arm_ms(struct event *ev, double ms) {
-  if (ms < 1) ms = 1;
-  struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((long)ms % 1000) * 1000};
-  evtimer_add(ev, &tv);
-}
-
-static void on_timer(evutil_socket_t fd, short what, void *arg) {
-  (void)fd;
-  (void)what;
-  gw_req *r = arg;
-  if (r->reaping || r->headers_sent) return;
-  ts_gw *gw = r->gw;
-  double el = (mono_s() - r->t_start) * 1000;
-  const char *msg = NULL;
-  char buf[128];
-  if (!connected(r) && el >= gw->cfg.connect_timeout_ms) {
-    snprintf(buf, sizeof buf, "no connection to the upstream within %d ms",
-             gw->cfg.connect_timeout_ms);
-    msg = buf;
-  } else if (el >= gw->cfg.headers_timeout_ms) {
-    snprintf(buf, sizeof buf, "no response headers from the upstream within %d ms",
-             gw->cfg.headers_timeout_ms);
-    msg = buf;
+  if (c->uf.kind == TS_HTTP_BODY_NONE) {
+    response_done(c);
+    return 1;
   }
-  if (!msg) {
-    double next = gw->cfg.headers_timeout_ms - el;
-    if (!connected(r) && gw->cfg.connect_timeout_ms - el < next) next = gw->cfg.connect_timeout_ms - el;
-    arm_ms(r->timer, next);
-    return;
+  if (client_queued(c) > TS_GW_CLIENT_HIGH_WATER && !c->paused) {
+    c->paused = 1;
+    bufferevent_disable(c->ubev, EV_READ);
   }
-  struct evhttp_request *u = r->ureq;
-  r->ureq = NULL;
-  if (u) evhttp_cancel_request(u);
-  fail(r, TS_E_GW_TIMEOUT, 504, msg);
+  return 0;
 }
 
-static void on_pause(evutil_socket_t fd, short what, void *arg) {
-  (void)fd;
-  (void)what;
-  gw_req *r = arg;
-  if (r->paused && !r->reaping && r->ucon)
-    bufferevent_disable(evhttp_connection_get_bufferevent(r->ucon), EV_READ);
+/* ---- the upstream: the response head ----------------------------------------------------- */
+
+static int hop_by_hop(ts_view name, const ts_http_head *h) {
+  static const char *const hop[] = {"Connection", "Keep-Alive", "Proxy-Connection",
+                                    "Proxy-Authenticate", "Proxy-Authorization", "TE",
+                                    "Trailer", "Trailers", "Transfer-Encoding", "Upgrade"};
+  for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
+    if (name.len == strlen(hop[i]) && !strncasecmp(name.p, hop[i], name.len)) return 1;
+  char tok[128];
+  if (name.len >= sizeof tok) return 0;
+  memcpy(tok, name.p, name.len);
+  tok[name.len] = '\0';
+  for (size_t i = 0; i < h->nfields; i++) /* fields named in Connection are hop-by-hop too */
+    if (h->fields[i].name.len == 10 && !strncasecmp(h->fields[i].name.p, "Connection", 10) &&
+        ts_http_list_has(h->fields[i].value, tok))
+      return 1;
+  return 0;
 }
 
-static void on_client_drained(struct evhttp_connection *con, void *arg) {
-  (void)con;
-  gw_req *r = arg;
-  if (r->paused && !r->reaping && r->ucon) {
-    r->paused = 0;
-    bufferevent_enable(evhttp_connection_get_bufferevent(r->ucon), EV_READ);
+static int field_is(ts_view name, const char *s) {
+  return name.len == strlen(s) && !strncasecmp(name.p, s, name.len);
+}
+
+/* The upstream's head is h (views into p). Starts the client's reply. Returns 1 when c
+ * was freed. */
+static int start_reply(conn *c) {
+  ts_gw *gw = c->gw;
+  ts_http_head *h = &c->h;
+  const char *why = NULL;
+  if (ts_http_response_framing(h, c->head_method, &c->uf, &why)) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "the upstream %s sent %s", c->rt->up.host_hdr, why);
+    fail_before_head(c, TS_E_GW_RESPONSE, 502, msg);
+    return 1;
   }
-}
+  ts_gw_metrics_latency(&gw->m, mono_s() - c->t_start);
+  c->uleft = c->uf.length;
+  /* how the body travels to this client */
+  int client11 = c->minor == 1;
+  const char *framing = "";
+  char clbuf[64];
+  c->out_mode = OUT_RAW;
+  switch (c->uf.kind) {
+  case TS_HTTP_BODY_LENGTH:
+    snprintf(clbuf, sizeof clbuf, "Content-Length: %llu\r\n", (unsigned long long)c->uf.length);
+    framing = clbuf;
+    break;
+  case TS_HTTP_BODY_CHUNKED:
+    if (client11) framing = "Transfer-Encoding: chunked\r\n";
+    else c->out_mode = OUT_DECODED, c->close_after = 1;
+    break;
+  case TS_HTTP_BODY_CLOSE:
+    if (client11) framing = "Transfer-Encoding: chunked\r\n", c->out_mode = OUT_RECHUNK;
+    else c->close_after = 1;
+    break;
+  case TS_HTTP_BODY_NONE: {
+    ts_view cl;
+    if (c->head_method && ts_http_field_get(h, "Content-Length", &cl) == 1 && cl.len < 20) {
+      snprintf(clbuf, sizeof clbuf, "Content-Length: %.*s\r\n", (int)cl.len, cl.p);
+      framing = clbuf;
+    } else if (h->status >= 200 && h->status != 204 && h->status != 304) {
+      framing = "Content-Length: 0\r\n";
+    }
+    break;
+  }
+  }
+  if (!c->keep_alive) c->close_after = 1;
 
-static void on_client_close(struct evhttp_connection *con, void *arg) {
-  (void)con;
-  gw_req *r = arg;
-  r->gw->st.client_aborts++;
-  /* libevent 2.1 detaches a request it was still answering from the dying connection
-   * and leaves it to us: ending it is what frees it. */
-  if (r->sreq && !evhttp_request_get_connection(r->sreq)) evhttp_send_reply_end(r->sreq);
-  r->scon = NULL; /* libevent is tearing it down */
-  r->sreq = NULL;
-  struct evhttp_request *u = r->ureq;
-  r->ureq = NULL;
-  if (u) evhttp_cancel_request(u); /* closes the upstream connection */
-  reap(r);
-}
+  ts_buf out;
+  ts_buf_init(&out, gw->cfg.max_header_bytes + 4096);
+  char line[64];
+  snprintf(line, sizeof line, "HTTP/1.1 %d ", h->status);
+  ts_buf_puts(&out, line);
+  ts_buf_append(&out, h->reason.p, h->reason.len);
+  ts_buf_puts(&out, "\r\n");
+  for (size_t i = 0; i < h->nfields; i++) {
+    ts_view n = h->fields[i].name;
+    if (hop_by_hop(n, h) || field_is(n, TS_GW_HEADER_THREAD) || field_is(n, "Content-Length"))
+      continue;
+    ts_buf_append(&out, n.p, n.len);
+    ts_buf_puts(&out, ": ");
+    ts_buf_append(&out, h->fields[i].value.p, h->fields[i].value.len);
+    ts_buf_puts(&out, "\r\n");
+  }
+  ts_buf_puts(&out, framing);
+  ts_buf_puts(&out, TS_GW_HEADER_THREAD ": ");
+  ts_buf_puts(&out, c->thread);
+  ts_buf_puts(&out, c->close_after ? "\r\nConnection: close\r\n\r\n" : "\r\n\r\n");
 
-static int on_up_headers(struct evhttp_request *u, void *arg) {
-  gw_req *r = arg;
-  ts_gw *gw = r->gw;
-  if (r->reaping || !r->sreq) return -1;
-  int code = evhttp_request_get_response_code(u);
-  double lat = mono_s() - r->t_start;
-  size_t b = 0;
-  while (b < N_LAT && lat > lat_bounds[b]) b++;
-  gw->lat_count[b]++;
-  gw->lat_sum += lat;
-  gw->lat_n++;
-
-  struct evkeyvalq *in = evhttp_request_get_input_headers(u);
-  struct evkeyvalq *out = evhttp_request_get_output_headers(r->sreq);
-  const char *connection = evhttp_find_header(in, "Connection");
-  for (struct evkeyval *kv = in->tqh_first; kv; kv = kv->next.tqe_next)
-    if (!hop_by_hop(kv->key, connection) && strcasecmp(kv->key, TS_GW_HEADER_THREAD))
-      evhttp_add_header(out, kv->key, kv->value);
-  evhttp_add_header(out, TS_GW_HEADER_THREAD, r->thread);
-
-  const char *ct = evhttp_find_header(in, "Content-Type");
-  if (code >= 200 && code < 300 && ct && !strncasecmp(ct, "text/event-stream", 17)) {
+  ts_view ct = {NULL, 0};
+  ts_http_field_get(h, "Content-Type", &ct);
+  int code = h->status;
+  if (code >= 200 && code < 300 && gw->cfg.pub && ct.len >= 17 &&
+      !strncasecmp(ct.p, "text/event-stream", 17)) {
     ts_tap_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.format = r->format;
+    cfg.format = c->format;
     cfg.progress_arg = lookup_progress;
-    cfg.progress_user = r;
+    cfg.progress_user = c;
     cfg.deltas = gw->cfg.deltas;
     cfg.text = gw->cfg.text;
-    r->tap = NULL;
-    if (ts_tap_new(&r->tap, &cfg, on_tap_event, r) != TS_E_OK) gw->st.tap_errors++;
+    c->tap = NULL;
+    if (ts_tap_new(&c->tap, &cfg, on_tap_event, c) != TS_E_OK) gw->m.st.tap_errors++;
   } else if (code >= 400) {
     char msg[96];
     snprintf(msg, sizeof msg, "the upstream answered %d", code);
-    publish_error(r, TS_E_GW_STATUS, msg);
+    publish_error(c, TS_E_GW_STATUS, msg);
   }
-  const char *reason = evhttp_request_get_response_code_line(u);
-  evhttp_send_reply_start(r->sreq, code, reason && *reason ? reason : "Status");
-  r->headers_sent = 1;
-  evtimer_del(r->timer);
+  int werr = out.err ? -1 : client_write(c, out.p, out.len);
+  ts_buf_fini(&out);
+  c->headers_sent = 1;
+  evtimer_del(c->utimer);
+  if (werr) {
+    if (c->client_dead) c->gw->m.st.client_aborts++;
+    conn_free(c);
+    return 1;
+  }
   struct timeval tv = {gw->cfg.idle_timeout_ms / 1000, (gw->cfg.idle_timeout_ms % 1000) * 1000};
-  evhttp_connection_set_timeout_tv(r->ucon, &tv);
+  bufferevent_set_timeouts(c->ubev, &tv, NULL);
+  c->ustate = U_BODY;
   return 0;
 }
 
-static void on_up_chunk(struct evhttp_request *u, void *arg) {
-  gw_req *r = arg;
-  struct evbuffer *in = evhttp_request_get_input_buffer(u);
-  size_t n = evbuffer_get_length(in);
-  if (r->reaping || !r->sreq || !n) return;
-  int tap = r->tap && r->gw->cfg.pub; /* the tap's only output is the bus */
-  if (tap) {
-    if (n > r->scratch_cap) {
-      char *ns = realloc(r->scratch, n);
-      if (!ns) tap = 0;
-      else r->scratch = ns, r->scratch_cap = n;
-    }
-    if (tap) evbuffer_copyout(in, r->scratch, n);
-  }
-  evhttp_send_reply_chunk_with_cb(r->sreq, in, on_client_drained, r);
-  r->gw->st.bytes_down += n;
-  /* Write to the client now rather than on the next loop turn: the chunk leaves before
-   * the tap runs and one wake-up earlier. What the socket does not take stays queued
-   * for the bufferevent (which also reports errors); a partial write is harmless. */
-  struct bufferevent *cb = r->scon ? evhttp_connection_get_bufferevent(r->scon) : NULL;
-  if (cb) {
-    struct evbuffer *out = bufferevent_get_output(cb);
-    evbuffer_write(out, bufferevent_getfd(cb));
-    /* All gone: no write event needed (evhttp enables it again with the next chunk);
-     * disabling it in the same loop turn spares libevent two epoll_ctl calls. */
-    if (!evbuffer_get_length(out)) bufferevent_disable(cb, EV_WRITE);
-  }
-  if (tap) ts_tap_feed(r->tap, r->scratch, n);
-  if (cb && evbuffer_get_length(bufferevent_get_output(cb)) > TS_GW_CLIENT_HIGH_WATER &&
-      !r->paused) {
-    r->paused = 1;
-    event_active(r->pause_ev, EV_TIMEOUT, 1);
-  }
-}
-
-static void on_up_error(enum evhttp_request_error err, void *arg) {
-  gw_req *r = arg;
-  r->uerr = (int)err;
-}
-
-static void on_up_done(struct evhttp_request *u, void *arg) {
-  gw_req *r = arg;
-  r->ureq = NULL; /* libevent frees it after this call */
-  if (r->reaping) return;
-  if (!u || evhttp_request_get_response_code(u) == 0) {
-    char msg[400];
-    int timeout = r->uerr == EVREQ_HTTP_TIMEOUT;
-    const char *what = !r->headers_sent ? (r->uerr < 0 ? "cannot connect to the upstream %s"
-                                                       : "the upstream %s broke off before answering")
-                                        : (timeout ? "the upstream %s went idle mid-stream"
-                                                   : "the upstream %s broke off mid-stream");
-    snprintf(msg, sizeof msg, what, r->rt->host_header);
-    /* A TLS failure explains itself through the connection's SSL: a handshake that never
-     * finished, with the certificate's verify result when that is what failed. */
-    int tls = 0;
-    SSL *ssl = r->rt->tls && r->ubev ? bufferevent_openssl_get_ssl(r->ubev) : NULL;
-    if (ssl && !r->headers_sent && !SSL_is_init_finished(ssl)) {
-      unsigned long e = 0, last = 0;
-      while ((e = bufferevent_get_openssl_error(r->ubev))) last = e;
-      long vr = SSL_get_verify_result(ssl);
-      if (vr != X509_V_OK || last) {
-        tls = 1;
-        snprintf(msg, sizeof msg, "TLS with the upstream %s failed: %s", r->rt->host_header,
-                 vr != X509_V_OK ? X509_verify_cert_error_string(vr) : "handshake error");
+static void on_up_read(struct bufferevent *bev, void *arg) {
+  conn *c = arg;
+  struct evbuffer *in = bufferevent_get_input(bev);
+  while (c->ustate == U_HEAD) {
+    size_t n = evbuffer_get_length(in), lim = c->gw->cfg.max_header_bytes;
+    if (!n) return;
+    size_t look = n < lim + 1 ? n : lim + 1;
+    const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
+    if (!p) return;
+    size_t end = ts_http_head_end(p, look, &c->uscan);
+    if (!end) {
+      if (look > lim) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "the upstream %s sent a response head over %zu bytes",
+                 c->rt->up.host_hdr, lim);
+        fail_before_head(c, TS_E_GW_RESPONSE, 502, msg);
       }
+      return;
     }
-    ERR_clear_error();
-    fail(r, tls ? TS_E_GW_TLS : timeout ? TS_E_GW_TIMEOUT : TS_E_GW_UPSTREAM,
-         timeout ? 504 : 502, msg);
+    const char *why = NULL;
+    if (ts_http_parse_response(p, end, &c->h, &why) || c->h.status == 101) {
+      char msg[400];
+      snprintf(msg, sizeof msg, "the upstream %s sent a malformed response: %s",
+               c->rt->up.host_hdr, why ? why : "an unasked protocol switch");
+      fail_before_head(c, TS_E_GW_RESPONSE, 502, msg);
+      return;
+    }
+    if (c->h.status < 200) { /* 100 Continue, 103 Early Hints: not forwarded */
+      evbuffer_drain(in, end);
+      c->uscan = 0;
+      continue;
+    }
+    if (start_reply(c)) return;
+    evbuffer_drain(in, end);
+  }
+  upstream_body(c);
+}
+
+static void on_up_event(struct bufferevent *bev, short what, void *arg) {
+  (void)bev;
+  conn *c = arg;
+  if (what & BEV_EVENT_CONNECTED) {
+    c->uconnected = 1;
     return;
   }
-  if (r->tap) ts_tap_finish(r->tap);
-  if (r->sreq) {
-    struct evhttp_request *sreq = r->sreq;
-    evhttp_connection_set_closecb(r->scon, NULL, NULL);
-    r->sreq = NULL;
-    r->scon = NULL;
-    evhttp_send_reply_end(sreq);
+  const char *host = c->rt->up.host_hdr;
+  char msg[700];
+  if (c->ustate == U_HEAD) {
+    char reason[300];
+    if (c->rt->up.tls && ts_upstream_tls_failure(c->ubev, reason, sizeof reason)) {
+      snprintf(msg, sizeof msg, "TLS with the upstream %s failed: %s", host, reason);
+      fail_before_head(c, TS_E_GW_TLS, 502, msg);
+      return;
+    }
+    snprintf(msg, sizeof msg,
+             c->uconnected ? "the upstream %s broke off before answering"
+                           : "cannot connect to the upstream %s",
+             host);
+    fail_before_head(c, TS_E_GW_UPSTREAM, 502, msg);
+    return;
   }
-  reap(r);
+  if (what & BEV_EVENT_TIMEOUT) {
+    snprintf(msg, sizeof msg, "the upstream %s went idle mid-stream", host);
+    cut(c, TS_E_GW_TIMEOUT, msg);
+    return;
+  }
+  /* EOF or error inside the body: what was read is forwarded first */
+  if (upstream_body(c)) return;
+  if (c->uf.kind == TS_HTTP_BODY_CLOSE && (what & BEV_EVENT_EOF)) {
+    response_done(c); /* the close is the end of such a body */
+    return;
+  }
+  snprintf(msg, sizeof msg, "the upstream %s broke off mid-stream", host);
+  cut(c, TS_E_GW_UPSTREAM, msg);
 }
 
-static const route *pick_route(ts_gw *gw, const char *path) {
-  const route *best = NULL;
-  size_t best_len = 0;
-  for (size_t i = 0; i < gw->nroutes; i++) {
-    size_t l = strlen(gw->routes[i].prefix);
-    if (strncmp(path, gw->routes[i].prefix, l)) continue;
-    if (!best || l > best_len) best = &gw->routes[i], best_len = l;
+static void on_utimer(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  conn *c = arg;
+  if (c->headers_sent || !c->ubev) return;
+  ts_gw *gw = c->gw;
+  double el = (mono_s() - c->t_start) * 1000;
+  char buf[128];
+  if (!c->uconnected && el >= gw->cfg.connect_timeout_ms) {
+    snprintf(buf, sizeof buf, "no connection to the upstream within %d ms",
+             gw->cfg.connect_timeout_ms);
+  } else if (el >= gw->cfg.headers_timeout_ms) {
+    snprintf(buf, sizeof buf, "no response headers from the upstream within %d ms",
+             gw->cfg.headers_timeout_ms);
+  } else {
+    double next = gw->cfg.headers_timeout_ms - el;
+    if (!c->uconnected && gw->cfg.connect_timeout_ms - el < next)
+      next = gw->cfg.connect_timeout_ms - el;
+    arm_ms(c->utimer, next);
+    return;
   }
-  return best;
+  fail_before_head(c, TS_E_GW_TIMEOUT, 504, buf);
 }
 
-static ts_format format_for(const char *path, size_t plen) {
-  struct {
-    const char *suffix;
-    ts_format f;
-  } map[] = {{"/chat/completions", TS_FORMAT_OPENAI_CHAT},
-             {"/responses", TS_FORMAT_OPENAI_RESPONSES},
-             {"/messages", TS_FORMAT_ANTHROPIC},
-             {":streamGenerateContent", TS_FORMAT_GEMINI}};
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-    size_t l = strlen(map[i].suffix);
-    if (plen >= l && !memcmp(path + plen - l, map[i].suffix, l)) return map[i].f;
+/* ---- the request: forwarding ------------------------------------------------------------- */
+
+/* Refuses paths that could mean another path behind a prefix route: dot segments
+ * ("/a/../b", also percent-encoded), empty segments ("//host/x"), backslashes and
+ * encoded slashes, which servers may decode into segments. */
+static const char *bad_path(const char *path, size_t plen) {
+  for (size_t i = 0; i < plen; i++) {
+    char ch = path[i];
+    if (ch == '\\') return "a backslash in the path";
+    if (ch == '%' && i + 2 < plen) {
+      char a = path[i + 1], b = path[i + 2];
+      if ((a == '2' && (b == 'f' || b == 'F')) || (a == '5' && (b == 'c' || b == 'C')))
+        return "an encoded slash or backslash in the path";
+    }
+    if (ch != '/') continue;
+    if (i + 1 < plen && path[i + 1] == '/') return "an empty path segment ('//')";
+    /* the segment after this slash: ".", "..", or their %2e spellings */
+    size_t j = i + 1, dots = 0, other = 0;
+    while (j < plen && path[j] != '/') {
+      if (path[j] == '.') dots++, j++;
+      else if (path[j] == '%' && j + 2 < plen && path[j + 1] == '2' &&
+               (path[j + 2] == 'e' || path[j + 2] == 'E'))
+        dots++, j += 3;
+      else other++, j++;
+    }
+    if (!other && (dots == 1 || dots == 2)) return "a '.' or '..' path segment";
   }
-  return TS_FORMAT_AUTO;
+  return NULL;
 }
 
-static void on_request(struct evhttp_request *sreq, void *arg) {
-  ts_gw *gw = arg;
-  gw->st.requests_total++;
-  const char *uri = evhttp_request_get_uri(sreq);
-  enum evhttp_cmd_type cmd = evhttp_request_get_command(sreq);
+static const char *const methods[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"};
+
+/* Writes the normalised request to the upstream's output: our request line, Host, the
+ * end-to-end fields as received, one Content-Length of the body read. */
+static int write_upstream_request(conn *c, const char *target, const char *body, size_t blen) {
+  struct evbuffer *o = bufferevent_get_output(c->ubev);
+  const ts_http_head *h = &c->h;
+  int rc = evbuffer_add_printf(o, "%.*s %s%s HTTP/1.1\r\nHost: %s\r\n", (int)h->method.len,
+                               h->method.p, c->rt->base_path, target, c->rt->up.host_hdr) < 0;
+  for (size_t i = 0; i < h->nfields && !rc; i++) {
+    ts_view n = h->fields[i].name, v = h->fields[i].value;
+    if (hop_by_hop(n, h) || field_is(n, "Host") || field_is(n, "Content-Length") ||
+        field_is(n, "Accept-Encoding") || field_is(n, "Expect"))
+      continue;
+    rc = evbuffer_add_printf(o, "%.*s: %.*s\r\n", (int)n.len, n.p, (int)v.len, v.p) < 0;
+  }
+  int needs_length = blen || field_is(h->method, "POST") || field_is(h->method, "PUT") ||
+                     field_is(h->method, "PATCH");
+  if (!rc && needs_length) rc = evbuffer_add_printf(o, "Content-Length: %zu\r\n", blen) < 0;
+  if (!rc)
+    rc = evbuffer_add_printf(o, "Accept-Encoding: identity\r\nConnection: close\r\n\r\n") < 0;
+  if (!rc && blen) rc = evbuffer_add(o, body, blen);
+  return rc;
+}
+
+/* The request is whole: answer it or send it upstream. May free c. */
+static void dispatch(conn *c) {
+  ts_gw *gw = c->gw;
+  c->state = C_WAIT;
+  evtimer_del(c->timer);
+  /* while the request is answered, a client may send ahead only a bounded amount */
+  bufferevent_setwatermark(c->bev, EV_READ, 0, TS_GW_PIPELINE_BYTES);
+  gw->m.st.requests_total++;
+  ts_http_head *h = &c->h;
+  if (h->target.len > TS_GW_MAX_TARGET) {
+    refuse(c, 414, "request target too long");
+    return;
+  }
+  char uri[TS_GW_MAX_TARGET + 1];
+  memcpy(uri, h->target.p, h->target.len);
+  uri[h->target.len] = '\0';
   size_t plen = strcspn(uri, "?#");
-  if (cmd == EVHTTP_REQ_GET && plen == 8 && !strncmp(uri, "/healthz", 8)) {
-    struct evbuffer *b = evbuffer_new();
-    if (b) evbuffer_add(b, "ok\n", 3);
-    evhttp_add_header(evhttp_request_get_output_headers(sreq), "Content-Type", "text/plain");
-    evhttp_send_reply(sreq, 200, "OK", b);
-    if (b) evbuffer_free(b);
+  int get = field_is(h->method, "GET");
+  if (get && plen == 8 && !strncmp(uri, "/healthz", 8)) {
+    reply(c, 200, "text/plain", "ok\n", 3, 0);
     return;
   }
-  if (cmd == EVHTTP_REQ_GET && plen == 8 && !strncmp(uri, "/metrics", 8)) {
-    send_metrics(gw, sreq);
-    return;
-  }
-  struct evkeyvalq *hin = evhttp_request_get_input_headers(sreq);
-  if (headers_size(hin) > gw->cfg.max_header_bytes) {
-    send_json_error(sreq, 431, "Request Header Fields Too Large",
-                    "toolstream gateway: request headers too large", NULL);
+  if (get && plen == 8 && !strncmp(uri, "/metrics", 8)) {
+    send_metrics(c);
     return;
   }
   if (uri[0] != '/') {
-    send_json_error(sreq, 400, "Bad Request", "toolstream gateway: only origin-form request targets",
-                    NULL);
+    refuse(c, 400, "only origin-form request targets");
     return;
   }
-  const route *rt = pick_route(gw, uri);
+  const char *bad = bad_path(uri, plen);
+  if (bad) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "refused: %s", bad);
+    refuse(c, 400, msg);
+    return;
+  }
+  const ts_gw_route *rt = ts_gw_route_pick(gw->routes, gw->nroutes, uri);
   if (!rt) {
-    send_json_error(sreq, 404, "Not Found", "toolstream gateway: no upstream for this path", NULL);
+    gw->m.st.requests_refused++;
+    reply_error(c, 404, "toolstream gateway: no upstream for this path", 0);
     return;
   }
-  gw_req *r = calloc(1, sizeof *r);
-  if (!r) {
-    evhttp_send_error(sreq, 503, "Out of memory");
+  ts_view th;
+  size_t nth = ts_http_field_get(h, TS_GW_HEADER_THREAD, &th);
+  if (nth > 1) {
+    refuse(c, 400, "more than one " TS_GW_HEADER_THREAD " header");
     return;
   }
-  r->gw = gw;
-  r->uerr = -1;
-  r->rt = rt;
-  r->sreq = sreq;
-  r->scon = evhttp_request_get_connection(sreq);
-  r->t_start = mono_s();
-  r->format = format_for(uri, plen);
-  const char *th = evhttp_find_header(hin, TS_GW_HEADER_THREAD);
-  if (th && strlen(th) < sizeof r->thread && ts_thread_id_valid(th, strlen(th))) {
-    snprintf(r->thread, sizeof r->thread, "%s", th);
-    r->named_thread = 1;
-  } else
-    ts_thread_id_new(r->thread, sizeof r->thread);
-  r->timer = evtimer_new(gw->base, on_timer, r);
-  r->pause_ev = event_new(gw->base, -1, 0, on_pause, r);
-  r->reap_ev = event_new(gw->base, -1, 0, reap_cb, r);
-  if (!r->timer || !r->pause_ev || !r->reap_ev) goto nomem;
-  gw->st.streams_total++;
-  gw->st.streams_open++;
-  r->counted_open = 1;
-  r->next = gw->live;
-  if (gw->live) gw->live->prev = r;
-  gw->live = r;
+  if (nth == 1 && th.len > TS_THREAD_ID_MAX) {
+    char msg[160];
+    snprintf(msg, sizeof msg, TS_GW_HEADER_THREAD " is %zu bytes, over the limit of %d for a thread id",
+             th.len, TS_THREAD_ID_MAX);
+    refuse(c, 400, msg);
+    return;
+  }
+  if (nth == 1 && !ts_thread_id_valid(th.p, th.len)) {
+    refuse(c, 400, TS_GW_HEADER_THREAD " is not a valid thread id (1 to 256 bytes, no space, "
+                   "control byte or DEL)");
+    return;
+  }
+  if (nth == 1) {
+    memcpy(c->thread, th.p, th.len);
+    c->thread[th.len] = '\0';
+    c->named_thread = 1;
+  } else if (ts_thread_id_new(c->thread, sizeof c->thread)) {
+    c->thread[0] = '\0';
+    reply_error(c, 500, "toolstream gateway: no randomness for a thread id", 1);
+    return;
+  }
+  c->rt = rt;
+  c->format = ts_provider_for_path(uri, plen);
+  c->t_start = mono_s();
+  c->ustate = U_HEAD;
+  gw->m.st.streams_total++;
+  gw->m.st.streams_open++;
+  c->counted_open = 1;
 
-  if (rt->tls) {
-    SSL *ssl = SSL_new(gw->ssl_ctx);
-    if (!ssl) goto nomem_live;
-    if (rt->is_ip) {
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), rt->host);
-    } else {
-      SSL_set_tlsext_host_name(ssl, rt->host);
-      SSL_set1_host(ssl, rt->host);
-    }
-    r->ubev = bufferevent_openssl_socket_new(gw->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
-                                             BEV_OPT_CLOSE_ON_FREE);
-    if (!r->ubev) {
-      SSL_free(ssl);
-      goto nomem_live;
-    }
-    bufferevent_openssl_set_allow_dirty_shutdown(r->ubev, 1);
-  }
-  r->ucon = evhttp_connection_base_bufferevent_new(gw->base, NULL, r->ubev, rt->host,
-                                                   (unsigned short)rt->port);
-  if (!r->ucon) {
-    if (r->ubev) bufferevent_free(r->ubev);
-    goto nomem_live;
-  }
-  evhttp_connection_set_retries(r->ucon, 0);
-  evhttp_connection_set_max_headers_size(r->ucon, (ev_ssize_t)gw->cfg.max_header_bytes);
-  {
-    int ms = gw->cfg.headers_timeout_ms + 1000; /* backstop: our timer decides */
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evhttp_connection_set_timeout_tv(r->ucon, &tv);
-  }
-  struct evhttp_request *u = evhttp_request_new(on_up_done, r);
-  if (!u) goto nomem_live;
-  evhttp_request_set_header_cb(u, on_up_headers);
-  evhttp_request_set_chunked_cb(u, on_up_chunk);
-  evhttp_request_set_error_cb(u, on_up_error);
-  struct evkeyvalq *hout = evhttp_request_get_output_headers(u);
-  const char *connection = evhttp_find_header(hin, "Connection");
-  for (struct evkeyval *kv = hin->tqh_first; kv; kv = kv->next.tqe_next) {
-    if (hop_by_hop(kv->key, connection) || !strcasecmp(kv->key, "Host") ||
-        !strcasecmp(kv->key, "Content-Length") || !strcasecmp(kv->key, "Accept-Encoding") ||
-        !strcasecmp(kv->key, "Expect")) /* evhttp answered 100-continue; the body is here */
-      continue;
-    evhttp_add_header(hout, kv->key, kv->value);
-  }
-  evhttp_add_header(hout, "Host", rt->host_header);
-  evhttp_add_header(hout, "Accept-Encoding", "identity");
+  c->ubev = rt->up.tls ? ts_upstream_tls_bev(gw->base, gw->ssl_ctx, &rt->up)
+                       : bufferevent_socket_new(gw->base, -1, BEV_OPT_CLOSE_ON_FREE);
+  if (!c->ubev) goto nomem;
+  bufferevent_setcb(c->ubev, on_up_read, NULL, on_up_event, c);
+  bufferevent_setwatermark(c->ubev, EV_READ, 0, TS_GW_CLIENT_HIGH_WATER);
+  bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
 
-  struct evbuffer *body = evhttp_request_get_input_buffer(sreq);
-  size_t blen = evbuffer_get_length(body);
-  struct evbuffer *ubody = evhttp_request_get_output_buffer(u);
-  char *rewritten = NULL;
+  size_t blen = evbuffer_get_length(c->body);
+  const char *bp = blen ? (const char *)evbuffer_pullup(c->body, -1) : "";
+  if (!bp) goto nomem;
   size_t rlen = 0;
-  if (blen) {
-    const char *bp = (const char *)evbuffer_pullup(body, -1);
-    rewritten = bp ? strip_progress(bp, blen, &r->defs, &rlen) : NULL;
-    if (rewritten) {
-      evbuffer_add(ubody, rewritten, rlen);
-      free(rewritten);
-    } else {
-      evbuffer_add_buffer(ubody, body);
-    }
-  }
-  gw->st.bytes_up += evbuffer_get_length(ubody);
-  /* POST and friends always carry Content-Length (libevent adds it from the buffer);
-   * libevent leaves it out for a GET with no body. */
-
-  char path[8192];
-  int pn = snprintf(path, sizeof path, "%s%s", rt->base_path, uri);
-  if (pn < 0 || (size_t)pn >= sizeof path) {
-    evhttp_request_free(u);
-    reap(r);
-    send_json_error(sreq, 414, "URI Too Long", "toolstream gateway: request target too long", NULL);
+  char *rewritten = blen ? ts_progress_strip(bp, blen, &c->defs, &rlen) : NULL;
+  int wr = write_upstream_request(c, uri, rewritten ? rewritten : bp, rewritten ? rlen : blen);
+  gw->m.st.bytes_up += rewritten ? rlen : blen;
+  free(rewritten);
+  free(c->head); /* h's request views are no longer needed; h is reused for the response */
+  c->head = NULL;
+  evbuffer_drain(c->body, blen);
+  if (wr) goto nomem;
+  if (bufferevent_socket_connect_hostname(c->ubev, NULL, AF_UNSPEC, rt->up.host, rt->up.port)) {
+    char msg[400];
+    snprintf(msg, sizeof msg, "cannot connect to the upstream %s", rt->up.host_hdr);
+    fail_before_head(c, TS_E_GW_UPSTREAM, 502, msg);
     return;
   }
-  evhttp_connection_set_closecb(r->scon, on_client_close, r);
-  r->ureq = u;
-  if (evhttp_make_request(r->ucon, u, cmd, path) != 0) {
-    r->ureq = NULL; /* libevent freed it */
-    fail(r, TS_E_GW_UPSTREAM, 502, "cannot send the request upstream");
-    return;
-  }
-  arm_ms(r->timer, gw->cfg.connect_timeout_ms < gw->cfg.headers_timeout_ms
-                       ? gw->cfg.connect_timeout_ms
-                       : gw->cfg.headers_timeout_ms);
-  return;
-
-nomem_live:
-  reap(r);
-  evhttp_send_error(sreq, 503, "Out of memory");
+  arm_ms(c->utimer, gw->cfg.connect_timeout_ms < gw->cfg.headers_timeout_ms
+                        ? gw->cfg.connect_timeout_ms
+                        : gw->cfg.headers_timeout_ms);
   return;
 nomem:
-  req_free(r);
-  evhttp_send_error(sreq, 503, "Out of memory");
+  upstream_free(c);
+  reply_error(c, 503, "toolstream gateway: out of memory", 1);
 }
 
-/* ---- setup ------------------------------------------------------------------------------ */
+/* ---- the request: reading ------------------------------------------------------------------ */
 
-static int parse_route(const ts_gw_upstream *up, route *rt, char *why, size_t cap) {
-  memset(rt, 0, sizeof *rt);
-  const char *prefix = up->prefix ? up->prefix : "";
-  if (strlen(prefix) >= sizeof rt->prefix || (*prefix && *prefix != '/')) {
-    set_why(why, cap, "upstream prefix '%s' must start with '/'", prefix);
-    return TS_E_INVAL;
+static void body_piece(void *user, const char *p, size_t n) {
+  conn *c = user;
+  if (c->body_over) return;
+  if (evbuffer_get_length(c->body) + n > c->gw->cfg.max_body_bytes || evbuffer_add(c->body, p, n))
+    c->body_over = 1;
+}
+
+/* Reads body bytes. May free c. */
+static void read_body(conn *c) {
+  struct evbuffer *in = bufferevent_get_input(c->bev);
+  size_t n = evbuffer_get_length(in);
+  if (!n) return;
+  arm_ms(c->timer, c->gw->cfg.idle_timeout_ms);
+  if (c->rf.kind == TS_HTTP_BODY_LENGTH) {
+    size_t take = (uint64_t)n < c->body_left ? n : (size_t)c->body_left;
+    if (evbuffer_remove_buffer(in, c->body, take) != (int)take) {
+      refuse(c, 503, "out of memory");
+      return;
+    }
+    c->body_left -= take;
+    if (!c->body_left) dispatch(c);
+    return;
   }
-  snprintf(rt->prefix, sizeof rt->prefix, "%s", prefix);
-  struct evhttp_uri *u = up->url ? evhttp_uri_parse(up->url) : NULL;
-  const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
-  const char *host = u ? evhttp_uri_get_host(u) : NULL;
-  if (!u || !scheme || !host || !*host || evhttp_uri_get_userinfo(u) ||
-      (strcasecmp(scheme, "http") && strcasecmp(scheme, "https")) || strlen(host) >= sizeof rt->host) {
-    set_why(why, cap, "upstream URL '%s' is not http(s)://host[:port][/path]",
-            up->url ? up->url : "(null)");
-    if (u) evhttp_uri_free(u);
-    return TS_E_INVAL;
+  const char *p = (const char *)evbuffer_pullup(in, -1);
+  int done = 0;
+  const char *why = NULL;
+  long used = p ? ts_chunked_feed(&c->bdec, p, n, body_piece, c, &done, &why) : -1;
+  if (used < 0) {
+    refuse(c, 400, why ? why : "out of memory");
+    return;
   }
-  rt->tls = !strcasecmp(scheme, "https");
-  rt->port = evhttp_uri_get_port(u);
-  if (rt->port <= 0) rt->port = rt->tls ? 443 : 80;
-  /* libevent keeps the brackets of an IPv6 literal out of the host */
-  snprintf(rt->host, sizeof rt->host, "%s", host);
-  struct in6_addr a6;
-  struct in_addr a4;
-  rt->is_ip = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
-  int v6 = strchr(host, ':') != NULL;
-  int default_port = rt->port == (rt->tls ? 443 : 80);
-  if (default_port)
-    snprintf(rt->host_header, sizeof rt->host_header, v6 ? "[%s]" : "%s", host);
-  else
-    snprintf(rt->host_header, sizeof rt->host_header, v6 ? "[%s]:%d" : "%s:%d", host, rt->port);
-  const char *p = evhttp_uri_get_path(u);
-  snprintf(rt->base_path, sizeof rt->base_path, "%s", p ? p : "");
-  size_t l = strlen(rt->base_path);
-  while (l && rt->base_path[l - 1] == '/') rt->base_path[--l] = '\0';
-  evhttp_uri_free(u);
+  evbuffer_drain(in, (size_t)used);
+  if (c->body_over) {
+    refuse(c, 413, "request body too large");
+    return;
+  }
+  if (done) dispatch(c);
+}
+
+static int method_allowed(ts_view m) {
+  for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+    if (m.len == strlen(methods[i]) && !memcmp(m.p, methods[i], m.len)) return 1;
   return 0;
+}
+
+/* Reads a request head; on a whole one, validates it and goes on to its body. May free c. */
+static void read_head(conn *c) {
+  ts_gw *gw = c->gw;
+  struct evbuffer *in = bufferevent_get_input(c->bev);
+  size_t n = evbuffer_get_length(in), lim = gw->cfg.max_header_bytes;
+  if (!n) return;
+  if (!c->head_started) {
+    c->head_started = 1;
+    if (!c->fresh) arm_ms(c->timer, gw->cfg.head_timeout_ms); /* a later request's deadline */
+  }
+  size_t look = n < lim + 1 ? n : lim + 1;
+  const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
+  if (!p) return;
+  size_t end = ts_http_head_end(p, look, &c->scan);
+  if (!end) {
+    if (look > lim) refuse(c, 431, "request headers too large");
+    return;
+  }
+  c->fresh = 0;
+  c->head = malloc(end);
+  if (!c->head) {
+    refuse(c, 503, "out of memory");
+    return;
+  }
+  memcpy(c->head, p, end);
+  evbuffer_drain(in, end);
+  int status;
+  const char *why = NULL;
+  if (ts_http_parse_request(c->head, end, &c->h, &status, &why)) {
+    c->keep_alive = 0;
+    refuse(c, status, why);
+    return;
+  }
+  ts_http_head *h = &c->h;
+  c->minor = h->minor;
+  c->head_method = field_is(h->method, "HEAD");
+  ts_view v;
+  int conn_close = 0;
+  for (size_t i = 0; i < h->nfields; i++)
+    if (field_is(h->fields[i].name, "Connection") && ts_http_list_has(h->fields[i].value, "close"))
+      conn_close = 1;
+  c->keep_alive = h->minor == 1 && !conn_close;
+  if (ts_http_field_get(h, "Host", &v) > 1 || (h->minor == 1 && !ts_http_field_get(h, "Host", &v))) {
+    refuse(c, 400, h->minor == 1 ? "an HTTP/1.1 request needs exactly one Host header"
+                                 : "more than one Host header");
+    return;
+  }
+  if (ts_http_request_framing(h, &c->rf, &status, &why)) {
+    refuse(c, status, why);
+    return;
+  }
+  if (!method_allowed(h->method)) {
+    refuse(c, 405, "method not allowed");
+    return;
+  }
+  if (c->rf.kind == TS_HTTP_BODY_LENGTH && c->rf.length > gw->cfg.max_body_bytes) {
+    refuse(c, 413, "request body too large");
+    return;
+  }
+  size_t nexp = ts_http_field_get(h, "Expect", &v);
+  if (nexp) {
+    if (nexp > 1 || v.len != 12 || strncasecmp(v.p, "100-continue", 12)) {
+      refuse(c, 417, "only the 100-continue expectation is understood");
+      return;
+    }
+    if (c->rf.kind != TS_HTTP_BODY_NONE && h->minor == 1 &&
+        client_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25)) {
+      conn_free(c);
+      return;
+    }
+  }
+  if (c->rf.kind == TS_HTTP_BODY_NONE) {
+    dispatch(c);
+    return;
+  }
+  c->body_left = c->rf.length;
+  c->state = C_BODY;
+  arm_ms(c->timer, gw->cfg.idle_timeout_ms);
+  read_body(c);
+}
+
+/* ---- client connection events ----------------------------------------------------------------- */
+
+static void on_client_read(struct bufferevent *bev, void *arg) {
+  (void)bev;
+  conn *c = arg;
+  if (c->state == C_HEAD) read_head(c);
+  else if (c->state == C_BODY) read_body(c);
+  /* C_WAIT: a pipelined request waits in the input; C_CLOSING: reading is off */
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  on_client_read(NULL, arg);
+}
+
+static void on_client_drained(conn *c) {
+  if (c->state == C_CLOSING) {
+    conn_free(c);
+    return;
+  }
+  if (c->paused && c->ubev) {
+    c->paused = 0;
+    bufferevent_enable(c->ubev, EV_READ);
+    /* what was read before the pause waits in the input */
+    if (evbuffer_get_length(bufferevent_get_input(c->ubev)) && c->ustate == U_BODY)
+      upstream_body(c);
+  }
+}
+
+static void on_client_write(struct bufferevent *bev, void *arg) {
+  (void)bev;
+  on_client_drained(arg);
+}
+
+static void on_client_event(struct bufferevent *bev, short what, void *arg) {
+  (void)bev;
+  (void)what;
+  conn *c = arg;
+  /* EOF or an error: the client is gone. A request in flight upstream is cancelled at
+   * once (its connection closed with the conn). */
+  if (c->state == C_WAIT && c->ubev) c->gw->m.st.client_aborts++;
+  conn_free(c);
+}
+
+static void on_client_timer(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  conn *c = arg;
+  ts_gw *gw = c->gw;
+  if (c->state == C_HEAD) {
+    if (!c->head_started && !c->fresh) { /* an idle kept-alive connection */
+      conn_free(c);
+      return;
+    }
+    gw->m.st.head_timeouts++;
+    c->keep_alive = 0;
+    refuse(c, 408, "the request head did not arrive in time");
+    return;
+  }
+  if (c->state == C_BODY) {
+    c->keep_alive = 0;
+    refuse(c, 408, "the request body stalled");
+    return;
+  }
+  if (c->state == C_CLOSING) conn_free(c); /* a client that does not read its reply */
+}
+
+/* ---- accepting ---------------------------------------------------------------------------------- */
+
+static void refuse_connection(ts_gw *gw, evutil_socket_t fd, const char *why) {
+  char body[200], msg[400];
+  int bl = snprintf(body, sizeof body,
+                    "{\"error\":{\"message\":\"toolstream gateway: %s\",\"type\":"
+                    "\"toolstream_gateway\"}}\n",
+                    why);
+  int ml = snprintf(msg, sizeof msg,
+                    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    "Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
+                    bl, body);
+  /* best effort, never blocking: a full socket just closes */
+  if (send(fd, msg, (size_t)ml, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* nothing to do */
+  }
+  shutdown(fd, SHUT_WR);
+  char sink[4096]; /* what the client sent already, so the close is a FIN, not a reset */
+  while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+  }
+  evutil_closesocket(fd);
+  gw->m.st.connections_refused++;
+}
+
+static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg) {
+  (void)lev;
+  (void)salen;
+  ts_gw *gw = arg;
+  gw->accept_backoff_ms = 0;
+  if (gw->nconns >= gw->cfg.max_connections) {
+    refuse_connection(gw, fd, "too many connections");
+    return;
+  }
+  char addr[INET6_ADDRSTRLEN] = "?";
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, addr, sizeof addr);
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, addr, sizeof addr);
+  size_t alen = strlen(addr);
+  peer_node *pn = (peer_node *)ts_hmap_find(&gw->peers, addr, alen);
+  if (pn && pn->count >= gw->cfg.max_per_client) {
+    refuse_connection(gw, fd, "too many connections from your address");
+    return;
+  }
+  conn *c = calloc(1, sizeof *c);
+  if (!c) goto nomem;
+  if (!pn) {
+    pn = calloc(1, sizeof *pn);
+    if (!pn) goto nomem;
+    memcpy(pn->key, addr, alen + 1);
+    if (ts_hmap_insert(&gw->peers, &pn->h, pn->key, alen)) {
+      free(pn);
+      goto nomem;
+    }
+  }
+  pn->count++;
+  c->peer = pn;
+  c->gw = gw;
+  c->fd = fd;
+  c->fresh = 1;
+  c->state = C_HEAD;
+  request_reset(c);
+  c->next = gw->live;
+  if (gw->live) gw->live->prev = c;
+  gw->live = c;
+  gw->nconns++;
+  gw->m.st.connections_open++;
+  c->bev = bufferevent_socket_new(gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
+  c->timer = evtimer_new(gw->base, on_client_timer, c);
+  c->utimer = evtimer_new(gw->base, on_utimer, c);
+  c->kick = event_new(gw->base, -1, 0, on_kick, c);
+  c->body = evbuffer_new();
+  if (!c->bev || !c->timer || !c->utimer || !c->kick || !c->body) {
+    if (!c->bev) evutil_closesocket(fd);
+    conn_free(c);
+    return;
+  }
+  bufferevent_setcb(c->bev, on_client_read, on_client_write, on_client_event, c);
+  bufferevent_setwatermark(c->bev, EV_READ, 0, gw->cfg.max_header_bytes + TS_GW_PIPELINE_BYTES);
+  bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+  arm_ms(c->timer, gw->cfg.head_timeout_ms);
+  return;
+nomem:
+  free(c);
+  refuse_connection(gw, fd, "out of memory");
+}
+
+static void on_accept_again(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  ts_gw *gw = arg;
+  evconnlistener_enable(gw->lev);
+}
+
+/* accept() failed (EMFILE, ENFILE, ENOBUFS, ENOMEM): the listening socket stays
+ * readable, so accepting again at once would spin. Stop accepting for a while (doubling
+ * up to ACCEPT_BACKOFF_MAX_MS while it keeps failing) and say so at most once a second. */
+static void on_accept_error(struct evconnlistener *lev, void *arg) {
+  ts_gw *gw = arg;
+  int err = EVUTIL_SOCKET_ERROR();
+  gw->m.st.accept_errors++;
+  evconnlistener_disable(lev);
+  gw->accept_backoff_ms = gw->accept_backoff_ms ? gw->accept_backoff_ms * 2 : ACCEPT_BACKOFF_MIN_MS;
+  if (gw->accept_backoff_ms > ACCEPT_BACKOFF_MAX_MS) gw->accept_backoff_ms = ACCEPT_BACKOFF_MAX_MS;
+  arm_ms(gw->accept_ev, gw->accept_backoff_ms);
+  double now = mono_s();
+  if (now - gw->accept_log_at >= 1.0) {
+    if (gw->accept_quiet)
+      gw_log(gw, "cannot accept a connection: %s (%lu more since the last report); "
+                 "pausing accepts for %d ms",
+             evutil_socket_error_to_string(err), gw->accept_quiet, gw->accept_backoff_ms);
+    else
+      gw_log(gw, "cannot accept a connection: %s; pausing accepts for %d ms",
+             evutil_socket_error_to_string(err), gw->accept_backoff_ms);
+    gw->accept_log_at = now;
+    gw->accept_quiet = 0;
+  } else {
+    gw->accept_quiet++;
+  }
+}
+
+/* ---- setup --------------------------------------------------------------------------------------- */
+
+static size_t default_max_connections(void) {
+  struct rlimit rl;
+  size_t fds = 1024;
+  if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY) fds = (size_t)rl.rlim_cur;
+  else if (!getrlimit(RLIMIT_NOFILE, &rl)) fds = 2 * TS_GW_MAX_CONNECTIONS_CAP;
+  size_t n = fds > 2 * TS_GW_FD_RESERVE ? (fds - TS_GW_FD_RESERVE) / 2 : fds / 4;
+  if (n < 1) n = 1;
+  if (n > TS_GW_MAX_CONNECTIONS_CAP) n = TS_GW_MAX_CONNECTIONS_CAP;
+  return n;
 }
 
 int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, char *why,
@@ -979,54 +1314,60 @@ int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, cha
   if (gw->cfg.connect_timeout_ms <= 0) gw->cfg.connect_timeout_ms = TS_GW_CONNECT_TIMEOUT_MS;
   if (gw->cfg.headers_timeout_ms <= 0) gw->cfg.headers_timeout_ms = TS_GW_HEADERS_TIMEOUT_MS;
   if (gw->cfg.idle_timeout_ms <= 0) gw->cfg.idle_timeout_ms = TS_GW_IDLE_TIMEOUT_MS;
+  if (gw->cfg.head_timeout_ms <= 0) gw->cfg.head_timeout_ms = TS_GW_HEAD_TIMEOUT_MS;
   if (!gw->cfg.max_header_bytes) gw->cfg.max_header_bytes = TS_GW_MAX_HEADER_BYTES;
   if (!gw->cfg.max_body_bytes) gw->cfg.max_body_bytes = TS_GW_MAX_BODY_BYTES;
+  if (!gw->cfg.max_connections) gw->cfg.max_connections = default_max_connections();
+  if (!gw->cfg.max_per_client)
+    gw->cfg.max_per_client = gw->cfg.max_connections > 1 ? gw->cfg.max_connections / 2 : 1;
   gw->cfg.upstreams = NULL;
   ts_buf_init(&gw->line, (size_t)64 << 20);
-  int rc = TS_E_INVAL, need_tls = 0;
+  int rc = ts_hmap_init(&gw->seqs);
+  if (!rc) rc = ts_hmap_init(&gw->peers);
+  if (rc) goto fail;
+  int need_tls = 0;
   for (size_t i = 0; i < cfg->n_upstreams; i++) {
-    if ((rc = parse_route(&cfg->upstreams[i], &gw->routes[i], why, why_cap))) goto fail;
-    need_tls |= gw->routes[i].tls;
+    if ((rc = ts_gw_route_parse(cfg->upstreams[i].prefix, cfg->upstreams[i].url, &gw->routes[i],
+                                why, why_cap)))
+      goto fail;
+    need_tls |= gw->routes[i].up.tls;
     gw->nroutes++;
   }
   if (need_tls || cfg->ca_file) {
-    gw->ssl_ctx = SSL_CTX_new(TLS_client_method());
-    rc = TS_E_NOMEM;
-    if (!gw->ssl_ctx) goto fail;
-    SSL_CTX_set_min_proto_version(gw->ssl_ctx, TLS1_2_VERSION);
-    SSL_CTX_set_verify(gw->ssl_ctx, SSL_VERIFY_PEER, NULL);
-    int ok = cfg->ca_file ? SSL_CTX_load_verify_locations(gw->ssl_ctx, cfg->ca_file, NULL)
-                          : SSL_CTX_set_default_verify_paths(gw->ssl_ctx);
-    if (ok != 1) {
-      ERR_clear_error();
-      set_why(why, why_cap, "cannot load the CA file %s",
-              cfg->ca_file ? cfg->ca_file : "(system store)");
-      rc = TS_E_GW_TLS;
-      goto fail;
-    }
+    rc = ts_upstream_tls_ctx(cfg->ca_file, &gw->ssl_ctx, why, why_cap);
+    if (rc == TS_E_HTTP_TLS) rc = TS_E_GW_TLS;
+    if (rc) goto fail;
   }
   rc = TS_E_NOMEM;
-  gw->http = evhttp_new(base);
-  if (!gw->http) goto fail;
-  evhttp_set_allowed_methods(gw->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                           EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH |
-                                           EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
-  /* libevent answers 413 itself past its header limit; ours (431) is checked first, so
-   * libevent's is set well above it. */
-  evhttp_set_max_headers_size(gw->http, (ev_ssize_t)(gw->cfg.max_header_bytes * 4 + 16384));
-  evhttp_set_max_body_size(gw->http, (ev_ssize_t)gw->cfg.max_body_bytes);
-  evhttp_set_timeout(gw->http, gw->cfg.idle_timeout_ms / 1000 + 1);
-  evhttp_set_gencb(gw->http, on_request, gw);
-  struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(
-      gw->http, cfg->listen_host ? cfg->listen_host : "127.0.0.1", (ev_uint16_t)cfg->listen_port);
-  if (!bs) {
+  gw->accept_ev = evtimer_new(base, on_accept_again, gw);
+  if (!gw->accept_ev) goto fail;
+  char port[16];
+  snprintf(port, sizeof port, "%d", cfg->listen_port);
+  struct addrinfo hints, *ai = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  int gai = getaddrinfo(cfg->listen_host ? cfg->listen_host : "127.0.0.1", port, &hints, &ai);
+  if (gai) {
+    set_why(why, why_cap, "cannot listen: %s", gai_strerror(gai));
+    rc = TS_E_IO;
+    goto fail;
+  }
+  gw->lev = evconnlistener_new_bind(base, on_accept, gw,
+                                    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                        LEV_OPT_CLOSE_ON_EXEC,
+                                    -1, ai->ai_addr, (int)ai->ai_addrlen);
+  freeaddrinfo(ai);
+  if (!gw->lev) {
     set_why(why, why_cap, "cannot listen: %s", strerror(errno));
     rc = TS_E_IO;
     goto fail;
   }
+  evconnlistener_set_error_cb(gw->lev, on_accept_error);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
-  getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl);
+  getsockname(evconnlistener_get_fd(gw->lev), (struct sockaddr *)&ss, &sl);
   gw->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
   *out = gw;
@@ -1038,19 +1379,20 @@ fail:
 
 int ts_gw_port(const ts_gw *gw) { return gw->port; }
 
-void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st) { *st = gw->st; }
+void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st) { *st = gw->m.st; }
 
 void ts_gw_free(ts_gw *gw) {
   if (!gw) return;
-  while (gw->live) { /* live and reaped-but-not-yet-freed requests */
-    gw_req *r = gw->live;
-    reap(r);
-    req_free(r);
-  }
-  if (gw->http) evhttp_free(gw->http);
+  while (gw->live) conn_free(gw->live);
+  if (gw->lev) evconnlistener_free(gw->lev);
+  if (gw->accept_ev) event_free(gw->accept_ev);
   if (gw->ssl_ctx) SSL_CTX_free(gw->ssl_ctx);
-  for (size_t i = 0; i < gw->seq_cap; i++) free(gw->seqs[i].key);
-  free(gw->seqs);
+  for (ts_hmap_node *n = ts_hmap_next(&gw->seqs, NULL), *next; n; n = next) {
+    next = ts_hmap_next(&gw->seqs, n);
+    free(n);
+  }
+  ts_hmap_fini(&gw->seqs);
+  ts_hmap_fini(&gw->peers); /* every peer left with its last connection */
   ts_buf_fini(&gw->line);
   free(gw);
 }

@@ -10,54 +10,82 @@
  * published on the event bus (events/bus_pub.h) under the request's thread id, so UIs
  * and watchdogs see `tool_call_started` while the client is still reading the call.
  *
- * It is the second module of runtime/ that includes libevent (and OpenSSL): an evhttp
- * server for the clients, one evhttp client connection per proxied request for the
- * upstream (plain, or TLS through bufferevent_openssl with verification always on).
+ * Its own HTTP/1.1 front (net/http_head.h, net/chunked.h) on libevent bufferevents for
+ * the clients, one upstream connection per proxied request (plain, or TLS through
+ * net/upstream.h with verification always on). Its parts: net/gw_route.h (routes, the
+ * path-to-format map), net/progress_strip.h (the x-progress-argument rewrite),
+ * net/gw_metrics.h (counters and /metrics).
+ *
+ * Connections (limits against hostile clients; docs/gateway.md)
+ *   - Listens on 127.0.0.1 unless told otherwise. At most max_connections client
+ *     connections, at most max_per_client from one address: the extra ones get a 503
+ *     and are closed at once, so a flood never takes the fds the others need.
+ *   - When accept() fails (out of file descriptors) the gateway stops accepting for a
+ *     back-off (50 ms doubling to 1 s) instead of spinning, and logs at most one line a
+ *     second (cfg.log, or standard error).
+ *   - A request's whole head must arrive within head_timeout_ms of the connection's
+ *     accept (or of the first byte of a later request on it): else 408 and close. A
+ *     body that stalls for idle_timeout_ms gets 408 too. Kept-alive connections idle for
+ *     TS_GW_KEEPALIVE_TIMEOUT_MS are closed.
  *
  * Requests
- *   - The request body is read whole (evhttp) up to max_body_bytes (413 past it),
- *     the headers up to max_header_bytes (431 past it). Model requests are small JSON
- *     documents; it is the *response* that streams.
- *   - Forwarded with every header except the hop-by-hop ones (Connection and what it
- *     names, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), Host
- *     (rewritten to the upstream's), Content-Length (recomputed), Expect (the gateway
- *     has already answered 100-continue and read the body) and Accept-Encoding
- *     (replaced by `identity`, so the tap reads plain bytes; the client receives the
- *     same bytes it would get uncompressed).
- *   - Headers past 4 x max_header_bytes + 16 KiB are refused by libevent itself, with
- *     413 instead of 431.
+ *   - Read strictly (net/http_head.h): two different Content-Lengths, a signed or
+ *     otherwise malformed one, Transfer-Encoding on HTTP/1.0 or with Content-Length,
+ *     obsolete folding, whitespace before a colon, a bare CR: 400 and the connection is
+ *     closed (nothing after a bad request is read as a request). Other transfer
+ *     codings than chunked: 501. Methods other than GET, POST, PUT, DELETE, PATCH, HEAD,
+ *     OPTIONS: 405. HTTP/1.1 needs exactly one Host.
+ *   - Paths with a "." or ".." segment (also %2e-encoded), an empty segment ("//x"), a
+ *     backslash or an encoded slash are refused with 400: they could reach a path
+ *     outside the route's prefix once the upstream normalises them.
+ *   - The body is read whole (Content-Length or chunked, decoded) up to max_body_bytes
+ *     (413 past it), the head up to max_header_bytes (431 past it). Model requests are
+ *     small JSON documents; it is the *response* that streams. 100-continue is
+ *     answered; other expectations get 417.
+ *   - Forwarded normalised: the gateway's own request line and Host (the upstream's),
+ *     every field as received except the hop-by-hop ones (Connection and what it names,
+ *     Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), Content-Length
+ *     (one, of the body forwarded), Expect and Accept-Encoding (replaced by `identity`,
+ *     so the tap reads plain bytes; the client receives the same bytes it would get
+ *     uncompressed); then "Connection: close" (one request per upstream connection).
  *   - The upstream URL's path is a prefix put before the client's path and query
  *     (upstream http://h:8080 + /v1/chat/completions?x=1 -> http://h:8080/v1/chat/...).
  *   - Tool definitions in the body may carry "x-progress-argument": "NAME" in a tool's
- *     JSON Schema (OpenAI Chat: tools[].function.parameters; Responses:
- *     tools[].parameters; Anthropic: tools[].input_schema; Gemini:
- *     tools[].functionDeclarations[].parameters or parametersJsonSchema). The top-level
- *     one names the tool's progress argument for this request; every member with that
- *     key anywhere inside a tool is removed before forwarding (all other bytes of the
- *     body are left exactly as they were). Progress arguments from the configuration
- *     (ts_gw_config.tools) win over the request's.
- *   - Thread id: the X-Toolstream-Thread request header when it is a valid bus thread
- *     id, else a fresh "th_<16 hex>"; it is returned in the X-Toolstream-Thread response
- *     header either way.
+ *     JSON Schema (net/progress_strip.h): the top-level one names the tool's progress
+ *     argument for this request; every member with that key anywhere inside a tool is
+ *     removed before forwarding (all other bytes of the body are left exactly as they
+ *     were). Progress arguments from the configuration (ts_gw_config.tools) win over the
+ *     request's.
+ *   - Thread id: the X-Toolstream-Thread request header, which must be one valid thread
+ *     id (base/thread_id.h: 1..TS_THREAD_ID_MAX bytes, no space or control byte): an
+ *     invalid, over-long or repeated one is refused with 400 and says why, never
+ *     replaced. Without the header, a fresh "th_<16 hex>". It is returned in the
+ *     X-Toolstream-Thread response header either way.
  *
  * Responses
- *   - The upstream's status line and headers go to the client when they arrive; the
- *     body follows piece by piece (chunked to the client unless the upstream sent a
- *     Content-Length, which is then kept).
+ *   - The upstream's status line and headers go to the client when they arrive (1xx
+ *     interim answers are dropped); the body follows as it is read, each piece written
+ *     to the client in the handler that read it. A chunked body reaches an HTTP/1.1
+ *     client with its chunk framing as sent, a Content-Length body with its length; a
+ *     body delimited by the upstream's close is re-chunked (so a cut one can be told
+ *     from a whole one). An HTTP/1.0 client gets the body decoded, ended by the close.
  *   - Backpressure: when more than TS_GW_CLIENT_HIGH_WATER bytes wait in the client's
  *     output, reading from the upstream stops (TCP flow control then slows the
  *     upstream) until the client's output has drained; memory per stream stays bounded.
- *   - A client that disconnects cancels the upstream request (its connection closes).
- *   - Tap format by path: .../chat/completions openai-chat, .../responses
- *     openai-responses, .../messages anthropic, :streamGenerateContent gemini, else auto.
- *     The tap runs only on 2xx answers with Content-Type text/event-stream.
+ *   - A client that disconnects, also before the upstream has answered, closes the
+ *     upstream connection at once and is counted in client_aborts.
+ *   - Tap format by path (net/gw_route.h). The tap runs only on 2xx answers with
+ *     Content-Type text/event-stream, and only when events are published.
  *   - Errors: an upstream error status is passed through untouched and published as a
- *     stream_error (gw_status); an unreachable or broken upstream gives 502 (504 for a
- *     timeout before the headers) and a stream_error; after the headers were sent, a
- *     broken stream is passed on as a broken stream (the client's connection is closed
- *     without the terminating chunk) and published as a stream_error.
- *   - Timeouts: connect (TCP), headers (from the request's start to the upstream's
- *     status line) and idle (no body byte from the upstream for that long).
+ *     stream_error (gw_status); an unreachable or broken upstream, or a malformed
+ *     response head, gives 502 (504 for a timeout before the headers) and a
+ *     stream_error; after the headers were sent, a broken stream (a close or a
+ *     malformed chunk mid-body, an idle timeout) is passed on as a broken stream: what
+ *     arrived was forwarded, then the client's connection is closed once that has
+ *     drained, without the terminating chunk (or short of the Content-Length), and a
+ *     stream_error is published.
+ *   - Timeouts: connect (TCP, TLS included), headers (from the request's start to the
+ *     upstream's status line) and idle (no body byte from the upstream for that long).
  *
  * Built-in endpoints (GET): /healthz answers 200 "ok\n"; /metrics the Prometheus text
  * format (see docs/gateway.md for the metric names).
@@ -72,6 +100,7 @@
 #include <stdint.h>
 
 #include "events/bus_pub.h"
+#include "net/gw_metrics.h"
 #include "stream/tool_defs.h"
 
 struct event_base;
@@ -84,6 +113,20 @@ struct event_base;
 /* Bytes waiting for a slow client before the upstream is paused: a few chunks. */
 #define TS_GW_CLIENT_HIGH_WATER (64 * 1024)
 #define TS_GW_MAX_UPSTREAMS 16
+/* The whole request head (request line and every header) must arrive within this, from
+ * the connection's accept or from the first byte of a later request on it: a client
+ * sending its head a byte at a time (slowloris) is answered 408 and closed. */
+#define TS_GW_HEAD_TIMEOUT_MS 10000
+/* An idle kept-alive connection is closed after this. */
+#define TS_GW_KEEPALIVE_TIMEOUT_MS 60000
+/* Concurrent client connections when not configured: half of what the fd limit leaves
+ * after TS_GW_FD_RESERVE (each proxied request holds a client and an upstream socket),
+ * at most TS_GW_MAX_CONNECTIONS_CAP. Past it, new connections get 503 and are closed. */
+#define TS_GW_FD_RESERVE 64
+#define TS_GW_MAX_CONNECTIONS_CAP 65536
+/* Bytes a client may send ahead (a pipelined request) while its request is in flight;
+ * past it the gateway stops reading from that client until the reply is done. */
+#define TS_GW_PIPELINE_BYTES (64 * 1024)
 #define TS_GW_HEADER_THREAD "X-Toolstream-Thread"
 
 typedef struct {
@@ -104,6 +147,13 @@ typedef struct {
   int idle_timeout_ms;
   size_t max_header_bytes;
   size_t max_body_bytes;
+  int head_timeout_ms;     /* 0: TS_GW_HEAD_TIMEOUT_MS */
+  size_t max_connections;  /* 0: from the fd limit (above) */
+  size_t max_per_client;   /* connections from one client address; 0: half of the above */
+  /* Where the gateway's own complaints go (accept failures, at most one line a second);
+   * NULL: standard error. */
+  void (*log)(void *user, const char *line);
+  void *log_user;
   int deltas;              /* publish tool_call_delta too */
   int text;                /* publish text_delta too */
 } ts_gw_config;
@@ -119,12 +169,7 @@ int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, cha
 /* The port actually bound. */
 int ts_gw_port(const ts_gw *gw);
 
-typedef struct {
-  uint64_t streams_open, streams_total, requests_total;
-  uint64_t bytes_up, bytes_down; /* request bodies sent up; response bodies sent down */
-  uint64_t events_published, tap_errors, upstream_errors, client_aborts;
-} ts_gw_stats;
-
+/* The counters behind /metrics (net/gw_metrics.h). */
 void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st);
 
 /* Closes the listener and every connection (upstream requests are cancelled) and frees

@@ -48,6 +48,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "net/upstream.h"
 #include "stream/json_view.h"
 
 /* ---- small helpers ------------------------------------------------------------------ */
@@ -81,75 +82,29 @@ static void one_line(char *out, size_t cap, const char *s, size_t n) {
 
 /* ---- the URL ------------------------------------------------------------------------ */
 
+/* The URL's parts (net/upstream.h) and the request target (path[?query], at least "/"). */
 typedef struct {
-  int tls;
-  int port;
-  int is_ip;
-  char host[256];      /* for connecting and verifying: no brackets */
-  char host_hdr[280];  /* for the Host header: brackets and non-default port */
-  char *path;          /* path[?query], malloc'd */
+  ts_upstream up;
+  char *path; /* malloc'd */
 } parsed_url;
 
 static int parse_url(const char *url, parsed_url *u, char *why, size_t cap) {
   memset(u, 0, sizeof *u);
-  struct evhttp_uri *uri = evhttp_uri_parse_with_flags(url, 0);
-  if (!uri) {
-    set_why(why, cap, "malformed model URL");
-    return TS_E_HTTP_URL;
+  char reason[160];
+  int rc = ts_upstream_parse(url, &u->up, reason, sizeof reason);
+  if (rc) {
+    set_why(why, cap, "model %s", reason);
+    return rc;
   }
-  int rc = TS_E_HTTP_URL;
-  const char *scheme = evhttp_uri_get_scheme(uri);
-  const char *host = evhttp_uri_get_host(uri);
-  if (!scheme || (strcasecmp(scheme, "http") && strcasecmp(scheme, "https"))) {
-    set_why(why, cap, "model URL must start with http:// or https://");
-    goto out;
-  }
-  if (evhttp_uri_get_userinfo(uri)) {
-    set_why(why, cap, "model URL must not carry user:password@ (use the key variable)");
-    goto out;
-  }
-  if (!host || !*host) {
-    set_why(why, cap, "model URL has no host");
-    goto out;
-  }
-  u->tls = !strcasecmp(scheme, "https");
-  size_t hl = strlen(host);
-  if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') host++, hl -= 2;
-  if (hl >= sizeof u->host) {
-    set_why(why, cap, "model URL host too long");
-    goto out;
-  }
-  memcpy(u->host, host, hl);
-  u->host[hl] = '\0';
-  unsigned char addr[16];
-  int v6 = inet_pton(AF_INET6, u->host, addr) == 1;
-  u->is_ip = v6 || inet_pton(AF_INET, u->host, addr) == 1;
-  int port = evhttp_uri_get_port(uri);
-  int dflt = u->tls ? 443 : 80;
-  u->port = port > 0 ? port : dflt;
-  if (u->port > 65535) {
-    set_why(why, cap, "model URL port out of range");
-    goto out;
-  }
-  if (u->port == dflt)
-    snprintf(u->host_hdr, sizeof u->host_hdr, v6 ? "[%s]" : "%s", u->host);
-  else
-    snprintf(u->host_hdr, sizeof u->host_hdr, v6 ? "[%s]:%d" : "%s:%d", u->host, u->port);
-  const char *path = evhttp_uri_get_path(uri);
-  const char *query = evhttp_uri_get_query(uri);
-  if (!path || !*path) path = "/";
-  size_t pl = strlen(path) + (query ? strlen(query) + 1 : 0) + 1;
+  const char *path = u->up.path[0] ? u->up.path : "/";
+  size_t pl = strlen(path) + strlen(u->up.query) + 2;
   u->path = malloc(pl);
   if (!u->path) {
-    rc = TS_E_NOMEM;
     set_why(why, cap, "out of memory");
-    goto out;
+    return TS_E_NOMEM;
   }
-  snprintf(u->path, pl, query ? "%s?%s" : "%s", path, query ? query : "");
-  rc = TS_E_OK;
-out:
-  evhttp_uri_free(uri);
-  return rc;
+  snprintf(u->path, pl, u->up.query[0] ? "%s?%s" : "%s", path, u->up.query);
+  return TS_E_OK;
 }
 
 /* ---- one attempt -------------------------------------------------------------------- */
@@ -201,26 +156,10 @@ static void settle(attempt *a, int rc, int retryable, const char *fmt, ...) {
 
 /* A TLS failure explains itself through OpenSSL's error queue and verify result. */
 static int tls_failure(attempt *a) {
-  if (!a->ssl) return 0;
-  long vr = SSL_get_verify_result(a->ssl);
-  unsigned long e = bufferevent_get_openssl_error(a->bev);
-  unsigned long last = e;
-  while (e) {
-    last = e;
-    e = bufferevent_get_openssl_error(a->bev);
-  }
-  if (vr != X509_V_OK && !SSL_is_init_finished(a->ssl)) {
-    settle(a, TS_E_HTTP_TLS, 0, "TLS: certificate of %s not trusted: %s", a->u->host,
-           X509_verify_cert_error_string(vr));
-    return 1;
-  }
-  if (last) {
-    char buf[256];
-    ERR_error_string_n(last, buf, sizeof buf);
-    settle(a, TS_E_HTTP_TLS, 0, "TLS with %s failed: %s", a->u->host, buf);
-    return 1;
-  }
-  return 0;
+  char reason[300];
+  if (!a->ssl || !ts_upstream_tls_failure(a->bev, reason, sizeof reason)) return 0;
+  settle(a, TS_E_HTTP_TLS, 0, "TLS with %s failed: %s", a->u->up.host, reason);
+  return 1;
 }
 
 static int is_connected(attempt *a) {
@@ -239,7 +178,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
   if (a->settled) return;
   double now = mono_ms();
   if (a->rq->cancel && *a->rq->cancel) {
-    settle(a, TS_E_HTTP_CANCELLED, 0, "request to %s cancelled", a->u->host);
+    settle(a, TS_E_HTTP_CANCELLED, 0, "request to %s cancelled", a->u->up.host);
     return;
   }
   if (!a->connected) {
@@ -248,12 +187,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
       if (a->t_last < a->t_start) a->t_last = now;
     } else if (now - a->t_start > a->connect_ms) {
       settle(a, TS_E_HTTP_TIMEOUT, 1, "connecting to %s:%d timed out after %d ms",
-             a->u->host, a->u->port, a->connect_ms);
+             a->u->up.host, a->u->up.port, a->connect_ms);
       return;
     }
   }
   if (a->connected && now - a->t_last > a->idle_ms)
-    settle(a, TS_E_HTTP_TIMEOUT, 1, "no data from %s for %d ms", a->u->host, a->idle_ms);
+    settle(a, TS_E_HTTP_TIMEOUT, 1, "no data from %s for %d ms", a->u->up.host, a->idle_ms);
 }
 
 static int on_headers(struct evhttp_request *req, void *arg) {
@@ -363,40 +302,20 @@ static void on_done(struct evhttp_request *req, void *arg) {
   }
   if (tls_failure(a)) return;
   if (a->have_everr && a->everr == EVREQ_HTTP_TIMEOUT) {
-    settle(a, TS_E_HTTP_TIMEOUT, 1, "request to %s timed out", a->u->host);
+    settle(a, TS_E_HTTP_TIMEOUT, 1, "request to %s timed out", a->u->up.host);
   } else if (a->have_everr && (a->everr == EVREQ_HTTP_INVALID_HEADER ||
                                a->everr == EVREQ_HTTP_DATA_TOO_LONG)) {
-    settle(a, TS_E_HTTP_PROTOCOL, 1, "malformed HTTP response from %s", a->u->host);
+    settle(a, TS_E_HTTP_PROTOCOL, 1, "malformed HTTP response from %s", a->u->up.host);
   } else if (a->headers) {
     settle(a, TS_E_HTTP_CLOSED, 1,
            "connection to %s closed in the middle of the response (after %llu body bytes)",
-           a->u->host, (unsigned long long)a->info->body_bytes);
+           a->u->up.host, (unsigned long long)a->info->body_bytes);
   } else if (a->connected || is_connected(a)) {
     settle(a, TS_E_HTTP_CLOSED, 1, "connection to %s closed before the response",
-           a->u->host);
+           a->u->up.host);
   } else {
-    settle(a, TS_E_HTTP_CONNECT, 1, "cannot connect to %s:%d", a->u->host, a->u->port);
+    settle(a, TS_E_HTTP_CONNECT, 1, "cannot connect to %s:%d", a->u->up.host, a->u->up.port);
   }
-}
-
-static SSL_CTX *make_ctx(const ts_http_request *rq, char *why, size_t cap) {
-  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-  if (!ctx) {
-    set_why(why, cap, "TLS: cannot create a context");
-    return NULL;
-  }
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-  int ok = rq->ca_file ? SSL_CTX_load_verify_locations(ctx, rq->ca_file, NULL)
-                       : SSL_CTX_set_default_verify_paths(ctx);
-  if (ok != 1) {
-    set_why(why, cap, rq->ca_file ? "TLS: cannot load the CA file %s" : "%s",
-            rq->ca_file ? rq->ca_file : "TLS: cannot load the system CA store");
-    SSL_CTX_free(ctx);
-    ERR_clear_error();
-    return NULL;
-  }
-  return ctx;
 }
 
 /* Runs one attempt to its end; returns its code; *retry says whether it may be retried
@@ -428,28 +347,13 @@ static int run_attempt(const ts_http_request *rq, const parsed_url *u, SSL_CTX *
   a.base = event_base_new();
   if (!a.errbody || !a.base) goto fail_nomem;
 
-  if (u->tls) {
-    a.ssl = SSL_new(ctx);
-    if (!a.ssl) goto fail_nomem;
-    if (u->is_ip) {
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(a.ssl), u->host);
-    } else {
-      SSL_set_tlsext_host_name(a.ssl, u->host);
-      SSL_set1_host(a.ssl, u->host);
-    }
-    a.bev = bufferevent_openssl_socket_new(a.base, -1, a.ssl, BUFFEREVENT_SSL_CONNECTING,
-                                           BEV_OPT_CLOSE_ON_FREE);
-    if (!a.bev) {
-      SSL_free(a.ssl);
-      a.ssl = NULL;
-      goto fail_nomem;
-    }
-    /* Servers often close without close_notify; the body's own framing (chunked or
-     * Content-Length) is what tells a complete body from a cut one. */
-    bufferevent_openssl_set_allow_dirty_shutdown(a.bev, 1);
+  if (u->up.tls) {
+    a.bev = ts_upstream_tls_bev(a.base, ctx, &u->up);
+    if (!a.bev) goto fail_nomem;
+    a.ssl = bufferevent_openssl_get_ssl(a.bev);
   }
-  a.evcon = evhttp_connection_base_bufferevent_new(a.base, NULL, a.bev, u->host,
-                                                   (unsigned short)u->port);
+  a.evcon = evhttp_connection_base_bufferevent_new(a.base, NULL, a.bev, u->up.host,
+                                                   (unsigned short)u->up.port);
   if (!a.evcon) {
     if (a.bev) bufferevent_free(a.bev);
     goto fail_nomem;
@@ -481,7 +385,7 @@ static int run_attempt(const ts_http_request *rq, const parsed_url *u, SSL_CTX *
       goto cleanup;
     }
   }
-  if (!has_host) evhttp_add_header(out, "Host", u->host_hdr);
+  if (!has_host) evhttp_add_header(out, "Host", u->up.host_hdr);
   if (!has_ct) evhttp_add_header(out, "Content-Type", "application/json");
   if (rq->body_len &&
       evbuffer_add(evhttp_request_get_output_buffer(req), rq->body, rq->body_len) != 0) {
@@ -501,7 +405,7 @@ static int run_attempt(const ts_http_request *rq, const parsed_url *u, SSL_CTX *
   /* On failure evhttp_make_request frees the request itself. */
   if (evhttp_make_request(a.evcon, req, EVHTTP_REQ_POST, u->path) != 0) {
     if (!tls_failure(&a))
-      settle(&a, TS_E_HTTP_CONNECT, 1, "cannot connect to %s:%d", u->host, u->port);
+      settle(&a, TS_E_HTTP_CONNECT, 1, "cannot connect to %s:%d", u->up.host, u->up.port);
   } else {
     while (!a.settled) {
       if (event_base_dispatch(a.base) < 0) {
@@ -563,9 +467,9 @@ int ts_http_post_stream(const ts_http_request *rq, ts_http_chunk_fn on_chunk, vo
   int rc = parse_url(rq->url, &u, why, why_cap);
   if (rc != TS_E_OK) return rc;
   SSL_CTX *ctx = NULL;
-  if (u.tls && !(ctx = make_ctx(rq, why, why_cap))) {
+  if (u.up.tls && (rc = ts_upstream_tls_ctx(rq->ca_file, &ctx, why, why_cap)) != TS_E_OK) {
     free(u.path);
-    return TS_E_HTTP_TLS;
+    return rc;
   }
   int max_retries = rq->max_retries == 0 ? TS_HTTP_MAX_RETRIES
                     : rq->max_retries < 0 ? 0
@@ -573,7 +477,7 @@ int ts_http_post_stream(const ts_http_request *rq, ts_http_chunk_fn on_chunk, vo
   int base_ms = rq->retry_base_ms > 0 ? rq->retry_base_ms : TS_HTTP_RETRY_BASE_MS;
   for (int n = 0;; n++) {
     if (rq->cancel && *rq->cancel) {
-      set_why(why, why_cap, "request to %s cancelled", u.host);
+      set_why(why, why_cap, "request to %s cancelled", u.up.host);
       rc = TS_E_HTTP_CANCELLED;
       break;
     }
@@ -591,7 +495,7 @@ int ts_http_post_stream(const ts_http_request *rq, ts_http_chunk_fn on_chunk, vo
     if (delay > TS_HTTP_BACKOFF_CAP_MS) delay = TS_HTTP_BACKOFF_CAP_MS;
     if (retry_after_s >= 0) delay = (long)retry_after_s * 1000;
     if (backoff_sleep((int)delay, rq->cancel)) {
-      set_why(why, why_cap, "request to %s cancelled", u.host);
+      set_why(why, why_cap, "request to %s cancelled", u.up.host);
       rc = TS_E_HTTP_CANCELLED;
       break;
     }

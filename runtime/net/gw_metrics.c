@@ -1,0 +1,87 @@
+/*
+ * gw_metrics.c: see gw_metrics.h. Every counter has its HELP and TYPE lines; the
+ * histogram's buckets are cumulative, as the format wants.
+ */
+#include "net/gw_metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "base/error.h"
+
+/* The upstream latency histogram's bounds, in seconds (time to the response headers). */
+static const double lat_bounds[TS_GW_LAT_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                     0.05,  0.1,    0.25,  0.5,  1,
+                                                     2.5,   5,      10,    30};
+
+void ts_gw_metrics_latency(ts_gw_metrics *m, double lat) {
+  size_t b = 0;
+  while (b < TS_GW_LAT_BUCKETS && lat > lat_bounds[b]) b++;
+  m->lat_count[b]++;
+  m->lat_sum += lat;
+  m->lat_n++;
+}
+
+static void put(ts_buf *b, const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (n > 0) ts_buf_append(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static void counter(ts_buf *b, const char *name, const char *type, const char *help,
+                    uint64_t v) {
+  put(b, "# HELP toolstream_gateway_%s %s\n# TYPE toolstream_gateway_%s %s\n"
+         "toolstream_gateway_%s %llu\n",
+      name, help, name, type, name, (unsigned long long)v);
+}
+
+int ts_gw_metrics_render(const ts_gw_metrics *m, ts_buf *b) {
+  const ts_gw_stats *s = &m->st;
+  counter(b, "streams_open", "gauge", "Proxied requests in progress.", s->streams_open);
+  counter(b, "streams_total", "counter", "Proxied requests started.", s->streams_total);
+  counter(b, "requests_total", "counter", "Requests received, built-in endpoints included.",
+          s->requests_total);
+  put(b, "# HELP toolstream_gateway_bytes_total Body bytes forwarded, by direction.\n"
+         "# TYPE toolstream_gateway_bytes_total counter\n"
+         "toolstream_gateway_bytes_total{direction=\"upstream\"} %llu\n"
+         "toolstream_gateway_bytes_total{direction=\"client\"} %llu\n",
+      (unsigned long long)s->bytes_up, (unsigned long long)s->bytes_down);
+  counter(b, "events_published_total", "counter", "Thread events published on the bus.",
+          s->events_published);
+  counter(b, "tap_errors_total", "counter", "tool_call_error and stream_error events of the tap.",
+          s->tap_errors);
+  counter(b, "upstream_errors_total", "counter",
+          "Upstreams unreachable, broken, timed out or answering an error status.",
+          s->upstream_errors);
+  counter(b, "client_aborts_total", "counter", "Clients that left before the end of the reply.",
+          s->client_aborts);
+  counter(b, "connections_open", "gauge", "Client connections open.", s->connections_open);
+  counter(b, "connections_refused_total", "counter",
+          "Client connections refused with 503 (over the connection caps).",
+          s->connections_refused);
+  counter(b, "requests_refused_total", "counter",
+          "Requests refused by the gateway itself (malformed, ambiguous framing, limits).",
+          s->requests_refused);
+  counter(b, "head_timeouts_total", "counter",
+          "Connections closed because a request head did not arrive in time.",
+          s->head_timeouts);
+  counter(b, "accept_errors_total", "counter",
+          "Failed accepts (out of file descriptors); accepting backs off.", s->accept_errors);
+  put(b, "# HELP toolstream_gateway_upstream_latency_seconds Time from the request to the "
+         "upstream's response headers.\n"
+         "# TYPE toolstream_gateway_upstream_latency_seconds histogram\n");
+  uint64_t cum = 0;
+  for (size_t i = 0; i < TS_GW_LAT_BUCKETS; i++) {
+    cum += m->lat_count[i];
+    put(b, "toolstream_gateway_upstream_latency_seconds_bucket{le=\"%g\"} %llu\n", lat_bounds[i],
+        (unsigned long long)cum);
+  }
+  put(b, "toolstream_gateway_upstream_latency_seconds_bucket{le=\"+Inf\"} %llu\n"
+         "toolstream_gateway_upstream_latency_seconds_sum %.6f\n"
+         "toolstream_gateway_upstream_latency_seconds_count %llu\n",
+      (unsigned long long)m->lat_n, m->lat_sum, (unsigned long long)m->lat_n);
+  return b->err ? TS_E_NOMEM : 0;
+}
