@@ -57,7 +57,10 @@
   function beginTapEvent() {
     if (!state.turnOpen) { state.turnOpen = true; turnLine(); }
   }
-  function callKey(ev) { return state.turn + ":" + ev.index; }
+  // A call is keyed by its turn and index. Events carry `turn`; a turn's results may come
+  // before or after its turn_finished (the calls run while the reply still streams), so
+  // the page's own turn counter is only a fallback for events without one.
+  function callKey(ev) { return (typeof ev.turn === "number" ? ev.turn : state.turn) + ":" + ev.index; }
 
   function newCall(ev) {
     const li = el("li");

@@ -87,7 +87,7 @@ try {
   const shown = await page.evaluate(() => window.__toolstream.events);
   check(JSON.stringify(shown) === JSON.stringify(events), 'the page received the same events run printed');
 
-  await page.waitForSelector('.call[data-state="done"]', { timeout: 30000 });
+  await page.waitForSelector('.call[data-state="done"]', { timeout: 120000 });
   const meta = await page.locator('.call .meta').first().textContent();
   check(/label .* before the arguments/.test(meta) && /ran /.test(meta), 'the lead and the duration are shown', meta);
   check((await page.locator('.call .result').first().textContent()).includes('index.html'), 'the result is shown');
