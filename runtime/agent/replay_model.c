@@ -5,7 +5,8 @@
  * decodes JSON strings in place and would change what a second look would find. So the
  * whole file is framed first (the framer only reports where each event ends, it does
  * not alter the bytes), then fed to the tap event by event with a sleep before each one
- * that keeps the pace. Bytes after the last complete event (a truncated recording) go in
+ * that keeps the pace (`rate` events per second on average, no catch-up burst after a
+ * stall). Bytes after the last complete event (a truncated recording) go in
  * as a last piece, so the tap sees exactly the file and reports the truncation itself.
  */
 #include "agent/replay_model.h"
@@ -103,12 +104,21 @@ static int play(void *user, const ts_agent_turn *t, ts_tap *tap, char *why, size
     return -1;
   }
   free(data);
-  double t0 = ts_clock_ms();
+  /* Event i is due one interval after event i-1 was due. Lateness up to REPLAY_SLACK_MS
+   * (a sleep that overshot) is made up, so the average rate holds; a longer stall (a busy
+   * machine, a slow tool) is not made up with a burst: the schedule restarts from the
+   * late event. So a progress label still comes about as many intervals before the end
+   * of its call as the recording says, however loaded the machine is. */
+  enum { REPLAY_SLACK_MS = 25 };
+  double interval = r->rate > 0 ? 1e3 / r->rate : 0, next = ts_clock_ms();
   size_t at = 0;
   for (size_t i = 0; i <= b.n && at < len && !(t->cancel && *t->cancel); i++) {
     size_t end = i < b.n ? (size_t)b.ends[i] : len;
     if (end <= at) continue;
-    if (r->rate > 0) ts_clock_sleep_ms((double)i * 1e3 / r->rate - (ts_clock_ms() - t0));
+    double now = ts_clock_ms();
+    if (next > now) ts_clock_sleep_ms(next - now);
+    else if (now - next > REPLAY_SLACK_MS) next = now - REPLAY_SLACK_MS;
+    next += interval;
     if (ts_tap_feed(tap, buf + at, end - at)) break; /* the tap was stopped */
     at = end;
   }

@@ -4,7 +4,8 @@
  * A directory of recorded SSE replies, one file per turn, taken in name order
  * (turn-1.sse, turn-2.sse, ...: plain byte order of the names, so number them with the
  * same width past 9): turn N of a thread plays the N-th file. Each file goes through the
- * tap one SSE event at a time, paced at `rate` events per second like a model, with
+ * tap one SSE event at a time, paced at `rate` events per second like a model (a stall
+ * of the process is not made up with a burst of events), with
  * event boundaries found by the SSE framer (stream/sse.h: LF, CR LF and lone CR line
  * ends alike).
  *
