@@ -2093,75 +2093,9 @@ START_TEST(test_corpus) {
 }
 END_TEST
 
-/* ---- replies that are not SSE: JSON bodies, JSON arrays, NDJSON, HTML ------------------ */
-
-/* Captures under tests/corpus framed otherwise than SSE (so not in the table above, whose
- * offsets are SSE event boundaries): the same trace with the format given and detected,
- * whole, byte by byte and in reads of every size 2..31. */
-static const struct {
-  int line;
-  const char *file;
-  ts_format fmt;
-  const char *opts;
-  const char *want;
-} framed[] = {
-    {__LINE__, "openai-error-body.json", TS_FORMAT_OPENAI_CHAT, "",
-     "stream_error +261 ms_provider 'Incorrect API key provided: sk-proj-****. You can find your API key at https://platform.openai.com/account/api-keys.'\n"},
-    {__LINE__, "anthropic-error-body.json", TS_FORMAT_ANTHROPIC, "",
-     "stream_error +119 ms_provider 'invalid x-api-key'\n"},
-    {__LINE__, "gemini-error-body.json", TS_FORMAT_GEMINI, "",
-     "stream_error +309 ms_provider 'API key not valid. Please pass a valid API key.'\n"},
-    {__LINE__, "gemini-error-array.json", TS_FORMAT_GEMINI, "",
-     "stream_error +139 ms_provider 'Resource has been exhausted (e.g. check quota).'\n"},
-    {__LINE__, "proxy-error-page.html", TS_FORMAT_OPENAI_CHAT, "",
-     "stream_error +150 ms_not_stream\n"},
-    {__LINE__, "gemini-array-two-function-calls.json", TS_FORMAT_GEMINI, "p=description text",
-     "text +440 'Filing the ticket and notifying the team.'\n"
-     "started #0 ts_1_0 create_ticket +1496 'Café counter unit drips when \"steam\" is on'\n"
-     "ready #0 +1496 {\"title\":\"Espresso machine leaks\",\"description\":\"Caf\\u00e9 counter unit drips when \\\"steam\\\" is on\",\"priority\":2}\n"
-     "started #1 ts_1_1 notify_team +1496 'Leak near the espresso bar — please check today'\n"
-     "ready #1 +1496 {\"team\":\"facilities\",\"description\":\"Leak near the espresso bar \\u2014 please check today\"}\n"
-     "finished +2044 'STOP' usage={\\x0d\\x0a    \"promptTokenCount\": 188,\\x0d\\x0a    \"candidatesTokenCount\": 61,\\x0d\\x0a    \"totalTokenCount\": 249,\\x0d\\x0a    \"promptTokensDetails\": [\\x0d\\x0a      {\\x0d\\x0a        \"modality\": \"TEXT\",\\x0d\\x0a        \"tokenCount\": 188\\x0d\\x0a      }\\x0d\\x0a    ]\\x0d\\x0a  }\n"},
-    {__LINE__, "ollama-native-two-calls.ndjson", TS_FORMAT_OLLAMA, "p=description text",
-     "text +292 'Let me check.'\n"
-     "started #0 call_k2x9 get_current_weather +737 'Café patio weather for \"brunch\"'\n"
-     "ready #0 +737 {\"format\":\"celsius\",\"location\":\"Toronto\",\"description\":\"Caf\\u00e9 patio weather for \\\"brunch\\\"\"}\n"
-     "started #1 ts_1_1 create_ticket +737 'Put umbrellas out — rain expected'\n"
-     "ready #1 +737 {\"title\":\"Umbrellas\",\"description\":\"Put umbrellas out \\u2014 rain expected\"}\n"
-     "finished +1022 'stop' usage={\"prompt_eval_count\":217,\"eval_count\":84,\"total_duration\":3102543250,\"load_duration\":22189833,\"prompt_eval_duration\":78042000,\"eval_duration\":2998331833}\n"},
-    {__LINE__, "ollama-native-two-calls-truncated.ndjson", TS_FORMAT_OLLAMA, "p=description text",
-     "text +292 'Let me check.'\n"
-     "stream_error +700 ms_truncated\n"},
-    {__LINE__, "cohere-two-tool-calls.sse", TS_FORMAT_COHERE, "p=description text",
-     "started #0 get_stock_5zj35x6jqp4h get_stock +1753 'Café stock for \"espresso\" beans'\n"
-     "ready #0 +1753 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for \\\"espresso\\\" beans\"}\n"
-     "started #1 create_ticket_0m9wdzb1pc2r create_ticket +2640 'Order beans — running low'\n"
-     "ready #1 +2640 {\"title\":\"Beans\",\"description\":\"Order beans \\u2014 running low\"}\n"
-     "finished +2904 'TOOL_CALL' usage={\"billed_units\":{\"input_tokens\":37,\"output_tokens\":52},\"tokens\":{\"input_tokens\":1093,\"output_tokens\":93}}\n"},
-    {__LINE__, "cohere-two-tool-calls-truncated.sse", TS_FORMAT_COHERE, "p=description text",
-     "started #0 get_stock_5zj35x6jqp4h get_stock +1753 'Café stock for \"espresso\" beans'\n"
-     "ready #0 +1753 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for \\\"espresso\\\" beans\"}\n"
-     "stream_error +2483 ms_truncated\n"
-     "started #1 create_ticket_0m9wdzb1pc2r create_ticket +2483\n"
-     "error #1 +2483 tap_incomplete\n"},
-    {__LINE__, "gemini-array-two-function-calls-truncated.json", TS_FORMAT_GEMINI, "p=description",
-     "stream_error +779 ms_truncated\n"},
-};
-
-START_TEST(test_framed) {
-  size_t len;
-  char path[256];
-  snprintf(path, sizeof path, "tests/corpus/%s", framed[_i].file);
-  char *text = ts_test_read_file(ts_test_path(path), &len);
-  for (int mode = 0; mode < 2; mode++) {
-    char ctx[200];
-    snprintf(ctx, sizeof ctx, "line %d %s%s", framed[_i].line, framed[_i].file, mode ? " auto" : "");
-    check_case(ctx, framed[_i].opts, mode ? TS_FORMAT_AUTO : framed[_i].fmt, text, len,
-               framed[_i].want, 1, NULL);
-  }
-  free(text);
-}
-END_TEST
+/* Replies that are not SSE (JSON bodies, JSON arrays, NDJSON, HTML) are captures too:
+ * their golds are tests/corpus/NAME.events like the streams', and test_corpus above puts
+ * them under the checker. */
 
 /* The default 4 MiB event cap and the default heartbeat (4 KiB): arguments of 10 KiB in
  * 1 KiB fragments give heartbeats in the fragments that cross 4096 and 8192. */
@@ -2624,7 +2558,6 @@ int main(void) {
   TCase *tk = tcase_create("corpus");
   tcase_set_timeout(tk, 120);
   tcase_add_loop_test(tk, test_corpus, 0, (int)ngolds);
-  tcase_add_loop_test(tk, test_framed, 0, (int)(sizeof framed / sizeof framed[0]));
   tcase_add_test(tk, test_defaults);
   suite_add_tcase(s, tk);
   TCase *ta = tcase_create("api");
