@@ -211,7 +211,7 @@ START_TEST(test_corpus) {
     REQUIRE(failed ? count_lines(sb_str(&r.err)) == 1 : r.err.len == 0,
             "%s: standard error: %s", ctx, sb_str(&r.err));
     size_t lines = check_lines(ctx, sb_str(&r.out), TS_TEST_GOLD_THREAD);
-    REQUIRE(lines >= 2, "%s: only %zu lines", ctx, lines);
+    REQUIRE(lines >= 1, "%s: no event", ctx); /* an error body gives one stream_error */
     REQUIRE(!strcmp(sb_str(&r.out), gold), "%s: output differs from the gold\nwant:\n%sgot:\n%s",
             ctx, sb_clip(gold), sb_clip(sb_str(&r.out)));
     result_free(&r);

@@ -66,6 +66,20 @@ static void corpus_path(char *out, size_t cap, const char *name, const char *suf
   snprintf(out, cap, "%s", ts_test_path(rel));
 }
 
+/* What a capture may be: an event stream, or a plain body (a JSON array, NDJSON, an
+ * error page) that the tap reads as well. */
+static const char *const capture_exts[] = {".sse", ".json", ".ndjson", ".html"};
+#define N_EXTS (sizeof capture_exts / sizeof capture_exts[0])
+
+/* The path of capture `name` (NAME.sse, NAME.json, ...) in `out`; 0 when there is none. */
+static int find_capture(char *out, size_t cap, const char *name) {
+  for (size_t e = 0; e < N_EXTS; e++) {
+    corpus_path(out, cap, name, capture_exts[e]);
+    if (access(out, F_OK) == 0) return 1;
+  }
+  return 0;
+}
+
 static void read_args(ts_test_gold *g) {
   char path[4096];
   corpus_path(path, sizeof path, g->name, ".args");
@@ -95,9 +109,9 @@ size_t ts_test_gold_list(ts_test_gold **out) {
     snprintf(g[i].name, sizeof g[i].name, "%s", ev[i]);
     char cap[256];
     snprintf(cap, sizeof cap, "%.*s", (int)strcspn(ev[i], "."), ev[i]);
-    corpus_path(g[i].capture, sizeof g[i].capture, cap, ".sse");
     corpus_path(g[i].events, sizeof g[i].events, ev[i], ".events");
-    if (access(g[i].capture, F_OK) != 0) die("gold %s has no capture", g[i].events);
+    if (!find_capture(g[i].capture, sizeof g[i].capture, cap))
+      die("gold %s has no capture", g[i].events);
     read_args(&g[i]);
   }
   for (size_t i = 0; i < na; i++) {
@@ -117,17 +131,20 @@ void ts_test_gold_free(ts_test_gold *g, size_t n) {
 }
 
 size_t ts_test_gold_orphans(char *missing, size_t cap) {
-  char **caps;
-  size_t n = names(".sse", &caps), k = 0;
+  size_t k = 0;
   if (cap) missing[0] = '\0';
-  for (size_t i = 0; i < n; i++) {
-    char path[4096];
-    corpus_path(path, sizeof path, caps[i], ".events");
-    if (access(path, F_OK) == 0) continue;
-    size_t used = strlen(missing);
-    snprintf(missing + used, cap - used, "%s%s.sse", k ? " " : "", caps[i]);
-    k++;
+  for (size_t e = 0; e < N_EXTS; e++) {
+    char **caps;
+    size_t n = names(capture_exts[e], &caps);
+    for (size_t i = 0; i < n; i++) {
+      char path[4096];
+      corpus_path(path, sizeof path, caps[i], ".events");
+      if (access(path, F_OK) == 0) continue;
+      size_t used = strlen(missing);
+      snprintf(missing + used, cap - used, "%s%s%s", k ? " " : "", caps[i], capture_exts[e]);
+      k++;
+    }
+    free_names(caps, n);
   }
-  free_names(caps, n);
   return k;
 }

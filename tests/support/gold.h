@@ -1,7 +1,8 @@
 /*
  * gold.h: the gold traces of tests/corpus (tests/corpus/README.md has the convention).
  *
- *   NAME.sse              a capture of a provider stream, byte for byte
+ *   NAME.sse              a capture of a provider stream, byte for byte (or NAME.json,
+ *                         NAME.ndjson, NAME.html: a plain body the tap also reads)
  *   NAME.events           what `toolstream tap --thread gold ARGS... NAME.sse` prints
  *   NAME.args             ARGS, one argument per line ('#' lines and blank lines are
  *                         skipped); no file: no arguments
@@ -22,7 +23,7 @@
 
 typedef struct {
   char name[256];      /* NAME or NAME.VARIANT */
-  char capture[4096];  /* absolute path of NAME.sse */
+  char capture[4096];  /* absolute path of NAME.sse (or .json, .ndjson, .html) */
   char events[4096];   /* absolute path of the gold */
   int argc;            /* the arguments of NAME[.VARIANT].args */
   const char *argv[TS_TEST_GOLD_MAX_ARGS + 1]; /* NULL-terminated, point into text */
@@ -35,7 +36,7 @@ typedef struct {
 size_t ts_test_gold_list(ts_test_gold **out);
 void ts_test_gold_free(ts_test_gold *g, size_t n);
 
-/* The captures (NAME.sse) that have no NAME.events: written into `missing` (cap bytes,
+/* The captures (NAME.sse, .json, .ndjson, .html) that have no NAME.events: written into `missing` (cap bytes,
  * space-separated); returns how many. Every capture must have a gold. */
 size_t ts_test_gold_orphans(char *missing, size_t cap);
 

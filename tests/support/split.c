@@ -137,6 +137,11 @@ void ts_split_check(const char *ctx, const char *in, size_t len, ts_split_run ru
 
 void ts_split_check_cuts(const char *ctx, const char *in, size_t len, ts_split_run run,
                          void *user, const char *want) {
+  ts_split_check_cuts_opts(ctx, in, len, run, user, want, NULL);
+}
+
+void ts_split_check_cuts_opts(const char *ctx, const char *in, size_t len, ts_split_run run,
+                              void *user, const char *want, const ts_split_opts *opts) {
   sb whole = {0};
   whole_run(ctx, in, len, run, user, want, &whole);
   for (size_t cut = 0; cut <= len; cut++) {
@@ -144,7 +149,7 @@ void ts_split_check_cuts(const char *ctx, const char *in, size_t len, ts_split_r
     ts_split_run_cut(in, len, cut, run, user, &got);
     char how[64];
     snprintf(how, sizeof how, "cut at %zu", cut);
-    compare(ctx, how, sb_str(&whole), sb_str(&got), NULL, user);
+    compare(ctx, how, sb_str(&whole), sb_str(&got), opts, user);
     sb_free(&got);
   }
   sb_free(&whole);

@@ -61,9 +61,12 @@ void ts_split_check(const char *ctx, const char *in, size_t len, ts_split_run ru
 void ts_split_check_opts(const char *ctx, const char *in, size_t len, ts_split_run run,
                          void *user, const char *want, const ts_split_opts *opts);
 
-/* Two reads, cut at every position 0..len (a cut at 0 or len is one read). */
+/* Two reads, cut at every position 0..len (a cut at 0 or len is one read); opts: only
+ * `normalize` applies. */
 void ts_split_check_cuts(const char *ctx, const char *in, size_t len, ts_split_run run,
                          void *user, const char *want);
+void ts_split_check_cuts_opts(const char *ctx, const char *in, size_t len, ts_split_run run,
+                              void *user, const char *want, const ts_split_opts *opts);
 
 /* `rounds` runs with reads of random sizes 1..40 (xorshift from `seed`). */
 void ts_split_check_random(const char *ctx, const char *in, size_t len, ts_split_run run,

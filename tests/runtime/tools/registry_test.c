@@ -299,11 +299,12 @@ START_TEST(test_call_queue) {
 }
 END_TEST
 
-/* Fail the n-th allocation of an add, for every n: out of memory is TS_E_NOMEM (never a
- * definition error), nothing leaks, and the registry is as before. (The schema
- * compiler's own out-of-memory path is the schema's test.) */
+/* Fail the n-th allocation of an add, for every n, schema compilation included: out of
+ * memory is TS_E_NOMEM (never "malformed argument schema"), nothing leaks, and the
+ * registry is as before. */
 START_TEST(test_out_of_memory) {
-  ts_tool_spec spec = {.name = "w", .description = "d", .annotations = "{}"};
+  ts_tool_spec spec = {.name = "w", .description = "d", .args_schema = OBJ_AB,
+                       .progress_arg = "a", .annotations = "{}"};
   for (long n = 1; n < 500; n++) {
     ts_registry *reg = ts_registry_new();
     ck_assert_ptr_nonnull(reg);
