@@ -127,6 +127,7 @@ struct ts_gw {
   conn *live;
   size_t nconns;
   ts_buf line;
+  char rbuf[64 * 1024]; /* one read from a plain upstream (the loop is single-threaded) */
 };
 
 enum { C_HEAD, C_BODY, C_WAIT, C_CLOSING };
@@ -158,7 +159,12 @@ struct conn {
 
   /* the upstream */
   const ts_gw_route *rt;
-  struct bufferevent *ubev;
+  struct bufferevent *ubev; /* a TLS upstream (bufferevent_openssl) */
+  /* a plain upstream: our own socket and events, so a read is one read(2) (a
+   * bufferevent asks FIONREAD first) and read interest is registered once */
+  evutil_socket_t ufd;
+  struct event *urev, *uwev;
+  struct evbuffer *uin, *uout; /* read and not yet used; the request not yet sent */
   struct event *utimer; /* connect and headers timeouts */
   int ustate, uconnected, headers_sent, paused, counted_open, client_dead;
   size_t uscan;
@@ -310,11 +316,45 @@ static int client_printf(conn *c, const char *fmt, ...) {
 
 static size_t client_queued(conn *c) { return evbuffer_get_length(bufferevent_get_output(c->bev)); }
 
+/* ---- the upstream connection, TLS (a bufferevent) or plain (our socket) ----------------- */
+
+static int up_active(const conn *c) { return c->ubev || c->ufd >= 0; }
+
+static struct evbuffer *up_input(conn *c) {
+  return c->ubev ? bufferevent_get_input(c->ubev) : c->uin;
+}
+
+/* Reading from the upstream on or off (backpressure); after the head, with the idle
+ * timeout (a persistent event's timeout restarts with every read). */
+static void up_reading(conn *c, int on) {
+  if (c->ubev) {
+    if (on) bufferevent_enable(c->ubev, EV_READ);
+    else bufferevent_disable(c->ubev, EV_READ);
+    return;
+  }
+  if (!c->urev) return;
+  if (!on) {
+    event_del(c->urev);
+    return;
+  }
+  int ms = c->gw->cfg.idle_timeout_ms;
+  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  event_add(c->urev, c->headers_sent ? &tv : NULL);
+}
+
 /* ---- a connection's end ---------------------------------------------------------------- */
 
 static void upstream_free(conn *c) {
   if (c->ubev) bufferevent_free(c->ubev);
   c->ubev = NULL;
+  if (c->urev) event_free(c->urev);
+  if (c->uwev) event_free(c->uwev);
+  c->urev = c->uwev = NULL;
+  if (c->ufd >= 0) evutil_closesocket(c->ufd);
+  c->ufd = -1;
+  if (c->uin) evbuffer_free(c->uin);
+  if (c->uout) evbuffer_free(c->uout);
+  c->uin = c->uout = NULL;
   if (c->utimer) evtimer_del(c->utimer);
   if (c->counted_open) c->gw->m.st.streams_open--;
   c->counted_open = 0;
@@ -522,63 +562,79 @@ static int bad_chunk(conn *c, struct evbuffer *in, const char *why) {
   return 1;
 }
 
-/* Moves what the upstream sent of the body to the client. Returns 1 when c was freed. */
-static int upstream_body(conn *c) {
-  struct evbuffer *in = bufferevent_get_input(c->ubev);
-  for (;;) {
-    struct evbuffer_iovec v;
-    if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || !v.iov_len) break;
-    const char *p = v.iov_base;
-    size_t n = v.iov_len, k = n;
-    int done = 0;
-    if (c->uf.kind == TS_HTTP_BODY_LENGTH) {
-      if ((uint64_t)k > c->uleft) k = (size_t)c->uleft;
-      if (c->out_mode == OUT_RAW) client_write(c, p, k);
-      body_data(c, p, k);
-      c->uleft -= k;
-      done = c->uleft == 0;
-    } else if (c->uf.kind == TS_HTTP_BODY_CLOSE) {
-      if (c->out_mode == OUT_RAW) client_write(c, p, k);
-      body_data(c, p, k);
-    } else if (c->uf.kind == TS_HTTP_BODY_CHUNKED) {
-      const char *why = NULL;
-      if (c->out_mode == OUT_RAW) {
-        /* the client gets the raw framing first; a probe finds where the body ends, so
-         * nothing after it is forwarded */
-        ts_chunked probe = c->udec;
-        long used = ts_chunked_feed(&probe, p, n, NULL, NULL, &done, &why);
-        k = used < 0 ? (size_t)(probe.offset - c->udec.offset) : (size_t)used;
-        client_write(c, p, k);
-        if (used < 0) return bad_chunk(c, in, why);
-      }
-      long used = ts_chunked_feed(&c->udec, p, k, on_chunk_data, c, &done, &why);
-      if (used < 0) return bad_chunk(c, in, why);
-      k = (size_t)used;
-    } else {
-      done = 1;
-      k = 0;
+/* One run of body bytes read from the upstream (p, n): to the client, then the tap.
+ * *used is what belongs to the body (less than n only when the body ended inside).
+ * Returns 1 when c was freed (the reply ended, was cut, or the client is gone). */
+static int body_segment(conn *c, const char *p, size_t n, size_t *used_out) {
+  size_t k = n;
+  int done = 0;
+  *used_out = n;
+  if (c->uf.kind == TS_HTTP_BODY_LENGTH) {
+    if ((uint64_t)k > c->uleft) k = (size_t)c->uleft;
+    if (c->out_mode == OUT_RAW) client_write(c, p, k);
+    body_data(c, p, k);
+    c->uleft -= k;
+    done = c->uleft == 0;
+  } else if (c->uf.kind == TS_HTTP_BODY_CLOSE) {
+    if (c->out_mode == OUT_RAW) client_write(c, p, k);
+    body_data(c, p, k);
+  } else if (c->uf.kind == TS_HTTP_BODY_CHUNKED) {
+    const char *why = NULL;
+    if (c->out_mode == OUT_RAW) {
+      /* the client gets the raw framing first; a probe finds where the body ends, so
+       * nothing after it is forwarded */
+      ts_chunked probe = c->udec;
+      long used = ts_chunked_feed(&probe, p, n, NULL, NULL, &done, &why);
+      k = used < 0 ? (size_t)(probe.offset - c->udec.offset) : (size_t)used;
+      client_write(c, p, k);
+      if (used < 0) return bad_chunk(c, up_input(c), why);
     }
-    evbuffer_drain(in, k);
-    if (c->client_dead) {
-      c->gw->m.st.client_aborts++;
-      conn_free(c);
-      return 1;
-    }
-    if (done) {
-      evbuffer_drain(in, evbuffer_get_length(in)); /* nothing after a body is used */
-      response_done(c);
-      return 1;
-    }
+    long used = ts_chunked_feed(&c->udec, p, k, on_chunk_data, c, &done, &why);
+    if (used < 0) return bad_chunk(c, up_input(c), why);
+    k = (size_t)used;
+  } else {
+    done = 1;
+    k = 0;
   }
+  *used_out = k;
+  if (c->client_dead) {
+    c->gw->m.st.client_aborts++;
+    conn_free(c);
+    return 1;
+  }
+  if (done) {
+    response_done(c);
+    return 1;
+  }
+  return 0;
+}
+
+/* After a read: a body that has none ends; a slow client pauses the upstream. Returns 1
+ * when c was freed. */
+static int body_after_read(conn *c) {
   if (c->uf.kind == TS_HTTP_BODY_NONE) {
     response_done(c);
     return 1;
   }
   if (client_queued(c) > TS_GW_CLIENT_HIGH_WATER && !c->paused) {
     c->paused = 1;
-    bufferevent_disable(c->ubev, EV_READ);
+    up_reading(c, 0);
   }
   return 0;
+}
+
+/* Moves what the upstream input holds of the body to the client. Returns 1 when c was
+ * freed. */
+static int upstream_body(conn *c) {
+  struct evbuffer *in = up_input(c);
+  for (;;) {
+    struct evbuffer_iovec v;
+    if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || !v.iov_len) break;
+    size_t used;
+    if (body_segment(c, v.iov_base, v.iov_len, &used)) return 1;
+    evbuffer_drain(in, used);
+  }
+  return body_after_read(c);
 }
 
 /* ---- the upstream: the response head ----------------------------------------------------- */
@@ -699,14 +755,15 @@ static int start_reply(conn *c) {
     return 1;
   }
   struct timeval tv = {gw->cfg.idle_timeout_ms / 1000, (gw->cfg.idle_timeout_ms % 1000) * 1000};
-  bufferevent_set_timeouts(c->ubev, &tv, NULL);
+  if (c->ubev) bufferevent_set_timeouts(c->ubev, &tv, NULL);
+  else up_reading(c, 1); /* the same read interest, now with the idle timeout */
   c->ustate = U_BODY;
   return 0;
 }
 
-static void on_up_read(struct bufferevent *bev, void *arg) {
-  conn *c = arg;
-  struct evbuffer *in = bufferevent_get_input(bev);
+/* What the upstream input holds: the head (once), then body bytes. May free c. */
+static void up_process(conn *c) {
+  struct evbuffer *in = up_input(c);
   while (c->ustate == U_HEAD) {
     size_t n = evbuffer_get_length(in), lim = c->gw->cfg.max_header_bytes;
     if (!n) return;
@@ -742,13 +799,14 @@ static void on_up_read(struct bufferevent *bev, void *arg) {
   upstream_body(c);
 }
 
-static void on_up_event(struct bufferevent *bev, short what, void *arg) {
+static void on_up_read(struct bufferevent *bev, void *arg) {
   (void)bev;
-  conn *c = arg;
-  if (what & BEV_EVENT_CONNECTED) {
-    c->uconnected = 1;
-    return;
-  }
+  up_process(arg);
+}
+
+/* The upstream connection ended (BEV_EVENT_EOF, _ERROR or _TIMEOUT in `what`). May free
+ * c. */
+static void up_end(conn *c, short what) {
   const char *host = c->rt->up.host_hdr;
   char msg[700];
   if (c->ustate == U_HEAD) {
@@ -780,11 +838,108 @@ static void on_up_event(struct bufferevent *bev, short what, void *arg) {
   cut(c, TS_E_GW_UPSTREAM, msg);
 }
 
+static void on_up_event(struct bufferevent *bev, short what, void *arg) {
+  (void)bev;
+  conn *c = arg;
+  if (what & BEV_EVENT_CONNECTED) {
+    c->uconnected = 1;
+    return;
+  }
+  up_end(c, what);
+}
+
+/* A plain upstream is readable: one read(2) of at most 64 KiB, as it comes. Body bytes
+ * with nothing waiting before them are forwarded from the read buffer itself. */
+static void on_up_raw_read(evutil_socket_t fd, short what, void *arg) {
+  conn *c = arg;
+  if (what & EV_TIMEOUT) {
+    up_end(c, BEV_EVENT_TIMEOUT | BEV_EVENT_READING);
+    return;
+  }
+  char *buf = c->gw->rbuf;
+  ssize_t n = recv(fd, buf, sizeof c->gw->rbuf, 0);
+  if (n == 0) {
+    up_end(c, BEV_EVENT_EOF);
+    return;
+  }
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    up_end(c, BEV_EVENT_ERROR);
+    return;
+  }
+  c->uconnected = 1;
+  if (c->ustate == U_BODY && !evbuffer_get_length(c->uin)) {
+    size_t used;
+    if (body_segment(c, buf, (size_t)n, &used)) return;
+    body_after_read(c);
+    return;
+  }
+  if (evbuffer_add(c->uin, buf, (size_t)n)) {
+    up_end(c, BEV_EVENT_ERROR);
+    return;
+  }
+  up_process(c);
+}
+
+/* A plain upstream is writable: the connect finished (or failed), and the request goes
+ * out; write interest ends when it is all sent. */
+static void on_up_raw_write(evutil_socket_t fd, short what, void *arg) {
+  (void)what;
+  conn *c = arg;
+  if (!c->uconnected) {
+    int err = 0;
+    socklen_t l = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) || err) {
+      up_end(c, BEV_EVENT_ERROR);
+      return;
+    }
+    c->uconnected = 1;
+  }
+  while (evbuffer_get_length(c->uout)) {
+    int w = evbuffer_write(c->uout, fd);
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (w <= 0) {
+      up_end(c, BEV_EVENT_ERROR);
+      return;
+    }
+  }
+  event_del(c->uwev);
+}
+
+/* Opens a plain upstream connection (the name resolved as libevent would without a DNS
+ * base: getaddrinfo, first address). Returns 0, -1 (cannot connect) or TS_E_NOMEM. */
+static int up_raw_connect(conn *c) {
+  char port[16];
+  snprintf(port, sizeof port, "%d", c->rt->up.port);
+  struct addrinfo hints, *ai = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  if (getaddrinfo(c->rt->up.host, port, &hints, &ai) || !ai) return -1;
+  evutil_socket_t fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int r = fd < 0 ? -1 : connect(fd, ai->ai_addr, ai->ai_addrlen);
+  int err = errno;
+  freeaddrinfo(ai);
+  if (fd < 0) return -1;
+  if (r < 0 && err != EINPROGRESS) {
+    evutil_closesocket(fd);
+    return -1;
+  }
+  c->ufd = fd;
+  c->urev = event_new(c->gw->base, fd, EV_READ | EV_PERSIST, on_up_raw_read, c);
+  c->uwev = event_new(c->gw->base, fd, EV_WRITE | EV_PERSIST, on_up_raw_write, c);
+  if (!c->urev || !c->uwev) return TS_E_NOMEM;
+  event_add(c->uwev, NULL);
+  event_add(c->urev, NULL);
+  return 0;
+}
+
 static void on_utimer(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
   conn *c = arg;
-  if (c->headers_sent || !c->ubev) return;
+  if (c->headers_sent || !up_active(c)) return;
   ts_gw *gw = c->gw;
   double el = (mono_s() - c->t_start) * 1000;
   char buf[128];
@@ -838,8 +993,8 @@ static const char *const methods[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "
 
 /* Writes the normalised request to the upstream's output: our request line, Host, the
  * end-to-end fields as received, one Content-Length of the body read. */
-static int write_upstream_request(conn *c, const char *target, const char *body, size_t blen) {
-  struct evbuffer *o = bufferevent_get_output(c->ubev);
+static int write_upstream_request(conn *c, struct evbuffer *o, const char *target,
+                                  const char *body, size_t blen) {
   const ts_http_head *h = &c->h;
   int rc = evbuffer_add_printf(o, "%.*s %s%s HTTP/1.1\r\nHost: %s\r\n", (int)h->method.len,
                                h->method.p, c->rt->base_path, target, c->rt->up.host_hdr) < 0;
@@ -937,26 +1092,38 @@ static void dispatch(conn *c) {
   gw->m.st.streams_open++;
   c->counted_open = 1;
 
-  c->ubev = rt->up.tls ? ts_upstream_tls_bev(gw->base, gw->ssl_ctx, &rt->up)
-                       : bufferevent_socket_new(gw->base, -1, BEV_OPT_CLOSE_ON_FREE);
-  if (!c->ubev) goto nomem;
-  bufferevent_setcb(c->ubev, on_up_read, NULL, on_up_event, c);
-  bufferevent_setwatermark(c->ubev, EV_READ, 0, TS_GW_CLIENT_HIGH_WATER);
-  bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
+  struct evbuffer *uo;
+  if (rt->up.tls) {
+    c->ubev = ts_upstream_tls_bev(gw->base, gw->ssl_ctx, &rt->up);
+    if (!c->ubev) goto nomem;
+    bufferevent_setcb(c->ubev, on_up_read, NULL, on_up_event, c);
+    bufferevent_setwatermark(c->ubev, EV_READ, 0, TS_GW_CLIENT_HIGH_WATER);
+    bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
+    uo = bufferevent_get_output(c->ubev);
+  } else {
+    c->uin = evbuffer_new();
+    c->uout = evbuffer_new();
+    if (!c->uin || !c->uout) goto nomem;
+    uo = c->uout;
+  }
 
   size_t blen = evbuffer_get_length(c->body);
   const char *bp = blen ? (const char *)evbuffer_pullup(c->body, -1) : "";
   if (!bp) goto nomem;
   size_t rlen = 0;
   char *rewritten = blen ? ts_progress_strip(bp, blen, &c->defs, &rlen) : NULL;
-  int wr = write_upstream_request(c, uri, rewritten ? rewritten : bp, rewritten ? rlen : blen);
+  int wr = write_upstream_request(c, uo, uri, rewritten ? rewritten : bp, rewritten ? rlen : blen);
   gw->m.st.bytes_up += rewritten ? rlen : blen;
   free(rewritten);
   free(c->head); /* h's request views are no longer needed; h is reused for the response */
   c->head = NULL;
   evbuffer_drain(c->body, blen);
   if (wr) goto nomem;
-  if (bufferevent_socket_connect_hostname(c->ubev, NULL, AF_UNSPEC, rt->up.host, rt->up.port)) {
+  int crc = rt->up.tls ? bufferevent_socket_connect_hostname(c->ubev, NULL, AF_UNSPEC, rt->up.host,
+                                                               rt->up.port)
+                       : up_raw_connect(c);
+  if (crc == TS_E_NOMEM) goto nomem;
+  if (crc) {
     char msg[400];
     snprintf(msg, sizeof msg, "cannot connect to the upstream %s", rt->up.host_hdr);
     fail_before_head(c, TS_E_GW_UPSTREAM, 502, msg);
@@ -1120,12 +1287,11 @@ static void on_client_drained(conn *c) {
     conn_free(c);
     return;
   }
-  if (c->paused && c->ubev) {
+  if (c->paused && up_active(c)) {
     c->paused = 0;
-    bufferevent_enable(c->ubev, EV_READ);
+    up_reading(c, 1);
     /* what was read before the pause waits in the input */
-    if (evbuffer_get_length(bufferevent_get_input(c->ubev)) && c->ustate == U_BODY)
-      upstream_body(c);
+    if (evbuffer_get_length(up_input(c)) && c->ustate == U_BODY) upstream_body(c);
   }
 }
 
@@ -1140,7 +1306,7 @@ static void on_client_event(struct bufferevent *bev, short what, void *arg) {
   conn *c = arg;
   /* EOF or an error: the client is gone. A request in flight upstream is cancelled at
    * once (its connection closed with the conn). */
-  if (c->state == C_WAIT && c->ubev) c->gw->m.st.client_aborts++;
+  if (c->state == C_WAIT && up_active(c)) c->gw->m.st.client_aborts++;
   conn_free(c);
 }
 
@@ -1213,6 +1379,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
   }
   conn *c = calloc(1, sizeof *c);
   if (!c) goto nomem;
+  c->ufd = -1;
   if (!pn) {
     pn = calloc(1, sizeof *pn);
     if (!pn) goto nomem;
