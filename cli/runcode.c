@@ -70,9 +70,10 @@ static int runcode_set(void *user, const ts_cli_opt *o, const char *val, uint64_
 }
 
 static ts_sandbox_cancel cancel;
+/* The run itself is a child process the sandbox kills when the handle fires, so this
+ * stops even a run inside one long native call, within the sandbox's margin. */
 static void on_signal(int sig) {
-  (void)sig;
-  ts_sandbox_terminate(&cancel, "interrupted");
+  ts_sandbox_terminate(&cancel, sig == SIGTERM ? "SIGTERM" : "interrupted");
 }
 
 int ts_cli_runcode(int argc, char **argv) {

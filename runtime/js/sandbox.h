@@ -69,6 +69,11 @@ void ts_sandbox_cancel_init(ts_sandbox_cancel *c);
  * check; after the run it has no effect. Thread-safe and async-signal-safe. */
 void ts_sandbox_terminate(ts_sandbox_cancel *c, const char *reason);
 
+/* The language of the code: AUTO takes TypeScript syntax where it appears (type
+ * annotations are otherwise syntax errors in JavaScript, so nothing valid changes
+ * meaning), JS refuses it, TS expects it. */
+enum { TS_SANDBOX_LANG_AUTO = 0, TS_SANDBOX_LANG_JS, TS_SANDBOX_LANG_TS };
+
 typedef struct {
   uint32_t timeout_ms;       /* wall-clock limit from the start of the run; 0: default */
   size_t memory_limit_bytes; /* cap on the heap's live allocations; 0: default */
@@ -82,6 +87,13 @@ typedef struct {
    * call was cancelled") once *cancel_flag is nonzero (the dispatcher's ts_call_info
    * cancel flag). NULL: none. */
   const volatile int *cancel_flag;
+  int language; /* TS_SANDBOX_LANG_*; 0: auto */
+  /* Live console output: called on the caller's thread, while the run goes on, with each
+   * console entry as the script prints it (UTF-8, not NUL-terminated, valid only during
+   * the call; cut at console_limit_bytes). NULL: none. The entries also end up in the
+   * result's console_json as before. */
+  void (*on_console)(void *user, const char *entry, size_t len);
+  void *console_user;
 } ts_sandbox_opts;
 
 typedef struct {

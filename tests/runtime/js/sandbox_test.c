@@ -225,13 +225,124 @@ START_TEST(test_timeout) {
 }
 END_TEST
 
-/* ---- terminate -------------------------------------------------------------------- */
-
 typedef struct {
   ts_sandbox_cancel *c;
   int delay_ms;
   double at;
 } killer;
+static void *kill_later(void *arg);
+static void *set_flag_later(void *arg);
+
+/* ---- one long native call ---------------------------------------------------------
+ * Each of these is a single built-in that runs no bytecode while it works (Duktape's
+ * interrupt check never runs inside it); the run must still end within the margin of
+ * its deadline (a killed child), or at its memory cap, whichever comes first. The
+ * memory cap is set high so that the deadline is what is tested where it can be. */
+
+static void expect_bounded(int line, const char *code, uint32_t timeout_ms, size_t mem,
+                           int allow_oom) {
+  ts_sandbox_opts o = {.timeout_ms = timeout_ms, .memory_limit_bytes = mem};
+  ts_sandbox_result r;
+  double t0 = mono_ms();
+  run(code, &o, &r);
+  double took = mono_ms() - t0;
+  int ok = r.status == TS_SANDBOX_TIMEOUT || (allow_oom && r.status == TS_SANDBOX_OOM);
+  REQUIRE(ok, "line %d: %s: status %s (%s)", line, code, ts_sandbox_status_name(r.status),
+          r.error ? r.error : "");
+  /* The margin is 50 ms (docs/sandbox.md); the bound leaves room for a loaded machine
+   * while a native call that ignored the deadline would take seconds to minutes. */
+  REQUIRE(took < timeout_ms + 4 * SLACK_MS, "line %d: %s: took %.1f ms for a %u ms deadline", line,
+          code, took, timeout_ms);
+  REQUIRE(r.console_json != NULL, "line %d: console", line);
+  ts_sandbox_result_fini(&r);
+}
+
+START_TEST(test_native_calls) {
+  size_t big = (size_t)2 << 30;
+  expect_bounded(__LINE__, "new Array(1e8).join('x').length", 300, big, 0);
+  expect_bounded(__LINE__, "var a = []; a.length = 4294967295; a.reverse(); 1", 300, big, 0);
+  expect_bounded(__LINE__, "var a = []; for (var i = 0; i < 3e5; i++) a.push((i * 7919) % 3e5);"
+                           " a.sort(function (x, y) { return x - y }); a.sort(); a.sort(); a.length", 300, big, 1);
+  expect_bounded(__LINE__, "var s = new Array(3e6).join('[1,\"ab\",{\"k\":null}],');"
+                           " JSON.parse('[' + s + '0]').length", 300, big, 1);
+  expect_bounded(__LINE__, "var a = new Array(2e6); for (var i = 0; i < 8; i++) a = [a, a, a];"
+                           " JSON.stringify(a).length", 300, big, 1);
+  expect_bounded(__LINE__, "/(a+)+$/.test(new Array(60).join('a') + 'b')", 300, big, 0);
+  expect_bounded(__LINE__, "/^(\\w+\\s?)*$/.test('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!')", 300, big, 0);
+  expect_bounded(__LINE__, "'abc'.repeat(4e8).length", 300, big, 1);
+  expect_bounded(__LINE__, "'x'.padStart(1e9, 'ab').length", 300, big, 1);
+  expect_bounded(__LINE__, "new Uint8Array(4e8).fill(7).length", 300, big, 1);
+  expect_bounded(__LINE__, "new Float64Array(1e8).map(function (x) { return x + 1 }).length", 300, big, 1);
+  /* And with the default memory cap, the cap or the deadline, never minutes. */
+  expect_bounded(__LINE__, "new Array(1e8).join('x').length", 300, 0, 1);
+  /* The next run is fine. */
+  expect_value(__LINE__, "[3, 1, 2].sort().join()", "\"1,2,3\"");
+}
+END_TEST
+
+/* Terminate from another thread while the run is inside one long native call. */
+START_TEST(test_terminate_native) {
+  ts_sandbox_cancel c;
+  ts_sandbox_cancel_init(&c);
+  killer k = {&c, 150, 0};
+  pthread_t th;
+  REQUIRE(pthread_create(&th, NULL, kill_later, &k) == 0, "pthread_create");
+  ts_sandbox_opts o = {.timeout_ms = 20000, .cancel = &c, .memory_limit_bytes = (size_t)2 << 30};
+  ts_sandbox_result r;
+  run("console.log('before'); new Array(1e8).join('x').length", &o, &r);
+  double end = mono_ms();
+  pthread_join(th, NULL);
+  REQUIRE(r.status == TS_SANDBOX_TERMINATED, "status %s (%s)", ts_sandbox_status_name(r.status),
+          r.error ? r.error : "");
+  REQUIRE(end - k.at < 4 * SLACK_MS, "stopped %.1f ms after the terminate call", end - k.at);
+  /* What was printed before the kill is kept. */
+  REQUIRE(!strcmp(r.console_json, "[\"before\"]"), "console %s", r.console_json);
+  ts_sandbox_result_fini(&r);
+  /* The dispatcher's cancel flag does the same. */
+  static volatile int flag;
+  flag = 0;
+  ts_sandbox_opts o2 = {.timeout_ms = 20000, .cancel_flag = &flag, .memory_limit_bytes = (size_t)2 << 30};
+  pthread_t th2;
+  REQUIRE(pthread_create(&th2, NULL, set_flag_later, (void *)&flag) == 0, "pthread_create");
+  double t0 = mono_ms();
+  run("new Array(1e8).join('x').length", &o2, &r);
+  pthread_join(th2, NULL);
+  REQUIRE(r.status == TS_SANDBOX_TERMINATED && strstr(r.error, "cancelled"), "status %s (%s)",
+          ts_sandbox_status_name(r.status), r.error ? r.error : "");
+  REQUIRE(mono_ms() - t0 < 150 + 4 * SLACK_MS, "flag: took %.1f ms", mono_ms() - t0);
+  ts_sandbox_result_fini(&r);
+}
+END_TEST
+
+/* Live console output: entries reach the callback while the run goes on. */
+typedef struct {
+  int n;
+  double first_at;
+  char last[64];
+} live_log;
+
+static void on_entry(void *user, const char *s, size_t n) {
+  live_log *l = user;
+  if (!l->n++) l->first_at = mono_ms();
+  snprintf(l->last, sizeof l->last, "%.*s", (int)n, s);
+}
+
+START_TEST(test_live_console) {
+  live_log l = {0, 0, ""};
+  ts_sandbox_opts o = {.timeout_ms = 400, .on_console = on_entry, .console_user = &l};
+  ts_sandbox_result r;
+  double t0 = mono_ms();
+  run("console.log('one'); console.log('two', 2); while (true) {}", &o, &r);
+  REQUIRE(r.status == TS_SANDBOX_TIMEOUT, "status %s", ts_sandbox_status_name(r.status));
+  REQUIRE(l.n == 2 && !strcmp(l.last, "two 2"), "entries %d, last %s", l.n, l.last);
+  /* The first entry came long before the end of the run. */
+  REQUIRE(l.first_at - t0 < 300, "first entry after %.1f ms", l.first_at - t0);
+  REQUIRE(!strcmp(r.console_json, "[\"one\",\"two 2\"]"), "console %s", r.console_json);
+  ts_sandbox_result_fini(&r);
+}
+END_TEST
+
+/* ---- terminate -------------------------------------------------------------------- */
 
 static void *kill_later(void *arg) {
   killer *k = arg;
@@ -240,6 +351,14 @@ static void *kill_later(void *arg) {
   k->at = mono_ms();
   ts_sandbox_terminate(k->c, "the user cancelled");
   ts_sandbox_terminate(k->c, "a second reason is ignored");
+  return NULL;
+}
+
+static void *set_flag_later(void *arg) {
+  volatile int *f = arg;
+  struct timespec ts = {0, 150 * 1000000L};
+  nanosleep(&ts, NULL);
+  *f = 1;
   return NULL;
 }
 
@@ -394,6 +513,9 @@ int main(void) {
   tcase_add_test(tc, test_console);
   tcase_add_test(tc, test_timeout);
   tcase_add_test(tc, test_terminate);
+  tcase_add_test(tc, test_native_calls);
+  tcase_add_test(tc, test_terminate_native);
+  tcase_add_test(tc, test_live_console);
   tcase_add_test(tc, test_memory_bomb);
   tcase_add_test(tc, test_no_leak);
   tcase_add_test(tc, test_isolation);

@@ -1,0 +1,1 @@
+(function (src, opts) { return src; })
