@@ -233,6 +233,78 @@ typedef struct {
 static void *kill_later(void *arg);
 static void *set_flag_later(void *arg);
 
+/* ---- the built-ins of the prelude ------------------------------------------------ */
+
+START_TEST(test_globals) {
+  static const struct {
+    int line;
+    const char *code, *want;
+  } rows[] = {
+      {__LINE__, "Promise.resolve(5).then(function (x) { return x * 2 })", "10"},
+      {__LINE__, "var log = []; Promise.resolve().then(function () { log.push('micro') });"
+                 " log.push('sync'); queueMicrotask(function () { log.push('q') });"
+                 " new Promise(function (ok) { setTimeout(function () { ok(log) }, 20) })",
+       "[\"sync\",\"micro\",\"q\"]"},
+      {__LINE__, "Promise.all([1, Promise.resolve(2), new Promise(function (ok) { setTimeout(ok, 5, 3) })])", "[1,2,3]"},
+      {__LINE__, "Promise.allSettled([Promise.reject(new Error('x')), 1]).then(function (r) {"
+                 " return r.map(function (e) { return e.status }) })", "[\"rejected\",\"fulfilled\"]"},
+      {__LINE__, "Promise.race([new Promise(function (ok) { setTimeout(ok, 30, 'slow') }),"
+                 " new Promise(function (ok) { setTimeout(ok, 5, 'fast') })])", "\"fast\""},
+      {__LINE__, "Promise.any([Promise.reject(1), Promise.resolve(2)])", "2"},
+      {__LINE__, "Promise.reject(new Error('no')).catch(function (e) { return e.message }).finally(function () {})", "\"no\""},
+      {__LINE__, "var m = new Map([[1, 'a']]); m.set('k', 2).set(NaN, 3); [m.size, m.get(1), m.get(NaN),"
+                 " m.has('k'), m['delete'](1), m.size, Array.from(m.keys())]", "[3,\"a\",3,true,true,2,[\"k\",null]]"},
+      {__LINE__, "var o = {}; var m = new Map(); m.set(o, 1); [m.get(o), m.get({}), Object.keys(o).length]", "[1,null,0]"},
+      {__LINE__, "var s = new Set([1, 2, 2, 3]); s.add(1); s['delete'](2); [s.size, Array.from(s)]", "[2,[1,3]]"},
+      {__LINE__, "var w = new WeakMap(), k = {}; w.set(k, 'v'); [w.get(k), w.has({})]", "[\"v\",false]"},
+      {__LINE__, "var ws = new WeakSet(), k = {}; ws.add(k); [ws.has(k), ws.has({})]", "[true,false]"},
+      {__LINE__, "[Array.from('héllo').length, Array.from({length: 3}, function (_, i) { return i * i }), Array.of(7, 8)]",
+       "[5,[0,1,4],[7,8]]"},
+      {__LINE__, "[[1, 2, 3].find(function (x) { return x > 1 }), [1, 2, 3].findIndex(function (x) { return x > 5 }),"
+                 " [1, NaN].includes(NaN), [1, [2, [3, [4]]]].flat(), [1, [2, [3, [4]]]].flat(Infinity),"
+                 " [1, 2].flatMap(function (x) { return [x, x * 10] }), new Array(3).fill(0), [1, 2, 3].at(-1)]",
+       "[2,-1,true,[1,2,[3,[4]]],[1,2,3,4],[1,10,2,20],[0,0,0],3]"},
+      {__LINE__, "[Object.entries({a: 1, b: 2}), Object.values({a: 1, b: 2}), Object.fromEntries([['x', 1], ['y', 2]]),"
+                 " Object.fromEntries(new Map([['m', 3]]))]",
+       "[[[\"a\",1],[\"b\",2]],[1,2],{\"x\":1,\"y\":2},{\"m\":3}]"},
+      {__LINE__, "['5'.padStart(3, '0'), 'ab'.padEnd(5, 'xy'), 'ab'.repeat(3), 'hello'.includes('ell'),"
+                 " 'a-b-c'.replaceAll('-', '+'), 'a.b.c'.replaceAll(/\\./g, '/'), '  x '.trimStart(), 'xyz'.at(-1)]",
+       "[\"005\",\"abxyx\",\"ababab\",true,\"a+b+c\",\"a/b/c\",\"x \",\"z\"]"},
+      {__LINE__, "[Number.isInteger(5), Number.isInteger(5.5), Number.isInteger('5'), Number.isSafeInteger(Math.pow(2, 53)),"
+                 " Number.EPSILON > 0]", "[true,false,false,false,true]"},
+      {__LINE__, "var a = {d: new Date(0), m: new Map([[1, {x: 1}]]), l: [1, {y: 2}]}; a.self = a;"
+                 " var c = structuredClone(a); [c !== a, c.self === c, c.l[1].y, c.m.get(1).x, c.d.getTime(), c.m.get(1) !== a.m.get(1)]",
+       "[true,true,2,1,0,true]"},
+      {__LINE__, "var t0 = Date.now(), got; setTimeout(function () { got = Date.now() - t0 }, 30);"
+                 " new Promise(function (ok) { setTimeout(function () { ok(got >= 25) }, 40) })", "true"},
+      {__LINE__, "var n = 0, id = setInterval(function () { if (++n === 3) clearInterval(id) }, 2);"
+                 " new Promise(function (ok) { setTimeout(function () { ok(n) }, 40) })", "3"},
+      {__LINE__, "var x = 0; var id = setTimeout(function () { x = 1 }, 5); clearTimeout(id); x", "0"},
+      {__LINE__, "typeof console.log + typeof console.error + typeof console.warn", "\"functionfunctionfunction\""},
+      {__LINE__, "var it = [10, 20][Symbol.iterator](); [it.next().value, it.next().value, it.next().done]", "[10,20,true]"},
+      {__LINE__, "new Uint8Array(4).fill(7).join()", "\"7,7,7,7\""},
+      {__LINE__, "Object.keys(globalThis).filter(function (k) { return /Map|Set|Promise|__ts/.test(k) })", "[]"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) expect_value(rows[i].line, rows[i].code, rows[i].want);
+  /* A rejected promise as the value is the run's error; one that never settles says so. */
+  expect_fail(__LINE__, "Promise.reject(new TypeError('bad'))", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "TypeError: bad");
+  expect_fail(__LINE__, "new Promise(function () {})", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "never settled");
+  /* A timer past the deadline does not outlive it. */
+  ts_sandbox_opts o = {.timeout_ms = 100};
+  double t0 = mono_ms();
+  expect_fail(__LINE__, "new Promise(function (ok) { setTimeout(ok, 5000) })", &o, TS_SANDBOX_TIMEOUT, TS_E_SANDBOX_TIMEOUT, "timeout");
+  REQUIRE(mono_ms() - t0 < 100 + 4 * SLACK_MS, "timer: %.1f ms", mono_ms() - t0);
+  /* Math.random differs from run to run (each child reseeds its copy of the heap). */
+  ts_sandbox_result a, b;
+  run("Math.random()", NULL, &a);
+  run("Math.random()", NULL, &b);
+  REQUIRE(a.status == TS_SANDBOX_OK && b.status == TS_SANDBOX_OK && strcmp(a.value_json, b.value_json),
+          "random %s %s", a.value_json, b.value_json);
+  ts_sandbox_result_fini(&a);
+  ts_sandbox_result_fini(&b);
+}
+END_TEST
+
 /* ---- one long native call ---------------------------------------------------------
  * Each of these is a single built-in that runs no bytecode while it works (Duktape's
  * interrupt check never runs inside it); the run must still end within the margin of
@@ -514,6 +586,7 @@ int main(void) {
   tcase_add_test(tc, test_timeout);
   tcase_add_test(tc, test_terminate);
   tcase_add_test(tc, test_native_calls);
+  tcase_add_test(tc, test_globals);
   tcase_add_test(tc, test_terminate_native);
   tcase_add_test(tc, test_live_console);
   tcase_add_test(tc, test_memory_bomb);
