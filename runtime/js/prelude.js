@@ -810,10 +810,21 @@ function defineAll(o, props) {
     }
   }
 }
-/* super(...) in a derived constructor: the parent's construction with new.target. */
-function superCall(Base, args, newTarget) {
+/* super(...) in a derived constructor: `self` is the object `new` made (its prototype
+ * is the derived class's). A class of ours or any plain function initialises it as
+ * they are; a native constructor (Error, Array, RegExp...) makes its own object, which
+ * then takes self's prototype. (Duktape's Reflect.construct has no newTarget.) */
+var fnToString = Function.prototype.toString;
+function superCall(Base, args, self) {
   if (Base === null) throw new TypeError('super constructor null is not a constructor');
-  return Reflect.construct(Base, args, newTarget);
+  if (typeof Base !== 'function') throw new TypeError('super constructor is not a constructor');
+  if (/\[native code\]/.test(fnToString.call(Base))) {
+    var obj = Reflect.construct(Base, args);
+    Object.setPrototypeOf(obj, Object.getPrototypeOf(self));
+    return obj;
+  }
+  var r = Base.apply(self, args);
+  return r !== null && (typeof r === 'object' || typeof r === 'function') ? r : self;
 }
 /* super.method / super.prop: looked up on the home object's parent, this kept. */
 function superGet(home, key, self) {

@@ -890,7 +890,9 @@ static void transpile_code(duk_context *ctx, sb_run *r, int mode, int cached) {
   j.mode = mode;
   if (tx_run(r, &j)) {
     if (r->oom || r->stop) ts__duk_request_interrupt(ctx);
-    (void)duk_error(ctx, DUK_ERR_SYNTAX_ERROR, "%s", j.err);
+    const char *m = j.err;
+    if (!strncmp(m, "SyntaxError: ", 13)) m += 13;
+    (void)duk_error(ctx, DUK_ERR_SYNTAX_ERROR, "%s", m);
     return;
   }
   if (r->link >= 0 && frame_send(r->link, FR_CODE, j.out, j.out_len)) _exit(3);
