@@ -1,7 +1,8 @@
 /*
  * jstools.h: function tools written in JavaScript (tools-spec §2, §2.1, §3, §7, §8).
  *
- * A tool module is a `.js` file (ES5, as Duktape parses it) that calls
+ * A tool module is a `.js` or `.ts` file (modern JavaScript or TypeScript, brought down
+ * to what Duktape runs by the sandbox's transpiler) that calls
  * defineTool({description, args, execute: function (state, args) {...}, variables, uses,
  * progressArgument, annotations}); `args` is JSON Schema or built with the `z` builder.
  * ts_jstools_load evaluates the module once (in the sandbox, runtime/sandbox.h, which
@@ -68,7 +69,8 @@ typedef struct {
 int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *env, char *why,
                     size_t why_cap);
 
-/* 1 when `path` names a JavaScript tool module (ends in ".js"). */
+/* 1 when `path` names a tool module: JavaScript (".js", ".mjs", ".cjs"; TypeScript's
+ * syntax is accepted there too) or TypeScript (".ts", ".mts", ".cts"). */
 int ts_jstools_is_module(const char *path);
 
 #endif /* TS_JSTOOLS_H */

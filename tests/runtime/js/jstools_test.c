@@ -15,6 +15,7 @@
 
 #include "tools/dispatch.h"
 #include "js/jstools.h"
+#include "js/sandbox.h"
 #include "store/store.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
@@ -76,6 +77,74 @@ static ts_registry *registry_with_c_tools(void) {
   ck_assert_int_eq(ts_registry_add(reg, &b, why, sizeof why), TS_E_OK);
   return reg;
 }
+
+/* ---- the spec's examples, verbatim ------------------------------------------------------
+ * tests/runtime/js/spec/ holds each example of tools-spec.txt exactly as the spec prints
+ * it (async arrows, `as const`, TypeScript interfaces and type aliases). Definitions load
+ * as tool modules and run; the type declarations run through runCode as TypeScript. */
+
+static char *spec_file(const char *name, size_t *len) {
+  char rel[128];
+  snprintf(rel, sizeof rel, "tests/runtime/js/spec/%s", name);
+  return ts_test_read_file(ts_test_path(rel), len);
+}
+
+START_TEST(test_spec_verbatim) {
+  ts_registry *reg = ts_registry_new();
+  size_t n;
+  /* §2: an async execute awaiting state.env, with its declared variable */
+  const char *vars[] = {"VECTOR_STORE_ID=vs_123"};
+  ts_jstools_env env = {vars, 1, 1, 2000, 0};
+  char why[512] = "";
+  char *src = spec_file("s2_search_docs.ts", &n);
+  ck_assert_msg(ts_jstools_load(reg, module("search_docs.ts", src), &env, why, sizeof why) == TS_E_OK, "%s", why);
+  free(src);
+  const ts_tool *t = ts_registry_find(reg, "search_docs", 11);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_str_eq(ts_tool_args_schema(t),
+                   "{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"}},\"required\":[\"query\"]}");
+  ck_assert_str_eq(call(reg, "search_docs", "{\"query\":\"q\"}"), "+\"...\"");
+  /* §7 and §8 */
+  src = spec_file("s7_write_file.ts", &n);
+  load_ok(reg, "write_file.ts", src);
+  free(src);
+  t = ts_registry_find(reg, "write_file", 10);
+  ck_assert_str_eq(ts_tool_progress_arg(t), "description");
+  ck_assert_str_eq(call(reg, "write_file", "{\"description\":\"d\",\"path\":\"a\",\"content\":\"x\"}"), "+\"...\"");
+  src = spec_file("s8_run_typescript.ts", &n);
+  load_ok(reg, "run_typescript.ts", src);
+  free(src);
+  t = ts_registry_find(reg, "run_typescript", 14);
+  ck_assert_str_eq(ts_tool_annotations(t),
+                   "{\"agentbuilder\":{\"codemode\":{\"codeArgument\":\"code\",\"language\":\"typescript\"}}}");
+  ck_assert_str_eq(call(reg, "run_typescript", "{\"code\":\"1\"}"), "+\"...\"");
+  /* §2.1: the uses line as written, inside a definition */
+  char *uses = spec_file("s2_1_uses.txt", &n);
+  while (n && uses[n - 1] == '\n') uses[--n] = '\0';
+  char mod[1024];
+  snprintf(mod, sizeof mod,
+           "export const validate_input = defineTool({ uses: [], execute: async () => ({ status: 'success', result: 'ok' }) });\n"
+           "export const format_output = defineTool({ uses: [], execute: async () => ({ status: 'success', result: 'fmt' }) });\n"
+           "export const entry = defineTool({\n%s,\n"
+           "  execute: async (state) => ({ status: 'success', result: [(await state.invokeTool('validate_input', {})).result,"
+           " (await state.invokeTool('other', {})).status] }) });\n", uses);
+  free(uses);
+  load_ok(reg, "pkg.ts", mod);
+  ck_assert_str_eq(call(reg, "entry", "{}"), "+[\"ok\",\"error\"]");
+  ts_registry_free(reg);
+  /* §3, §4, §8: type declarations are valid TypeScript (and mean nothing at run time) */
+  static const char *const decls[] = {"s3_variable_definition.ts", "s4_subprompt_config.ts", "s8_tool_annotations.ts"};
+  for (size_t i = 0; i < sizeof decls / sizeof *decls; i++) {
+    src = spec_file(decls[i], &n);
+    ts_sandbox_opts o = {.language = TS_SANDBOX_LANG_TS};
+    ts_sandbox_result r;
+    int rc = ts_sandbox_run(src, n, &o, &r);
+    ck_assert_msg(rc == 0 && !strcmp(r.value_json, "null"), "%s: %s", decls[i], r.error ? r.error : r.value_json);
+    ts_sandbox_result_fini(&r);
+    free(src);
+  }
+}
+END_TEST
 
 /* ---- the spec's examples -------------------------------------------------------------- */
 
@@ -240,9 +309,10 @@ START_TEST(test_errors_become_results) {
 
   /* load-time errors leave the registry as it was */
   size_t n = ts_registry_count(reg);
-  ck_assert_int_eq(ts_jstools_load(reg, module("syntax.js", "defineTool({ execute: (s) => 1 });"),
+  ck_assert_int_eq(ts_jstools_load(reg, module("syntax.js", "defineTool({\n  execute: (s) => });"),
                                    &env, why, sizeof why), TS_E_SANDBOX_ERROR);
-  ck_assert_msg(strstr(why, "SyntaxError"), "%s", why);
+  /* the user's line and column */
+  ck_assert_msg(strstr(why, "SyntaxError") && strstr(why, "line 2, column 19"), "%s", why);
   ck_assert_int_eq(ts_jstools_load(reg, module("none.js", "var x = 1;"), &env, why, sizeof why),
                    TS_E_SANDBOX_ERROR);
   ck_assert_msg(strstr(why, "defines no tool"), "%s", why);
@@ -568,6 +638,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_spec_examples);
+  tcase_add_test(tc, test_spec_verbatim);
   tcase_add_test(tc, test_z_builder_exact_schema);
   tcase_add_test(tc, test_annotations_unchanged_and_inert);
   tcase_add_test(tc, test_errors_become_results);
