@@ -98,6 +98,9 @@
 #define SB_BUILD_LIMIT ((size_t)64 << 20)
 #define SB_BUILD_TIMEOUT_MS 10000u
 
+/* The least memory the transpiler's heap may use, whatever the run's own cap. */
+#define SB_TX_MIN_LIMIT ((size_t)16 << 20)
+
 /* A frame from a child larger than its memory limit plus this is malformed (nothing in
  * a heap of that size can produce it). */
 #define SB_FRAME_SLACK ((size_t)1 << 20)
@@ -127,6 +130,7 @@ typedef union sb_blk {
 typedef struct sb_run {
   sb_blk head; /* sentinel of the circular list of live blocks */
   size_t used, limit, peak;
+  size_t base; /* bytes the heap held when the run began (the template's) */
   unsigned refused_in_a_row;
   unsigned long refused_total;
   int oom; /* Duktape gave up on an allocation */
@@ -282,7 +286,8 @@ static void *sb_alloc(void *udata, duk_size_t size) {
   sb_run *r = udata;
   sb_poll(r);
   if (size == 0) return NULL;
-  if (size > r->limit - r->used || size > SIZE_MAX - sizeof(sb_blk)) return sb_refuse(r);
+  if (r->used >= r->limit || size > r->limit - r->used || size > SIZE_MAX - sizeof(sb_blk))
+    return sb_refuse(r);
   sb_blk *b = malloc(sizeof *b + size);
   if (!b) return sb_refuse(r);
   sb_link(r, b, size);
@@ -310,7 +315,8 @@ static void *sb_realloc(void *udata, void *ptr, duk_size_t size) {
   }
   sb_blk *b = (sb_blk *)ptr - 1;
   size_t old = b->h.size;
-  if (size > old && (size - old > r->limit - r->used || size > SIZE_MAX - sizeof(sb_blk)))
+  if (size > old && (r->used >= r->limit || size - old > r->limit - r->used ||
+                     size > SIZE_MAX - sizeof(sb_blk)))
     return sb_refuse(r);
   sb_unlink(b);
   sb_blk *nb = realloc(b, sizeof *nb + size);
@@ -698,6 +704,10 @@ static sb_run *heap_build(duk_safe_call_function body, char *why, size_t why_cap
     return NULL;
   }
   duk_pop(r->ctx);
+  /* Collect the build's garbage now, so that a run's cap starts from the template's live
+   * bytes (garbage collected later would hand the run extra room). */
+  duk_gc(r->ctx, 0);
+  duk_gc(r->ctx, 0);
   return r;
 }
 
@@ -851,11 +861,16 @@ static int tx_run(sb_run *user, tx_job *j) {
       return -1;
     }
   }
-  r->limit = user->limit;
+  /* The transpiler's heap has a cap of its own: the run's, but never below
+   * SB_TX_MIN_LIMIT, so that a run with a tiny cap can still have its source read (the
+   * transpiler's memory grows with the source, which is at most 4 MiB). */
+  size_t cap = user->limit - user->base;
+  if (cap < SB_TX_MIN_LIMIT) cap = SB_TX_MIN_LIMIT;
+  r->base = r->used;
+  r->limit = cap > SIZE_MAX - r->used ? SIZE_MAX : r->used + cap;
   r->deadline_ns = user->deadline_ns;
   r->stop = 0;
   r->oom = 0;
-  if (r->used > r->limit) r->limit = r->used + (user->limit > r->used ? user->limit : 0);
   if (setjmp(r->fatal_jb)) {
     snprintf(j->err, sizeof j->err, "transpiler failed: %s", r->fatal_msg);
     return -1;
@@ -993,7 +1008,7 @@ static void classify(sb_run *r, int rc, const char *err, uint32_t timeout_ms,
     set_error(out, TS_SANDBOX_TIMEOUT, TS_E_SANDBOX_TIMEOUT, msg);
   } else if (oom) {
     snprintf(msg, sizeof msg, "out of memory: the script reached its memory limit of %zu bytes",
-             r->limit);
+             r->limit - r->base);
     set_error(out, TS_SANDBOX_OOM, TS_E_SANDBOX_OOM, msg);
   } else if (rc != DUK_EXEC_SUCCESS) {
     int code = r->phase == PHASE_INPUT   ? TS_E_SANDBOX_INPUT
@@ -1046,8 +1061,9 @@ static void child_main(sb_run *r, const sb_kind *k) {
   }
   put_u32(&b, (uint32_t)out.status);
   put_u32(&b, (uint32_t)(int32_t)out.code);
-  put_u32(&b, (uint32_t)(r->peak & 0xFFFFFFFFu));
-  put_u32(&b, (uint32_t)((uint64_t)r->peak >> 32));
+  size_t peak = r->peak > r->base ? r->peak - r->base : 0;
+  put_u32(&b, (uint32_t)(peak & 0xFFFFFFFFu));
+  put_u32(&b, (uint32_t)((uint64_t)peak >> 32));
   put_str(&b, out.value_json, out.value_len);
   put_str(&b, out.error, out.error ? strlen(out.error) : 0);
   if (b.err || frame_send(r->link, FR_RESULT, b.p, b.len)) _exit(3);
@@ -1243,23 +1259,61 @@ static const char *signal_name(int sig) {
   }
 }
 
-static int sb_exec(const char *code, size_t len, const ts_sandbox_opts *o, const sb_kind *k,
-                   void *extra, const ts_sandbox_host *host, const char *filename,
-                   ts_sandbox_result *out) {
+/* One run as seen from the parent: started (forked), stepped (one wait on the socket and
+ * the frames that came), finished (killed, reaped, settled). ts_sandbox_run steps it to
+ * the end at once; state.runCode's handles step several while the tool goes on. */
+typedef struct {
+  ts_sandbox_opts o; /* a copy; o.cancel may point at `own_cancel` */
+  ts_sandbox_cancel own_cancel;
+  const sb_kind *k;
+  void *extra;
+  const ts_sandbox_host *host;
+  const char *code;
+  size_t len;
+  int language;
+  sb_run *p; /* the console */
+  uint64_t t0, deadline, kill_at;
+  uint32_t timeout_ms;
+  size_t limit, frame_max;
+  char *tcode;
+  size_t tlen;
+  int fd, nested, started, ended;
+  pid_t pid;
+  ts_buf in;
+  int stopped, got, bad, oom;
+  const char *term;
+  ts_sandbox_result out;
+} sb_job;
+
+/* Starts a run; 0, or -1 when it is already over (out holds why: terminated before it
+ * began, setup failed). The job must then still be finished. */
+static int job_start(sb_job *j, const char *code, size_t len, const ts_sandbox_opts *o,
+                     const sb_kind *k, void *extra, const ts_sandbox_host *host,
+                     const char *filename) {
   static const ts_sandbox_opts defaults;
-  uint64_t t0 = now_ns();
-  memset(out, 0, sizeof *out);
-  if (!o) o = &defaults;
+  ts_sandbox_result *out = &j->out;
+  memset(j, 0, sizeof *j);
+  j->t0 = now_ns();
+  j->fd = -1;
+  j->pid = -1;
+  j->o = o ? *o : defaults;
+  o = &j->o;
+  j->k = k;
+  j->extra = extra;
+  j->host = host;
+  j->code = code;
+  j->len = len;
+  j->nested = sb_in_child;
   if (!code && len) {
     set_error(out, TS_SANDBOX_ERROR, TS_E_INVAL, "invalid argument: no code");
-    return out->code;
+    return -1;
   }
-  uint32_t timeout_ms = o->timeout_ms ? o->timeout_ms : TS_SANDBOX_DEFAULT_TIMEOUT_MS;
-  size_t limit = o->memory_limit_bytes ? o->memory_limit_bytes : TS_SANDBOX_DEFAULT_MEMORY_LIMIT;
-  sb_run *p = calloc(1, sizeof *p); /* the parent's record: the console */
+  j->timeout_ms = o->timeout_ms ? o->timeout_ms : TS_SANDBOX_DEFAULT_TIMEOUT_MS;
+  j->limit = o->memory_limit_bytes ? o->memory_limit_bytes : TS_SANDBOX_DEFAULT_MEMORY_LIMIT;
+  sb_run *p = j->p = calloc(1, sizeof *p);
   if (!p) {
     set_error(out, TS_SANDBOX_ERROR, TS_E_NOMEM, "out of memory (host)");
-    return out->code;
+    return -1;
   }
   run_reset(p);
   p->console_limit = o->console_limit_bytes ? o->console_limit_bytes
@@ -1270,44 +1324,42 @@ static int sb_exec(const char *code, size_t len, const ts_sandbox_opts *o, const
                                                              : SIZE_MAX / 2);
   ts_buf_putc(&p->console, '[');
   char msg[512];
-  uint64_t deadline = t0 + (uint64_t)timeout_ms * 1000000u;
-  int language = o->language;
-  char *tcode = NULL;
-  size_t tlen = 0;
-  int fd = -1, sv[2] = {-1, -1};
-  pid_t pid = -1;
-  int nested = sb_in_child;
+  j->deadline = j->t0 + (uint64_t)j->timeout_ms * 1000000u;
+  j->language = o->language;
+  int sv[2] = {-1, -1};
 
   const char *why = cancel_reason(o->cancel, o->cancel_flag);
   if (why) {
     snprintf(msg, sizeof msg, "terminated: %s", why);
     set_error(out, TS_SANDBOX_TERMINATED, TS_E_SANDBOX_TERMINATED, msg);
-    goto done;
+    return -1;
   }
-  if (!nested) {
+  if (!j->nested) {
     pthread_once(&tmpl_once, tmpl_init);
     if (!tmpl_run || !tmpl_tx) {
       set_error(out, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, tmpl_why[0] ? tmpl_why : "sandbox setup failed");
-      goto done;
+      return -1;
     }
-    if (code) tcode = cache_get(language, code, len, &tlen);
+    if (code) j->tcode = cache_get(j->language, code, len, &j->tlen);
   }
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
     snprintf(msg, sizeof msg, "sandbox setup failed: socketpair: %s", strerror(errno));
     set_error(out, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, msg);
-    goto done;
+    return -1;
   }
   pid_t parent = getpid();
-  pid = fork();
-  if (pid < 0) {
+  j->pid = fork();
+  if (j->pid < 0) {
+    close(sv[0]);
+    close(sv[1]);
     snprintf(msg, sizeof msg, "sandbox setup failed: fork: %s", strerror(errno));
     set_error(out, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, msg);
-    goto done;
+    return -1;
   }
-  if (pid == 0) { /* ---- the child ---- */
+  if (j->pid == 0) { /* ---- the child ---- */
     close(sv[0]);
     sb_in_child = 1;
-    if (!nested) setpgid(0, 0); /* one group: a kill takes nested runs along */
+    if (!j->nested) setpgid(0, 0); /* one group: a kill takes nested runs along */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(4);
     signal(SIGINT, SIG_DFL);
@@ -1316,7 +1368,7 @@ static int sb_exec(const char *code, size_t len, const ts_sandbox_opts *o, const
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
     char bwhy[256] = "";
-    sb_run *r = nested ? heap_build(build_body, bwhy, sizeof bwhy) : tmpl_run;
+    sb_run *r = j->nested ? heap_build(build_body, bwhy, sizeof bwhy) : tmpl_run;
     if (!r) {
       ts_buf b;
       ts_buf_init(&b, 1 << 20);
@@ -1329,9 +1381,12 @@ static int sb_exec(const char *code, size_t len, const ts_sandbox_opts *o, const
       frame_send(sv[1], FR_RESULT, b.p, b.len);
       _exit(0);
     }
-    r->limit = limit;
-    r->deadline_ns = deadline;
-    r->timeout_ms = timeout_ms;
+    /* The cap is on what the run allocates: the template's own bytes (the prelude, shared
+     * copy-on-write with every other run) come on top. */
+    r->base = r->used;
+    r->limit = j->limit > SIZE_MAX - r->base ? SIZE_MAX : r->base + j->limit;
+    r->deadline_ns = j->deadline;
+    r->timeout_ms = j->timeout_ms;
     r->cancel = NULL; /* the parent watches those, and kills */
     r->cancel_flag = NULL;
     r->stop = STOP_NONE;
@@ -1340,10 +1395,10 @@ static int sb_exec(const char *code, size_t len, const ts_sandbox_opts *o, const
     r->refused_total = 0;
     r->peak = r->used;
     r->phase = PHASE_SETUP;
-    r->code = tcode ? tcode : code ? code : "";
-    r->code_len = tcode ? tlen : len;
-    r->cached = tcode != NULL;
-    r->language = language;
+    r->code = j->tcode ? j->tcode : code ? code : "";
+    r->code_len = j->tcode ? j->tlen : len;
+    r->cached = j->tcode != NULL;
+    r->language = j->language;
     r->filename = filename;
     r->input = o->input_json;
     r->input_len = o->input_len;
@@ -1357,135 +1412,164 @@ static int sb_exec(const char *code, size_t len, const ts_sandbox_opts *o, const
   }
   /* ---- the parent ---- */
   close(sv[1]);
-  sv[1] = -1;
-  fd = sv[0];
-  if (!nested) setpgid(pid, pid); /* also here: whichever runs first */
+  j->fd = sv[0];
+  j->started = 1;
+  if (!j->nested) setpgid(j->pid, j->pid); /* also here: whichever runs first */
+  j->frame_max = j->limit > SIZE_MAX / 2 ? SIZE_MAX / 2 : j->limit + SB_FRAME_SLACK;
+  ts_buf_init(&j->in, j->frame_max + 5 + 65536);
+  j->kill_at = j->deadline + (uint64_t)SB_KILL_GRACE_MS * 1000000u;
+  return 0;
+}
 
-  size_t frame_max = limit > SIZE_MAX / 2 ? SIZE_MAX / 2 : limit + SB_FRAME_SLACK;
-  ts_buf in;
-  ts_buf_init(&in, frame_max + 5 + 65536);
-  uint64_t kill_at = deadline + (uint64_t)SB_KILL_GRACE_MS * 1000000u;
-  int stopped = STOP_NONE, got = 0, bad = 0, oom = 0;
-  const char *term = NULL;
+/* Waits up to wait_ms (at most one tick) for the child and takes the frames that came.
+ * Returns 1 once the run is over (a result, a stop, a dead child), else 0. */
+static int job_step(sb_job *j, int wait_ms) {
+  if (!j->started || j->ended) return 1;
+  ts_sandbox_result *out = &j->out;
   char chunk[16384];
-  while (!got && !bad) {
-    term = cancel_reason(o->cancel, o->cancel_flag);
-    if (term) {
-      stopped = STOP_TERMINATED;
+  j->term = cancel_reason(j->o.cancel, j->o.cancel_flag);
+  if (j->term) {
+    j->stopped = STOP_TERMINATED;
+    return j->ended = 1;
+  }
+  uint64_t t = now_ns();
+  if (t >= j->kill_at) {
+    j->stopped = STOP_TIMEOUT;
+    return j->ended = 1;
+  }
+  uint64_t left_ms = (j->kill_at - t) / 1000000u + 1;
+  int wait = wait_ms < 0 ? 0 : wait_ms > SB_TICK_MS ? SB_TICK_MS : wait_ms;
+  if ((uint64_t)wait > left_ms) wait = (int)left_ms;
+  struct pollfd pf = {j->fd, POLLIN, 0};
+  int pr = poll(&pf, 1, wait);
+  if (pr <= 0) return 0; /* a tick, or EINTR */
+  ssize_t g = recv(j->fd, chunk, sizeof chunk, MSG_DONTWAIT);
+  if (g < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+  if (g <= 0) return j->ended = 1; /* the child is gone without a result */
+  if (ts_buf_append(&j->in, chunk, (size_t)g)) {
+    j->bad = 1;
+    return j->ended = 1;
+  }
+  size_t at = 0;
+  while (!j->got && !j->bad && j->in.len - at >= 5) {
+    const unsigned char *h = (const unsigned char *)j->in.p + at;
+    size_t n = (size_t)h[1] | (size_t)h[2] << 8 | (size_t)h[3] << 16 | (size_t)h[4] << 24;
+    if (n > j->frame_max) {
+      j->bad = 1;
       break;
     }
-    uint64_t t = now_ns();
-    if (t >= kill_at) {
-      stopped = STOP_TIMEOUT;
-      break;
-    }
-    uint64_t left_ms = (kill_at - t) / 1000000u + 1;
-    struct pollfd pf = {fd, POLLIN, 0};
-    int pr = poll(&pf, 1, left_ms < SB_TICK_MS ? (int)left_ms : SB_TICK_MS);
-    if (pr <= 0) continue; /* a tick, or EINTR */
-    ssize_t g = recv(fd, chunk, sizeof chunk, MSG_DONTWAIT);
-    if (g < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-    if (g <= 0) break; /* the child is gone without a result */
-    if (ts_buf_append(&in, chunk, (size_t)g)) {
-      bad = 1;
-      break;
-    }
-    size_t at = 0;
-    while (!got && !bad && in.len - at >= 5) {
-      const unsigned char *h = (const unsigned char *)in.p + at;
-      size_t n = (size_t)h[1] | (size_t)h[2] << 8 | (size_t)h[3] << 16 | (size_t)h[4] << 24;
-      if (n > frame_max) {
-        bad = 1;
+    if (j->in.len - at - 5 < n) break;
+    cur c = {h + 5, n, 0, 0};
+    switch (h[0]) {
+      case FR_CONSOLE:
+        console_add(j->p, (const char *)c.p, n);
+        if (j->o.on_console) j->o.on_console(j->o.console_user, (const char *)c.p, n);
+        break;
+      case FR_HOST: {
+        uint64_t paused = now_ns();
+        if (serve(j->fd, j->host, &c)) j->bad = 1;
+        j->kill_at += now_ns() - paused; /* host time is not the run's */
         break;
       }
-      if (in.len - at - 5 < n) break;
-      cur c = {h + 5, n, 0, 0};
-      switch (h[0]) {
-        case FR_CONSOLE:
-          console_add(p, (const char *)c.p, n);
-          if (o->on_console) o->on_console(o->console_user, (const char *)c.p, n);
-          break;
-        case FR_HOST: {
-          uint64_t paused = now_ns();
-          if (serve(fd, host, &c)) bad = 1;
-          kill_at += now_ns() - paused; /* host time is not the run's */
-          break;
-        }
-        case FR_CODE:
-          if (!nested && code) cache_put(language, code, len, (const char *)c.p, n);
-          break;
-        case FR_EXTRA:
-          if (!k->unpack || k->unpack(extra, &c)) oom = 1;
-          break;
-        case FR_RESULT: {
-          out->status = (ts_sandbox_status)get_u32(&c);
-          out->code = (int)(int32_t)get_u32(&c);
-          uint64_t lo = get_u32(&c), hi = get_u32(&c);
-          out->memory_peak = (size_t)(lo | hi << 32);
-          out->value_json = get_str_field(&c, &out->value_len, &oom);
-          out->error = get_str_field(&c, NULL, &oom);
-          if (c.bad || out->status > TS_SANDBOX_OOM) bad = 1;
-          got = 1;
-          break;
-        }
-        default: bad = 1;
+      case FR_CODE:
+        if (!j->nested && j->code) cache_put(j->language, j->code, j->len, (const char *)c.p, n);
+        break;
+      case FR_EXTRA:
+        if (!j->k->unpack || j->k->unpack(j->extra, &c)) j->oom = 1;
+        break;
+      case FR_RESULT: {
+        out->status = (ts_sandbox_status)get_u32(&c);
+        out->code = (int)(int32_t)get_u32(&c);
+        uint64_t lo = get_u32(&c), hi = get_u32(&c);
+        out->memory_peak = (size_t)(lo | hi << 32);
+        out->value_json = get_str_field(&c, &out->value_len, &j->oom);
+        out->error = get_str_field(&c, NULL, &j->oom);
+        if (c.bad || out->status > TS_SANDBOX_OOM) j->bad = 1;
+        j->got = 1;
+        break;
       }
-      at += 5 + n;
+      default: j->bad = 1;
     }
-    if (at) {
-      memmove(in.p, in.p + at, in.len - at);
-      in.len -= at;
-    }
+    at += 5 + n;
   }
-  ts_buf_fini(&in);
-  /* Whatever happened, nothing of the run outlives it. */
-  if (kill(nested ? pid : -pid, SIGKILL) && !nested) kill(pid, SIGKILL);
-  int wst = 0;
-  while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {
+  if (at) {
+    memmove(j->in.p, j->in.p + at, j->in.len - at);
+    j->in.len -= at;
   }
-  if (stopped == STOP_TERMINATED) {
-    free(out->value_json);
-    free(out->error);
-    out->value_json = out->error = NULL;
-    snprintf(msg, sizeof msg, "terminated: %s", term);
-    set_error(out, TS_SANDBOX_TERMINATED, TS_E_SANDBOX_TERMINATED, msg);
-  } else if (stopped == STOP_TIMEOUT) {
-    snprintf(msg, sizeof msg, "timeout: the script ran longer than %lu ms",
-             (unsigned long)timeout_ms);
-    set_error(out, TS_SANDBOX_TIMEOUT, TS_E_SANDBOX_TIMEOUT, msg);
-  } else if (bad) {
-    free(out->value_json);
-    out->value_json = NULL;
-    set_error(out, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "the sandbox process sent a malformed answer");
-  } else if (!got) {
-    if (WIFSIGNALED(wst))
-      snprintf(msg, sizeof msg, "the sandbox process died (%s)", signal_name(WTERMSIG(wst)));
-    else
-      snprintf(msg, sizeof msg, "the sandbox process ended without a result (status %d)",
-               WIFEXITED(wst) ? WEXITSTATUS(wst) : -1);
-    set_error(out, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, msg);
-  } else if (oom || (out->status == TS_SANDBOX_OK && !out->value_json) ||
-             (out->status != TS_SANDBOX_OK && !out->error)) {
-    free(out->value_json);
-    out->value_json = NULL;
-    set_error(out, TS_SANDBOX_ERROR, TS_E_NOMEM, "out of memory (host)");
-  }
-  if (out->status != TS_SANDBOX_OK) {
-    free(out->value_json);
-    out->value_json = NULL;
-    out->value_len = 0;
-  }
+  if (j->got || j->bad) j->ended = 1;
+  return j->ended;
+}
 
-done:
-  if (sv[0] >= 0) close(sv[0]);
-  if (sv[1] >= 0) close(sv[1]);
-  free(tcode);
-  finish_console(p, out);
-  free(p);
+/* Kills what is left of the run, reaps it, settles the result into `out` (moved out of
+ * the job) and frees the job's own memory. */
+static int job_finish(sb_job *j, ts_sandbox_result *res) {
+  ts_sandbox_result *out = &j->out;
+  char msg[512];
+  if (j->started) {
+    ts_buf_fini(&j->in);
+    /* Whatever happened, nothing of the run outlives it. */
+    if (kill(j->nested ? j->pid : -j->pid, SIGKILL) && !j->nested) kill(j->pid, SIGKILL);
+    int wst = 0;
+    while (waitpid(j->pid, &wst, 0) < 0 && errno == EINTR) {
+    }
+    if (j->stopped == STOP_TERMINATED) {
+      free(out->value_json);
+      free(out->error);
+      out->value_json = out->error = NULL;
+      snprintf(msg, sizeof msg, "terminated: %s", j->term);
+      set_error(out, TS_SANDBOX_TERMINATED, TS_E_SANDBOX_TERMINATED, msg);
+    } else if (j->stopped == STOP_TIMEOUT) {
+      snprintf(msg, sizeof msg, "timeout: the script ran longer than %lu ms",
+               (unsigned long)j->timeout_ms);
+      set_error(out, TS_SANDBOX_TIMEOUT, TS_E_SANDBOX_TIMEOUT, msg);
+    } else if (j->bad) {
+      set_error(out, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "the sandbox process sent a malformed answer");
+    } else if (!j->got) {
+      if (WIFSIGNALED(wst))
+        snprintf(msg, sizeof msg, "the sandbox process died (%s)", signal_name(WTERMSIG(wst)));
+      else
+        snprintf(msg, sizeof msg, "the sandbox process ended without a result (status %d)",
+                 WIFEXITED(wst) ? WEXITSTATUS(wst) : -1);
+      set_error(out, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, msg);
+    } else if (j->oom || (out->status == TS_SANDBOX_OK && !out->value_json) ||
+               (out->status != TS_SANDBOX_OK && !out->error)) {
+      set_error(out, TS_SANDBOX_ERROR, TS_E_NOMEM, "out of memory (host)");
+    }
+    if (out->status != TS_SANDBOX_OK) {
+      free(out->value_json);
+      out->value_json = NULL;
+      out->value_len = 0;
+    }
+    close(j->fd);
+  }
+  free(j->tcode);
+  if (j->p) {
+    finish_console(j->p, out);
+    free(j->p);
+  }
   if (out->status == TS_SANDBOX_OK && !out->console_json)
     set_error(out, TS_SANDBOX_ERROR, TS_E_NOMEM, "out of memory (host)");
-  out->elapsed_ms = (double)(now_ns() - t0) / 1e6;
-  return out->code;
+  out->elapsed_ms = (double)(now_ns() - j->t0) / 1e6;
+  *res = *out;
+  memset(out, 0, sizeof *out);
+  return res->code;
+}
+
+static int sb_exec(const char *code, size_t len, const ts_sandbox_opts *o, const sb_kind *k,
+                   void *extra, const ts_sandbox_host *host, const char *filename,
+                   ts_sandbox_result *out) {
+  sb_job *j = malloc(sizeof *j); /* 16 KiB of frames buffer lives on the stack of step */
+  if (!j) {
+    memset(out, 0, sizeof *out);
+    set_error(out, TS_SANDBOX_ERROR, TS_E_NOMEM, "out of memory (host)");
+    return out->code;
+  }
+  if (job_start(j, code, len, o, k, extra, host, filename) == 0)
+    while (!job_step(j, SB_TICK_MS)) {
+    }
+  int rc = job_finish(j, out);
+  free(j);
+  return rc;
 }
 
 static const sb_kind run_kind = {run_body, NULL, NULL, 0};
