@@ -505,8 +505,8 @@ START_TEST(test_memory_bomb) {
   const char *bombs[] = {
       /* Duktape interns strings: the same 100 KB string pushed again costs nothing, so the
        * bomb makes every string different. */
-      "var a = [], i = 0; while (true) a.push(new Array(1e4).join('x') + (i++))",
-      "var a = [], i = 0; while (true) { try { a.push(new Array(1e4).join('x') + (i++)) } "
+      "var a = [], i = 0; while (true) a.push('x'.repeat(1e4) + (i++))",
+      "var a = [], i = 0; while (true) { try { a.push('x'.repeat(1e4) + (i++)) } "
       "catch (e) {} }",
       "var s = 'x'; while (true) s = s + s",
       "var o = {}; for (var i = 0; ; i++) o['k' + i] = i",
