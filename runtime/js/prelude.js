@@ -684,16 +684,31 @@ def(g, 'clearTimeout', clearTimer);
 def(g, 'clearInterval', clearTimer);
 def(g, 'clearImmediate', clearTimer);
 
-/* Runs every job, then each timer in the order it is due (waiting for it: the run's
- * deadline bounds the wait), until nothing is left. */
+/* Things outside the heap a promise may wait on (state.runCode's handles): each has
+ * _take(waitMs), which waits up to waitMs for news and returns true once it is settled. */
+var pending = [];
+function addPending(h) { pending.push(h); }
+
+/* Runs every job, then each timer in the order it is due and each pending handle as it
+ * settles (waiting for them: the run's deadline bounds the wait), until nothing is left. */
 function drain() {
   for (;;) {
     runJobs();
-    if (!timers.length) return;
-    var k = 0;
-    for (var i = 1; i < timers.length; i++) if (timers[i].due < timers[k].due) k = i;
-    var t = timers[k], wait = t.due - host.now();
-    if (wait > 0) host.sleep(wait);
+    if (!timers.length && !pending.length) return;
+    var k = -1;
+    for (var i = 0; i < timers.length; i++) if (k < 0 || timers[i].due < timers[k].due) k = i;
+    var wait = k >= 0 ? timers[k].due - host.now() : Infinity;
+    if (pending.length) {
+      /* look at every handle; wait (on the first) only while no timer is due */
+      var slice = Math.max(0, Math.min(wait, 5));
+      for (var j = 0; j < pending.length; j++) {
+        if (pending[j]._take(j === 0 ? slice : 0)) { pending.splice(j, 1); j--; }
+      }
+      if (jobAt < jobs.length || k < 0 || timers[k].due > host.now()) continue;
+    } else if (wait > 0) {
+      host.sleep(wait);
+    }
+    var t = timers[k];
     if (t.repeat) t.due += t.ms;
     else timers.splice(k, 1);
     t.fn.apply(undefined, t.args);
@@ -920,6 +935,7 @@ def(con, 'group', con.log);
 def(con, 'groupEnd', noop);
 
 return {
+  addPending: addPending,
   finish: function (v) {
     drain();
     if (v instanceof PromiseP) {

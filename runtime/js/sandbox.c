@@ -1962,12 +1962,48 @@ static duk_ret_t state_queue(duk_context *ctx) {
   return 0;
 }
 
-static duk_ret_t state_runcode(duk_context *ctx) {
+/* ---- state.runCode: nested runs a tool can await and terminate -----------------------
+ *
+ * A tool's state.runCode starts a run of its own (a grandchild process, forked from the
+ * tool's child) and gets a handle at once; the tool goes on, and the handle is settled
+ * by polling: toolkit.js polls from the job queue's drain (await), or waits when the
+ * tool reads the result synchronously. Console entries of the run are handed over as
+ * they come. At most SB_MAX_RUNS runs of one tool are alive at once. */
+
+#define SB_MAX_RUNS 16
+
+typedef struct {
+  sb_job job;
+  char *code, *input;
+  ts_buf pending; /* console entries not yet handed to the script: u32 length + bytes */
+  int finished;
+  ts_sandbox_result res;
+} nested_run;
+
+static nested_run *nested_runs[SB_MAX_RUNS];
+
+static void nested_console(void *user, const char *s, size_t n) {
+  nested_run *nr = user;
+  put_str(&nr->pending, s, n);
+}
+
+static duk_ret_t rc_start(duk_context *ctx) {
   sb_run *r = run_of(ctx);
   duk_size_t clen;
   const char *code = duk_require_lstring(ctx, 0, &clen);
+  int slot = -1;
+  for (int i = 0; i < SB_MAX_RUNS; i++)
+    if (!nested_runs[i]) {
+      slot = i;
+      break;
+    }
+  if (slot < 0)
+    return duk_error(ctx, DUK_ERR_RANGE_ERROR, "runCode: at most %d runs at once", SB_MAX_RUNS);
   ts_sandbox_opts o;
   memset(&o, 0, sizeof o);
+  size_t cap = r->limit - r->base;
+  const char *input = NULL;
+  duk_size_t ilen = 0;
   if (duk_is_object(ctx, 1)) {
     if (duk_get_prop_string(ctx, 1, "timeoutMs") && duk_is_number(ctx, -1)) {
       double v = duk_get_number(ctx, -1);
@@ -1976,37 +2012,130 @@ static duk_ret_t state_runcode(duk_context *ctx) {
     duk_pop(ctx);
     if (duk_get_prop_string(ctx, 1, "memoryLimitBytes") && duk_is_number(ctx, -1)) {
       double v = duk_get_number(ctx, -1);
-      if (v >= 1 && v < (double)r->limit) o.memory_limit_bytes = (size_t)v;
+      if (v >= 1 && v < (double)cap) o.memory_limit_bytes = (size_t)v;
     }
     duk_pop(ctx);
-    duk_get_prop_string(ctx, 1, "input"); /* stays on the stack while the run uses it */
+    if (duk_get_prop_string(ctx, 1, "language") && duk_is_string(ctx, -1)) {
+      const char *l = duk_get_string(ctx, -1);
+      if (!strcmp(l, "ts") || !strcmp(l, "typescript")) o.language = TS_SANDBOX_LANG_TS;
+      else if (!strcmp(l, "js") || !strcmp(l, "javascript")) o.language = TS_SANDBOX_LANG_JS;
+      else if (strcmp(l, "auto"))
+        return duk_error(ctx, DUK_ERR_TYPE_ERROR, "runCode: language must be 'js', 'ts' or 'auto'");
+    }
+    duk_pop(ctx);
+    duk_get_prop_string(ctx, 1, "input");
     if (!duk_is_undefined(ctx, -1)) {
       duk_json_encode(ctx, -1);
-      duk_size_t il;
-      o.input_json = duk_get_lstring(ctx, -1, &il);
-      o.input_len = il;
+      input = duk_get_lstring(ctx, -1, &ilen);
     }
   }
   if (!o.timeout_ms) o.timeout_ms = r->timeout_ms; /* never longer than the tool's own */
-  if (!o.memory_limit_bytes) o.memory_limit_bytes = r->limit;
-  o.cancel = r->cancel;
-  o.cancel_flag = r->cancel_flag;
-  ts_sandbox_result res;
-  uint64_t t = now_ns();
-  ts_sandbox_run(code, clen, &o, &res);
-  resume_clock(r, t);
-  size_t n = 0;
-  char *json = ts_sandbox_result_json(&res, &n);
-  ts_sandbox_result_fini(&res);
-  if (!json) return duk_error(ctx, DUK_ERR_ERROR, "out of memory (host)");
-  push_res pr = {json, n, 0};
-  int rc = duk_safe_call(ctx, push_result_obj, &pr, 0, 1);
-  free(json);
-  if (rc != DUK_EXEC_SUCCESS) return duk_throw(ctx);
-  duk_get_prop_string(ctx, -1, "result"); /* the decoded object, without our wrapper */
+  if (!o.memory_limit_bytes) o.memory_limit_bytes = cap;
+  nested_run *nr = calloc(1, sizeof *nr);
+  if (!nr) return duk_error(ctx, DUK_ERR_ERROR, "out of memory (host)");
+  nr->code = malloc(clen + 1);
+  nr->input = input ? malloc(ilen + 1) : NULL;
+  if (!nr->code || (input && !nr->input)) {
+    free(nr->code);
+    free(nr->input);
+    free(nr);
+    return duk_error(ctx, DUK_ERR_ERROR, "out of memory (host)");
+  }
+  memcpy(nr->code, code, clen);
+  nr->code[clen] = '\0';
+  if (input) {
+    memcpy(nr->input, input, ilen);
+    nr->input[ilen] = '\0';
+    o.input_json = nr->input;
+    o.input_len = ilen;
+  }
+  ts_buf_init(&nr->pending, (size_t)4 << 20);
+  o.on_console = nested_console;
+  o.console_user = nr;
+  nested_runs[slot] = nr;
+  ts_sandbox_cancel_init(&nr->job.own_cancel);
+  if (job_start(&nr->job, nr->code, clen, &o, &run_kind, NULL, NULL, "code") != 0) {
+    job_finish(&nr->job, &nr->res);
+    nr->finished = 1;
+  } else {
+    /* the handle's terminate: the job's own copy of the options points at it */
+    nr->job.o.cancel = &nr->job.own_cancel;
+  }
+  duk_push_int(ctx, slot);
   return 1;
 }
 
+static nested_run *run_arg(duk_context *ctx) {
+  duk_int_t id = duk_require_int(ctx, 0);
+  if (id < 0 || id >= SB_MAX_RUNS || !nested_runs[id]) {
+    (void)duk_error(ctx, DUK_ERR_RANGE_ERROR, "runCode: no such run");
+    return NULL;
+  }
+  return nested_runs[id];
+}
+
+/* poll(id, waitMs): {console: [new entries], done, result} after waiting up to waitMs
+ * (0: just look). Time spent waiting is not the tool's (its clock pauses, as for any host
+ * call); the run has its own deadline. */
+static duk_ret_t rc_poll(duk_context *ctx) {
+  sb_run *r = run_of(ctx);
+  nested_run *nr = run_arg(ctx);
+  double wait = duk_get_number_default(ctx, 1, 0);
+  uint64_t t0 = now_ns(), until = t0 + (uint64_t)(wait > 0 ? (wait > 6e4 ? 6e4 : wait) : 0) * 1000000u;
+  while (!nr->finished) {
+    if (job_step(&nr->job, (int)((until > now_ns() ? until - now_ns() : 0) / 1000000u))) {
+      job_finish(&nr->job, &nr->res);
+      nr->finished = 1;
+      break;
+    }
+    if (now_ns() >= until) break;
+    if (ts__sandbox_timeout_check(r)) break; /* the tool itself must stop */
+  }
+  resume_clock(r, t0);
+  duk_push_object(ctx);
+  duk_push_array(ctx);
+  cur c = {(const unsigned char *)nr->pending.p, nr->pending.len, 0, 0};
+  duk_uarridx_t k = 0;
+  while (c.at < c.n && !c.bad) {
+    uint32_t n = get_u32(&c);
+    if (c.bad || c.n - c.at < n) break;
+    duk_push_lstring(ctx, (const char *)c.p + c.at, n);
+    duk_put_prop_index(ctx, -2, k++);
+    c.at += n;
+  }
+  ts_buf_reset(&nr->pending);
+  duk_put_prop_string(ctx, -2, "console");
+  duk_push_boolean(ctx, nr->finished);
+  duk_put_prop_string(ctx, -2, "done");
+  if (nr->finished) {
+    size_t n = 0;
+    char *json = ts_sandbox_result_json(&nr->res, &n);
+    if (!json) return duk_error(ctx, DUK_ERR_ERROR, "out of memory (host)");
+    duk_push_lstring(ctx, json, n);
+    free(json);
+    duk_json_decode(ctx, -1);
+    duk_put_prop_string(ctx, -2, "result");
+    ts_sandbox_result_fini(&nr->res);
+    ts_buf_fini(&nr->pending);
+    free(nr->code);
+    free(nr->input);
+    nested_runs[duk_get_int(ctx, 0)] = NULL;
+    free(nr);
+  }
+  return 1;
+}
+
+/* stop(id, reason): the handle's terminate; the run ends as terminated at its next poll. */
+static duk_ret_t rc_stop(duk_context *ctx) {
+  nested_run *nr = run_arg(ctx);
+  /* the reason must outlive the run: kept in a small table of copies */
+  static char reasons[SB_MAX_RUNS][128];
+  int id = duk_get_int(ctx, 0);
+  snprintf(reasons[id], sizeof reasons[id], "%s",
+           duk_is_string(ctx, 1) ? duk_get_string(ctx, 1) : "terminated by the caller");
+  ts_sandbox_terminate(&nr->job.own_cancel, reasons[id]);
+  return 0;
+}
 
 static duk_ret_t call_body(duk_context *ctx, void *udata) {
   sb_run *r = udata;
@@ -2029,10 +2158,7 @@ static duk_ret_t call_body(duk_context *ctx, void *udata) {
     const char *name;
     duk_c_function fn;
     duk_idx_t nargs;
-  } fns[] = {{"env", state_env, 1},
-             {"invokeTool", state_invoke, 2},
-             {"queueTool", state_queue, 2},
-             {"runCode", state_runcode, 2}};
+  } fns[] = {{"env", state_env, 1}, {"invokeTool", state_invoke, 2}, {"queueTool", state_queue, 2}};
   for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
     duk_push_c_function(ctx, fns[i].fn, fns[i].nargs);
     duk_put_prop_string(ctx, -2, fns[i].name);
@@ -2040,7 +2166,15 @@ static duk_ret_t call_body(duk_context *ctx, void *udata) {
   duk_push_string(ctx, cx->tool);
   duk_put_prop_string(ctx, -2, "tool");
   duk_push_lstring(ctx, cx->args, cx->args_len);
-  duk_call(ctx, 4); /* [helpers [is_error, text]] */
+  /* what toolkit.js builds state.runCode from; never reachable by the module itself */
+  duk_push_object(ctx);
+  duk_push_c_function(ctx, rc_start, 2);
+  duk_put_prop_string(ctx, -2, "start");
+  duk_push_c_function(ctx, rc_poll, 2);
+  duk_put_prop_string(ctx, -2, "poll");
+  duk_push_c_function(ctx, rc_stop, 2);
+  duk_put_prop_string(ctx, -2, "stop");
+  duk_call(ctx, 5); /* [helpers [is_error, text]] */
   r->phase = PHASE_VALUE;
   duk_get_prop_index(ctx, -1, 0);
   cx->is_error = duk_to_boolean(ctx, -1);

@@ -445,7 +445,60 @@ function settle(ret) {
   }
   return [true, 'the tool returned status ' + JSON.stringify(ret.status) + ", not 'success' or 'error'"];
 }
-function run(base, name, state, args) {
+/* state.runCode(code, {language, timeoutMs, memoryLimitBytes, input, onConsole}): a run
+ * of its own, started at once; the handle is a promise of {status, value, console,
+ * error} (await it, or read handle.status / .value / .console / .error, which wait),
+ * with terminate(reason) and `output`, the console entries so far (onConsole gets each
+ * as it comes). */
+function RunHandle(nat, id, onConsole) {
+  var self = this, ok;
+  function hide(k, v) { Object.defineProperty(self, k, {value: v, writable: true, enumerable: false}); }
+  hide('_nat', nat);
+  hide('_id', id);
+  hide('_on', onConsole);
+  hide('_res', null);
+  hide('output', []);
+  hide('_p', new Promise(function (resolve) { ok = resolve; }));
+  hide('_ok', ok);
+  ['status', 'value', 'console', 'error'].forEach(function (k) {
+    Object.defineProperty(self, k, {enumerable: true, get: function () { return self.wait()[k]; }});
+  });
+  rt.addPending(this);
+}
+RunHandle.prototype._take = function (waitMs) {
+  if (this._res) return true;
+  var r = this._nat.poll(this._id, waitMs);
+  for (var i = 0; i < r.console.length; i++) {
+    this.output.push(r.console[i]);
+    if (this._on) this._on(r.console[i]);
+  }
+  if (r.done) {
+    this._res = r.result;
+    this._ok(r.result);
+    return true;
+  }
+  return false;
+};
+/* The result, waiting for it (the tool's own clock pauses meanwhile). */
+RunHandle.prototype.wait = function () {
+  while (!this._res) this._take(50);
+  return this._res;
+};
+RunHandle.prototype.then = function (a, b) { return this._p.then(a, b); };
+RunHandle.prototype['catch'] = function (b) { return this._p['catch'](b); };
+RunHandle.prototype['finally'] = function (f) { return this._p['finally'](f); };
+RunHandle.prototype.terminate = function (reason) {
+  if (!this._res) this._nat.stop(this._id, reason === undefined ? 'terminated by the caller' : String(reason));
+};
+RunHandle.prototype.toJSON = function () { return this.wait(); };
+
+function run(base, name, state, args, nat) {
+  state.runCode = function (code, opts) {
+    if (typeof code !== 'string') throw new TypeError('state.runCode wants the code as a string');
+    var o = opts === undefined || opts === null ? {} : opts;
+    if (typeof o !== 'object') throw new TypeError('state.runCode: options must be an object');
+    return new RunHandle(nat, nat.start(code, o), typeof o.onConsole === 'function' ? o.onConsole : null);
+  };
   var all = collect(base);
   for (var i = 0; i < all.length; i++)
     if (all[i].name === name) return settle(rt.finish(all[i].def.execute.call(all[i].def, state, JSON.parse(args))));

@@ -146,6 +146,48 @@ START_TEST(test_spec_verbatim) {
 }
 END_TEST
 
+/* ---- state.runCode handles ------------------------------------------------------------
+ * A handle is returned at once and can be awaited, read synchronously, or terminated;
+ * two runs go on at the same time; console entries arrive live through onConsole. */
+
+START_TEST(test_runcode_handles) {
+  ts_registry *reg = ts_registry_new();
+  load_ok(reg, "rc.ts",
+          "export const both = defineTool({ uses: [], execute: async (state) => {\n"
+          "  const t0 = Date.now();\n"
+          "  const a = state.runCode('await new Promise(r => setTimeout(r, 700)); 1', { timeoutMs: 1900 });\n"
+          "  const b = state.runCode('await new Promise(r => setTimeout(r, 700)); 2', { timeoutMs: 1900 });\n"
+          "  const [ra, rb] = await Promise.all([a, b]);\n"
+          "  return { status: 'success', result: { values: [ra.value, rb.value], parallel: Date.now() - t0 < 1350 } };\n"
+          "} });\n"
+          "export const stopper = defineTool({ uses: [], execute: async (state) => {\n"
+          "  const seen = [];\n"
+          "  const h = state.runCode('console.log(\"tick\"); new Array(1e8).join(\"x\").length',\n"
+          "    { language: 'js', timeoutMs: 1500, memoryLimitBytes: 2e9, onConsole: (e) => seen.push(e) });\n"
+          "  await new Promise(r => setTimeout(r, 150));\n"
+          "  h.terminate('enough');\n"
+          "  const res = await h;\n"
+          "  return { status: 'success', result: { status: res.status, error: res.error, seen, output: h.output } };\n"
+          "} });\n"
+          "export const sync = defineTool({ uses: [], execute: (state) => {\n"
+          "  const h = state.runCode('input.n * 2', { input: { n: 21 }, language: 'ts' });\n"
+          "  return { status: 'success', result: [h.status, h.value] };\n"
+          "} });\n"
+          "export const badlang = defineTool({ uses: [], execute: (state) => {\n"
+          "  state.runCode('1', { language: 'python' }); return { status: 'success', result: 1 };\n"
+          "} });\n");
+  const char *r = call(reg, "both", "{}");
+  ck_assert_msg(!strcmp(r, "+{\"values\":[1,2],\"parallel\":true}"), "%s", r);
+  r = call(reg, "stopper", "{}");
+  ck_assert_msg(!strcmp(r, "+{\"status\":\"terminated\",\"error\":\"terminated: enough\",\"seen\":[\"tick\"],"
+                           "\"output\":[\"tick\"]}"), "%s", r);
+  ck_assert_str_eq(call(reg, "sync", "{}"), "+[\"ok\",42]");
+  r = call(reg, "badlang", "{}");
+  ck_assert_msg(strstr(r, "!TypeError: runCode: language must be") == r, "%s", r);
+  ts_registry_free(reg);
+}
+END_TEST
+
 /* ---- the spec's examples -------------------------------------------------------------- */
 
 START_TEST(test_spec_examples) {
@@ -639,6 +681,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_spec_examples);
   tcase_add_test(tc, test_spec_verbatim);
+  tcase_add_test(tc, test_runcode_handles);
   tcase_add_test(tc, test_z_builder_exact_schema);
   tcase_add_test(tc, test_annotations_unchanged_and_inert);
   tcase_add_test(tc, test_errors_become_results);
