@@ -37,7 +37,7 @@ typedef struct {
 typedef struct {
   jsmod *m;
   char *name;
-  int packed, has_uses;
+  int packed, has_uses, has_started_hook;
   char **uses;
   size_t n_uses;
   ts_sandbox_tool_var *vars;
@@ -344,6 +344,7 @@ static jstool *jstool_take(jsmod *m, ts_sandbox_tool_def *d, const ts_registry *
   m->refs++;
   t->reg = reg;
   t->packed = d->packed;
+  t->has_started_hook = d->has_started_hook;
   t->has_uses = d->has_uses;
   t->uses = d->uses, t->n_uses = d->n_uses;
   d->uses = NULL, d->n_uses = 0;
@@ -427,4 +428,27 @@ int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *en
   ts_sandbox_tool_defs_free(&defs);
   mod_unref(m);
   return rc;
+}
+
+/* ---- the tool_call_started hook ---------------------------------------------------------- */
+
+int ts_jstools_call_started(const ts_tool *tool, const char *event_json, size_t len, char *why,
+                            size_t why_cap) {
+  jstool *t = tool ? ts_tool_user_of(tool, js_execute) : NULL;
+  if (!t || !t->has_started_hook) return 0;
+  ts_sandbox_opts o;
+  memset(&o, 0, sizeof o);
+  o.timeout_ms = t->m->timeout_ms && t->m->timeout_ms < TS_JSTOOLS_HOOK_TIMEOUT_MS
+                     ? t->m->timeout_ms
+                     : TS_JSTOOLS_HOOK_TIMEOUT_MS;
+  o.memory_limit_bytes = t->m->memory_limit;
+  o.language = t->m->language;
+  char msg[512] = "";
+  int rc = ts_sandbox_call_hook(t->m->src, t->m->len, t->m->module, t->name, event_json, len, &o,
+                                msg, sizeof msg);
+  if (rc) {
+    snprintf(why, why_cap, "%s: onToolCallStarted: %s", t->name, msg);
+    return rc;
+  }
+  return 1;
 }

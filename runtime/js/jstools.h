@@ -73,4 +73,19 @@ int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *en
  * syntax is accepted there too) or TypeScript (".ts", ".mts", ".cts"). */
 int ts_jstools_is_module(const char *path);
 
+/* The most a tool_call_started hook may run (the tool's own limit when that is less):
+ * the hook is called as the event goes out, and must not hold the stream up. */
+#define TS_JSTOOLS_HOOK_TIMEOUT_MS 1000u
+
+/* tools-spec §7's `tool_call_started` hook for a JavaScript tool: when the tool (or its
+ * module) defines onToolCallStarted(event), runs it in the sandbox with `event_json`,
+ * the thread event's JSON as it goes out (tool, call id, index and the same `progress`),
+ * awaiting a returned promise, under TS_JSTOOLS_HOOK_TIMEOUT_MS. Call it at the moment
+ * the event is emitted, on the caller's thread (it blocks until the hook has run).
+ * Returns 1 when a hook ran, 0 when there is none (a C tool, or no hook), or a negative
+ * ts_err with a one-line reason in `why` (the hook threw or timed out); a failing hook
+ * never changes the call. */
+int ts_jstools_call_started(const ts_tool *t, const char *event_json, size_t len, char *why,
+                            size_t why_cap);
+
 #endif /* TS_JSTOOLS_H */

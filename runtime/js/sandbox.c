@@ -1684,6 +1684,7 @@ static duk_ret_t load_body(duk_context *ctx, void *udata) {
     t->progress_arg = get_str(ctx, e, "progress", &lx->oom);
     t->annotations = get_str(ctx, e, "annotations", &lx->oom);
     t->packed = get_bool(ctx, e, "packed");
+    t->has_started_hook = get_bool(ctx, e, "hook");
     duk_get_prop_string(ctx, e, "variables");
     duk_size_t nv = duk_get_length(ctx, -1);
     t->vars = nv ? calloc(nv, sizeof *t->vars) : NULL;
@@ -1735,6 +1736,7 @@ static void pack_defs(void *extra, ts_buf *b) {
     PS(t->progress_arg);
     PS(t->annotations);
     put_u32(b, (uint32_t)t->packed);
+    put_u32(b, (uint32_t)t->has_started_hook);
     put_u32(b, (uint32_t)t->n_vars);
     for (size_t k = 0; k < t->n_vars; k++) {
       PS(t->vars[k].name);
@@ -1775,6 +1777,7 @@ static int unpack_defs(void *extra, cur *c) {
     t->progress_arg = get_str_field(c, NULL, &oom);
     t->annotations = get_str_field(c, NULL, &oom);
     t->packed = get_u32(c) != 0;
+    t->has_started_hook = get_u32(c) != 0;
     size_t nv = get_count(c);
     t->vars = nv ? calloc(nv, sizeof *t->vars) : NULL;
     if (nv && !t->vars) oom = 1, nv = 0;
@@ -2211,6 +2214,46 @@ static int unpack_answer(void *extra, cur *c) {
 }
 
 static const sb_kind call_kind = {call_body, pack_answer, unpack_answer, 1};
+
+/* ---- the tool_call_started hook ------------------------------------------------------- */
+
+typedef struct {
+  const char *module_name, *tool, *event;
+  size_t event_len;
+} hook_ctx;
+
+static duk_ret_t hook_body(duk_context *ctx, void *udata) {
+  sb_run *r = udata;
+  hook_ctx *hx = r->extra;
+  eval_module(ctx, r);
+  duk_get_prop_string(ctx, 0, "hook");
+  duk_push_string(ctx, hx->module_name);
+  duk_push_string(ctx, hx->tool);
+  duk_push_lstring(ctx, hx->event, hx->event_len);
+  duk_call(ctx, 3);
+  r->phase = PHASE_VALUE;
+  r->value = dup_fixed("null", 4, NULL);
+  return 0;
+}
+
+static const sb_kind hook_kind = {hook_body, NULL, NULL, 1};
+
+int ts_sandbox_call_hook(const char *src, size_t len, const char *module_name, const char *tool,
+                         const char *event_json, size_t event_len, const ts_sandbox_opts *o,
+                         char *why, size_t why_cap) {
+  hook_ctx hx = {module_name ? module_name : "tool", tool ? tool : "",
+                 event_json ? event_json : "{}", event_json ? event_len : 2};
+  ts_sandbox_opts oo;
+  if (o) oo = *o;
+  else memset(&oo, 0, sizeof oo);
+  oo.input_json = NULL;
+  oo.input_len = 0;
+  ts_sandbox_result res;
+  int rc = sb_exec(src, len, &oo, &hook_kind, &hx, NULL, hx.module_name, &res);
+  if (rc) snprintf(why, why_cap, "%s", res.error ? res.error : "out of memory (host)");
+  ts_sandbox_result_fini(&res);
+  return rc;
+}
 
 void ts_sandbox_tool_result_fini(ts_sandbox_tool_result *r) {
   if (!r) return;

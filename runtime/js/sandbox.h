@@ -185,6 +185,9 @@ typedef struct {
   size_t n_uses;
   int has_uses;
   int packed; /* exported as a member of a package */
+  /* It has a tool_call_started hook: the definition's onToolCallStarted, or the module's
+   * (exported, or a top-level function); ts_sandbox_call_hook runs it. */
+  int has_started_hook;
 } ts_sandbox_tool_def;
 
 typedef struct {
@@ -251,5 +254,15 @@ int ts_sandbox_call_tool(const char *src, size_t len, const char *module_name, c
                          const char *args_json, size_t args_len, const ts_sandbox_host *host,
                          const ts_sandbox_opts *o, ts_sandbox_tool_result *out);
 void ts_sandbox_tool_result_fini(ts_sandbox_tool_result *r);
+
+/* Runs the tool_call_started hook of tool `tool` of module `src` (tools-spec §7): a fresh
+ * heap, the module, then onToolCallStarted(event) with `event` parsed from event_json
+ * (the thread event's JSON, `progress` included), a returned promise awaited; under the
+ * options' limits (a hook is meant to be quick: give it a short timeout). The hook's
+ * value is ignored. Returns 0 when it ran (or the tool has none), else a negative ts_err
+ * with a one-line reason in `why` (a throw, a timeout...). */
+int ts_sandbox_call_hook(const char *src, size_t len, const char *module_name, const char *tool,
+                         const char *event_json, size_t event_len, const ts_sandbox_opts *o,
+                         char *why, size_t why_cap);
 
 #endif /* TS_SANDBOX_H */

@@ -398,7 +398,7 @@ function describe(base) {
   var all = collect(base), res = [];
   for (var i = 0; i < all.length; i++) {
     var e = all[i], d = e.def, w = 'tool ' + JSON.stringify(e.name) + ': ';
-    var r = {name: e.name, packed: e.packed};
+    var r = {name: e.name, packed: e.packed, hook: !!hookOf(d)};
     r.description = d.description === undefined ? '' : String(d.description);
     if (d.args !== undefined) r.args = JSON.stringify(schemaOf(d.args, w + 'args'));
     if (d.progressArgument !== undefined) {
@@ -508,5 +508,25 @@ g.z = z;
 g.defineTool = defineTool;
 g.exports = {};
 g.module = {exports: g.exports};
-return {describe: describe, run: run};
+/* The tool_call_started hook of a definition (spec §7): its own onToolCallStarted, or
+ * the module's (exported, or a top-level function). */
+function hookOf(d) {
+  if (typeof d.onToolCallStarted === 'function') return d.onToolCallStarted;
+  var ex = g.module && g.module.exports;
+  if (ex && typeof ex.onToolCallStarted === 'function') return ex.onToolCallStarted;
+  if (g.exports && typeof g.exports.onToolCallStarted === 'function') return g.exports.onToolCallStarted;
+  if (typeof g.onToolCallStarted === 'function') return g.onToolCallStarted;
+  return null;
+}
+function hook(base, name, event) {
+  var all = collect(base);
+  for (var i = 0; i < all.length; i++) {
+    if (all[i].name !== name) continue;
+    var f = hookOf(all[i].def);
+    if (f) rt.finish(f.call(all[i].def, JSON.parse(event)));
+    return;
+  }
+  throw new Error('the module no longer defines tool ' + JSON.stringify(name));
+}
+return {describe: describe, run: run, hook: hook};
 })

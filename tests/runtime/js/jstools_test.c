@@ -188,6 +188,46 @@ START_TEST(test_runcode_handles) {
 }
 END_TEST
 
+/* ---- the tool_call_started hook (§7) ---------------------------------------------------
+ * The hook sees the event as it goes out, `progress` included: here it checks it and
+ * throws otherwise, so its result shows what it saw. */
+
+START_TEST(test_call_started_hook) {
+  ts_registry *reg = registry_with_c_tools();
+  load_ok(reg, "hooked.ts",
+          "export const write = defineTool({ progressArgument: 'description', uses: [],\n"
+          "  args: z.object({ description: z.string() }),\n"
+          "  execute: async () => ({ status: 'success', result: 'ok' }),\n"
+          "  onToolCallStarted: async (event) => {\n"
+          "    await new Promise(r => setTimeout(r, 5));\n"
+          "    if (event.progress !== 'writing index.html' || event.tool !== 'write') throw new Error('saw ' + JSON.stringify(event));\n"
+          "  } });\n"
+          "export const plain = defineTool({ uses: [], execute: async () => ({ status: 'success', result: 1 }) });\n"
+          "export const spin = defineTool({ uses: [], execute: async () => ({ status: 'success', result: 1 }),\n"
+          "  onToolCallStarted() { while (true) {} } });\n");
+  load_ok(reg, "modhook.js",
+          "function onToolCallStarted(event) { if (event.progress !== undefined) throw new Error('progress ' + event.progress); }\n"
+          "defineTool({ execute: () => ({ status: 'success', result: 0 }) });\n");
+  char why[512] = "";
+  const char *ev = "{\"type\":\"tool_call_started\",\"tool\":\"write\",\"call_id\":\"c1\",\"progress\":\"writing index.html\"}";
+  const ts_tool *t = ts_registry_find(reg, "write", 5);
+  ck_assert_int_eq(ts_jstools_call_started(t, ev, strlen(ev), why, sizeof why), 1);
+  const char *ev2 = "{\"type\":\"tool_call_started\",\"tool\":\"write\",\"call_id\":\"c2\",\"progress\":\"other\"}";
+  ck_assert_int_lt(ts_jstools_call_started(t, ev2, strlen(ev2), why, sizeof why), 0);
+  ck_assert_msg(strstr(why, "onToolCallStarted: Error: saw") && strstr(why, "other"), "%s", why);
+  /* a module-level hook, and no progress (the event has none) */
+  const char *ev3 = "{\"type\":\"tool_call_started\",\"tool\":\"modhook\",\"call_id\":\"c3\"}";
+  ck_assert_int_eq(ts_jstools_call_started(ts_registry_find(reg, "modhook", 7), ev3, strlen(ev3), why, sizeof why), 1);
+  /* no hook, a C tool: nothing to run */
+  ck_assert_int_eq(ts_jstools_call_started(ts_registry_find(reg, "plain", 5), ev, strlen(ev), why, sizeof why), 0);
+  ck_assert_int_eq(ts_jstools_call_started(ts_registry_find(reg, "echo", 4), ev, strlen(ev), why, sizeof why), 0);
+  /* a hook that never ends is stopped at its limit */
+  ck_assert_int_eq(ts_jstools_call_started(ts_registry_find(reg, "spin", 4), ev, strlen(ev), why, sizeof why),
+                   TS_E_SANDBOX_TIMEOUT);
+  ts_registry_free(reg);
+}
+END_TEST
+
 /* ---- the spec's examples -------------------------------------------------------------- */
 
 START_TEST(test_spec_examples) {
@@ -682,6 +722,7 @@ int main(void) {
   tcase_add_test(tc, test_spec_examples);
   tcase_add_test(tc, test_spec_verbatim);
   tcase_add_test(tc, test_runcode_handles);
+  tcase_add_test(tc, test_call_started_hook);
   tcase_add_test(tc, test_z_builder_exact_schema);
   tcase_add_test(tc, test_annotations_unchanged_and_inert);
   tcase_add_test(tc, test_errors_become_results);
