@@ -49,6 +49,9 @@ var TYPE_PUNC = {'<': 1, '>': 1, '>>': 1, '>>>': 1, ',': 1, '.': 1, '[': 1, ']':
  * ES5 does not allow raw in a string). */
 function jsStr(s) { return JSON.stringify(s).replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029'); }
 
+var PUNC_SET = {};
+PUNCS.forEach(function (x) { PUNC_SET[x] = 1; });
+
 function SyntaxErr(msg, line, col) {
   var e = new SyntaxError(msg + ' (line ' + line + ', column ' + col + ')');
   e.lineNumber = line;
@@ -163,7 +166,10 @@ function tokenize(src) {
     if (c === 32 || c === 9 || c === 11 || c === 12 || c === 0xA0 || c === 0xFEFF) { i++; continue; }
     if (c === 47) {
       var c2 = src.charCodeAt(i + 1);
-      if (c2 === 47) { while (i < n && !/[\n\r\u2028\u2029]/.test(src.charAt(i))) i++; continue; }
+      if (c2 === 47) {
+        for (; i < n; i++) { var lc = src.charCodeAt(i); if (lc === 10 || lc === 13 || lc === 0x2028 || lc === 0x2029) break; }
+        continue;
+      }
       if (c2 === 42) {
         var end = src.indexOf('*/', i + 2);
         if (end < 0) err('unterminated comment');
@@ -230,7 +236,14 @@ function tokenize(src) {
       continue;
     }
     if (isIdStart(c) || c === 92) {
-      var id = '';
+      var id = '', j0 = i;
+      while (j0 < n && isIdPart(src.charCodeAt(j0))) j0++;
+      if (j0 >= n || src.charCodeAt(j0) !== 92) { /* the common case: no escapes */
+        id = src.slice(i, j0);
+        i = j0;
+        push('name', id, s);
+        continue;
+      }
       while (i < n) {
         var cc = src.charCodeAt(i);
         if (cc === 92) {
@@ -254,8 +267,9 @@ function tokenize(src) {
       continue;
     }
     var p = null;
-    for (var k = 0; k < PUNCS.length; k++) {
-      if (src.substr(i, PUNCS[k].length) === PUNCS[k]) { p = PUNCS[k]; break; }
+    for (var L = 4; L >= 1; L--) {
+      var cand = src.substr(i, L);
+      if (PUNC_SET[cand] === 1) { p = cand; break; }
     }
     if (!p) err('unexpected character ' + jsStr(src.charAt(i)));
     /* ?. followed by a digit is ? and .5 */
