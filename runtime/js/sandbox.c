@@ -1090,19 +1090,25 @@ static int rpc(sb_run *r, ts_buf *req, cur *reply, unsigned char **buf) {
   return 0;
 }
 
+/* One request (kind, name, args) and its answer, as rpc(). */
+static int rpc_call(sb_run *r, uint32_t kind, const char *name, const char *args, size_t args_len,
+                    cur *reply, unsigned char **buf) {
+  ts_buf q;
+  ts_buf_init(&q, (size_t)-1 / 2);
+  put_u32(&q, kind);
+  put_str(&q, name, strlen(name));
+  put_str(&q, args, args_len);
+  int rc = rpc(r, &q, reply, buf);
+  ts_buf_fini(&q);
+  return rc;
+}
+
 static char *rpc_env_value; /* the last state.env answer: borrowed by the caller */
 
 static int rpc_env(void *user, const char *name, const char **value, char *err, size_t err_cap) {
-  sb_run *r = user;
-  ts_buf q;
-  ts_buf_init(&q, (size_t)-1 / 2);
-  put_u32(&q, 'e');
-  put_str(&q, name, strlen(name));
-  put_str(&q, NULL, 0);
   cur c;
   unsigned char *buf;
-  int oom = 0, rc = rpc(r, &q, &c, &buf);
-  ts_buf_fini(&q);
+  int oom = 0, rc = rpc_call(user, 'e', name, NULL, 0, &c, &buf);
   if (rc) {
     snprintf(err, err_cap, "out of memory (host)");
     return -1;
@@ -1124,18 +1130,12 @@ static int rpc_env(void *user, const char *name, const char **value, char *err, 
 
 static void rpc_invoke(void *user, const char *tool, const char *args, size_t args_len,
                        int *is_error, char **text, size_t *text_len) {
-  sb_run *r = user;
-  ts_buf q;
-  ts_buf_init(&q, (size_t)-1 / 2);
-  put_u32(&q, 'i');
-  put_str(&q, tool, strlen(tool));
-  put_str(&q, args, args_len);
   cur c;
   unsigned char *buf;
   int oom = 0;
   *is_error = 1;
   *text = NULL;
-  if (rpc(r, &q, &c, &buf) == 0) {
+  if (rpc_call(user, 'i', tool, args, args_len, &c, &buf) == 0) {
     *is_error = get_u32(&c) != 0;
     *text = get_str_field(&c, text_len, &oom);
     if (c.bad) {
@@ -1143,22 +1143,15 @@ static void rpc_invoke(void *user, const char *tool, const char *args, size_t ar
       *text = NULL;
     }
   }
-  ts_buf_fini(&q);
   free(buf);
 }
 
 static int rpc_queue(void *user, const char *tool, const char *args, size_t args_len, char *err,
                      size_t err_cap) {
-  sb_run *r = user;
-  ts_buf q;
-  ts_buf_init(&q, (size_t)-1 / 2);
-  put_u32(&q, 'q');
-  put_str(&q, tool, strlen(tool));
-  put_str(&q, args, args_len);
   cur c;
   unsigned char *buf;
   int oom = 0, rc = -1;
-  if (rpc(r, &q, &c, &buf) == 0) {
+  if (rpc_call(user, 'q', tool, args, args_len, &c, &buf) == 0) {
     rc = (int)(int32_t)get_u32(&c);
     char *e = get_str_field(&c, NULL, &oom);
     if (e) snprintf(err, err_cap, "%s", e);
@@ -1167,7 +1160,6 @@ static int rpc_queue(void *user, const char *tool, const char *args, size_t args
   } else {
     snprintf(err, err_cap, "out of memory (host)");
   }
-  ts_buf_fini(&q);
   free(buf);
   return rc;
 }
