@@ -2281,6 +2281,10 @@ int ts_sandbox_call_tool(const char *src, size_t len, const char *module_name, c
     if (res.status == TS_SANDBOX_TIMEOUT)
       snprintf(msg, sizeof msg, "timed out: the tool ran longer than its limit of %lu ms",
                (unsigned long)(oo.timeout_ms ? oo.timeout_ms : TS_SANDBOX_DEFAULT_TIMEOUT_MS));
+    else if (res.status == TS_SANDBOX_TERMINATED && res.error)
+      /* the run was stopped from outside (Ctrl-C in `run`: the dispatcher's cancel flag) */
+      snprintf(msg, sizeof msg, "cancelled: %s",
+               !strncmp(res.error, "terminated: ", 12) ? res.error + 12 : res.error);
     else
       snprintf(msg, sizeof msg, "%s", res.error ? res.error : "out of memory (host)");
     out->text = dup_fixed(msg, strlen(msg), &out->len);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/dispatch.h"
@@ -184,6 +185,46 @@ START_TEST(test_runcode_handles) {
   ck_assert_str_eq(call(reg, "sync", "{}"), "+[\"ok\",42]");
   r = call(reg, "badlang", "{}");
   ck_assert_msg(strstr(r, "!TypeError: runCode: language must be") == r, "%s", r);
+  ts_registry_free(reg);
+}
+END_TEST
+
+/* ---- a cancelled call (Ctrl-C in `run` sets the dispatcher's cancel flag) -------------
+ * The flag stops the tool within the margin even inside one long native call, and the
+ * call ends as an error result saying it was cancelled. */
+
+static volatile int cancel_now;
+static void *cancel_later(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 200 * 1000000L};
+  nanosleep(&ts, NULL);
+  cancel_now = 1;
+  return NULL;
+}
+
+START_TEST(test_cancelled_call) {
+  ts_registry *reg = ts_registry_new();
+  ts_jstools_env env = {NULL, 0, 1, 20000, (size_t)2 << 30};
+  char why[512] = "";
+  ck_assert_int_eq(ts_jstools_load(reg, module("slow.js",
+      "defineTool({ execute: async () => ({ status: 'success', result: new Array(1e8).join('x').length }) });"),
+      &env, why, sizeof why), TS_E_OK);
+  const ts_tool *t = ts_registry_find(reg, "slow", 4);
+  cancel_now = 0;
+  ts_call_info ci = {"t", 1, 0, "c0", "slow", &cancel_now, NULL, 0};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, cancel_later, NULL), 0);
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  ts_tool_result r;
+  ts_tool_execute(t, &ci, "{}", 2, &r);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  pthread_join(th, NULL);
+  double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+  ck_assert_msg(r.is_error && r.text && !strcmp(r.text, "cancelled: the call was cancelled"), "%s",
+                r.text ? r.text : "(null)");
+  ck_assert_msg(ms < 200 + 800, "took %.0f ms", ms);
+  ts_tool_result_free(&r);
   ts_registry_free(reg);
 }
 END_TEST
@@ -723,6 +764,7 @@ int main(void) {
   tcase_add_test(tc, test_spec_verbatim);
   tcase_add_test(tc, test_runcode_handles);
   tcase_add_test(tc, test_call_started_hook);
+  tcase_add_test(tc, test_cancelled_call);
   tcase_add_test(tc, test_z_builder_exact_schema);
   tcase_add_test(tc, test_annotations_unchanged_and_inert);
   tcase_add_test(tc, test_errors_become_results);
