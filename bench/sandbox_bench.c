@@ -1,7 +1,17 @@
 /*
- * sandbox_bench.c: runCode latency, fresh heap included (runtime/sandbox.h): p50/p99 of
- * 2,000 runs of a tiny script and of a small JSON-building one, each in its own new heap
- * (no heap is ever reused across runs). Target: p50 under 1 ms.
+ * sandbox_bench.c: runCode latency (runtime/js/sandbox.h), every run in its own forked
+ * child with a copy of the template heap (no heap is ever reused across runs):
+ *
+ *   - ES5: a tiny script and a small JSON-building one (the figures before modern
+ *     syntax; their source passes through the transpiler too, and hits its cache);
+ *   - a 20-line modern snippet (let/const, arrows, a class, destructuring, a template,
+ *     ?. and ??, async/await), cached: the same source again, so the parent's cache
+ *     gives the transpiled code and the child only runs it;
+ *   - the same snippet, first run: a different comment on each run defeats the cache,
+ *     so every run transpiles in the child.
+ *
+ * Targets: cached p50 < 1 ms, first run p50 < 20 ms. The process's first run also
+ * builds the template heaps (once per process); it is reported on its own.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +31,43 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static int measure(const char *label, const char *code, int runs) {
+static const char modern[] =
+    "class Inventory {\n"
+    "  #items = new Map();\n"
+    "  add({ sku, qty = 1, price }) {\n"
+    "    const cur = this.#items.get(sku) ?? { qty: 0, price };\n"
+    "    this.#items.set(sku, { ...cur, qty: cur.qty + qty });\n"
+    "    return this;\n"
+    "  }\n"
+    "  get total() {\n"
+    "    let sum = 0;\n"
+    "    for (const [, { qty, price }] of this.#items) sum += qty * price;\n"
+    "    return sum;\n"
+    "  }\n"
+    "}\n"
+    "const inv = new Inventory();\n"
+    "[{ sku: 'a', price: 2 }, { sku: 'b', qty: 3, price: 5 }, { sku: 'a', qty: 2 }]\n"
+    "  .forEach((it) => inv.add(it));\n"
+    "const fmt = async (n) => `total: ${n.toFixed(2)}`;\n"
+    "const label = await fmt(inv.total);\n"
+    "const first = [...'xyz'].at(0)?.toUpperCase();\n"
+    "({ label, first, total: inv.total })\n";
+
+/* label, source maker (NULL: `code` as is), runs */
+static int measure(const char *label, const char *code, int unique, int runs, double target_ms) {
   double *t = malloc(sizeof(double) * (size_t)runs);
+  size_t cap = strlen(code) + 64;
+  char *buf = malloc(cap);
   ts_sandbox_opts o = {0};
   for (int i = 0; i < runs; i++) {
+    const char *src = code;
+    if (unique) {
+      snprintf(buf, cap, "// run %d\n%s", i, code);
+      src = buf;
+    }
     ts_sandbox_result r;
     double t0 = now_us();
-    ts_sandbox_run(code, strlen(code), &o, &r);
+    ts_sandbox_run(src, strlen(src), &o, &r);
     t[i] = now_us() - t0;
     if (r.status != TS_SANDBOX_OK) {
       fprintf(stderr, "sandbox_bench: %s failed: %s\n", label, r.error ? r.error : "?");
@@ -36,18 +76,31 @@ static int measure(const char *label, const char *code, int runs) {
     ts_sandbox_result_fini(&r);
   }
   qsort(t, (size_t)runs, sizeof *t, cmp);
-  printf("  %-28s p50 %.3f ms   p99 %.3f ms   (%d runs)   target p50 < 1 ms: %s\n", label,
-         t[runs / 2] / 1e3, t[(size_t)(runs * 0.99)] / 1e3, runs, t[runs / 2] < 1000 ? "MET" : "NOT MET");
+  printf("  %-36s p50 %7.3f ms   p99 %7.3f ms   (%d runs)", label, t[runs / 2] / 1e3,
+         t[(size_t)(runs * 0.99)] / 1e3, runs);
+  if (target_ms > 0)
+    printf("   target p50 < %g ms: %s", target_ms, t[runs / 2] < target_ms * 1e3 ? "MET" : "NOT MET");
+  putchar('\n');
+  free(buf);
   free(t);
   return 0;
 }
 
 int main(void) {
-  printf("runCode latency, a fresh heap per run (create, run, serialize, destroy):\n");
-  int rc = measure("tiny script (1 + 1)", "1 + 1", 2000);
-  rc |= measure("small JSON-building script",
+  printf("runCode latency: a forked child per run, a copy of the template heap, result over a "
+         "socketpair:\n");
+  ts_sandbox_result r;
+  double t0 = now_us();
+  ts_sandbox_run("1", 1, NULL, &r);
+  printf("  %-36s %7.3f ms (once per process)\n", "first run in the process (templates)",
+         (now_us() - t0) / 1e3);
+  ts_sandbox_result_fini(&r);
+  int rc = measure("ES5: tiny script (1 + 1)", "1 + 1", 0, 2000, 1);
+  rc |= measure("ES5: small JSON-building script",
                 "var o = {items: []}; for (var i = 0; i < 20; i++) o.items.push({i: i, s: 'x' + i});"
                 " console.log(o.items.length); o",
-                2000);
+                0, 2000, 1);
+  rc |= measure("modern 20 lines, cached", modern, 0, 2000, 1);
+  rc |= measure("modern 20 lines, first run (transpile)", modern, 1, 300, 20);
   return rc;
 }

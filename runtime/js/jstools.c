@@ -31,12 +31,13 @@ typedef struct {
   int no_environ;
   uint32_t timeout_ms;
   size_t memory_limit;
+  int language; /* TS_SANDBOX_LANG_*, from the file's extension */
 } jsmod;
 
 typedef struct {
   jsmod *m;
   char *name;
-  int packed, has_uses;
+  int packed, has_uses, has_started_hook;
   char **uses;
   size_t n_uses;
   ts_sandbox_tool_var *vars;
@@ -52,10 +53,29 @@ typedef struct {
 static void js_execute(void *user, const ts_call_info *call, const char *args, size_t len,
                        ts_tool_result *out);
 
-int ts_jstools_is_module(const char *path) {
+/* The extensions of a tool module, and the language each one means: TypeScript for the
+ * .ts family; the .js family may still use TypeScript's syntax (auto). */
+static const struct {
+  const char *ext;
+  int language;
+} module_exts[] = {{".js", TS_SANDBOX_LANG_AUTO},  {".mjs", TS_SANDBOX_LANG_AUTO},
+                   {".cjs", TS_SANDBOX_LANG_AUTO}, {".ts", TS_SANDBOX_LANG_TS},
+                   {".mts", TS_SANDBOX_LANG_TS},   {".cts", TS_SANDBOX_LANG_TS}};
+
+/* The length of the module extension `path` ends with (0: none), and its language. */
+static size_t module_ext(const char *path, int *language) {
   size_t n = path ? strlen(path) : 0;
-  return n > 3 && !strcmp(path + n - 3, ".js");
+  for (size_t i = 0; i < sizeof module_exts / sizeof *module_exts; i++) {
+    size_t e = strlen(module_exts[i].ext);
+    if (n > e && !strcmp(path + n - e, module_exts[i].ext)) {
+      if (language) *language = module_exts[i].language;
+      return e;
+    }
+  }
+  return 0;
 }
+
+int ts_jstools_is_module(const char *path) { return module_ext(path, NULL) != 0; }
 
 static void mod_unref(jsmod *m) {
   if (!m || --m->refs > 0) return;
@@ -223,6 +243,7 @@ static void js_execute(void *user, const ts_call_info *call, const char *args, s
   memset(&o, 0, sizeof o);
   o.timeout_ms = t->m->timeout_ms;
   o.memory_limit_bytes = t->m->memory_limit;
+  o.language = t->m->language;
   o.cancel_flag = call ? call->cancel : NULL;
   ts_sandbox_tool_result r;
   ts_sandbox_call_tool(t->m->src, t->m->len, t->m->module, t->name, args, len, &host, &o, &r);
@@ -250,7 +271,10 @@ static jsmod *mod_new(const char *path, char *src, size_t len, const ts_jstools_
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   size_t bl = strlen(base);
-  if (bl > 3 && !strcmp(base + bl - 3, ".js")) bl -= 3;
+  int language = TS_SANDBOX_LANG_AUTO;
+  size_t el = module_ext(base, &language);
+  if (el && bl > el) bl -= el;
+  m->language = language;
   m->module = strndup(base, bl);
   int oom = !m->path || !m->module;
   if (env) {
@@ -320,6 +344,7 @@ static jstool *jstool_take(jsmod *m, ts_sandbox_tool_def *d, const ts_registry *
   m->refs++;
   t->reg = reg;
   t->packed = d->packed;
+  t->has_started_hook = d->has_started_hook;
   t->has_uses = d->has_uses;
   t->uses = d->uses, t->n_uses = d->n_uses;
   d->uses = NULL, d->n_uses = 0;
@@ -352,6 +377,7 @@ int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *en
   memset(&o, 0, sizeof o);
   o.timeout_ms = m->timeout_ms;
   o.memory_limit_bytes = m->memory_limit;
+  o.language = m->language;
   ts_sandbox_tool_defs defs;
   char msg[512] = "";
   int rc = ts_sandbox_load_tools(src, len, m->module, &o, &defs, msg, sizeof msg);
@@ -418,4 +444,27 @@ size_t ts_jstools_secrets(const ts_registry *reg, const char **out, size_t cap) 
     }
   }
   return n;
+}
+
+/* ---- the tool_call_started hook ---------------------------------------------------------- */
+
+int ts_jstools_call_started(const ts_tool *tool, const char *event_json, size_t len, char *why,
+                            size_t why_cap) {
+  jstool *t = tool ? ts_tool_user_of(tool, js_execute) : NULL;
+  if (!t || !t->has_started_hook) return 0;
+  ts_sandbox_opts o;
+  memset(&o, 0, sizeof o);
+  o.timeout_ms = t->m->timeout_ms && t->m->timeout_ms < TS_JSTOOLS_HOOK_TIMEOUT_MS
+                     ? t->m->timeout_ms
+                     : TS_JSTOOLS_HOOK_TIMEOUT_MS;
+  o.memory_limit_bytes = t->m->memory_limit;
+  o.language = t->m->language;
+  char msg[512] = "";
+  int rc = ts_sandbox_call_hook(t->m->src, t->m->len, t->m->module, t->name, event_json, len, &o,
+                                msg, sizeof msg);
+  if (rc) {
+    snprintf(why, why_cap, "%s: onToolCallStarted: %s", t->name, msg);
+    return rc;
+  }
+  return 1;
 }

@@ -1,7 +1,8 @@
 /*
  * jstools.h: function tools written in JavaScript (tools-spec §2, §2.1, §3, §7, §8).
  *
- * A tool module is a `.js` file (ES5, as Duktape parses it) that calls
+ * A tool module is a `.js` or `.ts` file (modern JavaScript or TypeScript, brought down
+ * to what Duktape runs by the sandbox's transpiler) that calls
  * defineTool({description, args, execute: function (state, args) {...}, variables, uses,
  * progressArgument, annotations}); `args` is JSON Schema or built with the `z` builder.
  * ts_jstools_load evaluates the module once (in the sandbox, runtime/sandbox.h, which
@@ -74,7 +75,23 @@ int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *en
  * and the environment is unchanged) and returns how many. */
 size_t ts_jstools_secrets(const ts_registry *reg, const char **out, size_t cap);
 
-/* 1 when `path` names a JavaScript tool module (ends in ".js"). */
+/* 1 when `path` names a tool module: JavaScript (".js", ".mjs", ".cjs"; TypeScript's
+ * syntax is accepted there too) or TypeScript (".ts", ".mts", ".cts"). */
 int ts_jstools_is_module(const char *path);
+
+/* The most a tool_call_started hook may run (the tool's own limit when that is less):
+ * the hook is called as the event goes out, and must not hold the stream up. */
+#define TS_JSTOOLS_HOOK_TIMEOUT_MS 1000u
+
+/* tools-spec §7's `tool_call_started` hook for a JavaScript tool: when the tool (or its
+ * module) defines onToolCallStarted(event), runs it in the sandbox with `event_json`,
+ * the thread event's JSON as it goes out (tool, call id, index and the same `progress`),
+ * awaiting a returned promise, under TS_JSTOOLS_HOOK_TIMEOUT_MS. Call it at the moment
+ * the event is emitted, on the caller's thread (it blocks until the hook has run).
+ * Returns 1 when a hook ran, 0 when there is none (a C tool, or no hook), or a negative
+ * ts_err with a one-line reason in `why` (the hook threw or timed out); a failing hook
+ * never changes the call. */
+int ts_jstools_call_started(const ts_tool *t, const char *event_json, size_t len, char *why,
+                            size_t why_cap);
 
 #endif /* TS_JSTOOLS_H */

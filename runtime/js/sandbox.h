@@ -1,36 +1,36 @@
 /*
- * sandbox.h: state.runCode: run model- or user-authored JavaScript in a sandbox.
+ * sandbox.h: state.runCode: run model- or user-authored JavaScript or TypeScript in a
+ * sandbox, and JavaScript tool modules.
  *
  * The spec (docs/tools-spec §1) asks three guarantees of the sandbox, and this module is
  * where they are kept (design: docs/sandbox.md):
  *
- *   - Isolation. Every run gets a fresh Duktape heap, created for that run and destroyed
- *     after it; no heap is ever reused, so nothing of another run, the host, the tool's
- *     globals or the file system is reachable. The script sees ECMAScript built-ins, a
+ *   - Isolation. Every run happens in a forked child process with a copy-on-write copy of
+ *     a template heap that never runs anything itself, so every run starts pristine and
+ *     nothing of another run, the host, the tool's globals or the file system is
+ *     reachable. The script sees ECMAScript built-ins, the prelude (Promise, Map, Set,
+ *     WeakMap, Array/Object/String additions, structuredClone, queueMicrotask, timers), a
  *     `console` whose output is captured, and `input`: the caller's JSON, parsed inside
- *     the heap (data, never host objects). Duktape's own escape hatches are absent: the
- *     `Duktape` global (act, fin, env, gc, Thread, Pointer, dec/enc...) is deleted, and
+ *     the heap. Duktape's escape hatches are absent: the `Duktape` global is deleted, and
  *     there is no `require`, module loader, `print` or `alert`.
  *   - Memory caps. The heap allocates through a counting allocator that refuses to grow
- *     past `memory_limit_bytes`. A script that reaches the cap ends with status
- *     TS_SANDBOX_OOM (even if it catches the allocation error); the host's memory and
- *     every other run are untouched.
- *   - Caller-initiated termination. Duktape is built with its interrupt counter on
- *     (runtime/duk/ts_duk_config.h): every 256 Ki bytecode instructions (about 1 ms) the
- *     run checks its deadline (`timeout_ms`, CLOCK_MONOTONIC) and its cancel handle
- *     (ts_sandbox_terminate, from any thread or a signal handler). Once either fires the
- *     run stops, even in `while (true) {}` and through any try/catch/finally: Duktape
- *     then throws at every instruction until the error has left the script.
+ *     past `memory_limit_bytes` on top of the template's own bytes. A script that reaches
+ *     the cap ends with status TS_SANDBOX_OOM (even if it catches the allocation error).
+ *   - Caller-initiated termination, and deadlines that hold for every call. The caller's
+ *     thread watches the child: at the deadline (`timeout_ms`) plus a grace of 15 ms, or
+ *     when the terminate handle or the cancel flag fires, it kills the child (SIGKILL),
+ *     also in the middle of one long native call (a join, a sort, a JSON encode, a
+ *     RegExp). The promised margin is 50 ms. Inside the child, Duktape's interrupt check
+ *     still stops ordinary loops at the deadline with a proper result.
  *
- * Pitfalls, documented where the API is:
- *   - Native built-ins do not execute bytecode and are not interrupted while they run:
- *     one call such as `new Array(1e7).join('x')` or a pathological RegExp finishes (or
- *     hits the memory cap) before the deadline is looked at. The memory cap bounds the
- *     former; RegExp backtracking is bounded only by Duktape's own step limit.
- *   - The language is Duktape 2.7's: ES5.1 plus pieces (no let, arrow functions,
- *     Promise, Map...). See docs/sandbox.md.
- *   - Runs are synchronous: ts_sandbox_run returns when the script has ended. Different
- *     threads may run sandboxes at the same time (no shared state).
+ * Language: ES2022 and TypeScript, brought down to Duktape's ES5 by the sandbox's own
+ * transpiler (runtime/js/transpile.js; limits in docs/sandbox.md), cached by content.
+ * Syntax errors name the user's line and column; the user's lines are kept, so runtime
+ * errors' lines are the user's.
+ *
+ * Threads: runs are synchronous (ts_sandbox_run returns when the run has ended); different
+ * threads may run sandboxes at the same time. The first run in a process builds the
+ * templates (once, about 70 ms). Each run costs a fork of the calling process.
  */
 #ifndef TS_SANDBOX_H
 #define TS_SANDBOX_H
@@ -69,6 +69,11 @@ void ts_sandbox_cancel_init(ts_sandbox_cancel *c);
  * check; after the run it has no effect. Thread-safe and async-signal-safe. */
 void ts_sandbox_terminate(ts_sandbox_cancel *c, const char *reason);
 
+/* The language of the code: AUTO takes TypeScript syntax where it appears (type
+ * annotations are otherwise syntax errors in JavaScript, so nothing valid changes
+ * meaning), JS refuses it, TS expects it. */
+enum { TS_SANDBOX_LANG_AUTO = 0, TS_SANDBOX_LANG_JS, TS_SANDBOX_LANG_TS };
+
 typedef struct {
   uint32_t timeout_ms;       /* wall-clock limit from the start of the run; 0: default */
   size_t memory_limit_bytes; /* cap on the heap's live allocations; 0: default */
@@ -82,6 +87,13 @@ typedef struct {
    * call was cancelled") once *cancel_flag is nonzero (the dispatcher's ts_call_info
    * cancel flag). NULL: none. */
   const volatile int *cancel_flag;
+  int language; /* TS_SANDBOX_LANG_*; 0: auto */
+  /* Live console output: called on the caller's thread, while the run goes on, with each
+   * console entry as the script prints it (UTF-8, not NUL-terminated, valid only during
+   * the call; cut at console_limit_bytes). NULL: none. The entries also end up in the
+   * result's console_json as before. */
+  void (*on_console)(void *user, const char *entry, size_t len);
+  void *console_user;
 } ts_sandbox_opts;
 
 typedef struct {
@@ -127,17 +139,13 @@ const char *ts_sandbox_status_name(ts_sandbox_status s);
  * of memory. */
 char *ts_sandbox_result_json(const ts_sandbox_result *r, size_t *len);
 
-/* ---- JavaScript tool modules (runtime/jstools.c builds the registry side) ----------
+/* ---- JavaScript tool modules (runtime/js/jstools.c builds the registry side) -------
  *
- * A tool module is ES5 source that calls defineTool({...}). Every heap that runs a
- * module first gets a prelude (isolated like runCode: no Duktape, require, print) that
- * defines:
- *   - `z`: z.string(), z.number(), z.boolean(), z.array(item), z.enum([...]),
- *     z.object({...}), each with .optional() and .describe(text); they build JSON Schema:
- *     {"type":"string"}, {"type":"number"}, {"type":"boolean"},
- *     {"type":"array","items":S}, {"type":"string","enum":[...]},
- *     {"type":"object","properties":{...},"required":[non-optional keys]} ("required" left
- *     out when empty), with "description" added by .describe(). A plain object given
+ * A tool module is JavaScript or TypeScript source (opts.language) that calls
+ * defineTool({...}). Every heap that runs a module gets the tool kit
+ * (runtime/js/toolkit.js; isolated like runCode) that defines:
+ *   - `z`: the common Zod surface, each chain giving the JSON Schema Zod 4's own export
+ *     gives for it in input mode (the table: docs/jstools.md). A plain object given
  *     where a schema is expected is taken as JSON Schema as it is.
  *   - `defineTool(def)`: checks that def.execute is a function and returns a definition
  *     object holding def's own properties; its `annotations` is the very object given.
@@ -173,6 +181,9 @@ typedef struct {
   size_t n_uses;
   int has_uses;
   int packed; /* exported as a member of a package */
+  /* It has a tool_call_started hook: the definition's onToolCallStarted, or the module's
+   * (exported, or a top-level function); ts_sandbox_call_hook runs it. */
+  int has_started_hook;
 } ts_sandbox_tool_def;
 
 typedef struct {
@@ -224,10 +235,13 @@ typedef struct {
 /* Runs tool `tool` of module `src`: a fresh heap, the prelude, the module, then
  * def.execute(state, args) with `args` parsed from args_json, under the options `o`
  * (timeout, memory cap, terminate handle, cancel flag; input_json is ignored). `state`
- * has env(name), invokeTool(name, args), queueTool(name, args) (through `host`; a NULL
- * callback makes the call throw "not available") and runCode(code, options) (options
- * timeoutMs, memoryLimitBytes, input; the result is {status, value, console, error} as
- * ts_sandbox_result_json; its timeout is capped at the tool's own).
+ * has env(name), invokeTool(name, args), queueTool(name, args) (through `host`, served on
+ * the caller's thread while the tool's child waits; a NULL callback makes the call throw
+ * "not available") and runCode(code, options) (options language, timeoutMs,
+ * memoryLimitBytes, input, onConsole): a handle, at once, to a run of its own that can
+ * be awaited ({status, value, console, error} as ts_sandbox_result_json), read
+ * synchronously, or terminated; its limits are capped at the tool's own. An async
+ * execute's promise is awaited.
  * execute's value {status: 'success', result} gives a success (JSON of result, "null"
  * for undefined); {status: 'error', error} an error (error as a string: a string as is,
  * an Error's message, anything else as JSON); anything else, a throw, a timeout, the
@@ -239,5 +253,15 @@ int ts_sandbox_call_tool(const char *src, size_t len, const char *module_name, c
                          const char *args_json, size_t args_len, const ts_sandbox_host *host,
                          const ts_sandbox_opts *o, ts_sandbox_tool_result *out);
 void ts_sandbox_tool_result_fini(ts_sandbox_tool_result *r);
+
+/* Runs the tool_call_started hook of tool `tool` of module `src` (tools-spec §7): a fresh
+ * heap, the module, then onToolCallStarted(event) with `event` parsed from event_json
+ * (the thread event's JSON, `progress` included), a returned promise awaited; under the
+ * options' limits (a hook is meant to be quick: give it a short timeout). The hook's
+ * value is ignored. Returns 0 when it ran (or the tool has none), else a negative ts_err
+ * with a one-line reason in `why` (a throw, a timeout...). */
+int ts_sandbox_call_hook(const char *src, size_t len, const char *module_name, const char *tool,
+                         const char *event_json, size_t event_len, const ts_sandbox_opts *o,
+                         char *why, size_t why_cap);
 
 #endif /* TS_SANDBOX_H */

@@ -104,7 +104,7 @@ START_TEST(test_run_with_js_tools) {
   result_free(&r);
 
   /* a module that does not load is a usage error, with the reason */
-  put("bad.js", "defineTool({ execute: (s) => 1 });");
+  put("bad.js", "defineTool({ execute: (s) => });");
   snprintf(tool, sizeof tool, "%s/bad.js", base);
   const char *argv3[] = {"toolstream", "run", "--model-replay", session, "--workspace", ws,
                          "--data-dir", data, "--thread", "j3", "--tools", tool, NULL};

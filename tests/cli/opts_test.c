@@ -47,7 +47,7 @@ static void setup(void) {
   put("bad.json", "[{\"name\":");
   put("good.js", "defineTool({ description: 'w', progressArgument: 'j', args: z.object({ j: z.string() }),\n"
                  "  execute: function (s, a) { return { status: 'success', result: 1 }; } });\n");
-  put("bad.js", "defineTool({ execute: (s) => 1 });");
+  put("bad.js", "defineTool({ execute: (s) => });"); /* a syntax error (arrows are fine) */
   char p[128];
   snprintf(p, sizeof p, "%s/session", base);
   mkdir(p, 0755);

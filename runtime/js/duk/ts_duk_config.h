@@ -34,6 +34,12 @@
  * (deadline passed, terminate requested, memory cap reached). */
 int ts__sandbox_timeout_check(void *udata);
 
+/* Implemented in runtime/js/sandbox.c: Math.random from a generator seeded per run (a
+ * forked copy of a template heap would otherwise repeat the template's sequence). */
+double ts__sandbox_random(void *udata);
+#undef DUK_USE_GET_RANDOM_DOUBLE
+#define DUK_USE_GET_RANDOM_DOUBLE(udata) ts__sandbox_random((udata))
+
 #undef DUK_USE_INTERRUPT_COUNTER
 #define DUK_USE_INTERRUPT_COUNTER
 #undef DUK_USE_EXEC_TIMEOUT_CHECK

@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/dispatch.h"
 #include "js/jstools.h"
+#include "js/sandbox.h"
 #include "store/store.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -75,6 +77,196 @@ static ts_registry *registry_with_c_tools(void) {
   ck_assert_int_eq(ts_registry_add(reg, &b, why, sizeof why), TS_E_OK);
   return reg;
 }
+
+/* ---- the spec's examples, verbatim ------------------------------------------------------
+ * tests/runtime/js/spec/ holds each example of tools-spec.txt exactly as the spec prints
+ * it (async arrows, `as const`, TypeScript interfaces and type aliases). Definitions load
+ * as tool modules and run; the type declarations run through runCode as TypeScript. */
+
+static char *spec_file(const char *name, size_t *len) {
+  char rel[128];
+  snprintf(rel, sizeof rel, "tests/runtime/js/spec/%s", name);
+  return ts_test_read_file(ts_test_path(rel), len);
+}
+
+START_TEST(test_spec_verbatim) {
+  ts_registry *reg = ts_registry_new();
+  size_t n;
+  /* §2: an async execute awaiting state.env, with its declared variable */
+  const char *vars[] = {"VECTOR_STORE_ID=vs_123"};
+  ts_jstools_env env = {vars, 1, 1, 2000, 0};
+  char why[512] = "";
+  char *src = spec_file("s2_search_docs.ts", &n);
+  ck_assert_msg(ts_jstools_load(reg, module("search_docs.ts", src), &env, why, sizeof why) == TS_E_OK, "%s", why);
+  free(src);
+  const ts_tool *t = ts_registry_find(reg, "search_docs", 11);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_str_eq(ts_tool_args_schema(t),
+                   "{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"}},\"required\":[\"query\"]}");
+  ck_assert_str_eq(call(reg, "search_docs", "{\"query\":\"q\"}"), "+\"...\"");
+  /* §7 and §8 */
+  src = spec_file("s7_write_file.ts", &n);
+  load_ok(reg, "write_file.ts", src);
+  free(src);
+  t = ts_registry_find(reg, "write_file", 10);
+  ck_assert_str_eq(ts_tool_progress_arg(t), "description");
+  ck_assert_str_eq(call(reg, "write_file", "{\"description\":\"d\",\"path\":\"a\",\"content\":\"x\"}"), "+\"...\"");
+  src = spec_file("s8_run_typescript.ts", &n);
+  load_ok(reg, "run_typescript.ts", src);
+  free(src);
+  t = ts_registry_find(reg, "run_typescript", 14);
+  ck_assert_str_eq(ts_tool_annotations(t),
+                   "{\"agentbuilder\":{\"codemode\":{\"codeArgument\":\"code\",\"language\":\"typescript\"}}}");
+  ck_assert_str_eq(call(reg, "run_typescript", "{\"code\":\"1\"}"), "+\"...\"");
+  /* §2.1: the uses line as written, inside a definition */
+  char *uses = spec_file("s2_1_uses.txt", &n);
+  while (n && uses[n - 1] == '\n') uses[--n] = '\0';
+  char mod[1024];
+  snprintf(mod, sizeof mod,
+           "export const validate_input = defineTool({ uses: [], execute: async () => ({ status: 'success', result: 'ok' }) });\n"
+           "export const format_output = defineTool({ uses: [], execute: async () => ({ status: 'success', result: 'fmt' }) });\n"
+           "export const entry = defineTool({\n%s,\n"
+           "  execute: async (state) => ({ status: 'success', result: [(await state.invokeTool('validate_input', {})).result,"
+           " (await state.invokeTool('other', {})).status] }) });\n", uses);
+  free(uses);
+  load_ok(reg, "pkg.ts", mod);
+  ck_assert_str_eq(call(reg, "entry", "{}"), "+[\"ok\",\"error\"]");
+  ts_registry_free(reg);
+  /* §3, §4, §8: type declarations are valid TypeScript (and mean nothing at run time) */
+  static const char *const decls[] = {"s3_variable_definition.ts", "s4_subprompt_config.ts", "s8_tool_annotations.ts"};
+  for (size_t i = 0; i < sizeof decls / sizeof *decls; i++) {
+    src = spec_file(decls[i], &n);
+    ts_sandbox_opts o = {.language = TS_SANDBOX_LANG_TS};
+    ts_sandbox_result r;
+    int rc = ts_sandbox_run(src, n, &o, &r);
+    ck_assert_msg(rc == 0 && !strcmp(r.value_json, "null"), "%s: %s", decls[i], r.error ? r.error : r.value_json);
+    ts_sandbox_result_fini(&r);
+    free(src);
+  }
+}
+END_TEST
+
+/* ---- state.runCode handles ------------------------------------------------------------
+ * A handle is returned at once and can be awaited, read synchronously, or terminated;
+ * two runs go on at the same time; console entries arrive live through onConsole. */
+
+START_TEST(test_runcode_handles) {
+  ts_registry *reg = ts_registry_new();
+  load_ok(reg, "rc.ts",
+          "export const both = defineTool({ uses: [], execute: async (state) => {\n"
+          "  const t0 = Date.now();\n"
+          "  const a = state.runCode('await new Promise(r => setTimeout(r, 700)); 1', { timeoutMs: 1900 });\n"
+          "  const b = state.runCode('await new Promise(r => setTimeout(r, 700)); 2', { timeoutMs: 1900 });\n"
+          "  const [ra, rb] = await Promise.all([a, b]);\n"
+          "  return { status: 'success', result: { values: [ra.value, rb.value], parallel: Date.now() - t0 < 1350 } };\n"
+          "} });\n"
+          "export const stopper = defineTool({ uses: [], execute: async (state) => {\n"
+          "  const seen = [];\n"
+          "  const h = state.runCode('console.log(\"tick\"); new Array(1e8).join(\"x\").length',\n"
+          "    { language: 'js', timeoutMs: 1500, memoryLimitBytes: 2e9, onConsole: (e) => seen.push(e) });\n"
+          "  await new Promise(r => setTimeout(r, 150));\n"
+          "  h.terminate('enough');\n"
+          "  const res = await h;\n"
+          "  return { status: 'success', result: { status: res.status, error: res.error, seen, output: h.output } };\n"
+          "} });\n"
+          "export const sync = defineTool({ uses: [], execute: (state) => {\n"
+          "  const h = state.runCode('input.n * 2', { input: { n: 21 }, language: 'ts' });\n"
+          "  return { status: 'success', result: [h.status, h.value] };\n"
+          "} });\n"
+          "export const badlang = defineTool({ uses: [], execute: (state) => {\n"
+          "  state.runCode('1', { language: 'python' }); return { status: 'success', result: 1 };\n"
+          "} });\n");
+  const char *r = call(reg, "both", "{}");
+  ck_assert_msg(!strcmp(r, "+{\"values\":[1,2],\"parallel\":true}"), "%s", r);
+  r = call(reg, "stopper", "{}");
+  ck_assert_msg(!strcmp(r, "+{\"status\":\"terminated\",\"error\":\"terminated: enough\",\"seen\":[\"tick\"],"
+                           "\"output\":[\"tick\"]}"), "%s", r);
+  ck_assert_str_eq(call(reg, "sync", "{}"), "+[\"ok\",42]");
+  r = call(reg, "badlang", "{}");
+  ck_assert_msg(strstr(r, "!TypeError: runCode: language must be") == r, "%s", r);
+  ts_registry_free(reg);
+}
+END_TEST
+
+/* ---- a cancelled call (Ctrl-C in `run` sets the dispatcher's cancel flag) -------------
+ * The flag stops the tool within the margin even inside one long native call, and the
+ * call ends as an error result saying it was cancelled. */
+
+static volatile int cancel_now;
+static void *cancel_later(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 200 * 1000000L};
+  nanosleep(&ts, NULL);
+  cancel_now = 1;
+  return NULL;
+}
+
+START_TEST(test_cancelled_call) {
+  ts_registry *reg = ts_registry_new();
+  ts_jstools_env env = {NULL, 0, 1, 20000, (size_t)2 << 30};
+  char why[512] = "";
+  ck_assert_int_eq(ts_jstools_load(reg, module("slow.js",
+      "defineTool({ execute: async () => ({ status: 'success', result: new Array(1e8).join('x').length }) });"),
+      &env, why, sizeof why), TS_E_OK);
+  const ts_tool *t = ts_registry_find(reg, "slow", 4);
+  cancel_now = 0;
+  ts_call_info ci = {"t", 1, 0, "c0", "slow", &cancel_now, NULL, 0};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, cancel_later, NULL), 0);
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  ts_tool_result r;
+  ts_tool_execute(t, &ci, "{}", 2, &r);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  pthread_join(th, NULL);
+  double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+  ck_assert_msg(r.is_error && r.text && !strcmp(r.text, "cancelled: the call was cancelled"), "%s",
+                r.text ? r.text : "(null)");
+  ck_assert_msg(ms < 200 + 800, "took %.0f ms", ms);
+  ts_tool_result_free(&r);
+  ts_registry_free(reg);
+}
+END_TEST
+
+/* ---- the tool_call_started hook (§7) ---------------------------------------------------
+ * The hook sees the event as it goes out, `progress` included: here it checks it and
+ * throws otherwise, so its result shows what it saw. */
+
+START_TEST(test_call_started_hook) {
+  ts_registry *reg = registry_with_c_tools();
+  load_ok(reg, "hooked.ts",
+          "export const write = defineTool({ progressArgument: 'description', uses: [],\n"
+          "  args: z.object({ description: z.string() }),\n"
+          "  execute: async () => ({ status: 'success', result: 'ok' }),\n"
+          "  onToolCallStarted: async (event) => {\n"
+          "    await new Promise(r => setTimeout(r, 5));\n"
+          "    if (event.progress !== 'writing index.html' || event.tool !== 'write') throw new Error('saw ' + JSON.stringify(event));\n"
+          "  } });\n"
+          "export const plain = defineTool({ uses: [], execute: async () => ({ status: 'success', result: 1 }) });\n"
+          "export const spin = defineTool({ uses: [], execute: async () => ({ status: 'success', result: 1 }),\n"
+          "  onToolCallStarted() { while (true) {} } });\n");
+  load_ok(reg, "modhook.js",
+          "function onToolCallStarted(event) { if (event.progress !== undefined) throw new Error('progress ' + event.progress); }\n"
+          "defineTool({ execute: () => ({ status: 'success', result: 0 }) });\n");
+  char why[512] = "";
+  const char *ev = "{\"type\":\"tool_call_started\",\"tool\":\"write\",\"call_id\":\"c1\",\"progress\":\"writing index.html\"}";
+  const ts_tool *t = ts_registry_find(reg, "write", 5);
+  ck_assert_int_eq(ts_jstools_call_started(t, ev, strlen(ev), why, sizeof why), 1);
+  const char *ev2 = "{\"type\":\"tool_call_started\",\"tool\":\"write\",\"call_id\":\"c2\",\"progress\":\"other\"}";
+  ck_assert_int_lt(ts_jstools_call_started(t, ev2, strlen(ev2), why, sizeof why), 0);
+  ck_assert_msg(strstr(why, "onToolCallStarted: Error: saw") && strstr(why, "other"), "%s", why);
+  /* a module-level hook, and no progress (the event has none) */
+  const char *ev3 = "{\"type\":\"tool_call_started\",\"tool\":\"modhook\",\"call_id\":\"c3\"}";
+  ck_assert_int_eq(ts_jstools_call_started(ts_registry_find(reg, "modhook", 7), ev3, strlen(ev3), why, sizeof why), 1);
+  /* no hook, a C tool: nothing to run */
+  ck_assert_int_eq(ts_jstools_call_started(ts_registry_find(reg, "plain", 5), ev, strlen(ev), why, sizeof why), 0);
+  ck_assert_int_eq(ts_jstools_call_started(ts_registry_find(reg, "echo", 4), ev, strlen(ev), why, sizeof why), 0);
+  /* a hook that never ends is stopped at its limit */
+  ck_assert_int_eq(ts_jstools_call_started(ts_registry_find(reg, "spin", 4), ev, strlen(ev), why, sizeof why),
+                   TS_E_SANDBOX_TIMEOUT);
+  ts_registry_free(reg);
+}
+END_TEST
 
 /* ---- the spec's examples -------------------------------------------------------------- */
 
@@ -239,9 +431,10 @@ START_TEST(test_errors_become_results) {
 
   /* load-time errors leave the registry as it was */
   size_t n = ts_registry_count(reg);
-  ck_assert_int_eq(ts_jstools_load(reg, module("syntax.js", "defineTool({ execute: (s) => 1 });"),
+  ck_assert_int_eq(ts_jstools_load(reg, module("syntax.js", "defineTool({\n  execute: (s) => });"),
                                    &env, why, sizeof why), TS_E_SANDBOX_ERROR);
-  ck_assert_msg(strstr(why, "SyntaxError"), "%s", why);
+  /* the user's line and column */
+  ck_assert_msg(strstr(why, "SyntaxError") && strstr(why, "line 2, column 19"), "%s", why);
   ck_assert_int_eq(ts_jstools_load(reg, module("none.js", "var x = 1;"), &env, why, sizeof why),
                    TS_E_SANDBOX_ERROR);
   ck_assert_msg(strstr(why, "defines no tool"), "%s", why);
@@ -569,6 +762,10 @@ int main(void) {
   tcase_add_checked_fixture(tc, NULL, remove_dir);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_spec_examples);
+  tcase_add_test(tc, test_spec_verbatim);
+  tcase_add_test(tc, test_runcode_handles);
+  tcase_add_test(tc, test_call_started_hook);
+  tcase_add_test(tc, test_cancelled_call);
   tcase_add_test(tc, test_z_builder_exact_schema);
   tcase_add_test(tc, test_annotations_unchanged_and_inert);
   tcase_add_test(tc, test_errors_become_results);

@@ -1,0 +1,3 @@
+// expect: 15
+const nums = [1, 2, 3, 4, 5];
+nums.reduce((a, b) => a + b, 0)

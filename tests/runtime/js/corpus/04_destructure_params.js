@@ -1,0 +1,3 @@
+// expect: "Ada Lovelace"
+function fullName({ first, last = 'Lovelace' }) { return `${first} ${last}`; }
+fullName({ first: 'Ada' })

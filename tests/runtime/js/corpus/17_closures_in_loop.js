@@ -1,0 +1,4 @@
+// expect: [0,1,2]
+const fns = [];
+for (let i = 0; i < 3; i++) fns.push(() => i);
+fns.map(f => f())

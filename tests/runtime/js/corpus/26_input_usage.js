@@ -1,0 +1,2 @@
+// expect: "no input"
+typeof input === 'undefined' ? 'no input' : input

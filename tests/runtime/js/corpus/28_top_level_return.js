@@ -1,0 +1,4 @@
+// expect: "early"
+const flag = true;
+if (flag) return 'early';
+return 'late';

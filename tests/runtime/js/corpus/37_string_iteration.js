@@ -1,0 +1,4 @@
+// expect: ["h","é","😀"]
+const chars = [];
+for (const ch of 'hé😀') chars.push(ch);
+chars

@@ -1,0 +1,4 @@
+// expect: "recovered"
+let r;
+try { JSON.parse('{bad'); } catch { r = 'recovered'; }
+r

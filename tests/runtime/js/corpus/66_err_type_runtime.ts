@@ -1,0 +1,3 @@
+// expect-error: TypeError
+const user: { name?: { first: string } } = {};
+user.name.first

@@ -1,0 +1,7 @@
+interface VariableDefinition {
+name: string;
+type: 'text' | 'secret';
+required: boolean;
+scoped?: boolean;
+description: string;
+}

@@ -1,0 +1,8 @@
+interface SubpromptConfig {
+name: string;
+includeTextResponse?: boolean;
+includeToolCalls?: boolean;
+includeErrors?: boolean;
+initUserMessageProperty?: string;
+initAttachmentsProperty?: string;
+}

@@ -1,0 +1,1 @@
+type ToolAnnotations = Record<string, unknown>;
