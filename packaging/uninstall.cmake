@@ -1,0 +1,35 @@
+# make uninstall: removes every file the last `cmake --install` wrote (install_manifest.txt
+# holds their paths under the prefix; DESTDIR, which the manifest does not record, is
+# taken from the environment as at install time), then the folders that only toolstream
+# owns if they are left empty. Shared folders (bin/, lib/, share/man/man1/ ...) are left alone:
+# they may have been there before, and other software installs into them.
+if(NOT EXISTS "${MANIFEST}")
+  message(FATAL_ERROR "uninstall: ${MANIFEST} not found: nothing was installed from this build")
+endif()
+file(STRINGS "${MANIFEST}" files)
+set(owned)
+set(destdir "$ENV{DESTDIR}")
+foreach(f ${files})
+  set(f "${destdir}${f}")
+  if(IS_SYMLINK "${f}" OR EXISTS "${f}")
+    message(STATUS "Removing ${f}")
+    file(REMOVE "${f}")
+  else()
+    message(STATUS "Already gone: ${f}")
+  endif()
+  # include/toolstream/... is ours alone.
+  string(REGEX MATCH "^.*/include/toolstream" dir "${f}")
+  if(dir)
+    list(APPEND owned "${dir}")
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES owned)
+foreach(dir ${owned})
+  file(GLOB_RECURSE left "${dir}/*")
+  if(left)
+    message(STATUS "Keeping ${dir}: it holds files this build did not install")
+  else()
+    file(REMOVE_RECURSE "${dir}")
+  endif()
+endforeach()
+file(REMOVE "${MANIFEST}")
