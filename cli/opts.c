@@ -23,7 +23,9 @@
 #include "js/jstools.h"
 #include "tools/registry.h"
 
-const char *ts_cli_version(void) { return "toolstream 0.1.0"; }
+/* TS_VERSION and TS_BUILT_WITH come from CMakeLists.txt ("package"): the project's
+ * version, and the versions of the libraries this build used. */
+const char *ts_cli_version(void) { return "toolstream " TS_VERSION "\nbuilt with " TS_BUILT_WITH; }
 
 int ts_cli_parse_size(const char *s, uint64_t *out) {
   if (!s || !*s || *s < '0' || *s > '9') return -1;

@@ -141,7 +141,8 @@ int ts_cli_parse(const ts_cli_command *cmd, int argc, char **argv, ts_cli_common
 /* The command's --help text, generated from its table, to `f`. */
 void ts_cli_print_help(const ts_cli_command *cmd, FILE *f);
 
-/* The version line: "toolstream 0.1.0". */
+/* The version text: "toolstream 0.1.0", then a line naming the libraries the build used
+ * ("built with nng 1.5.2, libevent ..."). */
 const char *ts_cli_version(void);
 
 /* ---- the shared groups' work, after parsing ---------------------------------------- */
