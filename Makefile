@@ -58,7 +58,8 @@ bench: deps
 	bash bench/run.sh build-bench
 
 # Installs from build/, configured for PREFIX; DESTDIR stages (packaging). The list of what
-# was written stays in build/install_manifest.txt for make uninstall (same DESTDIR).
+# was written (build/install_manifest.txt) and the folders created (build/install_dirs.txt)
+# stay for make uninstall (same DESTDIR).
 install: deps
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
 	  $(CMAKE_FLAGS) >/dev/null

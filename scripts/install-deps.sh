@@ -14,6 +14,7 @@ packages=(
   clang libclang-rt-14-dev   # the fuzz targets (make fuzz, and the smoke in make test)
   chromium                   # the live page's browser tests (tests/ui/page.mjs)
   help2man go-md2man man-db  # the man pages (built from --help and docs/events.md) and their test
+  zsh                        # the zsh completion's test
 )
 
 missing=()

@@ -31,7 +31,7 @@ tools=(debhelper devscripts lintian dpkg-dev fakeroot)
 [ $build_only = 1 ] || tools+=(debootstrap)
 missing=()
 for p in "${tools[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
@@ -132,7 +132,7 @@ in_root toolstream demo > "$work/demo.out" 2>&1 || { tail -20 "$work/demo.out" >
 grep -q 'write_file' "$work/demo.out" || { tail -20 "$work/demo.out" >&2; fail "toolstream demo showed no write_file call"; }
 for page in toolstream toolstream-tap toolstream-run toolstream-events; do
   in_root man -w "$page" >/dev/null 2>&1 || fail "man $page: not found"
-  in_root sh -c "MANWIDTH=80 man $page" 2>/dev/null | grep -q . || fail "man $page is empty"
+  in_root sh -c "MANWIDTH=80 man $page" 2>/dev/null | grep . >/dev/null || fail "man $page is empty"
 done
 [ -f "$root/usr/share/bash-completion/completions/toolstream" ] || fail "no bash completion"
 [ -f "$root/usr/share/zsh/vendor-completions/_toolstream" ] || fail "no zsh completion"

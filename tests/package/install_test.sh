@@ -11,24 +11,33 @@
 #   4. the man pages render without a warning, the bash completion completes;
 #   5. uninstalling removes every file the install wrote.
 # The build's own install_manifest.txt (a real `make install`) is kept as it was.
-set -euo pipefail
+set -euo pipefail # (no `cmd | grep -q` below: grep -q exits early, SIGPIPE fails the pipe)
 build=$1 src=$2 prefix=$3 libdir=$4 cc=$5 cflags=${6:-}
 fail() { echo "install_test: $*" >&2; exit 1; }
 
 tmp=$(mktemp -d)
-manifest=$build/install_manifest.txt
-had_manifest=0
-if [ -f "$manifest" ]; then cp -p "$manifest" "$tmp/manifest.saved"; had_manifest=1; fi
+# cmake --install records into the build folder; a real install's records stay as they were.
+records=(install_manifest.txt install_dirs.txt)
+for r in "${records[@]}"; do
+  if [ -f "$build/$r" ]; then cp -p "$build/$r" "$tmp/$r.saved"; else rm -f "$tmp/$r.saved"; fi
+done
+rm -f "$build/install_dirs.txt"
 restore() {
-  if [ $had_manifest = 1 ]; then cp -p "$tmp/manifest.saved" "$manifest"; else rm -f "$manifest"; fi
+  for r in "${records[@]}"; do
+    if [ -f "$tmp/$r.saved" ]; then cp -p "$tmp/$r.saved" "$build/$r"; else rm -f "$build/$r"; fi
+  done
   rm -rf "$tmp"
 }
 trap restore EXIT
 
 root=$tmp/root
+# Another program's file in a folder the install shares: it must survive the uninstall.
+mkdir -p "$root$prefix/bin"
+echo other > "$root$prefix/bin/other-tool"
 DESTDIR=$root cmake --install "$build" >"$tmp/install.log" 2>&1 ||
   { cat "$tmp/install.log" >&2; fail "cmake --install failed"; }
-cp "$manifest" "$tmp/manifest"
+cp "$build/install_manifest.txt" "$tmp/manifest"
+cp "$build/install_dirs.txt" "$tmp/dirs"
 p=$root$prefix
 [[ $libdir = /* ]] && lib=$root$libdir || lib=$p/$libdir
 
@@ -57,14 +66,14 @@ for f in events/bus_net.h stream/anthropic.h stream/openai_chat.h; do
 done
 
 # 2. soname and exports
-readelf -d "$lib/libtoolstream.so" | grep -q 'SONAME.*\[libtoolstream\.so\.0\]' ||
+readelf -d "$lib/libtoolstream.so" | grep 'SONAME.*\[libtoolstream\.so\.0\]' >/dev/null ||
   fail "libtoolstream.so has no soname libtoolstream.so.0"
 nm -D --defined-only "$lib/libtoolstream.so" > "$tmp/exports"
 grep -q ' T ts_tap_new$' "$tmp/exports" || fail "ts_tap_new is not exported"
 grep -q ' T ts_pub_open$' "$tmp/exports" || fail "ts_pub_open is not exported"
 grep -q ' T ts_store_open$' "$tmp/exports" || fail "ts_store_open is not exported"
 grep -q ' T ts_dispatch_new$' "$tmp/exports" || fail "ts_dispatch_new is not exported"
-if grep -v -E ' ts_[a-z][A-Za-z0-9_]*$' "$tmp/exports" | grep -q . ||
+if grep -v -E ' ts_[a-z][A-Za-z0-9_]*$' "$tmp/exports" | grep . >/dev/null ||
    grep -q ' ts__' "$tmp/exports"; then
   grep -v -E ' ts_[a-z]' "$tmp/exports" | head >&2
   fail "libtoolstream.so exports names other than ts_"
@@ -80,14 +89,14 @@ pcflags=$(pkg-config --cflags --libs toolstream) || fail "pkg-config toolstream 
 # shellcheck disable=SC2086
 $cc -std=c11 -Wall -Wextra -Werror -pedantic $cflags "$tmp/tap.c" $pcflags -o "$tmp/tap" ||
   fail "README example does not build with pkg-config --cflags --libs toolstream"
-readelf -d "$tmp/tap" | grep -q 'NEEDED.*libtoolstream\.so\.0' || fail "example not linked to libtoolstream.so.0"
+readelf -d "$tmp/tap" | grep 'NEEDED.*libtoolstream\.so\.0' >/dev/null || fail "example not linked to libtoolstream.so.0"
 # The README example's output on this stream (tests/package/tap.want; make package-test
 # checks the same file against the installed Debian packages).
 cp "$src/tests/package/tap.want" "$tmp/want"
 corpus=$src/tests/corpus/anthropic-text-then-tool.sse
 LD_LIBRARY_PATH=$lib "$tmp/tap" < "$corpus" > "$tmp/got" || fail "example exited $?"
 diff -u "$tmp/want" "$tmp/got" >&2 || fail "example's output differs"
-LD_LIBRARY_PATH=$lib ldd "$tmp/tap" | grep -q "$lib/libtoolstream.so.0" ||
+LD_LIBRARY_PATH=$lib ldd "$tmp/tap" | grep "$lib/libtoolstream.so.0" >/dev/null ||
   fail "example did not load the installed library"
 # A truncated stream: a tool_call_error, a stream_error, exit status 1.
 head -c 1500 "$corpus" > "$tmp/cut.sse"
@@ -103,7 +112,7 @@ $cc -std=c11 -Wall -Wextra -Werror -pedantic $cflags "$tmp/tap.c" \
   $(pkg-config --cflags toolstream) -Wl,-Bstatic -ltoolstream -Wl,-Bdynamic \
   -Wl,--as-needed $static_libs -o "$tmp/tap-static" ||
   fail "README example does not build against libtoolstream.a"
-if readelf -d "$tmp/tap-static" | grep -q 'NEEDED.*libtoolstream'; then
+if readelf -d "$tmp/tap-static" | grep 'NEEDED.*libtoolstream' >/dev/null; then
   fail "static example still needs libtoolstream.so"
 fi
 "$tmp/tap-static" < "$corpus" > "$tmp/got" || fail "static example exited $?"
@@ -122,12 +131,23 @@ got=$(PATH=$p/bin:$PATH bash -c '. "$1"
   COMP_WORDS=(toolstream ga); COMP_CWORD=1; _toolstream; echo "${COMPREPLY[*]}"' _ \
   "$p/share/bash-completion/completions/toolstream")
 [ "$got" = $'--progress-arg\ngateway' ] || fail "bash completion gave: $got"
-"$p/bin/toolstream" --version | grep -q '^toolstream [0-9]' || fail "toolstream --version"
+zdir=$(dirname "$(ls "$p"/share/zsh/*/_toolstream)")
+zsh -f "$src/tests/package/zsh_completion.zsh" "$zdir" "$p/bin" > "$tmp/zsh.out" 2>&1 ||
+  { cat "$tmp/zsh.out" >&2; fail "zsh completion failed"; }
+for want in 'gateway:reverse proxy' '*--progress-arg=[' '--deltas[' '*--tools=[' \
+    '--format=[' ':format:(auto openai-chat' ':FILE:_files' ':DIR:_files -/'; do
+  grep -F -e "$want" "$tmp/zsh.out" >/dev/null || { cat "$tmp/zsh.out" >&2; fail "zsh completion lacks $want"; }
+done
+"$p/bin/toolstream" --version | grep '^toolstream [0-9]' >/dev/null || fail "toolstream --version"
 
 # 5. uninstall
-DESTDIR=$root cmake -DMANIFEST="$tmp/manifest" -P "$src/packaging/uninstall.cmake" >/dev/null ||
-  fail "uninstall failed"
-left=$(find "$root" ! -type d)
-[ -z "$left" ] || fail "left behind after uninstall: $left"
-[ ! -e "$p/include/toolstream" ] || fail "include/toolstream left behind"
+# Everything the install wrote or created goes; the other program's file and the folders
+# that held it before stay.
+DESTDIR=$root cmake -DMANIFEST="$tmp/manifest" -DDIRS="$tmp/dirs" \
+  -P "$src/packaging/uninstall.cmake" >/dev/null || fail "uninstall failed"
+left=$(cd "$root" && find . -mindepth 1 | sort | tr '\n' ' ')
+want=$(cd "$root" && d=.$prefix/bin; while [ "$d" != . ]; do echo "$d"; d=$(dirname "$d"); done;
+  echo ".$prefix/bin/other-tool")
+want=$(sort <<< "$want" | tr '\n' ' ')
+[ "$left" = "$want" ] || fail "after uninstall the tree holds: $left (want: $want)"
 echo "install_test: ok ($(wc -l < "$tmp/exports") exported ts_ functions)"
