@@ -123,6 +123,9 @@ extern const ts_cli_group ts_cli_group_bus;     /* --pub, --replay, --tls-cert, 
 extern const ts_cli_group ts_cli_group_tools;   /* --tools, --progress-arg */
 extern const ts_cli_group ts_cli_group_thread;  /* --thread */
 extern const ts_cli_group ts_cli_group_ca;      /* --ca-file */
+/* --help (-h), --version and --, which every command takes (listed by --help and the man
+ * pages; parsed by ts_cli_parse itself, never handed to a `set` function). */
+extern const ts_cli_group ts_cli_group_std;
 
 /* Every command, in the order `toolstream --help` lists them; *n gets the count. */
 const ts_cli_command *const *ts_cli_commands(size_t *n);

@@ -13,7 +13,7 @@ packages=(
   valgrind openssl
   clang libclang-rt-14-dev   # the fuzz targets (make fuzz, and the smoke in make test)
   chromium                   # the live page's browser tests (tests/ui/page.mjs)
-  help2man go-md2man man-db  # the man pages (built from --help and docs/events.md) and their test
+  go-md2man man-db           # toolstream-events(7) from docs/events.md; the man pages' test
   zsh                        # the zsh completion's test
 )
 

@@ -124,7 +124,19 @@ for page in "$p"/share/man/man1/*.1 "$p"/share/man/man7/*.7; do
   [ -z "$w" ] || fail "$(basename "$page"): $w"
   lexgrog "$page" >/dev/null 2>&1 || fail "$(basename "$page") has no NAME line for whatis"
 done
-grep -q -F 'progress\-arg' "$p/share/man/man1/toolstream-tap.1" || fail "toolstream-tap(1) lacks --progress-arg"
+# Each command's page has every option its --help lists, and its synopsis (one source).
+for c in $("$p/bin/toolstream" --help | awk '/^commands:/ {on = 1; next} on && /^$/ {exit}
+    on && /^  [a-z]/ {print $1}'); do
+  page=$p/share/man/man1/toolstream-$c.1
+  for o in $("$p/bin/toolstream" "$c" --help | grep -o -E '^  (-[a-zA-Z], )?--[a-z][a-z0-9-]*' |
+      sed -E 's/^  (-[a-zA-Z], )?--//'); do
+    grep -F -e "\fB\-\-${o//-/\\-}\fR" "$page" >/dev/null ||
+      fail "toolstream-$c(1) lacks --$o, which toolstream $c --help lists"
+  done
+  syn=$("$p/bin/toolstream" "$c" --help | sed -n '1s/^usage: toolstream [a-z]* //p')
+  grep -F -x -e "${syn//-/\\-}" "$page" >/dev/null ||
+    fail "toolstream-$c(1) lacks the synopsis of --help: $syn"
+done
 grep -q 'tool_call_started' "$p/share/man/man7/toolstream-events.7" || fail "toolstream-events(7) lacks the event types"
 got=$(PATH=$p/bin:$PATH bash -c '. "$1"
   COMP_WORDS=(toolstream tap --progress-a); COMP_CWORD=2; _toolstream; echo "${COMPREPLY[*]}"
