@@ -150,7 +150,14 @@ for want in 'gateway:reverse proxy' '*--progress-arg=[' '--deltas[' '*--tools=['
     '--format=[' ':format:(auto openai-chat' ':FILE:_files' ':DIR:_files -/'; do
   grep -F -e "$want" "$tmp/zsh.out" >/dev/null || { cat "$tmp/zsh.out" >&2; fail "zsh completion lacks $want"; }
 done
-"$p/bin/toolstream" --version | grep '^toolstream [0-9]' >/dev/null || fail "toolstream --version"
+# --version: the version, then every library the build used, with its version.
+"$p/bin/toolstream" --version > "$tmp/version"
+grep -x 'toolstream [0-9][0-9.]*' "$tmp/version" >/dev/null || fail "toolstream --version: $(cat "$tmp/version")"
+for l in nng libevent OpenSSL SQLite Duktape jsmn; do
+  grep -E "^built with .*\b$l [0-9][0-9a-z.-]*(,|$)" "$tmp/version" >/dev/null ||
+    fail "toolstream --version does not name $l with its version: $(cat "$tmp/version")"
+done
+"$p/bin/toolstream" tap --version | cmp -s - "$tmp/version" || fail "toolstream tap --version differs"
 
 # 5. uninstall
 # Everything the install wrote or created goes; the other program's file and the folders
