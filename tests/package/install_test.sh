@@ -159,6 +159,14 @@ for l in nng libevent OpenSSL SQLite Duktape jsmn; do
 done
 "$p/bin/toolstream" tap --version | cmp -s - "$tmp/version" || fail "toolstream tap --version differs"
 
+# An install to another prefix than the configured one (cmake --install --prefix): its
+# toolstream.pc names that prefix.
+DESTDIR=$tmp/alt cmake --install "$build" --prefix /opt/ts-alt >/dev/null 2>&1 || fail "install --prefix"
+[[ $libdir = /* ]] && alt_pc=$tmp/alt$libdir || alt_pc=$tmp/alt/opt/ts-alt/$libdir
+grep -x 'prefix=/opt/ts-alt' "$alt_pc/pkgconfig/toolstream.pc" >/dev/null ||
+  fail "cmake --install --prefix /opt/ts-alt: toolstream.pc does not say prefix=/opt/ts-alt"
+rm -rf "$tmp/alt"
+
 # 5. uninstall
 # Everything the install wrote or created goes; the other program's file and the folders
 # that held it before stay.
