@@ -13,7 +13,7 @@
 #      static) and runs it on a corpus stream;
 #   4. purges the packages and checks that the root holds exactly the files it held
 #      before they were installed.
-# Runs as root (chroot, mount). The mirror is the one this machine's apt uses, or
+# The proof runs as root (chroot, mount; --build-only does not need it). The mirror is the one this machine's apt uses, or
 # TS_DEBIAN_MIRROR; the cache is TS_PACKAGE_CACHE (default /var/cache/toolstream-package-test).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +23,8 @@ build_only=0
 [ "${1:-}" = --build-only ] && build_only=1
 say() { printf 'package-test: %s\n' "$*" >&2; }
 fail() { say "FAILED: $*"; exit 1; }
-[ "$(id -u)" -eq 0 ] || fail "run as root (dpkg-buildpackage's chroot test mounts /proc)"
+[ $build_only = 1 ] || [ "$(id -u)" -eq 0 ] ||
+  fail "run as root: the fresh root is entered with chroot, with /proc mounted in it"
 
 # ---- tools --------------------------------------------------------------------------
 bash "$here/scripts/install-deps.sh"
@@ -35,7 +36,9 @@ for p in "${tools[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   say "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 # ---- 1. build and lint ----------------------------------------------------------------
