@@ -4,11 +4,18 @@
 #   make test   build and run the whole suite, plainly and under ASan+UBSan, and a fuzz smoke
 #   make bench  build (optimised) and run the benchmarks (not part of make test)
 #   make fuzz   build the libFuzzer targets (clang) and run each for FUZZ_SECONDS
+#   make install [PREFIX=/usr/local] [DESTDIR=]   the command, libtoolstream, headers,
+#               toolstream.pc, man pages, completions; make uninstall removes them
+#   make package       the Debian packages (dpkg-buildpackage), in build-deb/
+#   make package-test  build them, install into a fresh Debian 12 root, prove, remove
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 300
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-.PHONY: all deps build demo test test-plain test-sanitize test-fuzz fuzz bench clean
+.PHONY: all deps build demo test test-plain test-sanitize test-fuzz fuzz bench clean \
+	install uninstall package package-test
 
 all: build
 
@@ -50,5 +57,25 @@ bench: deps
 	cmake --build build-bench -j $(JOBS)
 	bash bench/run.sh build-bench
 
+# Installs from build/, configured for PREFIX; DESTDIR stages (packaging). The list of what
+# was written (build/install_manifest.txt) and the folders created (build/install_dirs.txt)
+# stay for make uninstall (same DESTDIR).
+install: deps
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	  $(CMAKE_FLAGS) >/dev/null
+	cmake --build build -j $(JOBS)
+	DESTDIR="$(DESTDIR)" cmake --install build
+
+uninstall:
+	DESTDIR="$(DESTDIR)" cmake -DMANIFEST=$(CURDIR)/build/install_manifest.txt \
+	  -P packaging/uninstall.cmake
+
+# Debian packages with the distribution's tools (debian/, docs/packaging.md).
+package:
+	bash scripts/package-test.sh --build-only
+
+package-test:
+	bash scripts/package-test.sh
+
 clean:
-	rm -rf build build-asan build-bench build-fuzz
+	rm -rf build build-asan build-bench build-fuzz build-deb

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/man.h"
 
 static void usage(FILE *f) {
   fputs("usage: toolstream <command> [options]\n"
@@ -39,6 +40,7 @@ int main(int argc, char **argv) {
     puts(ts_cli_version());
     return fflush(stdout) ? 1 : 0;
   }
+  if (!strcmp(cmd, "--generate-man")) return ts_cli_man(argc - 1, argv + 1); /* cli/man.h */
   const ts_cli_command *c = ts_cli_command_find(cmd);
   if (c) return c->main(argc - 1, argv + 1);
   fprintf(stderr, "toolstream: unknown command '%s' (try 'toolstream --help')\n", cmd);

@@ -23,7 +23,9 @@
 #include "js/jstools.h"
 #include "tools/registry.h"
 
-const char *ts_cli_version(void) { return "toolstream 0.1.0"; }
+/* TS_VERSION and TS_BUILT_WITH come from CMakeLists.txt ("package"): the project's
+ * version, and the versions of the libraries this build used. */
+const char *ts_cli_version(void) { return "toolstream " TS_VERSION "\nbuilt with " TS_BUILT_WITH; }
 
 int ts_cli_parse_size(const char *s, uint64_t *out) {
   if (!s || !*s || *s < '0' || *s > '9') return -1;
@@ -178,6 +180,14 @@ int ts_cli_parse(const ts_cli_command *cmd, int argc, char **argv, ts_cli_common
 
 /* ---- help ---------------------------------------------------------------------------- */
 
+/* What every command takes; the parser handles them itself, before the tables. */
+static const ts_cli_opt std_opts[] = {
+    {"help", 'h', TS_CLI_FLAG, 0, 0, 0, NULL, "this help", NULL},
+    {"version", 0, TS_CLI_FLAG, 0, 0, 0, NULL, "print the version and exit", NULL},
+    {"", 0, TS_CLI_FLAG, 0, 0, 0, NULL, "end of options: what follows is positional", NULL},
+};
+const ts_cli_group ts_cli_group_std = {"standard", NULL, std_opts, 3, NULL};
+
 static void print_opt(FILE *f, const ts_cli_opt *o) {
   char head[96];
   int n;
@@ -212,12 +222,7 @@ void ts_cli_print_help(const ts_cli_command *cmd, FILE *f) {
           cmd->description);
   for (const ts_cli_group *const *g = cmd->groups; g && *g; g++)
     if (!(*g)->heading) print_group(f, *g);
-  static const ts_cli_opt std[] = {
-      {"help", 'h', TS_CLI_FLAG, 0, 0, 0, NULL, "this help", NULL},
-      {"version", 0, TS_CLI_FLAG, 0, 0, 0, NULL, "print the version and exit", NULL},
-      {"", 0, TS_CLI_FLAG, 0, 0, 0, NULL, "end of options: what follows is positional", NULL},
-  };
-  for (size_t i = 0; i < sizeof std / sizeof std[0]; i++) print_opt(f, &std[i]);
+  print_group(f, &ts_cli_group_std);
   for (const ts_cli_group *const *g = cmd->groups; g && *g; g++) {
     if (!(*g)->heading) continue;
     fprintf(f, "\n%s:\n", (*g)->heading);

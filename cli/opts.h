@@ -123,6 +123,9 @@ extern const ts_cli_group ts_cli_group_bus;     /* --pub, --replay, --tls-cert, 
 extern const ts_cli_group ts_cli_group_tools;   /* --tools, --progress-arg */
 extern const ts_cli_group ts_cli_group_thread;  /* --thread */
 extern const ts_cli_group ts_cli_group_ca;      /* --ca-file */
+/* --help (-h), --version and --, which every command takes (listed by --help and the man
+ * pages; parsed by ts_cli_parse itself, never handed to a `set` function). */
+extern const ts_cli_group ts_cli_group_std;
 
 /* Every command, in the order `toolstream --help` lists them; *n gets the count. */
 const ts_cli_command *const *ts_cli_commands(size_t *n);
@@ -141,7 +144,8 @@ int ts_cli_parse(const ts_cli_command *cmd, int argc, char **argv, ts_cli_common
 /* The command's --help text, generated from its table, to `f`. */
 void ts_cli_print_help(const ts_cli_command *cmd, FILE *f);
 
-/* The version line: "toolstream 0.1.0". */
+/* The version text: "toolstream 0.1.0", then a line naming the libraries the build used
+ * ("built with nng 1.5.2, libevent ..."). */
 const char *ts_cli_version(void);
 
 /* ---- the shared groups' work, after parsing ---------------------------------------- */

@@ -13,6 +13,8 @@ packages=(
   valgrind openssl
   clang libclang-rt-14-dev   # the fuzz targets (make fuzz, and the smoke in make test)
   chromium                   # the live page's browser tests (tests/ui/page.mjs)
+  go-md2man man-db           # toolstream-events(7) from docs/events.md; the man pages' test
+  zsh                        # the zsh completion's test
 )
 
 missing=()
