@@ -233,7 +233,7 @@ void ts_cli_print_help(const ts_cli_command *cmd, FILE *f) {
 
 /* ---- the shared groups ---------------------------------------------------------------- */
 
-enum { O_PUB = 1, O_REPLAY, O_TLS_CERT, O_TLS_KEY, O_TOOLS, O_PROGRESS_ARG, O_THREAD, O_CA };
+enum { O_PUB = 1, O_REPLAY, O_TLS_CERT, O_TLS_KEY, O_TOOLS, O_PROGRESS_ARG, O_THREAD, O_CA, O_NO_TIME };
 
 static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t num) {
   ts_cli_common *c = user;
@@ -244,6 +244,7 @@ static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t
     case O_TLS_CERT: c->tls_cert = val; break;
     case O_TLS_KEY: c->tls_key = val; break;
     case O_CA: c->ca_file = val; break;
+    case O_NO_TIME: c->no_time = 1; break;
     case O_THREAD:
       snprintf(c->thread, sizeof c->thread, "%s", val); /* checked: fits */
       c->has_thread = 1;
@@ -306,6 +307,13 @@ static const ts_cli_opt thread_opts[] = {
      "(default: a fresh th_... id; for sub: every thread)", NULL},
 };
 const ts_cli_group ts_cli_group_thread = {"thread", NULL, thread_opts, 1, set_shared};
+
+static const ts_cli_opt events_opts[] = {
+    {"no-time", 0, TS_CLI_FLAG, O_NO_TIME, 0, 0, NULL,
+     "leave the ts and mono_us stamps out of the events (output that\n"
+     "is the same from run to run, for diffs and gold files)", NULL},
+};
+const ts_cli_group ts_cli_group_events = {"events", NULL, events_opts, 1, set_shared};
 
 static const ts_cli_opt ca_opts[] = {
     {"ca-file", 0, TS_CLI_STRING, O_CA, 0, 0, "FILE",

@@ -116,6 +116,8 @@ struct ts_cli_common {
   int has_thread;
   /* upstream TLS: --ca-file FILE */
   const char *ca_file;
+  /* events: --no-time (no ts / mono_us stamps: reproducible output) */
+  int no_time;
 };
 
 /* The shared groups, for the command tables. */
@@ -123,6 +125,7 @@ extern const ts_cli_group ts_cli_group_bus;     /* --pub, --replay, --tls-cert, 
 extern const ts_cli_group ts_cli_group_tools;   /* --tools, --progress-arg */
 extern const ts_cli_group ts_cli_group_thread;  /* --thread */
 extern const ts_cli_group ts_cli_group_ca;      /* --ca-file */
+extern const ts_cli_group ts_cli_group_events;  /* --no-time */
 /* --help (-h), --version and --, which every command takes (listed by --help and the man
  * pages; parsed by ts_cli_parse itself, never handed to a `set` function). */
 extern const ts_cli_group ts_cli_group_std;

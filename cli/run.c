@@ -76,7 +76,7 @@ static const ts_cli_opt run_opts[] = {
 static const ts_cli_group run_group = {"run", NULL, run_opts, sizeof run_opts / sizeof run_opts[0],
                                        NULL};
 static const ts_cli_group *const run_groups[] = {
-    &run_group, &ts_cli_group_thread, &ts_cli_group_ca, &ts_cli_group_tools, &ts_cli_group_bus,
+    &run_group, &ts_cli_group_thread, &ts_cli_group_events, &ts_cli_group_ca, &ts_cli_group_tools, &ts_cli_group_bus,
     NULL};
 
 const ts_cli_command ts_cli_cmd_run = {
@@ -287,7 +287,7 @@ int ts_cli_run(int argc, char **argv) {
       .model = a.replay_dir ? ts_replay_model_backend(&replay) : ts_http_model_backend(&a.hm),
       .sink = {.who = "toolstream run", .out = a.json ? stdout : NULL,
                .view = a.json ? NULL : live_view, .view_user = &live, .pub = pub,
-               .secrets = secrets, .n_secrets = nsecrets},
+               .secrets = secrets, .n_secrets = nsecrets, .no_time = com.no_time},
       .cancel = &interrupted,
   };
   ts_agent_stats st;

@@ -47,7 +47,7 @@ static const ts_cli_opt tap_opts[] = {
 };
 static const ts_cli_group tap_group = {"tap", NULL, tap_opts, sizeof tap_opts / sizeof tap_opts[0],
                                        NULL};
-static const ts_cli_group *const tap_groups[] = {&tap_group, &ts_cli_group_thread,
+static const ts_cli_group *const tap_groups[] = {&tap_group, &ts_cli_group_thread, &ts_cli_group_events,
                                                  &ts_cli_group_tools, &ts_cli_group_bus, NULL};
 
 const ts_cli_command ts_cli_cmd_tap = {
@@ -154,7 +154,8 @@ int ts_cli_tap(int argc, char **argv) {
       (rc = ts_cli_thread_or_new(&com)))
     goto out;
   if ((rc = ts_cli_bus_open(&com, NULL, &pub))) goto out;
-  ts_sink_config sc = {.thread = com.thread, .who = "toolstream tap", .out = stdout, .pub = pub};
+  ts_sink_config sc = {.thread = com.thread, .who = "toolstream tap", .out = stdout, .pub = pub,
+                       .no_time = com.no_time};
   if ((rc = ts_sink_new(&sc, &o.sink))) {
     fprintf(stderr, "toolstream tap: %s\n", ts_err_message(rc));
     rc = 1;

@@ -40,6 +40,8 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
   str_field(b, "type", (ts_view){type, strlen(type)});
   str_field(b, "thread", ev->thread);
   num_field(b, "seq", ev->seq);
+  if (ev->ts_us) num_field(b, "ts", ev->ts_us);
+  if (ev->mono_us) num_field(b, "mono_us", ev->mono_us);
   num_field(b, "offset", e->offset);
   if (e->is_call) {
     str_field(b, "call_id", e->call_id);

@@ -11,7 +11,7 @@
  * with its version, is documented in docs/events.md.
  *
  * Encoding: one JSON object, no newline, keys in a fixed order:
- *   v, type, thread, seq, offset, [call_id, provider_call_id, tool, index, turn], then the
+ *   v, type, thread, seq, [ts, mono_us], offset, [call_id, provider_call_id, tool, index, turn], then the
  *   type's own fields (provider_call_id only when set, turn only when not 0).
  * Strings are escaped by ts_buf_append_json_string (always valid JSON and UTF-8);
  * `arguments` and `usage` are embedded as the JSON text they already are (the tap
@@ -55,6 +55,10 @@ const char *ts_event_type_name(int type);
 typedef struct {
   ts_view thread;
   uint64_t seq;
+  /* When the event was made (stamped by the sink, events/sink.h; 0: not stamped, and the
+   * members are left out): `ts`, µs since the Unix epoch (wall clock), and `mono_us`, µs
+   * on CLOCK_MONOTONIC (comparable between processes on one machine; for latencies). */
+  uint64_t ts_us, mono_us;
   ts_tap_event body;
   uint8_t is_error;     /* TOOL_RESULT */
   uint64_t duration_us; /* TOOL_RESULT: how long the call ran */

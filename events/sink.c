@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 
 typedef struct {
@@ -38,6 +39,7 @@ struct ts_sink {
   char thread[TS_THREAD_ID_MAX + 1];
   size_t thread_len;
   uint64_t seq;
+  int no_time; /* the config's: leave ts and mono_us out */
   char who[64];
   FILE *out;
   ts_sink_view_fn view;
@@ -75,6 +77,7 @@ int ts_sink_new(const ts_sink_config *cfg, ts_sink **out) {
   s->thread_len = strlen(cfg->thread);
   memcpy(s->thread, cfg->thread, s->thread_len + 1);
   s->seq = cfg->last_seq;
+  s->no_time = cfg->no_time;
   snprintf(s->who, sizeof s->who, "%s", cfg->who ? cfg->who : "toolstream");
   s->out = cfg->out;
   s->view = cfg->view;
@@ -178,7 +181,11 @@ int ts_sink_emit(ts_sink *s, const ts_event *e) {
   ts_event ev = *e;
   ev.thread = (ts_view){s->thread, s->thread_len};
   ev.seq = s->seq + 1;
-  /* Issue 16's timestamps belong here, stamped once on `ev` for every destination. */
+  /* Stamped once, here, so that every destination sees the same bytes. */
+  if (!s->no_time) {
+    ev.ts_us = ts_clock_wall_us();
+    ev.mono_us = ts_clock_mono_us();
+  }
   ts_buf_reset(&s->line);
   rc = ts_event_encode(&ev, &s->line);
   const char *json = s->line.p;

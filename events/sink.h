@@ -5,9 +5,10 @@
  * Every producer of thread events (the tap's caller in `toolstream tap`, the agent loop
  * of `toolstream run` with its dispatcher, and the gateway) hands each event to one
  * ts_sink. The sink, for each event, in this order:
- *   1. numbers it: seq = the thread's previous seq + 1 (starting after `last_seq`);
- *      (this is also the one place where per-event stamps such as a timestamp are to be
- *      set, so that every destination sees the same bytes);
+ *   1. numbers it: seq = the thread's previous seq + 1 (starting after `last_seq`), and
+ *      stamps it with the time it is made: `ts` (µs since the Unix epoch, wall clock) and
+ *      `mono_us` (µs on CLOCK_MONOTONIC, for latencies; base/clock.h), here and only
+ *      here, so that every destination sees the same bytes (`no_time` leaves them out);
  *   2. encodes it once (events/event.h, ts_event_encode);
  *   3. redacts every configured secret from the encoded text (below);
  *   4. stores it (the `store` callback: the sink cannot see the store's room);
@@ -86,6 +87,7 @@ typedef struct {
   const char *const *secrets; /* redacted from every event (copied); NULL entries skipped */
   size_t n_secrets;           /* at most TS_SINK_MAX_SECRETS */
   size_t max_event_bytes;     /* 0: TS_SINK_MAX_EVENT_BYTES */
+  int no_time;                /* 1: no `ts` / `mono_us` stamps (reproducible output) */
 } ts_sink_config;
 
 typedef struct ts_sink ts_sink;

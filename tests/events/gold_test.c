@@ -167,7 +167,7 @@ static void run_tap(void *user, ts_split *feed, sb *out) {
   FILE *mem = open_memstream(&text, &text_len);
   if (!mem) ck_abort_msg("open_memstream failed");
   printer p = {NULL};
-  ts_sink_config sc = {.thread = TS_TEST_GOLD_THREAD, .who = "gold_test", .out = mem};
+  ts_sink_config sc = {.thread = TS_TEST_GOLD_THREAD, .who = "gold_test", .out = mem, .no_time = 1};
   if (ts_sink_new(&sc, &p.sink) != TS_E_OK) ck_abort_msg("ts_sink_new failed");
   ts_tap *t = NULL;
   if (ts_tap_new(&t, &r->cfg, print_event, &p) != TS_E_OK) ck_abort_msg("ts_tap_new refused the config");

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/error.h"
 #include "events/bus_pub.h"
@@ -96,7 +97,7 @@ START_TEST(test_numbering_and_destinations) {
   ck_assert_ptr_nonnull(out);
   static rec_store st;
   memset(&st, 0, sizeof st);
-  ts_sink_config c = {.thread = "th_x", .last_seq = 41, .out = out, .store = rec_put,
+  ts_sink_config c = {.no_time = 1, .thread = "th_x", .last_seq = 41, .out = out, .store = rec_put,
                       .store_user = &st};
   ts_sink *s;
   ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
@@ -148,10 +149,55 @@ static const struct {
     {__LINE__, "too many secrets", "t1", NULL, TS_SINK_MAX_SECRETS + 1, TS_E_INVAL},
 };
 
+/* Every event is stamped once, by the sink: `ts` (wall clock, µs since the epoch) and
+ * `mono_us` (CLOCK_MONOTONIC, µs) between seq and offset, the same bytes in the store and
+ * on the output; mono_us never goes back, ts is within a minute of the test's own clock. */
+static uint64_t member_u64(const char *line, const char *key) {
+  char k[32];
+  snprintf(k, sizeof k, "\"%s\":", key);
+  const char *p = strstr(line, k);
+  ck_assert_msg(p != NULL, "no %s in %s", key, line);
+  return strtoull(p + strlen(k), NULL, 10);
+}
+
+START_TEST(test_stamps) {
+  FILE *out = tmpfile();
+  static rec_store st;
+  memset(&st, 0, sizeof st);
+  ts_sink_config c = {.thread = "t", .out = out, .store = rec_put, .store_user = &st};
+  ts_sink *s;
+  ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
+  struct timespec a;
+  clock_gettime(CLOCK_REALTIME, &a);
+  uint64_t now = (uint64_t)a.tv_sec * 1000000u + (uint64_t)a.tv_nsec / 1000u;
+  ts_tap_event e = error_event("x");
+  for (int i = 0; i < 3; i++) ck_assert_int_eq(ts_sink_emit_tap(s, &e), TS_E_OK);
+  char buf[8192];
+  const char *text = file_text(out, buf, sizeof buf);
+  ck_assert_str_eq(text, st.text); /* stamped once: the same bytes everywhere */
+  uint64_t last_mono = 0;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    char line[1024];
+    snprintf(line, sizeof line, "%.*s", (int)(nl - p), p);
+    ck_assert_ptr_nonnull(strstr(line, ",\"ts\":"));
+    ck_assert(strstr(line, "\"seq\":") < strstr(line, "\"ts\":") &&
+              strstr(line, "\"mono_us\":") < strstr(line, "\"offset\":"));
+    uint64_t ts = member_u64(line, "ts"), mono = member_u64(line, "mono_us");
+    ck_assert(ts + 60000000u > now && ts < now + 60000000u);
+    ck_assert(mono >= last_mono && mono > 0);
+    last_mono = mono;
+    p = nl + 1;
+  }
+  ts_sink_free(s);
+  fclose(out);
+}
+END_TEST
+
 START_TEST(test_config) {
   for (size_t i = 0; i < sizeof config_rows / sizeof config_rows[0]; i++) {
     const char *secrets[TS_SINK_MAX_SECRETS + 1] = {config_rows[i].secret};
-    ts_sink_config c = {.thread = config_rows[i].thread, .secrets = secrets,
+    ts_sink_config c = {.no_time = 1, .thread = config_rows[i].thread, .secrets = secrets,
                         .n_secrets = config_rows[i].n_secrets};
     ts_sink *s = NULL;
     int rc = ts_sink_new(&c, &s);
@@ -165,7 +211,7 @@ START_TEST(test_config) {
   memset(id, 'a', sizeof id);
   id[TS_THREAD_ID_MAX] = '\0';
   ts_sink *s;
-  ts_sink_config c = {.thread = id};
+  ts_sink_config c = {.no_time = 1, .thread = id};
   ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
   ts_sink_free(s);
   id[TS_THREAD_ID_MAX] = 'a';
@@ -181,7 +227,7 @@ START_TEST(test_store_failure_is_sticky) {
   static rec_store st;
   memset(&st, 0, sizeof st);
   st.fail_at = 2;
-  ts_sink_config c = {.thread = "t", .out = out, .store = rec_put, .store_user = &st};
+  ts_sink_config c = {.no_time = 1, .thread = "t", .out = out, .store = rec_put, .store_user = &st};
   ts_sink *s;
   ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
   ts_tap_event e = error_event("one");
@@ -203,7 +249,7 @@ START_TEST(test_output_failure) {
   ck_assert_ptr_nonnull(full);
   static rec_store st;
   memset(&st, 0, sizeof st);
-  ts_sink_config c = {.thread = "t", .out = full, .store = rec_put, .store_user = &st};
+  ts_sink_config c = {.no_time = 1, .thread = "t", .out = full, .store = rec_put, .store_user = &st};
   ts_sink *s;
   ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
   ts_tap_event e = error_event("x");
@@ -224,7 +270,7 @@ START_TEST(test_publish_failure) {
   ck_assert_int_eq(ts_pub_send(pub, "t", 1, 5, "{}", 2), TS_E_OK);
   static rec_store st;
   memset(&st, 0, sizeof st);
-  ts_sink_config c = {.thread = "t", .pub = pub, .store = rec_put, .store_user = &st,
+  ts_sink_config c = {.no_time = 1, .thread = "t", .pub = pub, .store = rec_put, .store_user = &st,
                       .who = "sink_test"};
   ts_sink *s;
   ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
@@ -252,7 +298,7 @@ END_TEST
 
 START_TEST(test_encoding_failure) {
   FILE *out = tmpfile();
-  ts_sink_config c = {.thread = "t", .out = out, .max_event_bytes = 128};
+  ts_sink_config c = {.no_time = 1, .thread = "t", .out = out, .max_event_bytes = 128};
   ts_sink *s;
   ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
   char big[200];
@@ -299,7 +345,7 @@ START_TEST(test_redaction) {
     static rec_store st;
     memset(&st, 0, sizeof st);
     const char *secrets[] = {redact_rows[i].secret};
-    ts_sink_config c = {.thread = "t", .out = out, .store = rec_put, .store_user = &st,
+    ts_sink_config c = {.no_time = 1, .thread = "t", .out = out, .store = rec_put, .store_user = &st,
                         .secrets = secrets, .n_secrets = 1};
     ts_sink *s;
     ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
@@ -321,7 +367,7 @@ END_TEST
 START_TEST(test_redaction_every_field) {
   FILE *out = tmpfile();
   const char *secrets[] = {"first-secret", KEY};
-  ts_sink_config c = {.thread = "t", .out = out, .secrets = secrets, .n_secrets = 2};
+  ts_sink_config c = {.no_time = 1, .thread = "t", .out = out, .secrets = secrets, .n_secrets = 2};
   ts_sink *s;
   ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
   ts_tap_event e;
@@ -388,7 +434,7 @@ static void *emitter(void *arg) {
 START_TEST(test_threads) {
   static rec_store st;
   memset(&st, 0, sizeof st);
-  ts_sink_config c = {.thread = "t", .store = rec_put, .store_user = &st};
+  ts_sink_config c = {.no_time = 1, .thread = "t", .store = rec_put, .store_user = &st};
   ts_sink *s;
   ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
   pthread_t th[4];
@@ -404,7 +450,7 @@ END_TEST
 
 START_TEST(test_oom) {
   const char *secrets[] = {KEY};
-  ts_sink_config c = {.thread = "t", .secrets = secrets, .n_secrets = 1};
+  ts_sink_config c = {.no_time = 1, .thread = "t", .secrets = secrets, .n_secrets = 1};
   int ok = 0;
   for (long n = 1; n < 64 && !ok; n++) {
     ts_sink *s = NULL;
@@ -432,6 +478,7 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_numbering_and_destinations);
   tcase_add_test(tc, test_config);
+  tcase_add_test(tc, test_stamps);
   tcase_add_test(tc, test_store_failure_is_sticky);
   tcase_add_test(tc, test_output_failure);
   tcase_add_test(tc, test_publish_failure);
