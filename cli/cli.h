@@ -9,6 +9,8 @@
 #ifndef TS_CLI_H
 #define TS_CLI_H
 
+#include <signal.h>
+
 #include "cli/opts.h"
 
 int ts_cli_tap(int argc, char **argv);
@@ -18,7 +20,20 @@ int ts_cli_run(int argc, char **argv);
 int ts_cli_gateway(int argc, char **argv);
 int ts_cli_runcode(int argc, char **argv);
 int ts_cli_serve(int argc, char **argv);
-int ts_cli_serve(int argc, char **argv);
+
+/* The HTTP event endpoint (runtime/net/serve.h) of `serve` and `run --serve`: on `listen`
+ * (HOST:PORT), over the store in `data_dir` (a connection of its own), with c's
+ * --allow-origin and --token-file. Prints its URL on standard error. Returns 0, or an exit
+ * status after one line on standard error. ts_cli_endpoint_run serves until `stop` becomes
+ * nonzero (checked every 100 ms); ts_cli_endpoint_start serves on a thread of its own
+ * until ts_cli_endpoint_stop, which also frees it. */
+typedef struct ts_cli_endpoint ts_cli_endpoint;
+int ts_cli_endpoint_open(const ts_cli_common *c, const char *listen, const char *data_dir,
+                         volatile sig_atomic_t *stop, ts_cli_endpoint **out);
+void ts_cli_endpoint_run(ts_cli_endpoint *e);
+int ts_cli_endpoint_start(ts_cli_endpoint *e);
+void ts_cli_endpoint_stop(ts_cli_endpoint *e);
+void ts_cli_endpoint_free(ts_cli_endpoint *e);
 
 extern const ts_cli_command ts_cli_cmd_tap;
 extern const ts_cli_command ts_cli_cmd_run;

@@ -57,7 +57,8 @@ static const ts_cli_opt gw_opts[] = {
 static const ts_cli_group gw_group = {"gateway", NULL, gw_opts, sizeof gw_opts / sizeof gw_opts[0],
                                       NULL};
 static const ts_cli_group *const gw_groups[] = {&gw_group, &ts_cli_group_ca, &ts_cli_group_tools,
-                                                &ts_cli_group_bus, NULL};
+                                                &ts_cli_group_bus,
+                                                &ts_cli_group_browsers, NULL};
 
 const ts_cli_command ts_cli_cmd_gateway = {
     "gateway",

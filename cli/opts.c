@@ -233,7 +233,7 @@ void ts_cli_print_help(const ts_cli_command *cmd, FILE *f) {
 
 /* ---- the shared groups ---------------------------------------------------------------- */
 
-enum { O_PUB = 1, O_REPLAY, O_TLS_CERT, O_TLS_KEY, O_TOOLS, O_PROGRESS_ARG, O_THREAD, O_CA, O_NO_TIME };
+enum { O_PUB = 1, O_REPLAY, O_TLS_CERT, O_TLS_KEY, O_TOOLS, O_PROGRESS_ARG, O_THREAD, O_CA, O_NO_TIME, O_ORIGIN, O_TOKEN_FILE };
 
 static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t num) {
   ts_cli_common *c = user;
@@ -245,6 +245,14 @@ static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t
     case O_TLS_KEY: c->tls_key = val; break;
     case O_CA: c->ca_file = val; break;
     case O_NO_TIME: c->no_time = 1; break;
+    case O_TOKEN_FILE: c->token_file = val; break;
+    case O_ORIGIN:
+      if (c->n_origins == TS_CLI_MAX_ORIGINS) {
+        fprintf(stderr, "%s: at most %d --allow-origin\n", c->who, TS_CLI_MAX_ORIGINS);
+        return 2;
+      }
+      c->origins[c->n_origins++] = val;
+      break;
     case O_THREAD:
       snprintf(c->thread, sizeof c->thread, "%s", val); /* checked: fits */
       c->has_thread = 1;
@@ -315,6 +323,21 @@ static const ts_cli_opt events_opts[] = {
 };
 const ts_cli_group ts_cli_group_events = {"events", NULL, events_opts, 1, set_shared};
 
+static const ts_cli_opt browsers_opts[] = {
+    {"allow-origin", 0, TS_CLI_STRING, O_ORIGIN, 0, 0, "ORIGIN",
+     "a browser origin that may read the ws:// bus listeners and the\n"
+     "HTTP event endpoint, besides the listener itself and loopback\n"
+     "pages (repeatable, up to 32; e.g. https://ui.example.com)", NULL},
+};
+const ts_cli_group ts_cli_group_browsers = {"browsers", NULL, browsers_opts, 1, set_shared};
+
+static const ts_cli_opt endpoint_opts[] = {
+    {"token-file", 0, TS_CLI_STRING, O_TOKEN_FILE, 0, 0, "FILE",
+     "the HTTP event endpoint requires 'Authorization: Bearer TOKEN'\n"
+     "(or ?token=) with the token in FILE (its first line)", NULL},
+};
+const ts_cli_group ts_cli_group_endpoint = {"endpoint", NULL, endpoint_opts, 1, set_shared};
+
 static const ts_cli_opt ca_opts[] = {
     {"ca-file", 0, TS_CLI_STRING, O_CA, 0, 0, "FILE",
      "trust these CA certificates (PEM) for https:// instead of the\n"
@@ -344,6 +367,8 @@ int ts_cli_bus_open(const ts_cli_common *c, const ts_pub_opts *base, ts_pub **ou
   else memset(&o, 0, sizeof o);
   o.tls_cert_file = c->tls_cert;
   o.tls_key_file = c->tls_key;
+  o.allowed_origins = c->origins;
+  o.allowed_origins_n = c->n_origins;
   int pr = ts_pub_open(c->pub_url, c->replay_url, &o, out);
   if (pr) {
     fprintf(stderr, "%s: cannot publish on %s%s%s: %s\n", c->who, c->pub_url,

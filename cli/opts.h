@@ -102,6 +102,8 @@ typedef struct {
 #define TS_CLI_MAX_TOOLS_FILES 16
 #define TS_CLI_MAX_PROGRESS_ARGS 64
 
+#define TS_CLI_MAX_ORIGINS 32
+
 struct ts_cli_common {
   const char *who; /* "toolstream tap": the prefix of every error line */
   /* bus: --pub URL, --replay URL, --tls-cert FILE, --tls-key FILE */
@@ -118,6 +120,11 @@ struct ts_cli_common {
   const char *ca_file;
   /* events: --no-time (no ts / mono_us stamps: reproducible output) */
   int no_time;
+  /* browsers: --allow-origin ORIGIN (repeatable), --token-file FILE: who may read the
+   * HTTP event endpoint and the bus's ws:// listeners from a page (base/origin.h) */
+  const char *origins[TS_CLI_MAX_ORIGINS];
+  size_t n_origins;
+  const char *token_file;
 };
 
 /* The shared groups, for the command tables. */
@@ -126,6 +133,8 @@ extern const ts_cli_group ts_cli_group_tools;   /* --tools, --progress-arg */
 extern const ts_cli_group ts_cli_group_thread;  /* --thread */
 extern const ts_cli_group ts_cli_group_ca;      /* --ca-file */
 extern const ts_cli_group ts_cli_group_events;  /* --no-time */
+extern const ts_cli_group ts_cli_group_browsers; /* --allow-origin */
+extern const ts_cli_group ts_cli_group_endpoint; /* --token-file */
 /* --help (-h), --version and --, which every command takes (listed by --help and the man
  * pages; parsed by ts_cli_parse itself, never handed to a `set` function). */
 extern const ts_cli_group ts_cli_group_std;

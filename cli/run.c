@@ -29,7 +29,7 @@
 
 enum {
   O_MODEL_URL = 1, O_MODEL, O_PROVIDER, O_KEY_ENV, O_MAX_TOKENS, O_MODEL_REPLAY, O_RATE,
-  O_RESUME, O_VAR, O_WORKSPACE, O_DATA_DIR, O_MAX_TURNS, O_JSON
+  O_RESUME, O_VAR, O_WORKSPACE, O_DATA_DIR, O_MAX_TURNS, O_JSON, O_SERVE
 };
 
 #define RUN_MAX_VARS 64
@@ -72,11 +72,15 @@ static const ts_cli_opt run_opts[] = {
      NULL},
     {"json", 0, TS_CLI_FLAG, O_JSON, 0, 0, NULL, "JSON events on standard output even on a terminal",
      NULL},
+    {"serve", 0, TS_CLI_STRING, O_SERVE, 0, 0, "HOST:PORT",
+     "also serve the HTTP event endpoint and live page while it runs\n"
+     "(as toolstream serve does; e.g. 127.0.0.1:8788)", NULL},
 };
 static const ts_cli_group run_group = {"run", NULL, run_opts, sizeof run_opts / sizeof run_opts[0],
                                        NULL};
 static const ts_cli_group *const run_groups[] = {
     &run_group, &ts_cli_group_thread, &ts_cli_group_events, &ts_cli_group_ca, &ts_cli_group_tools, &ts_cli_group_bus,
+    &ts_cli_group_browsers, &ts_cli_group_endpoint,
     NULL};
 
 const ts_cli_command ts_cli_cmd_run = {
@@ -101,7 +105,7 @@ const ts_cli_command ts_cli_cmd_run = {
 
 typedef struct {
   ts_http_model hm;
-  const char *provider, *replay_dir, *workspace, *data_dir, *prompt;
+  const char *provider, *replay_dir, *workspace, *data_dir, *prompt, *serve;
   const char *vars[RUN_MAX_VARS];
   size_t nvars;
   int resume, json;
@@ -131,6 +135,7 @@ static int run_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n)
     case O_DATA_DIR: a->data_dir = val; break;
     case O_MAX_TURNS: a->max_turns = n; break;
     case O_JSON: a->json = 1; break;
+    case O_SERVE: a->serve = val; break;
     case O_VAR:
       if (!strchr(val, '=') || val[0] == '=' || a->nvars == RUN_MAX_VARS) {
         fprintf(stderr, "toolstream run: --var wants NAME=VALUE (at most %d), got '%s'\n",
@@ -221,6 +226,7 @@ int ts_cli_run(int argc, char **argv) {
   ts_demo_tools *demo = NULL;
   ts_tool_defs progress = {0};
   ts_pub *pub = NULL;
+  ts_cli_endpoint *endpoint = NULL;
   ts_live live;
   int live_on = 0;
 
@@ -246,6 +252,16 @@ int ts_cli_run(int argc, char **argv) {
     popts.archive_user = astore;
   }
   if (ts_cli_bus_open(&com, &popts, &pub)) goto out;
+  if (a.serve) {
+    int er = ts_cli_endpoint_open(&com, a.serve, a.data_dir, NULL, &endpoint);
+    if (er || ts_cli_endpoint_start(endpoint)) {
+      if (!er) fprintf(stderr, "toolstream run: cannot start the event endpoint\n");
+      ts_cli_endpoint_free(endpoint);
+      endpoint = NULL;
+      rc = er ? er : 1;
+      goto out;
+    }
+  }
   if (!a.json) {
     if (ts_live_init(&live)) {
       fprintf(stderr, "toolstream run: out of memory\n");
@@ -307,6 +323,7 @@ int ts_cli_run(int argc, char **argv) {
           (unsigned long long)(st.calls ? st.early_bytes_sum / st.calls : 0), com.thread,
           ts_store_path(store));
 out:
+  ts_cli_endpoint_stop(endpoint); /* the run is over: its readers have had every event */
   if (live_on) ts_live_fini(&live);
   ts_pub_close(pub); /* before the archive's store: its replay thread may be using it */
   ts_store_close(astore);

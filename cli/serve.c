@@ -4,6 +4,7 @@
  * or AI SDK UI message streams.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <event2/event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,25 +17,18 @@
 #include "net/serve.h"
 #include "store/store.h"
 
-enum { O_LISTEN = 1, O_DATA_DIR, O_ORIGIN, O_TOKEN_FILE };
-
-#define SERVE_MAX_ORIGINS 32
+enum { O_LISTEN = 1, O_DATA_DIR };
 
 static const ts_cli_opt serve_opts[] = {
     {"listen", 0, TS_CLI_STRING, O_LISTEN, 0, 0, "HOST:PORT",
      "address to listen on (default 127.0.0.1:8788; port 0: any)", NULL},
     {"data-dir", 0, TS_CLI_STRING, O_DATA_DIR, 0, 0, "DIR",
      "the store (default $TOOLSTREAM_DATA_DIR, $XDG_DATA_HOME/toolstream)", NULL},
-    {"allow-origin", 0, TS_CLI_STRING, O_ORIGIN, 0, 0, "ORIGIN",
-     "a browser origin allowed besides this server and loopback\n"
-     "(repeatable, up to 32; e.g. https://ui.example.com)", NULL},
-    {"token-file", 0, TS_CLI_STRING, O_TOKEN_FILE, 0, 0, "FILE",
-     "require 'Authorization: Bearer TOKEN' (or ?token=) with the\n"
-     "token in FILE (its first line)", NULL},
 };
 static const ts_cli_group serve_group = {"serve", NULL, serve_opts,
                                          sizeof serve_opts / sizeof serve_opts[0], NULL};
-static const ts_cli_group *const serve_groups[] = {&serve_group, NULL};
+static const ts_cli_group *const serve_groups[] = {&serve_group, &ts_cli_group_browsers,
+                                                   &ts_cli_group_endpoint, NULL};
 
 const ts_cli_command ts_cli_cmd_serve = {
     "serve",
@@ -52,9 +46,7 @@ const ts_cli_command ts_cli_cmd_serve = {
 };
 
 typedef struct {
-  const char *listen, *data_dir, *token_file;
-  const char *origins[SERVE_MAX_ORIGINS];
-  size_t norigins;
+  const char *listen, *data_dir;
 } serve_args;
 
 static int serve_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) {
@@ -67,27 +59,8 @@ static int serve_set(void *user, const ts_cli_opt *o, const char *val, uint64_t 
   switch (o->id) {
     case O_LISTEN: a->listen = val; break;
     case O_DATA_DIR: a->data_dir = val; break;
-    case O_TOKEN_FILE: a->token_file = val; break;
-    case O_ORIGIN:
-      if (a->norigins == SERVE_MAX_ORIGINS) {
-        fprintf(stderr, "toolstream serve: at most %d --allow-origin\n", SERVE_MAX_ORIGINS);
-        return 2;
-      }
-      a->origins[a->norigins++] = val;
-      break;
   }
   return 0;
-}
-
-static volatile sig_atomic_t stop;
-static void on_signal(int sig) {
-  (void)sig;
-  stop = 1;
-}
-
-static void check_stop(evutil_socket_t fd, short what, void *arg) {
-  (void)fd, (void)what;
-  if (stop) event_base_loopbreak(arg);
 }
 
 /* HOST:PORT, [V6]:PORT or PORT. */
@@ -111,6 +84,130 @@ static int split_listen(const char *v, char *host, size_t cap, int *port) {
   return 0;
 }
 
+/* ---- one endpoint, in the foreground (serve) or on a thread of its own (run --serve) -- */
+
+struct ts_cli_endpoint {
+  struct event_base *base;
+  ts_serve *srv;
+  ts_store *store; /* its own connection: the store is not shared between threads */
+  struct event *tick;
+  char *token;
+  volatile sig_atomic_t *stop; /* checked every 100 ms; NULL: only ts_cli_endpoint_stop */
+  volatile int stopping;
+  int ended; /* the streams were ended; the loop is flushing them */
+  pthread_t thread;
+  int threaded;
+};
+
+/* Stopping: every open stream is ended cleanly (the rest of its thread, then the end of
+ * the response), and the loop runs on briefly so that those bytes reach the clients. */
+static void check_stop(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  ts_cli_endpoint *e = arg;
+  if (!(e->stopping || (e->stop && *e->stop)) || e->ended) return;
+  e->ended = 1;
+  ts_serve_end_streams(e->srv);
+  struct timeval flush = {0, 500000};
+  event_base_loopexit(e->base, &flush);
+}
+
+void ts_cli_endpoint_free(ts_cli_endpoint *e) {
+  if (!e) return;
+  if (e->tick) event_free(e->tick);
+  ts_serve_free(e->srv);
+  if (e->base) event_base_free(e->base);
+  ts_store_close(e->store);
+  free(e->token);
+  free(e);
+}
+
+int ts_cli_endpoint_open(const ts_cli_common *c, const char *listen, const char *data_dir,
+                         volatile sig_atomic_t *stop, ts_cli_endpoint **out) {
+  *out = NULL;
+  char host[256];
+  int port;
+  if (split_listen(listen, host, sizeof host, &port)) {
+    fprintf(stderr, "%s: the listen address takes HOST:PORT, not '%s'\n", c->who, listen);
+    return 2;
+  }
+  ts_cli_endpoint *e = calloc(1, sizeof *e);
+  if (!e) return 1;
+  e->stop = stop;
+  if (c->token_file) {
+    size_t len;
+    if (ts_file_read(c->token_file, 4096, &e->token, &len)) {
+      fprintf(stderr, "%s: cannot read --token-file %s: %s\n", c->who, c->token_file, strerror(errno));
+      ts_cli_endpoint_free(e);
+      return 1;
+    }
+    e->token[strcspn(e->token, "\r\n")] = '\0';
+    if (!e->token[0]) {
+      fprintf(stderr, "%s: --token-file %s holds no token\n", c->who, c->token_file);
+      ts_cli_endpoint_free(e);
+      return 1;
+    }
+  }
+  char why[512];
+  if (ts_store_open(data_dir, &e->store, why, sizeof why)) {
+    fprintf(stderr, "%s: %s\n", c->who, why);
+    ts_cli_endpoint_free(e);
+    return 1;
+  }
+  e->base = event_base_new();
+  if (!e->base) {
+    ts_cli_endpoint_free(e);
+    return 1;
+  }
+  ts_serve_config cfg = {.host = host, .port = port, .store = e->store, .origins = c->origins,
+                         .norigins = c->n_origins, .token = e->token};
+  char err[256];
+  if (ts_serve_new(e->base, &cfg, &e->srv, err, sizeof err)) {
+    fprintf(stderr, "%s: %s\n", c->who, err[0] ? err : "cannot start the event endpoint");
+    ts_cli_endpoint_free(e);
+    return 1;
+  }
+  e->tick = event_new(e->base, -1, EV_PERSIST, check_stop, e);
+  struct timeval tv = {0, 100000};
+  if (!e->tick || event_add(e->tick, &tv)) {
+    ts_cli_endpoint_free(e);
+    return 1;
+  }
+  int v6 = strchr(host, ':') != NULL;
+  fprintf(stderr, "%s: http://%s%s%s:%d/ (store %s)\n", c->who, v6 ? "[" : "", host, v6 ? "]" : "",
+          ts_serve_port(e->srv), ts_store_path(e->store));
+  fflush(stderr);
+  *out = e;
+  return 0;
+}
+
+void ts_cli_endpoint_run(ts_cli_endpoint *e) { event_base_dispatch(e->base); }
+
+static void *endpoint_main(void *arg) {
+  ts_cli_endpoint_run(arg);
+  return NULL;
+}
+
+int ts_cli_endpoint_start(ts_cli_endpoint *e) {
+  if (pthread_create(&e->thread, NULL, endpoint_main, e)) return 1;
+  e->threaded = 1;
+  return 0;
+}
+
+void ts_cli_endpoint_stop(ts_cli_endpoint *e) {
+  if (!e) return;
+  e->stopping = 1; /* the loop sees it within 100 ms */
+  if (e->threaded) pthread_join(e->thread, NULL);
+  ts_cli_endpoint_free(e);
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) {
+  (void)sig;
+  stop = 1;
+}
+
 int ts_cli_serve(int argc, char **argv) {
   serve_args a;
   memset(&a, 0, sizeof a);
@@ -119,65 +216,13 @@ int ts_cli_serve(int argc, char **argv) {
   memset(&com, 0, sizeof com);
   int pr = ts_cli_parse(&ts_cli_cmd_serve, argc, argv, &com, serve_set, &a);
   if (pr >= 0) return pr;
-  const char *listen = a.listen, *data_dir = a.data_dir, *token_file = a.token_file;
-  const char **origins = a.origins;
-  size_t norigins = a.norigins;
-  char host[256];
-  int port;
-  if (split_listen(listen, host, sizeof host, &port)) {
-    fprintf(stderr, "toolstream serve: --listen takes HOST:PORT, not '%s'\n", listen);
-    return 2;
-  }
-  char *token = NULL;
-  if (token_file) {
-    size_t len;
-    if (ts_file_read(token_file, 4096, &token, &len)) {
-      fprintf(stderr, "toolstream serve: cannot read --token-file %s: %s\n", token_file, strerror(errno));
-      return 1;
-    }
-    token[strcspn(token, "\r\n")] = '\0';
-    if (!token[0]) {
-      fprintf(stderr, "toolstream serve: --token-file %s holds no token\n", token_file);
-      free(token);
-      return 1;
-    }
-  }
-  char why[512];
-  ts_store *store = NULL;
-  int rc = 1;
-  struct event_base *base = NULL;
-  ts_serve *srv = NULL;
-  struct event *tick = NULL;
-  if (ts_store_open(data_dir, &store, why, sizeof why)) {
-    fprintf(stderr, "toolstream serve: %s\n", why);
-    goto out;
-  }
-  base = event_base_new();
-  if (!base) goto out;
-  ts_serve_config cfg = {.host = host, .port = port, .store = store, .origins = origins,
-                         .norigins = norigins, .token = token};
-  char err[256];
-  if (ts_serve_new(base, &cfg, &srv, err, sizeof err)) {
-    fprintf(stderr, "toolstream serve: %s\n", err[0] ? err : "cannot start");
-    goto out;
-  }
+  ts_cli_endpoint *e;
+  int rc = ts_cli_endpoint_open(&com, a.listen, a.data_dir, &stop, &e);
+  if (rc) return rc;
   signal(SIGPIPE, SIG_IGN);
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
-  tick = event_new(base, -1, EV_PERSIST, check_stop, base);
-  struct timeval tv = {0, 100000};
-  event_add(tick, &tv);
-  int v6 = strchr(host, ':') != NULL;
-  fprintf(stderr, "toolstream serve: http://%s%s%s:%d/ (store %s)\n", v6 ? "[" : "", host,
-          v6 ? "]" : "", ts_serve_port(srv), ts_store_path(store));
-  fflush(stderr);
-  event_base_dispatch(base);
-  rc = 0;
-out:
-  if (tick) event_free(tick);
-  ts_serve_free(srv);
-  if (base) event_base_free(base);
-  ts_store_close(store);
-  free(token);
-  return rc;
+  ts_cli_endpoint_run(e);
+  ts_cli_endpoint_free(e);
+  return 0;
 }

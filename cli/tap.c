@@ -48,7 +48,8 @@ static const ts_cli_opt tap_opts[] = {
 static const ts_cli_group tap_group = {"tap", NULL, tap_opts, sizeof tap_opts / sizeof tap_opts[0],
                                        NULL};
 static const ts_cli_group *const tap_groups[] = {&tap_group, &ts_cli_group_thread, &ts_cli_group_events,
-                                                 &ts_cli_group_tools, &ts_cli_group_bus, NULL};
+                                                 &ts_cli_group_tools, &ts_cli_group_bus,
+                                                 &ts_cli_group_browsers, NULL};
 
 const ts_cli_command ts_cli_cmd_tap = {
     "tap",

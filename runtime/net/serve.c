@@ -500,5 +500,16 @@ void ts_serve_free(ts_serve *s) {
   free(s);
 }
 
+void ts_serve_end_streams(ts_serve *s) {
+  if (!s) return;
+  for (stream *st = s->streams, *next; st; st = next) {
+    next = st->next;
+    if (s->cfg.store) /* the rest of the thread, in one go: the server is stopping */
+      while (ts_store_events_after(s->cfg.store, st->thread, st->last, SERVE_BATCH, batch_cb, st) > 0) {
+      }
+    stream_end(st);
+  }
+}
+
 int ts_serve_port(const ts_serve *s) { return s ? s->port : 0; }
 size_t ts_serve_streams(const ts_serve *s) { return s ? s->nstreams : 0; }

@@ -68,6 +68,13 @@ int ts_serve_port(const ts_serve *s);
 void ts_serve_publish(ts_serve *s, const char *thread, size_t thread_len, uint64_t seq,
                       const char *json, size_t len);
 
+/* Ends every open stream cleanly, as a server about to stop should: what the store holds
+ * beyond each stream's last event goes out first, then the response's end (AG-UI:
+ * RUN_FINISHED; AI SDK: finish and [DONE]), so a follower sees the stream end rather
+ * than a connection cut. The bytes leave while the base's loop runs on; new requests
+ * are still answered. */
+void ts_serve_end_streams(ts_serve *s);
+
 /* Streams open now (for tests and /metrics). */
 size_t ts_serve_streams(const ts_serve *s);
 

@@ -10,6 +10,7 @@
 //     text;
 //   - security: a foreign Origin gets 403; with --token-file, no token gets 401.
 // Usage: node tests/ui/clients.mjs BINARY_DIR
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runHttpRequest, transformHttpEventStream, verifyEvents } from '@ag-ui/client';
@@ -95,6 +96,33 @@ try {
 } finally {
   srv.child.kill();
 }
+// run --serve: the endpoint lives as long as the run; a reader following the thread gets
+// every event live and the stream ends when the run does.
+{
+  const child = spawn(join(bin, 'toolstream'), ['run', '--model-replay', join(dir, 'session'), '--workspace',
+    join(dir, 'ws3'), '--data-dir', join(dir, 'data'), '--thread', 'ui3', '--rate', '50', '--json',
+    '--serve', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '', out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.setEncoding('utf8');
+  const url = await new Promise((resolve, reject) => {
+    child.stderr.on('data', (d) => {
+      err += d;
+      const m = err.match(/http:\/\/127\.0\.0\.1:(\d+)\//);
+      if (m) resolve(`http://127.0.0.1:${m[1]}`);
+    });
+    child.on('exit', (code) => reject(new Error(`run --serve exited ${code} before serving: ${err}`)));
+  });
+  const r = await fetch(`${url}/threads/ui3/events`, { headers: { Accept: 'application/x-ndjson' } });
+  const body = await r.text(); // ends when the run stops its endpoint
+  await new Promise((resolve) => (child.exitCode === null ? child.on('exit', resolve) : resolve()));
+  const got = body.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const printed = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).filter((e) => e.seq);
+  check(child.exitCode === 0 && got.length > 5 && JSON.stringify(got) === JSON.stringify(printed),
+    'run --serve: a follower gets every event of the run, live', `${got.length} vs ${printed.length}`);
+}
+
 const secured = await serve(bin, dir, ['--token-file', join(dir, 'token')]);
 try {
   let r = await fetch(`${secured.url}/threads/ui1/events?follow=0`);
