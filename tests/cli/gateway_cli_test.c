@@ -29,11 +29,14 @@
 #include <unistd.h>
 
 #include "events/bus_sub.h"
+#include "support/cert.h"
+#include "support/model_server.h"
 #include "support/proc.h"
+#include "support/sse_text.h"
+#include "support/tempdir.h"
 #include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
-#define MODEL_SERVER TS_BINARY_DIR "/model_server"
 
 static const char *const corpus[] = {
     "openai-chat-two-parallel-calls.sse", "openai-responses-one-call.sse",
@@ -60,8 +63,9 @@ static char *ci_strstr(const char *h, const char *n) {
 
 typedef struct {
   char dir[256];
-  child ms, gw;
-  result msr, gwr;
+  ts_test_server ms;
+  child gw;
+  result gwr;
   int ms_port, gw_port;
   char pub[128], rep[128];
 } env;
@@ -82,12 +86,6 @@ static int first_line_int(child *c, result *r, const char *prefix) {
   return atoi(p);
 }
 
-static void write_bytes(const char *path, const char *data, size_t len) {
-  FILE *f = fopen(path, "wb");
-  ck_assert_ptr_nonnull(f);
-  ck_assert_uint_eq(fwrite(data, 1, len, f), len);
-  fclose(f);
-}
 
 /* Starts the model server on a fresh directory holding `files` (n of them, contents) as
  * 1.sse, 2.sse, ... and the gateway in front of it (upstream_port 0: the model server;
@@ -102,8 +100,7 @@ static void next_dir(env *e) {
   memset(e, 0, sizeof e[0]);
   signal(SIGPIPE, SIG_IGN);
   seq++;
-  snprintf(e->dir, sizeof e->dir, "/tmp/ts-gw-test-%d-%d", (int)getpid(), seq);
-  mkdir(e->dir, 0755);
+  ts_test_tempdir(e->dir, sizeof e->dir, "gw-test");
 }
 
 /* With `upstream_fmt` ("https://localhost:%d") and the model server on TLS with
@@ -124,15 +121,13 @@ static void env_start_ex(env *e, const char *const *contents, const size_t *lens
   for (int i = 0; i < n; i++) {
     char path[512];
     snprintf(path, sizeof path, "%s/%d.sse", e->dir, i + 1);
-    write_bytes(path, contents[i], lens[i]);
+    ts_test_write_file(path, contents[i], lens[i]);
   }
   char cert[300], key[300];
   snprintf(cert, sizeof cert, "%s/cert.pem", e->dir);
   snprintf(key, sizeof key, "%s/key.pem", e->dir);
-  const char *ms_argv[] = {"model_server", e->dir, tls ? "--tls" : NULL, cert, key, NULL};
-  e->ms = spawn_bin(MODEL_SERVER, ms_argv, 1);
-  e->ms_port = first_line_int(&e->ms, &e->msr, NULL);
-  ck_assert_int_gt(e->ms_port, 0);
+  ts_test_server_start(&e->ms, e->dir, tls ? cert : NULL, tls ? key : NULL);
+  e->ms_port = e->ms.port;
 
   char up[128];
   snprintf(up, sizeof up, upstream_fmt ? upstream_fmt : "http://127.0.0.1:%d",
@@ -161,13 +156,10 @@ static void env_start_ex(env *e, const char *const *contents, const size_t *lens
 static void env_stop(env *e) {
   kill(e->gw.pid, SIGTERM);
   finish_child(&e->gw, &e->gwr);
-  finish_child(&e->ms, &e->msr);
+  ts_test_server_stop(&e->ms);
   ck_assert_msg(e->gwr.status == 0, "gateway exit %d; stderr: %s", e->gwr.status, sb_str(&e->gwr.err));
   result_free(&e->gwr);
-  result_free(&e->msr);
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", e->dir);
-  ck_assert_int_eq(system(cmd), 0);
+  ts_test_rm_rf(e->dir);
 }
 
 /* ---- a raw HTTP/1.1 client ------------------------------------------------------------ */
@@ -373,22 +365,6 @@ START_TEST(test_corpus_byte_for_byte) {
 }
 END_TEST
 
-/* One OpenAI Chat chunk carrying argument text (already JSON-escaped for the string). */
-static void chat_chunk(sb *b, int first, const char *escaped) {
-  char buf[512];
-  if (first)
-    snprintf(buf, sizeof buf,
-             "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":"
-             "\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"write_file\",\"arguments\":"
-             "\"%s\"}}]}}]}\n\n",
-             escaped);
-  else
-    snprintf(buf, sizeof buf,
-             "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
-             "\"function\":{\"arguments\":\"%s\"}}]}}]}\n\n",
-             escaped);
-  sb_puts(b, buf);
-}
 
 static const char req_body[] =
     "{\"model\":\"m\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
@@ -633,15 +609,6 @@ END_TEST
 
 /* ---- HTTPS upstream ------------------------------------------------------------------ */
 
-static void make_cert(const char *dir) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd,
-           "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
-           "-addext subjectAltName=DNS:localhost -keyout %s/key.pem -out %s/cert.pem "
-           ">/dev/null 2>&1",
-           dir, dir);
-  ck_assert_int_eq(system(cmd), 0);
-}
 
 START_TEST(test_https_upstream_verified) {
   size_t len;
@@ -650,7 +617,7 @@ START_TEST(test_https_upstream_verified) {
   size_t lens[] = {len, len};
   env e;
   next_dir(&e);
-  make_cert(e.dir);
+  ts_test_make_cert(e.dir);
   char ca[300];
   snprintf(ca, sizeof ca, "%s/cert.pem", e.dir);
   const char *extra[] = {"--ca-file", ca, NULL};
@@ -665,7 +632,7 @@ START_TEST(test_https_upstream_verified) {
   /* the system store does not know the self-signed certificate: 502, never insecure */
   env e2;
   next_dir(&e2);
-  make_cert(e2.dir);
+  ts_test_make_cert(e2.dir);
   env_start_ex(&e2, contents, lens, 2, 0, NULL, "https://localhost:%d", 1);
   ts_sub *sub = sub_open(&e2, "th_tls");
   r = do_request(e2.gw_port, "POST", "/v1/messages", "X-Toolstream-Thread: th_tls\r\n", "{}", 2);
@@ -706,7 +673,7 @@ START_TEST(test_headers_timeout) {
   sb_free(&log);
   ts_sub_close(sub);
   resp_free(&r);
-  kill(e.ms.pid, SIGTERM); /* still stalling */
+  kill(e.ms.proc.pid, SIGTERM); /* still stalling */
   env_stop(&e);
 }
 END_TEST
@@ -730,7 +697,7 @@ START_TEST(test_idle_timeout_cuts_stream) {
   ck_assert_uint_eq(r.body.len, 100);
   ck_assert_msg(took > 900 && took < 30000, "cut after %.0f ms", took);
   resp_free(&r);
-  kill(e.ms.pid, SIGTERM); /* its next chunk is a minute away */
+  kill(e.ms.proc.pid, SIGTERM); /* its next chunk is a minute away */
   env_stop(&e);
   free(data);
 }
@@ -927,10 +894,10 @@ START_TEST(test_started_before_last_argument_byte) {
   memset(&first, 0, sizeof first);
   memset(&rest, 0, sizeof rest);
   memset(&whole, 0, sizeof whole);
-  chat_chunk(&first, 1, "{\\\"descrip");
-  chat_chunk(&first, 0, "tion\\\": \\\"writing index.html\\\", \\\"content\\\": \\\"");
-  for (int i = 0; i < 30; i++) chat_chunk(&first, 0, "<p>lorem ipsum dolor sit amet</p>");
-  chat_chunk(&rest, 0, "ZZEND\\\"}");
+  ts_test_chat_args_chunk(&first, 1, "{\\\"descrip");
+  ts_test_chat_args_chunk(&first, 0, "tion\\\": \\\"writing index.html\\\", \\\"content\\\": \\\"");
+  for (int i = 0; i < 30; i++) ts_test_chat_args_chunk(&first, 0, "<p>lorem ipsum dolor sit amet</p>");
+  ts_test_chat_args_chunk(&rest, 0, "ZZEND\\\"}");
   sb_puts(&rest, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
                  "data: [DONE]\n\n");
   sb_add(&whole, first.p, first.len);
@@ -1367,7 +1334,7 @@ START_TEST(test_client_leaves_before_headers) {
                 "the upstream connection outlived its client");
   ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_client_aborts_total"), 1);
   ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_streams_open"), 0);
-  kill(e.ms.pid, SIGTERM); /* it is still stalling */
+  kill(e.ms.proc.pid, SIGTERM); /* it is still stalling */
   env_stop(&e);
 }
 END_TEST

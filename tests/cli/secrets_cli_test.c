@@ -13,19 +13,18 @@
 #include "base/error.h"
 #include "store/store.h"
 #include "support/proc.h"
+#include "support/tempdir.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 #define TOKEN "tok-very-secret-0042"
 
 static char base[64];
 
-static void put(const char *name, const char *text) {
-  char p[256];
-  snprintf(p, sizeof p, "%s/%s", base, name);
-  FILE *f = fopen(p, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  fclose(f);
+#define put(name, text) ts_test_put(ts_test_at(base, (name)), (text))
+
+/* After each test (in its own process): its directory goes. */
+static void remove_base(void) {
+  if (base[0]) ts_test_rm_rf(base);
 }
 
 static int grab(void *user, uint64_t seq, const char *json, size_t len) {
@@ -46,8 +45,7 @@ static const char *call(int i, const char *tool) {
 }
 
 START_TEST(test_secret_variables_redacted) {
-  snprintf(base, sizeof base, "/tmp/ts-secrets-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(base));
+  ts_test_tempdir(base, sizeof base, "secrets");
   char p[256];
   snprintf(p, sizeof p, "%s/session", base);
   mkdir(p, 0755);
@@ -103,6 +101,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("secrets_cli");
   TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, NULL, remove_base);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_secret_variables_redacted);
   suite_add_tcase(s, tc);
