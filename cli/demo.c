@@ -196,27 +196,30 @@ int ts_cli_demo(int argc, char **argv) {
     if (!a.keep) remove_tree(base);
     return 1;
   }
-  printf("toolstream demo: a model writes three files over three turns (recorded in %s),\n"
-         "streamed at %s SSE events/s through `toolstream run`. Watch each call's label appear\n"
-         "while its content is still streaming.\n\n",
-         session, rate);
-  fflush(stdout);
+  /* With --json, standard output holds JSON lines only: the words go to standard error. */
+  FILE *say = json ? stderr : stdout;
+  fprintf(say,
+          "toolstream demo: a model writes three files over three turns (recorded in %s),\n"
+          "streamed at %s SSE events/s through `toolstream run`. Watch each call's label appear\n"
+          "while its content is still streaming.\n\n",
+          session, rate);
+  fflush(say);
   const char *args[] = {"run", "--model-replay", session, "--workspace", workspace, "--data-dir",
                         data, "--rate", rate, json ? "--json" : NULL, NULL};
   int n = json ? 10 : 9;
   rc = ts_cli_run(n, (char **)args);
   if (rc == 0) {
-    printf("\nFiles written to %s:\n", workspace);
-    fflush(stdout);
+    fprintf(say, "\nFiles written to %s:\n", workspace);
+    fflush(say);
     const char *files[] = {"index.html", "menu.html", "notes/README.md"};
     for (int i = 0; i < 3; i++) {
       char p[700];
       struct stat stt;
       snprintf(p, sizeof p, "%s/%s", workspace, files[i]);
-      if (stat(p, &stt) == 0) printf("  %-16s %lld bytes\n", files[i], (long long)stt.st_size);
+      if (stat(p, &stt) == 0) fprintf(say, "  %-16s %lld bytes\n", files[i], (long long)stt.st_size);
     }
-    if (!a.keep) printf("(%s is removed now; --keep keeps it)\n", base);
-    fflush(stdout);
+    if (!a.keep) fprintf(say, "(%s is removed now; --keep keeps it)\n", base);
+    fflush(say);
   }
   if (!a.keep) remove_tree(base);
   return rc;

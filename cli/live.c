@@ -1,15 +1,16 @@
 /*
  * live.c: see live.h.
+ *
+ * The items are kept in event order. After every change the leading items that can no
+ * longer change are printed for good (they scroll up with the terminal) and dropped; the
+ * rest are redrawn in place. A call is final when it failed, or has its result, or (when
+ * nothing executes the calls, as under `sub` of a `tap`) when its arguments are ready.
  */
 #include "cli/live.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-
-
-
 
 static void copy_str(ts_jv *jv, int i, char *dst, size_t cap) {
   ts_view v;
@@ -21,58 +22,106 @@ static void copy_str(ts_jv *jv, int i, char *dst, size_t cap) {
   dst[n] = '\0';
 }
 
-static ts_live_call *find_call(ts_live *w, const char *thread, long index, const char *call_id,
-                               const char *tool) {
-  for (int i = w->n - 1; i >= 0; i--)
-    if (w->calls[i].index == index && !strcmp(w->calls[i].thread, thread) &&
-        !strcmp(w->calls[i].call_id, call_id))
-      return &w->calls[i];
-  if (w->n == TS_LIVE_MAX_CALLS) { /* the oldest leaves the screen */
-    memmove(&w->calls[0], &w->calls[1], sizeof w->calls[0] * (TS_LIVE_MAX_CALLS - 1));
-    w->n--;
-  }
-  ts_live_call *c = &w->calls[w->n++];
-  memset(c, 0, sizeof *c);
-  snprintf(c->thread, sizeof c->thread, "%s", thread);
-  snprintf(c->tool, sizeof c->tool, "%s", tool);
-  snprintf(c->call_id, sizeof c->call_id, "%s", call_id);
-  c->index = index;
-  return c;
+/* A raw JSON value on one line, cut to cap on a character boundary. */
+static void copy_raw(ts_view v, char *dst, size_t cap) {
+  size_t n = v.len < cap - 1 ? v.len : cap - 1;
+  while (n && n < v.len && ((unsigned char)v.p[n] & 0xC0) == 0x80) n--;
+  for (size_t k = 0; k < n; k++) dst[k] = (v.p[k] >= 0 && v.p[k] < 0x20) ? ' ' : v.p[k];
+  dst[n] = '\0';
+  if (n < v.len && n >= 3) memcpy(dst + n - 3, "...", 3);
+}
+
+static int final(const ts_live *w, const ts_live_item *it) {
+  if (it->kind == TS_LIVE_NOTE) return 1;
+  return it->state == 2 || it->state >= 4 || (it->state == 1 && !w->executes);
 }
 
 static const char *spinner[] = {"|", "/", "-", "\\"};
 
-static void redraw(ts_live *w) {
+static void print_item(const ts_live *w, const ts_live_item *it) {
   const char *dim = w->color ? "\033[2m" : "", *off = w->color ? "\033[0m" : "";
   const char *cyan = w->color ? "\033[36m" : "", *green = w->color ? "\033[32m" : "";
   const char *red = w->color ? "\033[31m" : "", *bold = w->color ? "\033[1m" : "";
-  if (w->drawn) printf("\033[%dA", w->drawn);
-  for (int i = 0; i < w->n; i++) {
-    ts_live_call *c = &w->calls[i];
-    const char *mark, *col;
-    switch (c->state) {
-      case 1: mark = "ready"; col = green; break;
-      case 2: mark = "error"; col = red; break;
-      case 3: mark = "running"; col = cyan; break;
-      case 4: mark = "done"; col = green; break;
-      case 5: mark = "failed"; col = red; break;
-      default: mark = spinner[w->frame % 4]; col = cyan;
-    }
-    printf("\r\033[2K%s%-7s%s %s%s%s #%ld %s%s%s%s%s%s\n", col, mark, off, bold, c->tool, off,
-           c->index, c->progress[0] ? "\"" : "", c->progress, c->progress[0] ? "\"" : "", dim,
-           c->detail[0] ? "  " : "", c->detail);
-    printf("%s", off);
+  if (it->kind == TS_LIVE_NOTE) {
+    printf("\r\033[2K%s%s%s\n", w->color && it->color ? it->color : "", it->progress, off);
+    return;
   }
+  const char *mark, *col;
+  switch (it->state) {
+    case 1: mark = "ready"; col = green; break;
+    case 2: mark = "error"; col = red; break;
+    case 3: mark = "running"; col = cyan; break;
+    case 4: mark = "done"; col = green; break;
+    case 5: mark = "failed"; col = red; break;
+    default: mark = spinner[w->frame % 4]; col = cyan;
+  }
+  printf("\r\033[2K%s%-7s%s %s%s%s #%ld %s%s%s%s%s%s%s%s%s%s%s\n", col, mark, off, bold, it->tool,
+         off, it->index, it->progress[0] ? "\"" : "", it->progress, it->progress[0] ? "\"" : "",
+         dim, it->detail[0] ? "  " : "", it->detail, off, it->result[0] ? "  -> " : "",
+         it->state == 5 || it->state == 2 ? red : "", it->result, off);
+}
+
+static void redraw(ts_live *w) {
+  if (w->drawn) printf("\033[%dA", w->drawn);
+  int k = 0;
+  while (k < w->n && final(w, &w->items[k])) print_item(w, &w->items[k++]);
+  if (k) {
+    memmove(&w->items[0], &w->items[k], sizeof w->items[0] * (size_t)(w->n - k));
+    w->n -= k;
+  }
+  for (int i = 0; i < w->n; i++) print_item(w, &w->items[i]);
+  printf("\033[J"); /* lines below, left over from a longer drawing */
   w->drawn = w->n;
   fflush(stdout);
 }
 
-/* A line printed above the call list, where it stays. */
-static void note_line(ts_live *w, const char *color, const char *text) {
-  if (w->drawn) printf("\033[%dA", w->drawn);
-  printf("\r\033[2K%s%s%s\n", w->color ? color : "", text, w->color ? "\033[0m" : "");
-  w->drawn = 0;
-  redraw(w);
+static ts_live_item *push(ts_live *w, int kind) {
+  if (w->n == TS_LIVE_MAX_ITEMS) { /* too many open lines: the oldest is made final */
+    if (w->drawn) printf("\033[%dA", w->drawn);
+    print_item(w, &w->items[0]);
+    memmove(&w->items[0], &w->items[1], sizeof w->items[0] * (TS_LIVE_MAX_ITEMS - 1));
+    w->n--;
+    w->drawn = 0;
+  }
+  ts_live_item *it = &w->items[w->n++];
+  memset(it, 0, sizeof *it);
+  it->kind = kind;
+  return it;
+}
+
+static void note(ts_live *w, const char *color, const char *text) {
+  ts_live_item *it = push(w, TS_LIVE_NOTE);
+  it->color = color;
+  size_t n = strlen(text);
+  if (n >= sizeof it->progress) n = sizeof it->progress - 1;
+  while (n && ((unsigned char)text[n] & 0xC0) == 0x80) n--; /* cut on a character boundary */
+  memcpy(it->progress, text, n);
+  it->progress[n] = '\0';
+}
+
+/* The model's text so far becomes a line of its own (before a call, a turn's end). */
+static void flush_text(ts_live *w) {
+  if (!w->text[0]) return;
+  note(w, NULL, w->text);
+  w->text[0] = '\0';
+}
+
+static ts_live_item *find_call(ts_live *w, const char *thread, long turn, long index,
+                               const char *call_id, const char *tool) {
+  for (int i = w->n - 1; i >= 0; i--) {
+    ts_live_item *it = &w->items[i];
+    if (it->kind == TS_LIVE_CALL && it->index == index && !strcmp(it->thread, thread) &&
+        (turn ? it->turn == turn : !strcmp(it->call_id, call_id)))
+      return it;
+  }
+  flush_text(w);
+  ts_live_item *it = push(w, TS_LIVE_CALL);
+  snprintf(it->thread, sizeof it->thread, "%s", thread);
+  snprintf(it->tool, sizeof it->tool, "%s", tool);
+  snprintf(it->call_id, sizeof it->call_id, "%s", call_id);
+  it->index = index;
+  it->turn = turn;
+  return it;
 }
 
 void ts_live_event(ts_live *w, const char *json, size_t len) {
@@ -98,13 +147,14 @@ void ts_live_event(ts_live *w, const char *json, size_t len) {
   char type[32], thread[TS_THREAD_ID_MAX + 1], tool[64], text[TS_LIVE_TEXT];
   copy_str(jv, ts_jv_get(jv, 0, "type"), type, sizeof type);
   copy_str(jv, ts_jv_get(jv, 0, "thread"), thread, sizeof thread);
-  int64_t index = -1, bytes = 0;
+  int64_t index = -1, bytes = 0, turn = 0;
   int ii = ts_jv_get(jv, 0, "index");
   if (ii >= 0 && ts_jv_int(jv, ii, &index) == 0 && index >= 0) {
     char call_id[96];
     copy_str(jv, ts_jv_get(jv, 0, "tool"), tool, sizeof tool);
     copy_str(jv, ts_jv_get(jv, 0, "call_id"), call_id, sizeof call_id);
-    ts_live_call *c = find_call(w, thread, (long)index, call_id, tool);
+    if (ts_jv_int(jv, ts_jv_get(jv, 0, "turn"), &turn) || turn < 0) turn = 0;
+    ts_live_item *c = find_call(w, thread, (long)turn, (long)index, call_id, tool);
     if (!strcmp(type, "tool_call_started")) {
       copy_str(jv, ts_jv_get(jv, 0, "progress"), c->progress, sizeof c->progress);
     } else if (!strcmp(type, "tool_call_heartbeat")) {
@@ -116,28 +166,51 @@ void ts_live_event(ts_live *w, const char *json, size_t len) {
       snprintf(c->detail, sizeof c->detail, "%zu bytes of arguments", a.len);
     } else if (!strcmp(type, "tool_call_error")) {
       c->state = 2;
-      copy_str(jv, ts_jv_get(jv, 0, "error"), c->detail, sizeof c->detail);
+      copy_str(jv, ts_jv_get(jv, 0, "error"), c->result, sizeof c->result);
     } else if (!strcmp(type, "tool_execution_started")) {
+      w->executes = 1;
       c->state = 3;
     } else if (!strcmp(type, "tool_result")) {
-      c->state = ts_jv_is_true(jv, ts_jv_get(jv, 0, "is_error")) ? 5 : 4;
+      w->executes = 1;
+      int failed = ts_jv_is_true(jv, ts_jv_get(jv, 0, "is_error"));
+      c->state = failed ? 5 : 4;
+      char ms[32] = "";
+      ts_view d = ts_jv_raw(jv, ts_jv_get(jv, 0, "duration_ms"));
+      if (d.len && d.len < 20) snprintf(ms, sizeof ms, "%.*s ms", (int)d.len, d.p);
+      snprintf(c->detail, sizeof c->detail, "%s", ms);
+      if (failed) copy_str(jv, ts_jv_get(jv, 0, "error"), c->result, sizeof c->result);
+      else copy_raw(ts_jv_raw(jv, ts_jv_get(jv, 0, "result")), c->result, sizeof c->result);
     }
     redraw(w);
     return;
   }
+  if (!strcmp(type, "text_delta")) {
+    copy_str(jv, ts_jv_get(jv, 0, "text"), text, sizeof text);
+    size_t have = strlen(w->text), add = strlen(text);
+    if (have + add >= sizeof w->text - 1) { /* a long text goes out in lines */
+      flush_text(w);
+      have = 0;
+    }
+    memcpy(w->text + have, text, add + 1);
+    return; /* shown when the line is complete: at a call, a turn's end or the cap */
+  }
   if (!strcmp(type, "stream_error")) {
+    flush_text(w);
     copy_str(jv, ts_jv_get(jv, 0, "error"), text, sizeof text);
     char line[TS_LIVE_TEXT + TS_THREAD_ID_MAX + 64];
     snprintf(line, sizeof line, "stream error (%s): %s", thread, text);
-    note_line(w, "\033[31m", line);
+    note(w, "\033[31m", line);
   } else if (!strcmp(type, "turn_finished")) {
+    flush_text(w);
     copy_str(jv, ts_jv_get(jv, 0, "stop_reason"), text, sizeof text);
     char line[TS_LIVE_TEXT + TS_THREAD_ID_MAX + 64];
     snprintf(line, sizeof line, "turn finished (%s)%s%s", thread, text[0] ? ": " : "", text);
-    note_line(w, "\033[2m", line);
+    note(w, "\033[2m", line);
+  } else {
+    return;
   }
+  redraw(w);
 }
-
 
 int ts_live_init(ts_live *w) {
   memset(w, 0, sizeof *w);
@@ -153,6 +226,14 @@ void ts_live_tick(ts_live *w) {
 }
 
 void ts_live_fini(ts_live *w) {
+  flush_text(w);
+  if (w->n) { /* the end of the output: every line is final as it stands */
+    if (w->drawn) printf("\033[%dA", w->drawn);
+    for (int i = 0; i < w->n; i++) print_item(w, &w->items[i]);
+    printf("\033[J");
+    fflush(stdout);
+    w->n = w->drawn = 0;
+  }
   ts_jv_fini(&w->jv);
   free(w->scratch);
 }

@@ -1,11 +1,17 @@
 /*
- * live.h: the terminal live view of thread events, shared by `sub` and `run`.
+ * live.h: the terminal live view of thread events, shared by `sub`, `run` and `demo`.
  *
- * One line per tool call: a spinner while its arguments stream, its progress label, then
- * its final state (ready, error, running, done, failed), redrawn in place with ANSI
- * cursor movement; stream errors and finished turns are printed above the list and stay.
- * Colours unless NO_COLOR is set. Feed it each event's JSON; call tick every ~100 ms to
- * turn the spinners.
+ * The screen is a log in event order: the model's text, one line per tool call, a line
+ * per finished turn and per stream error. A call's line shows a spinner while its
+ * arguments stream, its progress label, the byte count from heartbeats, then its state
+ * (ready, error, running, done, failed) and, when it arrives, its result or error.
+ * Lines are final once nothing more can change them and every line before them is final;
+ * the final ones scroll up and stay, the rest (the open calls and what follows them) are
+ * redrawn in place with ANSI cursor movement, so a turn's line always sits after its calls
+ * and before the next turn's. Colours unless NO_COLOR is set.
+ *
+ * Feed it each event's JSON (ts_live_event); call ts_live_tick every ~100 ms to turn the
+ * spinners. Not thread-safe: callers that feed and tick from two threads hold a lock.
  */
 #ifndef TS_LIVE_H
 #define TS_LIVE_H
@@ -15,25 +21,38 @@
 #include "base/thread_id.h"
 #include "stream/json_view.h"
 
-#define TS_LIVE_MAX_CALLS 64 /* lines kept on screen; older calls scroll away */
+#define TS_LIVE_MAX_ITEMS 64 /* lines kept for redrawing; past it the oldest is made final */
 #define TS_LIVE_TEXT 160
 
+typedef enum {
+  TS_LIVE_CALL = 1,
+  TS_LIVE_NOTE, /* a finished turn, a stream error, the model's text */
+} ts_live_kind;
+
 typedef struct {
+  int kind;
   char thread[TS_THREAD_ID_MAX + 1];
   long index;
-  char call_id[96]; /* with the index, tells calls of different turns apart */
+  long turn;
+  char call_id[96];
   char tool[64];
-  char progress[TS_LIVE_TEXT];
+  char progress[TS_LIVE_TEXT]; /* CALL: the label; NOTE: the text */
   char detail[TS_LIVE_TEXT];
-  int state; /* 0 streaming, 1 ready, 2 error, 3 running, 4 done, 5 failed */
-} ts_live_call;
+  char result[TS_LIVE_TEXT];
+  const char *color; /* NOTE */
+  int state; /* CALL: 0 streaming, 1 ready, 2 error, 3 running, 4 done, 5 failed */
+  int sticky; /* CALL: ready is final only when no result will follow (no dispatcher) */
+} ts_live_item;
 
 typedef struct {
   int color;
-  ts_live_call calls[TS_LIVE_MAX_CALLS];
+  ts_live_item items[TS_LIVE_MAX_ITEMS];
   int n;
   int drawn; /* lines drawn last time (to move back over them) */
   unsigned frame;
+  int executes; /* calls get results (set by run; learnt from tool_execution_started) */
+  char text[TS_LIVE_TEXT]; /* the model's text since the last line */
+  char text_thread[TS_THREAD_ID_MAX + 1];
   ts_jv jv;
   char *scratch;
   size_t scratch_cap;
@@ -43,6 +62,7 @@ typedef struct {
 int ts_live_init(ts_live *w);
 void ts_live_event(ts_live *w, const char *json, size_t len);
 void ts_live_tick(ts_live *w);
+/* Makes every line final (the end of the output). */
 void ts_live_fini(ts_live *w);
 
 #endif

@@ -8,6 +8,7 @@
  * agent room and the event sink.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent/replay_model.h"
+#include "base/clock.h"
 #include "agent/run.h"
 #include "cli/cli.h"
 #include "cli/live.h"
@@ -201,7 +203,34 @@ static void on_sigint(int sig) {
   interrupted = 1;
 }
 
-static void live_view(void *user, const char *json, size_t len) { ts_live_event(user, json, len); }
+/* The live view on a terminal: fed by the sink (from the loop's and the dispatcher's
+ * threads, one at a time) and ticked by a thread of its own so that spinners turn while a
+ * call streams or runs; one lock between the two. */
+typedef struct {
+  ts_live view;
+  pthread_mutex_t mu;
+  pthread_t ticker;
+  volatile int stop;
+  int ticking;
+} live_screen;
+
+static void live_view(void *user, const char *json, size_t len) {
+  live_screen *l = user;
+  pthread_mutex_lock(&l->mu);
+  ts_live_event(&l->view, json, len);
+  pthread_mutex_unlock(&l->mu);
+}
+
+static void *live_tick(void *arg) {
+  live_screen *l = arg;
+  while (!l->stop) {
+    ts_clock_sleep_ms(100);
+    pthread_mutex_lock(&l->mu);
+    ts_live_tick(&l->view);
+    pthread_mutex_unlock(&l->mu);
+  }
+  return NULL;
+}
 
 int ts_cli_run(int argc, char **argv) {
   run_args a;
@@ -227,7 +256,7 @@ int ts_cli_run(int argc, char **argv) {
   ts_tool_defs progress = {0};
   ts_pub *pub = NULL;
   ts_cli_endpoint *endpoint = NULL;
-  ts_live live;
+  live_screen live;
   int live_on = 0;
 
   mkdir(a.workspace, 0755);
@@ -263,10 +292,14 @@ int ts_cli_run(int argc, char **argv) {
     }
   }
   if (!a.json) {
-    if (ts_live_init(&live)) {
+    if (ts_live_init(&live.view)) {
       fprintf(stderr, "toolstream run: out of memory\n");
       goto out;
     }
+    live.view.executes = 1; /* run executes every call: a ready call waits for its result */
+    pthread_mutex_init(&live.mu, NULL);
+    live.stop = 0;
+    live.ticking = pthread_create(&live.ticker, NULL, live_tick, &live) == 0;
     live_on = 1;
   }
 
@@ -324,7 +357,12 @@ int ts_cli_run(int argc, char **argv) {
           ts_store_path(store));
 out:
   ts_cli_endpoint_stop(endpoint); /* the run is over: its readers have had every event */
-  if (live_on) ts_live_fini(&live);
+  if (live_on) {
+    live.stop = 1;
+    if (live.ticking) pthread_join(live.ticker, NULL);
+    ts_live_fini(&live.view);
+    pthread_mutex_destroy(&live.mu);
+  }
   ts_pub_close(pub); /* before the archive's store: its replay thread may be using it */
   ts_store_close(astore);
   ts_store_close(store);
