@@ -406,7 +406,7 @@ END_TEST
 
 START_TEST(test_errors_become_results) {
   ts_registry *reg = ts_registry_new();
-  ts_jstools_env env = {NULL, 0, 1, 300, (size_t)8 << 20};
+  ts_jstools_env env = {NULL, 0, 1, 1500, (size_t)8 << 20}; /* room for a loaded machine */
   char why[512];
   ck_assert_int_eq(ts_jstools_load(reg, module("bad.js",
       "exports.thrower = defineTool({ uses: [], execute: function () { throw new Error('disk on fire'); } });\n"
@@ -421,7 +421,7 @@ START_TEST(test_errors_become_results) {
   const char *r = call(reg, "thrower", "{}");
   ck_assert_msg(!strcmp(r, "!Error: disk on fire"), "%s", r);
   r = call(reg, "looper", "{}");
-  ck_assert_msg(strstr(r, "!timed out") == r && strstr(r, "300 ms"), "%s", r);
+  ck_assert_msg(strstr(r, "!timed out") == r && strstr(r, "1500 ms"), "%s", r);
   r = call(reg, "catcher", "{}");
   ck_assert_msg(strstr(r, "!timed out") == r, "%s", r);
   r = call(reg, "hog", "{}");
@@ -687,7 +687,7 @@ START_TEST(test_queue_order_and_errors_persisted) {
   ck_assert_msg(ts_store_open(sdir, &s, why, sizeof why) == TS_E_OK, "%s", why);
   ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), TS_E_OK);
   ts_registry *reg = registry_with_c_tools();
-  ts_jstools_env env = {NULL, 0, 1, 300, (size_t)8 << 20};
+  ts_jstools_env env = {NULL, 0, 1, 1500, (size_t)8 << 20}; /* room for a loaded machine */
   ck_assert_int_eq(ts_jstools_load(reg, module("flow.js",
       "exports.starter = defineTool({ uses: ['step', 'echo'], execute: function (state) {\n"
       "  state.queueTool('step', { n: 1 });\n"
@@ -728,7 +728,7 @@ START_TEST(test_queue_order_and_errors_persisted) {
       "queued_1_3 echo={\"n\":\"e\"}\n"
       "queued_1_4 step=\"step 3\"\n"
       "!call_1 thrower=Error: boom\n"
-      "!call_2 looper=timed out: the tool ran longer than its limit of 300 ms\n"
+      "!call_2 looper=timed out: the tool ran longer than its limit of 1500 ms\n"
       "!call_3 hog=out of memory";
   ck_assert_msg(!strncmp(m.text, want_prefix, strlen(want_prefix)), "%s", m.text);
   ck_assert_msg(strstr(m.text, "\ncall_4 echo={\"last\":true}\n"), "%s", m.text);
