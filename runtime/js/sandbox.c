@@ -1333,6 +1333,10 @@ static int job_start(sb_job *j, const char *code, size_t len, const ts_sandbox_o
       return -1;
     }
     if (code) j->tcode = cache_get(j->language, code, len, &j->tlen);
+    /* The run's clock starts now: the process's first run built the templates above,
+     * which is not the script's time. */
+    j->t0 = now_ns();
+    j->deadline = j->t0 + (uint64_t)j->timeout_ms * 1000000u;
   }
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
     snprintf(msg, sizeof msg, "sandbox setup failed: socketpair: %s", strerror(errno));

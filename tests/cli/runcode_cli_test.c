@@ -103,7 +103,7 @@ START_TEST(test_ctrl_c_terminates) {
     kill(c.pid, cases[i].sig);
     double t0 = now_ms();
     finish_child(&c, &r);
-    ck_assert_msg(now_ms() - t0 < 1000, "%s: took %.0f ms", cases[i].code, now_ms() - t0);
+    ck_assert_msg(now_ms() - t0 < 3000, "%s: took %.0f ms", cases[i].code, now_ms() - t0); /* loaded CI; minutes before */
     ck_assert_int_eq(r.status, 1);
     ck_assert_msg(strstr(sb_str(&r.out), "\"status\":\"terminated\""), "%s", sb_str(&r.out));
     ck_assert_msg(strstr(sb_str(&r.err), cases[i].why), "%s", sb_str(&r.err));

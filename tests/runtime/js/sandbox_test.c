@@ -35,13 +35,14 @@
 #define TS_SANITIZED 1
 #endif
 #endif
-/* The sandbox's margin is 50 ms (docs/sandbox.md); on the shared CI cores (load 7 on 2
- * CPUs seen) a process kill and reap can take longer, so the tests allow more. A run
- * that ignored its deadline would take seconds to minutes. */
+/* The sandbox's margin is 50 ms (docs/sandbox.md); on the shared CI cores (load 16 on 2
+ * CPUs seen) scheduling alone can take longer, so the tests allow much more. A run that
+ * ignored its deadline takes seconds to minutes (228 s measured before the fix), so the
+ * bound still tells the two apart. */
 #ifdef TS_SANITIZED
-#define SLACK_MS 400.0
+#define SLACK_MS 1500.0
 #else
-#define SLACK_MS 200.0
+#define SLACK_MS 750.0
 #endif
 
 #define REQUIRE(cond, ...)                  \
@@ -421,24 +422,28 @@ typedef struct {
   int n;
   double first_at;
   char last[64];
+  ts_sandbox_cancel *cancel;
 } live_log;
 
 static void on_entry(void *user, const char *s, size_t n) {
   live_log *l = user;
   if (!l->n++) l->first_at = mono_ms();
   snprintf(l->last, sizeof l->last, "%.*s", (int)n, s);
+  if (l->n == 2 && l->cancel) ts_sandbox_terminate(l->cancel, "seen");
 }
 
 START_TEST(test_live_console) {
-  live_log l = {0, 0, ""};
-  ts_sandbox_opts o = {.timeout_ms = 400, .on_console = on_entry, .console_user = &l};
+  /* The callback terminates the run when the second entry comes: the script never ends
+   * by itself, so a terminated status proves the entries came while it ran. */
+  live_log l = {0, 0, "", NULL};
+  ts_sandbox_cancel c;
+  ts_sandbox_cancel_init(&c);
+  l.cancel = &c;
+  ts_sandbox_opts o = {.timeout_ms = 30000, .on_console = on_entry, .console_user = &l, .cancel = &c};
   ts_sandbox_result r;
-  double t0 = mono_ms();
   run("console.log('one'); console.log('two', 2); while (true) {}", &o, &r);
-  REQUIRE(r.status == TS_SANDBOX_TIMEOUT, "status %s", ts_sandbox_status_name(r.status));
+  REQUIRE(r.status == TS_SANDBOX_TERMINATED, "status %s", ts_sandbox_status_name(r.status));
   REQUIRE(l.n == 2 && !strcmp(l.last, "two 2"), "entries %d, last %s", l.n, l.last);
-  /* The first entry came long before the end of the run. */
-  REQUIRE(l.first_at - t0 < 300, "first entry after %.1f ms", l.first_at - t0);
   REQUIRE(!strcmp(r.console_json, "[\"one\",\"two 2\"]"), "console %s", r.console_json);
   ts_sandbox_result_fini(&r);
 }
