@@ -60,10 +60,13 @@ for c in $("$p/bin/toolstream" --help | awk '/^commands:/ {on = 1; next} on && /
     on && /^  [a-z]/ {print $1}'); do
   [ -e "$p/share/man/man1/toolstream-$c.1" ] || fail "no man page for toolstream $c"
 done
-# Internal headers stay out (they declare only ts__ names; bus_net.h includes nng.h).
-for f in events/bus_net.h stream/anthropic.h stream/openai_chat.h; do
-  [ ! -e "$p/include/toolstream/$f" ] || fail "internal header installed: $f"
-done
+# Internal headers stay out (bus_net.h declares only ts__ names and includes nng.h), and
+# no installed header includes anything but the C library: nothing of nng, SQLite, PCRE2
+# or libsodium shows through the API.
+[ ! -e "$p/include/toolstream/events/bus_net.h" ] || fail "internal header installed: events/bus_net.h"
+foreign=$(grep -rhoE '#include <[^>]+>' "$p/include/toolstream" | sort -u |
+  grep -v -E '<(std[a-z]*|string|limits|time|errno|inttypes|pthread|sys/[a-z_]+)\.h>' || true)
+[ -z "$foreign" ] || fail "installed headers include more than the C library: $foreign"
 
 # 2. soname and exports
 readelf -d "$lib/libtoolstream.so" | grep 'SONAME.*\[libtoolstream\.so\.0\]' >/dev/null ||
