@@ -36,6 +36,7 @@
 
 #include "stream/json_view.h"
 #include "stream/adapter.h"
+#include "support/sb.h"
 #include "support/test_support.h"
 
 /* ---- the recorder ----------------------------------------------------------------- */
@@ -884,30 +885,9 @@ END_TEST
 
 /* ---- limits -------------------------------------------------------------------------------- */
 
-/* Builds a stream into a growing heap buffer. */
-typedef struct {
-  char *p;
-  size_t len, cap;
-} sbuf;
+/* Streams are built in the tests' string builder (support/sb.h). */
 
-static void sb_add(sbuf *b, const char *s) {
-  size_t n = strlen(s);
-  if (b->len + n + 1 > b->cap) {
-    b->cap = (b->len + n + 1) * 2;
-    b->p = realloc(b->p, b->cap);
-    ck_assert(b->p);
-  }
-  memcpy(b->p + b->len, s, n + 1);
-  b->len += n;
-}
-
-static void sb_addf(sbuf *b, const char *fmt, int a1, int a2) {
-  char tmp[512];
-  snprintf(tmp, sizeof tmp, fmt, a1, a2);
-  sb_add(b, tmp);
-}
-
-static void run_sb(ts_format fmt, sbuf *b) {
+static void run_sb(ts_format fmt, sb *b) {
   char *t = tick(b->p);
   R.abort_at = 0;
   run_text(fmt, t, strlen(t), &R);
@@ -921,22 +901,22 @@ static void run_sb(ts_format fmt, sbuf *b) {
 
 START_TEST(test_too_many_tokens) {
   /* one payload over the token limit: an error for that event; the stream goes on */
-  sbuf b = {0};
-  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{`content`:`a`}}],`x`:[0");
-  for (int i = 0; i < TS_ADAPTER_MAX_TOKENS; i++) sb_add(&b, ",0");
-  sb_add(&b, "]}\n\n");
-  sb_add(&b, D("{`choices`:[{`index`:0,`delta`:{`content`:`b`}}]}") DONE);
+  sb b = {0};
+  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`content`:`a`}}],`x`:[0");
+  for (int i = 0; i < TS_ADAPTER_MAX_TOKENS; i++) sb_puts(&b, ",0");
+  sb_puts(&b, "]}\n\n");
+  sb_puts(&b, D("{`choices`:[{`index`:0,`delta`:{`content`:`b`}}]}") DONE);
   char *t = tick(b.p);
   free(b.p);
   R.abort_at = 0;
   run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
   expect_trace(__LINE__, "too many tokens", "chat", &R, "!ms_too_many_tokens | X 'b' | T stop=");
   /* exactly at the limit it parses: TS_ADAPTER_MAX_TOKENS - 5 elements, 2 keys, 2 arrays, 1 object */
-  sbuf c = {0};
-  sb_add(&c, "data: {`x`:[0");
-  for (int i = 1; i < TS_ADAPTER_MAX_TOKENS - 5; i++) sb_add(&c, ",0");
-  sb_add(&c, "],`choices`:[]}\n\n");
-  sb_add(&c, DONE);
+  sb c = {0};
+  sb_puts(&c, "data: {`x`:[0");
+  for (int i = 1; i < TS_ADAPTER_MAX_TOKENS - 5; i++) sb_puts(&c, ",0");
+  sb_puts(&c, "],`choices`:[]}\n\n");
+  sb_puts(&c, DONE);
   free(t);
   t = tick(c.p);
   free(c.p);
@@ -948,16 +928,16 @@ END_TEST
 
 START_TEST(test_responses_huge_terminal) {
   /* response.completed echoing more than the token array holds still ends the turn */
-  sbuf b = {0};
-  sb_add(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
+  sb b = {0};
+  sb_puts(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
              "`output_index`:0,`item`:{`id`:`fc_1`,`type`:`function_call`,`call_id`:`c1`,"
              "`name`:`f`,`arguments`:``}}\n\n");
-  sb_add(&b, "event: response.function_call_arguments.delta\ndata: {`type`:"
+  sb_puts(&b, "event: response.function_call_arguments.delta\ndata: {`type`:"
              "`response.function_call_arguments.delta`,`item_id`:`fc_1`,`delta`:`{}`}\n\n");
-  sb_add(&b, "event: response.completed\ndata: {`type`:`response.completed`,`response`:"
+  sb_puts(&b, "event: response.completed\ndata: {`type`:`response.completed`,`response`:"
              "{`status`:`completed`,`tools`:[0");
-  for (int i = 0; i < TS_ADAPTER_MAX_TOKENS; i++) sb_add(&b, ",0");
-  sb_add(&b, "]}}\n\n");
+  for (int i = 0; i < TS_ADAPTER_MAX_TOKENS; i++) sb_puts(&b, ",0");
+  sb_puts(&b, "]}}\n\n");
   char *t = tick(b.p);
   free(b.p);
   R.abort_at = 0;
@@ -970,16 +950,16 @@ END_TEST
 
 START_TEST(test_too_many_calls_chat) {
   /* TS_ADAPTER_MAX_CALLS + 2 calls, whole, in one chunk: the last two are refused */
-  sbuf b = {0};
-  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[");
+  sb b = {0};
+  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[");
   for (int i = 0; i < TS_ADAPTER_MAX_CALLS + 2; i++) {
-    if (i) sb_add(&b, ",");
-    sb_addf(&b, "{`index`:%d,`id`:`c%d`,`function`:{`name`:`f`,`arguments`:`{}`}}", i, i);
+    if (i) sb_puts(&b, ",");
+    sb_printf(&b, "{`index`:%d,`id`:`c%d`,`function`:{`name`:`f`,`arguments`:`{}`}}", i, i);
   }
-  sb_add(&b, "]}}]}\n\n");
+  sb_puts(&b, "]}}]}\n\n");
   /* later pieces of the refused calls, by index and without any key: dropped quietly,
    * never pinned on call 255 */
-  sb_add(&b, TC("{`index`:256,`function`:{`arguments`:`x`}}") TC("{`function`:{`arguments`:`y`}}")
+  sb_puts(&b, TC("{`index`:256,`function`:{`arguments`:`x`}}") TC("{`function`:{`arguments`:`y`}}")
                  FIN("tool_calls") DONE);
   run_sb(TS_FORMAT_OPENAI_CHAT, &b);
   ck_assert_ptr_nonnull(strstr(R.trace, "B255 c255 f | A255 '{}' | !ms_too_many_calls | E0 | E1 |"));
@@ -991,18 +971,18 @@ START_TEST(test_too_many_calls_chat) {
 END_TEST
 
 START_TEST(test_too_many_calls_anthropic) {
-  sbuf b = {0};
-  sb_add(&b, MSG_START);
+  sb b = {0};
+  sb_puts(&b, MSG_START);
   for (int i = 0; i <= TS_ADAPTER_MAX_CALLS; i++) {
-    sb_addf(&b, "event: content_block_start\ndata: {`type`:`content_block_start`,`index`:%d,"
+    sb_printf(&b, "event: content_block_start\ndata: {`type`:`content_block_start`,`index`:%d,"
                 "`content_block`:{`type`:`tool_use`,`id`:`t%d`,`name`:`f`,`input`:{}}}\n\n",
             i, i);
-    sb_addf(&b, "event: content_block_delta\ndata: {`type`:`content_block_delta`,`index`:%d,"
+    sb_printf(&b, "event: content_block_delta\ndata: {`type`:`content_block_delta`,`index`:%d,"
                 "`delta`:{`type`:`input_json_delta`,`partial_json`:`{}`}}\n\n",
-            i, 0);
-    sb_addf(&b, "event: content_block_stop\ndata: {`type`:`content_block_stop`,`index`:%d}\n\n", i, 0);
+            i);
+    sb_printf(&b, "event: content_block_stop\ndata: {`type`:`content_block_stop`,`index`:%d}\n\n", i);
   }
-  sb_add(&b, MSG_STOP);
+  sb_puts(&b, MSG_STOP);
   run_sb(TS_FORMAT_ANTHROPIC, &b);
   ck_assert_ptr_nonnull(strstr(R.trace, "B255 t255 f | A255 '{}' | E255 | !ms_too_many_calls | T stop="));
 }
@@ -1013,13 +993,13 @@ START_TEST(test_id_limits) {
   memset(id, 'x', sizeof id - 1);
   id[sizeof id - 1] = 0;
   id[TS_ADAPTER_MAX_ID] = 0; /* exactly the limit: fits, and matching by it works */
-  sbuf b = {0};
-  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`id`:`");
-  sb_add(&b, id);
-  sb_add(&b, "`,`function`:{`name`:`f`,`arguments`:`{`}}]}}]}\n\n");
-  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`id`:`");
-  sb_add(&b, id);
-  sb_add(&b, "`,`function`:{`arguments`:`}`}}]}}]}\n\n" FIN("tool_calls") DONE);
+  sb b = {0};
+  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`id`:`");
+  sb_puts(&b, id);
+  sb_puts(&b, "`,`function`:{`name`:`f`,`arguments`:`{`}}]}}]}\n\n");
+  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`id`:`");
+  sb_puts(&b, id);
+  sb_puts(&b, "`,`function`:{`arguments`:`}`}}]}}]}\n\n" FIN("tool_calls") DONE);
   run_sb(TS_FORMAT_OPENAI_CHAT, &b);
   ck_assert_uint_eq(strlen(R.trace), strlen("B0  f | A0 '{' | A0 '}' | E0 | T stop=tool_calls") + TS_ADAPTER_MAX_ID);
   ck_assert_ptr_nonnull(strstr(R.trace, "x f | A0 '{' | A0 '}' | E0 | T stop=tool_calls"));
@@ -1027,23 +1007,23 @@ START_TEST(test_id_limits) {
   /* one byte more: refused; its pieces (by index, or continuing it) are dropped; the next
    * call is index 0 */
   id[TS_ADAPTER_MAX_ID] = 'x';
-  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:0,`id`:`");
-  sb_add(&b, id);
-  sb_add(&b, "`,`function`:{`name`:`f`,`arguments`:`{`}}]}}]}\n\n");
-  sb_add(&b, TC("{`index`:0,`function`:{`arguments`:`}`}}") TC("{`function`:{`arguments`:`}`}}")
+  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:0,`id`:`");
+  sb_puts(&b, id);
+  sb_puts(&b, "`,`function`:{`name`:`f`,`arguments`:`{`}}]}}]}\n\n");
+  sb_puts(&b, TC("{`index`:0,`function`:{`arguments`:`}`}}") TC("{`function`:{`arguments`:`}`}}")
                  TC("{`index`:1,`id`:`b`,`function`:{`name`:`g`,`arguments`:`{}`}}") FIN("tool_calls")
                      DONE);
   run_sb(TS_FORMAT_OPENAI_CHAT, &b);
   ck_assert_str_eq(R.trace, "!ms_id_too_long | B0 b g | A0 '{}' | E0 | T stop=tool_calls");
 
   /* a Responses item id over the limit: refused with its deltas */
-  sb_add(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
+  sb_puts(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
              "`item`:{`type`:`function_call`,`call_id`:`call_1`,`name`:`f`,`id`:`");
-  sb_add(&b, id);
-  sb_add(&b, "`}}\n\nevent: response.function_call_arguments.delta\ndata: "
+  sb_puts(&b, id);
+  sb_puts(&b, "`}}\n\nevent: response.function_call_arguments.delta\ndata: "
              "{`type`:`response.function_call_arguments.delta`,`delta`:`{}`,`item_id`:`");
-  sb_add(&b, id);
-  sb_add(&b, "`}\n\n" ADDED("fc_2", "call_2", "g", "") COMPLETED(""));
+  sb_puts(&b, id);
+  sb_puts(&b, "`}\n\n" ADDED("fc_2", "call_2", "g", "") COMPLETED(""));
   run_sb(TS_FORMAT_OPENAI_RESPONSES, &b);
   ck_assert_str_eq(R.trace, "!ms_id_too_long | B0 call_2 g | E0 | T stop=completed");
 }
@@ -1053,13 +1033,13 @@ START_TEST(test_name_too_long) {
   char name[TS_ADAPTER_MAX_ID + 2];
   memset(name, 'n', sizeof name - 1);
   name[sizeof name - 1] = 0;
-  sbuf b = {0};
-  sb_add(&b, MSG_START);
-  sb_add(&b, "event: content_block_start\ndata: {`type`:`content_block_start`,`index`:0,"
+  sb b = {0};
+  sb_puts(&b, MSG_START);
+  sb_puts(&b, "event: content_block_start\ndata: {`type`:`content_block_start`,`index`:0,"
              "`content_block`:{`type`:`tool_use`,`id`:`t0`,`name`:`");
-  sb_add(&b, name);
-  sb_add(&b, "`,`input`:{}}}\n\n");
-  sb_add(&b, JSON_DELTA(0, "{}") BLOCK_STOP(0) TOOL_START(1, "t1", "g", "{}") JSON_DELTA(1, "{}")
+  sb_puts(&b, name);
+  sb_puts(&b, "`,`input`:{}}}\n\n");
+  sb_puts(&b, JSON_DELTA(0, "{}") BLOCK_STOP(0) TOOL_START(1, "t1", "g", "{}") JSON_DELTA(1, "{}")
                  BLOCK_STOP(1) MSG_STOP);
   run_sb(TS_FORMAT_ANTHROPIC, &b);
   char *want = tick("!ms_id_too_long | B0 t1 g | A0 '{}' | E0 | T stop= "
@@ -1074,24 +1054,24 @@ START_TEST(test_field_too_long) {
   memset(big, 'u', sizeof big - 1);
   big[sizeof big - 1] = 0;
   /* usage over the limit: an error, and the turn ends without usage */
-  sbuf b = {0};
-  sb_add(&b, "data: {`choices`:[],`usage`:{`note`:`");
-  sb_add(&b, big);
-  sb_add(&b, "`}}\n\n" DONE);
+  sb b = {0};
+  sb_puts(&b, "data: {`choices`:[],`usage`:{`note`:`");
+  sb_puts(&b, big);
+  sb_puts(&b, "`}}\n\n" DONE);
   run_sb(TS_FORMAT_OPENAI_CHAT, &b);
   ck_assert_str_eq(R.trace, "!ms_field_too_long | T stop=");
   /* a stop reason over TS_ADAPTER_MAX_ID: an error, an empty stop reason, still a finish */
   big[TS_ADAPTER_MAX_ID + 1] = 0;
-  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{},`finish_reason`:`");
-  sb_add(&b, big);
-  sb_add(&b, "`}]}\n\n");
+  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{},`finish_reason`:`");
+  sb_puts(&b, big);
+  sb_puts(&b, "`}]}\n\n");
   run_sb(TS_FORMAT_OPENAI_CHAT, &b);
   ck_assert_str_eq(R.trace, "!ms_field_too_long | T stop=");
   /* exactly TS_ADAPTER_MAX_ID bytes of stop reason fit */
   big[TS_ADAPTER_MAX_ID] = 0;
-  sb_add(&b, "data: {`choices`:[{`index`:0,`delta`:{},`finish_reason`:`");
-  sb_add(&b, big);
-  sb_add(&b, "`}]}\n\n");
+  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{},`finish_reason`:`");
+  sb_puts(&b, big);
+  sb_puts(&b, "`}]}\n\n");
   run_sb(TS_FORMAT_OPENAI_CHAT, &b);
   ck_assert_uint_eq(strlen(R.trace), strlen("T stop=") + TS_ADAPTER_MAX_ID);
   ck_assert_int_eq(R.first_err, 0);
