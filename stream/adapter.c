@@ -40,6 +40,7 @@ typedef struct {
   uint32_t index;   /* the call's index in the turn (not for refused slots) */
   uint8_t state;    /* SLOT_* */
   uint8_t has_args; /* a CALL_ARGS was reported */
+  uint8_t tag;      /* the provider's own notes (ts__adapter_call_tag) */
   uint16_t key_len;
   char key[TS_ADAPTER_MAX_ID]; /* string key (Responses item_id, Chat id), may be empty */
 } ms_call;
@@ -254,6 +255,8 @@ int ts__adapter_call_last(const ts_adapter *a) { return a->last; }
 int ts__adapter_call_ended(const ts_adapter *a, int slot) {
   return slot >= 0 && a->calls[slot].state == SLOT_ENDED;
 }
+
+uint8_t *ts__adapter_call_tag(ts_adapter *a, int slot) { return &a->calls[slot].tag; }
 
 int ts__adapter_call_has_args(const ts_adapter *a, int slot) {
   return slot >= 0 && a->calls[slot].has_args;

@@ -74,6 +74,8 @@
  *     `arguments` text carried by `output_item.added`, or by the `.done` events of a
  *     call that got no delta at all, is reported as that call's CALL_ARGS.
  *     Deltas for an unknown item_id are dropped. The `error` event is terminal.
+ *     `custom_tool_call`, `local_shell_call`, `shell_call` and `apply_patch_call` items are
+ *     calls too (see openai_responses.c and docs/events.md for their arguments).
  *   - anthropic: `message_delta.usage` is the usage (`message_start`'s is kept in
  *     case no message_delta carries one). A non-empty `input` object in
  *     content_block_start is the call's first CALL_ARGS; text in a `text` block's
@@ -237,6 +239,8 @@ int ts__adapter_call_by_key(const ts_adapter *a, ts_view key);
 /* The slot that most recently began or received arguments, or -1. */
 int ts__adapter_call_last(const ts_adapter *a);
 int ts__adapter_call_ended(const ts_adapter *a, int slot);  /* CALL_END was reported */
+/* A byte per slot for the provider's own notes about the call (0 when it begins). */
+uint8_t *ts__adapter_call_tag(ts_adapter *a, int slot);
 int ts__adapter_call_has_args(const ts_adapter *a, int slot); /* a CALL_ARGS was reported */
 ts_view ts__adapter_call_key(const ts_adapter *a, int slot);
 /* Replaces the string key (Chat: an id sent again); TS_E_MS_ID_TOO_LONG keeps the old. */
