@@ -35,8 +35,10 @@
  *
  * Ownership
  *   All views in ts_adapter_event point into the `data` buffer of the current call to
- *   ts_adapter_feed_event, or into the adapter's own fixed storage; they are valid only
- *   during the callback. `data` is mutable because string values (argument fragments,
+ *   ts_adapter_feed_event, or into the adapter's own storage (argument text it writes
+ *   itself: Vertex's rebuilt arguments, Responses' wrapped free-form input, in pieces of
+ *   at most 512 bytes; tool names it supplies); they are valid only during the callback.
+ *   `data` is mutable because string values (argument fragments,
  *   text) are decoded from JSON in place there.
  *
  * Limits (each with its own error, reported as an ERROR event and a return code):
@@ -83,11 +85,9 @@
  *   - gemini: candidate 0 only; parts marked `"thought": true` are skipped; a
  *     functionCall without `args` reports no CALL_ARGS (tools without parameters).
  *     `promptFeedback.blockReason` is the stop reason when no finishReason came.
- *     Vertex `partialArgs` / `willContinue` streaming is NOT supported: such a
- *     functionCall gets one non-terminal ERROR (TS_E_MS_UNSUPPORTED) per turn and is
- *     skipped, and so is every later functionCall of that turn without `args` (the
- *     rest of such a call's pieces). A functionCall with neither name nor args names
- *     no call and is skipped.
+ *     Vertex `partialArgs` / `willContinue` streaming is rebuilt into argument
+ *     text in order (gemini.c says how); EOF while such a call streams is truncation.
+ *     A functionCall with neither name nor args names no call and is skipped.
  *   - Any format: a payload whose top-level `error` member is set is a terminal ERROR
  *     (TS_E_MS_PROVIDER) whose message is `error.message` (or the error's JSON text
  *     when it has none); `event: error` with no data is one too.
@@ -266,6 +266,14 @@ void ts__adapter_turn_end(ts_adapter *a);
 ts_view ts__adapter_event_type(struct ts_jv *jv, ts_view event);
 /* Per-turn flag bits a provider may keep in the adapter (Gemini: "unsupported reported"). */
 unsigned *ts__adapter_flags(ts_adapter *a);
+/* A zeroed block of TS_ADAPTER_SCRATCH bytes, the provider's own per-turn state (Vertex:
+ * the containers of the arguments it is rebuilding). */
+#define TS_ADAPTER_SCRATCH 2048
+void *ts__adapter_scratch(ts_adapter *a);
+/* CALL_ARGS with `text` escaped as the inside of a JSON string (for providers that
+ * stream argument values, or free-form input, rather than argument JSON text); sent in
+ * pieces through a small buffer, nothing allocated. */
+void ts__adapter_call_args_escaped(ts_adapter *a, int slot, ts_view text);
 #endif /* TS_ADAPTER_INTERNAL */
 
 #endif /* TS_ADAPTER_H */

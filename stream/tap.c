@@ -798,7 +798,10 @@ int ts_tap_finish(ts_tap *t) {
     return t->aborted ? TS_E_ABORTED : TS_E_OK;
   }
   int cut = 0;
-  if (t->framing == FRAME_SSE) ts_sse_finish(&t->sse);
+  if (t->framing == FRAME_SSE) {
+    cut = ts_sse_cut(&t->sse);
+    ts_sse_finish(&t->sse);
+  }
   if (t->framing == FRAME_JSON || t->framing == FRAME_JSON_ARRAY) cut = ts_json_seq_cut(&t->jseq);
   t->ev_off = t->pos;
   if (cut)

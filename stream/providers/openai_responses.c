@@ -86,40 +86,13 @@ static int kind_of(ts_jv *jv, int item) {
   return -1;
 }
 
-/* Free-form text as the inside of a JSON string, in pieces through a small buffer. */
-static void custom_text(ts_adapter *a, int slot, ts_view text) {
-  char out[512];
-  size_t o = 0;
-  for (size_t i = 0; i < text.len; i++) {
-    unsigned char c = (unsigned char)text.p[i];
-    if (o + 6 > sizeof out) {
-      ts__adapter_call_args(a, slot, (ts_view){out, o});
-      o = 0;
-    }
-    if (c == '"' || c == '\\') {
-      out[o++] = '\\';
-      out[o++] = (char)c;
-    } else if (c == '\n' || c == '\t' || c == '\r') {
-      out[o++] = '\\';
-      out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
-    } else if (c < 0x20) {
-      static const char hex[] = "0123456789abcdef";
-      out[o++] = '\\', out[o++] = 'u', out[o++] = '0', out[o++] = '0';
-      out[o++] = hex[c >> 4], out[o++] = hex[c & 15];
-    } else {
-      out[o++] = (char)c;
-    }
-  }
-  if (o) ts__adapter_call_args(a, slot, (ts_view){out, o});
-}
-
 /* The end of a custom call's input: the whole `input` (token) if no delta came, the
  * closing of the wrapper, the call's end. */
 static void custom_done(ts_adapter *a, ts_jv *jv, int slot, int input) {
   if (slot < 0 || ts__adapter_call_ended(a, slot)) return;
   ts_view text;
   if (!(*ts__adapter_call_tag(a, slot) & TAG_DELTA) && ts__adapter_string(a, jv, input, &text) > 0)
-    custom_text(a, slot, text);
+    ts__adapter_call_args_escaped(a, slot, text);
   ts__adapter_call_args(a, slot, (ts_view){"\"}", 2});
   ts__adapter_call_end(a, slot);
 }
@@ -209,7 +182,7 @@ static void responses_event(ts_adapter *a, ts_jv *jv, ts_view event) {
       return;
     if (ts__adapter_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0) {
       *ts__adapter_call_tag(a, slot) |= TAG_DELTA;
-      custom_text(a, slot, text);
+      ts__adapter_call_args_escaped(a, slot, text);
     }
   } else if (name_is(type, "response.custom_tool_call_input.done")) {
     ts_view key;
