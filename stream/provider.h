@@ -41,7 +41,8 @@
   X(ANTHROPIC, anthropic)             \
   X(GEMINI, gemini)                   \
   X(OLLAMA, ollama)                   \
-  X(COHERE, cohere)
+  X(COHERE, cohere)                   \
+  X(BEDROCK, bedrock)
 
 /* A stream format: one per provider row, plus `auto` (detect) and `raw` (the bare bytes of
  * one call's arguments: no framing and no adapter; the tap feeds the tokenizer directly). */

@@ -2139,6 +2139,24 @@ static const struct {
      "stream_error +2483 ms_truncated\n"
      "started #1 create_ticket_0m9wdzb1pc2r create_ticket +2483\n"
      "error #1 +2483 tap_incomplete\n"},
+    {__LINE__, "bedrock-converse-stream-tool.bin", TS_FORMAT_BEDROCK, "p=description text",
+     "text +309 'Checking the stock.'\n"
+     "started #0 tooluse_kZJMlvQmRJ6eAyJE5GIl7Q get_stock +1787 'Café stock for \"espresso\" beans'\n"
+     "ready #0 +1787 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for \\\"espresso\\\" beans\"}\n"
+     "finished +2260 'tool_use' usage={\"inputTokens\":412,\"outputTokens\":58,\"totalTokens\":470}\n"},
+    {__LINE__, "bedrock-converse-stream-tool-truncated.bin", TS_FORMAT_BEDROCK, "p=description text",
+     "text +309 'Checking the stock.'\n"
+     "stream_error +1499 ms_truncated\n"
+     "started #0 tooluse_kZJMlvQmRJ6eAyJE5GIl7Q get_stock +1499\n"
+     "error #0 +1499 tap_incomplete\n"},
+    {__LINE__, "bedrock-converse-stream-bad-crc.bin", TS_FORMAT_BEDROCK, "p=description text",
+     "text +309 'Checking the stock.'\n"
+     "started #0 tooluse_kZJMlvQmRJ6eAyJE5GIl7Q get_stock +1787 'Café stock for \"espresso\" beans'\n"
+     "ready #0 +1787 {\"store\":\"Montr\\u00e9al\",\"description\":\"Caf\\u00e9 stock for \\\"espresso\\\" beans\"}\n"
+     "stream_error +2062 evs_crc\n"
+     "stream_error +2260 ms_truncated\n"},
+    {__LINE__, "bedrock-throttling-exception.bin", TS_FORMAT_BEDROCK, "",
+     "stream_error +178 ms_provider 'Too many requests, please wait before trying again.'\n"},
     {__LINE__, "gemini-array-two-function-calls-truncated.json", TS_FORMAT_GEMINI, "p=description",
      "stream_error +779 ms_truncated\n"},
 };
