@@ -48,6 +48,10 @@
   X(JSEQ_SYNTAX, -1100, "jseq_syntax", "expected a JSON object or array")       \
   X(JSEQ_TOO_LARGE, -1101, "jseq_too_large", "JSON value larger than the limit") \
   X(JSEQ_TRAILING, -1102, "jseq_trailing", "data after the JSON array's closing bracket") \
+  /* the AWS event stream framer (stream/eventstream.h) */                      \
+  X(EVS_CRC, -1200, "evs_crc", "event stream message fails its CRC32 check")    \
+  X(EVS_HEADERS, -1201, "evs_headers", "event stream message with malformed lengths or headers") \
+  X(EVS_TOO_LARGE, -1202, "evs_too_large", "event stream message larger than the limit") \
   /* provider adapters (stream/adapter.h) */                                      \
   X(MS_BAD_JSON, -300, "ms_bad_json", "SSE payload is not valid JSON")           \
   X(MS_BAD_SHAPE, -301, "ms_bad_shape", "SSE payload does not have the provider's shape") \

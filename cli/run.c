@@ -49,7 +49,7 @@ static const ts_cli_opt run_opts[] = {
      "openai) or cohere (v2 chat, base https://api.cohere.com)\n"
      "(default: anthropic or cohere by the URL's host, else\n"
      "openai); run cannot talk to openai-responses, gemini or\n"
-     "bedrock yet (tap and gateway read their streams)", NULL},
+     "bedrock (SigV4) yet (tap and gateway read their streams)", NULL},
     {"api-key-env", 0, TS_CLI_STRING, O_KEY_ENV, 0, 0, "VAR",
      "the environment variable holding the API key (default\n"
      "the provider's: OPENAI_API_KEY, ANTHROPIC_API_KEY,\n"

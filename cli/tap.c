@@ -26,7 +26,8 @@ static const ts_cli_opt tap_opts[] = {
     {"format", 0, TS_CLI_STRING, O_FORMAT, 0, 0, "F",
      "auto (default), openai-chat, openai-responses, anthropic,\n"
      "gemini (SSE or its JSON array), ollama (native NDJSON),\n"
-     "cohere (v2 chat), or raw (the bare arguments JSON of one call)", NULL},
+     "cohere (v2 chat), bedrock (ConverseStream's binary event\n"
+     "stream), or raw (the bare arguments JSON of one call)", NULL},
     {"tool", 0, TS_CLI_STRING, O_TOOL, 0, 0, "NAME",
      "the tool's name, for --format raw (required there)", NULL},
     {"deltas", 0, TS_CLI_FLAG, O_DELTAS, 0, 0, NULL,

@@ -40,6 +40,7 @@ typedef struct {
   uint32_t index;   /* the call's index in the turn (not for refused slots) */
   uint8_t state;    /* SLOT_* */
   uint8_t has_args; /* a CALL_ARGS was reported */
+  uint8_t tag;      /* the provider's own notes (ts__adapter_call_tag) */
   uint16_t key_len;
   char key[TS_ADAPTER_MAX_ID]; /* string key (Responses item_id, Chat id), may be empty */
 } ms_call;
@@ -56,6 +57,7 @@ struct ts_adapter {
   int finish_rc;
   int ev_err;       /* first error reported during the current feed / finish */
   unsigned flags;   /* providers' own bits */
+  _Alignas(max_align_t) unsigned char scratch[TS_ADAPTER_SCRATCH]; /* providers' own state */
   int last;         /* slot that most recently began or got arguments, -1 */
   uint32_t nslots;
   uint32_t ncalls; /* indexes handed out */
@@ -255,6 +257,8 @@ int ts__adapter_call_ended(const ts_adapter *a, int slot) {
   return slot >= 0 && a->calls[slot].state == SLOT_ENDED;
 }
 
+uint8_t *ts__adapter_call_tag(ts_adapter *a, int slot) { return &a->calls[slot].tag; }
+
 int ts__adapter_call_has_args(const ts_adapter *a, int slot) {
   return slot >= 0 && a->calls[slot].has_args;
 }
@@ -350,6 +354,34 @@ void ts__adapter_turn_end(ts_adapter *a) {
 
 unsigned *ts__adapter_flags(ts_adapter *a) { return &a->flags; }
 
+void *ts__adapter_scratch(ts_adapter *a) { return a->scratch; }
+
+void ts__adapter_call_args_escaped(ts_adapter *a, int slot, ts_view text) {
+  static const char hex[] = "0123456789abcdef";
+  char out[512];
+  size_t o = 0;
+  for (size_t i = 0; i < text.len; i++) {
+    unsigned char c = (unsigned char)text.p[i];
+    if (o + 6 > sizeof out) {
+      ts__adapter_call_args(a, slot, (ts_view){out, o});
+      o = 0;
+    }
+    if (c == '"' || c == '\\') {
+      out[o++] = '\\';
+      out[o++] = (char)c;
+    } else if (c == '\n' || c == '\t' || c == '\r') {
+      out[o++] = '\\';
+      out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+    } else if (c < 0x20) {
+      out[o++] = '\\', out[o++] = 'u', out[o++] = '0', out[o++] = '0';
+      out[o++] = hex[c >> 4], out[o++] = hex[c & 15];
+    } else {
+      out[o++] = (char)c;
+    }
+  }
+  if (o) ts__adapter_call_args(a, slot, (ts_view){out, o});
+}
+
 /* ---- feeding ----------------------------------------------------------------------- */
 
 /* An event that told no format: only an error is worth reporting. */
@@ -416,6 +448,7 @@ static int finish(ts_adapter *a, int cut) {
   a->ev_err = 0;
   if (!a->done) {
     const ts_provider *p = ts_provider_get(a->fmt);
+    if (p && !cut && p->unfinished && p->unfinished(a)) cut = 1;
     if (p && !cut && (p->ends_at_eof || (p->eof_after_stop && a->has_stop))) {
       ts__adapter_turn_end(a);
     } else {

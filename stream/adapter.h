@@ -35,8 +35,10 @@
  *
  * Ownership
  *   All views in ts_adapter_event point into the `data` buffer of the current call to
- *   ts_adapter_feed_event, or into the adapter's own fixed storage; they are valid only
- *   during the callback. `data` is mutable because string values (argument fragments,
+ *   ts_adapter_feed_event, or into the adapter's own storage (argument text it writes
+ *   itself: Vertex's rebuilt arguments, Responses' wrapped free-form input, in pieces of
+ *   at most 512 bytes; tool names it supplies); they are valid only during the callback.
+ *   `data` is mutable because string values (argument fragments,
  *   text) are decoded from JSON in place there.
  *
  * Limits (each with its own error, reported as an ERROR event and a return code):
@@ -74,6 +76,8 @@
  *     `arguments` text carried by `output_item.added`, or by the `.done` events of a
  *     call that got no delta at all, is reported as that call's CALL_ARGS.
  *     Deltas for an unknown item_id are dropped. The `error` event is terminal.
+ *     `custom_tool_call`, `local_shell_call`, `shell_call` and `apply_patch_call` items are
+ *     calls too (see openai_responses.c and docs/events.md for their arguments).
  *   - anthropic: `message_delta.usage` is the usage (`message_start`'s is kept in
  *     case no message_delta carries one). A non-empty `input` object in
  *     content_block_start is the call's first CALL_ARGS; text in a `text` block's
@@ -81,11 +85,9 @@
  *   - gemini: candidate 0 only; parts marked `"thought": true` are skipped; a
  *     functionCall without `args` reports no CALL_ARGS (tools without parameters).
  *     `promptFeedback.blockReason` is the stop reason when no finishReason came.
- *     Vertex `partialArgs` / `willContinue` streaming is NOT supported: such a
- *     functionCall gets one non-terminal ERROR (TS_E_MS_UNSUPPORTED) per turn and is
- *     skipped, and so is every later functionCall of that turn without `args` (the
- *     rest of such a call's pieces). A functionCall with neither name nor args names
- *     no call and is skipped.
+ *     Vertex `partialArgs` / `willContinue` streaming is rebuilt into argument
+ *     text in order (gemini.c says how); EOF while such a call streams is truncation.
+ *     A functionCall with neither name nor args names no call and is skipped.
  *   - Any format: a payload whose top-level `error` member is set is a terminal ERROR
  *     (TS_E_MS_PROVIDER) whose message is `error.message` (or the error's JSON text
  *     when it has none); `event: error` with no data is one too.
@@ -237,6 +239,8 @@ int ts__adapter_call_by_key(const ts_adapter *a, ts_view key);
 /* The slot that most recently began or received arguments, or -1. */
 int ts__adapter_call_last(const ts_adapter *a);
 int ts__adapter_call_ended(const ts_adapter *a, int slot);  /* CALL_END was reported */
+/* A byte per slot for the provider's own notes about the call (0 when it begins). */
+uint8_t *ts__adapter_call_tag(ts_adapter *a, int slot);
 int ts__adapter_call_has_args(const ts_adapter *a, int slot); /* a CALL_ARGS was reported */
 ts_view ts__adapter_call_key(const ts_adapter *a, int slot);
 /* Replaces the string key (Chat: an id sent again); TS_E_MS_ID_TOO_LONG keeps the old. */
@@ -262,6 +266,14 @@ void ts__adapter_turn_end(ts_adapter *a);
 ts_view ts__adapter_event_type(struct ts_jv *jv, ts_view event);
 /* Per-turn flag bits a provider may keep in the adapter (Gemini: "unsupported reported"). */
 unsigned *ts__adapter_flags(ts_adapter *a);
+/* A zeroed block of TS_ADAPTER_SCRATCH bytes, the provider's own per-turn state (Vertex:
+ * the containers of the arguments it is rebuilding). */
+#define TS_ADAPTER_SCRATCH 2048
+void *ts__adapter_scratch(ts_adapter *a);
+/* CALL_ARGS with `text` escaped as the inside of a JSON string (for providers that
+ * stream argument values, or free-form input, rather than argument JSON text); sent in
+ * pieces through a small buffer, nothing allocated. */
+void ts__adapter_call_args_escaped(ts_adapter *a, int slot, ts_view text);
 #endif /* TS_ADAPTER_INTERNAL */
 
 #endif /* TS_ADAPTER_H */

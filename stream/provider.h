@@ -41,7 +41,8 @@
   X(ANTHROPIC, anthropic)             \
   X(GEMINI, gemini)                   \
   X(OLLAMA, ollama)                   \
-  X(COHERE, cohere)
+  X(COHERE, cohere)                   \
+  X(BEDROCK, bedrock)
 
 /* A stream format: one per provider row, plus `auto` (detect) and `raw` (the bare bytes of
  * one call's arguments: no framing and no adapter; the tap feeds the tokenizer directly). */
@@ -142,6 +143,10 @@ typedef struct ts_provider {
    * turn normally. eof_after_stop: EOF after a stop reason ends the turn normally.
    * named_errors: an empty-data SSE event named `error` is the provider's error. */
   unsigned ends_at_eof : 1, eof_after_stop : 1, named_errors : 1;
+  /* For formats that end at EOF: nonzero when EOF now cuts something the provider began
+   * (Vertex: a call whose arguments are still streaming), so the stream was truncated.
+   * May be NULL. */
+  int (*unfinished)(struct ts_adapter *a);
 
   /* Writing a request. request: appends the streaming request body to `out` (returns
    * TS_E_OK or out->err); NULL when `run` cannot talk to this provider. url_suffix: the

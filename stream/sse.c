@@ -426,6 +426,10 @@ int ts_sse_feed(ts_sse *s, char *buf, size_t len) {
   return run(s, p, end);
 }
 
+int ts_sse_cut(const ts_sse *s) {
+  return !s->finished && !s->pending && s->data_mode != D_NONE;
+}
+
 int ts_sse_finish(ts_sse *s) {
   if (s->err) return s->err;
   if (s->finished) return TS_E_OK;

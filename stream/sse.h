@@ -208,6 +208,11 @@ int ts_sse_feed(ts_sse *s, char *buf, size_t len);
  * error. Later feeds return TS_E_SSE_FINISHED; finish again returns the same result. */
 int ts_sse_finish(ts_sse *s);
 
+/* Before finish: nonzero when the input so far ends inside an event that has data (a
+ * `data` field seen, its blank line not), i.e. finish would drop it. For formats that end
+ * at EOF, that is how a truncated stream shows. */
+int ts_sse_cut(const ts_sse *s);
+
 /* The sticky error (0 if none). */
 static inline int ts_sse_error(const ts_sse *s) { return s->err; }
 

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/eventstream.h"
 #include "stream/json_seq.h"
 #include "stream/json_tok.h"
 #include "stream/json_unescape.h"
@@ -65,7 +66,7 @@ typedef struct call {
 } call;
 
 /* How the reply is framed, decided by its first byte that is not whitespace. */
-enum { FRAME_UNDECIDED = 0, FRAME_SSE, FRAME_JSON, FRAME_JSON_ARRAY, FRAME_IGNORE };
+enum { FRAME_UNDECIDED = 0, FRAME_SSE, FRAME_JSON, FRAME_JSON_ARRAY, FRAME_EVS, FRAME_IGNORE };
 
 /* The first bytes of the reply, kept to say what it was when no format recognises it. */
 #define TAP_HEAD 64
@@ -80,6 +81,7 @@ struct ts_tap {
   char head[TAP_HEAD];
   ts_sse sse;
   ts_json_seq jseq;
+  ts_evs evs;
   char *sse_buf;    /* the framer's buffer: one SSE event's data, or one JSON value */
   ts_adapter *ms;
   call **calls; /* by index */
@@ -608,12 +610,30 @@ static int on_json_value(void *user, const ts_json_seq_item *it) {
   return t->aborted;
 }
 
+/* ---- the AWS event stream's callback (Bedrock) ------------------------------------------- */
+
+static int on_evs_message(void *user, const ts_evs_item *it) {
+  ts_tap *t = user;
+  if (it->kind == TS_EVS_ERROR) {
+    t->ev_off = t->base + it->err_offset;
+    const char *msg = ts_err_message(it->code);
+    stream_error(t, it->code, msg, strlen(msg));
+    return t->aborted;
+  }
+  t->ev_off = t->base + it->end_offset;
+  ts_adapter_feed_event(t->ms, it->event_type.p, it->event_type.len, it->payload, it->payload_len);
+  return t->aborted;
+}
+
 /* Decides the framing from the reply's first byte that is not whitespace: `{` is JSON
  * values (NDJSON, or one body: an error reply), `[` one JSON array of events, `<` an
  * HTML page (an error page from a proxy or a login wall: reported, the rest ignored);
  * anything else is SSE. Leading whitespace means nothing in any of them. */
 static void decide_framing(ts_tap *t, char c) {
-  if (c == '{' || c == '[') {
+  if (c == 0) { /* a binary frame's length: under 16 MiB, its first byte is 0 */
+    t->framing = FRAME_EVS;
+    ts_evs_init(&t->evs, t->sse_buf, t->cfg.max_event_bytes, on_evs_message, t);
+  } else if (c == '{' || c == '[') {
     t->framing = c == '[' ? FRAME_JSON_ARRAY : FRAME_JSON;
     ts_json_seq_init(&t->jseq, c == '[', t->sse_buf, t->cfg.max_event_bytes, on_json_value, t);
   } else if (c == '<') {
@@ -778,6 +798,7 @@ int ts_tap_feed(ts_tap *t, char *buf, size_t len) {
     case FRAME_SSE: ts_sse_feed(&t->sse, buf, len); break;
     case FRAME_JSON:
     case FRAME_JSON_ARRAY: ts_json_seq_feed(&t->jseq, buf, len); break;
+    case FRAME_EVS: ts_evs_feed(&t->evs, buf, len); break;
     default: break; /* FRAME_IGNORE: reported at the end, when the head is known */
   }
   return t->aborted ? TS_E_ABORTED : TS_E_OK;
@@ -798,8 +819,12 @@ int ts_tap_finish(ts_tap *t) {
     return t->aborted ? TS_E_ABORTED : TS_E_OK;
   }
   int cut = 0;
-  if (t->framing == FRAME_SSE) ts_sse_finish(&t->sse);
+  if (t->framing == FRAME_SSE) {
+    cut = ts_sse_cut(&t->sse);
+    ts_sse_finish(&t->sse);
+  }
   if (t->framing == FRAME_JSON || t->framing == FRAME_JSON_ARRAY) cut = ts_json_seq_cut(&t->jseq);
+  if (t->framing == FRAME_EVS) cut = ts_evs_cut(&t->evs);
   t->ev_off = t->pos;
   if (cut)
     ts_adapter_cut(t->ms);

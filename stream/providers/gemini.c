@@ -13,40 +13,256 @@
  * plain JSON body `{"error": {"code", "message", "status"}}`, possibly sent as a data
  * payload, possibly wrapped in an array.
  *
- * Not built: Vertex's argument streaming (`partialArgs` with a JSON Path per value and
- * `willContinue`). Rebuilding the arguments' JSON text from path-addressed pieces
- * faithfully needs rules (how paths open and close containers, how array elements and
- * escaped keys are spelled, how a string value continues) that the public reference
- * does not pin down, and a wrong guess would hand the tokenizer text the model never
- * meant. Such a call is reported as TS_E_MS_UNSUPPORTED (once per turn) and skipped.
+ * Vertex AI's streamed arguments (`streamFunctionCallArguments`): a call begins with a
+ * functionCall part that has its `name` and `willContinue: true`; the following parts'
+ * functionCalls carry `partialArgs`, each `{jsonPath, stringValue | numberValue |
+ * boolValue | nullValue, willContinue}`; the call ends with an empty functionCall, or with
+ * a functionCall part without `willContinue`. The argument text is rebuilt here, in
+ * order, as the JSON it stands for, and fed to the same tokenizer downstream, so the
+ * progress rules hold unchanged (the label fires when the progress value's string
+ * closes). The rules of the rebuild:
+ *   - a path is `$` followed by `.name`, `['name']` / `["name"]` or `[N]` steps; each
+ *     step but the last names a container (an object when the next step is a name, an
+ *     array when it is an index), the last the value's place in its container;
+ *   - containers are opened as a path first needs them and closed when a later path
+ *     leaves them (or at the call's end), members separated by commas as they come;
+ *   - a string value stays open while its piece has `willContinue: true`: the next piece
+ *     for the same path continues it; any other piece closes it first;
+ *   - numbers are written as sent, booleans and null as literals;
+ *   - an array index must be the one after the last (or the last again, to go deeper
+ *     into the same element); a path that goes back is a shape error (TS_E_MS_BAD_SHAPE)
+ *     and the call's arguments are left incomplete, never guessed. So is a path deeper
+ *     than VX_MAX_DEPTH or with a name longer than VX_MAX_KEY.
  */
 #define TS_ADAPTER_INTERNAL
+#include <string.h>
+
 #include "stream/adapter.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
-#define FLAG_UNSUPPORTED_REPORTED 1u
+/* ---- rebuilding Vertex's streamed arguments ---------------------------------------------- */
 
-static void function_call(ts_adapter *a, ts_jv *jv, int fc) {
-  if (ts_jv_get(jv, fc, "partialArgs") >= 0 || ts_jv_is_true(jv, ts_jv_get(jv, fc, "willContinue"))) {
-    unsigned *flags = ts__adapter_flags(a);
-    if (!(*flags & FLAG_UNSUPPORTED_REPORTED)) {
-      *flags |= FLAG_UNSUPPORTED_REPORTED;
-      static const char msg[] = "Vertex partialArgs streaming is not supported";
-      ts__adapter_error(a, TS_E_MS_UNSUPPORTED, msg, sizeof msg - 1, 0);
+#define VX_MAX_DEPTH 16 /* nesting of the arguments object: tool schemas are shallow */
+#define VX_MAX_KEY 64   /* a member name in a path */
+
+typedef struct {
+  uint8_t array;  /* the container is an array */
+  uint8_t klen;   /* the member being written (object: its name) */
+  int32_t index;  /* array: the element being written, -1 before the first */
+  uint32_t count; /* members written */
+  char key[VX_MAX_KEY];
+} vx_level;
+
+typedef struct {
+  uint8_t active;   /* a streamed call is being rebuilt */
+  int slot;         /* its slot */
+  uint8_t open_str; /* a string value is open (its piece had willContinue) */
+  uint8_t failed;   /* a path could not be followed: nothing more is written */
+  uint32_t depth;   /* levels open; 0 before the root object */
+  vx_level lv[VX_MAX_DEPTH + 1];
+} vx_state;
+
+typedef struct {
+  uint8_t is_index;
+  int32_t index;
+  ts_view name;
+} vx_step;
+
+static vx_state *vx(ts_adapter *a) {
+  _Static_assert(sizeof(vx_state) <= TS_ADAPTER_SCRATCH, "the scratch holds the rebuild");
+  return ts__adapter_scratch(a);
+}
+
+static void put(ts_adapter *a, vx_state *v, const char *s, size_t n) {
+  ts__adapter_call_args(a, v->slot, (ts_view){s, n});
+}
+
+/* Parses a JSON path into steps; returns their number, or -1. */
+static int parse_path(ts_view p, vx_step *steps, int max) {
+  size_t i = 0;
+  int n = 0;
+  if (!p.len || p.p[0] != '$') return -1;
+  for (i = 1; i < p.len;) {
+    if (n == max) return -1;
+    vx_step *st = &steps[n++];
+    memset(st, 0, sizeof *st);
+    if (p.p[i] == '.') {
+      size_t s = ++i;
+      while (i < p.len && p.p[i] != '.' && p.p[i] != '[') i++;
+      if (i == s) return -1;
+      st->name = (ts_view){p.p + s, i - s};
+    } else if (p.p[i] == '[' && i + 1 < p.len && (p.p[i + 1] == '\'' || p.p[i + 1] == '"')) {
+      char q = p.p[i + 1];
+      size_t s = i + 2;
+      i = s;
+      while (i < p.len && p.p[i] != q) i++;
+      if (i + 1 >= p.len || p.p[i + 1] != ']') return -1;
+      st->name = (ts_view){p.p + s, i - s};
+      i += 2;
+    } else if (p.p[i] == '[') {
+      int64_t v = 0;
+      size_t s = ++i;
+      while (i < p.len && p.p[i] >= '0' && p.p[i] <= '9' && v < 1000000) v = v * 10 + (p.p[i++] - '0');
+      if (i == s || i >= p.len || p.p[i] != ']') return -1;
+      i++;
+      st->is_index = 1;
+      st->index = (int32_t)v;
+    } else {
+      return -1;
     }
+    if (!st->is_index && st->name.len > VX_MAX_KEY) return -1;
+  }
+  return n;
+}
+
+/* Whether level `l`'s current member is step `st`. */
+static int at_step(const vx_level *l, const vx_step *st) {
+  if (l->array) return st->is_index && l->index == st->index;
+  return !st->is_index && l->count && l->klen == st->name.len && !memcmp(l->key, st->name.p, l->klen);
+}
+
+static void close_string(ts_adapter *a, vx_state *v) {
+  if (v->open_str) put(a, v, "\"", 1);
+  v->open_str = 0;
+}
+
+static void close_to(ts_adapter *a, vx_state *v, uint32_t depth) {
+  close_string(a, v);
+  while (v->depth > depth) {
+    put(a, v, v->lv[v->depth].array ? "]" : "}", 1);
+    v->depth--;
+  }
+}
+
+/* Starts member `st` in the innermost open level: a comma, and the name or the index
+ * check. Returns 0, or -1 when the index does not follow. */
+static int begin_member(ts_adapter *a, vx_state *v, const vx_step *st) {
+  vx_level *l = &v->lv[v->depth];
+  if (l->array != st->is_index) return -1;
+  if (l->array && st->index != l->index + 1) return -1;
+  if (l->count) put(a, v, ",", 1);
+  l->count++;
+  if (l->array) {
+    l->index = st->index;
+  } else {
+    put(a, v, "\"", 1);
+    ts__adapter_call_args_escaped(a, v->slot, st->name);
+    put(a, v, "\":", 2);
+    memcpy(l->key, st->name.p, st->name.len);
+    l->klen = (uint8_t)st->name.len;
+  }
+  return 0;
+}
+
+static void vx_fail(ts_adapter *a, vx_state *v) {
+  v->failed = 1;
+  static const char msg[] = "Vertex partialArgs: a path that cannot be rebuilt in order";
+  ts__adapter_error(a, TS_E_MS_BAD_SHAPE, msg, sizeof msg - 1, 0);
+}
+
+/* One partialArgs piece. */
+static void vx_piece(ts_adapter *a, ts_jv *jv, vx_state *v, int piece) {
+  vx_step steps[VX_MAX_DEPTH];
+  ts_view path, text;
+  if (v->failed) return;
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, piece, "jsonPath"), &path) <= 0) {
+    vx_fail(a, v);
     return;
   }
+  int n = parse_path(path, steps, VX_MAX_DEPTH);
+  if (n < 1) {
+    vx_fail(a, v);
+    return;
+  }
+  int more = ts_jv_is_true(jv, ts_jv_get(jv, piece, "willContinue"));
+  int sv = ts_jv_get(jv, piece, "stringValue"), nv = ts_jv_get(jv, piece, "numberValue");
+  int bv = ts_jv_get(jv, piece, "boolValue"), zv = ts_jv_get(jv, piece, "nullValue");
+  /* Levels: lv[1] is the arguments object, step i is a member of level i + 1, and the
+   * container a step names is level i + 2. k: the steps whose containers are open. */
+  int k = 0;
+  while (k < n - 1 && v->depth >= (uint32_t)k + 2 && at_step(&v->lv[k + 1], &steps[k])) k++;
+  /* the continuation of the open string at this very path */
+  if (v->open_str && k == n - 1 && v->depth == (uint32_t)n && at_step(&v->lv[n], &steps[n - 1])) {
+    if (ts_jv_type_of(jv, sv) == TS_JV_STRING && ts__adapter_string(a, jv, sv, &text) >= 0)
+      ts__adapter_call_args_escaped(a, v->slot, text);
+    if (!more) close_string(a, v);
+    return;
+  }
+  close_to(a, v, (uint32_t)k + 1);
+  for (int i = k; i < n - 1; i++) { /* open the containers the path needs */
+    if (begin_member(a, v, &steps[i]) < 0 || v->depth >= VX_MAX_DEPTH) {
+      vx_fail(a, v);
+      return;
+    }
+    v->depth++;
+    memset(&v->lv[v->depth], 0, sizeof v->lv[v->depth]);
+    v->lv[v->depth].array = steps[i + 1].is_index;
+    v->lv[v->depth].index = -1;
+    put(a, v, steps[i + 1].is_index ? "[" : "{", 1);
+  }
+  if (begin_member(a, v, &steps[n - 1]) < 0) {
+    vx_fail(a, v);
+    return;
+  }
+  if (ts_jv_type_of(jv, sv) == TS_JV_STRING) {
+    put(a, v, "\"", 1);
+    if (ts__adapter_string(a, jv, sv, &text) >= 0) ts__adapter_call_args_escaped(a, v->slot, text);
+    v->open_str = 1;
+    if (!more) close_string(a, v);
+  } else if (ts_jv_type_of(jv, nv) == TS_JV_PRIMITIVE && !ts_jv_is_null(jv, nv)) {
+    ts_view raw = ts_jv_raw(jv, nv);
+    put(a, v, raw.p, raw.len);
+  } else if (bv >= 0) {
+    ts_jv_is_true(jv, bv) ? put(a, v, "true", 4) : put(a, v, "false", 5);
+  } else if (zv >= 0) {
+    put(a, v, "null", 4);
+  } else {
+    vx_fail(a, v);
+  }
+}
+
+/* Ends the call being rebuilt: closes what is open, then the call. */
+static void vx_end(ts_adapter *a, vx_state *v) {
+  if (!v->active) return;
+  if (!v->failed) close_to(a, v, 0);
+  ts__adapter_call_end(a, v->slot);
+  memset(v, 0, sizeof *v);
+}
+
+static void function_call(ts_adapter *a, ts_jv *jv, int fc) {
+  vx_state *v = vx(a);
+  int partial = ts_jv_get(jv, fc, "partialArgs");
+  int more = ts_jv_is_true(jv, ts_jv_get(jv, fc, "willContinue"));
   int args = ts_jv_get(jv, fc, "args");
-  if (args < 0 && (ts_jv_get(jv, fc, "name") < 0 || (*ts__adapter_flags(a) & FLAG_UNSUPPORTED_REPORTED)))
-    return; /* names no call, or is a piece of a partialArgs call already skipped */
-  ts_view id, name, none = {"", 0};
-  if (ts__adapter_string(a, jv, ts_jv_get(jv, fc, "id"), &id) < 0) return;
-  if (ts__adapter_string(a, jv, ts_jv_get(jv, fc, "name"), &name) < 0) return;
-  int slot = ts__adapter_call_begin(a, -1, none, id, name);
-  if (slot < 0) return;
-  if (args >= 0 && !ts_jv_is_null(jv, args)) ts__adapter_call_args(a, slot, ts_jv_raw(jv, args));
-  ts__adapter_call_end(a, slot);
+  int named = ts_jv_get(jv, fc, "name") >= 0;
+  if (named || args >= 0) vx_end(a, v); /* a new call ends one being rebuilt */
+  if (!named && args < 0 && partial < 0) { /* an empty functionCall ends the streamed call */
+    vx_end(a, v);
+    return;
+  }
+  if (named) {
+    ts_view id, name, none = {"", 0};
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, fc, "id"), &id) < 0) return;
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, fc, "name"), &name) < 0) return;
+    int slot = ts__adapter_call_begin(a, -1, none, id, name);
+    if (slot < 0) return;
+    if (args >= 0 || (!more && partial < 0)) { /* a whole call */
+      if (args >= 0 && !ts_jv_is_null(jv, args)) ts__adapter_call_args(a, slot, ts_jv_raw(jv, args));
+      ts__adapter_call_end(a, slot);
+      return;
+    }
+    memset(v, 0, sizeof *v);
+    v->active = 1;
+    v->slot = slot;
+    v->depth = 1;
+    v->lv[1].index = -1;
+    put(a, v, "{", 1);
+  }
+  if (!v->active) return; /* pieces of no call we know */
+  int n = ts_jv_size(jv, partial);
+  for (int k = 0, p = ts_jv_first(jv, partial); k < n; k++, p = ts_jv_skip(jv, p)) vx_piece(a, jv, v, p);
+  if (!more) vx_end(a, v);
 }
 
 static void chunk(ts_adapter *a, ts_jv *jv, int root) {
@@ -94,6 +310,9 @@ static void gemini_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   }
 }
 
+/* EOF while a streamed call is being rebuilt: the reply was cut. */
+static int gemini_unfinished(ts_adapter *a) { return vx(a)->active; }
+
 static int gemini_doc(const ts_jv *jv, int root) {
   return ts_jv_get(jv, root, "candidates") >= 0 || ts_jv_get(jv, root, "usageMetadata") >= 0 ||
          ts_jv_get(jv, root, "promptFeedback") >= 0;
@@ -113,6 +332,7 @@ const ts_provider ts_provider_gemini = {
     .detect_doc = gemini_doc,
     .event = gemini_event,
     .ends_at_eof = 1,
+    .unfinished = gemini_unfinished,
     .url_suffix = "/models/{model}:streamGenerateContent?alt=sse",
     .key_env = "GEMINI_API_KEY",
     .auth_header = "x-goog-api-key",

@@ -13,6 +13,20 @@
  * them as well as the deltas would report the text twice, so they count only for a
  * call that received no delta at all (a server or proxy that sends calls whole).
  *
+ * Items the client runs that are not function calls are calls too, each with its item id
+ * as key and its `call_id`:
+ *   - `custom_tool_call` (a custom tool with free-form input): `input` streams as
+ *     `response.custom_tool_call_input.delta` text and is whole in
+ *     `response.custom_tool_call_input.done`. Its arguments are the JSON object
+ *     {"input": "<the text>"}: `{"input":"` goes out when the call begins, each delta
+ *     JSON-escaped as it arrives, and `"}` when the input is done, so the tokenizer and
+ *     the progress rules (progress argument `input`) work on it unchanged.
+ *   - `local_shell_call` and `shell_call`: tool `local_shell` / `shell`, arguments the
+ *     item's `action` object (the commands), taken when the item is done (or at
+ *     `output_item.added` when that already carries a completed item).
+ *   - `apply_patch_call`: tool `apply_patch`, arguments the item's `operation` object
+ *     (type, path and diff), likewise.
+ *
  * The turn ends with `response.completed`, `response.incomplete` (reason in
  * `incomplete_details`) or `response.failed` (an error, terminal). `error` events come
  * flat (`code`, `message` at the top) or nested (`error: {...}`).
@@ -49,15 +63,84 @@ static void end_call(ts_adapter *a, ts_jv *jv, int key_tok, int args_tok) {
   ts__adapter_call_end(a, slot);
 }
 
+/* Call notes (ts__adapter_call_tag) for custom tool calls. */
+#define TAG_CUSTOM 1u  /* free-form input wrapped as {"input": ...} */
+#define TAG_DELTA 2u   /* an input delta arrived */
+
+/* The item types that are calls, with the tool name of those that have no `name` and the
+ * member holding their arguments object. */
+static const struct {
+  const char *type, *tool, *args;
+} kinds[] = {
+    {"function_call", NULL, NULL},
+    {"custom_tool_call", NULL, NULL},
+    {"local_shell_call", "local_shell", "action"},
+    {"shell_call", "shell", "action"},
+    {"apply_patch_call", "apply_patch", "operation"},
+};
+
+static int kind_of(ts_jv *jv, int item) {
+  int t = ts_jv_get(jv, item, "type");
+  for (int k = 0; k < (int)(sizeof kinds / sizeof kinds[0]); k++)
+    if (ts_jv_eq(jv, t, kinds[k].type)) return k;
+  return -1;
+}
+
+/* The end of a custom call's input: the whole `input` (token) if no delta came, the
+ * closing of the wrapper, the call's end. */
+static void custom_done(ts_adapter *a, ts_jv *jv, int slot, int input) {
+  if (slot < 0 || ts__adapter_call_ended(a, slot)) return;
+  ts_view text;
+  if (!(*ts__adapter_call_tag(a, slot) & TAG_DELTA) && ts__adapter_string(a, jv, input, &text) > 0)
+    ts__adapter_call_args_escaped(a, slot, text);
+  ts__adapter_call_args(a, slot, (ts_view){"\"}", 2});
+  ts__adapter_call_end(a, slot);
+}
+
 static void item_added(ts_adapter *a, ts_jv *jv, int item) {
-  if (!ts_jv_eq(jv, ts_jv_get(jv, item, "type"), "function_call")) return;
+  int k = kind_of(jv, item);
+  if (k < 0) return;
+  int args_tok = kinds[k].args ? ts_jv_get(jv, item, kinds[k].args) : -1;
+  ts_view args_raw = ts_jv_raw(jv, args_tok); /* before decoding in place */
   ts_view key, id, name, args;
   if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "id"), &key) < 0) return;
   if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "call_id"), &id) < 0) return;
-  if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "name"), &name) < 0) return;
+  if (kinds[k].tool)
+    name = (ts_view){kinds[k].tool, strlen(kinds[k].tool)};
+  else if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "name"), &name) < 0)
+    return;
   int slot = ts__adapter_call_begin(a, -1, key, id, name);
-  if (slot >= 0 && ts__adapter_string(a, jv, ts_jv_get(jv, item, "arguments"), &args) > 0)
-    ts__adapter_call_args(a, slot, args);
+  if (slot < 0) return;
+  if (k == 0) {
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "arguments"), &args) > 0)
+      ts__adapter_call_args(a, slot, args);
+  } else if (k == 1) {
+    *ts__adapter_call_tag(a, slot) = TAG_CUSTOM;
+    ts__adapter_call_args(a, slot, (ts_view){"{\"input\":\"", 10});
+    if (ts_jv_eq(jv, ts_jv_get(jv, item, "status"), "completed"))
+      custom_done(a, jv, slot, ts_jv_get(jv, item, "input"));
+  } else if (ts_jv_type_of(jv, args_tok) == TS_JV_OBJECT &&
+             ts_jv_eq(jv, ts_jv_get(jv, item, "status"), "completed")) {
+    ts__adapter_call_args(a, slot, args_raw);
+    ts__adapter_call_end(a, slot);
+  }
+}
+
+/* output_item.done of a call that is not a function call. */
+static void item_done(ts_adapter *a, ts_jv *jv, int item, int k) {
+  ts_view key;
+  int args_tok = kinds[k].args ? ts_jv_get(jv, item, kinds[k].args) : -1;
+  ts_view args_raw = ts_jv_raw(jv, args_tok);
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "id"), &key) <= 0) return;
+  int slot = ts__adapter_call_by_key(a, key);
+  if (slot < 0 || ts__adapter_call_ended(a, slot)) return;
+  if (k == 1) {
+    custom_done(a, jv, slot, ts_jv_get(jv, item, "input"));
+    return;
+  }
+  if (!ts__adapter_call_has_args(a, slot) && ts_jv_type_of(jv, args_tok) == TS_JV_OBJECT)
+    ts__adapter_call_args(a, slot, args_raw);
+  ts__adapter_call_end(a, slot);
 }
 
 static void turn_end(ts_adapter *a, ts_jv *jv, int resp, const char *dflt, int incomplete) {
@@ -91,14 +174,33 @@ static void responses_event(ts_adapter *a, ts_jv *jv, ts_view event) {
     int slot = ts__adapter_call_by_key(a, key);
     if (slot >= 0 && ts__adapter_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0)
       ts__adapter_call_args(a, slot, text);
+  } else if (name_is(type, "response.custom_tool_call_input.delta")) {
+    ts_view key;
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, 0, "item_id"), &key) <= 0) return;
+    int slot = ts__adapter_call_by_key(a, key);
+    if (slot < 0 || ts__adapter_call_ended(a, slot) || !(*ts__adapter_call_tag(a, slot) & TAG_CUSTOM))
+      return;
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, 0, "delta"), &text) > 0) {
+      *ts__adapter_call_tag(a, slot) |= TAG_DELTA;
+      ts__adapter_call_args_escaped(a, slot, text);
+    }
+  } else if (name_is(type, "response.custom_tool_call_input.done")) {
+    ts_view key;
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, 0, "item_id"), &key) <= 0) return;
+    int slot = ts__adapter_call_by_key(a, key);
+    if (slot >= 0 && (*ts__adapter_call_tag(a, slot) & TAG_CUSTOM))
+      custom_done(a, jv, slot, ts_jv_get(jv, 0, "input"));
   } else if (name_is(type, "response.output_item.added")) {
     item_added(a, jv, ts_jv_get(jv, 0, "item"));
   } else if (name_is(type, "response.function_call_arguments.done")) {
     end_call(a, jv, ts_jv_get(jv, 0, "item_id"), ts_jv_get(jv, 0, "arguments"));
   } else if (name_is(type, "response.output_item.done")) {
     int item = ts_jv_get(jv, 0, "item");
-    if (ts_jv_eq(jv, ts_jv_get(jv, item, "type"), "function_call"))
+    int k = kind_of(jv, item);
+    if (k == 0)
       end_call(a, jv, ts_jv_get(jv, item, "id"), ts_jv_get(jv, item, "arguments"));
+    else if (k > 0)
+      item_done(a, jv, item, k);
   } else if (name_is(type, "response.completed")) {
     turn_end(a, jv, resp, "completed", 0);
   } else if (name_is(type, "response.incomplete")) {

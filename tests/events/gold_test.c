@@ -170,7 +170,8 @@ static void run_tap(void *user, ts_split *feed, sb *out) {
   ts_sink_config sc = {.thread = TS_TEST_GOLD_THREAD, .who = "gold_test", .out = mem, .no_time = 1};
   if (ts_sink_new(&sc, &p.sink) != TS_E_OK) ck_abort_msg("ts_sink_new failed");
   ts_tap *t = NULL;
-  if (ts_tap_new(&t, &r->cfg, print_event, &p) != TS_E_OK) ck_abort_msg("ts_tap_new refused the config");
+  int rc = ts_tap_new(&t, &r->cfg, print_event, &p);
+  if (rc != TS_E_OK) ck_abort_msg("ts_tap_new refused the config: %s", ts_err_name(rc));
   char *chunk;
   size_t n;
   while (ts_split_next(feed, &chunk, &n)) {

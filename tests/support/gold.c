@@ -68,7 +68,7 @@ static void corpus_path(char *out, size_t cap, const char *name, const char *suf
 
 /* What a capture may be: an event stream, or a plain body (a JSON array, NDJSON, an
  * error page) that the tap reads as well. */
-static const char *const capture_exts[] = {".sse", ".json", ".ndjson", ".html"};
+static const char *const capture_exts[] = {".sse", ".json", ".ndjson", ".html", ".bin"};
 #define N_EXTS (sizeof capture_exts / sizeof capture_exts[0])
 
 /* The path of capture `name` (NAME.sse, NAME.json, ...) in `out`; 0 when there is none. */

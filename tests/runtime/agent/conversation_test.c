@@ -29,7 +29,7 @@ typedef struct {
 typedef struct {
   int line;
   const char *label;
-  ts_format provider;
+  ts_format provider; /* the provider table's row, by its format */
   int tools; /* 1: the registry holds the two tools below */
   smsg msgs[12];
   const char *want;
@@ -58,8 +58,8 @@ static const row rows[] = {
      OAI_HEAD "{\"role\":\"user\",\"content\":\"say \\\"x\\\"\\n\\ttab\"}]}"},
     {__LINE__, "a system message (OpenAI keeps it)", TS_FORMAT_OPENAI_CHAT, 0, {SYS("be brief"), U("hi"), END},
      OAI_HEAD "{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":\"hi\"}]}"},
-    {__LINE__, "a system message (Anthropic: the top-level system, not a message)", TS_FORMAT_ANTHROPIC, 0,
-     {SYS("be brief"), U("hi"), END},
+    {__LINE__, "a system message (Anthropic: the top-level system, no such role in messages)",
+     TS_FORMAT_ANTHROPIC, 0, {SYS("be brief"), U("hi"), END},
      "{\"model\":\"m\",\"max_tokens\":4096,\"stream\":true,\"system\":[{\"type\":\"text\","
      "\"text\":\"be brief\"}],\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"},
     {__LINE__, "a call and its result, stored result first (OpenAI)", TS_FORMAT_OPENAI_CHAT, 0,
@@ -120,8 +120,8 @@ static const row rows[] = {
      "\"text\",\"text\":\"(no text)\"}]}]}"},
     {__LINE__, "a result whose assistant message was never stored is left out", TS_FORMAT_OPENAI_CHAT, 0,
      {U("q"), R("c9", "\"orphan\""), END}, OAI_HEAD "{\"role\":\"user\",\"content\":\"q\"}]}"},
-    {__LINE__, "an assistant message that is not ours goes as plain text", TS_FORMAT_ANTHROPIC, 0,
-     {U("q"), A("plain words"), END},
+    {__LINE__, "an assistant message that is not ours goes as plain text (a text block)",
+     TS_FORMAT_ANTHROPIC, 0, {U("q"), A("plain words"), END},
      ANT_HEAD "{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":"
      "[{\"type\":\"text\",\"text\":\"plain words\"}]}]}"},
     {__LINE__, "two turns", TS_FORMAT_OPENAI_CHAT, 0,

@@ -1,0 +1,74 @@
+/*
+ * eventstream.h: the AWS event stream framing (application/vnd.amazon.eventstream), one
+ * message at a time, incrementally.
+ *
+ * Amazon Bedrock's ConverseStream answers in binary frames:
+ *
+ *   total length (4 bytes, big endian) | headers length (4) | prelude CRC32 (4)
+ *   headers | payload | message CRC32 (4)
+ *
+ * The prelude CRC covers the first 8 bytes, the message CRC everything before it. A
+ * header is: name length (1 byte), name, value type (1 byte), value (type 7, a string:
+ * 2-byte big-endian length and the bytes; the other types have fixed sizes, or a 2-byte
+ * length for bytes, and are skipped). The headers that matter: `:message-type` (`event`
+ * or `exception`), `:event-type` (`contentBlockDelta`, ...), `:exception-type`.
+ *
+ * The framer checks both CRCs, the lengths (a message is at least 16 bytes, at most the
+ * caller's buffer plus the prelude), and the header walk; each of those is a sticky error
+ * (TS_E_EVS_*): a binary stream cannot be resynced. It is split invariant: a message is
+ * delivered when its last byte arrives, however the input was cut.
+ *
+ * Offsets: a message's `end_offset` is the bytes fed up to and including its CRC.
+ * Memory: the caller's buffer holds one message after its prelude; nothing is allocated.
+ */
+#ifndef TS_EVENTSTREAM_H
+#define TS_EVENTSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "base/view.h"
+
+typedef enum { TS_EVS_MESSAGE = 1, TS_EVS_ERROR } ts_evs_kind;
+
+typedef struct {
+  int kind;              /* ts_evs_kind */
+  ts_view message_type;  /* MESSAGE: `:message-type` (may be empty) */
+  ts_view event_type;    /* MESSAGE: `:event-type`, or `:exception-type` for an exception */
+  char *payload;         /* MESSAGE: the payload, in the caller's buffer (writable) */
+  size_t payload_len;
+  uint64_t end_offset;   /* MESSAGE */
+  int code;              /* ERROR: a ts_err */
+  uint64_t err_offset;   /* ERROR: the offset of the message that failed */
+} ts_evs_item;
+
+/* Return 0 to go on; nonzero stops the framer (TS_E_ABORTED, sticky). */
+typedef int (*ts_evs_cb)(void *user, const ts_evs_item *it);
+
+typedef struct {
+  ts_evs_cb cb;
+  void *user;
+  char *buf;
+  size_t cap, len;      /* the message after its prelude, so far */
+  uint64_t pos;         /* bytes fed */
+  uint64_t msg_start;   /* offset of the current message */
+  uint32_t total, hlen; /* from the prelude */
+  uint32_t crc;         /* running CRC32 of the current message */
+  uint8_t prelude[12];
+  uint8_t plen;         /* prelude bytes so far */
+  uint8_t dead, aborted;
+} ts_evs;
+
+/* Sets the framer up over buf[0..cap) (cap >= 16). TS_E_OK or TS_E_INVAL. */
+int ts_evs_init(ts_evs *s, char *buf, size_t cap, ts_evs_cb cb, void *user);
+
+/* Feeds bytes; reports every message they complete. TS_E_OK (also after an error item:
+ * the rest is then ignored), TS_E_ABORTED, or TS_E_INVAL for NULL buf with len > 0. */
+int ts_evs_feed(ts_evs *s, const char *buf, size_t len);
+
+/* Nonzero when the input so far ends inside a message, or a message failed its checks
+ * (the rest was ignored): the stream was cut. */
+int ts_evs_cut(const ts_evs *s);
+
+#endif /* TS_EVENTSTREAM_H */

@@ -1,0 +1,187 @@
+/*
+ * eventstream_test.c: tests for stream/eventstream.c, the AWS event stream framer.
+ *
+ * Frames are built here with a bitwise CRC32 (a reference independent of the framer's
+ * table); each stream is fed whole, byte by byte and in reads of every size 2..31, and
+ * must give the same items. Bad CRCs (prelude and message), impossible lengths, a header
+ * walk past the end, a message over the limit and a stream cut inside a message are the
+ * errors that matter.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream/eventstream.h"
+#include "support/test_support.h"
+
+static uint32_t ref_crc(const uint8_t *p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+  }
+  return ~c;
+}
+
+static void put32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+static size_t header(uint8_t *p, const char *name, const char *val) {
+  size_t nl = strlen(name), vl = strlen(val), o = 0;
+  p[o++] = (uint8_t)nl;
+  memcpy(p + o, name, nl), o += nl;
+  p[o++] = 7;
+  p[o++] = (uint8_t)(vl >> 8), p[o++] = (uint8_t)vl;
+  memcpy(p + o, val, vl), o += vl;
+  return o;
+}
+
+/* Appends one message to out at *n. */
+static void frame(uint8_t *out, size_t *n, const char *mtype, const char *etype, const char *payload) {
+  uint8_t h[256];
+  size_t hl = header(h, ":message-type", mtype);
+  hl += header(h + hl, strcmp(mtype, "exception") ? ":event-type" : ":exception-type", etype);
+  hl += header(h + hl, ":flag", ""); /* a string header of no interest */
+  size_t pl = strlen(payload), total = 12 + hl + pl + 4;
+  uint8_t *m = out + *n;
+  put32(m, (uint32_t)total);
+  put32(m + 4, (uint32_t)hl);
+  put32(m + 8, ref_crc(m, 8));
+  memcpy(m + 12, h, hl);
+  memcpy(m + 12 + hl, payload, pl);
+  put32(m + total - 4, ref_crc(m, total - 4));
+  *n += total;
+}
+
+typedef struct {
+  char trace[2048];
+  size_t n;
+} rec;
+
+static int on_item(void *user, const ts_evs_item *it) {
+  rec *r = user;
+  int w;
+  if (it->kind == TS_EVS_MESSAGE)
+    w = snprintf(r->trace + r->n, sizeof r->trace - r->n, "%.*s/%.*s@%llu:%.*s|",
+                 (int)it->message_type.len, it->message_type.p, (int)it->event_type.len,
+                 it->event_type.p, (unsigned long long)it->end_offset, (int)it->payload_len,
+                 it->payload);
+  else
+    w = snprintf(r->trace + r->n, sizeof r->trace - r->n, "E%s@%llu|", ts_err_name(it->code),
+                 (unsigned long long)it->err_offset);
+  if (w > 0 && (size_t)w < sizeof r->trace - r->n) r->n += (size_t)w;
+  return 0;
+}
+
+static void run(const uint8_t *in, size_t len, size_t cap, size_t step, rec *r) {
+  memset(r, 0, sizeof *r);
+  char buf[512];
+  ts_evs s;
+  ck_assert_int_eq(ts_evs_init(&s, buf, cap, on_item, r), TS_E_OK);
+  if (!step) step = len ? len : 1;
+  for (size_t off = 0; off < len; off += step) {
+    size_t k = len - off < step ? len - off : step;
+    char *piece = malloc(k);
+    memcpy(piece, in + off, k);
+    ck_assert_int_eq(ts_evs_feed(&s, piece, k), TS_E_OK);
+    free(piece);
+  }
+  snprintf(r->trace + r->n, sizeof r->trace - r->n, "%s", ts_evs_cut(&s) ? "cut" : "end");
+}
+
+static void check(int line, const uint8_t *in, size_t len, size_t cap, const char *want) {
+  rec whole, part;
+  run(in, len, cap, 0, &whole);
+  ck_assert_msg(!strcmp(whole.trace, want), "line %d:\n got %s\nwant %s", line, whole.trace, want);
+  for (size_t step = 1; step <= 31; step++) {
+    run(in, len, cap, step, &part);
+    ck_assert_msg(!strcmp(part.trace, want), "line %d, reads of %zu:\n got %s", line, step, part.trace);
+  }
+}
+
+START_TEST(test_frames) {
+  uint8_t s[2048];
+  size_t n = 0;
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":1}");
+  size_t first = n;
+  frame(s, &n, "event", "messageStop", "{}");
+  frame(s, &n, "exception", "throttlingException", "{\"message\":\"slow down\"}");
+  char want[512];
+  /* the end offsets, computed independently */
+  size_t second = first + (size_t)(((uint32_t)s[first] << 24 | (uint32_t)s[first + 1] << 16 |
+                                    (uint32_t)s[first + 2] << 8 | s[first + 3]));
+  snprintf(want, sizeof want,
+           "event/contentBlockDelta@%zu:{\"a\":1}|event/messageStop@%zu:{}|"
+           "exception/throttlingException@%zu:{\"message\":\"slow down\"}|end",
+           first, second, n);
+  check(__LINE__, s, n, 512, want);
+  /* cut inside the second message, at every length inside it */
+  for (size_t cut = first + 1; cut < second; cut++) {
+    snprintf(want, sizeof want, "event/contentBlockDelta@%zu:{\"a\":1}|cut", first);
+    check(__LINE__, s, cut, 512, want);
+  }
+  /* a bad message CRC: an error at that message, the rest ignored */
+  uint8_t bad[2048];
+  memcpy(bad, s, n);
+  bad[second - 1] ^= 1;
+  snprintf(want, sizeof want, "event/contentBlockDelta@%zu:{\"a\":1}|Eevs_crc@%zu|cut", first, first);
+  check(__LINE__, bad, n, 512, want);
+}
+END_TEST
+
+START_TEST(test_errors) {
+  uint8_t s[2048];
+  size_t n = 0;
+  char want[256];
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":1}");
+  size_t first = n;
+  frame(s, &n, "event", "messageStop", "{}");
+  uint8_t bad[2048];
+  /* a bad prelude CRC in the second message */
+  memcpy(bad, s, n);
+  bad[first + 9] ^= 1;
+  snprintf(want, sizeof want, "event/contentBlockDelta@%zu:{\"a\":1}|Eevs_crc@%zu|cut", first, first);
+  check(__LINE__, bad, n, 512, want);
+  /* a total length under the minimum, with a valid prelude CRC */
+  memcpy(bad, s, n);
+  put32(bad + first, 10);
+  put32(bad + first + 8, ref_crc(bad + first, 8));
+  snprintf(want, sizeof want, "event/contentBlockDelta@%zu:{\"a\":1}|Eevs_headers@%zu|cut", first, first);
+  check(__LINE__, bad, n, 512, want);
+  /* headers that run past their length (message CRC recomputed) */
+  memcpy(bad, s, n);
+  bad[12] = 200; /* the first header's name length */
+  put32(bad + first - 4, ref_crc(bad, first - 4));
+  snprintf(want, sizeof want, "Eevs_headers@0|cut");
+  check(__LINE__, bad, n, 512, want);
+  /* a message over the buffer */
+  snprintf(want, sizeof want, "Eevs_too_large@0|cut");
+  check(__LINE__, s, n, 16, want);
+  /* nothing at all */
+  check(__LINE__, s, 0, 512, "end");
+  /* the API */
+  char buf[16];
+  ts_evs e;
+  rec r;
+  ck_assert_int_eq(ts_evs_init(NULL, buf, 16, on_item, &r), TS_E_INVAL);
+  ck_assert_int_eq(ts_evs_init(&e, buf, 15, on_item, &r), TS_E_INVAL);
+  ck_assert_int_eq(ts_evs_init(&e, buf, 16, NULL, &r), TS_E_INVAL);
+  ck_assert_int_eq(ts_evs_init(&e, buf, 16, on_item, &r), TS_E_OK);
+  ck_assert_int_eq(ts_evs_feed(&e, NULL, 1), TS_E_INVAL);
+}
+END_TEST
+
+int main(void) {
+  Suite *su = suite_create("eventstream");
+  TCase *tc = tcase_create("core");
+  tcase_add_test(tc, test_frames);
+  tcase_add_test(tc, test_errors);
+  suite_add_tcase(su, tc);
+  SRunner *sr = srunner_create(su);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
