@@ -45,6 +45,8 @@ struct ts_sink {
   ts_sink_view_fn view;
   void *view_user;
   ts_pub *pub;
+  ts_sink_emitted_fn emitted;
+  void *emitted_user;
   ts_sink_store_fn store;
   void *store_user;
   secret secrets[TS_SINK_MAX_SECRETS];
@@ -83,6 +85,8 @@ int ts_sink_new(const ts_sink_config *cfg, ts_sink **out) {
   s->view = cfg->view;
   s->view_user = cfg->view_user;
   s->pub = cfg->pub;
+  s->emitted = cfg->emitted;
+  s->emitted_user = cfg->emitted_user;
   s->store = cfg->store;
   s->store_user = cfg->store_user;
   size_t max = cfg->max_event_bytes ? cfg->max_event_bytes : TS_SINK_MAX_EVENT_BYTES;
@@ -222,6 +226,7 @@ int ts_sink_emit(ts_sink *s, const ts_event *e) {
       s->pub_failed = 1;
     }
   }
+  if (s->emitted) s->emitted(s->emitted_user, &ev, json, len);
 done:
   pthread_mutex_unlock(&s->mu);
   return rc;

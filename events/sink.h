@@ -73,6 +73,10 @@ typedef int (*ts_sink_store_fn)(void *user, const char *thread, uint64_t seq, co
 
 /* Shows one encoded event (no newline), e.g. on a terminal's live view. */
 typedef void (*ts_sink_view_fn)(void *user, const char *json, size_t len);
+/* Called after an event went to every destination, with the event and the bytes they got
+ * (tools-spec §7's tool_call_started hook runs from here). Under the sink's lock: it must
+ * not emit on the same sink. */
+typedef void (*ts_sink_emitted_fn)(void *user, const ts_event *ev, const char *json, size_t len);
 
 typedef struct {
   const char *thread;  /* required: a valid thread id (copied) */
@@ -88,6 +92,8 @@ typedef struct {
   size_t n_secrets;           /* at most TS_SINK_MAX_SECRETS */
   size_t max_event_bytes;     /* 0: TS_SINK_MAX_EVENT_BYTES */
   int no_time;                /* 1: no `ts` / `mono_us` stamps (reproducible output) */
+  ts_sink_emitted_fn emitted; /* may be NULL */
+  void *emitted_user;
 } ts_sink_config;
 
 typedef struct ts_sink ts_sink;

@@ -44,6 +44,19 @@ typedef struct {
 
 static int cancelled(const loop *l) { return l->cfg->cancel && *l->cfg->cancel; }
 
+/* tools-spec §7's tool_call_started hook, at the moment the event went out: the tool's own
+ * (a JavaScript module's onToolCallStarted), then the embedder's. A failing hook is one
+ * line on standard error; the call goes on. */
+static void on_emitted(void *user, const ts_event *ev, const char *json, size_t len) {
+  loop *l = user;
+  if (ev->body.type != TS_EVENT_TOOL_CALL_STARTED) return;
+  const ts_tool *t = ts_registry_find(l->cfg->reg, ev->body.tool.p, ev->body.tool.len);
+  char why[512] = "";
+  if (ts_tool_call_started(t, json, len, why, sizeof why) < 0)
+    fprintf(stderr, "toolstream: tool_call_started hook: %s\n", why);
+  if (l->cfg->on_tool_call_started) l->cfg->on_tool_call_started(l->cfg->hook_user, json, len);
+}
+
 static int store_event(void *user, const char *thread, uint64_t seq, const char *json,
                        size_t len) {
   loop *l = user;
@@ -263,6 +276,8 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   sc.thread = c->thread;
   sc.store = store_event;
   sc.store_user = &l;
+  sc.emitted = on_emitted;
+  sc.emitted_user = &l;
   ts_store_last_event_seq(c->store, c->thread, &sc.last_seq);
   if ((rc = ts_sink_new(&sc, &l.sink))) {
     snprintf(why, cap, "cannot set up the event sink: %s", ts_err_message(rc));

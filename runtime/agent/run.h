@@ -75,6 +75,11 @@ typedef struct {
    * loop fills `thread`, `last_seq` and `store`. */
   ts_sink_config sink;
   const volatile sig_atomic_t *cancel; /* may be NULL */
+  /* tools-spec §7: called at the moment each tool_call_started goes out, with that
+   * event's JSON (the same bytes, the same progress), after the tool's own hook (a
+   * JavaScript module's onToolCallStarted). NULL: none. */
+  void (*on_tool_call_started)(void *user, const char *event_json, size_t len);
+  void *hook_user;
 } ts_agent_config;
 
 #define TS_AGENT_MAX_TURNS 16

@@ -353,6 +353,9 @@ static jstool *jstool_take(jsmod *m, ts_sandbox_tool_def *d, const ts_registry *
   return t;
 }
 
+/* The registry's tool_call_started hook for a JavaScript tool (ts_jstools_call_started). */
+static int js_started(void *user, const char *event_json, size_t len, char *why, size_t why_cap);
+
 int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *env, char *why,
                     size_t why_cap) {
   if (!reg || !path) {
@@ -417,7 +420,8 @@ int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *en
     ts_tool_spec spec = {.name = d->name, .description = d->description,
                          .args_schema = d->args_schema, .progress_arg = d->progress_arg,
                          .annotations = d->annotations, .execute = js_execute, .user = t,
-                         .user_free = jstool_free};
+                         .user_free = jstool_free,
+                         .on_started = t->has_started_hook ? js_started : NULL};
     char reason[400] = "";
     rc = ts_registry_add(reg, &spec, reason, sizeof reason);
     if (rc) { /* only out of memory is left at this point */
@@ -448,10 +452,16 @@ size_t ts_jstools_secrets(const ts_registry *reg, const char **out, size_t cap) 
 
 /* ---- the tool_call_started hook ---------------------------------------------------------- */
 
+static int run_hook(jstool *t, const char *event_json, size_t len, char *why, size_t why_cap);
+
 int ts_jstools_call_started(const ts_tool *tool, const char *event_json, size_t len, char *why,
                             size_t why_cap) {
   jstool *t = tool ? ts_tool_user_of(tool, js_execute) : NULL;
   if (!t || !t->has_started_hook) return 0;
+  return run_hook(t, event_json, len, why, why_cap);
+}
+
+static int run_hook(jstool *t, const char *event_json, size_t len, char *why, size_t why_cap) {
   ts_sandbox_opts o;
   memset(&o, 0, sizeof o);
   o.timeout_ms = t->m->timeout_ms && t->m->timeout_ms < TS_JSTOOLS_HOOK_TIMEOUT_MS
@@ -467,4 +477,9 @@ int ts_jstools_call_started(const ts_tool *tool, const char *event_json, size_t 
     return rc;
   }
   return 1;
+}
+
+static int js_started(void *user, const char *event_json, size_t len, char *why, size_t why_cap) {
+  int rc = run_hook(user, event_json, len, why, why_cap);
+  return rc < 0 ? rc : 0;
 }

@@ -17,6 +17,7 @@ struct ts_tool {
   ts_schema *schema;
   int idempotent;
   ts_tool_fn execute;
+  ts_tool_started_fn on_started;
   void *user;
   void (*user_free)(void *user);
 };
@@ -130,6 +131,7 @@ static int make_tool(const ts_tool_spec *spec, ts_tool **out, char *why, size_t 
   t->annotations = dup_or_null(spec->annotations, &oom);
   t->idempotent = spec->idempotent;
   t->execute = spec->execute;
+  t->on_started = spec->on_started;
   t->user = spec->user;
   if (oom) {
     tool_free(t);
@@ -198,6 +200,7 @@ int ts_registry_add_defs(ts_registry *r, const ts_tool_defs *defs, char *why, si
     for (size_t k = 0; k < r->n; k++) {
       if (!strcmp(r->v[k]->name, d->name)) { /* a C tool the file describes */
         spec.execute = r->v[k]->execute;
+        spec.on_started = r->v[k]->on_started;
         spec.user = r->v[k]->user;
         spec.idempotent = r->v[k]->idempotent;
         spec.user_free = r->v[k]->user_free;
@@ -276,6 +279,13 @@ const char *ts_tool_annotations(const ts_tool *t) { return t->annotations; }
 int ts_tool_idempotent(const ts_tool *t) { return t->idempotent; }
 void *ts_tool_user_of(const ts_tool *t, ts_tool_fn execute) {
   return t && execute && t->execute == execute ? t->user : NULL;
+}
+
+int ts_tool_call_started(const ts_tool *t, const char *event_json, size_t len, char *why,
+                         size_t why_cap) {
+  if (!t || !t->on_started) return 0;
+  int rc = t->on_started(t->user, event_json, len, why, why_cap);
+  return rc ? rc : 1;
 }
 
 int ts_tool_validate(const ts_tool *t, const char *args, size_t len, char *why, size_t why_cap) {

@@ -81,6 +81,13 @@ void ts_tool_result_free(ts_tool_result *r);
 typedef void (*ts_tool_fn)(void *user, const ts_call_info *call, const char *args,
                            size_t args_len, ts_tool_result *out);
 
+/* tools-spec §7's `tool_call_started` hook: called with the tool's `user` and the
+ * tool_call_started event's JSON (the bytes every destination got, progress included) at
+ * the moment that event goes out. Returns 0, or a negative ts_err with a one-line reason
+ * in `why`; a failing hook never changes the call. It must be quick: the stream waits. */
+typedef int (*ts_tool_started_fn)(void *user, const char *event_json, size_t len, char *why,
+                                  size_t why_cap);
+
 typedef struct {
   const char *name;          /* required */
   const char *description;   /* may be NULL */
@@ -89,6 +96,7 @@ typedef struct {
   const char *annotations;   /* any JSON text, kept byte for byte; NULL: none */
   int idempotent;            /* safe to run again after a crash interrupted it */
   ts_tool_fn execute;        /* NULL: defined but not implemented here */
+  ts_tool_started_fn on_started; /* NULL: no tool_call_started hook */
   void *user;
   /* Called with `user` when the tool is freed (with the registry). Ownership of `user`
    * moves to the registry only when ts_registry_add succeeds. NULL: the caller owns it. */
@@ -123,6 +131,11 @@ int ts_tool_idempotent(const ts_tool *t);
 /* The tool's `user` when its execute callback is `execute`, else NULL: how a module
  * recognises its own tools (runtime/jstools.c). */
 void *ts_tool_user_of(const ts_tool *t, ts_tool_fn execute);
+
+/* Runs the tool's tool_call_started hook (ts_tool_spec.on_started) with `event_json`.
+ * Returns 1 when a hook ran, 0 when the tool has none, or its negative ts_err (why set). */
+int ts_tool_call_started(const ts_tool *t, const char *event_json, size_t len, char *why,
+                         size_t why_cap);
 
 /* Validates `args` against the tool's schema. TS_E_OK, or a negative ts_err with
  * "<json pointer>: <reason>" in `why`. */

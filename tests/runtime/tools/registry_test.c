@@ -12,6 +12,7 @@
  */
 #include <check.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tools/registry.h"
@@ -100,6 +101,46 @@ static void silent_error(void *user, const ts_call_info *call, const char *args,
   (void)user, (void)call, (void)args, (void)len;
   out->is_error = 1;
 }
+
+/* tools-spec §7's tool_call_started hook: a tool's on_started gets the event's bytes and
+ * its own user; a tool without one reports 0; a failing hook's error comes back. */
+static int seen_hooks;
+static char seen_json[256];
+static int hook_ok(void *user, const char *json, size_t len, char *why, size_t cap) {
+  (void)why, (void)cap;
+  seen_hooks += *(int *)user;
+  snprintf(seen_json, sizeof seen_json, "%.*s", (int)len, json);
+  return 0;
+}
+static int hook_fails(void *user, const char *json, size_t len, char *why, size_t cap) {
+  (void)user, (void)json, (void)len;
+  snprintf(why, cap, "no");
+  return TS_E_SANDBOX_ERROR;
+}
+
+START_TEST(test_started_hook) {
+  ts_registry *r = ts_registry_new();
+  ck_assert_ptr_nonnull(r);
+  static int one = 1;
+  ts_tool_spec a = {.name = "a", .on_started = hook_ok, .user = &one};
+  ts_tool_spec b = {.name = "b", .on_started = hook_fails};
+  ts_tool_spec c = {.name = "c"};
+  char why[128] = "";
+  ck_assert_int_eq(ts_registry_add(r, &a, why, sizeof why), TS_E_OK);
+  ck_assert_int_eq(ts_registry_add(r, &b, why, sizeof why), TS_E_OK);
+  ck_assert_int_eq(ts_registry_add(r, &c, why, sizeof why), TS_E_OK);
+  const char *ev = "{\"type\":\"tool_call_started\",\"progress\":\"x\"}";
+  ck_assert_int_eq(ts_tool_call_started(ts_registry_find(r, "a", 1), ev, strlen(ev), why, sizeof why), 1);
+  ck_assert_int_eq(seen_hooks, 1);
+  ck_assert_str_eq(seen_json, ev);
+  ck_assert_int_eq(ts_tool_call_started(ts_registry_find(r, "b", 1), ev, strlen(ev), why, sizeof why),
+                   TS_E_SANDBOX_ERROR);
+  ck_assert_str_eq(why, "no");
+  ck_assert_int_eq(ts_tool_call_started(ts_registry_find(r, "c", 1), ev, strlen(ev), why, sizeof why), 0);
+  ck_assert_int_eq(ts_tool_call_started(NULL, ev, strlen(ev), why, sizeof why), 0);
+  ts_registry_free(r);
+}
+END_TEST
 
 START_TEST(test_keeps) {
   ts_registry *reg = ts_registry_new();
@@ -327,6 +368,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_add_loop_test(tc, test_rows, 0, (int)(sizeof rows / sizeof rows[0]));
   tcase_add_test(tc, test_keeps);
+  tcase_add_test(tc, test_started_hook);
   tcase_add_test(tc, test_validate_and_execute);
   tcase_add_test(tc, test_user_ownership);
   tcase_add_test(tc, test_add_defs);
