@@ -44,11 +44,12 @@
  * defers the actual free), so a conn is freed where it ends; every function that may
  * free it says so, and its callers return right after.
  *
- * Thread ids and seq. The bus wants seq strictly increasing per thread, also across
- * requests (a conversation sends one request per turn with the same thread header), so
- * the gateway keeps the last seq of every thread named by a client header (up to
- * TS_GW_MAX_NAMED_THREADS of them) in a keyed hash map (base/hmap.h). A made-up thread
- * id belongs to one request, which numbers its own events.
+ * Thread ids and seq. Events go out through the event sink (events/sink.h), as tap's and
+ * run's do. The bus wants seq strictly increasing per thread, also across requests (a
+ * conversation sends one request per turn with the same thread header), so the gateway
+ * keeps one sink per thread named by a client header (up to TS_GW_MAX_NAMED_THREADS of
+ * them) in a keyed hash map (base/hmap.h). A made-up thread id belongs to one request,
+ * whose own sink numbers its events.
  */
 #define _DEFAULT_SOURCE /* struct timeval, getaddrinfo */
 #include "net/gateway.h"
@@ -76,6 +77,7 @@
 #include "base/hmap.h"
 #include "base/thread_id.h"
 #include "events/event.h"
+#include "events/sink.h"
 #include "net/chunked.h"
 #include "net/gw_metrics.h"
 #include "net/gw_route.h"
@@ -97,8 +99,8 @@
 
 typedef struct {
   ts_hmap_node h; /* first */
-  uint64_t seq;
-  char key[]; /* the thread id, NUL-terminated */
+  ts_sink *sink;  /* numbers and publishes the thread's events (events/sink.h) */
+  char key[];     /* the thread id, NUL-terminated */
 } seq_node;
 
 typedef struct {
@@ -126,7 +128,6 @@ struct ts_gw {
   ts_hmap peers; /* peer_node by client address */
   conn *live;
   size_t nconns;
-  ts_buf line;
   char rbuf[64 * 1024]; /* one read from a plain upstream (the loop is single-threaded) */
 };
 
@@ -179,7 +180,7 @@ struct conn {
   size_t scratch_cap;
   double t_start;
   int named_thread; /* the thread id came from the client: its seq lives in the map */
-  uint64_t seq;     /* a made-up thread's last seq (that thread is this request only) */
+  ts_sink *sink;    /* a made-up thread's sink (that thread is this request only) */
   char thread[TS_THREAD_ID_MAX + 1];
 };
 
@@ -211,39 +212,48 @@ static void gw_log(ts_gw *gw, const char *fmt, ...) {
 
 /* ---- thread seq map ------------------------------------------------------------------ */
 
-/* The next seq of `thread` (1 for a new thread); 0 when out of memory or full. */
-static uint64_t next_seq(ts_gw *gw, const char *thread) {
+/* A sink publishing on the gateway's bus for `thread` (events/sink.h: numbered, stamped,
+ * encoded once, published; nothing written or stored). NULL when out of memory. */
+static ts_sink *thread_sink(const ts_gw *gw, const char *thread) {
+  ts_sink_config sc = {.thread = thread, .who = "toolstream gateway", .pub = gw->cfg.pub};
+  ts_sink *s = NULL;
+  return ts_sink_new(&sc, &s) == TS_E_OK ? s : NULL;
+}
+
+/* The sink of a thread a client named: one per thread, across its requests (a conversation
+ * sends one request per turn with the same header), so its seqs keep increasing. NULL when
+ * out of memory or the map is full. */
+static ts_sink *named_sink(ts_gw *gw, const char *thread) {
   size_t len = strlen(thread);
   seq_node *n = (seq_node *)ts_hmap_find(&gw->seqs, thread, len);
-  if (!n) {
-    if (gw->seqs.n >= TS_GW_MAX_NAMED_THREADS) return 0; /* full */
-    n = malloc(sizeof *n + len + 1);
-    if (!n) return 0;
-    memcpy(n->key, thread, len + 1);
-    n->seq = 0;
-    if (ts_hmap_insert(&gw->seqs, &n->h, n->key, len)) {
-      free(n);
-      return 0;
-    }
+  if (n) return n->sink;
+  if (gw->seqs.n >= TS_GW_MAX_NAMED_THREADS) return NULL; /* full */
+  n = malloc(sizeof *n + len + 1);
+  if (!n) return NULL;
+  memcpy(n->key, thread, len + 1);
+  if (!(n->sink = thread_sink(gw, thread)) || ts_hmap_insert(&gw->seqs, &n->h, n->key, len)) {
+    ts_sink_free(n->sink);
+    free(n);
+    return NULL;
   }
-  return ++n->seq;
+  return n->sink;
 }
 
 /* ---- publishing ---------------------------------------------------------------------- */
 
+/* Every tap event through the thread's sink: the one error policy (a bus that refuses is
+ * reported once and publishing stops; nothing else depends on it). */
 static void publish(conn *c, const ts_tap_event *e) {
   ts_gw *gw = c->gw;
   if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) gw->m.st.tap_errors++;
   if (!gw->cfg.pub) return;
-  uint64_t seq = c->named_thread ? next_seq(gw, c->thread) : 0;
-  if (!seq) { /* a made-up thread, or the map is full: this request's own numbering */
+  ts_sink *sink = c->named_thread ? named_sink(gw, c->thread) : NULL;
+  if (!sink) { /* a made-up thread, or the map is full: this request's own numbering */
     c->named_thread = 0;
-    seq = ++c->seq;
+    if (!c->sink) c->sink = thread_sink(gw, c->thread);
+    sink = c->sink;
   }
-  ts_event ev = {.thread = {c->thread, strlen(c->thread)}, .seq = seq, .body = *e};
-  ts_buf_reset(&gw->line);
-  if (ts_event_encode(&ev, &gw->line)) return;
-  if (ts_pub_send(gw->cfg.pub, c->thread, strlen(c->thread), seq, gw->line.p, gw->line.len) == 0)
+  if (sink && ts_sink_emit_tap(sink, e) == TS_E_OK && !ts_sink_publish_failed(sink))
     gw->m.st.events_published++;
 }
 
@@ -380,7 +390,8 @@ static void request_reset(conn *c) {
   c->out_mode = OUT_RAW;
   c->close_after = 0;
   c->named_thread = 0;
-  c->seq = 0;
+  ts_sink_free(c->sink);
+  c->sink = NULL;
   c->thread[0] = '\0';
   c->rt = NULL;
 }
@@ -1488,7 +1499,6 @@ int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, cha
   if (!gw->cfg.max_per_client)
     gw->cfg.max_per_client = gw->cfg.max_connections > 1 ? gw->cfg.max_connections / 2 : 1;
   gw->cfg.upstreams = NULL;
-  ts_buf_init(&gw->line, (size_t)64 << 20);
   int rc = ts_hmap_init(&gw->seqs);
   if (!rc) rc = ts_hmap_init(&gw->peers);
   if (rc) goto fail;
@@ -1556,10 +1566,10 @@ void ts_gw_free(ts_gw *gw) {
   if (gw->ssl_ctx) SSL_CTX_free(gw->ssl_ctx);
   for (ts_hmap_node *n = ts_hmap_next(&gw->seqs, NULL), *next; n; n = next) {
     next = ts_hmap_next(&gw->seqs, n);
+    ts_sink_free(((seq_node *)n)->sink);
     free(n);
   }
   ts_hmap_fini(&gw->seqs);
   ts_hmap_fini(&gw->peers); /* every peer left with its last connection */
-  ts_buf_fini(&gw->line);
   free(gw);
 }
