@@ -580,15 +580,20 @@ int ts_store_open(const char *dir, ts_store **out, char *why, size_t why_cap) {
     goto out;
   }
   /* Create the file ourselves so that it is 0600 (SQLite would use 0644 & ~umask);
-   * SQLite gives the -wal and -shm files the database file's mode. */
-  int fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
+   * SQLite gives the -wal and -shm files the database file's mode. Only when it does not
+   * exist yet (O_EXCL): closing a descriptor of a file drops every POSIX lock this
+   * process holds on it, including those of a store already open on it here, after
+   * which another process's close would take the file for its last user and delete
+   * the WAL under our feet. */
+  int fd = open(s->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST) fd = -2; /* there already: SQLite opens it */
+  if (fd == -1) {
     int e = errno;
     say(why, why_cap, "cannot open %s: %s", s->path, strerror(e));
     r = e == EROFS ? TS_E_STORE_READONLY : TS_E_STORE_OPEN;
     goto out;
   }
-  close(fd);
+  if (fd >= 0) close(fd);
   int rc = sqlite3_open_v2(s->path, &s->db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
                            NULL);
