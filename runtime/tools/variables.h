@@ -37,7 +37,8 @@
  * is decrypted only by ts_vars_resolve, for the tool whose definition asks for it; the
  * value handed out is wiped by ts_var_value_fini. Nothing here prints or logs a value.
  *
- * This is the one module that includes sodium.h. Threads of use: a ts_vars uses its store
+ * The crypto is libsodium's, used here alone (base/hmap.c uses it for hashing only).
+ * Threads of use: a ts_vars uses its store
  * connection; use it from one thread at a time (as the store).
  */
 #ifndef TS_VARIABLES_H
