@@ -22,11 +22,11 @@
 
 #include "base/error.h"
 #include "store/store.h"
+#include "support/model_server.h"
 #include "support/proc.h"
 #include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
-#define SERVER TS_BINARY_DIR "/model_server"
 
 static char base[64];
 
@@ -172,15 +172,9 @@ static convo conversation(const char *thread) {
 }
 
 /* The model server on session/ (its turns written first: it lists them at start). */
-static void start_server(child *server, result *out, char *url, size_t cap) {
-  const char *sargv[] = {"model_server", at("session"), NULL};
-  *server = spawn_bin(SERVER, sargv, 1);
-  memset(out, 0, sizeof *out);
-  double end = now_ms() + 10000;
-  while (!strchr(sb_str(&out->out), '\n') && now_ms() < end) pump(server, out, 20);
-  int port = atoi(sb_str(&out->out));
-  ck_assert_msg(port > 0, "model_server printed no port: %s", sb_str(&out->err));
-  snprintf(url, cap, "http://127.0.0.1:%d/v1", port);
+static void start_server(ts_test_server *server, char *url, size_t cap) {
+  ts_test_server_start(server, at("session"), NULL, NULL);
+  snprintf(url, cap, "http://127.0.0.1:%d/v1", server->port);
 }
 
 /* ---- a secret over HTTP: parked, set from another process, never shown -------------- */
@@ -192,10 +186,9 @@ START_TEST(test_secret_parked_woken_never_leaks) {
   call_turn("session/turn-1.sse", call(0, "c1", "search", "{}"));
   put("session/turn-2.sse", stop_turn);
   js_tool("search.js", "search", "API_KEY", "secret");
-  child server;
-  result sout;
+  ts_test_server server;
   char url[64];
-  start_server(&server, &sout, url, sizeof url);
+  start_server(&server, url, sizeof url);
 
   /* a secret is never taken from the command line */
   const char *bad[] = {"run", "--model-url", url, "--model", "m", "--data-dir", at("data"),
@@ -270,8 +263,7 @@ START_TEST(test_secret_parked_woken_never_leaks) {
   result_free(&o3);
   result_free(&o4);
   result_free(&o5);
-  finish_child(&server, &sout);
-  result_free(&sout);
+  ts_test_server_stop(&server);
 }
 END_TEST
 
@@ -340,10 +332,9 @@ START_TEST(test_check_env_before_any_request) {
   js_tool("a.js", "tool_a", "A_TOKEN", "secret");
   js_tool("b.js", "tool_b", "B_ID", "text");
   unsetenv("B_ID");
-  child server;
-  result sout;
+  ts_test_server server;
   char url[64];
-  start_server(&server, &sout, url, sizeof url);
+  start_server(&server, url, sizeof url);
   const char *args[] = {"run", "--model-url", url, "--model", "m", "--data-dir", at("data"),
                         "--workspace", at("ws"), "--tools", at("a.js"), at("b.js"),
                         "--check-env", "--thread", "e1", "--json", "hi", NULL};
@@ -380,8 +371,7 @@ START_TEST(test_check_env_before_any_request) {
   ck_assert_int_eq(r.status, 2);
   ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "bad.env:2: expected NAME=VALUE"));
   result_free(&r);
-  finish_child(&server, &sout);
-  result_free(&sout);
+  ts_test_server_stop(&server);
 }
 END_TEST
 
