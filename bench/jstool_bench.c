@@ -38,7 +38,8 @@ static void noop_tool(void *user, const ts_call_info *call, const char *args, si
 static void measure(const char *label, const ts_tool *t, int calls) {
   double *v = malloc((size_t)calls * sizeof *v);
   if (!v) exit(1);
-  ts_call_info ci = {"bench", 1, 0, "c", ts_tool_name(t), NULL, NULL, 0};
+  ts_call_info ci = {.thread = "bench", .turn = 1, .index = 0, .call_id = "c", .tool = ts_tool_name(t),
+                     .cancel = NULL, .queue = NULL};
   for (int i = 0; i < calls; i++) {
     ts_tool_result r;
     double t0 = now_us();

@@ -34,6 +34,8 @@ void ts_cli_endpoint_run(ts_cli_endpoint *e);
 int ts_cli_endpoint_start(ts_cli_endpoint *e);
 void ts_cli_endpoint_stop(ts_cli_endpoint *e);
 void ts_cli_endpoint_free(ts_cli_endpoint *e);
+int ts_cli_threads(int argc, char **argv);
+int ts_cli_env(int argc, char **argv);
 
 extern const ts_cli_command ts_cli_cmd_tap;
 extern const ts_cli_command ts_cli_cmd_run;
@@ -42,5 +44,7 @@ extern const ts_cli_command ts_cli_cmd_sub;
 extern const ts_cli_command ts_cli_cmd_demo;
 extern const ts_cli_command ts_cli_cmd_gateway;
 extern const ts_cli_command ts_cli_cmd_serve;
+extern const ts_cli_command ts_cli_cmd_threads;
+extern const ts_cli_command ts_cli_cmd_env;
 
 #endif

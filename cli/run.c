@@ -8,6 +8,7 @@
  * agent room and the event sink.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,10 @@
 #include "agent/replay_model.h"
 #include "base/clock.h"
 #include "agent/run.h"
+#include "agent/thread_env.h"
+#include "base/file.h"
+#include "tools/dotenv.h"
+#include "tools/variables.h"
 #include "cli/cli.h"
 #include "cli/live.h"
 #include "cli/model_http.h"
@@ -31,8 +36,11 @@
 
 enum {
   O_MODEL_URL = 1, O_MODEL, O_PROVIDER, O_KEY_ENV, O_MAX_TOKENS, O_MODEL_REPLAY, O_RATE,
-  O_RESUME, O_VAR, O_WORKSPACE, O_DATA_DIR, O_MAX_TURNS, O_JSON, O_SERVE
+  O_RESUME, O_VAR, O_WORKSPACE, O_DATA_DIR, O_MAX_TURNS, O_JSON, O_SERVE, O_PARENT,
+  O_ENV_FILE, O_CHECK_ENV
 };
+
+#define RUN_MAX_ENV_FILES 8
 
 #define RUN_MAX_VARS 64
 
@@ -63,10 +71,24 @@ static const ts_cli_opt run_opts[] = {
      "replay pace in SSE events per second (default 100)", NULL},
     {"resume", 0, TS_CLI_FLAG, O_RESUME, 0, 0, NULL,
      "continue an existing thread (interrupted calls are resolved)", NULL},
+    {"parent", 0, TS_CLI_THREAD, O_PARENT, 0, 0, "ID",
+     "create the thread as a child of thread ID: it inherits ID's\n"
+     "variables (docs/variables.md)", NULL},
     {"var", 0, TS_CLI_STRING, O_VAR, 0, 0, "NAME=VALUE",
-     "a variable for JavaScript tools (wins over the environment);\nrepeatable, up to 64", NULL},
+     "a text variable, set in the thread's environment; repeatable,\n"
+     "up to 64. Never a secret (a command line is visible to others):\n"
+     "use --env-file or 'toolstream env set' for those", NULL},
+    {"env-file", 0, TS_CLI_STRING, O_ENV_FILE, 0, 0, "FILE",
+     "variables from a dotenv file (NAME=VALUE lines), set in the\n"
+     "thread's environment; a name a tool declares secret is sealed;\n"
+     "repeatable, up to 8", NULL},
+    {"check-env", 0, TS_CLI_FLAG, O_CHECK_ENV, 0, 0, NULL,
+     "before the first model request, report every required variable\n"
+     "of the tools that has no value, and stop (exit 1) if any", NULL},
     {"workspace", 0, TS_CLI_STRING, O_WORKSPACE, 0, 0, "DIR",
-     "the demo tools' directory (default ./workspace, created)", NULL},
+     "the thread's workspace, where the demo tools work (default\n"
+     "./workspace; for a --parent child DATA_DIR/workspaces/ID; on\n"
+     "--resume the thread's own)", NULL},
     {"data-dir", 0, TS_CLI_STRING, O_DATA_DIR, 0, 0, "DIR",
      "where the store lives (default $TOOLSTREAM_DATA_DIR,\n"
      "$XDG_DATA_HOME/toolstream, ~/.local/share/toolstream)", NULL},
@@ -96,7 +118,10 @@ const ts_cli_command ts_cli_cmd_run = {
     run_groups,
     "Built-in tools: write_file (progress argument: description), read_file, list_dir,\n"
     "confined to the workspace. Ctrl-C stops cleanly: the running tool is told to stop,\n"
-    "finished results stay committed, and --thread ID --resume continues. The API key\n"
+    "finished results stay committed, and --thread ID --resume continues. A call whose\n"
+    "required variable has no value waits (a variable_required event) until 'toolstream\n"
+    "env set THREAD NAME' gives it one, from any process, also across a restart\n"
+    "(--resume); secrets are sealed at rest (docs/variables.md). The API key\n"
     "and the values of JavaScript tools' secret variables are redacted from every event\n"
     "before it is printed, published or stored (a provider message echoing the key).\n"
     "Exit status: 0 when the model ended its turn; 1 on an error, interruption or\n"
@@ -110,7 +135,9 @@ typedef struct {
   const char *provider, *replay_dir, *workspace, *data_dir, *prompt, *serve;
   const char *vars[RUN_MAX_VARS];
   size_t nvars;
-  int resume, json;
+  const char *env_files[RUN_MAX_ENV_FILES], *parent;
+  size_t nenv_files;
+  int resume, json, check_env, workspace_given;
   uint64_t max_turns, rate;
 } run_args;
 
@@ -133,7 +160,16 @@ static int run_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n)
     case O_MODEL_REPLAY: a->replay_dir = val; break;
     case O_RATE: a->rate = n; break;
     case O_RESUME: a->resume = 1; break;
-    case O_WORKSPACE: a->workspace = val; break;
+    case O_WORKSPACE: a->workspace = val, a->workspace_given = 1; break;
+    case O_PARENT: a->parent = val; break;
+    case O_CHECK_ENV: a->check_env = 1; break;
+    case O_ENV_FILE:
+      if (a->nenv_files == RUN_MAX_ENV_FILES) {
+        fprintf(stderr, "toolstream run: at most %d --env-file files\n", RUN_MAX_ENV_FILES);
+        return 2;
+      }
+      a->env_files[a->nenv_files++] = val;
+      break;
     case O_DATA_DIR: a->data_dir = val; break;
     case O_MAX_TURNS: a->max_turns = n; break;
     case O_JSON: a->json = 1; break;
@@ -159,6 +195,10 @@ static int check_model(run_args *a, const ts_cli_common *com) {
   }
   if (a->resume && !com->has_thread) {
     fprintf(stderr, "toolstream run: --resume needs --thread ID\n");
+    return 2;
+  }
+  if (a->resume && a->parent) {
+    fprintf(stderr, "toolstream run: --parent is for a new thread (a thread keeps its parent)\n");
     return 2;
   }
   if (!a->hm.url) return 0;
@@ -232,6 +272,124 @@ static void *live_tick(void *arg) {
   return NULL;
 }
 
+/* ---- variables: the thread's environment before the first turn (docs/variables.md) ---- */
+
+typedef struct {
+  const run_args *a;
+  const ts_registry *reg;
+  const ts_var_layers *layers;
+  int status; /* the exit status prepare_env chose when it stopped the run */
+} run_env;
+
+typedef struct {
+  ts_vars *vars;
+  const ts_registry *reg;
+  const char *thread, *path;
+  char origin[300];
+  int failed;
+} env_file_load;
+
+static int put_env_entry(void *user, const char *name, const char *value, size_t len) {
+  env_file_load *l = user;
+  int type = ts_thread_env_is_secret(l->reg, name) ? TS_VAR_SECRET
+                                                   : ts_vars_default_type(l->vars, l->thread, name);
+  if (type < 0 || ts_vars_set(l->vars, l->thread, name, (ts_var_type)type, value, len,
+                              l->origin)) {
+    fprintf(stderr, "toolstream run: --env-file %s: %s: %s\n", l->path, name,
+            ts_vars_errmsg(l->vars));
+    l->failed = 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* Sets every entry of a dotenv file in the thread's environment. 0, or an exit status. */
+static int load_env_file(ts_vars *v, const ts_registry *reg, const char *thread,
+                         const char *path) {
+  size_t len = 0, line = 0;
+  char *text = NULL;
+  if (ts_file_read(path, TS_DOTENV_MAX, &text, &len)) {
+    fprintf(stderr, "toolstream run: --env-file %s: %s\n", path,
+            errno == EFBIG ? "file too large (at most 1 MiB)" : strerror(errno));
+    return 1;
+  }
+  env_file_load l = {v, reg, thread, path, "", 0};
+  snprintf(l.origin, sizeof l.origin, "--env-file %s", path);
+  char why[256] = "";
+  int n = ts_dotenv_parse(text, len, put_env_entry, &l, &line, why, sizeof why);
+  ts_vars_wipe(text, len); /* it may hold secrets */
+  free(text);
+  if (l.failed) return 1;
+  if (n < 0) {
+    fprintf(stderr, "toolstream run: --env-file %s:%zu: %s\n", path, line, why);
+    return 2;
+  }
+  return 0;
+}
+
+static int say_missing(void *user, const ts_tool *tool, const ts_var_def *def) {
+  const char *thread = user;
+  int desc = def->description && def->description[0];
+  fprintf(stderr, "toolstream run: --check-env: %s (%s, required by tool %s%s%s) has no value: "
+                  "toolstream env set %s %s\n",
+          def->name, def->type == TS_VAR_SECRET ? "secret" : "text", ts_tool_name(tool),
+          desc ? ": " : "", desc ? def->description : "", thread, def->name);
+  return 0;
+}
+
+/* agent/run.h's prepare hook: declarations, --var, --env-file, --check-env. */
+static int prepare_env(void *user, ts_store *store, const char *thread) {
+  run_env *e = user;
+  ts_vars *v = NULL;
+  int rc = 1;
+  if (ts_vars_open(store, NULL, &v) || ts_thread_env_declare(v, e->reg, thread)) {
+    fprintf(stderr, "toolstream run: %s\n", v ? ts_vars_errmsg(v) : "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < e->a->nvars; i++) {
+    const char *kv = e->a->vars[i], *eq = strchr(kv, '=');
+    char name[TS_STORE_VAR_NAME_MAX + 2];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - kv), kv);
+    if (ts_vars_set(v, thread, name, TS_VAR_TEXT, eq + 1, strlen(eq + 1), "--var")) {
+      fprintf(stderr, "toolstream run: --var: %s\n", ts_vars_errmsg(v));
+      goto out;
+    }
+  }
+  for (size_t i = 0; i < e->a->nenv_files; i++)
+    if ((rc = load_env_file(v, e->reg, thread, e->a->env_files[i]))) goto out;
+  rc = 1;
+  if (e->a->check_env) {
+    int n = ts_vars_check_key(v);
+    if (n == TS_E_OK) n = ts_thread_env_check(v, e->reg, thread, e->layers, say_missing,
+                                              (void *)thread);
+    if (n < 0) {
+      fprintf(stderr, "toolstream run: --check-env: %s\n", ts_vars_errmsg(v));
+      goto out;
+    }
+    if (n > 0) {
+      fprintf(stderr, "toolstream run: --check-env: %d required variable%s without a value; "
+                      "nothing was sent to the model\n", n, n == 1 ? "" : "s");
+      goto out;
+    }
+  }
+  rc = 0;
+out:
+  ts_vars_free(v);
+  e->status = rc;
+  return rc;
+}
+
+typedef struct {
+  char *parent, *ws;
+} row_out;
+
+static int grab_row(void *user, const ts_store_thread *t) {
+  row_out *o = user;
+  snprintf(o->parent, TS_THREAD_ID_MAX + 1, "%s", t->parent ? t->parent : "");
+  snprintf(o->ws, TS_STORE_PATH_MAX, "%s", t->workspace ? t->workspace : "");
+  return 0;
+}
+
 int ts_cli_run(int argc, char **argv) {
   run_args a;
   memset(&a, 0, sizeof a);
@@ -259,7 +417,40 @@ int ts_cli_run(int argc, char **argv) {
   live_screen live;
   int live_on = 0;
 
+  char wsbuf[TS_STORE_PATH_MAX], parent_row[TS_THREAD_ID_MAX + 1];
+  if (ts_store_open(a.data_dir, &store, why, sizeof why) ||
+      ts_store_open(a.data_dir, &dstore, why, sizeof why)) {
+    fprintf(stderr, "toolstream run: cannot open the store: %s\n", why);
+    goto out;
+  }
+  row_out row = {parent_row, wsbuf};
+  wsbuf[0] = '\0';
+  if (a.resume && ts_store_thread_get(store, com.thread, grab_row, &row) == 1 &&
+      !a.workspace_given && wsbuf[0])
+    a.workspace = wsbuf; /* the thread's own */
+  if (a.parent && ts_store_thread_exists(store, a.parent) != 1) {
+    fprintf(stderr, "toolstream run: --parent: no thread %s in %s\n", a.parent,
+            ts_store_path(store));
+    rc = 2;
+    goto out;
+  }
+  if (a.parent && !a.workspace_given) { /* a child's filesystem is its own */
+    snprintf(wsbuf, sizeof wsbuf, "%s", ts_store_path(store));
+    char *slash = strrchr(wsbuf, '/');
+    if (slash) *slash = '\0';
+    size_t wl = strlen(wsbuf);
+    snprintf(wsbuf + wl, sizeof wsbuf - wl, "/workspaces");
+    mkdir(wsbuf, 0700);
+    wl = strlen(wsbuf);
+    snprintf(wsbuf + wl, sizeof wsbuf - wl, "/%s", com.thread);
+    a.workspace = wsbuf;
+  }
   mkdir(a.workspace, 0755);
+  char cwd[PATH_MAX], wsabs[sizeof cwd + sizeof wsbuf + 2]; /* recorded: absolute */
+  if (a.workspace[0] != '/' && getcwd(cwd, sizeof cwd))
+    snprintf(wsabs, sizeof wsabs, "%s/%s", cwd, a.workspace);
+  else
+    snprintf(wsabs, sizeof wsabs, "%s", a.workspace);
   if (!reg || ts_demo_tools_add(reg, a.workspace, &demo, why, sizeof why)) {
     fprintf(stderr, "toolstream run: %s\n", why[0] ? why : "out of memory");
     goto out;
@@ -268,12 +459,18 @@ int ts_cli_run(int argc, char **argv) {
   if ((rc = ts_cli_tools_registry(&com, reg, &env)) ||
       (rc = ts_cli_progress_overrides(&com, &progress)))
     goto out;
-  rc = 1;
-  if (ts_store_open(a.data_dir, &store, why, sizeof why) ||
-      ts_store_open(a.data_dir, &dstore, why, sizeof why)) {
-    fprintf(stderr, "toolstream run: cannot open the store: %s\n", why);
-    goto out;
+  for (size_t i = 0; i < a.nvars; i++) { /* --var: text only, never a secret */
+    char name[TS_STORE_VAR_NAME_MAX + 2];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(a.vars[i], "="), a.vars[i]);
+    if (ts_thread_env_is_secret(reg, name)) {
+      fprintf(stderr, "toolstream run: --var %s: a tool declares %s a secret, and a command "
+                      "line is visible to other users; use --env-file FILE or 'toolstream env "
+                      "set THREAD %s'\n", name, name, name);
+      rc = 2;
+      goto out;
+    }
   }
+  rc = 1;
   ts_pub_opts popts;
   memset(&popts, 0, sizeof popts);
   if (com.replay_url && ts_store_open(a.data_dir, &astore, why, sizeof why) == TS_E_OK) {
@@ -324,6 +521,9 @@ int ts_cli_run(int argc, char **argv) {
   nfound += ts_jstools_secrets(reg, found + nfound, TS_SINK_MAX_SECRETS - nfound);
   for (size_t i = 0; i < nfound; i++)
     if (strlen(found[i]) >= TS_SINK_SECRET_MIN) secrets[nsecrets++] = found[i];
+  /* text variables may also come from the process environment (docs/variables.md) */
+  ts_var_layers layers = {.process_env = 1};
+  run_env renv = {&a, reg, &layers, 0};
   ts_agent_config ac = {
       .store = store,
       .dispatch_store = dstore,
@@ -338,12 +538,17 @@ int ts_cli_run(int argc, char **argv) {
                .view = a.json ? NULL : live_view, .view_user = &live, .pub = pub,
                .secrets = secrets, .n_secrets = nsecrets, .no_time = com.no_time},
       .cancel = &interrupted,
+      .parent = a.parent,
+      .workspace = wsabs,
+      .layers = &layers,
+      .prepare = prepare_env,
+      .prepare_user = &renv,
   };
   ts_agent_stats st;
   int arc = ts_agent_run(&ac, &st, why, sizeof why);
   if (arc) {
-    fprintf(stderr, "toolstream run: %s\n", why);
-    rc = arc == TS_E_STORE_THREAD_EXISTS ? 2 : 1;
+    if (why[0]) fprintf(stderr, "toolstream run: %s\n", why); /* else prepare said why */
+    rc = renv.status ? renv.status : arc == TS_E_STORE_THREAD_EXISTS ? 2 : 1;
     goto out;
   }
   rc = 0;

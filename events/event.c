@@ -27,6 +27,7 @@ const char *ts_event_type_name(int type) {
   switch (type) {
     case TS_EVENT_TOOL_EXECUTION_STARTED: return "tool_execution_started";
     case TS_EVENT_TOOL_RESULT: return "tool_result";
+    case TS_EVENT_VARIABLE_REQUIRED: return "variable_required";
   }
   return ts_tap_type_name(type); /* the tap's own, or "unknown" */
 }
@@ -39,6 +40,7 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
   const char *type = ts_event_type_name(e->type);
   str_field(b, "type", (ts_view){type, strlen(type)});
   str_field(b, "thread", ev->thread);
+  if (ev->parent.len) str_field(b, "parent", ev->parent);
   num_field(b, "seq", ev->seq);
   if (ev->ts_us) num_field(b, "ts", ev->ts_us);
   if (ev->mono_us) num_field(b, "mono_us", ev->mono_us);
@@ -98,6 +100,11 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
       }
       break;
     }
+    case TS_EVENT_VARIABLE_REQUIRED:
+      str_field(b, "name", r->var_name);
+      str_field(b, "description", r->var_description);
+      str_field(b, "var_type", r->var_secret ? (ts_view){"secret", 6} : (ts_view){"text", 4});
+      break;
     case TS_EVENT_TURN_FINISHED:
       if (e->stop_reason.len) str_field(b, "stop_reason", e->stop_reason);
       if (e->usage.len) {

@@ -11,8 +11,9 @@
  * with its version, is documented in docs/events.md.
  *
  * Encoding: one JSON object, no newline, keys in a fixed order:
- *   v, type, thread, seq, [ts, mono_us], offset, [call_id, provider_call_id, tool, index, turn], then the
- *   type's own fields (provider_call_id only when set, turn only when not 0).
+ *   v, type, thread, [parent], seq, [ts, mono_us], offset, [call_id, provider_call_id,
+ *   tool, index, turn], then the type's own fields (provider_call_id only when set, turn
+ *   only when not 0, `parent` only on a child thread's events).
  * Strings are escaped by ts_buf_append_json_string (always valid JSON and UTF-8);
  * `arguments` and `usage` are embedded as the JSON text they already are (the tap
  * validated `arguments` strictly; `usage` is the provider's object as jsmn delimited it).
@@ -41,6 +42,8 @@ typedef enum {
   /* the dispatcher's events */
   TS_EVENT_TOOL_EXECUTION_STARTED,
   TS_EVENT_TOOL_RESULT,
+  /* a call waits for a required variable without a value (tools-spec §3): parked */
+  TS_EVENT_VARIABLE_REQUIRED,
 } ts_event_type;
 
 /* The event name as it appears on the wire ("tool_call_started", "tool_result", ...);
@@ -54,6 +57,7 @@ const char *ts_event_type_name(int type);
  * are the emitter's, valid only during the call that hands the event over. */
 typedef struct {
   ts_view thread;
+  ts_view parent; /* the thread's parent; empty for a root thread (then no "parent" key) */
   uint64_t seq;
   /* When the event was made (stamped by the sink, events/sink.h; 0: not stamped, and the
    * members are left out): `ts`, µs since the Unix epoch (wall clock), and `mono_us`, µs
@@ -63,6 +67,9 @@ typedef struct {
   uint8_t is_error;     /* TOOL_RESULT */
   uint64_t duration_us; /* TOOL_RESULT: how long the call ran */
   ts_view result;       /* TOOL_RESULT: the result as JSON text (success), or the message */
+  ts_view var_name;        /* VARIABLE_REQUIRED: the variable */
+  ts_view var_description; /* VARIABLE_REQUIRED: its description (may be empty) */
+  uint8_t var_secret;      /* VARIABLE_REQUIRED: type 'secret' (else 'text') */
 } ts_event;
 
 /* Appends the event's JSON object to `out`. Returns TS_E_OK or the buffer's error. */

@@ -38,6 +38,8 @@ struct ts_sink {
   pthread_mutex_t mu;
   char thread[TS_THREAD_ID_MAX + 1];
   size_t thread_len;
+  char parent[TS_THREAD_ID_MAX + 1]; /* "" for a root thread */
+  size_t parent_len;
   uint64_t seq;
   int no_time; /* the config's: leave ts and mono_us out */
   char who[64];
@@ -78,6 +80,10 @@ int ts_sink_new(const ts_sink_config *cfg, ts_sink **out) {
   if (!s) return TS_E_NOMEM;
   s->thread_len = strlen(cfg->thread);
   memcpy(s->thread, cfg->thread, s->thread_len + 1);
+  if (cfg->parent && ts_thread_id_valid(cfg->parent, strlen(cfg->parent))) {
+    s->parent_len = strlen(cfg->parent);
+    memcpy(s->parent, cfg->parent, s->parent_len + 1);
+  }
   s->seq = cfg->last_seq;
   s->no_time = cfg->no_time;
   snprintf(s->who, sizeof s->who, "%s", cfg->who ? cfg->who : "toolstream");
@@ -184,6 +190,7 @@ int ts_sink_emit(ts_sink *s, const ts_event *e) {
   if (rc) goto done;
   ts_event ev = *e;
   ev.thread = (ts_view){s->thread, s->thread_len};
+  ev.parent = (ts_view){s->parent, s->parent_len};
   ev.seq = s->seq + 1;
   /* Stamped once, here, so that every destination sees the same bytes. */
   if (!s->no_time) {

@@ -5,10 +5,11 @@
  * Every producer of thread events (the tap's caller in `toolstream tap`, the agent loop
  * of `toolstream run` with its dispatcher, and the gateway) hands each event to one
  * ts_sink. The sink, for each event, in this order:
- *   1. numbers it: seq = the thread's previous seq + 1 (starting after `last_seq`), and
- *      stamps it with the time it is made: `ts` (µs since the Unix epoch, wall clock) and
- *      `mono_us` (µs on CLOCK_MONOTONIC, for latencies; base/clock.h), here and only
- *      here, so that every destination sees the same bytes (`no_time` leaves them out);
+ *   1. numbers it: seq = the thread's previous seq + 1 (starting after `last_seq`), names
+ *      its thread (and the thread's parent, for a child thread), and stamps it with the
+ *      time it is made: `ts` (µs since the Unix epoch, wall clock) and `mono_us` (µs on
+ *      CLOCK_MONOTONIC, for latencies; base/clock.h), here and only here, so that every
+ *      destination sees the same bytes (`no_time` leaves them out);
  *   2. encodes it once (events/event.h, ts_event_encode);
  *   3. redacts every configured secret from the encoded text (below);
  *   4. stores it (the `store` callback: the sink cannot see the store's room);
@@ -80,6 +81,7 @@ typedef void (*ts_sink_emitted_fn)(void *user, const ts_event *ev, const char *j
 
 typedef struct {
   const char *thread;  /* required: a valid thread id (copied) */
+  const char *parent;  /* the thread's parent (copied): every event carries it; NULL: a root */
   uint64_t last_seq;   /* the thread's newest seq so far (0: a new thread) */
   const char *who;     /* prefix of the error lines ("toolstream tap"); NULL: "toolstream" */
   FILE *out;           /* one JSON line per event, flushed; NULL: none */

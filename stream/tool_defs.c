@@ -24,6 +24,11 @@ static void def_free(ts_tool_def *d) {
   free(d->progress_arg);
   free(d->args);
   free(d->annotations);
+  for (size_t i = 0; i < d->n_vars; i++) {
+    free(d->vars[i].name);
+    free(d->vars[i].description);
+  }
+  free(d->vars);
   memset(d, 0, sizeof *d);
 }
 
@@ -38,6 +43,63 @@ static int grow(ts_tool_defs *defs, size_t extra) {
   ts_tool_def *nv = realloc(defs->v, (defs->n + extra) * sizeof *nv);
   if (!nv) return TS_E_NOMEM;
   defs->v = nv;
+  return TS_E_OK;
+}
+
+static int flag(ts_jv *v, int obj, const char *key, int *out) {
+  int i = ts_jv_get(v, obj, key);
+  if (i < 0) return 0;
+  ts_view raw = ts_jv_raw(v, i);
+  if (ts_jv_type_of(v, i) != TS_JV_PRIMITIVE || ts_jv_is_null(v, i) || raw.p[0] == 'n' ||
+      (raw.p[0] != 't' && raw.p[0] != 'f'))
+    return -1;
+  *out = ts_jv_is_true(v, i);
+  return 0;
+}
+
+/* The "variables" array of definition `d`. */
+static int parse_vars(ts_jv *v, int arr, ts_tool_def *d, char *why, size_t why_cap) {
+  if (ts_jv_type_of(v, arr) != TS_JV_ARRAY) {
+    snprintf(why, why_cap, "tool \"%s\": variables must be an array", d->name);
+    return TS_E_INVAL;
+  }
+  int n = ts_jv_size(v, arr);
+  d->has_vars = 1;
+  d->vars = n ? calloc((size_t)n, sizeof *d->vars) : NULL;
+  if (n && !d->vars) return TS_E_NOMEM;
+  int e = ts_jv_first(v, arr);
+  for (int k = 0; k < n; k++, e = ts_jv_skip(v, e)) {
+    ts_tool_def_var *x = &d->vars[d->n_vars];
+    ts_view sv;
+    int ni = ts_jv_get(v, e, "name"), ti = ts_jv_get(v, e, "type");
+    int di = ts_jv_get(v, e, "description");
+    if (ts_jv_type_of(v, e) != TS_JV_OBJECT || ts_jv_type_of(v, ni) != TS_JV_STRING ||
+        ts_jv_str(v, ni, &sv) || sv.len == 0) {
+      snprintf(why, why_cap, "tool \"%s\": variables[%d] needs a string \"name\"", d->name, k);
+      return TS_E_INVAL;
+    }
+    x->name = dup_view(sv);
+    d->n_vars++;
+    if (!x->name) return TS_E_NOMEM;
+    if (ti >= 0 && !ts_jv_eq(v, ti, "text") && !ts_jv_eq(v, ti, "secret")) {
+      snprintf(why, why_cap, "tool \"%s\": variable %s: type must be \"text\" or \"secret\"",
+               d->name, x->name);
+      return TS_E_INVAL;
+    }
+    x->secret = ti >= 0 && ts_jv_eq(v, ti, "secret");
+    if (flag(v, e, "required", &x->required) || flag(v, e, "scoped", &x->scoped)) {
+      snprintf(why, why_cap, "tool \"%s\": variable %s: required and scoped are true or false",
+               d->name, x->name);
+      return TS_E_INVAL;
+    }
+    if (di >= 0 && (ts_jv_type_of(v, di) != TS_JV_STRING || ts_jv_str(v, di, &sv))) {
+      snprintf(why, why_cap, "tool \"%s\": variable %s: description must be a string", d->name,
+               x->name);
+      return TS_E_INVAL;
+    }
+    x->description = dup_view(di >= 0 ? sv : (ts_view){"", 0});
+    if (!x->description) return TS_E_NOMEM;
+  }
   return TS_E_OK;
 }
 
@@ -119,6 +181,11 @@ int ts_tool_defs_parse(ts_tool_defs *defs, const char *text, size_t len, char *w
     if (ai >= 0) d.args = dup_view(ts_jv_raw(&v, ai));
     int an = ts_jv_get(&v, i, "annotations");
     if (an >= 0) d.annotations = dup_view(ts_jv_raw(&v, an));
+    int vi = ts_jv_get(&v, i, "variables");
+    if (vi >= 0 && (rc = parse_vars(&v, vi, &d, why, why_cap))) {
+      def_free(&d);
+      goto out;
+    }
     if (!d.name || !d.description || (pi >= 0 && !ts_jv_is_null(&v, pi) && !d.progress_arg) ||
         (ai >= 0 && !d.args) || (an >= 0 && !d.annotations)) {
       def_free(&d);

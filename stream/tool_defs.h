@@ -3,7 +3,7 @@
  *
  * A tools file is a JSON array of tool definitions:
  *   [{"name": "write_file", "description": "...", "progressArgument": "description",
- *     "args": {JSON Schema}, "annotations": {...}}, ...]
+ *     "args": {JSON Schema}, "annotations": {...}, "variables": [{...}]}, ...]
  * Only `name` is required. `args` and `annotations` are kept as their exact JSON text.
  *
  * Ownership: ts_tool_defs owns copies of everything; free it with ts_tool_defs_free.
@@ -15,12 +15,24 @@
 
 #include "base/error.h"
 
+/* One entry of a definition's "variables" (tools-spec §3):
+ *   {"name": "KEY", "type": "text" | "secret", "required": bool, "scoped": bool,
+ *    "description": "..."}; only `name` is required, `type` defaults to text. */
+typedef struct {
+  char *name;
+  char *description; /* "" when absent */
+  int secret, required, scoped;
+} ts_tool_def_var;
+
 typedef struct {
   char *name;
   char *description;   /* "" when absent */
   char *progress_arg;  /* NULL when absent */
   char *args;          /* JSON text, NULL when absent */
   char *annotations;   /* JSON text, NULL when absent */
+  ts_tool_def_var *vars; /* the "variables"; has_vars 0 when the key is absent */
+  size_t n_vars;
+  int has_vars;
 } ts_tool_def;
 
 typedef struct {
@@ -32,7 +44,9 @@ typedef struct {
  * returns a negative ts_err, leaves *defs as it was, and writes a one-line reason into
  * `why` (capacity `why_cap`). Errors: TS_E_JV_BAD_JSON for text that is not JSON,
  * TS_E_INVAL for a wrong shape (not an array, a definition without a string `name`,
- * a non-string progressArgument, a duplicate name), TS_E_LIMIT for a file over 32 MiB,
+ * a non-string progressArgument, a duplicate name, a malformed "variables" entry: not an
+ * object, no string name, a type other than "text" or "secret", a non-boolean flag),
+ * TS_E_LIMIT for a file over 32 MiB,
  * TS_E_NOMEM. */
 int ts_tool_defs_parse(ts_tool_defs *defs, const char *text, size_t len, char *why,
                        size_t why_cap);

@@ -8,6 +8,7 @@
  */
 #include "agent/conversation.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,4 +197,70 @@ out:
   }
   free(l.v);
   return rc;
+}
+
+/* ---- one turn's calls ---------------------------------------------------------------- */
+
+typedef struct {
+  uint32_t turn;
+  char *found; /* the turn's message, copied */
+  size_t len;
+  int oom;
+} turn_find;
+
+static int find_turn(void *user, const ts_store_message *m) {
+  turn_find *f = user;
+  if (m->role != TS_STORE_ASSISTANT) return 0;
+  char head[40];
+  int n = snprintf(head, sizeof head, "{\"turn\":%u,", f->turn);
+  if (m->content_len < (size_t)n || memcmp(m->content, head, (size_t)n)) return 0;
+  free(f->found);
+  f->found = malloc(m->content_len + 1);
+  if (!f->found) return f->oom = 1;
+  memcpy(f->found, m->content, m->content_len + 1);
+  f->len = m->content_len;
+  return 0;
+}
+
+int ts_conversation_turn_calls(ts_store *s, const char *thread, uint32_t turn_no,
+                               ts_conversation_call_cb cb, void *user) {
+  turn_find f = {turn_no, NULL, 0, 0};
+  int rc = ts_store_messages(s, thread, 0, find_turn, &f);
+  if (f.oom) rc = TS_E_NOMEM;
+  if (rc < 0 || !f.found) {
+    free(f.found);
+    return rc < 0 ? rc : 0;
+  }
+  ts_jv v;
+  memset(&v, 0, sizeof v);
+  int n = 0;
+  ts_view *args = NULL;
+  if (ts_jv_init(&v, (int)(f.len / 2 + 16)) != TS_E_OK) {
+    n = TS_E_NOMEM;
+  } else if (ts_jv_parse(&v, f.found, f.len) == TS_E_OK) {
+    int calls = ts_jv_get(&v, 0, "tool_calls");
+    int nc = ts_jv_type_of(&v, calls) == TS_JV_ARRAY ? ts_jv_size(&v, calls) : 0;
+    args = calloc(nc ? (size_t)nc : 1, sizeof *args);
+    if (!args) n = TS_E_NOMEM;
+    /* raw views first: decoding strings in place would spoil them */
+    for (int c = 0, e = ts_jv_first(&v, calls); args && c < nc; c++, e = ts_jv_skip(&v, e)) {
+      int a = ts_jv_get(&v, e, "arguments");
+      args[c] = ts_jv_raw(&v, a);
+      if (a < 0 || ts_jv_is_null(&v, a) || !args[c].len) args[c] = (ts_view){NULL, 0};
+    }
+    for (int c = 0, e = ts_jv_first(&v, calls); args && c < nc; c++, e = ts_jv_skip(&v, e)) {
+      ts_view id = {"", 0}, name = {"", 0};
+      ts_jv_str(&v, ts_jv_get(&v, e, "id"), &id);
+      ts_jv_str(&v, ts_jv_get(&v, e, "name"), &name);
+      if (cb(user, (uint32_t)c, id, name, args[c])) {
+        n = TS_E_ABORTED;
+        break;
+      }
+      n++;
+    }
+  }
+  free(args);
+  ts_jv_fini(&v);
+  free(f.found);
+  return n;
 }

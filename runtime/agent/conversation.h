@@ -27,6 +27,7 @@
 #include "base/strbuf.h"
 #include "store/store.h"
 #include "stream/provider.h"
+#include "base/view.h"
 #include "tools/registry.h"
 
 /* Appends the streaming request body for `provider` (a row of the provider table that
@@ -36,5 +37,15 @@
 int ts_conversation_request(ts_store *s, const char *thread, const ts_registry *reg,
                             const ts_provider *provider, const char *model, unsigned max_tokens,
                             ts_buf *out);
+
+/* Calls cb for each tool call of the stored assistant message of turn `turn_no` (1-based, as
+ * in its "turn" field), in index order: its index, call id, tool name and arguments (raw
+ * JSON; {NULL, 0} when the call's arguments never completed or were unusable). How a turn parked for a
+ * variable is completed after a restart. Returns the number of calls (0 when the turn's
+ * message is not stored), TS_E_ABORTED when cb returned non-zero, or a negative ts_err. */
+typedef int (*ts_conversation_call_cb)(void *user, uint32_t index, ts_view id, ts_view name,
+                                       ts_view args);
+int ts_conversation_turn_calls(ts_store *s, const char *thread, uint32_t turn_no,
+                               ts_conversation_call_cb cb, void *user);
 
 #endif

@@ -26,6 +26,7 @@
 
 #include "base/clock.h"
 #include "base/strbuf.h"
+#include "agent/thread_env.h"
 #include "tools/dispatch.h"
 
 typedef struct {
@@ -37,6 +38,11 @@ typedef struct {
   ts_buf text;
   ts_buf calls; /* JSON array items of the assistant's tool calls */
   uint32_t ncalls;
+  /* a call parked for a variable: the turn's message is stored early (run.h) */
+  pthread_mutex_t turn_mu;
+  int parked, stream_done, msg_stored;
+  uint32_t turn_no;
+  int early_rc;
   double started_ms[TS_TAP_MAX_CALLS];
   uint64_t started_off[TS_TAP_MAX_CALLS];
   ts_agent_stats *st;
@@ -66,9 +72,24 @@ static int store_event(void *user, const char *thread, uint64_t seq, const char 
   return rc;
 }
 
+static int store_assistant(loop *l, uint32_t turn);
+
+/* The turn's assistant message, once per turn; with turn_mu held. */
+static int store_turn_once(loop *l) {
+  if (l->msg_stored) return 0;
+  l->msg_stored = 1;
+  return store_assistant(l, l->turn_no);
+}
+
 static void on_dispatch_event(void *user, const ts_event *e) {
   loop *l = user;
   ts_sink_emit(l->sink, e); /* a store failure is sticky in the sink; checked per turn */
+  if (e->body.type == TS_EVENT_VARIABLE_REQUIRED) {
+    pthread_mutex_lock(&l->turn_mu);
+    l->parked = 1;
+    if (l->stream_done && !l->early_rc) l->early_rc = store_turn_once(l);
+    pthread_mutex_unlock(&l->turn_mu);
+  }
 }
 
 /* Collects what the summary and the assistant message need, then sink, then dispatcher. */
@@ -115,6 +136,11 @@ static const char *progress_of(void *user, const char *tool, size_t len, size_t 
   const char *a = t ? ts_tool_progress_arg(t) : NULL;
   if (a) *arg_len = strlen(a);
   return a;
+}
+
+static int grab_parent(void *user, const ts_store_thread *t) {
+  snprintf(user, TS_THREAD_ID_MAX + 1, "%s", t->parent ? t->parent : "");
+  return 0;
 }
 
 static int count_assistant(void *user, const ts_store_message *m) {
@@ -173,7 +199,13 @@ static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
   ts_buf_reset(&l->text);
   ts_buf_reset(&l->calls);
   l->ncalls = 0;
-  ts_dispatch_config dc = {c->dispatch_store, c->reg, c->thread, turn + 1, on_dispatch_event, l, 1};
+  ts_dispatch_config dc = {.store = c->dispatch_store, .reg = c->reg, .thread = c->thread,
+                           .turn = turn + 1, .on_event = on_dispatch_event, .user = l,
+                           .pipelined = 1, .layers = c->layers, .stop = c->cancel};
+  pthread_mutex_lock(&l->turn_mu);
+  l->parked = l->stream_done = l->msg_stored = l->early_rc = 0;
+  l->turn_no = turn + 1;
+  pthread_mutex_unlock(&l->turn_mu);
   l->disp = NULL;
   int made = ts_dispatch_new(&l->disp, &dc);
   ts_buf used_ids;
@@ -196,11 +228,17 @@ static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
   int failed = ts_tap_failed(tap);
   ts_tap_free(tap);
   ts_buf_fini(&used_ids);
+  pthread_mutex_lock(&l->turn_mu);
+  l->stream_done = 1;
+  if (l->parked) l->early_rc = store_turn_once(l); /* a call waits: the turn is known */
+  pthread_mutex_unlock(&l->turn_mu);
   if (cancelled(l)) ts_dispatch_cancel(l->disp);
   int drc = ts_dispatch_finish(l->disp);
   ts_dispatch_free(l->disp);
   l->disp = NULL;
-  int arc = store_assistant(l, turn + 1);
+  pthread_mutex_lock(&l->turn_mu);
+  int arc = l->early_rc ? l->early_rc : store_turn_once(l);
+  pthread_mutex_unlock(&l->turn_mu);
   l->st->calls += l->ncalls;
   l->st->turns++;
   if (cancelled(l)) {
@@ -265,15 +303,27 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
     return TS_E_STORE_THREAD_EXISTS;
   }
   int rc;
-  if (!c->resume && (rc = ts_store_thread_create(c->store, c->thread, NULL))) {
+  char parent[TS_THREAD_ID_MAX + 1] = "";
+  if (!c->resume && (rc = ts_store_thread_create_child(c->store, c->thread, c->parent,
+                                                       c->workspace, NULL))) {
     snprintf(why, cap, "%s", ts_store_errmsg(c->store));
     return rc;
   }
+  if (c->resume) ts_store_thread_get(c->store, c->thread, grab_parent, parent);
+  else if (c->parent) snprintf(parent, sizeof parent, "%s", c->parent);
+  if (c->prepare && c->prepare(c->prepare_user, c->store, c->thread)) {
+    ts_store_thread_set_state(c->store, c->thread, "failed");
+    why[0] = '\0';
+    return TS_E_ABORTED;
+  }
+  ts_store_thread_set_state(c->store, c->thread, "running");
   pthread_mutex_init(&l.store_mu, NULL);
+  pthread_mutex_init(&l.turn_mu, NULL);
   ts_buf_init(&l.text, (size_t)16 << 20);
   ts_buf_init(&l.calls, (size_t)64 << 20);
   ts_sink_config sc = c->sink;
   sc.thread = c->thread;
+  sc.parent = parent[0] ? parent : NULL;
   sc.store = store_event;
   sc.store_user = &l;
   sc.emitted = on_emitted;
@@ -288,11 +338,28 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   if (c->resume) {
     /* calls that started but never finished (a crash, Ctrl-C) are resolved first */
     uint32_t resolved = 0;
-    if ((rc = ts_dispatch_resume(c->dispatch_store, c->reg, c->thread, on_dispatch_event, &l,
-                                 &resolved))) {
+    if ((rc = ts_dispatch_resume_env(c->dispatch_store, c->reg, c->thread, c->layers,
+                                     on_dispatch_event, &l, &resolved))) {
       snprintf(why, cap, "resume failed: %s", ts_store_errmsg(c->dispatch_store));
       goto out;
     }
+    /* a turn whose call waited for a variable when the run stopped goes on from there */
+    ts_dispatch_config pc = {.store = c->dispatch_store, .reg = c->reg, .thread = c->thread,
+                             .on_event = on_dispatch_event, .user = &l, .pipelined = 1,
+                             .layers = c->layers, .stop = c->cancel};
+    uint32_t parked_turn = 0;
+    l.msg_stored = 1; /* that turn's message is stored: nothing to store early */
+    rc = ts_thread_env_complete_parked(c->dispatch_store, &pc, &parked_turn);
+    if (rc < 0) {
+      if (rc == TS_E_ABORTED)
+        snprintf(why, cap, "interrupted while a call waits for a variable; continue with "
+                           "--thread %s --resume", c->thread);
+      else
+        snprintf(why, cap, "completing the parked turn failed: %s",
+                 ts_store_errmsg(c->dispatch_store));
+      goto out;
+    }
+    rc = TS_E_OK;
   }
   if (c->prompt) {
     pthread_mutex_lock(&l.store_mu);
@@ -319,11 +386,15 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   }
   st->elapsed_ms = ts_clock_ms() - t0;
 out:
+  ts_store_thread_set_state(c->store, c->thread, rc == TS_E_OK        ? "done"
+                                                 : rc == TS_E_ABORTED ? "interrupted"
+                                                                      : "failed");
   redact_why(&l, why, cap);
   ts_sink_free(l.sink);
   ts_buf_fini(&l.text);
   ts_buf_fini(&l.calls);
   pthread_mutex_destroy(&l.store_mu);
+  pthread_mutex_destroy(&l.turn_mu);
   return rc;
 }
 

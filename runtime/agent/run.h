@@ -19,6 +19,12 @@
  * loop's store lock, every event), `dispatch_store` for the dispatcher's worker (start
  * records and results).
  *
+ * Variables: a call whose required variable has no value is parked and waits (the
+ * dispatcher, tools/dispatch.h); as soon as that happens after the turn's stream ended,
+ * the turn's assistant message is stored, so that a run stopped or killed while a call
+ * waits is completed from the parked call by `resume` (agent/thread_env.h). The thread's
+ * state in the store says running, done, failed or interrupted.
+ *
  * Stopping: `cancel` (set from a signal handler) stops the turn: the running tool is
  * told to stop, the backend stops streaming, finished results stay committed, the
  * turn's assistant message is stored with the calls seen so far, and the loop returns
@@ -36,6 +42,7 @@
 #include "stream/tap.h"
 #include "stream/tool_defs.h"
 #include "tools/registry.h"
+#include "tools/variables.h"
 
 /* What a backend sees of the turn it streams. */
 typedef struct {
@@ -80,6 +87,20 @@ typedef struct {
    * JavaScript module's onToolCallStarted). NULL: none. */
   void (*on_tool_call_started)(void *user, const char *event_json, size_t len);
   void *hook_user;
+  /* The thread tree (docs/variables.md): a new thread is created as a child of `parent`
+   * (NULL: a root; it must exist) with its workspace directory `workspace` recorded (may
+   * be NULL). On resume both are the thread's own and these are ignored. */
+  const char *parent;
+  const char *workspace;
+  /* Variables: the definition layers the thread's calls resolve with (NULL: none). */
+  const ts_var_layers *layers;
+  /* Optional: called once the thread exists (created, or found on resume) and before
+   * anything runs, with the loop's store connection: what the caller puts in the
+   * thread's environment (values, declarations) and checks (--check-env) goes here.
+   * Returns 0 to go on; nonzero stops the loop (ts_agent_run returns TS_E_ABORTED after
+   * recording the state "failed"), with its own message already printed. */
+  int (*prepare)(void *user, ts_store *store, const char *thread);
+  void *prepare_user;
 } ts_agent_config;
 
 #define TS_AGENT_MAX_TURNS 16

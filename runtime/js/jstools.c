@@ -148,15 +148,26 @@ static const char *lookup_var(const jsmod *m, const char *name) {
   return m->no_environ ? NULL : getenv(name);
 }
 
+/* A declared variable's value for this call: from the dispatcher's environment (the
+ * thread's, up the tree, and the definition layers) when the call has one, else from
+ * --var and the process environment. 1 found, 0 not, -1 error (err filled). */
+static int var_value(const jscall *c, const char *name, const char **value, char *err,
+                     size_t err_cap) {
+  if (c->call && c->call->env_get) {
+    const ts_tool *self = ts_registry_find(c->t->reg, c->t->name, strlen(c->t->name));
+    size_t len = 0;
+    int r = c->call->env_get(c->call->env_ctx, self, name, value, &len, err, err_cap);
+    return r < 0 ? -1 : r;
+  }
+  *value = lookup_var(c->t->m, name);
+  return *value != NULL;
+}
+
 static int host_env(void *user, const char *name, const char **value, char *err,
                     size_t err_cap) {
   const jscall *c = user;
-  for (size_t i = 0; i < c->t->n_vars; i++) {
-    if (!strcmp(c->t->vars[i].name, name)) {
-      *value = lookup_var(c->t->m, name);
-      return *value != NULL;
-    }
-  }
+  for (size_t i = 0; i < c->t->n_vars; i++)
+    if (!strcmp(c->t->vars[i].name, name)) return var_value(c, name, value, err, err_cap);
   snprintf(err, err_cap, "state.env: \"%s\" is not declared in the variables of tool \"%s\"",
            name, c->t->name);
   return -1;
@@ -226,18 +237,32 @@ static int host_queue(void *user, const char *tool, const char *args, size_t arg
 static void js_execute(void *user, const ts_call_info *call, const char *args, size_t len,
                        ts_tool_result *out) {
   jstool *t = user;
+  jscall c = {t, call};
   for (size_t i = 0; i < t->n_vars; i++) {
     const ts_sandbox_tool_var *v = &t->vars[i];
-    if (v->required && !lookup_var(t->m, v->name)) {
-      ts_tool_result_error(out,
-                           "missing required variable %s%s%s%s: set %s in the environment or "
-                           "pass --var %s=VALUE",
-                           v->name, v->description[0] ? " (" : "", v->description,
-                           v->description[0] ? ")" : "", v->name, v->name);
+    const char *val = NULL;
+    char err[600] = "";
+    int got = v->required ? var_value(&c, v->name, &val, err, sizeof err) : 1;
+    if (got < 0) {
+      ts_tool_result_error(out, "%s", err);
+      return;
+    }
+    if (!got) {
+      if (call && call->env_get) /* an invoked tool: the dispatcher parks only its own */
+        ts_tool_result_error(out,
+                             "missing required variable %s%s%s%s: set it with toolstream env "
+                             "set THREAD %s",
+                             v->name, v->description[0] ? " (" : "", v->description,
+                             v->description[0] ? ")" : "", v->name);
+      else
+        ts_tool_result_error(out,
+                             "missing required variable %s%s%s%s: set %s in the environment or "
+                             "pass --var %s=VALUE",
+                             v->name, v->description[0] ? " (" : "", v->description,
+                             v->description[0] ? ")" : "", v->name, v->name);
       return;
     }
   }
-  jscall c = {t, call};
   ts_sandbox_host host = {&c, host_env, host_invoke, host_queue};
   ts_sandbox_opts o;
   memset(&o, 0, sizeof o);
@@ -356,6 +381,13 @@ static jstool *jstool_take(jsmod *m, ts_sandbox_tool_def *d, const ts_registry *
 /* The registry's tool_call_started hook for a JavaScript tool (ts_jstools_call_started). */
 static int js_started(void *user, const char *event_json, size_t len, char *why, size_t why_cap);
 
+/* The registry's view of a JavaScript tool's variables (at most 64: checked). */
+static void var_defs(const ts_sandbox_tool_def *d, ts_var_def *out) {
+  for (size_t k = 0; k < d->n_vars && k < 64; k++)
+    out[k] = (ts_var_def){d->vars[k].name, d->vars[k].secret ? TS_VAR_SECRET : TS_VAR_TEXT,
+                          d->vars[k].required, d->vars[k].scoped, d->vars[k].description};
+}
+
 int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *env, char *why,
                     size_t why_cap) {
   if (!reg || !path) {
@@ -401,9 +433,17 @@ int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *en
       rc = TS_E_INVAL;
       break;
     }
+    ts_var_def vars[64];
+    if (d->n_vars > 64) {
+      snprintf(why, why_cap, "%s: tool \"%s\" declares more than 64 variables", path, d->name);
+      rc = TS_E_LIMIT;
+      break;
+    }
+    var_defs(d, vars);
     ts_tool_spec spec = {.name = d->name, .description = d->description,
                          .args_schema = d->args_schema, .progress_arg = d->progress_arg,
-                         .annotations = d->annotations, .execute = js_execute};
+                         .annotations = d->annotations, .execute = js_execute,
+                         .vars = vars, .n_vars = d->n_vars};
     char reason[400] = "";
     rc = ts_registry_add(scratch, &spec, reason, sizeof reason);
     if (rc) snprintf(why, why_cap, "%s: %s", path, reason[0] ? reason : "out of memory");
@@ -417,11 +457,14 @@ int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *en
       rc = TS_E_NOMEM;
       break;
     }
+    ts_var_def vars[64];
+    var_defs(&(ts_sandbox_tool_def){.vars = t->vars, .n_vars = t->n_vars}, vars);
     ts_tool_spec spec = {.name = d->name, .description = d->description,
                          .args_schema = d->args_schema, .progress_arg = d->progress_arg,
                          .annotations = d->annotations, .execute = js_execute, .user = t,
                          .user_free = jstool_free,
-                         .on_started = t->has_started_hook ? js_started : NULL};
+                         .on_started = t->has_started_hook ? js_started : NULL,
+                         .vars = vars, .n_vars = t->n_vars};
     char reason[400] = "";
     rc = ts_registry_add(reg, &spec, reason, sizeof reason);
     if (rc) { /* only out of memory is left at this point */

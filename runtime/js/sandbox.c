@@ -1692,6 +1692,7 @@ static duk_ret_t load_body(duk_context *ctx, void *udata) {
       v->description = get_str(ctx, -1, "description", &lx->oom);
       v->required = get_bool(ctx, -1, "required");
       v->secret = get_bool(ctx, -1, "secret");
+      v->scoped = get_bool(ctx, -1, "scoped");
       duk_pop(ctx);
     }
     duk_pop(ctx);
@@ -1739,6 +1740,7 @@ static void pack_defs(void *extra, ts_buf *b) {
       PS(t->vars[k].description);
       put_u32(b, (uint32_t)t->vars[k].required);
       put_u32(b, (uint32_t)t->vars[k].secret);
+      put_u32(b, (uint32_t)t->vars[k].scoped);
     }
     put_u32(b, (uint32_t)t->has_uses);
     put_u32(b, (uint32_t)t->n_uses);
@@ -1783,6 +1785,7 @@ static int unpack_defs(void *extra, cur *c) {
       v->description = get_str_field(c, NULL, &oom);
       v->required = get_u32(c) != 0;
       v->secret = get_u32(c) != 0;
+      v->scoped = get_u32(c) != 0;
       if (!v->name || !v->description) c->bad = 1;
     }
     t->has_uses = get_u32(c) != 0;

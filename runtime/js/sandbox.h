@@ -167,6 +167,7 @@ typedef struct {
   char *description; /* "" when absent */
   int required;
   int secret; /* type: 'secret' */
+  int scoped; /* scoped: true */
 } ts_sandbox_tool_var;
 
 typedef struct {

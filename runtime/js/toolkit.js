@@ -417,7 +417,10 @@ function describe(base) {
         var v = d.variables[k];
         if (v === null || typeof v !== 'object' || typeof v.name !== 'string' || !v.name)
           throw new TypeError(w + 'variables[' + k + '] needs a name');
+        if (v.type !== undefined && v.type !== 'text' && v.type !== 'secret')
+          throw new TypeError(w + 'variables[' + k + "].type must be 'text' or 'secret'");
         r.variables.push({name: v.name, required: v.required === true, secret: v.type === 'secret',
+                          scoped: v.scoped === true,
                           description: v.description === undefined ? '' : String(v.description)});
       }
     }

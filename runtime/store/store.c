@@ -92,6 +92,44 @@ static const char *const migrations[] = {
     "  seq INTEGER NOT NULL CHECK (seq > 0),"
     "  json TEXT NOT NULL CHECK (json_valid(json)),"
     "  PRIMARY KEY (thread, seq));",
+    /* 1 -> 2: the thread tree (parent, workspace, state), each thread's environment of
+     * variables (values and the definitions declared on it), calls parked until a
+     * required variable has a value, and settings (the secret key's fingerprint). */
+    "ALTER TABLE threads ADD COLUMN parent TEXT REFERENCES threads(id);"
+    "ALTER TABLE threads ADD COLUMN workspace TEXT;"
+    "ALTER TABLE threads ADD COLUMN state TEXT NOT NULL DEFAULT 'idle' CHECK (state IN"
+    "  ('idle', 'running', 'waiting_for_variable', 'done', 'failed', 'interrupted'));"
+    "CREATE INDEX threads_parent ON threads(parent) WHERE parent IS NOT NULL;"
+    "CREATE TABLE env_values("
+    "  thread TEXT NOT NULL REFERENCES threads(id),"
+    "  name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 128),"
+    "  type TEXT NOT NULL CHECK (type IN ('text', 'secret')),"
+    "  value BLOB NOT NULL,"
+    "  origin TEXT NOT NULL,"
+    "  set_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (thread, name));"
+    "CREATE TABLE env_decls("
+    "  thread TEXT NOT NULL REFERENCES threads(id),"
+    "  name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 128),"
+    "  type TEXT NOT NULL CHECK (type IN ('text', 'secret')),"
+    "  required INTEGER NOT NULL CHECK (required IN (0, 1)),"
+    "  scoped INTEGER NOT NULL CHECK (scoped IN (0, 1)),"
+    "  description TEXT NOT NULL,"
+    "  declared_by TEXT NOT NULL,"
+    "  PRIMARY KEY (thread, name));"
+    "CREATE TABLE call_waits("
+    "  thread TEXT NOT NULL REFERENCES threads(id),"
+    "  turn INTEGER NOT NULL CHECK (turn >= 0),"
+    "  idx INTEGER NOT NULL CHECK (idx >= 0),"
+    "  call_id TEXT NOT NULL,"
+    "  tool TEXT NOT NULL,"
+    "  args TEXT NOT NULL CHECK (json_valid(args)),"
+    "  variable TEXT NOT NULL,"
+    "  parked_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (thread, turn, idx));"
+    "CREATE TABLE settings("
+    "  name TEXT PRIMARY KEY NOT NULL,"
+    "  value TEXT NOT NULL);",
 };
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 _Static_assert(NMIGRATIONS == TS_STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -115,14 +153,48 @@ enum {
   ST_EVENT_INSERT,
   ST_EVENT_AFTER,
   ST_EVENT_LAST,
+  ST_THREAD_STATE,
+  ST_THREAD_GET,
+  ST_THREAD_CHILDREN,
+  ST_THREAD_TREE,
+  ST_CALL_LIST,
+  ST_WAIT_PARK,
+  ST_WAIT_DELETE,
+  ST_WAIT_LIST,
+  ST_ENV_SET,
+  ST_ENV_UNSET,
+  ST_ENV_GET,
+  ST_ENV_LIST,
+  ST_ENV_SECRETS,
+  ST_DECL_SET,
+  ST_DECL_GET,
+  ST_DECL_LIST,
+  ST_SETTING_GET,
+  ST_SETTING_SET,
   ST_COUNT
 };
+
+/* What the thread listings select, in ts_store_thread's order; `t` is the thread row.
+ * A parked call overrides the recorded state (see store.h). */
+#define THREAD_COLS                                                                        \
+  "t.id, t.parent, t.workspace, CASE WHEN EXISTS (SELECT 1 FROM call_waits w WHERE "        \
+  "w.thread = t.id) THEN 'waiting_for_variable' ELSE t.state END, t.created_at, "           \
+  "max(t.created_at, coalesce((SELECT max(created_at) FROM messages m WHERE m.thread = "    \
+  "t.id), 0), coalesce((SELECT max(max(started_at), coalesce(max(finished_at), 0)) FROM "   \
+  "call_starts c WHERE c.thread = t.id), 0), coalesce((SELECT max(parked_at) FROM "         \
+  "call_waits w WHERE w.thread = t.id), 0)), (SELECT count(*) FROM messages m WHERE "       \
+  "m.thread = t.id AND m.role = 'assistant'), (SELECT count(*) FROM call_starts c WHERE "   \
+  "c.thread = t.id), (SELECT count(*) FROM threads k WHERE k.parent = t.id)"
+
+#define ENV_COLS "thread, name, type, value, origin, set_at"
+#define DECL_COLS "thread, name, type, required, scoped, description, declared_by"
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
-    [ST_THREAD_INSERT] = "INSERT INTO threads(id, created_at, meta) VALUES (?1, ?2, ?3)",
+    [ST_THREAD_INSERT] = "INSERT INTO threads(id, created_at, meta, parent, workspace) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_THREAD_EXISTS] = "SELECT 1 FROM threads WHERE id = ?1",
     [ST_MSG_INSERT] =
         "INSERT INTO messages(thread, seq, role, content, tool_call_id, tool_name, "
@@ -156,6 +228,49 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_EVENT_AFTER] = "SELECT seq, json FROM events WHERE thread = ?1 AND seq > ?2 "
                        "ORDER BY seq LIMIT ?3",
     [ST_EVENT_LAST] = "SELECT coalesce(max(seq), 0) FROM events WHERE thread = ?1",
+    [ST_THREAD_STATE] = "UPDATE threads SET state = ?2 WHERE id = ?1",
+    [ST_THREAD_GET] = "SELECT " THREAD_COLS ", 0 FROM threads t WHERE t.id = ?1",
+    [ST_THREAD_CHILDREN] = "SELECT " THREAD_COLS ", 0 FROM threads t WHERE t.parent = ?1 "
+                           "ORDER BY t.rowid",
+    /* Depth first, children in creation (rowid) order: the path of zero-padded rowids
+     * sorts each subtree right after its root. */
+    [ST_THREAD_TREE] =
+        "WITH RECURSIVE tree(id, depth, path) AS (SELECT id, 0, printf('%020d', rowid) "
+        "FROM threads WHERE parent IS NULL UNION ALL SELECT k.id, tree.depth + 1, "
+        "tree.path || '/' || printf('%020d', k.rowid) FROM threads k JOIN tree ON "
+        "k.parent = tree.id) SELECT " THREAD_COLS ", tree.depth FROM tree JOIN threads t "
+        "ON t.id = tree.id ORDER BY tree.path",
+    [ST_CALL_LIST] =
+        "SELECT c.turn, c.idx, c.call_id, c.tool, c.args, c.attempts, c.started_at, "
+        "c.state = 'finished', coalesce(c.finished_at, 0), m.content, m.is_error FROM "
+        "call_starts c LEFT JOIN messages m ON m.thread = c.thread AND m.seq = c.result_seq "
+        "WHERE c.thread = ?1 ORDER BY c.turn, c.idx",
+    /* A call that has a start record is past parking: no row then. */
+    [ST_WAIT_PARK] =
+        "INSERT INTO call_waits(thread, turn, idx, call_id, tool, args, variable, parked_at) "
+        "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE NOT EXISTS (SELECT 1 FROM call_starts "
+        "WHERE thread = ?1 AND turn = ?2 AND idx = ?3) ON CONFLICT (thread, turn, idx) DO "
+        "UPDATE SET call_id = excluded.call_id, tool = excluded.tool, args = excluded.args, "
+        "variable = excluded.variable, parked_at = excluded.parked_at",
+    [ST_WAIT_DELETE] = "DELETE FROM call_waits WHERE thread = ?1 AND turn = ?2 AND idx = ?3",
+    [ST_WAIT_LIST] = "SELECT thread, turn, idx, call_id, tool, args, variable, parked_at FROM "
+                     "call_waits WHERE ?1 IS NULL OR thread = ?1 ORDER BY thread, turn, idx",
+    [ST_ENV_SET] = "INSERT INTO env_values(" ENV_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                   "ON CONFLICT (thread, name) DO UPDATE SET type = excluded.type, "
+                   "value = excluded.value, origin = excluded.origin, set_at = excluded.set_at",
+    [ST_ENV_UNSET] = "DELETE FROM env_values WHERE thread = ?1 AND name = ?2",
+    [ST_ENV_GET] = "SELECT " ENV_COLS " FROM env_values WHERE thread = ?1 AND name = ?2",
+    [ST_ENV_LIST] = "SELECT " ENV_COLS " FROM env_values WHERE thread = ?1 ORDER BY name",
+    [ST_ENV_SECRETS] = "SELECT EXISTS (SELECT 1 FROM env_values WHERE type = 'secret')",
+    [ST_DECL_SET] = "INSERT INTO env_decls(" DECL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+                    "ON CONFLICT (thread, name) DO UPDATE SET type = excluded.type, "
+                    "required = excluded.required, scoped = excluded.scoped, "
+                    "description = excluded.description, declared_by = excluded.declared_by",
+    [ST_DECL_GET] = "SELECT " DECL_COLS " FROM env_decls WHERE thread = ?1 AND name = ?2",
+    [ST_DECL_LIST] = "SELECT " DECL_COLS " FROM env_decls WHERE thread = ?1 ORDER BY name",
+    [ST_SETTING_GET] = "SELECT value FROM settings WHERE name = ?1",
+    [ST_SETTING_SET] = "INSERT INTO settings(name, value) VALUES (?1, ?2) ON CONFLICT (name) "
+                       "DO UPDATE SET value = excluded.value",
 };
 
 struct ts_store {
@@ -465,15 +580,20 @@ int ts_store_open(const char *dir, ts_store **out, char *why, size_t why_cap) {
     goto out;
   }
   /* Create the file ourselves so that it is 0600 (SQLite would use 0644 & ~umask);
-   * SQLite gives the -wal and -shm files the database file's mode. */
-  int fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
+   * SQLite gives the -wal and -shm files the database file's mode. Only when it does not
+   * exist yet (O_EXCL): closing a descriptor of a file drops every POSIX lock this
+   * process holds on it, including those of a store already open on it here, after
+   * which another process's close would take the file for its last user and delete
+   * the WAL under our feet. */
+  int fd = open(s->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST) fd = -2; /* there already: SQLite opens it */
+  if (fd == -1) {
     int e = errno;
     say(why, why_cap, "cannot open %s: %s", s->path, strerror(e));
     r = e == EROFS ? TS_E_STORE_READONLY : TS_E_STORE_OPEN;
     goto out;
   }
-  close(fd);
+  if (fd >= 0) close(fd);
   int rc = sqlite3_open_v2(s->path, &s->db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
                            NULL);
@@ -517,18 +637,33 @@ int ts_store_schema_version(ts_store *s) {
 /* ---- threads ---------------------------------------------------------------------- */
 
 int ts_store_thread_create(ts_store *s, const char *thread, const char *meta_json) {
+  return ts_store_thread_create_child(s, thread, NULL, NULL, meta_json);
+}
+
+int ts_store_thread_create_child(ts_store *s, const char *thread, const char *parent,
+                                 const char *workspace, const char *meta_json) {
   static const char what[] = "create thread";
   sqlite3_stmt *st = NULL;
   int r = enter(s, thread, what);
-  if (r || (r = get(s, ST_THREAD_INSERT, &st, what))) return r;
+  if (r) return r;
+  if (parent && !ts_thread_id_valid(parent, strlen(parent)))
+    return fail(s, TS_E_INVAL, what, "the parent's thread id is malformed");
+  if (parent && !strcmp(parent, thread))
+    return fail(s, TS_E_INVAL, what, "a thread cannot be its own parent");
+  if ((r = get(s, ST_THREAD_INSERT, &st, what))) return r;
   bind_str(st, 1, thread);
   sqlite3_bind_int64(st, 2, now_ms());
   bind_str(st, 3, meta_json);
+  bind_str(st, 4, parent);
+  bind_str(st, 5, workspace);
   int rc = sqlite3_step(st);
   if (rc != SQLITE_DONE) {
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
       say(s->err, sizeof s->err, "%s: thread \"%s\" exists", what, thread);
       r = TS_E_STORE_THREAD_EXISTS;
+    } else if (rc == SQLITE_CONSTRAINT_FOREIGNKEY && parent) {
+      say(s->err, sizeof s->err, "%s: no parent thread \"%s\"", what, parent);
+      r = TS_E_STORE_NO_THREAD;
     } else {
       r = sql_fail(s, rc, what, thread);
     }
@@ -588,6 +723,11 @@ typedef struct { /* ISO C: function pointers cannot travel through void * */
   ts_store_message_cb msg;
   ts_store_call_cb call;
   ts_store_event_cb event;
+  ts_store_thread_cb thread;
+  ts_store_call_record_cb record;
+  ts_store_parked_cb parked;
+  ts_store_env_cb env;
+  ts_store_decl_cb decl;
   void *user;
 } callbacks;
 
@@ -695,7 +835,10 @@ int ts_store_call_started(ts_store *s, const char *thread, uint32_t turn, uint32
   if (r) return r;
   if (!call_id || !tool || !*tool || !args)
     return fail(s, TS_E_INVAL, what, "call id, tool name or arguments missing");
-  if ((r = get(s, ST_CALL_START, &st, what))) return r;
+  sqlite3_stmt *unpark = NULL;
+  if ((r = get(s, ST_CALL_START, &st, what)) || (r = get(s, ST_WAIT_DELETE, &unpark, what)) ||
+      (r = run(s, ST_BEGIN, what)))
+    return r;
   bind_call(st, thread, turn, idx);
   bind_str(st, 4, call_id);
   bind_str(st, 5, tool);
@@ -710,6 +853,14 @@ int ts_store_call_started(ts_store *s, const char *thread, uint32_t turn, uint32
   if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
   if (!r && rc == SQLITE_DONE && attempts == 0) r = 1; /* nothing changed: find out why */
   done(st);
+  if (!r) { /* a parked call is parked no longer: in the same transaction as its start */
+    bind_call(unpark, thread, turn, idx);
+    rc = sqlite3_step(unpark);
+    if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
+    done(unpark);
+  }
+  if (!r) r = run(s, ST_COMMIT, what);
+  if (r) rollback(s);
   if (r == 1) return call_state(s, thread, turn, idx, what, TS_E_STORE_SQL);
   if (!r && attempt_out) *attempt_out = (uint32_t)attempts;
   return r;
@@ -846,5 +997,366 @@ int ts_store_last_event_seq(ts_store *s, const char *thread, uint64_t *seq_out) 
   if (rc == SQLITE_ROW) *seq_out = (uint64_t)sqlite3_column_int64(st, 0);
   else r = sql_fail(s, rc, what, thread);
   done(st);
+  return r;
+}
+
+/* ---- the thread tree ------------------------------------------------------------------ */
+
+static const char *const thread_states[] = {"idle", "running", "waiting_for_variable",
+                                            "done", "failed", "interrupted"};
+
+int ts_store_thread_set_state(ts_store *s, const char *thread, const char *state) {
+  static const char what[] = "set thread state";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what), known = 0;
+  if (r) return r;
+  for (size_t i = 0; state && i < sizeof thread_states / sizeof thread_states[0]; i++)
+    known |= !strcmp(state, thread_states[i]);
+  if (!known) return fail(s, TS_E_INVAL, what, "state is not one of " TS_STORE_STATES);
+  if ((r = get(s, ST_THREAD_STATE, &st, what))) return r;
+  bind_str(st, 1, thread);
+  bind_str(st, 2, state);
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
+  else if (sqlite3_changes(s->db) == 0) r = fail(s, TS_E_STORE_NO_THREAD, what, thread);
+  done(st);
+  return r;
+}
+
+static const char *col_opt(sqlite3_stmt *st, int i) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL ? NULL
+                                                   : (const char *)sqlite3_column_text(st, i);
+}
+
+static int thread_row(sqlite3_stmt *st, const callbacks *cb) {
+  ts_store_thread t = {0};
+  col_text(st, 0, &t.id);
+  t.parent = col_opt(st, 1);
+  t.workspace = col_opt(st, 2);
+  col_text(st, 3, &t.state);
+  t.created_at_ms = sqlite3_column_int64(st, 4);
+  t.last_activity_ms = sqlite3_column_int64(st, 5);
+  t.turns = (uint32_t)sqlite3_column_int64(st, 6);
+  t.calls = (uint32_t)sqlite3_column_int64(st, 7);
+  t.children = (uint32_t)sqlite3_column_int64(st, 8);
+  t.depth = (uint32_t)sqlite3_column_int64(st, 9);
+  return cb->thread(cb->user, &t);
+}
+
+/* The shared body of the listings: binds the thread id (?1, unless NULL) and the name
+ * (?2, unless NULL) and iterates; the caller checked its callback. */
+static int list(ts_store *s, int id, const char *thread, const char *name, row_fn row,
+                const callbacks *c, const char *what) {
+  sqlite3_stmt *st = NULL;
+  int r = thread ? enter(s, thread, what) : (s ? (s->in_cb ? fail(s, TS_E_STORE_REENTRANT,
+                                                                  what, NULL) : 0)
+                                               : TS_E_INVAL);
+  if (r) return r;
+  s->err[0] = '\0';
+  if ((r = get(s, id, &st, what))) return r;
+  if (thread) bind_str(st, 1, thread);
+  if (name) bind_str(st, 2, name);
+  return iterate(s, st, row, c, what, thread);
+}
+
+int ts_store_threads(ts_store *s, ts_store_thread_cb cb, void *user) {
+  if (!cb) return s ? fail(s, TS_E_INVAL, "list threads", "callback is NULL") : TS_E_INVAL;
+  callbacks c = {.thread = cb, .user = user};
+  return list(s, ST_THREAD_TREE, NULL, NULL, thread_row, &c, "list threads");
+}
+
+int ts_store_thread_get(ts_store *s, const char *thread, ts_store_thread_cb cb, void *user) {
+  if (!cb) return s ? fail(s, TS_E_INVAL, "get thread", "callback is NULL") : TS_E_INVAL;
+  callbacks c = {.thread = cb, .user = user};
+  return list(s, ST_THREAD_GET, thread, NULL, thread_row, &c, "get thread");
+}
+
+int ts_store_thread_children(ts_store *s, const char *thread, ts_store_thread_cb cb,
+                             void *user) {
+  if (!cb) return s ? fail(s, TS_E_INVAL, "children", "callback is NULL") : TS_E_INVAL;
+  callbacks c = {.thread = cb, .user = user};
+  return list(s, ST_THREAD_CHILDREN, thread, NULL, thread_row, &c, "children");
+}
+
+/* ---- calls with their results, parked calls ------------------------------------------------ */
+
+static int record_row(sqlite3_stmt *st, const callbacks *cb) {
+  ts_store_call_record c;
+  memset(&c, 0, sizeof c);
+  c.start.turn = (uint32_t)sqlite3_column_int64(st, 0);
+  c.start.idx = (uint32_t)sqlite3_column_int64(st, 1);
+  col_text(st, 2, &c.start.call_id);
+  col_text(st, 3, &c.start.tool);
+  c.start.args_len = col_text(st, 4, &c.start.args);
+  c.start.attempts = (uint32_t)sqlite3_column_int64(st, 5);
+  c.start.started_at_ms = sqlite3_column_int64(st, 6);
+  c.finished = sqlite3_column_int(st, 7) != 0;
+  c.finished_at_ms = sqlite3_column_int64(st, 8);
+  if (sqlite3_column_type(st, 9) != SQLITE_NULL) c.result_len = col_text(st, 9, &c.result);
+  c.result_is_error = sqlite3_column_int(st, 10) != 0;
+  return cb->record(cb->user, &c);
+}
+
+int ts_store_calls(ts_store *s, const char *thread, ts_store_call_record_cb cb, void *user) {
+  if (!cb) return s ? fail(s, TS_E_INVAL, "list calls", "callback is NULL") : TS_E_INVAL;
+  callbacks c = {.record = cb, .user = user};
+  return list(s, ST_CALL_LIST, thread, NULL, record_row, &c, "list calls");
+}
+
+int ts_store_call_park(ts_store *s, const char *thread, uint32_t turn, uint32_t idx,
+                       const char *call_id, const char *tool, const char *args,
+                       size_t args_len, const char *variable) {
+  static const char what[] = "park call";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!call_id || !tool || !*tool || !args || !variable || !*variable)
+    return fail(s, TS_E_INVAL, what, "call id, tool name, arguments or variable missing");
+  if ((r = get(s, ST_WAIT_PARK, &st, what))) return r;
+  bind_call(st, thread, turn, idx);
+  bind_str(st, 4, call_id);
+  bind_str(st, 5, tool);
+  bind_text(st, 6, args, args_len);
+  bind_str(st, 7, variable);
+  sqlite3_bind_int64(st, 8, now_ms());
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE) {
+    r = sql_fail(s, rc, what, thread);
+  } else if (sqlite3_changes(s->db) == 0) {
+    say(s->err, sizeof s->err, "%s: call %u/%u of \"%s\" has started already", what,
+        (unsigned)turn, (unsigned)idx, thread);
+    r = TS_E_STORE_CALL_FINISHED;
+  }
+  done(st);
+  return r;
+}
+
+static int parked_row(sqlite3_stmt *st, const callbacks *cb) {
+  ts_store_parked p;
+  memset(&p, 0, sizeof p);
+  col_text(st, 0, &p.thread);
+  p.turn = (uint32_t)sqlite3_column_int64(st, 1);
+  p.idx = (uint32_t)sqlite3_column_int64(st, 2);
+  col_text(st, 3, &p.call_id);
+  col_text(st, 4, &p.tool);
+  p.args_len = col_text(st, 5, &p.args);
+  col_text(st, 6, &p.variable);
+  p.parked_at_ms = sqlite3_column_int64(st, 7);
+  return cb->parked(cb->user, &p);
+}
+
+int ts_store_parked_calls(ts_store *s, const char *thread, ts_store_parked_cb cb, void *user) {
+  if (!cb) return s ? fail(s, TS_E_INVAL, "parked calls", "callback is NULL") : TS_E_INVAL;
+  callbacks c = {.parked = cb, .user = user};
+  return list(s, ST_WAIT_LIST, thread, NULL, parked_row, &c, "parked calls");
+}
+
+/* ---- environments ------------------------------------------------------------------------- */
+
+int ts_store_var_name_valid(const char *name) {
+  size_t n = name ? strlen(name) : 0;
+  if (n == 0 || n > TS_STORE_VAR_NAME_MAX) return 0;
+  if (!((name[0] >= 'A' && name[0] <= 'Z') || (name[0] >= 'a' && name[0] <= 'z') ||
+        name[0] == '_'))
+    return 0;
+  for (size_t i = 1; i < n; i++) {
+    char c = name[i];
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+          c == '_' || c == '.' || c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+static int check_name(ts_store *s, const char *name, const char *what) {
+  if (ts_store_var_name_valid(name)) return 0;
+  return fail(s, TS_E_INVAL, what,
+              "a variable name is 1..128 bytes: a letter or _, then letters, digits, _ . -");
+}
+
+static const char *type_name(ts_store_var_type t) { return t == TS_STORE_SECRET ? "secret" : "text"; }
+
+int ts_store_env_set(ts_store *s, const char *thread, const char *name, ts_store_var_type type,
+                     const void *value, size_t len, const char *origin) {
+  static const char what[] = "set variable";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r || (r = check_name(s, name, what))) return r;
+  if ((!value && len) || (type != TS_STORE_TEXT && type != TS_STORE_SECRET) || !origin)
+    return fail(s, TS_E_INVAL, what, "value, type or origin missing");
+  if ((r = get(s, ST_ENV_SET, &st, what))) return r;
+  bind_str(st, 1, thread);
+  bind_str(st, 2, name);
+  bind_str(st, 3, type_name(type));
+  sqlite3_bind_blob64(st, 4, len ? value : "", (sqlite3_uint64)len, SQLITE_STATIC);
+  bind_str(st, 5, origin);
+  sqlite3_bind_int64(st, 6, now_ms());
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
+  done(st);
+  return r;
+}
+
+int ts_store_env_unset(ts_store *s, const char *thread, const char *name) {
+  static const char what[] = "unset variable";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r || (r = check_name(s, name, what)) || (r = get(s, ST_ENV_UNSET, &st, what))) return r;
+  bind_str(st, 1, thread);
+  bind_str(st, 2, name);
+  int rc = sqlite3_step(st);
+  r = rc == SQLITE_DONE ? sqlite3_changes(s->db) > 0 : sql_fail(s, rc, what, thread);
+  done(st);
+  return r;
+}
+
+static int env_row(sqlite3_stmt *st, const callbacks *cb) {
+  ts_store_env_value v;
+  memset(&v, 0, sizeof v);
+  col_text(st, 0, &v.thread);
+  col_text(st, 1, &v.name);
+  const char *t;
+  col_text(st, 2, &t);
+  v.type = !strcmp(t, "secret") ? TS_STORE_SECRET : TS_STORE_TEXT;
+  const char *val;
+  v.len = col_text(st, 3, &val); /* a blob read as text gets its NUL */
+  v.value = val;
+  col_text(st, 4, &v.origin);
+  v.set_at_ms = sqlite3_column_int64(st, 5);
+  return cb->env(cb->user, &v);
+}
+
+int ts_store_env_get(ts_store *s, const char *thread, const char *name, ts_store_env_cb cb,
+                     void *user) {
+  static const char what[] = "get variable";
+  if (!cb) return s ? fail(s, TS_E_INVAL, what, "callback is NULL") : TS_E_INVAL;
+  int r = s ? check_name(s, name, what) : TS_E_INVAL;
+  if (r) return r;
+  callbacks c = {.env = cb, .user = user};
+  return list(s, ST_ENV_GET, thread, name, env_row, &c, what);
+}
+
+int ts_store_env_list(ts_store *s, const char *thread, ts_store_env_cb cb, void *user) {
+  if (!cb) return s ? fail(s, TS_E_INVAL, "list variables", "callback is NULL") : TS_E_INVAL;
+  callbacks c = {.env = cb, .user = user};
+  return list(s, ST_ENV_LIST, thread, NULL, env_row, &c, "list variables");
+}
+
+int ts_store_env_has_secrets(ts_store *s) {
+  static const char what[] = "any secrets";
+  sqlite3_stmt *st = NULL;
+  if (!s) return TS_E_INVAL;
+  if (s->in_cb) return fail(s, TS_E_STORE_REENTRANT, what, NULL);
+  s->err[0] = '\0';
+  int r = get(s, ST_ENV_SECRETS, &st, what);
+  if (r) return r;
+  int rc = sqlite3_step(st);
+  r = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) != 0 : sql_fail(s, rc, what, NULL);
+  done(st);
+  return r;
+}
+
+int ts_store_env_declare(ts_store *s, const ts_store_env_decl *d) {
+  static const char what[] = "declare variable";
+  sqlite3_stmt *st = NULL;
+  if (!d) return s ? fail(s, TS_E_INVAL, what, "declaration is NULL") : TS_E_INVAL;
+  int r = enter(s, d->thread, what);
+  if (r || (r = check_name(s, d->name, what))) return r;
+  if (d->type != TS_STORE_TEXT && d->type != TS_STORE_SECRET)
+    return fail(s, TS_E_INVAL, what, "type is neither text nor secret");
+  if ((r = get(s, ST_DECL_SET, &st, what))) return r;
+  bind_str(st, 1, d->thread);
+  bind_str(st, 2, d->name);
+  bind_str(st, 3, type_name(d->type));
+  sqlite3_bind_int(st, 4, d->required != 0);
+  sqlite3_bind_int(st, 5, d->scoped != 0);
+  bind_str(st, 6, d->description ? d->description : "");
+  bind_str(st, 7, d->declared_by ? d->declared_by : "");
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, d->thread);
+  done(st);
+  return r;
+}
+
+static int decl_row(sqlite3_stmt *st, const callbacks *cb) {
+  ts_store_env_decl d;
+  memset(&d, 0, sizeof d);
+  col_text(st, 0, &d.thread);
+  col_text(st, 1, &d.name);
+  const char *t;
+  col_text(st, 2, &t);
+  d.type = !strcmp(t, "secret") ? TS_STORE_SECRET : TS_STORE_TEXT;
+  d.required = sqlite3_column_int(st, 3) != 0;
+  d.scoped = sqlite3_column_int(st, 4) != 0;
+  col_text(st, 5, &d.description);
+  col_text(st, 6, &d.declared_by);
+  return cb->decl(cb->user, &d);
+}
+
+int ts_store_env_decl_get(ts_store *s, const char *thread, const char *name,
+                          ts_store_decl_cb cb, void *user) {
+  static const char what[] = "get declaration";
+  if (!cb) return s ? fail(s, TS_E_INVAL, what, "callback is NULL") : TS_E_INVAL;
+  int r = s ? check_name(s, name, what) : TS_E_INVAL;
+  if (r) return r;
+  callbacks c = {.decl = cb, .user = user};
+  return list(s, ST_DECL_GET, thread, name, decl_row, &c, what);
+}
+
+int ts_store_env_decls(ts_store *s, const char *thread, ts_store_decl_cb cb, void *user) {
+  if (!cb) return s ? fail(s, TS_E_INVAL, "list declarations", "callback is NULL") : TS_E_INVAL;
+  callbacks c = {.decl = cb, .user = user};
+  return list(s, ST_DECL_LIST, thread, NULL, decl_row, &c, "list declarations");
+}
+
+/* ---- settings, change detection ----------------------------------------------------------- */
+
+int ts_store_setting_get(ts_store *s, const char *name, char *buf, size_t cap) {
+  static const char what[] = "get setting";
+  sqlite3_stmt *st = NULL;
+  if (!s) return TS_E_INVAL;
+  if (s->in_cb) return fail(s, TS_E_STORE_REENTRANT, what, NULL);
+  s->err[0] = '\0';
+  if (!name || !buf || !cap) return fail(s, TS_E_INVAL, what, "name or buffer missing");
+  int r = get(s, ST_SETTING_GET, &st, what);
+  if (r) return r;
+  bind_str(st, 1, name);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    const char *v;
+    size_t n = col_text(st, 0, &v);
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, v, n);
+    buf[n] = '\0';
+    r = 1;
+  } else {
+    r = rc == SQLITE_DONE ? 0 : sql_fail(s, rc, what, NULL);
+  }
+  done(st);
+  return r;
+}
+
+int ts_store_setting_set(ts_store *s, const char *name, const char *value) {
+  static const char what[] = "set setting";
+  sqlite3_stmt *st = NULL;
+  if (!s) return TS_E_INVAL;
+  if (s->in_cb) return fail(s, TS_E_STORE_REENTRANT, what, NULL);
+  s->err[0] = '\0';
+  if (!name || !value) return fail(s, TS_E_INVAL, what, "name or value missing");
+  int r = get(s, ST_SETTING_SET, &st, what);
+  if (r) return r;
+  bind_str(st, 1, name);
+  bind_str(st, 2, value);
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, NULL);
+  done(st);
+  return r;
+}
+
+int ts_store_data_version(ts_store *s, uint64_t *out) {
+  if (!s || !out) return TS_E_INVAL;
+  if (s->in_cb) return fail(s, TS_E_STORE_REENTRANT, "data version", NULL);
+  int v = 0, r = pragma_int(s, "PRAGMA data_version", &v);
+  if (!r) *out = (uint64_t)(unsigned)v;
   return r;
 }

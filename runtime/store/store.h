@@ -57,7 +57,7 @@
 
 /* The schema version this code writes (SQLite's user_version). A database with a
  * higher one is refused with TS_E_STORE_VERSION: it was written by a newer toolstream. */
-#define TS_STORE_SCHEMA_VERSION 1
+#define TS_STORE_SCHEMA_VERSION 2
 
 /* How long a write waits for another process's write transaction. */
 #define TS_STORE_BUSY_MS 5000
@@ -124,6 +124,51 @@ int ts_store_thread_create(ts_store *s, const char *thread, const char *meta_jso
 
 /* 1 when the thread exists, 0 when not, or a negative ts_err. */
 int ts_store_thread_exists(ts_store *s, const char *thread);
+
+/* ---- the thread tree ---------------------------------------------------------------- */
+
+/* Creates thread `thread` as a child of `parent` (NULL: a root thread), with its own
+ * workspace directory `workspace` (a path, stored as given; NULL: none recorded) and
+ * optional metadata, as ts_store_thread_create. The parent must exist
+ * (TS_E_STORE_NO_THREAD, with the parent named in the message); a thread is never its
+ * own parent (TS_E_INVAL). The tree cannot grow a cycle: a parent is set only at
+ * creation, and only to a thread that already exists. */
+int ts_store_thread_create_child(ts_store *s, const char *thread, const char *parent,
+                                 const char *workspace, const char *meta_json);
+
+/* A thread's lifecycle state, as the runtime last recorded it. "waiting_for_variable" is
+ * also reported (by the listings below) whenever the thread has a parked call, whatever
+ * was recorded, so a thread killed while it waited still says what it waits for. */
+#define TS_STORE_STATES "idle, running, waiting_for_variable, done, failed, interrupted"
+
+/* Records the thread's state, one of TS_STORE_STATES (else TS_E_INVAL). */
+int ts_store_thread_set_state(ts_store *s, const char *thread, const char *state);
+
+typedef struct {
+  const char *id;
+  const char *parent;    /* NULL for a root thread */
+  const char *workspace; /* NULL when none was recorded */
+  const char *state;     /* one of TS_STORE_STATES */
+  int64_t created_at_ms;
+  int64_t last_activity_ms; /* the newest message, call start/finish or parking; else created */
+  uint32_t turns;           /* assistant messages */
+  uint32_t calls;           /* call start records (each call once, however many attempts) */
+  uint32_t children;
+  uint32_t depth; /* 0 for a root; filled by ts_store_threads only (0 elsewhere) */
+} ts_store_thread;
+
+typedef int (*ts_store_thread_cb)(void *user, const ts_store_thread *t);
+
+/* Every thread, each root followed by its subtree depth first (children in creation
+ * order), `depth` set. Returns the number delivered, TS_E_ABORTED, or a negative ts_err. */
+int ts_store_threads(ts_store *s, ts_store_thread_cb cb, void *user);
+
+/* The one thread `thread` (returns 1 after calling cb, 0 when it does not exist). */
+int ts_store_thread_get(ts_store *s, const char *thread, ts_store_thread_cb cb, void *user);
+
+/* The children of `thread`, in creation order. Returns the number delivered, ... */
+int ts_store_thread_children(ts_store *s, const char *thread, ts_store_thread_cb cb,
+                             void *user);
 
 /* ---- messages ----------------------------------------------------------------------- */
 
@@ -195,6 +240,50 @@ typedef struct {
 
 typedef int (*ts_store_call_cb)(void *user, const ts_store_call *c);
 
+/* A call as ts_store_calls lists it: the start record and, once finished, its result. */
+typedef struct {
+  ts_store_call start;
+  int finished;           /* 0: started and never finished (running, or a crash caught it) */
+  int64_t finished_at_ms; /* 0 when not finished */
+  const char *result;     /* the result message's content (result_len bytes, NUL), or NULL */
+  size_t result_len;
+  int result_is_error;
+} ts_store_call_record;
+
+typedef int (*ts_store_call_record_cb)(void *user, const ts_store_call_record *c);
+
+/* Every call of `thread` in (turn, idx) order, finished or not, with its result. Returns
+ * the number delivered, TS_E_ABORTED, or another negative ts_err. */
+int ts_store_calls(ts_store *s, const char *thread, ts_store_call_record_cb cb, void *user);
+
+/* ---- parked calls (a required variable without a value) ------------------------------ */
+
+/* Records, durably, that call (turn, idx) waits for variable `variable` before it can
+ * start; the tool has not run. Parking the same call again replaces the record (another
+ * variable may be missing now). ts_store_call_started on that (turn, idx) removes the
+ * record in the same transaction that writes the start record, so a crash leaves the
+ * call parked or started, never neither. TS_E_STORE_CALL_FINISHED when the call has a
+ * start record already (a started call cannot be parked); TS_E_STORE_NO_THREAD. */
+int ts_store_call_park(ts_store *s, const char *thread, uint32_t turn, uint32_t idx,
+                       const char *call_id, const char *tool, const char *args,
+                       size_t args_len, const char *variable);
+
+typedef struct {
+  const char *thread;
+  uint32_t turn, idx;
+  const char *call_id, *tool;
+  const char *args; /* args_len bytes of JSON, then a NUL */
+  size_t args_len;
+  const char *variable;
+  int64_t parked_at_ms;
+} ts_store_parked;
+
+typedef int (*ts_store_parked_cb)(void *user, const ts_store_parked *p);
+
+/* The parked calls of `thread` (NULL: of every thread), in (thread, turn, idx) order.
+ * Returns the number delivered, TS_E_ABORTED, or another negative ts_err. */
+int ts_store_parked_calls(ts_store *s, const char *thread, ts_store_parked_cb cb, void *user);
+
 /* Calls cb for each call of `thread` that was started and never finished (the ones a
  * crash caught in flight), in (turn, idx) order. Returns the number delivered,
  * TS_E_ABORTED, or another negative ts_err. The callback cannot settle a call itself
@@ -223,5 +312,83 @@ int ts_store_events_after(ts_store *s, const char *thread, uint64_t after_seq, s
 /* Stores the seq of the thread's last stored event in *seq_out (0 when it has none or
  * does not exist). Returns 0 or a negative ts_err. */
 int ts_store_last_event_seq(ts_store *s, const char *thread, uint64_t *seq_out);
+
+/* ---- environments: variable values and declarations per thread ---------------------- */
+
+/* A value's type (tools-spec §3). A secret's value is stored exactly as given: the
+ * caller (tools/variables.h) encrypts it first; the store never sees a plain secret. */
+typedef enum { TS_STORE_TEXT = 0, TS_STORE_SECRET = 1 } ts_store_var_type;
+
+/* The longest variable name (bytes); longer names are TS_E_INVAL. */
+#define TS_STORE_VAR_NAME_MAX 128
+
+/* 1 when `name` is a variable name: 1..TS_STORE_VAR_NAME_MAX bytes, a letter or `_`, then
+ * letters, digits, `_`, `.` or `-` (what dotenv files and environments use). */
+int ts_store_var_name_valid(const char *name);
+
+/* Sets variable `name` of `thread` to `len` bytes of `value` (any bytes), with `origin`
+ * saying where it came from ("env set", "env-file FILE", "--var"). Replaces an existing
+ * value of the name (its type too). TS_E_STORE_NO_THREAD; TS_E_INVAL for a bad name. */
+int ts_store_env_set(ts_store *s, const char *thread, const char *name, ts_store_var_type type,
+                     const void *value, size_t len, const char *origin);
+
+/* Removes the thread's value of `name`. Returns 1 when there was one, 0 when not. */
+int ts_store_env_unset(ts_store *s, const char *thread, const char *name);
+
+typedef struct {
+  const char *thread; /* the thread holding the value */
+  const char *name;
+  ts_store_var_type type;
+  const void *value; /* len bytes (followed by a NUL, not counted) */
+  size_t len;
+  const char *origin;
+  int64_t set_at_ms;
+} ts_store_env_value;
+
+typedef int (*ts_store_env_cb)(void *user, const ts_store_env_value *v);
+
+/* The thread's own value of `name`: returns 1 after calling cb, 0 when it has none. */
+int ts_store_env_get(ts_store *s, const char *thread, const char *name, ts_store_env_cb cb,
+                     void *user);
+
+/* The thread's own values, by name. Returns the number delivered, ... */
+int ts_store_env_list(ts_store *s, const char *thread, ts_store_env_cb cb, void *user);
+
+/* 1 when any thread holds a secret value, 0 when none does, or a negative ts_err (the
+ * key check: a missing key file is only harmless while there is nothing to decrypt). */
+int ts_store_env_has_secrets(ts_store *s);
+
+/* A variable definition declared on a thread (by a tool, prompt or agent it runs). */
+typedef struct {
+  const char *thread, *name;
+  ts_store_var_type type;
+  int required, scoped;
+  const char *description; /* "" when none */
+  const char *declared_by; /* "tool NAME", "prompt NAME", "agent NAME" */
+} ts_store_env_decl;
+
+typedef int (*ts_store_decl_cb)(void *user, const ts_store_env_decl *d);
+
+/* Records (or replaces) the declaration of d->name on d->thread. */
+int ts_store_env_declare(ts_store *s, const ts_store_env_decl *d);
+
+/* The declaration of `name` on `thread`: returns 1 after calling cb, 0 when none. */
+int ts_store_env_decl_get(ts_store *s, const char *thread, const char *name,
+                          ts_store_decl_cb cb, void *user);
+
+/* Every declaration on `thread`, by name. Returns the number delivered, ... */
+int ts_store_env_decls(ts_store *s, const char *thread, ts_store_decl_cb cb, void *user);
+
+/* ---- settings and change detection ----------------------------------------------------- */
+
+/* A store-wide setting (a short text, NUL-terminated). get: copies it into buf (cut to
+ * cap with a NUL) and returns 1, or returns 0 when unset. */
+int ts_store_setting_get(ts_store *s, const char *name, char *buf, size_t cap);
+int ts_store_setting_set(ts_store *s, const char *name, const char *value);
+
+/* A number that changes whenever another connection (this process's or another's)
+ * commits to the database: a cheap way to poll for `env set` from outside (SQLite's
+ * data_version). Stores it in *out; returns 0 or a negative ts_err. */
+int ts_store_data_version(ts_store *s, uint64_t *out);
 
 #endif /* TS_STORE_H */

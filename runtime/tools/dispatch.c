@@ -10,6 +10,7 @@
 #include "tools/dispatch.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ struct ts_dispatch {
   volatile int cancel;
   pthread_t worker;
   ts_call_queue queue; /* state.queueTool's calls; only the worker touches it */
+  ts_vars *vars;       /* the worker's resolver, on cfg.store */
 };
 
 static uint64_t now_us(void) {
@@ -65,19 +67,189 @@ static void call_event(ts_event *ev, int type, uint32_t turn, uint32_t index,
   ev->body.tool = (ts_view){tool ? tool : "", tool ? strlen(tool) : 0};
 }
 
+/* ---- a call's variables ------------------------------------------------------------ */
+
+/* What env_get handed out during one call: kept until the call's result is redacted,
+ * then wiped. */
+#define CALL_ENV_MAX 64
+
+typedef struct {
+  ts_vars *vars;
+  const ts_var_layers *layers;
+  const char *thread;
+  struct {
+    const ts_tool *tool;
+    const ts_var_def *def;
+    ts_var_value v;
+  } got[CALL_ENV_MAX];
+  size_t n;
+} call_env;
+
+static int env_resolve(call_env *e, const ts_tool *tool, const ts_var_def *def,
+                       ts_var_value **out) {
+  for (size_t i = 0; i < e->n; i++)
+    if (e->got[i].tool == tool && e->got[i].def == def) {
+      *out = &e->got[i].v;
+      return TS_E_OK;
+    }
+  if (e->n == CALL_ENV_MAX) return TS_E_LIMIT;
+  int r = ts_vars_resolve(e->vars, e->thread, def, e->layers, &e->got[e->n].v);
+  if (r) return r;
+  e->got[e->n].tool = tool;
+  e->got[e->n].def = def;
+  *out = &e->got[e->n++].v;
+  return TS_E_OK;
+}
+
+static int env_get(void *ctx, const struct ts_tool *tool, const char *name, const char **value,
+                   size_t *len, char *why, size_t why_cap) {
+  call_env *e = ctx;
+  const ts_var_def *def = tool ? ts_tool_var(tool, name) : NULL;
+  if (!def || !e->vars) return 0;
+  ts_var_value *v;
+  int r = env_resolve(e, tool, def, &v);
+  if (r) {
+    snprintf(why, why_cap, "variable %s: %s", name,
+             r == TS_E_LIMIT ? "too many variables in one call" : ts_vars_errmsg(e->vars));
+    return r;
+  }
+  if (!v->value) return 0;
+  *value = v->value;
+  *len = v->len;
+  return 1;
+}
+
+/* Redacts every secret handed out during the call from the result, then wipes them. */
+static void env_finish(call_env *e, ts_tool_result *res) {
+  for (size_t i = 0; i < e->n; i++) {
+    ts_var_value *v = &e->got[i].v;
+    int secret = e->got[i].def->type == TS_VAR_SECRET || v->stored_type == TS_VAR_SECRET;
+    if (secret && v->value && res->text && ts_vars_redact(&res->text, &res->len, v->value, v->len) < 0)
+      ts_tool_result_error(res, "out of memory while redacting a secret from the result");
+    ts_var_value_fini(v);
+  }
+  e->n = 0;
+}
+
+static void sleep_ms(uint32_t ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* How a call resolves its variables and waits for them. */
+typedef struct {
+  ts_vars *vars; /* NULL: no environment (no variable resolves, nothing parks) */
+  const ts_var_layers *layers;
+  const volatile int *cancel;
+  const volatile sig_atomic_t *stop;
+  uint32_t poll_ms;
+} wait_opts;
+
+/* The first required variable of `tool` without a value, or NULL (def of it). */
+static const ts_var_def *missing_var(call_env *e, const ts_tool *tool, int *err) {
+  size_t n;
+  const ts_var_def *defs = ts_tool_vars(tool, &n);
+  *err = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!defs[i].required) continue;
+    ts_var_value *v;
+    int r = env_resolve(e, tool, &defs[i], &v);
+    if (r) {
+      *err = r;
+      return &defs[i];
+    }
+    if (!v->value) return &defs[i];
+  }
+  return NULL;
+}
+
+/* Forgets what a failed look-up cached, so the next look reads the store again. */
+static void env_reset(call_env *e) {
+  for (size_t i = 0; i < e->n; i++) ts_var_value_fini(&e->got[i].v);
+  e->n = 0;
+}
+
+/* Parks the call until its tool's required variables resolve. Returns TS_E_OK (all
+ * resolve: run it), 1 (the call already has a start record: skip it), TS_E_ABORTED
+ * (stopped while waiting: it stays parked), or a store error. *var_err is set when a
+ * variable could not be resolved at all (a key problem): the call then fails. */
+static int await_vars(ts_store *store, call_env *e, const ts_tool *tool, uint32_t turn,
+                      uint32_t index, const char *call_id, const char *args, size_t args_len,
+                      const wait_opts *w, ts_dispatch_event_fn on_event, void *user,
+                      char *var_err, size_t var_err_cap) {
+  const ts_var_def *last = NULL;
+  uint64_t seen = 0;
+  ts_store_data_version(store, &seen);
+  for (;;) {
+    int err;
+    const ts_var_def *m = missing_var(e, tool, &err);
+    if (!m) return TS_E_OK;
+    if (err) {
+      snprintf(var_err, var_err_cap, "variable %s: %s", m->name,
+               err == TS_E_LIMIT ? "too many variables in one call" : ts_vars_errmsg(e->vars));
+      return TS_E_OK;
+    }
+    env_reset(e);
+    if (m != last) { /* newly missing: park durably, then say so */
+      int rc = ts_store_call_park(store, e->thread, turn, index, call_id ? call_id : "",
+                                  ts_tool_name(tool), args, args_len, m->name);
+      if (rc == TS_E_STORE_CALL_FINISHED) return 1;
+      if (rc) return rc;
+      ts_event ev;
+      call_event(&ev, TS_EVENT_VARIABLE_REQUIRED, turn, index, call_id, ts_tool_name(tool));
+      ev.var_name = (ts_view){m->name, strlen(m->name)};
+      ev.var_description = (ts_view){m->description ? m->description : "",
+                                     m->description ? strlen(m->description) : 0};
+      ev.var_secret = m->type == TS_VAR_SECRET;
+      if (on_event) on_event(user, &ev);
+      last = m;
+    }
+    /* Wait for a commit by anyone else (data_version moves), in short sleeps so that a
+     * stop is seen quickly. */
+    for (;;) {
+      if ((w->cancel && *w->cancel) || (w->stop && *w->stop)) return TS_E_ABORTED;
+      sleep_ms(w->poll_ms < 20 ? w->poll_ms : 20);
+      uint64_t now = 0;
+      if (ts_store_data_version(store, &now) == TS_E_OK && now != seen) {
+        seen = now;
+        break;
+      }
+    }
+  }
+}
+
 /* Runs one call (or resolves it as an error) and commits it: the body shared by the
  * dispatcher and resume. `upstream_error`: the arguments were unusable. Returns
- * TS_E_OK or the store's error. */
+ * TS_E_OK (also for a call an earlier run committed: skipped), TS_E_ABORTED (stopped
+ * while parked), or the store's error. */
 static int run_one(ts_store *store, const ts_registry *reg, const char *thread, uint32_t turn,
                    uint32_t index, const char *call_id, const char *tool_name, const char *args,
                    size_t args_len, const char *upstream_error, const char *forced_error,
-                   const volatile int *cancel, ts_dispatch_event_fn on_event, void *user,
-                   int record_start, ts_call_queue *queue) {
+                   ts_dispatch_event_fn on_event, void *user, int record_start,
+                   ts_call_queue *queue, const wait_opts *w) {
   int rc;
+  const ts_tool *tool = tool_name ? ts_registry_find(reg, tool_name, strlen(tool_name)) : NULL;
+  char why[512], var_err[600] = "";
+  int valid = 0;
+  if (!forced_error && !upstream_error && tool)
+    valid = ts_tool_validate(tool, args, args_len, why, sizeof why) == TS_E_OK;
+  call_env env;
+  memset(&env, 0, sizeof env);
+  env.vars = w->vars;
+  env.layers = w->layers;
+  env.thread = thread;
+  if (valid && w->vars && record_start) {
+    rc = await_vars(store, &env, tool, turn, index, call_id, args, args_len, w, on_event, user,
+                    var_err, sizeof var_err);
+    env_reset(&env);
+    if (rc == 1) return TS_E_OK; /* committed by an earlier run of this turn */
+    if (rc) return rc;
+  }
   if (record_start) {
     rc = ts_store_call_started(store, thread, turn, index, call_id ? call_id : "",
                                tool_name ? tool_name : "", args ? args : "{}",
                                args ? args_len : 2, NULL);
+    if (rc == TS_E_STORE_CALL_FINISHED) return TS_E_OK; /* an earlier run committed it */
     if (rc) return rc;
   }
   ts_event ev;
@@ -86,20 +258,23 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
   uint64_t t0 = now_us();
   ts_tool_result res;
   memset(&res, 0, sizeof res);
-  const ts_tool *tool = tool_name ? ts_registry_find(reg, tool_name, strlen(tool_name)) : NULL;
-  char why[512];
   if (forced_error) {
     ts_tool_result_error(&res, "%s", forced_error);
   } else if (upstream_error) {
     ts_tool_result_error(&res, "the call's arguments are unusable: %s", upstream_error);
   } else if (!tool) {
     ts_tool_result_error(&res, "unknown tool \"%s\"", tool_name ? tool_name : "");
-  } else if ((rc = ts_tool_validate(tool, args, args_len, why, sizeof why)) != TS_E_OK) {
+  } else if (!valid) {
+    ts_tool_validate(tool, args, args_len, why, sizeof why);
     ts_tool_result_error(&res, "invalid arguments: %s", why);
+  } else if (var_err[0]) {
+    ts_tool_result_error(&res, "%s", var_err);
   } else {
-    ts_call_info info = {thread, turn, index, call_id ? call_id : "", tool_name, cancel, queue, 0};
+    ts_call_info info = {thread, turn, index, call_id ? call_id : "", tool_name, w->cancel, queue,
+                         0, w->vars ? env_get : NULL, &env};
     ts_tool_execute(tool, &info, args, args_len, &res);
   }
+  env_finish(&env, &res); /* secrets out of the result before it is stored or sent */
   uint64_t dt = now_us() - t0;
   const char *text = res.text ? res.text : "out of memory";
   size_t len = res.text ? res.len : strlen(text);
@@ -141,9 +316,11 @@ static void *worker(void *arg) {
     if (state == C_PENDING)
       forced = known ? "the call's arguments never completed before the turn ended"
                      : "the call never arrived before the turn ended";
+    wait_opts w = {d->vars, d->cfg.layers, &d->cancel, d->cfg.stop,
+                   d->cfg.poll_ms ? d->cfg.poll_ms : TS_DISPATCH_POLL_MS};
     int rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn, index, call_id, tool,
-                     args, args_len, state == C_FAILED ? error : NULL, forced, &d->cancel,
-                     d->cfg.on_event, d->cfg.user, 1, &d->queue);
+                     args, args_len, state == C_FAILED ? error : NULL, forced, d->cfg.on_event,
+                     d->cfg.user, 1, &d->queue, &w);
     /* What the call queued runs now, before the model's next call, first in first out;
      * what those queue joins the end. Index TS_DISPATCH_QUEUED_BASE + k keeps them apart from the
      * model's calls in the store. */
@@ -156,7 +333,7 @@ static void *worker(void *arg) {
       size_t qlen = qc->args_len;
       rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn,
                    (uint32_t)(TS_DISPATCH_QUEUED_BASE + k), qid, qtool, qargs, qlen, NULL, NULL,
-                   &d->cancel, d->cfg.on_event, d->cfg.user, 1, &d->queue);
+                   d->cfg.on_event, d->cfg.user, 1, &d->queue, &w);
     }
     pthread_mutex_lock(&d->mu);
     if (rc) {
@@ -187,6 +364,12 @@ int ts_dispatch_new(ts_dispatch **out, const ts_dispatch_config *cfg) {
   }
   pthread_mutex_init(&d->mu, NULL);
   pthread_cond_init(&d->cv, NULL);
+  d->next = cfg->first_index;
+  if (cfg->first_index > d->n) d->n = cfg->first_index;
+  if (ts_vars_open(cfg->store, NULL, &d->vars) != TS_E_OK) {
+    ts_dispatch_free(d);
+    return TS_E_NOMEM;
+  }
   /* pthread_create fails only for want of resources (EAGAIN) with default attributes */
   if (pthread_create(&d->worker, NULL, worker, d) != 0) {
     ts_dispatch_free(d);
@@ -283,6 +466,7 @@ void ts_dispatch_free(ts_dispatch *d) {
   }
   free(d->calls);
   ts_call_queue_fini(&d->queue);
+  ts_vars_free(d->vars);
   free(d->thread);
   pthread_cond_destroy(&d->cv);
   pthread_mutex_destroy(&d->mu);
@@ -331,19 +515,28 @@ static int collect(void *user, const ts_store_call *c) {
 
 int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thread,
                        ts_dispatch_event_fn on_event, void *user, uint32_t *resolved) {
+  return ts_dispatch_resume_env(store, reg, thread, NULL, on_event, user, resolved);
+}
+
+int ts_dispatch_resume_env(ts_store *store, const ts_registry *reg, const char *thread,
+                           const ts_var_layers *layers, ts_dispatch_event_fn on_event,
+                           void *user, uint32_t *resolved) {
   call_list l = {0};
+  ts_vars *vars = NULL;
+  if (ts_vars_open(store, NULL, &vars) != TS_E_OK) return TS_E_NOMEM;
   int rc = ts_store_unfinished_calls(store, thread, collect, &l); /* >= 0: how many */
   if (l.oom) rc = TS_E_NOMEM;
   if (rc > 0) rc = TS_E_OK;
   uint32_t count = 0;
   static const int no_cancel = 0;
+  wait_opts w = {vars, layers, &no_cancel, NULL, TS_DISPATCH_POLL_MS};
   for (size_t i = 0; i < l.n && rc == TS_E_OK; i++) {
     ts_store_call *c = &l.v[i];
     const ts_tool *tool = ts_registry_find(reg, c->tool, strlen(c->tool));
     if (tool && ts_tool_idempotent(tool)) {
       /* Safe to run again: record the new attempt and run it. */
       rc = run_one(store, reg, thread, c->turn, c->idx, c->call_id, c->tool, c->args,
-                   c->args_len, NULL, NULL, &no_cancel, on_event, user, 1, NULL);
+                   c->args_len, NULL, NULL, on_event, user, 1, NULL, &w);
     } else {
       char msg[256];
       snprintf(msg, sizeof msg,
@@ -351,7 +544,7 @@ int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thre
                "may or may not have taken effect, and it was not run again",
                c->attempts);
       rc = run_one(store, reg, thread, c->turn, c->idx, c->call_id, c->tool, c->args,
-                   c->args_len, NULL, msg, &no_cancel, on_event, user, 0, NULL);
+                   c->args_len, NULL, msg, on_event, user, 0, NULL, &w);
     }
     if (rc == TS_E_OK) count++;
   }
@@ -361,6 +554,7 @@ int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thre
     free((char *)l.v[i].args);
   }
   free(l.v);
+  ts_vars_free(vars);
   if (resolved) *resolved = count;
   return rc;
 }

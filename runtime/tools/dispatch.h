@@ -29,20 +29,37 @@
  * "queued_<turn>_<k+1>". At most TS_CALL_QUEUE_MAX per turn. A queue lives in memory until
  * each call starts: a crash loses calls not yet started; resume gives tools no queue.
  *
+ * Variables (tools-spec §3, tools/variables.h). Before a call with valid arguments starts,
+ * each `required` variable its tool declares is resolved for the thread (thread
+ * environment up the tree, then cfg.layers). A missing one parks the call: the park is
+ * committed (ts_store_call_park), a `variable_required` event (name, description,
+ * var_type, the call and the tool) goes out, and the worker waits, polling the store every
+ * poll_ms, until the value resolves (set by `toolstream env set` in another process, say):
+ * then the call starts and runs as if it had never waited, and the calls after it follow
+ * in order. cancel or *cfg.stop ends the wait: the call stays parked (durably), finish
+ * returns TS_E_ABORTED, and a later run completes the turn (first_index). While the tool
+ * runs, ts_call_info.env_get gives it (and the tools it invokes) their declared
+ * variables, secrets opened only then; every secret value handed out is redacted from
+ * the call's result (verbatim and in base64) before it is stored or sent, and wiped after.
+ * A call already committed by an earlier run of the same turn (a replay after a crash) is
+ * skipped, not run twice.
+ *
  * Events: `tool_execution_started` and `tool_result` (is_error, duration_ms, result or
- * error), as thread events (events/event.h) through `on_event`, called from the worker thread (the
- * caller serialises them with its own tap events, e.g. under a mutex that also assigns
- * seq numbers).
+ * error), `variable_required`, as thread events (events/event.h) through `on_event`,
+ * called from the worker thread (the caller serialises them with its own tap events, e.g.
+ * under a mutex that also assigns seq numbers).
  */
 #ifndef TS_DISPATCH_H
 #define TS_DISPATCH_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "store/store.h"
 #include "events/event.h"
 #include "stream/tap.h"
 #include "tools/registry.h"
+#include "tools/variables.h"
 
 /* Model calls per turn the dispatcher keeps a record for: indexes 0 .. MAX-1 (the tap
  * reports at most TS_TAP_MAX_CALLS, which dispatch.c checks is no more). Queued calls are
@@ -63,7 +80,19 @@ typedef struct {
   ts_dispatch_event_fn on_event; /* may be NULL */
   void *user;
   int pipelined;           /* 1 (recommended): run calls while the turn streams */
+  /* Variables (below): the definition layers (NULL: none) and how often a parked call
+   * looks for its value (0: TS_DISPATCH_POLL_MS). */
+  const ts_var_layers *layers;
+  uint32_t poll_ms;
+  /* Nonzero stops a parked call's wait (the run's Ctrl-C flag); NULL: only cancel does. */
+  const volatile sig_atomic_t *stop;
+  /* The first index this dispatcher runs (a turn completed after a restart, from the
+   * call that was parked); calls below it are not expected. 0 normally. */
+  uint32_t first_index;
 } ts_dispatch_config;
+
+/* How often, by default, a parked call checks whether its variable has a value. */
+#define TS_DISPATCH_POLL_MS 100
 
 typedef struct ts_dispatch ts_dispatch;
 
@@ -99,5 +128,10 @@ void ts_dispatch_free(ts_dispatch *d); /* cancels and joins the worker if still 
  * error; *resolved (may be NULL) counts the calls resolved. */
 int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thread,
                        ts_dispatch_event_fn on_event, void *user, uint32_t *resolved);
+
+/* The same, with the variable layers an idempotent tool that runs again resolves with. */
+int ts_dispatch_resume_env(ts_store *store, const ts_registry *reg, const char *thread,
+                           const ts_var_layers *layers, ts_dispatch_event_fn on_event,
+                           void *user, uint32_t *resolved);
 
 #endif /* TS_DISPATCH_H */

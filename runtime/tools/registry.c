@@ -15,6 +15,8 @@
 struct ts_tool {
   char *name, *description, *args_schema, *progress_arg, *annotations;
   ts_schema *schema;
+  ts_var_def *vars;
+  size_t n_vars;
   int idempotent;
   ts_tool_fn execute;
   ts_tool_started_fn on_started;
@@ -88,6 +90,11 @@ static void tool_free(ts_tool *t) {
   free(t->args_schema);
   free(t->progress_arg);
   free(t->annotations);
+  for (size_t i = 0; i < t->n_vars; i++) {
+    free((char *)t->vars[i].name);
+    free((char *)t->vars[i].description);
+  }
+  free(t->vars);
   if (t->user_free) t->user_free(t->user);
   ts_schema_free(t->schema);
   free(t);
@@ -133,6 +140,14 @@ static int make_tool(const ts_tool_spec *spec, ts_tool **out, char *why, size_t 
   t->execute = spec->execute;
   t->on_started = spec->on_started;
   t->user = spec->user;
+  if (spec->n_vars && !(t->vars = calloc(spec->n_vars, sizeof *t->vars))) oom = 1;
+  for (size_t i = 0; t->vars && i < spec->n_vars; i++) {
+    const ts_var_def *d = &spec->vars[i];
+    ts_var_def *c = &t->vars[t->n_vars++];
+    *c = *d;
+    c->name = dup_or_null(d->name ? d->name : "", &oom);
+    c->description = dup_or_null(d->description ? d->description : "", &oom);
+  }
   if (oom) {
     tool_free(t);
     return TS_E_NOMEM;
@@ -148,6 +163,20 @@ static int make_tool(const ts_tool_spec *spec, ts_tool **out, char *why, size_t 
         snprintf(why, why_cap, "tool \"%s\": malformed argument schema: %s", t->name, reason);
       tool_free(t);
       return rc == TS_E_NOMEM ? TS_E_NOMEM : TS_E_INVAL;
+    }
+  }
+  for (size_t i = 0; i < t->n_vars; i++) {
+    const ts_var_def *d = &t->vars[i];
+    const char *bad = !ts_store_var_name_valid(d->name) ? "is not a variable name (a letter or "
+                                                          "_, then letters, digits, _ . -)"
+                      : d->type != TS_VAR_TEXT && d->type != TS_VAR_SECRET ? "has an unknown type"
+                                                                          : NULL;
+    for (size_t k = 0; !bad && k < i; k++)
+      if (!strcmp(t->vars[k].name, d->name)) bad = "is declared twice";
+    if (bad) {
+      snprintf(why, why_cap, "tool \"%s\": variable \"%.128s\" %s", t->name, d->name, bad);
+      tool_free(t);
+      return TS_E_INVAL;
     }
   }
   if (t->progress_arg && (!t->schema || !ts_schema_has_property(t->schema, t->progress_arg))) {
@@ -196,6 +225,16 @@ int ts_registry_add_defs(ts_registry *r, const ts_tool_defs *defs, char *why, si
                          .args_schema = d->args,
                          .progress_arg = d->progress_arg,
                          .annotations = d->annotations};
+    ts_var_def vars[64];
+    if (d->n_vars > 64) {
+      snprintf(why, why_cap, "tool \"%s\": more than 64 variables", d->name);
+      return TS_E_LIMIT;
+    }
+    for (size_t k = 0; k < d->n_vars; k++)
+      vars[k] = (ts_var_def){d->vars[k].name, d->vars[k].secret ? TS_VAR_SECRET : TS_VAR_TEXT,
+                             d->vars[k].required, d->vars[k].scoped, d->vars[k].description};
+    spec.vars = vars;
+    spec.n_vars = d->n_vars;
     size_t at = r->n;
     for (size_t k = 0; k < r->n; k++) {
       if (!strcmp(r->v[k]->name, d->name)) { /* a C tool the file describes */
@@ -204,6 +243,10 @@ int ts_registry_add_defs(ts_registry *r, const ts_tool_defs *defs, char *why, si
         spec.user = r->v[k]->user;
         spec.idempotent = r->v[k]->idempotent;
         spec.user_free = r->v[k]->user_free;
+        if (!d->has_vars) {
+          spec.vars = r->v[k]->vars;
+          spec.n_vars = r->v[k]->n_vars;
+        }
         at = k;
       }
     }
@@ -277,6 +320,15 @@ const char *ts_tool_args_schema(const ts_tool *t) { return t->args_schema; }
 const char *ts_tool_progress_arg(const ts_tool *t) { return t->progress_arg; }
 const char *ts_tool_annotations(const ts_tool *t) { return t->annotations; }
 int ts_tool_idempotent(const ts_tool *t) { return t->idempotent; }
+const ts_var_def *ts_tool_vars(const ts_tool *t, size_t *n) {
+  *n = t->n_vars;
+  return t->vars;
+}
+const ts_var_def *ts_tool_var(const ts_tool *t, const char *name) {
+  for (size_t i = 0; name && i < t->n_vars; i++)
+    if (!strcmp(t->vars[i].name, name)) return &t->vars[i];
+  return NULL;
+}
 void *ts_tool_user_of(const ts_tool *t, ts_tool_fn execute) {
   return t && execute && t->execute == execute ? t->user : NULL;
 }

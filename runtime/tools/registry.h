@@ -5,7 +5,8 @@
  * Definition-time errors, each with a one-line reason: a duplicate name; the reserved
  * names `subagents`, `subagent_create` and `subagent_message` (tools-spec §5); a
  * malformed argument schema; a `progressArgument` that is not a declared top-level
- * property of the schema.
+ * property of the schema; a variable whose name is malformed (ts_store_var_name_valid)
+ * or declared twice.
  *
  * Annotations (tools-spec §8) are kept as the exact bytes given and returned unchanged by
  * ts_tool_annotations; nothing in the runtime reads them, so they cannot change
@@ -22,6 +23,7 @@
 
 #include "base/error.h"
 #include "stream/tool_defs.h"
+#include "tools/variables.h"
 
 /* Calls a tool queued (state.queueTool) during a model call: the dispatcher runs them
  * after that call, first in first out, each with its own start/finish records and
@@ -48,8 +50,10 @@ int ts_call_queue_push(ts_call_queue *q, const char *tool, const char *args, siz
                        const char *queued_by);
 void ts_call_queue_fini(ts_call_queue *q); /* frees the calls; the struct may be reused */
 
+struct ts_tool;
+
 /* What an executing tool knows about its call. */
-typedef struct {
+typedef struct ts_call_info {
   const char *thread;
   uint32_t turn;  /* the model turn the call belongs to */
   uint32_t index; /* its position in the turn */
@@ -58,6 +62,15 @@ typedef struct {
   const volatile int *cancel; /* becomes nonzero when the run is being stopped */
   ts_call_queue *queue; /* where state.queueTool puts calls; NULL: queueing unavailable */
   unsigned depth;       /* 0 for the model's calls; +1 per state.invokeTool nesting */
+  /* The call's variables (tools-spec §3, tools/variables.h): the value of `name` for
+   * `tool` (the running tool, or one it invokes) on the call's thread, when `tool`
+   * declares `name`. Returns 1 with *value (NUL-terminated, *len bytes; valid until the
+   * call ends; a secret is redacted from the call's result) set, 0 when it has no value
+   * or is not declared by `tool`, or a negative ts_err (why in `why`). NULL outside the
+   * dispatcher: tools then read their own fallbacks. */
+  int (*env_get)(void *env_ctx, const struct ts_tool *tool, const char *name,
+                 const char **value, size_t *len, char *why, size_t why_cap);
+  void *env_ctx;
 } ts_call_info;
 
 /* A tool's answer: success with a JSON value, or an error with a message. */
@@ -95,6 +108,8 @@ typedef struct {
   const char *progress_arg;  /* NULL: none */
   const char *annotations;   /* any JSON text, kept byte for byte; NULL: none */
   int idempotent;            /* safe to run again after a crash interrupted it */
+  const ts_var_def *vars;    /* the variables it declares (tools-spec §3); copied */
+  size_t n_vars;
   ts_tool_fn execute;        /* NULL: defined but not implemented here */
   ts_tool_started_fn on_started; /* NULL: no tool_call_started hook */
   void *user;
@@ -115,7 +130,8 @@ int ts_registry_add(ts_registry *r, const ts_tool_spec *spec, char *why, size_t 
 
 /* Adds every definition of a --tools file (stream/tool_defs.h); definitions whose name
  * is already registered (a C tool) are merged: the file's description, schema, progress
- * argument and annotations replace the C ones. Returns as ts_registry_add. */
+ * argument and annotations replace the C ones, and so do its variables when the file
+ * gives "variables" (else the C tool's stay). Returns as ts_registry_add. */
 int ts_registry_add_defs(ts_registry *r, const ts_tool_defs *defs, char *why, size_t why_cap);
 
 const ts_tool *ts_registry_find(const ts_registry *r, const char *name, size_t len);
@@ -128,6 +144,10 @@ const char *ts_tool_args_schema(const ts_tool *t);  /* NULL when none */
 const char *ts_tool_progress_arg(const ts_tool *t); /* NULL when none */
 const char *ts_tool_annotations(const ts_tool *t);  /* exactly as given; NULL when none */
 int ts_tool_idempotent(const ts_tool *t);
+/* The variables the tool declares (*n of them; NULL when none). */
+const ts_var_def *ts_tool_vars(const ts_tool *t, size_t *n);
+/* The tool's definition of variable `name`, or NULL when it declares none by that name. */
+const ts_var_def *ts_tool_var(const ts_tool *t, const char *name);
 /* The tool's `user` when its execute callback is `execute`, else NULL: how a module
  * recognises its own tools (runtime/jstools.c). */
 void *ts_tool_user_of(const ts_tool *t, ts_tool_fn execute);

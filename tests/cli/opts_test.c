@@ -82,7 +82,8 @@ static int count_lines(const char *s) {
   return n;
 }
 
-static const char *const commands[] = {"tap", "run", "runcode", "sub", "demo", "gateway", "serve"};
+static const char *const commands[] = {"tap",   "run",     "runcode", "sub", "demo",
+                                        "gateway", "serve", "threads", "env"};
 
 /* ---- the tables, in process ------------------------------------------------------------ */
 

@@ -141,6 +141,19 @@ START_TEST(test_events) {
   ck_assert_str_eq(encode(&ev, &b),
                    "{\"v\":1,\"type\":\"tool_execution_started\",\"thread\":\"t\\\"1\",\"seq\":7,"
                    "\"offset\":0,\"call_id\":\"\",\"tool\":\"w\",\"index\":0}");
+  /* a child thread's events name its parent, right after the thread */
+  ev.parent = (ts_view){"root", 4};
+  ev.body.type = TS_EVENT_VARIABLE_REQUIRED;
+  ev.var_name = (ts_view){"API_KEY", 7};
+  ev.var_description = (ts_view){"the \"key\"", 9};
+  ev.var_secret = 1;
+  ck_assert_str_eq(encode(&ev, &b),
+                   "{\"v\":1,\"type\":\"variable_required\",\"thread\":\"t\\\"1\",\"parent\":\"root\","
+                   "\"seq\":7,\"offset\":0,\"call_id\":\"\",\"tool\":\"w\",\"index\":0,\"name\":\"API_KEY\","
+                   "\"description\":\"the \\\"key\\\"\",\"var_type\":\"secret\"}");
+  ev.var_secret = 0;
+  ck_assert_ptr_nonnull(strstr(encode(&ev, &b), ",\"var_type\":\"text\"}"));
+  ev.parent = (ts_view){NULL, 0};
   ev.body.type = TS_EVENT_TOOL_RESULT;
   ev.duration_us = 1234567;
   ev.result = (ts_view){"{ \"ok\": true }", 14};

@@ -55,7 +55,8 @@ static const char *call(ts_registry *reg, const char *tool, const char *args) {
     snprintf(out, sizeof out, "invalid: %s", why);
     return out;
   }
-  ts_call_info ci = {"t", 1, 0, "c0", tool, NULL, NULL, 0};
+  ts_call_info ci = {.thread = "t", .turn = 1, .index = 0, .call_id = "c0", .tool = tool,
+                     .cancel = NULL, .queue = NULL};
   ts_tool_execute(t, &ci, args, strlen(args), &r);
   snprintf(out, sizeof out, "%c%s", r.is_error ? '!' : '+', r.text ? r.text : "(null)");
   ts_tool_result_free(&r);
@@ -212,7 +213,8 @@ START_TEST(test_cancelled_call) {
       &env, why, sizeof why), TS_E_OK);
   const ts_tool *t = ts_registry_find(reg, "slow", 4);
   cancel_now = 0;
-  ts_call_info ci = {"t", 1, 0, "c0", "slow", &cancel_now, NULL, 0};
+  ts_call_info ci = {.thread = "t", .turn = 1, .index = 0, .call_id = "c0", .tool = "slow",
+                     .cancel = &cancel_now, .queue = NULL};
   pthread_t th;
   ck_assert_int_eq(pthread_create(&th, NULL, cancel_later, NULL), 0);
   struct timespec a, b;
@@ -479,7 +481,8 @@ static const char *probe(ts_registry *reg, const char *tool, const char *targets
   snprintf(args, sizeof args, "{\"targets\":%s}", targets);
   const ts_tool *t = ts_registry_find(reg, tool, strlen(tool));
   ck_assert_ptr_nonnull(t);
-  ts_call_info ci = {"t", 1, 0, "c0", tool, NULL, q, 0};
+  ts_call_info ci = {.thread = "t", .turn = 1, .index = 0, .call_id = "c0", .tool = tool,
+                     .cancel = NULL, .queue = q};
   ts_tool_result r;
   ts_tool_execute(t, &ci, args, strlen(args), &r);
   snprintf(out, sizeof out, "%c%s", r.is_error ? '!' : '+', r.text);
@@ -679,6 +682,45 @@ static void feed(ts_dispatch *d, uint32_t index, const char *tool, const char *a
   ts_dispatch_tap_event(d, &e);
 }
 
+/* A JavaScript tool's variable definitions reach the registry whole (type, required,
+ * scoped, description), so the dispatcher and `env` see them as they see a C tool's; a
+ * type other than text or secret, or a malformed name, is a definition error. */
+START_TEST(test_variable_definitions_registered) {
+  const char *src =
+      "defineTool({ name: 'vdefs', description: 'd', args: z.object({}),\n"
+      "  variables: [{ name: 'KEY', type: 'secret', required: true, scoped: true,\n"
+      "                description: 'the key' }, { name: 'OPT' }],\n"
+      "  execute: function (s, a) { return { status: 'success', result: 1 }; } });\n";
+  ts_registry *reg = ts_registry_new();
+  char why[512];
+  ck_assert_msg(ts_jstools_load(reg, module("vdefs.js", src), NULL, why, sizeof why) == TS_E_OK,
+                "%s", why);
+  const ts_tool *t = ts_registry_find(reg, "vdefs", 5);
+  size_t n;
+  const ts_var_def *v = ts_tool_vars(t, &n);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(v[0].name, "KEY");
+  ck_assert(v[0].type == TS_VAR_SECRET && v[0].required && v[0].scoped);
+  ck_assert_str_eq(v[0].description, "the key");
+  ck_assert(v[1].type == TS_VAR_TEXT && !v[1].required && !v[1].scoped);
+  const char *bad =
+      "defineTool({ name: 'vbad', description: 'd', args: z.object({}),\n"
+      "  variables: [{ name: 'K', type: 'password' }],\n"
+      "  execute: function (s, a) { return { status: 'success', result: 1 }; } });\n";
+  ck_assert_int_ne(ts_jstools_load(reg, module("vbad.js", bad), NULL, why, sizeof why), TS_E_OK);
+  ck_assert_msg(strstr(why, "type must be 'text' or 'secret'"), "%s", why);
+  ck_assert_ptr_null(ts_registry_find(reg, "vbad", 4));
+  const char *badname =
+      "defineTool({ name: 'vname', description: 'd', args: z.object({}),\n"
+      "  variables: [{ name: 'no spaces' }],\n"
+      "  execute: function (s, a) { return { status: 'success', result: 1 }; } });\n";
+  ck_assert_int_eq(ts_jstools_load(reg, module("vname.js", badname), NULL, why, sizeof why),
+                   TS_E_INVAL);
+  ck_assert_msg(strstr(why, "is not a variable name"), "%s", why);
+  ts_registry_free(reg);
+}
+END_TEST
+
 START_TEST(test_queue_order_and_errors_persisted) {
   char sdir[256];
   ts_test_tempdir(sdir, sizeof sdir, "jstools-store");
@@ -705,7 +747,8 @@ START_TEST(test_queue_order_and_errors_persisted) {
       "  return { status: 'success', result: 'again' }; } });\n"),
       &env, why, sizeof why), TS_E_OK);
   ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
-  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
+  ts_dispatch_config cfg = {.store = s, .reg = reg, .thread = "t", .turn = 1,
+                            .on_event = on_event, .user = &l, .pipelined = 1};
   ts_dispatch *d = NULL;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   ck_assert_ptr_nonnull(d);
@@ -775,6 +818,7 @@ int main(void) {
   tcase_add_test(tc, test_uses_packages_and_qualified_names);
   tcase_add_test(tc, test_invoke_depth_is_bounded);
   tcase_add_test(tc, test_variables);
+  tcase_add_test(tc, test_variable_definitions_registered);
   tcase_add_test(tc, test_queue_order_and_errors_persisted);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

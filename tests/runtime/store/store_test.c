@@ -611,6 +611,299 @@ START_TEST(test_migrations) {
 }
 END_TEST
 
+/* ---- the thread tree, environments, parked calls (schema 2) ------------------------------- */
+
+typedef struct {
+  int n;
+  char id[16][32], parent[16][32], state[16][32], ws[16][64];
+  uint32_t depth[16], turns[16], calls[16], children[16];
+  int64_t created[16], last[16];
+} threads_seen;
+
+static int see_thread(void *user, const ts_store_thread *t) {
+  threads_seen *v = user;
+  if (v->n == 16) return 1;
+  int i = v->n++;
+  snprintf(v->id[i], sizeof v->id[i], "%s", t->id);
+  snprintf(v->parent[i], sizeof v->parent[i], "%s", t->parent ? t->parent : "-");
+  snprintf(v->ws[i], sizeof v->ws[i], "%s", t->workspace ? t->workspace : "-");
+  snprintf(v->state[i], sizeof v->state[i], "%s", t->state);
+  v->depth[i] = t->depth;
+  v->turns[i] = t->turns;
+  v->calls[i] = t->calls;
+  v->children[i] = t->children;
+  v->created[i] = t->created_at_ms;
+  v->last[i] = t->last_activity_ms;
+  return 0;
+}
+
+static void copy_file(const char *from, const char *to) {
+  size_t len;
+  char *b = ts_test_read_file(from, &len);
+  FILE *f = fopen(to, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(b, 1, len, f), len);
+  fclose(f);
+  free(b);
+}
+
+typedef struct {
+  int n;
+  char text[8][256];
+  int finished[8], is_error[8];
+} records;
+
+static int see_record(void *user, const ts_store_call_record *c) {
+  records *r = user;
+  if (r->n == 8) return 1;
+  snprintf(r->text[r->n], sizeof r->text[0], "%u/%u %s %s %s", c->start.turn, c->start.idx,
+           c->start.tool, c->start.args, c->result ? c->result : "(none)");
+  r->finished[r->n] = c->finished;
+  r->is_error[r->n] = c->result_is_error;
+  r->n++;
+  return 0;
+}
+
+START_TEST(test_migration_from_release) {
+  /* A store written by the release before the tree (schema 1): everything in it stays,
+   * the new columns and tables appear, and the old thread is a root that is idle. */
+  copy_file(ts_test_path("tests/runtime/store/fixtures/v1-release.db"), sub("toolstream.db"));
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_schema_version(s), 2);
+  ck_assert_int_eq(ts_store_thread_exists(s, "fx1"), 1);
+  ck_assert_int_eq(count_msgs(s, "fx1"), 4);
+  uint64_t last = 0;
+  ck_assert_int_eq(ts_store_last_event_seq(s, "fx1", &last), 0);
+  ck_assert_uint_eq(last, 7);
+  threads_seen v;
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_threads(s, see_thread, &v), 1);
+  ck_assert_str_eq(v.id[0], "fx1");
+  ck_assert_str_eq(v.parent[0], "-");
+  ck_assert_str_eq(v.ws[0], "-");
+  ck_assert_str_eq(v.state[0], "idle");
+  ck_assert_uint_eq(v.turns[0], 2);
+  ck_assert_uint_eq(v.calls[0], 1);
+  ck_assert_int_ge(v.last[0], v.created[0]);
+  /* the finished call with its result, from the old rows */
+  records r;
+  memset(&r, 0, sizeof r);
+  ck_assert_int_eq(ts_store_calls(s, "fx1", see_record, &r), 1);
+  ck_assert_str_eq(r.text[0], "1/0 write_file {\"description\":\"writing a\",\"path\":\"a.txt\","
+                              "\"content\":\"hello\"} {\"path\":\"a.txt\",\"bytes\":5}");
+  ck_assert_int_eq(r.finished[0], 1);
+  /* the new schema works on the old data: a child of the old thread, a value */
+  ck_assert_int_eq(ts_store_thread_create_child(s, "fx1.c", "fx1", "/w/c", NULL), 0);
+  ck_assert_int_eq(ts_store_env_set(s, "fx1", "A", TS_STORE_TEXT, "1", 1, "test"), 0);
+  uint64_t seq;
+  ck_assert_int_eq(ts_store_append_message(s, "fx1", TS_STORE_USER, "again", 5, NULL, NULL, 0,
+                                           &seq), 0);
+  ck_assert_uint_eq(seq, 5);
+  ts_store_close(s);
+  s = open_ok(tmp); /* reopened: current, nothing to migrate */
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_threads(s, see_thread, &v), 2);
+  ck_assert_str_eq(v.parent[1], "fx1");
+  ts_store_close(s);
+}
+END_TEST
+
+START_TEST(test_thread_tree) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create_child(s, "a", NULL, "/ws/a", NULL), 0);
+  ck_assert_int_eq(ts_store_thread_create_child(s, "b", "a", "/ws/b", NULL), 0);
+  ck_assert_int_eq(ts_store_thread_create(s, "z", NULL), 0);
+  ck_assert_int_eq(ts_store_thread_create_child(s, "c", "b", NULL, NULL), 0);
+  ck_assert_int_eq(ts_store_thread_create_child(s, "b2", "a", NULL, "{\"k\":1}"), 0);
+  /* bad parents */
+  ck_assert_int_eq(ts_store_thread_create_child(s, "d", "nope", NULL, NULL), TS_E_STORE_NO_THREAD);
+  ck_assert_ptr_nonnull(strstr(ts_store_errmsg(s), "no parent thread \"nope\""));
+  ck_assert_int_eq(ts_store_thread_exists(s, "d"), 0);
+  ck_assert_int_eq(ts_store_thread_create_child(s, "d", "d", NULL, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_create_child(s, "d", "a b", NULL, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_create_child(s, "b", "z", NULL, NULL),
+                   TS_E_STORE_THREAD_EXISTS); /* no re-parenting */
+  /* depth first, children in creation order */
+  threads_seen v;
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_threads(s, see_thread, &v), 5);
+  const char *order[] = {"a", "b", "c", "b2", "z"};
+  const uint32_t depth[] = {0, 1, 2, 1, 0};
+  for (int i = 0; i < 5; i++) {
+    ck_assert_str_eq(v.id[i], order[i]);
+    ck_assert_uint_eq(v.depth[i], depth[i]);
+  }
+  ck_assert_uint_eq(v.children[0], 2);
+  ck_assert_str_eq(v.ws[1], "/ws/b");
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_thread_children(s, "a", see_thread, &v), 2);
+  ck_assert_str_eq(v.id[0], "b");
+  ck_assert_str_eq(v.id[1], "b2");
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_thread_get(s, "c", see_thread, &v), 1);
+  ck_assert_str_eq(v.parent[0], "b");
+  ck_assert_int_eq(ts_store_thread_get(s, "none", see_thread, &v), 0);
+  /* state */
+  ck_assert_int_eq(ts_store_thread_set_state(s, "c", "running"), 0);
+  ck_assert_int_eq(ts_store_thread_set_state(s, "c", "asleep"), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_set_state(s, "none", "done"), TS_E_STORE_NO_THREAD);
+  memset(&v, 0, sizeof v);
+  ts_store_thread_get(s, "c", see_thread, &v);
+  ck_assert_str_eq(v.state[0], "running");
+  /* counts: turns are assistant messages, calls are start records */
+  ck_assert_int_eq(ts_store_append_message(s, "c", TS_STORE_ASSISTANT, "{}", 2, NULL, NULL, 0, NULL), 0);
+  ck_assert_int_eq(ts_store_call_started(s, "c", 1, 0, "k0", "t", "{\"x\":1}", 7, NULL), 0);
+  ck_assert_int_eq(ts_store_call_finished(s, "c", 1, 0, "\"ok\"", 4, 0, NULL), 0);
+  ck_assert_int_eq(ts_store_call_started(s, "c", 1, 1, "k1", "u", "{}", 2, NULL), 0);
+  memset(&v, 0, sizeof v);
+  ts_store_thread_get(s, "c", see_thread, &v);
+  ck_assert_uint_eq(v.turns[0], 1);
+  ck_assert_uint_eq(v.calls[0], 2);
+  records r;
+  memset(&r, 0, sizeof r);
+  ck_assert_int_eq(ts_store_calls(s, "c", see_record, &r), 2);
+  ck_assert_str_eq(r.text[0], "1/0 t {\"x\":1} \"ok\"");
+  ck_assert_int_eq(r.finished[0], 1);
+  ck_assert_str_eq(r.text[1], "1/1 u {} (none)");
+  ck_assert_int_eq(r.finished[1], 0);
+  ts_store_close(s);
+}
+END_TEST
+
+typedef struct {
+  int n;
+  char line[8][300];
+} lines;
+
+static int see_value(void *user, const ts_store_env_value *e) {
+  lines *l = user;
+  if (l->n == 8) return 1;
+  snprintf(l->line[l->n++], sizeof l->line[0], "%s %s %s %.*s %s", e->thread, e->name,
+           e->type == TS_STORE_SECRET ? "secret" : "text", (int)e->len, (const char *)e->value,
+           e->origin);
+  return 0;
+}
+
+static int see_decl(void *user, const ts_store_env_decl *d) {
+  lines *l = user;
+  if (l->n == 8) return 1;
+  snprintf(l->line[l->n++], sizeof l->line[0], "%s %s %s r%d s%d %s / %s", d->thread, d->name,
+           d->type == TS_STORE_SECRET ? "secret" : "text", d->required, d->scoped,
+           d->description, d->declared_by);
+  return 0;
+}
+
+static int see_parked(void *user, const ts_store_parked *p) {
+  lines *l = user;
+  if (l->n == 8) return 1;
+  snprintf(l->line[l->n++], sizeof l->line[0], "%s %u/%u %s %s %s %s", p->thread, p->turn,
+           p->idx, p->call_id, p->tool, p->args, p->variable);
+  return 0;
+}
+
+START_TEST(test_environment) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+  ck_assert_int_eq(ts_store_env_has_secrets(s), 0);
+  ck_assert_int_eq(ts_store_env_set(s, "t", "B", TS_STORE_TEXT, "two", 3, "--var"), 0);
+  ck_assert_int_eq(ts_store_env_set(s, "t", "A", TS_STORE_TEXT, "one", 3, "env set"), 0);
+  ck_assert_int_eq(ts_store_env_set(s, "t", "A", TS_STORE_SECRET, "\x01\x00\x02", 3, "env set"), 0);
+  ck_assert_int_eq(ts_store_env_has_secrets(s), 1);
+  ck_assert_int_eq(ts_store_env_set(s, "nope", "A", TS_STORE_TEXT, "x", 1, "o"), TS_E_STORE_NO_THREAD);
+  ck_assert_int_eq(ts_store_env_set(s, "t", "1A", TS_STORE_TEXT, "x", 1, "o"), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_env_set(s, "t", "A B", TS_STORE_TEXT, "x", 1, "o"), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_env_set(s, "t", "", TS_STORE_TEXT, "x", 1, "o"), TS_E_INVAL);
+  char longname[TS_STORE_VAR_NAME_MAX + 2];
+  memset(longname, 'a', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  ck_assert_int_eq(ts_store_env_set(s, "t", longname, TS_STORE_TEXT, "x", 1, "o"), TS_E_INVAL);
+  longname[TS_STORE_VAR_NAME_MAX] = '\0';
+  ck_assert_int_eq(ts_store_env_set(s, "t", longname, TS_STORE_TEXT, "x", 1, "o"), 0);
+  ck_assert_int_eq(ts_store_env_unset(s, "t", longname), 1);
+  ck_assert_int_eq(ts_store_env_unset(s, "t", longname), 0);
+  ck_assert_int_eq(ts_store_env_set(s, "t", "E", TS_STORE_TEXT, NULL, 0, "o"), 0); /* empty */
+  lines l;
+  memset(&l, 0, sizeof l);
+  ck_assert_int_eq(ts_store_env_list(s, "t", see_value, &l), 3);
+  ck_assert_int_eq(memcmp(l.line[0], "t A secret \x01", 12), 0); /* bytes as given */
+  ck_assert_str_eq(l.line[1], "t B text two --var");
+  ck_assert_str_eq(l.line[2], "t E text  o");
+  memset(&l, 0, sizeof l);
+  ck_assert_int_eq(ts_store_env_get(s, "t", "B", see_value, &l), 1);
+  ck_assert_int_eq(ts_store_env_get(s, "t", "C", see_value, &l), 0);
+  ck_assert_int_eq(ts_store_env_get(s, "t", "B", NULL, NULL), TS_E_INVAL);
+  /* declarations */
+  ts_store_env_decl d = {"t", "KEY", TS_STORE_SECRET, 1, 1, "the API key", "tool search"};
+  ck_assert_int_eq(ts_store_env_declare(s, &d), 0);
+  d.description = "the key";
+  ck_assert_int_eq(ts_store_env_declare(s, &d), 0); /* replaced */
+  d.name = "bad name";
+  ck_assert_int_eq(ts_store_env_declare(s, &d), TS_E_INVAL);
+  memset(&l, 0, sizeof l);
+  ck_assert_int_eq(ts_store_env_decls(s, "t", see_decl, &l), 1);
+  ck_assert_str_eq(l.line[0], "t KEY secret r1 s1 the key / tool search");
+  ck_assert_int_eq(ts_store_env_decl_get(s, "t", "KEY", see_decl, &l), 1);
+  ck_assert_int_eq(ts_store_env_decl_get(s, "t", "NOPE", see_decl, &l), 0);
+  /* settings */
+  char buf[64];
+  ck_assert_int_eq(ts_store_setting_get(s, "k", buf, sizeof buf), 0);
+  ck_assert_int_eq(ts_store_setting_set(s, "k", "v1"), 0);
+  ck_assert_int_eq(ts_store_setting_set(s, "k", "v2"), 0);
+  ck_assert_int_eq(ts_store_setting_get(s, "k", buf, sizeof buf), 1);
+  ck_assert_str_eq(buf, "v2");
+  ck_assert_int_eq(ts_store_setting_get(s, "k", buf, 2), 1); /* cut, with its NUL */
+  ck_assert_str_eq(buf, "v");
+  /* another connection's commit changes the data version; our own does not */
+  uint64_t v1, v2, v3;
+  ck_assert_int_eq(ts_store_data_version(s, &v1), 0);
+  ck_assert_int_eq(ts_store_env_set(s, "t", "B", TS_STORE_TEXT, "3", 1, "o"), 0);
+  ck_assert_int_eq(ts_store_data_version(s, &v2), 0);
+  ck_assert_uint_eq(v1, v2);
+  ts_store *other = open_ok(tmp);
+  ck_assert_int_eq(ts_store_env_set(other, "t", "B", TS_STORE_TEXT, "4", 1, "o"), 0);
+  ts_store_close(other);
+  ck_assert_int_eq(ts_store_data_version(s, &v3), 0);
+  ck_assert_uint_ne(v2, v3);
+  ts_store_close(s);
+}
+END_TEST
+
+START_TEST(test_parked_calls) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+  ck_assert_int_eq(ts_store_thread_create(s, "u", NULL), 0);
+  ck_assert_int_eq(ts_store_call_park(s, "t", 2, 1, "c1", "search", "{\"q\":1}", 7, "KEY"), 0);
+  ck_assert_int_eq(ts_store_call_park(s, "t", 2, 1, "c1", "search", "{\"q\":1}", 7, "ID"), 0);
+  ck_assert_int_eq(ts_store_call_park(s, "u", 1, 0, "c0", "x", "{}", 2, "V"), 0);
+  ck_assert_int_eq(ts_store_call_park(s, "t", 2, 2, "c2", "search", "{bad", 4, "KEY"), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_call_park(s, "nope", 2, 2, "c2", "s", "{}", 2, "KEY"),
+                   TS_E_STORE_NO_THREAD);
+  /* a parked call shows as waiting, whatever state was recorded */
+  ck_assert_int_eq(ts_store_thread_set_state(s, "t", "running"), 0);
+  threads_seen v;
+  memset(&v, 0, sizeof v);
+  ts_store_thread_get(s, "t", see_thread, &v);
+  ck_assert_str_eq(v.state[0], "waiting_for_variable");
+  lines l;
+  memset(&l, 0, sizeof l);
+  ck_assert_int_eq(ts_store_parked_calls(s, NULL, see_parked, &l), 2);
+  ck_assert_str_eq(l.line[0], "t 2/1 c1 search {\"q\":1} ID");
+  ck_assert_str_eq(l.line[1], "u 1/0 c0 x {} V");
+  /* starting it unparks it, in the same transaction */
+  ck_assert_int_eq(ts_store_call_started(s, "t", 2, 1, "c1", "search", "{\"q\":1}", 7, NULL), 0);
+  memset(&l, 0, sizeof l);
+  ck_assert_int_eq(ts_store_parked_calls(s, "t", see_parked, &l), 0);
+  memset(&v, 0, sizeof v);
+  ts_store_thread_get(s, "t", see_thread, &v);
+  ck_assert_str_eq(v.state[0], "running");
+  /* a started call cannot be parked */
+  ck_assert_int_eq(ts_store_call_park(s, "t", 2, 1, "c1", "search", "{}", 2, "KEY"),
+                   TS_E_STORE_CALL_FINISHED);
+  ck_assert_int_eq(ts_store_parked_calls(s, "u", see_parked, &l), 1);
+  ts_store_close(s);
+}
+END_TEST
+
 /* ---- bad inputs --------------------------------------------------------------------------- */
 
 START_TEST(test_bad_inputs) {
@@ -730,6 +1023,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_events);
   tcase_add_test(tc, test_reopen_keeps_everything);
   tcase_add_test(tc, test_migrations);
+  tcase_add_test(tc, test_migration_from_release);
+  tcase_add_test(tc, test_thread_tree);
+  tcase_add_test(tc, test_environment);
+  tcase_add_test(tc, test_parked_calls);
   tcase_add_test(tc, test_bad_inputs);
   tcase_add_test(tc, test_out_of_memory);
   tcase_add_test(tc, test_commit_cost);

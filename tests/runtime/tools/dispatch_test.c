@@ -173,7 +173,8 @@ START_TEST(test_index_order_not_completion_order) {
   ts_store *s = open_store();
   ts_registry *reg = make_registry(NULL);
   ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
-  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
+  ts_dispatch_config cfg = {.store = s, .reg = reg, .thread = "t", .turn = 1,
+                            .on_event = on_event, .user = &l, .pipelined = 1};
   ts_dispatch *d = NULL;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   ck_assert_ptr_nonnull(d);
@@ -213,7 +214,8 @@ START_TEST(test_new_tells_errors_apart) {
   ts_store *s = open_store();
   ts_registry *reg = make_registry(NULL);
   ts_dispatch *d = (ts_dispatch *)&R;
-  ts_dispatch_config cfg = {s, reg, "t", 1, NULL, NULL, 1};
+  ts_dispatch_config cfg = {.store = s, .reg = reg, .thread = "t", .turn = 1,
+                            .on_event = NULL, .user = NULL, .pipelined = 1};
   ck_assert_int_eq(ts_dispatch_new(NULL, &cfg), TS_E_INVAL);
   ck_assert_int_eq(ts_dispatch_new(&d, NULL), TS_E_INVAL);
   cfg.store = NULL;
@@ -252,7 +254,8 @@ START_TEST(test_pipelined_starts_while_later_calls_stream) {
   reset();
   ts_store *s = open_store();
   ts_registry *reg = make_registry(NULL);
-  ts_dispatch_config cfg = {s, reg, "t", 1, NULL, NULL, 1};
+  ts_dispatch_config cfg = {.store = s, .reg = reg, .thread = "t", .turn = 1,
+                            .on_event = NULL, .user = NULL, .pipelined = 1};
   ts_dispatch *d = NULL;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   feed(d, TS_TAP_TOOL_CALL_STARTED, 0, "rec", NULL);
@@ -292,7 +295,8 @@ START_TEST(test_errors_become_results) {
   ts_store *s = open_store();
   ts_registry *reg = make_registry(NULL);
   ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
-  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
+  ts_dispatch_config cfg = {.store = s, .reg = reg, .thread = "t", .turn = 1,
+                            .on_event = on_event, .user = &l, .pipelined = 1};
   ts_dispatch *d = NULL;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":7}");                      /* schema */
@@ -383,7 +387,8 @@ START_TEST(test_annotations_unchanged_and_inert) {
     reset();
     ts_store *s = open_store();
     ts_registry *r2 = make_registry(variants[v]);
-    ts_dispatch_config cfg = {s, r2, "t", 1, NULL, NULL, 1};
+    ts_dispatch_config cfg = {.store = s, .reg = r2, .thread = "t", .turn = 1,
+                            .on_event = NULL, .user = NULL, .pipelined = 1};
     ts_dispatch *d = NULL;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
     feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
@@ -422,7 +427,8 @@ START_TEST(test_tools_file_merges) {
   ck_assert_uint_eq(ts_registry_count(reg), 3);
   /* the C implementation stays bound; the file-only tool has none */
   ts_tool_result res;
-  ts_call_info ci = {"t", 1, 0, "c", "rec", NULL, NULL, 0};
+  ts_call_info ci = {.thread = "t", .turn = 1, .index = 0, .call_id = "c", .tool = "rec",
+                     .cancel = NULL, .queue = NULL};
   ts_tool_execute(t, &ci, "{}", 2, &res);
   ck_assert_int_eq(res.is_error, 0);
   ts_tool_result_free(&res);
