@@ -182,6 +182,26 @@ int ts_provider_url(const ts_provider *p, const char *base, const char *model, c
   return TS_E_OK;
 }
 
+void ts__provider_tools(ts_buf *b, const ts_request *r, int function_wrapper, const char *schema_key) {
+  if (!r->ntools) return;
+  ts_buf_puts(b, ",\"tools\":[");
+  for (size_t i = 0; i < r->ntools; i++) {
+    const ts_req_tool *t = &r->tools[i];
+    if (i) ts_buf_putc(b, ',');
+    if (function_wrapper) ts_buf_puts(b, "{\"type\":\"function\",\"function\":");
+    ts_buf_puts(b, "{\"name\":");
+    ts_buf_append_json_string(b, t->name.p, t->name.len);
+    ts_buf_puts(b, ",\"description\":");
+    ts_buf_append_json_string(b, t->description.p, t->description.len);
+    ts_buf_puts(b, ",\"");
+    ts_buf_puts(b, schema_key);
+    ts_buf_puts(b, "\":");
+    ts_buf_append_json_compact(b, t->schema.p, t->schema.len);
+    ts_buf_puts(b, function_wrapper ? "}}" : "}");
+  }
+  ts_buf_putc(b, ']');
+}
+
 void ts__provider_result_text(ts_buf *b, const ts_req_message *m) {
   if (!m->is_error) {
     ts_buf_append_json_string(b, m->text.p, m->text.len);

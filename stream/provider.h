@@ -215,6 +215,11 @@ typedef void (*ts_provider_schema_fn)(void *user, struct ts_jv *jv, int name_tok
 void ts_provider_tool_schemas(const ts_provider *p, struct ts_jv *jv, ts_provider_schema_fn fn,
                               void *user);
 
+/* For the provider files: writes `,"tools":[...]` (nothing when there are none), each
+ * tool {"name","description",SCHEMA_KEY:schema}, wrapped as {"type":"function",
+ * "function":{...}} when `function_wrapper` is set (the Chat Completions shape). */
+void ts__provider_tools(ts_buf *b, const ts_request *r, int function_wrapper, const char *schema_key);
+
 /* For the provider files: writes a tool result's text as a JSON string, "Error: " before
  * it when the result is an error (for formats that have no error flag). */
 void ts__provider_result_text(ts_buf *b, const ts_req_message *m);
