@@ -371,6 +371,46 @@ static void thread_info(ts_serve *s, struct evhttp_request *req, const char *thr
   ts_buf_fini(&j);
 }
 
+/* One thread of GET /threads as a JSON object. */
+static int thread_row(void *user, const ts_store_thread *t) {
+  ts_buf *b = user;
+  if (b->len && b->p[b->len - 1] != '[') ts_buf_putc(b, ',');
+  ts_buf_puts(b, "{\"id\":");
+  ts_buf_append_json_string(b, t->id, strlen(t->id));
+  if (t->parent) {
+    ts_buf_puts(b, ",\"parent\":");
+    ts_buf_append_json_string(b, t->parent, strlen(t->parent));
+  }
+  ts_buf_puts(b, ",\"state\":");
+  ts_buf_append_json_string(b, t->state, strlen(t->state));
+  ts_buf_puts(b, ",\"created_ms\":");
+  ts_buf_append_u64(b, (uint64_t)(t->created_at_ms > 0 ? t->created_at_ms : 0));
+  ts_buf_puts(b, ",\"last_activity_ms\":");
+  ts_buf_append_u64(b, (uint64_t)(t->last_activity_ms > 0 ? t->last_activity_ms : 0));
+  ts_buf_puts(b, ",\"turns\":");
+  ts_buf_append_u64(b, t->turns);
+  ts_buf_puts(b, ",\"calls\":");
+  ts_buf_append_u64(b, t->calls);
+  ts_buf_puts(b, ",\"children\":");
+  ts_buf_append_u64(b, t->children);
+  ts_buf_puts(b, ",\"depth\":");
+  ts_buf_append_u64(b, t->depth);
+  ts_buf_putc(b, '}');
+  return b->err != 0;
+}
+
+/* GET /threads: every thread of the store, each root followed by its subtree. */
+static void threads_list(ts_serve *s, struct evhttp_request *req) {
+  ts_buf b;
+  ts_buf_init(&b, (size_t)64 << 20);
+  ts_buf_puts(&b, "{\"threads\":[");
+  int rc = s->cfg.store ? ts_store_threads(s->cfg.store, thread_row, &b) : 0;
+  ts_buf_puts(&b, "]}\n");
+  if (rc < 0 || b.err) reply_error(req, 500, "Internal Server Error", "cannot list the threads");
+  else reply_text(req, 200, "OK", "application/json", b.p);
+  ts_buf_fini(&b);
+}
+
 static void on_request(struct evhttp_request *req, void *arg) {
   ts_serve *s = arg;
   if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
@@ -409,6 +449,11 @@ static void on_request(struct evhttp_request *req, void *arg) {
   if (!token_ok(s, req, &q)) {
     evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
     reply_error(req, 401, "Unauthorized", "a bearer token is required");
+    evhttp_clear_headers(&q);
+    return;
+  }
+  if (!strcmp(path, "/threads") || !strcmp(path, "/threads/")) {
+    threads_list(s, req);
     evhttp_clear_headers(&q);
     return;
   }

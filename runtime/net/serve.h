@@ -3,6 +3,9 @@
  * --serve` and, later, the gateway).
  *
  *   GET /                       the live page (web/, compiled into the binary)
+ *   GET /threads                {"threads":[{id, parent?, state, created_ms,
+ *                                last_activity_ms, turns, calls, children, depth}...]}:
+ *                               every thread, each root followed by its subtree
  *   GET /threads/ID             {"thread":ID,"last_seq":N}
  *   GET /threads/ID/events      the thread's events, then live:
  *       text/event-stream (default): one SSE event per event, `id:` = its seq, a

@@ -88,6 +88,12 @@ try {
   const textParts = last?.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
   check(textParts === want, 'AI SDK: the text parts', textParts);
 
+  // the thread list
+  r = await fetch(`${srv.url}/threads`);
+  const list = await r.json();
+  const row = list.threads.find((t) => t.id === 'ui1');
+  check(row && row.turns >= 1 && row.calls === 1 && !row.parent, 'GET /threads lists the thread', JSON.stringify(row));
+
   // security
   r = await fetch(`${base}?follow=0`, { headers: { Origin: 'http://evil.example' } });
   check(r.status === 403, 'a foreign Origin is refused', r.status);
