@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "stream/json_members.h"
 
 int ts_bus_wire_split(const char *msg, size_t len, const char **thread, size_t *thread_len,
                       const char **json, size_t *json_len) {
@@ -44,32 +45,13 @@ int ts_bus_parse_u64(const char **pp, const char *end, uint64_t *out) {
 }
 
 int ts_bus_json_seq(const char *json, size_t len, uint64_t *seq) {
-  const char *p = json, *end = json + len;
-  int depth = 0;
-  while (p < end) {
-    char c = *p++;
-    if (c == '"') {
-      const char *s = p; /* string body starts here */
-      while (p < end && *p != '"') p += (*p == '\\') ? 2 : 1;
-      if (p >= end) return TS_E_INVAL;
-      size_t n = (size_t)(p - s);
-      p++; /* closing quote */
-      if (depth == 1 && n == 3 && !memcmp(s, "seq", 3)) {
-        const char *q = p;
-        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n')) q++;
-        if (q < end && *q == ':') {
-          q++;
-          while (q < end && (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n')) q++;
-          return ts_bus_parse_u64(&q, end, seq);
-        }
-      }
-    } else if (c == '{' || c == '[') {
-      depth++;
-    } else if (c == '}' || c == ']') {
-      depth--;
-    }
-  }
-  return TS_E_INVAL;
+  /* the one top-level member walker (stream/json_members.h): a "seq" inside `arguments`
+   * or inside a string never counts */
+  ts_view v = ts_json_member(json, len, "seq");
+  if (!v.p) return TS_E_INVAL;
+  const char *p = v.p;
+  if (ts_bus_parse_u64(&p, v.p + v.len, seq) || p != v.p + v.len) return TS_E_INVAL;
+  return 0;
 }
 
 int ts__bus_node_link(ts_hmap *m, ts__bus_node *node, const char *key, size_t klen) {
