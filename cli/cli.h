@@ -28,6 +28,13 @@ int ts_cli_serve(int argc, char **argv);
  * nonzero (checked every 100 ms); ts_cli_endpoint_start serves on a thread of its own
  * until ts_cli_endpoint_stop, which also frees it. */
 typedef struct ts_cli_endpoint ts_cli_endpoint;
+/* The endpoint on an event loop of the caller's (the gateway's): `store` may be NULL (live
+ * events only, fed by ts_serve_publish). *token must be freed after the server. */
+struct event_base;
+struct ts_serve;
+struct ts_store;
+int ts_cli_serve_on(const ts_cli_common *c, const char *listen, struct event_base *base,
+                    struct ts_store *store, struct ts_serve **srv, char **token);
 int ts_cli_endpoint_open(const ts_cli_common *c, const char *listen, const char *data_dir,
                          volatile sig_atomic_t *stop, ts_cli_endpoint **out);
 void ts_cli_endpoint_run(ts_cli_endpoint *e);

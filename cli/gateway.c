@@ -15,12 +15,14 @@
 #include "events/bus_pub.h"
 #include "cli/cli.h"
 #include "net/gateway.h"
+#include "net/serve.h"
 #include "stream/tool_defs.h"
 
 enum {
   O_LISTEN = 1, O_UPSTREAM, O_DELTAS, O_TEXT, O_CONNECT_TIMEOUT, O_HEADERS_TIMEOUT,
   O_IDLE_TIMEOUT, O_MAX_HEADER, O_MAX_BODY,
-  O_HEAD_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT /* limits against hostile clients */
+  O_HEAD_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, /* limits against hostile clients */
+  O_SERVE
 };
 
 static const ts_cli_opt gw_opts[] = {
@@ -54,11 +56,18 @@ static const ts_cli_opt gw_opts[] = {
      "concurrent connections from one client address; the extra ones\n"
      "get 503 (default: half of --max-connections)", NULL},
 };
+static const ts_cli_opt gw_serve_opts[] = {
+    {"serve", 0, TS_CLI_STRING, O_SERVE, 0, 0, "HOST:PORT",
+     "also serve the HTTP event endpoint and live page (toolstream serve's,\n"
+     "live events only: the gateway keeps no store)", NULL},
+};
+static const ts_cli_group gw_serve_group = {"gateway", NULL, gw_serve_opts, 1, NULL};
 static const ts_cli_group gw_group = {"gateway", NULL, gw_opts, sizeof gw_opts / sizeof gw_opts[0],
                                       NULL};
 static const ts_cli_group *const gw_groups[] = {&gw_group, &ts_cli_group_ca, &ts_cli_group_tools,
                                                 &ts_cli_group_bus,
-                                                &ts_cli_group_browsers, NULL};
+                                                &ts_cli_group_browsers, &gw_serve_group,
+                                                &ts_cli_group_endpoint, NULL};
 
 const ts_cli_command ts_cli_cmd_gateway = {
     "gateway",
@@ -85,6 +94,7 @@ typedef struct {
   char (*prefixes)[256];
   size_t nups;
   const char *listen;
+  const char *serve;
 } gw_args;
 
 static int gw_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) {
@@ -122,6 +132,7 @@ static int gw_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) 
     case O_HEAD_TIMEOUT: a->cfg->head_timeout_ms = (int)n; break;
     case O_MAX_CONNECTIONS: a->cfg->max_connections = (size_t)n; break;
     case O_MAX_PER_CLIENT: a->cfg->max_per_client = (size_t)n; break;
+    case O_SERVE: a->serve = val; break;
   }
   return 0;
 }
@@ -147,11 +158,13 @@ int ts_cli_gateway(int argc, char **argv) {
   struct event_base *base = NULL;
   struct event *sigint = NULL, *sigterm = NULL;
   ts_gw *gw = NULL;
+  ts_serve *srv = NULL;
+  char *token = NULL;
   char host[256];
 
   ts_cli_common com;
   memset(&com, 0, sizeof com);
-  gw_args a = {&cfg, ups, prefixes, 0, "127.0.0.1:8787"};
+  gw_args a = {&cfg, ups, prefixes, 0, "127.0.0.1:8787", NULL};
   rc = ts_cli_parse(&ts_cli_cmd_gateway, argc, argv, &com, gw_set, &a);
   if (rc >= 0) goto out;
   rc = 2;
@@ -188,6 +201,12 @@ int ts_cli_gateway(int argc, char **argv) {
     fprintf(stderr, "toolstream gateway: out of memory\n");
     goto out;
   }
+  if (a.serve) {
+    com.who = "toolstream gateway";
+    if ((rc = ts_cli_serve_on(&com, a.serve, base, NULL, &srv, &token))) goto out;
+    rc = 1;
+    cfg.serve = srv;
+  }
   char why[512] = "";
   int gr = ts_gw_new(base, &cfg, &gw, why, sizeof why);
   if (gr) {
@@ -213,6 +232,8 @@ out:
   if (sigint) event_free(sigint);
   if (sigterm) event_free(sigterm);
   ts_gw_free(gw);
+  ts_serve_free(srv); /* after the gateway: its sinks feed the endpoint */
+  free(token);
   if (base) event_base_free(base);
   if (pub) ts_pub_close(pub);
   ts_tool_defs_free(&defs);

@@ -121,32 +121,53 @@ void ts_cli_endpoint_free(ts_cli_endpoint *e) {
   free(e);
 }
 
-int ts_cli_endpoint_open(const ts_cli_common *c, const char *listen, const char *data_dir,
-                         volatile sig_atomic_t *stop, ts_cli_endpoint **out) {
-  *out = NULL;
+int ts_cli_serve_on(const ts_cli_common *c, const char *listen, struct event_base *base,
+                    ts_store *store, ts_serve **srv, char **token) {
+  *srv = NULL;
+  *token = NULL;
   char host[256];
   int port;
   if (split_listen(listen, host, sizeof host, &port)) {
     fprintf(stderr, "%s: the listen address takes HOST:PORT, not '%s'\n", c->who, listen);
     return 2;
   }
-  ts_cli_endpoint *e = calloc(1, sizeof *e);
-  if (!e) return 1;
-  e->stop = stop;
   if (c->token_file) {
     size_t len;
-    if (ts_file_read(c->token_file, 4096, &e->token, &len)) {
+    if (ts_file_read(c->token_file, 4096, token, &len)) {
       fprintf(stderr, "%s: cannot read --token-file %s: %s\n", c->who, c->token_file, strerror(errno));
-      ts_cli_endpoint_free(e);
       return 1;
     }
-    e->token[strcspn(e->token, "\r\n")] = '\0';
-    if (!e->token[0]) {
+    (*token)[strcspn(*token, "\r\n")] = '\0';
+    if (!(*token)[0]) {
       fprintf(stderr, "%s: --token-file %s holds no token\n", c->who, c->token_file);
-      ts_cli_endpoint_free(e);
+      free(*token);
+      *token = NULL;
       return 1;
     }
   }
+  ts_serve_config cfg = {.host = host, .port = port, .store = store, .origins = c->origins,
+                         .norigins = c->n_origins, .token = *token};
+  char err[256];
+  if (ts_serve_new(base, &cfg, srv, err, sizeof err)) {
+    fprintf(stderr, "%s: %s\n", c->who, err[0] ? err : "cannot start the event endpoint");
+    free(*token);
+    *token = NULL;
+    return 1;
+  }
+  int v6 = strchr(host, ':') != NULL;
+  fprintf(stderr, "%s: http://%s%s%s:%d/%s%s%s\n", c->who, v6 ? "[" : "", host, v6 ? "]" : "",
+          ts_serve_port(*srv), store ? " (store " : " (live events only)", store ? ts_store_path(store) : "",
+          store ? ")" : "");
+  fflush(stderr);
+  return 0;
+}
+
+int ts_cli_endpoint_open(const ts_cli_common *c, const char *listen, const char *data_dir,
+                         volatile sig_atomic_t *stop, ts_cli_endpoint **out) {
+  *out = NULL;
+  ts_cli_endpoint *e = calloc(1, sizeof *e);
+  if (!e) return 1;
+  e->stop = stop;
   char why[512];
   if (ts_store_open(data_dir, &e->store, why, sizeof why)) {
     fprintf(stderr, "%s: %s\n", c->who, why);
@@ -158,13 +179,10 @@ int ts_cli_endpoint_open(const ts_cli_common *c, const char *listen, const char 
     ts_cli_endpoint_free(e);
     return 1;
   }
-  ts_serve_config cfg = {.host = host, .port = port, .store = e->store, .origins = c->origins,
-                         .norigins = c->n_origins, .token = e->token};
-  char err[256];
-  if (ts_serve_new(e->base, &cfg, &e->srv, err, sizeof err)) {
-    fprintf(stderr, "%s: %s\n", c->who, err[0] ? err : "cannot start the event endpoint");
+  int rc = ts_cli_serve_on(c, listen, e->base, e->store, &e->srv, &e->token);
+  if (rc) {
     ts_cli_endpoint_free(e);
-    return 1;
+    return rc;
   }
   e->tick = event_new(e->base, -1, EV_PERSIST, check_stop, e);
   struct timeval tv = {0, 100000};
@@ -172,10 +190,6 @@ int ts_cli_endpoint_open(const ts_cli_common *c, const char *listen, const char 
     ts_cli_endpoint_free(e);
     return 1;
   }
-  int v6 = strchr(host, ':') != NULL;
-  fprintf(stderr, "%s: http://%s%s%s:%d/ (store %s)\n", c->who, v6 ? "[" : "", host, v6 ? "]" : "",
-          ts_serve_port(e->srv), ts_store_path(e->store));
-  fflush(stderr);
   *out = e;
   return 0;
 }

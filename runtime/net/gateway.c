@@ -78,6 +78,7 @@
 #include "base/thread_id.h"
 #include "events/event.h"
 #include "events/sink.h"
+#include "net/serve.h"
 #include "net/chunked.h"
 #include "net/gw_metrics.h"
 #include "net/gw_route.h"
@@ -214,8 +215,15 @@ static void gw_log(ts_gw *gw, const char *fmt, ...) {
 
 /* A sink publishing on the gateway's bus for `thread` (events/sink.h: numbered, stamped,
  * encoded once, published; nothing written or stored). NULL when out of memory. */
+/* Each event, as every destination got it, to the endpoint's live streams too. */
+static void to_endpoint(void *user, const ts_event *ev, const char *json, size_t len) {
+  const ts_gw *gw = user;
+  ts_serve_publish(gw->cfg.serve, ev->thread.p, ev->thread.len, ev->seq, json, len);
+}
+
 static ts_sink *thread_sink(const ts_gw *gw, const char *thread) {
-  ts_sink_config sc = {.thread = thread, .who = "toolstream gateway", .pub = gw->cfg.pub};
+  ts_sink_config sc = {.thread = thread, .who = "toolstream gateway", .pub = gw->cfg.pub,
+                       .emitted = gw->cfg.serve ? to_endpoint : NULL, .emitted_user = (void *)gw};
   ts_sink *s = NULL;
   return ts_sink_new(&sc, &s) == TS_E_OK ? s : NULL;
 }
@@ -246,7 +254,7 @@ static ts_sink *named_sink(ts_gw *gw, const char *thread) {
 static void publish(conn *c, const ts_tap_event *e) {
   ts_gw *gw = c->gw;
   if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) gw->m.st.tap_errors++;
-  if (!gw->cfg.pub) return;
+  if (!gw->cfg.pub && !gw->cfg.serve) return;
   ts_sink *sink = c->named_thread ? named_sink(gw, c->thread) : NULL;
   if (!sink) { /* a made-up thread, or the map is full: this request's own numbering */
     c->named_thread = 0;
@@ -740,7 +748,7 @@ static int start_reply(conn *c) {
   ts_view ct = {NULL, 0};
   ts_http_field_get(h, "Content-Type", &ct);
   int code = h->status;
-  if (code >= 200 && code < 300 && gw->cfg.pub && ct.len >= 17 &&
+  if (code >= 200 && code < 300 && (gw->cfg.pub || gw->cfg.serve) && ct.len >= 17 &&
       !strncasecmp(ct.p, "text/event-stream", 17)) {
     ts_tap_config cfg;
     memset(&cfg, 0, sizeof cfg);

@@ -156,6 +156,9 @@ typedef struct {
   void *log_user;
   int deltas;              /* publish tool_call_delta too */
   int text;                /* publish text_delta too */
+  /* The HTTP event endpoint on the same loop (net/serve.h; no store): every event goes to
+   * its live streams as well. May be NULL; borrowed. */
+  struct ts_serve *serve;
 } ts_gw_config;
 
 typedef struct ts_gw ts_gw;

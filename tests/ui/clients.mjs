@@ -129,6 +129,52 @@ try {
     'run --serve: a follower gets every event of the run, live', `${got.length} vs ${printed.length}`);
 }
 
+// gateway --serve: the gateway's events (no store) go live to a follower of its endpoint.
+{
+  const ms = spawn(join(bin, 'model_server'), [join(dir, 'session')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const msPort = await new Promise((resolve) => {
+    ms.stdout.setEncoding('utf8');
+    ms.stdout.once('data', (d) => resolve(d.trim().split('\n')[0]));
+  });
+  const gw = spawn(join(bin, 'toolstream'), ['gateway', '--listen', '127.0.0.1:0', '--upstream',
+    `http://127.0.0.1:${msPort}`, '--serve', '127.0.0.1:0', '--progress-arg', 'write_file=description'],
+    { stdio: ['ignore', 'pipe', 'pipe'] });
+  let gout = '', gerr = '';
+  gw.stdout.setEncoding('utf8');
+  gw.stderr.setEncoding('utf8');
+  const [gwUrl, epUrl] = await new Promise((resolve, reject) => {
+    const tryBoth = () => {
+      const a = gout.match(/http:\/\/127\.0\.0\.1:(\d+)/), b = gerr.match(/http:\/\/127\.0\.0\.1:(\d+)\//);
+      if (a && b) resolve([`http://127.0.0.1:${a[1]}`, `http://127.0.0.1:${b[1]}`]);
+    };
+    gw.stdout.on('data', (d) => { gout += d; tryBoth(); });
+    gw.stderr.on('data', (d) => { gerr += d; tryBoth(); });
+    gw.on('exit', (code) => reject(new Error(`gateway exited ${code}: ${gerr}`)));
+  });
+  const ac = new AbortController();
+  const follow = fetch(`${epUrl}/threads/gwt/events`, { headers: { Accept: 'application/x-ndjson' }, signal: ac.signal });
+  const res = await follow;
+  const reader = res.body.getReader();
+  const r = await fetch(`${gwUrl}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Toolstream-Thread': 'gwt' },
+    body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+  await r.text();
+  let got = '';
+  const until = Date.now() + 60000;
+  while (!got.includes('"turn_finished"') && Date.now() < until) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    got += new TextDecoder().decode(value);
+  }
+  ac.abort();
+  const evs = got.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  check(evs.some((e) => e.type === 'tool_call_started' && e.progress === 'writing index.html') &&
+    evs.at(-1).type === 'turn_finished' && evs.every((e, i) => e.seq === i + 1 && e.thread === 'gwt'),
+    'gateway --serve: the proxied reply\'s events reach a follower live', got.slice(0, 300));
+  gw.kill();
+  ms.stdin.end();
+  ms.kill();
+}
+
 const secured = await serve(bin, dir, ['--token-file', join(dir, 'token')]);
 try {
   let r = await fetch(`${secured.url}/threads/ui1/events?follow=0`);
