@@ -22,7 +22,7 @@ enum {
   O_LISTEN = 1, O_UPSTREAM, O_DELTAS, O_TEXT, O_CONNECT_TIMEOUT, O_HEADERS_TIMEOUT,
   O_IDLE_TIMEOUT, O_MAX_HEADER, O_MAX_BODY,
   O_HEAD_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, /* limits against hostile clients */
-  O_SERVE
+  O_SERVE, O_QUIET
 };
 
 static const ts_cli_opt gw_opts[] = {
@@ -34,6 +34,8 @@ static const ts_cli_opt gw_opts[] = {
      "client's); with PREFIX, only for paths starting with PREFIX\n"
      "(longest prefix wins); repeatable, up to 16", NULL},
     {"deltas", 0, TS_CLI_FLAG, O_DELTAS, 0, 0, NULL, "also publish tool_call_delta", NULL},
+    {"quiet", 0, TS_CLI_FLAG, O_QUIET, 0, 0, NULL,
+     "no access-log line per request on standard error", NULL},
     {"text", 0, TS_CLI_FLAG, O_TEXT, 0, 0, NULL, "also publish text_delta", NULL},
     {"connect-timeout", 0, TS_CLI_MS, O_CONNECT_TIMEOUT, 1, 86400000, "MS",
      "TCP connect to the upstream (default 10000)", NULL},
@@ -82,7 +84,8 @@ const ts_cli_command ts_cli_cmd_gateway = {
     "The thread id is the X-Toolstream-Thread request header (an invalid one, or one\n"
     "over 256 bytes, is refused with 400), or a fresh one; it is returned in the\n"
     "X-Toolstream-Thread response header. GET /healthz and /metrics\n"
-    "(Prometheus) are answered by the gateway itself.\n"
+    "(Prometheus) are answered by the gateway itself. Each request gets one line on\n"
+    "standard error: client \"METHOD /path\" status thread=ID milliseconds (--quiet: none).\n"
     "Exit status: 0 after SIGINT or SIGTERM; 1 when it cannot start (a --tools file\n"
     "that cannot be read, a port in use); 2 for usage errors.",
     ts_cli_gateway,
@@ -133,6 +136,7 @@ static int gw_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) 
     case O_MAX_CONNECTIONS: a->cfg->max_connections = (size_t)n; break;
     case O_MAX_PER_CLIENT: a->cfg->max_per_client = (size_t)n; break;
     case O_SERVE: a->serve = val; break;
+    case O_QUIET: a->cfg->quiet = 1; break;
   }
   return 0;
 }

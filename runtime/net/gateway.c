@@ -180,6 +180,9 @@ struct conn {
   char *scratch;
   size_t scratch_cap;
   double t_start;
+  double t_request; /* when the request's head was complete (the access log) */
+  int log_status;   /* the status this exchange answered (0: none yet) */
+  char log_line[320]; /* "METHOD /path" of the exchange, for the access log */
   int named_thread; /* the thread id came from the client: its seq lives in the map */
   ts_sink *sink;    /* a made-up thread's sink (that thread is this request only) */
   char thread[TS_THREAD_ID_MAX + 1];
@@ -428,7 +431,18 @@ static void conn_free(conn *c) {
 
 /* The exchange is over: the connection waits for the next request, or (close_after, or
  * not kept alive) closes once its output has drained. May free c. */
+/* One access-log line per exchange, on standard error unless the gateway is quiet:
+ * client, request line, status (0: the reply was cut), thread, milliseconds. */
+static void access_log(conn *c) {
+  if (c->gw->cfg.quiet || !c->log_line[0]) return;
+  fprintf(stderr, "toolstream gateway: %s \"%s\" %d thread=%s %.1f ms\n", c->peer ? c->peer->key : "-",
+          c->log_line, c->log_status, c->thread[0] ? c->thread : "-",
+          (mono_s() - c->t_request) * 1000);
+  c->log_line[0] = '\0';
+}
+
 static void exchange_done(conn *c, int close_after) {
+  access_log(c);
   upstream_free(c);
   request_reset(c);
   if (close_after || !c->keep_alive || c->client_dead) {
@@ -478,6 +492,7 @@ static void reply(conn *c, int status, const char *ctype, const char *body, size
   if (!c->keep_alive) close_after = 1;
   char extra[TS_THREAD_ID_MAX + 40] = "";
   if (c->thread[0]) snprintf(extra, sizeof extra, "X-Toolstream-Thread: %s\r\n", c->thread);
+  c->log_status = status;
   client_printf(c,
                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
                 status, reason_for(status), ctype, blen, extra,
@@ -501,6 +516,10 @@ static void reply_error(conn *c, int status, const char *msg, int close_after) {
 /* A request the gateway refuses: counted, answered, and the connection closed (what
  * follows a malformed request cannot be trusted to be a request). May free c. */
 static void refuse(conn *c, int status, const char *why) {
+  if (!c->log_line[0]) { /* refused before its request line was taken in: still logged */
+    snprintf(c->log_line, sizeof c->log_line, "-");
+    c->t_request = mono_s();
+  }
   char msg[300];
   snprintf(msg, sizeof msg, "toolstream gateway: %s", why);
   c->gw->m.st.requests_refused++;
@@ -692,6 +711,7 @@ static int start_reply(conn *c) {
     return 1;
   }
   ts_gw_metrics_latency(&gw->m, mono_s() - c->t_start);
+  c->log_status = h->status;
   c->uleft = c->uf.length;
   /* how the body travels to this client */
   int client11 = c->minor == 1;
@@ -1042,6 +1062,12 @@ static void dispatch(conn *c) {
   bufferevent_setwatermark(c->bev, EV_READ, 0, TS_GW_PIPELINE_BYTES);
   gw->m.st.requests_total++;
   ts_http_head *h = &c->h;
+  c->t_request = mono_s();
+  c->log_status = 0;
+  snprintf(c->log_line, sizeof c->log_line, "%.*s %.*s", (int)(h->method.len < 16 ? h->method.len : 16),
+           h->method.p, (int)(h->target.len < 256 ? h->target.len : 256), h->target.p);
+  for (char *q = c->log_line; *q; q++) /* one line, whatever the client sent */
+    if ((unsigned char)*q < 0x20 || *q == 0x7f) *q = '?';
   if (h->target.len > TS_GW_MAX_TARGET) {
     refuse(c, 414, "request target too long");
     return;

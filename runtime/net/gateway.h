@@ -159,6 +159,9 @@ typedef struct {
   /* The HTTP event endpoint on the same loop (net/serve.h; no store): every event goes to
    * its live streams as well. May be NULL; borrowed. */
   struct ts_serve *serve;
+  /* 0: one access-log line per request on standard error ("client \"METHOD /path\"
+   * status thread=ID N ms"); 1: none (--quiet). */
+  int quiet;
 } ts_gw_config;
 
 typedef struct ts_gw ts_gw;

@@ -170,6 +170,8 @@ try {
   check(evs.some((e) => e.type === 'tool_call_started' && e.progress === 'writing index.html') &&
     evs.at(-1).type === 'turn_finished' && evs.every((e, i) => e.seq === i + 1 && e.thread === 'gwt'),
     'gateway --serve: the proxied reply\'s events reach a follower live', got.slice(0, 300));
+  check(/127\.0\.0\.1 "POST \/v1\/chat\/completions" 200 thread=gwt [0-9.]+ ms/.test(gerr),
+    'gateway: one access-log line per request on standard error', gerr.slice(0, 400));
   gw.kill();
   ms.stdin.end();
   ms.kill();
