@@ -84,7 +84,7 @@ static void on_result(void *user, const ts_event *eb) {
 
 static int overhead(ts_store *s, ts_registry *reg, int calls) {
   waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-  ts_dispatch_config cfg = {s, reg, "overhead", 1, on_result, &w, 1};
+  ts_dispatch_config cfg = {s, reg, "overhead", 1, on_result, &w, 1, NULL, 0};
   ts_dispatch *d = NULL;
   if (ts_dispatch_new(&d, &cfg) != TS_E_OK) return 1;
   double *lat = malloc(sizeof(double) * (size_t)calls);
@@ -176,7 +176,7 @@ static size_t make_stream(ts_buf *sse, int calls, size_t content, size_t *bounds
 static double run_turn(ts_store *s, ts_registry *reg, const char *thread, int pipelined,
                        const ts_buf *sse, const size_t *bounds, size_t nb, double rate) {
   turn_ctx ctx;
-  ts_dispatch_config cfg = {s, reg, thread, 1, NULL, NULL, pipelined};
+  ts_dispatch_config cfg = {s, reg, thread, 1, NULL, NULL, pipelined, NULL, 0};
   ctx.d = NULL;
   ts_dispatch_new(&ctx.d, &cfg); /* stays NULL on error */
   ts_tap_config tc = {.progress_arg = progress_of};

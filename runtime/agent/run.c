@@ -13,10 +13,19 @@
  * sink takes its own mutex and then store_mu (in store_event); the loop takes only
  * store_mu: one lock order, no deadlock.
  *
- * The assistant message of a turn is stored after the turn, with the calls the tap
- * reported (ready or failed), so a resumed or later request pairs each result with its
- * call. It is stored even when the turn was cut (Ctrl-C, a broken stream), because
- * results of that turn may already be committed and must have their call on record.
+ * The assistant message of a turn is stored after the turn, once every call the tap
+ * reported (ready or failed) has its result, so a later request pairs each result with
+ * its call. That message is the mark of a finished turn. A turn cut before it (a kill,
+ * Ctrl-C) has no message yet, only the results committed so far; `--resume` streams that
+ * turn again from the backend and runs it with a resuming dispatcher, which keeps the
+ * committed results and runs the calls that have none, in order. So whatever the moment
+ * of the cut, every call of the turn ends with exactly one result, and the message lists
+ * them all. The tool results after the thread's last assistant message are thus the cut
+ * turn's: their call ids are the calls' own again (not "taken"), and the tap's events of
+ * those calls are not sent out a second time (the text of the turn is).
+ *
+ * A thread whose last assistant message calls no tool is finished: resuming it without a
+ * new prompt runs nothing and succeeds.
  */
 #include "agent/run.h"
 
@@ -40,7 +49,10 @@ typedef struct {
   double started_ms[TS_TAP_MAX_CALLS];
   uint64_t started_off[TS_TAP_MAX_CALLS];
   ts_agent_stats *st;
+  ts_buf settled_ids; /* resuming a cut turn: ids of its calls with a result (NUL-separated) */
 } loop;
+
+static int id_in(const ts_buf *b, const char *id, size_t len);
 
 static int cancelled(const loop *l) { return l->cfg->cancel && *l->cfg->cancel; }
 
@@ -84,6 +96,10 @@ static int on_tap_event(void *user, const ts_tap_event *e) {
     }
   }
   if (e->type == TS_TAP_TEXT_DELTA) ts_buf_append(&l->text, e->text.p, e->text.len);
+  /* a call of a resumed turn that already has its result: its events went out the
+   * first time; the dispatcher keeps the result */
+  int settled = e->is_call && l->settled_ids.len && id_in(&l->settled_ids, e->call_id.p,
+                                                          e->call_id.len);
   if (e->type == TS_TAP_TOOL_CALL_READY || e->type == TS_TAP_TOOL_CALL_ERROR) {
     if (l->ncalls++) ts_buf_putc(&l->calls, ',');
     ts_buf_puts(&l->calls, "{\"id\":");
@@ -97,7 +113,7 @@ static int on_tap_event(void *user, const ts_tap_event *e) {
       ts_buf_puts(&l->calls, "null");
     ts_buf_putc(&l->calls, '}');
   }
-  ts_sink_emit_tap(l->sink, e);
+  if (!settled) ts_sink_emit_tap(l->sink, e);
   ts_dispatch_tap_event(l->disp, e);
   return cancelled(l);
 }
@@ -122,21 +138,58 @@ static int count_assistant(void *user, const ts_store_message *m) {
   return 0;
 }
 
-/* The call ids of the thread's earlier turns, NUL-separated: every call got a tool-result
+/* The call ids of the thread's finished turns, NUL-separated: every call got a tool-result
  * message quoting its id. A provider that sends one of them again gets a fresh id from the
- * tap (call ids are unique within a thread, stream/tap.h "Call ids"). */
+ * tap (call ids are unique within a thread, stream/tap.h "Call ids"). The results after
+ * the last assistant message are a cut turn's (see the essay): their ids go to `tail`. */
+typedef struct {
+  ts_buf *ids, *tail;
+  size_t kept; /* ids->len at the last assistant message */
+} id_scan;
+
 static int collect_call_id(void *user, const ts_store_message *m) {
+  id_scan *s = user;
+  if (m->role == TS_STORE_ASSISTANT) s->kept = s->ids->len;
   if (m->role == TS_STORE_TOOL && m->tool_call_id && *m->tool_call_id)
-    ts_buf_append(user, m->tool_call_id, strlen(m->tool_call_id) + 1);
+    ts_buf_append(s->ids, m->tool_call_id, strlen(m->tool_call_id) + 1);
   return 0;
 }
 
-static int call_id_taken(void *user, const char *id, size_t len) {
-  const ts_buf *b = user;
+/* Splits the scan: ids up to the last assistant message stay taken, the rest move to tail. */
+static void split_ids(id_scan *s) {
+  if (s->tail && s->ids->len > s->kept)
+    ts_buf_append(s->tail, s->ids->p + s->kept, s->ids->len - s->kept);
+  s->ids->len = s->kept;
+}
+
+static int id_in(const ts_buf *b, const char *id, size_t len) {
   for (size_t i = 0; i < b->len;) {
     size_t n = strlen(b->p + i);
     if (n == len && !memcmp(b->p + i, id, len)) return 1;
     i += n + 1;
+  }
+  return 0;
+}
+
+static int call_id_taken(void *user, const char *id, size_t len) { return id_in(user, id, len); }
+
+/* What a resume finds: whether the last assistant message called no tool and nothing of a
+ * later turn is stored (the thread is finished). */
+typedef struct {
+  int assistant_seen, last_called, tail;
+} thread_state;
+
+static int scan_state(void *user, const ts_store_message *m) {
+  thread_state *t = user;
+  if (m->role == TS_STORE_ASSISTANT) {
+    /* store_assistant writes the calls last: an empty list ends the content so */
+    static const char none[] = ",\"tool_calls\":[]}";
+    size_t n = sizeof none - 1;
+    t->assistant_seen = 1;
+    t->last_called = !(m->content_len >= n && !memcmp(m->content + m->content_len - n, none, n));
+    t->tail = 0;
+  } else if (m->role == TS_STORE_TOOL) {
+    t->tail = 1;
   }
   return 0;
 }
@@ -164,8 +217,9 @@ static int store_assistant(loop *l, uint32_t turn) {
 }
 
 /* One turn. Returns TS_E_OK with *more = 1 when the model called tools (another turn
- * follows), or the reason the loop stops. */
-static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
+ * follows), or the reason the loop stops. `resuming`: the turn may have been cut before
+ * (the first turn of --resume), see the essay. */
+static int one_turn(loop *l, uint32_t turn, int resuming, int *more, char *why, size_t cap) {
   const ts_agent_config *c = l->cfg;
   ts_agent_turn t = {c->store, c->thread, c->reg, turn, l->sink, c->cancel};
   *more = 0;
@@ -173,12 +227,17 @@ static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
   ts_buf_reset(&l->text);
   ts_buf_reset(&l->calls);
   l->ncalls = 0;
-  ts_dispatch_config dc = {c->dispatch_store, c->reg, c->thread, turn + 1, on_dispatch_event, l, 1};
+  ts_dispatch_config dc = {.store = c->dispatch_store, .reg = c->reg, .thread = c->thread,
+                           .turn = turn + 1, .on_event = on_dispatch_event, .user = l,
+                           .pipelined = 1, .stop = c->cancel, .resuming = resuming};
   l->disp = NULL;
   int made = ts_dispatch_new(&l->disp, &dc);
   ts_buf used_ids;
   ts_buf_init(&used_ids, (size_t)16 << 20);
-  ts_store_messages(c->store, c->thread, 0, collect_call_id, &used_ids);
+  ts_buf_reset(&l->settled_ids);
+  id_scan scan = {&used_ids, resuming ? &l->settled_ids : NULL, 0};
+  ts_store_messages(c->store, c->thread, 0, collect_call_id, &scan);
+  split_ids(&scan);
   ts_tap_config tc = {.progress_arg = progress_of, .progress_user = l, .text = 1,
                       .turn = turn + 1, .id_taken = call_id_taken, .id_user = &used_ids};
   ts_tap *tap = NULL;
@@ -192,22 +251,27 @@ static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
   }
   char mwhy[512] = "";
   int mrc = c->model.turn(c->model.user, &t, tap, mwhy, sizeof mwhy);
-  ts_tap_finish(tap);
+  /* A cut stream is not finished: its last call would be reported as cut (an error
+   * result to come), yet --resume streams the turn again and gives that call its run. */
+  if (!cancelled(l)) ts_tap_finish(tap);
   int failed = ts_tap_failed(tap);
   ts_tap_free(tap);
   ts_buf_fini(&used_ids);
   if (cancelled(l)) ts_dispatch_cancel(l->disp);
   int drc = ts_dispatch_finish(l->disp);
-  ts_dispatch_free(l->disp);
+  ts_dispatch_free(l->disp); /* joins the worker: a cancelled tool's result is committed */
   l->disp = NULL;
-  int arc = store_assistant(l, turn + 1);
   l->st->calls += l->ncalls;
   l->st->turns++;
-  if (cancelled(l)) {
+  if (cancelled(l) || drc == TS_E_ABORTED) {
+    /* the turn is not finished: no assistant message, so --resume streams it again */
     snprintf(why, cap, "interrupted; finished results are stored; continue with --thread %s "
                        "--resume", c->thread);
     return TS_E_ABORTED;
   }
+  /* A turn the backend could not give, or whose stream broke before any call, leaves
+   * nothing to pair: no message, and --resume asks for the turn again. */
+  int arc = (mrc || failed) && !l->ncalls ? TS_E_OK : store_assistant(l, turn + 1);
   if (mrc) {
     snprintf(why, cap, "%s", mwhy);
     return TS_E_IO;
@@ -272,6 +336,7 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   pthread_mutex_init(&l.store_mu, NULL);
   ts_buf_init(&l.text, (size_t)16 << 20);
   ts_buf_init(&l.calls, (size_t)64 << 20);
+  ts_buf_init(&l.settled_ids, (size_t)16 << 20);
   ts_sink_config sc = c->sink;
   sc.thread = c->thread;
   sc.store = store_event;
@@ -285,12 +350,23 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   }
   uint32_t turn = 0;
   ts_store_messages(c->store, c->thread, 0, count_assistant, &turn);
+  double t0 = ts_clock_ms();
   if (c->resume) {
-    /* calls that started but never finished (a crash, Ctrl-C) are resolved first */
+    /* calls that started but never finished (a crash) are resolved first */
     uint32_t resolved = 0;
     if ((rc = ts_dispatch_resume(c->dispatch_store, c->reg, c->thread, on_dispatch_event, &l,
                                  &resolved))) {
       snprintf(why, cap, "resume failed: %s", ts_store_errmsg(c->dispatch_store));
+      goto out;
+    }
+    thread_state ts = {0};
+    if ((rc = ts_store_messages(c->store, c->thread, 0, scan_state, &ts)) < 0) {
+      snprintf(why, cap, "%s", ts_store_errmsg(c->store));
+      goto out;
+    }
+    rc = TS_E_OK;
+    if (ts.assistant_seen && !ts.last_called && !ts.tail && !c->prompt) {
+      st->elapsed_ms = ts_clock_ms() - t0; /* finished: nothing to continue */
       goto out;
     }
   }
@@ -305,15 +381,20 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
     }
   }
   uint32_t max_turns = c->max_turns ? c->max_turns : TS_AGENT_MAX_TURNS;
-  double t0 = ts_clock_ms();
   for (;;) {
     if (st->turns >= max_turns) {
       snprintf(why, cap, "stopped after --max-turns %u; --resume continues", max_turns);
       rc = TS_E_LIMIT;
       break;
     }
+    if (cancelled(&l)) { /* between turns: the last one is whole, the next not begun */
+      snprintf(why, cap, "interrupted; finished results are stored; continue with --thread %s "
+                         "--resume", c->thread);
+      rc = TS_E_ABORTED;
+      break;
+    }
     int more;
-    rc = one_turn(&l, turn, &more, why, cap);
+    rc = one_turn(&l, turn, c->resume && st->turns == 0, &more, why, cap);
     turn++;
     if (rc || !more) break; /* an error, or the model ended its turn without tool calls */
   }
@@ -323,6 +404,7 @@ out:
   ts_sink_free(l.sink);
   ts_buf_fini(&l.text);
   ts_buf_fini(&l.calls);
+  ts_buf_fini(&l.settled_ids);
   pthread_mutex_destroy(&l.store_mu);
   return rc;
 }

@@ -6,6 +6,17 @@
  * resolved (ready, or failed upstream), runs it outside the lock, commits it, and moves
  * on. So the order of execution is the index order by construction, and a call can start
  * while later ones are still streaming in.
+ *
+ * Stopping by signal: a signal handler can only set a flag, and the threads that could
+ * look at it are busy (the worker inside a tool, the caller inside a model's stream or a
+ * wait in ts_dispatch_finish). So when the caller gives a stop flag, a second small
+ * thread, the watcher, looks at it every TS_DISPATCH_STOP_POLL_MS and turns it into a
+ * cancel: the tool's flag goes up within that interval, wherever everyone else is.
+ *
+ * Resuming a turn: the caller streams the cut turn again and the worker runs it as usual;
+ * the store tells which calls are already settled (their start record is finished, so
+ * ts_store_call_started refuses them) and those are skipped, silently: the result that
+ * was committed is the call's one result.
  */
 #include "tools/dispatch.h"
 
@@ -34,9 +45,9 @@ struct ts_dispatch {
   uint32_t n, cap;
   uint32_t next; /* the index that runs next */
   uint32_t done;
-  int finishing, store_err, have_worker;
+  int finishing, store_err, have_worker, have_watcher, quit;
   volatile int cancel;
-  pthread_t worker;
+  pthread_t worker, watcher;
   ts_call_queue queue; /* state.queueTool's calls; only the worker touches it */
 };
 
@@ -72,12 +83,16 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
                    uint32_t index, const char *call_id, const char *tool_name, const char *args,
                    size_t args_len, const char *upstream_error, const char *forced_error,
                    const volatile int *cancel, ts_dispatch_event_fn on_event, void *user,
-                   int record_start, ts_call_queue *queue) {
+                   int record_start, ts_call_queue *queue, int *settled) {
   int rc;
   if (record_start) {
     rc = ts_store_call_started(store, thread, turn, index, call_id ? call_id : "",
                                tool_name ? tool_name : "", args ? args : "{}",
                                args ? args_len : 2, NULL);
+    if (rc == TS_E_STORE_CALL_FINISHED && settled) { /* resuming: it has its result */
+      *settled = 1;
+      return TS_E_OK;
+    }
     if (rc) return rc;
   }
   ts_event ev;
@@ -141,9 +156,11 @@ static void *worker(void *arg) {
     if (state == C_PENDING)
       forced = known ? "the call's arguments never completed before the turn ended"
                      : "the call never arrived before the turn ended";
+    int settled = 0;
     int rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn, index, call_id, tool,
                      args, args_len, state == C_FAILED ? error : NULL, forced, &d->cancel,
-                     d->cfg.on_event, d->cfg.user, 1, &d->queue);
+                     d->cfg.on_event, d->cfg.user, 1, &d->queue,
+                     d->cfg.resuming ? &settled : NULL);
     /* What the call queued runs now, before the model's next call, first in first out;
      * what those queue joins the end. Index TS_DISPATCH_QUEUED_BASE + k keeps them apart from the
      * model's calls in the store. */
@@ -156,7 +173,7 @@ static void *worker(void *arg) {
       size_t qlen = qc->args_len;
       rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn,
                    (uint32_t)(TS_DISPATCH_QUEUED_BASE + k), qid, qtool, qargs, qlen, NULL, NULL,
-                   &d->cancel, d->cfg.on_event, d->cfg.user, 1, &d->queue);
+                   &d->cancel, d->cfg.on_event, d->cfg.user, 1, &d->queue, NULL);
     }
     pthread_mutex_lock(&d->mu);
     if (rc) {
@@ -168,6 +185,28 @@ static void *worker(void *arg) {
     d->done++;
   }
   pthread_cond_broadcast(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+  return NULL;
+}
+
+/* Turns the caller's stop flag into a cancel (see the essay), until the dispatcher goes. */
+static void *watcher(void *arg) {
+  ts_dispatch *d = arg;
+  pthread_mutex_lock(&d->mu);
+  while (!d->quit) {
+    if (*d->cfg.stop && !d->cancel) {
+      d->cancel = 1;
+      pthread_cond_broadcast(&d->cv);
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += TS_DISPATCH_STOP_POLL_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&d->cv, &d->mu, &until);
+  }
   pthread_mutex_unlock(&d->mu);
   return NULL;
 }
@@ -193,6 +232,13 @@ int ts_dispatch_new(ts_dispatch **out, const ts_dispatch_config *cfg) {
     return TS_E_NOMEM;
   }
   d->have_worker = 1;
+  if (cfg->stop) {
+    if (pthread_create(&d->watcher, NULL, watcher, d) != 0) {
+      ts_dispatch_free(d);
+      return TS_E_NOMEM;
+    }
+    d->have_watcher = 1;
+  }
   *out = d;
   return TS_E_OK;
 }
@@ -275,6 +321,13 @@ void ts_dispatch_free(ts_dispatch *d) {
     pthread_mutex_unlock(&d->mu);
     pthread_join(d->worker, NULL);
   }
+  if (d->have_watcher) {
+    pthread_mutex_lock(&d->mu);
+    d->quit = 1;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->watcher, NULL);
+  }
   for (uint32_t i = 0; i < d->cap; i++) {
     free(d->calls[i].call_id);
     free(d->calls[i].tool);
@@ -343,7 +396,7 @@ int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thre
     if (tool && ts_tool_idempotent(tool)) {
       /* Safe to run again: record the new attempt and run it. */
       rc = run_one(store, reg, thread, c->turn, c->idx, c->call_id, c->tool, c->args,
-                   c->args_len, NULL, NULL, &no_cancel, on_event, user, 1, NULL);
+                   c->args_len, NULL, NULL, &no_cancel, on_event, user, 1, NULL, NULL);
     } else {
       char msg[256];
       snprintf(msg, sizeof msg,
@@ -351,7 +404,7 @@ int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thre
                "may or may not have taken effect, and it was not run again",
                c->attempts);
       rc = run_one(store, reg, thread, c->turn, c->idx, c->call_id, c->tool, c->args,
-                   c->args_len, NULL, msg, &no_cancel, on_event, user, 0, NULL);
+                   c->args_len, NULL, msg, &no_cancel, on_event, user, 0, NULL, NULL);
     }
     if (rc == TS_E_OK) count++;
   }

@@ -37,6 +37,7 @@
 #ifndef TS_DISPATCH_H
 #define TS_DISPATCH_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "store/store.h"
@@ -63,7 +64,22 @@ typedef struct {
   ts_dispatch_event_fn on_event; /* may be NULL */
   void *user;
   int pipelined;           /* 1 (recommended): run calls while the turn streams */
+  /* May be NULL. A flag a signal handler sets (Ctrl-C, SIGTERM): the dispatcher watches it
+   * (every TS_DISPATCH_STOP_POLL_MS, on a thread of its own) and, once it is nonzero, acts
+   * as ts_dispatch_cancel: the running tool sees ts_call_info.cancel, nothing new starts.
+   * So a tool is told to stop within that poll interval whatever the caller is doing
+   * (streaming, waiting in ts_dispatch_finish); how fast it then stops is the tool's own
+   * margin (a JavaScript tool's sandbox: 50 ms, docs/sandbox.md). */
+  const volatile sig_atomic_t *stop;
+  /* 1: the turn is being streamed again after a crash or Ctrl-C (`run --resume`): a call
+   * whose (turn, index) already has a committed result keeps it and is not run again
+   * (no start record, no events); the others run as usual. 0: such a call is a store
+   * error (TS_E_STORE_CALL_FINISHED), as a new turn never has one. */
+  int resuming;
 } ts_dispatch_config;
+
+/* How often the dispatcher looks at ts_dispatch_config.stop. */
+#define TS_DISPATCH_STOP_POLL_MS 5
 
 typedef struct ts_dispatch ts_dispatch;
 
@@ -89,7 +105,7 @@ int ts_dispatch_finish(ts_dispatch *d);
  * returns TS_E_ABORTED. Safe from a signal-driven thread, not from a signal handler. */
 void ts_dispatch_cancel(ts_dispatch *d);
 
-/* Calls run so far (committed). */
+/* Calls run so far (committed), including those a resuming dispatcher found committed. */
 uint32_t ts_dispatch_done_count(const ts_dispatch *d);
 
 void ts_dispatch_free(ts_dispatch *d); /* cancels and joins the worker if still running */

@@ -705,7 +705,7 @@ START_TEST(test_queue_order_and_errors_persisted) {
       "  return { status: 'success', result: 'again' }; } });\n"),
       &env, why, sizeof why), TS_E_OK);
   ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
-  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
+  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1, NULL, 0};
   ts_dispatch *d = NULL;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   ck_assert_ptr_nonnull(d);

@@ -81,7 +81,7 @@ static void child(const char *thread, unsigned seed) {
   if (ts_store_open(dir, &s, why, sizeof why)) _exit(80);
   if (ts_store_thread_create(s, thread, NULL)) _exit(81);
   ts_registry *reg = registry();
-  ts_dispatch_config cfg = {s, reg, thread, 1, on_committed, (void *)thread, 1};
+  ts_dispatch_config cfg = {s, reg, thread, 1, on_committed, (void *)thread, 1, NULL, 0};
   ts_dispatch *d = NULL;
   if (ts_dispatch_new(&d, &cfg) != TS_E_OK) _exit(82);
   for (uint32_t i = 0; i < CALLS; i++) {

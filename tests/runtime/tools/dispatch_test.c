@@ -173,7 +173,7 @@ START_TEST(test_index_order_not_completion_order) {
   ts_store *s = open_store();
   ts_registry *reg = make_registry(NULL);
   ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
-  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
+  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1, NULL, 0};
   ts_dispatch *d = NULL;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   ck_assert_ptr_nonnull(d);
@@ -213,7 +213,7 @@ START_TEST(test_new_tells_errors_apart) {
   ts_store *s = open_store();
   ts_registry *reg = make_registry(NULL);
   ts_dispatch *d = (ts_dispatch *)&R;
-  ts_dispatch_config cfg = {s, reg, "t", 1, NULL, NULL, 1};
+  ts_dispatch_config cfg = {s, reg, "t", 1, NULL, NULL, 1, NULL, 0};
   ck_assert_int_eq(ts_dispatch_new(NULL, &cfg), TS_E_INVAL);
   ck_assert_int_eq(ts_dispatch_new(&d, NULL), TS_E_INVAL);
   cfg.store = NULL;
@@ -252,7 +252,7 @@ START_TEST(test_pipelined_starts_while_later_calls_stream) {
   reset();
   ts_store *s = open_store();
   ts_registry *reg = make_registry(NULL);
-  ts_dispatch_config cfg = {s, reg, "t", 1, NULL, NULL, 1};
+  ts_dispatch_config cfg = {s, reg, "t", 1, NULL, NULL, 1, NULL, 0};
   ts_dispatch *d = NULL;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   feed(d, TS_TAP_TOOL_CALL_STARTED, 0, "rec", NULL);
@@ -292,7 +292,7 @@ START_TEST(test_errors_become_results) {
   ts_store *s = open_store();
   ts_registry *reg = make_registry(NULL);
   ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
-  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1};
+  ts_dispatch_config cfg = {s, reg, "t", 1, on_event, &l, 1, NULL, 0};
   ts_dispatch *d = NULL;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":7}");                      /* schema */
@@ -383,7 +383,7 @@ START_TEST(test_annotations_unchanged_and_inert) {
     reset();
     ts_store *s = open_store();
     ts_registry *r2 = make_registry(variants[v]);
-    ts_dispatch_config cfg = {s, r2, "t", 1, NULL, NULL, 1};
+    ts_dispatch_config cfg = {s, r2, "t", 1, NULL, NULL, 1, NULL, 0};
     ts_dispatch *d = NULL;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
     feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
