@@ -135,6 +135,7 @@ static void *worker(void *arg) {
   ts_dispatch *d = arg;
   pthread_mutex_lock(&d->mu);
   for (;;) {
+    if (d->cfg.stop && *d->cfg.stop) d->cancel = 1; /* before the watcher has looked */
     if (d->cancel || d->store_err) break;
     int runnable = d->next < d->n &&
                    (d->calls[d->next].state != C_PENDING || d->finishing) &&
