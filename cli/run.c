@@ -62,7 +62,9 @@ static const ts_cli_opt run_opts[] = {
     {"rate", 0, TS_CLI_NUMBER, O_RATE, 1, 10000000, "N",
      "replay pace in SSE events per second (default 100)", NULL},
     {"resume", 0, TS_CLI_FLAG, O_RESUME, 0, 0, NULL,
-     "continue an existing thread (interrupted calls are resolved)", NULL},
+     "continue an existing thread: a turn that was cut (a crash,\n"
+     "Ctrl-C) is finished first, every call with one result; a\n"
+     "finished thread is left as it is (exit 0)", NULL},
     {"var", 0, TS_CLI_STRING, O_VAR, 0, 0, "NAME=VALUE",
      "a variable for JavaScript tools (wins over the environment);\nrepeatable, up to 64", NULL},
     {"workspace", 0, TS_CLI_STRING, O_WORKSPACE, 0, 0, "DIR",
@@ -95,8 +97,10 @@ const ts_cli_command ts_cli_cmd_run = {
     "The thread is a new th_... id unless --thread names one.",
     run_groups,
     "Built-in tools: write_file (progress argument: description), read_file, list_dir,\n"
-    "confined to the workspace. Ctrl-C stops cleanly: the running tool is told to stop,\n"
-    "finished results stay committed, and --thread ID --resume continues. The API key\n"
+    "confined to the workspace. Ctrl-C or SIGTERM stops cleanly at any moment: the\n"
+    "running tool is stopped (its result records it as cancelled), no further call\n"
+    "starts, finished results stay committed, and --thread ID --resume finishes the\n"
+    "turn (the calls that never ran run then) and goes on. The API key\n"
     "and the values of JavaScript tools' secret variables are redacted from every event\n"
     "before it is printed, published or stored (a provider message echoing the key).\n"
     "Exit status: 0 when the model ended its turn; 1 on an error, interruption or\n"

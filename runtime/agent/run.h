@@ -19,10 +19,23 @@
  * loop's store lock, every event), `dispatch_store` for the dispatcher's worker (start
  * records and results).
  *
- * Stopping: `cancel` (set from a signal handler) stops the turn: the running tool is
- * told to stop, the backend stops streaming, finished results stay committed, the
- * turn's assistant message is stored with the calls seen so far, and the loop returns
- * TS_E_ABORTED; `--resume` of the thread continues.
+ * A turn is finished when its assistant message is stored, which happens once every call
+ * of the turn has its committed result. A turn cut before that (a crash, a kill,
+ * `cancel`) is finished by the next resume: the loop resolves the calls caught running
+ * (tools/dispatch.h, ts_dispatch_resume), streams the cut turn again from the backend and
+ * runs it with a resuming dispatcher, which keeps every committed result and runs only the
+ * calls without one, in order; so each call of the turn gets exactly one result. (An HTTP
+ * backend asks the model again for that turn; a call at an index that already has its
+ * result keeps it, whatever the new reply says there.) A thread whose last turn called no
+ * tool is finished: resuming it without a prompt runs nothing and returns TS_E_OK.
+ *
+ * Stopping: `cancel` (set from a signal handler: Ctrl-C, SIGTERM) stops the turn at any
+ * moment, also after its stream has ended: the dispatcher sees the flag within
+ * TS_DISPATCH_STOP_POLL_MS and raises the running tool's cancel flag (a JavaScript tool's
+ * sandbox then kills its run within its 50 ms margin, and the call's error result reads
+ * `cancelled: ...`; a C tool stops when it next looks at the flag); that result is
+ * committed, no further call starts, the backend stops streaming, no assistant message is
+ * stored for the cut turn, and the loop returns TS_E_ABORTED; `--resume` finishes it.
  */
 #ifndef TS_AGENT_RUN_H
 #define TS_AGENT_RUN_H
@@ -96,7 +109,7 @@ typedef struct {
  * calls. Otherwise a negative ts_err with a one-line reason in `why` (secrets redacted):
  *   TS_E_STORE_THREAD_EXISTS  not resume, and the thread exists (a usage error)
  *   TS_E_STORE_NO_THREAD      resume, and the thread does not exist
- *   TS_E_ABORTED              `cancel` was set (resume continues)
+ *   TS_E_ABORTED              `cancel` was set (resume finishes the cut turn)
  *   TS_E_LIMIT                max_turns turns were run (resume continues)
  *   TS_E_MS_PROVIDER          a turn's stream ended in error (a stream_error event)
  *   TS_E_IO                   the backend could not give the turn (its own `why`)

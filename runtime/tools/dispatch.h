@@ -101,8 +101,11 @@ void ts_dispatch_tap_event(ts_dispatch *d, const ts_tap_event *ev);
 int ts_dispatch_finish(ts_dispatch *d);
 
 /* Asks the running tool to stop (ts_call_info.cancel) and runs nothing new; calls not
- * started stay unstarted (a later resume of the thread decides about them). finish then
- * returns TS_E_ABORTED. Safe from a signal-driven thread, not from a signal handler. */
+ * started stay unstarted (the turn, streamed again by a resume, runs them: `resuming`).
+ * The running call's result, whatever the tool made of the request (a cancelled tool's
+ * error result), is committed as usual before ts_dispatch_free returns. finish then
+ * returns TS_E_ABORTED, without waiting for that call. Safe from a signal-driven thread,
+ * not from a signal handler (give the handler's flag as `stop` instead). */
 void ts_dispatch_cancel(ts_dispatch *d);
 
 /* Calls run so far (committed), including those a resuming dispatcher found committed. */
