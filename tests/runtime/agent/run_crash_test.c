@@ -32,6 +32,7 @@
 #include "agent/replay_model.h"
 #include "agent/run.h"
 #include "store/store.h"
+#include "support/exec_log.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
@@ -41,20 +42,12 @@
 
 static char dir[64], session[96], exec_log[128];
 
-static void append_line(const char *path, const char *line) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-  if (fd < 0) _exit(90);
-  size_t n = strlen(line);
-  if (write(fd, line, n) != (ssize_t)n || fsync(fd) != 0) _exit(91);
-  close(fd);
-}
-
 static void logged_tool(void *user, const ts_call_info *call, const char *args, size_t len,
                         ts_tool_result *out) {
   (void)args, (void)len, (void)user;
   char line[128];
   snprintf(line, sizeof line, "%s %u\n", call->thread, call->index);
-  append_line(exec_log, line);
+  ts_test_log_append(exec_log, line);
   struct timespec ts = {0, (long)(rand() % 3) * 1000000L};
   nanosleep(&ts, NULL);
   char res[64];
@@ -125,18 +118,6 @@ static void child(const char *thread, unsigned seed) {
   char why[512];
   ts_agent_stats st;
   _exit(run_thread(thread, 0, &st, why, sizeof why) == TS_E_OK ? 0 : 80);
-}
-
-/* Counts lines "thread idx" in the execution log, per idx. */
-static void count_log(const char *thread, int *counts) {
-  memset(counts, 0, sizeof(int) * CALLS);
-  FILE *f = fopen(exec_log, "r");
-  if (!f) return;
-  char t[64];
-  unsigned idx;
-  while (fscanf(f, "%63s %u", t, &idx) == 2)
-    if (!strcmp(t, thread) && idx < CALLS) counts[idx]++;
-  fclose(f);
 }
 
 typedef struct {
@@ -225,7 +206,7 @@ START_TEST(test_resume_finishes_a_killed_turn) {
       /* after the k-th execution (k = 1..CALLS), plus a little */
       int k = 1 + rand() % CALLS, counts[CALLS];
       for (int waited = 0; waited < 50000; waited++) {
-        count_log(thread, counts);
+        ts_test_log_count(exec_log, thread, counts, CALLS);
         int total = 0;
         for (int i = 0; i < CALLS; i++) total += counts[i];
         if (total >= k || waitpid(pid, NULL, WNOHANG) == pid) break;
@@ -243,7 +224,7 @@ START_TEST(test_resume_finishes_a_killed_turn) {
                   WEXITSTATUS(st));
 
     int before[CALLS], after[CALLS], left;
-    count_log(thread, before);
+    ts_test_log_count(exec_log, thread, before, CALLS);
     stored pre = read_thread(thread, &left);
     if (pre.results > 0 && pre.results < CALLS) mid_turn++;
     else if (left > 0 || (pre.results == CALLS && !strstr(pre.roles, "a"))) mid_turn++;
@@ -258,7 +239,7 @@ START_TEST(test_resume_finishes_a_killed_turn) {
     int rc = run_thread(thread, exists, &ast, why, sizeof why);
     ck_assert_msg(rc == TS_E_OK, "round %d: resume failed (%d): %s", round, rc, why);
 
-    count_log(thread, after);
+    ts_test_log_count(exec_log, thread, after, CALLS);
     stored sd = read_thread(thread, &left);
     ck_assert_msg(left == 0, "round %d: %d calls left unfinished", round, left);
     ck_assert_msg(sd.order_ok && sd.results == CALLS, "round %d: %d results, order %s", round,

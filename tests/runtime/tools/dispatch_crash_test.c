@@ -25,6 +25,7 @@
 
 #include "tools/dispatch.h"
 #include "store/store.h"
+#include "support/exec_log.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
@@ -34,20 +35,12 @@
 
 static char dir[64], exec_log[128], commit_log[128];
 
-static void append_line(const char *path, const char *line) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-  if (fd < 0) _exit(90);
-  size_t n = strlen(line);
-  if (write(fd, line, n) != (ssize_t)n || fsync(fd) != 0) _exit(91);
-  close(fd);
-}
-
 static void logged_tool(void *user, const ts_call_info *call, const char *args, size_t len,
                         ts_tool_result *out) {
   (void)args, (void)len, (void)user;
   char line[128];
   snprintf(line, sizeof line, "%s %u\n", call->thread, call->index);
-  append_line(exec_log, line);
+  ts_test_log_append(exec_log, line);
   struct timespec ts = {0, (long)(rand() % 3) * 1000000L};
   nanosleep(&ts, NULL);
   char res[64];
@@ -71,7 +64,7 @@ static void on_committed(void *user, const ts_event *eb) {
   if (ev->type != TS_EVENT_TOOL_RESULT) return;
   char line[128];
   snprintf(line, sizeof line, "%s %u\n", (const char *)user, ev->index);
-  append_line(commit_log, line);
+  ts_test_log_append(commit_log, line);
 }
 
 static void child(const char *thread, unsigned seed) {
@@ -99,18 +92,6 @@ static void child(const char *thread, unsigned seed) {
   }
   if (ts_dispatch_finish(d)) _exit(83);
   _exit(0);
-}
-
-/* Counts lines "thread idx" in a log, per idx. */
-static void count_log(const char *path, const char *thread, int *counts) {
-  memset(counts, 0, sizeof(int) * CALLS);
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  char t[64];
-  unsigned idx;
-  while (fscanf(f, "%63s %u", t, &idx) == 2)
-    if (!strcmp(t, thread) && idx < CALLS) counts[idx]++;
-  fclose(f);
 }
 
 typedef struct {
@@ -178,7 +159,7 @@ START_TEST(test_sigkill_at_random_points) {
        * kills land inside the turn whatever the machine's speed. */
       int k = 1 + rand() % (CALLS - 1), counts[CALLS];
       for (int waited = 0; waited < 25000; waited++) {
-        count_log(exec_log, thread, counts);
+        ts_test_log_count(exec_log, thread, counts, CALLS);
         int total = 0;
         for (int i = 0; i < CALLS; i++) total += counts[i];
         if (total >= k) break;
@@ -199,14 +180,14 @@ START_TEST(test_sigkill_at_random_points) {
     char why[256];
     ck_assert_msg(ts_store_open(dir, &s, why, sizeof why) == TS_E_OK, "round %d: %s", round, why);
     int committed[CALLS], before_exec[CALLS], after_exec[CALLS];
-    count_log(commit_log, thread, committed);
-    count_log(exec_log, thread, before_exec);
+    ts_test_log_count(commit_log, thread, committed, CALLS);
+    ts_test_log_count(exec_log, thread, before_exec, CALLS);
     int exists = ts_store_thread_exists(s, thread) == 1;
     uint32_t resolved = 0;
     if (exists) {
       ck_assert_int_eq(ts_dispatch_resume(s, reg, thread, NULL, NULL, &resolved), TS_E_OK);
     }
-    count_log(exec_log, thread, after_exec);
+    ts_test_log_count(exec_log, thread, after_exec, CALLS);
     stored sd;
     memset(&sd, 0, sizeof sd);
     sd.order_ok = 1;
