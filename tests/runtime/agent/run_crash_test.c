@@ -32,6 +32,7 @@
 #include "agent/replay_model.h"
 #include "agent/run.h"
 #include "store/store.h"
+#include "support/crash_tools.h"
 #include "support/exec_log.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -41,29 +42,6 @@
 #define ROUNDS 30
 
 static char dir[64], session[96], exec_log[128];
-
-static void logged_tool(void *user, const ts_call_info *call, const char *args, size_t len,
-                        ts_tool_result *out) {
-  (void)args, (void)len, (void)user;
-  char line[128];
-  snprintf(line, sizeof line, "%s %u\n", call->thread, call->index);
-  ts_test_log_append(exec_log, line);
-  struct timespec ts = {0, (long)(rand() % 3) * 1000000L};
-  nanosleep(&ts, NULL);
-  char res[64];
-  int n = snprintf(res, sizeof res, "{\"i\":%u,\"t\":\"%s\"}", call->index, call->thread);
-  ts_tool_result_json(out, res, (size_t)n);
-}
-
-static ts_registry *registry(void) {
-  ts_registry *r = ts_registry_new();
-  char why[128];
-  ts_tool_spec a = {.name = "once", .execute = logged_tool};
-  ts_tool_spec b = {.name = "idem", .idempotent = 1, .execute = logged_tool};
-  if (!r || ts_registry_add(r, &a, why, sizeof why) || ts_registry_add(r, &b, why, sizeof why))
-    abort();
-  return r;
-}
 
 static const char *tool_of(uint32_t i) { return i == 1 ? "idem" : "once"; }
 
@@ -101,7 +79,7 @@ static int run_thread(const char *thread, int resume, ts_agent_stats *st, char *
     ts_store_close(s);
     return TS_E_IO;
   }
-  ts_registry *reg = registry();
+  ts_registry *reg = ts_test_crash_registry(exec_log);
   ts_replay_model replay = {session, 2000};
   ts_agent_config ac = {.store = s, .dispatch_store = ds, .reg = reg, .thread = thread,
                         .resume = resume, .model = ts_replay_model_backend(&replay),
@@ -253,7 +231,7 @@ START_TEST(test_resume_finishes_a_killed_turn) {
     }
     for (int i = 0; i < CALLS; i++) {
       char want[64];
-      snprintf(want, sizeof want, "{\"i\":%d,\"t\":\"%s\"}", i, thread);
+      ts_test_crash_result(want, sizeof want, (unsigned)i, thread);
       ck_assert_msg(sd.n[i] == 1, "round %d call %d: %d results", round, i, sd.n[i]);
       if (!strcmp(tool_of((uint32_t)i), "once")) {
         ck_assert_msg(after[i] <= 1, "round %d call %d: an ordinary tool ran %d times", round, i,

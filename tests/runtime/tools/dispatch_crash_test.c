@@ -25,6 +25,7 @@
 
 #include "tools/dispatch.h"
 #include "store/store.h"
+#include "support/crash_tools.h"
 #include "support/exec_log.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -34,28 +35,6 @@
 #define ROUNDS 50
 
 static char dir[64], exec_log[128], commit_log[128];
-
-static void logged_tool(void *user, const ts_call_info *call, const char *args, size_t len,
-                        ts_tool_result *out) {
-  (void)args, (void)len, (void)user;
-  char line[128];
-  snprintf(line, sizeof line, "%s %u\n", call->thread, call->index);
-  ts_test_log_append(exec_log, line);
-  struct timespec ts = {0, (long)(rand() % 3) * 1000000L};
-  nanosleep(&ts, NULL);
-  char res[64];
-  int n = snprintf(res, sizeof res, "{\"i\":%u,\"t\":\"%s\"}", call->index, call->thread);
-  ts_tool_result_json(out, res, (size_t)n);
-}
-
-static ts_registry *registry(void) {
-  ts_registry *r = ts_registry_new();
-  char why[128];
-  ts_tool_spec a = {.name = "once", .execute = logged_tool};
-  ts_tool_spec b = {.name = "idem", .idempotent = 1, .execute = logged_tool};
-  if (ts_registry_add(r, &a, why, sizeof why) || ts_registry_add(r, &b, why, sizeof why)) abort();
-  return r;
-}
 
 static const char *tool_of(uint32_t i) { return i % 3 == 1 ? "idem" : "once"; }
 
@@ -73,7 +52,7 @@ static void child(const char *thread, unsigned seed) {
   char why[256];
   if (ts_store_open(dir, &s, why, sizeof why)) _exit(80);
   if (ts_store_thread_create(s, thread, NULL)) _exit(81);
-  ts_registry *reg = registry();
+  ts_registry *reg = ts_test_crash_registry(exec_log);
   ts_dispatch_config cfg = {s, reg, thread, 1, on_committed, (void *)thread, 1, NULL, 0};
   ts_dispatch *d = NULL;
   if (ts_dispatch_new(&d, &cfg) != TS_E_OK) _exit(82);
@@ -131,7 +110,7 @@ START_TEST(test_sigkill_at_random_points) {
   srand(seed);
   printf("dispatch_crash_test: seed 0x%x (set TS_TEST_SEED to change)\n", seed);
   int killed_mid = 0, interrupted = 0, reran = 0;
-  ts_registry *reg = registry();
+  ts_registry *reg = ts_test_crash_registry(exec_log);
   /* Even rounds: how long one whole turn takes here (machine and sanitizers vary); those
    * kills are spread over that span, so they land before, during and after the calls. */
   struct timespec t0, t1;
@@ -200,7 +179,7 @@ START_TEST(test_sigkill_at_random_points) {
     int results = 0;
     for (int i = 0; i < CALLS; i++) {
       char want[64];
-      snprintf(want, sizeof want, "{\"i\":%d,\"t\":\"%s\"}", i, thread);
+      ts_test_crash_result(want, sizeof want, (unsigned)i, thread);
       ck_assert_msg(sd.n[i] <= 1, "round %d call %d: %d results", round, i, sd.n[i]);
       results += sd.n[i];
       if (committed[i]) /* committed before the kill: intact */
