@@ -216,6 +216,11 @@ static int store_assistant(loop *l, uint32_t turn) {
   return rc;
 }
 
+static void interrupted_why(const ts_agent_config *c, char *why, size_t cap) {
+  snprintf(why, cap, "interrupted; finished results are stored; continue with --thread %s "
+                     "--resume", c->thread);
+}
+
 /* One turn. Returns TS_E_OK with *more = 1 when the model called tools (another turn
  * follows), or the reason the loop stops. `resuming`: the turn may have been cut before
  * (the first turn of --resume), see the essay. */
@@ -265,8 +270,7 @@ static int one_turn(loop *l, uint32_t turn, int resuming, int *more, char *why, 
   l->st->turns++;
   if (cancelled(l) || drc == TS_E_ABORTED) {
     /* the turn is not finished: no assistant message, so --resume streams it again */
-    snprintf(why, cap, "interrupted; finished results are stored; continue with --thread %s "
-                       "--resume", c->thread);
+    interrupted_why(c, why, cap);
     return TS_E_ABORTED;
   }
   /* A turn the backend could not give, or whose stream broke before any call, leaves
@@ -388,8 +392,7 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
       break;
     }
     if (cancelled(&l)) { /* between turns: the last one is whole, the next not begun */
-      snprintf(why, cap, "interrupted; finished results are stored; continue with --thread %s "
-                         "--resume", c->thread);
+      interrupted_why(c, why, cap);
       rc = TS_E_ABORTED;
       break;
     }
