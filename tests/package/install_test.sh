@@ -65,7 +65,7 @@ done
 # or libsodium shows through the API.
 [ ! -e "$p/include/toolstream/events/bus_net.h" ] || fail "internal header installed: events/bus_net.h"
 foreign=$(grep -rhoE '#include <[^>]+>' "$p/include/toolstream" | sort -u |
-  grep -v -E '<(std[a-z]*|string|limits|time|errno|inttypes|pthread|sys/[a-z_]+)\.h>' || true)
+  grep -v -E '<(std[a-z]*|string|limits|signal|time|errno|inttypes|pthread|sys/[a-z_]+)\.h>' || true)
 [ -z "$foreign" ] || fail "installed headers include more than the C library: $foreign"
 
 # 2. soname and exports
