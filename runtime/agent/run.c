@@ -305,6 +305,16 @@ static void redact_why(const loop *l, char *why, size_t cap) {
   ts_buf_fini(&b);
 }
 
+static int store_prompt(loop *l, char *why, size_t cap) {
+  const ts_agent_config *c = l->cfg;
+  pthread_mutex_lock(&l->store_mu);
+  int rc = ts_store_append_message(c->store, c->thread, TS_STORE_USER, c->prompt,
+                                   strlen(c->prompt), NULL, NULL, 0, NULL);
+  pthread_mutex_unlock(&l->store_mu);
+  if (rc) snprintf(why, cap, "%s", ts_store_errmsg(c->store));
+  return rc;
+}
+
 int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, size_t cap) {
   ts_agent_stats local;
   ts_agent_stats *st = stats ? stats : &local;
@@ -355,6 +365,7 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   uint32_t turn = 0;
   ts_store_messages(c->store, c->thread, 0, count_assistant, &turn);
   double t0 = ts_clock_ms();
+  int cut = 0; /* resuming a turn cut after some of its results were committed */
   if (c->resume) {
     /* calls that started but never finished (a crash) are resolved first */
     uint32_t resolved = 0;
@@ -369,21 +380,15 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
       goto out;
     }
     rc = TS_E_OK;
+    cut = ts.tail;
     if (ts.assistant_seen && !ts.last_called && !ts.tail && !c->prompt) {
       st->elapsed_ms = ts_clock_ms() - t0; /* finished: nothing to continue */
       goto out;
     }
   }
-  if (c->prompt) {
-    pthread_mutex_lock(&l.store_mu);
-    rc = ts_store_append_message(c->store, c->thread, TS_STORE_USER, c->prompt, strlen(c->prompt),
-                                 NULL, NULL, 0, NULL);
-    pthread_mutex_unlock(&l.store_mu);
-    if (rc) {
-      snprintf(why, cap, "%s", ts_store_errmsg(c->store));
-      goto out;
-    }
-  }
+  /* A prompt given to the resume of a cut turn follows that turn (its calls and results
+   * belong to the model's message before it), so it waits until the turn is finished. */
+  if (c->prompt && !cut && (rc = store_prompt(&l, why, cap))) goto out;
   uint32_t max_turns = c->max_turns ? c->max_turns : TS_AGENT_MAX_TURNS;
   for (;;) {
     if (st->turns >= max_turns) {
@@ -399,6 +404,11 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
     int more;
     rc = one_turn(&l, turn, c->resume && st->turns == 0, &more, why, cap);
     turn++;
+    if (!rc && cut && c->prompt) { /* the cut turn is finished: now the prompt */
+      cut = 0;
+      if ((rc = store_prompt(&l, why, cap))) break;
+      more = 1;
+    }
     if (rc || !more) break; /* an error, or the model ended its turn without tool calls */
   }
   st->elapsed_ms = ts_clock_ms() - t0;

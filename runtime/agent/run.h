@@ -81,7 +81,8 @@ typedef struct {
   const ts_tool_defs *progress; /* may be NULL: progress arguments that win over reg's */
   const char *thread;       /* required, valid */
   int resume;               /* 1: continue the thread (it must exist); 0: a new thread */
-  const char *prompt;       /* may be NULL: a user message stored before the first turn */
+  const char *prompt;       /* may be NULL: a user message stored before the first turn
+                             * (on resume of a cut turn: once that turn is finished) */
   uint32_t max_turns;       /* 0: TS_AGENT_MAX_TURNS */
   ts_agent_model model;
   /* Where events go: `out`/`view`, `pub`, `who` and `secrets` are used as given; the

@@ -467,7 +467,7 @@ START_TEST(test_ctrl_c_mid_streaming_call_then_resume) {
                     access(second, F_OK) != 0, "the cut call ran: %s", sb_str(&r.out));
   result_free(&r);
   ck_assert_str_eq(conversation("ms").roles, "t");
-  r = run_in("ms", 1, NULL);
+  r = run_in("ms", 1, "go on"); /* a prompt waits until the cut turn is finished */
   ck_assert_msg(r.status == 0, "resume exit %d: %s", r.status, sb_str(&r.err));
   const char *out = sb_str(&r.out);
   const char *ex = strstr(out, "\"type\":\"tool_execution_started\"");
@@ -480,7 +480,7 @@ START_TEST(test_ctrl_c_mid_streaming_call_then_resume) {
   ck_assert_int_eq(len, 400 * 4);
   free(text);
   convo cv = conversation("ms");
-  ck_assert_str_eq(cv.roles, "ttaa");
+  ck_assert_str_eq(cv.roles, "ttaua");
   ck_assert_msg(strstr(cv.tool_results, "+{\"path\":\"first.txt\",\"bytes\":1}\n+{\"path\":"
                                         "\"second.txt\",\"bytes\":1600}") != NULL,
                 "%s", cv.tool_results);
