@@ -70,7 +70,9 @@ static const ts_cli_opt run_opts[] = {
     {"rate", 0, TS_CLI_NUMBER, O_RATE, 1, 10000000, "N",
      "replay pace in SSE events per second (default 100)", NULL},
     {"resume", 0, TS_CLI_FLAG, O_RESUME, 0, 0, NULL,
-     "continue an existing thread (interrupted calls are resolved)", NULL},
+     "continue an existing thread: a turn that was cut (a crash,\n"
+     "Ctrl-C) is finished first, every call with one result; a\n"
+     "finished thread is left as it is (exit 0)", NULL},
     {"parent", 0, TS_CLI_THREAD, O_PARENT, 0, 0, "ID",
      "create the thread as a child of thread ID: it inherits ID's\n"
      "variables (docs/variables.md)", NULL},
@@ -117,9 +119,11 @@ const ts_cli_command ts_cli_cmd_run = {
     "The thread is a new th_... id unless --thread names one.",
     run_groups,
     "Built-in tools: write_file (progress argument: description), read_file, list_dir,\n"
-    "confined to the workspace. Ctrl-C stops cleanly: the running tool is told to stop,\n"
-    "finished results stay committed, and --thread ID --resume continues. A call whose\n"
-    "required variable has no value waits (a variable_required event) until 'toolstream\n"
+    "confined to the workspace. Ctrl-C or SIGTERM stops cleanly at any moment: the\n"
+    "running tool is stopped (its result records it as cancelled), no further call\n"
+    "starts, finished results stay committed, and --thread ID --resume finishes the\n"
+    "turn (the calls that never ran run then) and goes on. A call whose required\n"
+    "variable has no value waits (a variable_required event) until 'toolstream\n"
     "env set THREAD NAME' gives it one, from any process, also across a restart\n"
     "(--resume); secrets are sealed at rest (docs/variables.md). The API key\n"
     "and the values of JavaScript tools' secret variables are redacted from every event\n"

@@ -13,10 +13,26 @@
  * sink takes its own mutex and then store_mu (in store_event); the loop takes only
  * store_mu: one lock order, no deadlock.
  *
- * The assistant message of a turn is stored after the turn, with the calls the tap
- * reported (ready or failed), so a resumed or later request pairs each result with its
- * call. It is stored even when the turn was cut (Ctrl-C, a broken stream), because
- * results of that turn may already be committed and must have their call on record.
+ * The assistant message of a turn is stored after the turn, once every call the tap
+ * reported (ready or failed) has its result, so a later request pairs each result with
+ * its call. That message is the mark of a finished turn. A turn cut before it (a kill,
+ * Ctrl-C) has no message yet, only the results committed so far; `--resume` streams that
+ * turn again from the backend and runs it with a resuming dispatcher, which keeps the
+ * committed results and runs the calls that have none, in order. So whatever the moment
+ * of the cut, every call of the turn ends with exactly one result, and the message lists
+ * them all. The tool results after the thread's last assistant message are thus the cut
+ * turn's: their call ids are the calls' own again (not "taken"), and the tap's events of
+ * those calls are not sent out a second time (the text of the turn is).
+ *
+ * One exception: a call that parks for a variable (tools/dispatch.h) after the turn's
+ * stream ended makes the turn known whole, so its message is stored at once (store_turn_once,
+ * from whichever thread sees both facts first) and a run stopped or killed while the call
+ * waits is completed by --resume from the parked call (agent/thread_env.h), not streamed
+ * again. The results after such a message are its own calls'; a resume tells them from a
+ * cut turn's by the call ids the message lists (scan_state).
+ *
+ * A thread whose last assistant message calls no tool is finished: resuming it without a
+ * new prompt runs nothing and succeeds.
  */
 #include "agent/run.h"
 
@@ -46,7 +62,10 @@ typedef struct {
   double started_ms[TS_TAP_MAX_CALLS];
   uint64_t started_off[TS_TAP_MAX_CALLS];
   ts_agent_stats *st;
+  ts_buf settled_ids; /* resuming a cut turn: ids of its calls with a result (NUL-separated) */
 } loop;
+
+static int id_in(const ts_buf *b, const char *id, size_t len);
 
 static int cancelled(const loop *l) { return l->cfg->cancel && *l->cfg->cancel; }
 
@@ -105,6 +124,10 @@ static int on_tap_event(void *user, const ts_tap_event *e) {
     }
   }
   if (e->type == TS_TAP_TEXT_DELTA) ts_buf_append(&l->text, e->text.p, e->text.len);
+  /* a call of a resumed turn that already has its result: its events went out the
+   * first time; the dispatcher keeps the result */
+  int settled = e->is_call && l->settled_ids.len && id_in(&l->settled_ids, e->call_id.p,
+                                                          e->call_id.len);
   if (e->type == TS_TAP_TOOL_CALL_READY || e->type == TS_TAP_TOOL_CALL_ERROR) {
     if (l->ncalls++) ts_buf_putc(&l->calls, ',');
     ts_buf_puts(&l->calls, "{\"id\":");
@@ -118,7 +141,7 @@ static int on_tap_event(void *user, const ts_tap_event *e) {
       ts_buf_puts(&l->calls, "null");
     ts_buf_putc(&l->calls, '}');
   }
-  ts_sink_emit_tap(l->sink, e);
+  if (!settled) ts_sink_emit_tap(l->sink, e);
   ts_dispatch_tap_event(l->disp, e);
   return cancelled(l);
 }
@@ -148,21 +171,79 @@ static int count_assistant(void *user, const ts_store_message *m) {
   return 0;
 }
 
-/* The call ids of the thread's earlier turns, NUL-separated: every call got a tool-result
+/* The call ids of the thread's finished turns, NUL-separated: every call got a tool-result
  * message quoting its id. A provider that sends one of them again gets a fresh id from the
- * tap (call ids are unique within a thread, stream/tap.h "Call ids"). */
+ * tap (call ids are unique within a thread, stream/tap.h "Call ids"). The results after
+ * the last assistant message are a cut turn's (see the essay): their ids go to `tail`. */
+typedef struct {
+  ts_buf *ids, *tail;
+  size_t kept; /* ids->len at the last assistant message */
+} id_scan;
+
 static int collect_call_id(void *user, const ts_store_message *m) {
+  id_scan *s = user;
+  if (m->role == TS_STORE_ASSISTANT) s->kept = s->ids->len;
   if (m->role == TS_STORE_TOOL && m->tool_call_id && *m->tool_call_id)
-    ts_buf_append(user, m->tool_call_id, strlen(m->tool_call_id) + 1);
+    ts_buf_append(s->ids, m->tool_call_id, strlen(m->tool_call_id) + 1);
   return 0;
 }
 
-static int call_id_taken(void *user, const char *id, size_t len) {
-  const ts_buf *b = user;
+/* Splits the scan: ids up to the last assistant message stay taken, the rest move to tail. */
+static void split_ids(id_scan *s) {
+  if (s->tail && s->ids->len > s->kept)
+    ts_buf_append(s->tail, s->ids->p + s->kept, s->ids->len - s->kept);
+  s->ids->len = s->kept;
+}
+
+static int id_in(const ts_buf *b, const char *id, size_t len) {
   for (size_t i = 0; i < b->len;) {
     size_t n = strlen(b->p + i);
     if (n == len && !memcmp(b->p + i, id, len)) return 1;
     i += n + 1;
+  }
+  return 0;
+}
+
+static int call_id_taken(void *user, const char *id, size_t len) { return id_in(user, id, len); }
+
+/* What a resume finds: whether the last assistant message called no tool and nothing of a
+ * later turn is stored (the thread is finished), and whether the tool results after that
+ * message are a cut turn's (`foreign`: results of calls that message does not list) or
+ * only its own (the message was stored early for a parked call, run.h). */
+typedef struct {
+  int assistant_seen, last_called, tail, foreign;
+  ts_buf last; /* the last assistant message's content */
+} thread_state;
+
+/* Whether `content` (an assistant message store_assistant wrote) lists a call with `id`. */
+static int lists_call(const ts_buf *content, const char *id) {
+  ts_buf needle;
+  ts_buf_init(&needle, 4096);
+  ts_buf_puts(&needle, "{\"id\":");
+  ts_buf_append_json_string(&needle, id, strlen(id));
+  int found = 0;
+  if (!needle.err && content->len >= needle.len)
+    for (size_t i = 0; i + needle.len <= content->len && !found; i++)
+      found = !memcmp(content->p + i, needle.p, needle.len);
+  ts_buf_fini(&needle);
+  return found;
+}
+
+static int scan_state(void *user, const ts_store_message *m) {
+  thread_state *t = user;
+  if (m->role == TS_STORE_ASSISTANT) {
+    /* store_assistant writes the calls last: an empty list ends the content so */
+    static const char none[] = ",\"tool_calls\":[]}";
+    size_t n = sizeof none - 1;
+    t->assistant_seen = 1;
+    t->last_called = !(m->content_len >= n && !memcmp(m->content + m->content_len - n, none, n));
+    t->tail = t->foreign = 0;
+    ts_buf_reset(&t->last);
+    ts_buf_append(&t->last, m->content, m->content_len);
+  } else if (m->role == TS_STORE_TOOL) {
+    t->tail = 1;
+    if (!t->assistant_seen || !m->tool_call_id || !lists_call(&t->last, m->tool_call_id))
+      t->foreign = 1;
   }
   return 0;
 }
@@ -189,9 +270,15 @@ static int store_assistant(loop *l, uint32_t turn) {
   return rc;
 }
 
+static void interrupted_why(const ts_agent_config *c, char *why, size_t cap) {
+  snprintf(why, cap, "interrupted; finished results are stored; continue with --thread %s "
+                     "--resume", c->thread);
+}
+
 /* One turn. Returns TS_E_OK with *more = 1 when the model called tools (another turn
- * follows), or the reason the loop stops. */
-static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
+ * follows), or the reason the loop stops. `resuming`: the turn may have been cut before
+ * (the first turn of --resume), see the essay. */
+static int one_turn(loop *l, uint32_t turn, int resuming, int *more, char *why, size_t cap) {
   const ts_agent_config *c = l->cfg;
   ts_agent_turn t = {c->store, c->thread, c->reg, turn, l->sink, c->cancel};
   *more = 0;
@@ -201,7 +288,8 @@ static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
   l->ncalls = 0;
   ts_dispatch_config dc = {.store = c->dispatch_store, .reg = c->reg, .thread = c->thread,
                            .turn = turn + 1, .on_event = on_dispatch_event, .user = l,
-                           .pipelined = 1, .layers = c->layers, .stop = c->cancel};
+                           .pipelined = 1, .layers = c->layers, .stop = c->cancel,
+                           .resuming = resuming};
   pthread_mutex_lock(&l->turn_mu);
   l->parked = l->stream_done = l->msg_stored = l->early_rc = 0;
   l->turn_no = turn + 1;
@@ -210,7 +298,10 @@ static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
   int made = ts_dispatch_new(&l->disp, &dc);
   ts_buf used_ids;
   ts_buf_init(&used_ids, (size_t)16 << 20);
-  ts_store_messages(c->store, c->thread, 0, collect_call_id, &used_ids);
+  ts_buf_reset(&l->settled_ids);
+  id_scan scan = {&used_ids, resuming ? &l->settled_ids : NULL, 0};
+  ts_store_messages(c->store, c->thread, 0, collect_call_id, &scan);
+  split_ids(&scan);
   ts_tap_config tc = {.progress_arg = progress_of, .progress_user = l, .text = 1,
                       .turn = turn + 1, .id_taken = call_id_taken, .id_user = &used_ids};
   ts_tap *tap = NULL;
@@ -224,28 +315,41 @@ static int one_turn(loop *l, uint32_t turn, int *more, char *why, size_t cap) {
   }
   char mwhy[512] = "";
   int mrc = c->model.turn(c->model.user, &t, tap, mwhy, sizeof mwhy);
-  ts_tap_finish(tap);
+  /* A cut stream is not finished: its last call would be reported as cut (an error
+   * result to come), yet --resume streams the turn again and gives that call its run. */
+  if (!cancelled(l)) ts_tap_finish(tap);
   int failed = ts_tap_failed(tap);
   ts_tap_free(tap);
   ts_buf_fini(&used_ids);
-  pthread_mutex_lock(&l->turn_mu);
-  l->stream_done = 1;
-  if (l->parked) l->early_rc = store_turn_once(l); /* a call waits: the turn is known */
-  pthread_mutex_unlock(&l->turn_mu);
+  /* A stream that ended (not cut) gives the whole turn: a call that waits for a variable
+   * from now on has its turn's message stored at once (run.h). A cut stream's turn is not
+   * known whole: it is streamed again on --resume, like any cut turn. */
+  if (!cancelled(l)) {
+    pthread_mutex_lock(&l->turn_mu);
+    l->stream_done = 1;
+    if (l->parked) l->early_rc = store_turn_once(l); /* a call waits: the turn is known */
+    pthread_mutex_unlock(&l->turn_mu);
+  }
   if (cancelled(l)) ts_dispatch_cancel(l->disp);
   int drc = ts_dispatch_finish(l->disp);
-  ts_dispatch_free(l->disp);
+  ts_dispatch_free(l->disp); /* joins the worker: a cancelled tool's result is committed */
   l->disp = NULL;
-  pthread_mutex_lock(&l->turn_mu);
-  int arc = l->early_rc ? l->early_rc : store_turn_once(l);
-  pthread_mutex_unlock(&l->turn_mu);
   l->st->calls += l->ncalls;
   l->st->turns++;
-  if (cancelled(l)) {
-    snprintf(why, cap, "interrupted; finished results are stored; continue with --thread %s "
-                       "--resume", c->thread);
+  if (cancelled(l) || drc == TS_E_ABORTED) {
+    /* The turn is not finished: no assistant message, so --resume streams it again;
+     * unless a call parked after the stream ended stored it (--resume goes on from that
+     * call). */
+    interrupted_why(c, why, cap);
     return TS_E_ABORTED;
   }
+  /* A turn the backend could not give, or whose stream broke before any call, leaves
+   * nothing to pair: no message, and --resume asks for the turn again. */
+  pthread_mutex_lock(&l->turn_mu);
+  int arc = l->early_rc                     ? l->early_rc
+            : (mrc || failed) && !l->ncalls ? TS_E_OK
+                                            : store_turn_once(l);
+  pthread_mutex_unlock(&l->turn_mu);
   if (mrc) {
     snprintf(why, cap, "%s", mwhy);
     return TS_E_IO;
@@ -273,6 +377,16 @@ static void redact_why(const loop *l, char *why, size_t cap) {
   ts_buf_init(&b, cap * 2);
   if (ts_sink_redact(l->sink, why, strlen(why), &b) == TS_E_OK) snprintf(why, cap, "%s", b.p);
   ts_buf_fini(&b);
+}
+
+static int store_prompt(loop *l, char *why, size_t cap) {
+  const ts_agent_config *c = l->cfg;
+  pthread_mutex_lock(&l->store_mu);
+  int rc = ts_store_append_message(c->store, c->thread, TS_STORE_USER, c->prompt,
+                                   strlen(c->prompt), NULL, NULL, 0, NULL);
+  pthread_mutex_unlock(&l->store_mu);
+  if (rc) snprintf(why, cap, "%s", ts_store_errmsg(c->store));
+  return rc;
 }
 
 int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, size_t cap) {
@@ -321,6 +435,7 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   pthread_mutex_init(&l.turn_mu, NULL);
   ts_buf_init(&l.text, (size_t)16 << 20);
   ts_buf_init(&l.calls, (size_t)64 << 20);
+  ts_buf_init(&l.settled_ids, (size_t)16 << 20);
   ts_sink_config sc = c->sink;
   sc.thread = c->thread;
   sc.parent = parent[0] ? parent : NULL;
@@ -335,18 +450,23 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   }
   uint32_t turn = 0;
   ts_store_messages(c->store, c->thread, 0, count_assistant, &turn);
+  double t0 = ts_clock_ms();
+  int cut = 0;      /* resuming a turn cut after some of its results were committed */
+  int own_tail = 0; /* resuming after a turn whose message was stored early (a parked call) */
   if (c->resume) {
-    /* calls that started but never finished (a crash, Ctrl-C) are resolved first */
+    /* calls that started but never finished (a crash) are resolved first */
     uint32_t resolved = 0;
     if ((rc = ts_dispatch_resume_env(c->dispatch_store, c->reg, c->thread, c->layers,
                                      on_dispatch_event, &l, &resolved))) {
       snprintf(why, cap, "resume failed: %s", ts_store_errmsg(c->dispatch_store));
       goto out;
     }
-    /* a turn whose call waited for a variable when the run stopped goes on from there */
+    /* A turn whose call waited for a variable after its stream ended has its assistant
+     * message (stored early, run.h): it goes on from the parked call, the model is not
+     * asked again. A turn without its message is cut: it is streamed again below. */
     ts_dispatch_config pc = {.store = c->dispatch_store, .reg = c->reg, .thread = c->thread,
                              .on_event = on_dispatch_event, .user = &l, .pipelined = 1,
-                             .layers = c->layers, .stop = c->cancel};
+                             .layers = c->layers, .stop = c->cancel, .resuming = 1};
     uint32_t parked_turn = 0;
     l.msg_stored = 1; /* that turn's message is stored: nothing to store early */
     rc = ts_thread_env_complete_parked(c->dispatch_store, &pc, &parked_turn);
@@ -359,29 +479,47 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
                  ts_store_errmsg(c->dispatch_store));
       goto out;
     }
-    rc = TS_E_OK;
-  }
-  if (c->prompt) {
-    pthread_mutex_lock(&l.store_mu);
-    rc = ts_store_append_message(c->store, c->thread, TS_STORE_USER, c->prompt, strlen(c->prompt),
-                                 NULL, NULL, 0, NULL);
-    pthread_mutex_unlock(&l.store_mu);
-    if (rc) {
+    thread_state ts = {0};
+    ts_buf_init(&ts.last, (size_t)96 << 20);
+    rc = ts_store_messages(c->store, c->thread, 0, scan_state, &ts);
+    ts_buf_fini(&ts.last);
+    if (rc < 0) {
       snprintf(why, cap, "%s", ts_store_errmsg(c->store));
       goto out;
     }
+    rc = TS_E_OK;
+    /* results after the last message that are its own calls' (a parked turn, completed
+     * or not) belong to a whole turn; others are a cut turn's */
+    cut = ts.foreign;
+    own_tail = ts.tail && !ts.foreign;
+    if (ts.assistant_seen && !ts.last_called && !ts.tail && !c->prompt) {
+      st->elapsed_ms = ts_clock_ms() - t0; /* finished: nothing to continue */
+      goto out;
+    }
   }
+  /* A prompt given to the resume of a cut turn follows that turn (its calls and results
+   * belong to the model's message before it), so it waits until the turn is finished. */
+  if (c->prompt && !cut && (rc = store_prompt(&l, why, cap))) goto out;
   uint32_t max_turns = c->max_turns ? c->max_turns : TS_AGENT_MAX_TURNS;
-  double t0 = ts_clock_ms();
   for (;;) {
     if (st->turns >= max_turns) {
       snprintf(why, cap, "stopped after --max-turns %u; --resume continues", max_turns);
       rc = TS_E_LIMIT;
       break;
     }
+    if (cancelled(&l)) { /* between turns: the last one is whole, the next not begun */
+      interrupted_why(c, why, cap);
+      rc = TS_E_ABORTED;
+      break;
+    }
     int more;
-    rc = one_turn(&l, turn, &more, why, cap);
+    rc = one_turn(&l, turn, c->resume && st->turns == 0 && !own_tail, &more, why, cap);
     turn++;
+    if (!rc && cut && c->prompt) { /* the cut turn is finished: now the prompt */
+      cut = 0;
+      if ((rc = store_prompt(&l, why, cap))) break;
+      more = 1;
+    }
     if (rc || !more) break; /* an error, or the model ended its turn without tool calls */
   }
   st->elapsed_ms = ts_clock_ms() - t0;
@@ -393,6 +531,7 @@ out:
   ts_sink_free(l.sink);
   ts_buf_fini(&l.text);
   ts_buf_fini(&l.calls);
+  ts_buf_fini(&l.settled_ids);
   pthread_mutex_destroy(&l.store_mu);
   pthread_mutex_destroy(&l.turn_mu);
   return rc;

@@ -19,16 +19,33 @@
  * loop's store lock, every event), `dispatch_store` for the dispatcher's worker (start
  * records and results).
  *
- * Variables: a call whose required variable has no value is parked and waits (the
- * dispatcher, tools/dispatch.h); as soon as that happens after the turn's stream ended,
- * the turn's assistant message is stored, so that a run stopped or killed while a call
- * waits is completed from the parked call by `resume` (agent/thread_env.h). The thread's
- * state in the store says running, done, failed or interrupted.
+ * A turn is finished when its assistant message is stored, which happens once every call
+ * of the turn has its committed result. A turn cut before that (a crash, a kill,
+ * `cancel`, while streaming or while a call runs) is finished by the next resume: the loop
+ * resolves the calls caught running (tools/dispatch.h, ts_dispatch_resume), streams the
+ * cut turn again from the backend and runs it with a resuming dispatcher, which keeps every
+ * committed result and runs only the calls without one, in order; so each call of the turn
+ * gets exactly one result. (An HTTP backend asks the model again for that turn; a call at
+ * an index that already has its result keeps it, whatever the new reply says there.) A
+ * thread whose last turn called no tool is finished: resuming it without a prompt runs
+ * nothing and returns TS_E_OK.
  *
- * Stopping: `cancel` (set from a signal handler) stops the turn: the running tool is
- * told to stop, the backend stops streaming, finished results stay committed, the
- * turn's assistant message is stored with the calls seen so far, and the loop returns
- * TS_E_ABORTED; `--resume` of the thread continues.
+ * Variables: a call whose required variable has no value is parked and waits (the
+ * dispatcher, tools/dispatch.h). The one exception to the rule above: as soon as a call
+ * parks after the turn's stream ended, the turn is known whole and its assistant message
+ * is stored at once, so that a run stopped or killed while a call waits is completed
+ * from the parked call by `resume` (agent/thread_env.h) without asking the model again.
+ * (A call parked while the stream still ran is part of a cut turn like any other.) The
+ * thread's state in the store says running, done, failed or interrupted.
+ *
+ * Stopping: `cancel` (set from a signal handler: Ctrl-C, SIGTERM) stops the turn at any
+ * moment, also after its stream has ended: the dispatcher sees the flag within
+ * TS_DISPATCH_STOP_POLL_MS and raises the running tool's cancel flag (a JavaScript tool's
+ * sandbox then kills its run within its 50 ms margin, and the call's error result reads
+ * `cancelled: ...`; a C tool stops when it next looks at the flag) or ends a parked
+ * call's wait; that result is committed, no further call starts, the backend stops
+ * streaming, no assistant message is stored for the cut turn (unless it was stored early
+ * for a parked call), and the loop returns TS_E_ABORTED; `--resume` finishes it.
  */
 #ifndef TS_AGENT_RUN_H
 #define TS_AGENT_RUN_H
@@ -75,7 +92,8 @@ typedef struct {
   const ts_tool_defs *progress; /* may be NULL: progress arguments that win over reg's */
   const char *thread;       /* required, valid */
   int resume;               /* 1: continue the thread (it must exist); 0: a new thread */
-  const char *prompt;       /* may be NULL: a user message stored before the first turn */
+  const char *prompt;       /* may be NULL: a user message stored before the first turn
+                             * (on resume of a cut turn: once that turn is finished) */
   uint32_t max_turns;       /* 0: TS_AGENT_MAX_TURNS */
   ts_agent_model model;
   /* Where events go: `out`/`view`, `pub`, `who` and `secrets` are used as given; the
@@ -117,7 +135,7 @@ typedef struct {
  * calls. Otherwise a negative ts_err with a one-line reason in `why` (secrets redacted):
  *   TS_E_STORE_THREAD_EXISTS  not resume, and the thread exists (a usage error)
  *   TS_E_STORE_NO_THREAD      resume, and the thread does not exist
- *   TS_E_ABORTED              `cancel` was set (resume continues)
+ *   TS_E_ABORTED              `cancel` was set (resume finishes the cut turn)
  *   TS_E_LIMIT                max_turns turns were run (resume continues)
  *   TS_E_MS_PROVIDER          a turn's stream ended in error (a stream_error event)
  *   TS_E_IO                   the backend could not give the turn (its own `why`)

@@ -6,6 +6,21 @@
  * resolved (ready, or failed upstream), runs it outside the lock, commits it, and moves
  * on. So the order of execution is the index order by construction, and a call can start
  * while later ones are still streaming in.
+ *
+ * Stopping by signal: a signal handler can only set a flag, and the threads that could
+ * look at it are busy (the worker inside a tool, the caller inside a model's stream or a
+ * wait in ts_dispatch_finish). So when the caller gives a stop flag, a second small
+ * thread, the watcher, looks at it every TS_DISPATCH_STOP_POLL_MS and turns it into a
+ * cancel: the tool's flag goes up within that interval, wherever everyone else is. A call
+ * parked for a variable (below) looks at the same flag in its wait and stops waiting: it
+ * stays parked, and `run --resume` completes it.
+ *
+ * Resuming a turn: the caller streams the cut turn again and the worker runs it as usual;
+ * the store tells which calls are already settled (their start record is finished, so
+ * ts_store_call_started refuses them) and those are skipped, silently: the result that
+ * was committed is the call's one result. The same holds for a parked turn completed after
+ * a restart (first_index), and for ts_dispatch_resume. A dispatcher that is not resuming
+ * treats such a call as the store error it is (a new turn never has one).
  */
 #include "tools/dispatch.h"
 
@@ -35,9 +50,9 @@ struct ts_dispatch {
   uint32_t n, cap;
   uint32_t next; /* the index that runs next */
   uint32_t done;
-  int finishing, store_err, have_worker;
+  int finishing, store_err, have_worker, have_watcher, quit;
   volatile int cancel;
-  pthread_t worker;
+  pthread_t worker, watcher;
   ts_call_queue queue; /* state.queueTool's calls; only the worker touches it */
   ts_vars *vars;       /* the worker's resolver, on cfg.store */
 };
@@ -143,6 +158,7 @@ typedef struct {
   const volatile int *cancel;
   const volatile sig_atomic_t *stop;
   uint32_t poll_ms;
+  int resuming; /* a call that already has its result keeps it (ts_dispatch_config) */
 } wait_opts;
 
 /* The first required variable of `tool` without a value, or NULL (def of it). */
@@ -220,8 +236,8 @@ static int await_vars(ts_store *store, call_env *e, const ts_tool *tool, uint32_
 
 /* Runs one call (or resolves it as an error) and commits it: the body shared by the
  * dispatcher and resume. `upstream_error`: the arguments were unusable. Returns
- * TS_E_OK (also for a call an earlier run committed: skipped), TS_E_ABORTED (stopped
- * while parked), or the store's error. */
+ * TS_E_OK (also, when w->resuming, for a call an earlier run committed: skipped),
+ * TS_E_ABORTED (stopped while parked), or the store's error. */
 static int run_one(ts_store *store, const ts_registry *reg, const char *thread, uint32_t turn,
                    uint32_t index, const char *call_id, const char *tool_name, const char *args,
                    size_t args_len, const char *upstream_error, const char *forced_error,
@@ -242,14 +258,15 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
     rc = await_vars(store, &env, tool, turn, index, call_id, args, args_len, w, on_event, user,
                     var_err, sizeof var_err);
     env_reset(&env);
-    if (rc == 1) return TS_E_OK; /* committed by an earlier run of this turn */
+    if (rc == 1) /* the call already has a result: kept when resuming, else a store error */
+      return w->resuming ? TS_E_OK : TS_E_STORE_CALL_FINISHED;
     if (rc) return rc;
   }
   if (record_start) {
     rc = ts_store_call_started(store, thread, turn, index, call_id ? call_id : "",
                                tool_name ? tool_name : "", args ? args : "{}",
                                args ? args_len : 2, NULL);
-    if (rc == TS_E_STORE_CALL_FINISHED) return TS_E_OK; /* an earlier run committed it */
+    if (rc == TS_E_STORE_CALL_FINISHED && w->resuming) return TS_E_OK; /* it has its result */
     if (rc) return rc;
   }
   ts_event ev;
@@ -295,6 +312,7 @@ static void *worker(void *arg) {
   ts_dispatch *d = arg;
   pthread_mutex_lock(&d->mu);
   for (;;) {
+    if (d->cfg.stop && *d->cfg.stop) d->cancel = 1; /* before the watcher has looked */
     if (d->cancel || d->store_err) break;
     int runnable = d->next < d->n &&
                    (d->calls[d->next].state != C_PENDING || d->finishing) &&
@@ -317,7 +335,7 @@ static void *worker(void *arg) {
       forced = known ? "the call's arguments never completed before the turn ended"
                      : "the call never arrived before the turn ended";
     wait_opts w = {d->vars, d->cfg.layers, &d->cancel, d->cfg.stop,
-                   d->cfg.poll_ms ? d->cfg.poll_ms : TS_DISPATCH_POLL_MS};
+                   d->cfg.poll_ms ? d->cfg.poll_ms : TS_DISPATCH_POLL_MS, d->cfg.resuming};
     int rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn, index, call_id, tool,
                      args, args_len, state == C_FAILED ? error : NULL, forced, d->cfg.on_event,
                      d->cfg.user, 1, &d->queue, &w);
@@ -349,6 +367,28 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* Turns the caller's stop flag into a cancel (see the essay), until the dispatcher goes. */
+static void *watcher(void *arg) {
+  ts_dispatch *d = arg;
+  pthread_mutex_lock(&d->mu);
+  while (!d->quit) {
+    if (*d->cfg.stop && !d->cancel) {
+      d->cancel = 1;
+      pthread_cond_broadcast(&d->cv);
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += TS_DISPATCH_STOP_POLL_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&d->cv, &d->mu, &until);
+  }
+  pthread_mutex_unlock(&d->mu);
+  return NULL;
+}
+
 /* Every call the tap can report must have a record here, or it would never get a result. */
 _Static_assert(TS_TAP_MAX_CALLS <= TS_DISPATCH_MAX_CALLS, "a tap call index without a record");
 
@@ -376,6 +416,13 @@ int ts_dispatch_new(ts_dispatch **out, const ts_dispatch_config *cfg) {
     return TS_E_NOMEM;
   }
   d->have_worker = 1;
+  if (cfg->stop) {
+    if (pthread_create(&d->watcher, NULL, watcher, d) != 0) {
+      ts_dispatch_free(d);
+      return TS_E_NOMEM;
+    }
+    d->have_watcher = 1;
+  }
   *out = d;
   return TS_E_OK;
 }
@@ -458,6 +505,13 @@ void ts_dispatch_free(ts_dispatch *d) {
     pthread_mutex_unlock(&d->mu);
     pthread_join(d->worker, NULL);
   }
+  if (d->have_watcher) {
+    pthread_mutex_lock(&d->mu);
+    d->quit = 1;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->watcher, NULL);
+  }
   for (uint32_t i = 0; i < d->cap; i++) {
     free(d->calls[i].call_id);
     free(d->calls[i].tool);
@@ -529,7 +583,8 @@ int ts_dispatch_resume_env(ts_store *store, const ts_registry *reg, const char *
   if (rc > 0) rc = TS_E_OK;
   uint32_t count = 0;
   static const int no_cancel = 0;
-  wait_opts w = {vars, layers, &no_cancel, NULL, TS_DISPATCH_POLL_MS};
+  /* a call another process committed meanwhile keeps its result */
+  wait_opts w = {vars, layers, &no_cancel, NULL, TS_DISPATCH_POLL_MS, 1};
   for (size_t i = 0; i < l.n && rc == TS_E_OK; i++) {
     ts_store_call *c = &l.v[i];
     const ts_tool *tool = ts_registry_find(reg, c->tool, strlen(c->tool));

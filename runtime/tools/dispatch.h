@@ -84,15 +84,30 @@ typedef struct {
    * looks for its value (0: TS_DISPATCH_POLL_MS). */
   const ts_var_layers *layers;
   uint32_t poll_ms;
-  /* Nonzero stops a parked call's wait (the run's Ctrl-C flag); NULL: only cancel does. */
+  /* May be NULL. A flag a signal handler sets (Ctrl-C, SIGTERM): the dispatcher watches it
+   * (every TS_DISPATCH_STOP_POLL_MS, on a thread of its own) and, once it is nonzero, acts
+   * as ts_dispatch_cancel: the running tool sees ts_call_info.cancel, nothing new starts,
+   * and a parked call stops waiting (it stays parked). So a tool is told to stop within
+   * that poll interval whatever the caller is doing (streaming, waiting in
+   * ts_dispatch_finish); how fast it then stops is the tool's own margin (a JavaScript
+   * tool's sandbox: 50 ms, docs/sandbox.md). */
   const volatile sig_atomic_t *stop;
   /* The first index this dispatcher runs (a turn completed after a restart, from the
    * call that was parked); calls below it are not expected. 0 normally. */
   uint32_t first_index;
+  /* 1: the turn is being run again after a crash or Ctrl-C (`run --resume`: the cut turn
+   * streamed again, or a parked turn completed): a call whose (turn, index) already has a
+   * committed result keeps it and is not run again (no start record, no events); the
+   * others run as usual. 0: such a call is a store error (TS_E_STORE_CALL_FINISHED), as a
+   * new turn never has one. */
+  int resuming;
 } ts_dispatch_config;
 
 /* How often, by default, a parked call checks whether its variable has a value. */
 #define TS_DISPATCH_POLL_MS 100
+
+/* How often the dispatcher looks at ts_dispatch_config.stop. */
+#define TS_DISPATCH_STOP_POLL_MS 5
 
 typedef struct ts_dispatch ts_dispatch;
 
@@ -114,11 +129,14 @@ void ts_dispatch_tap_event(ts_dispatch *d, const ts_tap_event *ev);
 int ts_dispatch_finish(ts_dispatch *d);
 
 /* Asks the running tool to stop (ts_call_info.cancel) and runs nothing new; calls not
- * started stay unstarted (a later resume of the thread decides about them). finish then
- * returns TS_E_ABORTED. Safe from a signal-driven thread, not from a signal handler. */
+ * started stay unstarted (the turn, streamed again by a resume, runs them: `resuming`).
+ * The running call's result, whatever the tool made of the request (a cancelled tool's
+ * error result), is committed as usual before ts_dispatch_free returns. finish then
+ * returns TS_E_ABORTED, without waiting for that call. Safe from a signal-driven thread,
+ * not from a signal handler (give the handler's flag as `stop` instead). */
 void ts_dispatch_cancel(ts_dispatch *d);
 
-/* Calls run so far (committed). */
+/* Calls run so far (committed), including those a resuming dispatcher found committed. */
 uint32_t ts_dispatch_done_count(const ts_dispatch *d);
 
 void ts_dispatch_free(ts_dispatch *d); /* cancels and joins the worker if still running */

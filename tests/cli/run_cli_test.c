@@ -134,10 +134,15 @@ START_TEST(test_turns_files_and_store) {
   ck_assert_int_eq(r.status, 2);
   ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "--resume"));
   result_free(&r);
+  /* with it, a finished thread (its last turn called no tool) is left as it is: exit 0,
+   * no turn run, nothing stored */
   r = run_in("t1", 1, NULL);
-  ck_assert_int_eq(r.status, 1);
-  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "no recorded turn 4"));
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "0 turns, 0 tool calls"));
+  ck_assert_ptr_null(strstr(sb_str(&r.out), "\"type\""));
   result_free(&r);
+  c = conversation("t1");
+  ck_assert_msg(!strcmp(c.roles, "utataa"), "roles %s", c.roles);
 }
 END_TEST
 
@@ -302,12 +307,183 @@ START_TEST(test_ctrl_c_then_resume) {
   snprintf(p, sizeof p, "%s/ws/one.txt", base);
   ck_assert_int_eq(access(p, F_OK), 0); /* turn 1's result is kept */
   convo cv = conversation("cc");
-  ck_assert_str_eq(cv.roles, "taa"); /* turn 1 (result, message), then the cut turn 2 */
-  /* resuming replays the turn after the stored ones: none is left, a clear error */
+  ck_assert_str_eq(cv.roles, "ta"); /* turn 1 (result, message); the cut turn 2 is not done */
+  /* resuming streams the cut turn again and finishes the thread */
   r = run_in("cc", 1, NULL);
-  ck_assert_int_eq(r.status, 1);
-  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "no recorded turn 3"));
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "1 turn, 0 tool calls"));
   result_free(&r);
+  cv = conversation("cc");
+  ck_assert_str_eq(cv.roles, "taa");
+  r = run_in("cc", 1, NULL); /* and then there is nothing left to do */
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  result_free(&r);
+  ck_assert_str_eq(conversation("cc").roles, "taa");
+}
+END_TEST
+
+/* A turn of several calls in one chunk: tools[i] with arguments args[i] (escaped). */
+static void calls_turn(const char *name, int n, const char *const *tools,
+                       const char *const *args) {
+  char buf[8192];
+  size_t k = (size_t)snprintf(buf, sizeof buf,
+                              "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[");
+  for (int i = 0; i < n; i++)
+    k += (size_t)snprintf(buf + k, sizeof buf - k,
+                          "%s{\"index\":%d,\"id\":\"k%d\",\"type\":\"function\",\"function\":"
+                          "{\"name\":\"%s\",\"arguments\":\"%s\"}}",
+                          i ? "," : "", i, i, tools[i], args[i]);
+  snprintf(buf + k, sizeof buf - k,
+           "]}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
+           "\"tool_calls\"}]}\n\ndata: [DONE]\n\n");
+  put(name, buf);
+}
+
+/* Waits until the child printed every one of `want` (NULL-terminated); 0 on time out. */
+static int wait_for(child *c, result *r, const char *const *want) {
+  double end = now_ms() + 60000;
+  for (;;) {
+    int all = 1;
+    for (size_t i = 0; want[i]; i++) all = all && strstr(sb_str(&r->out), want[i]);
+    if (all) return 1;
+    if (now_ms() > end || pump(c, r, 20) == 0) return 0;
+  }
+}
+
+/* Ctrl-C (or SIGTERM) after the turn's stream has ended, while a tool runs: the tool is
+ * stopped (a JavaScript tool that would spin until its 5 s limit: its result says
+ * cancelled, not timed out), its error result is stored, the next call never starts, and
+ * --resume finishes the turn with that call's result and the thread. */
+static void stop_running_tool(int sig) {
+  setup();
+  put("spin.js", "defineTool({ description: 'spins', args: z.object({}),\n"
+                 "  execute: function (state, args) { for (;;) {} } });\n");
+  const char *tools[] = {"spin", "write_file"};
+  const char *args[] = {"{}", "{\\\"path\\\":\\\"after.txt\\\",\\\"content\\\":\\\"x\\\"}"};
+  calls_turn("session/turn-1.sse", 2, tools, args);
+  put("session/turn-2.sse", stop_turn);
+  char session[128], ws[128], data[128], tool[128], after[160];
+  snprintf(session, sizeof session, "%s/session", base);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  snprintf(tool, sizeof tool, "%s/spin.js", base);
+  snprintf(after, sizeof after, "%s/ws/after.txt", base);
+  const char *argv[] = {"toolstream", "run", "--model-replay", session, "--workspace", ws,
+                        "--data-dir", data, "--rate", "10000", "--thread", "sp", "--json",
+                        "--tools", tool, NULL};
+  result r;
+  memset(&r, 0, sizeof r);
+  child c = spawn_bin(BINARY, argv, 0);
+  /* the stream is over (turn_finished) and the spinning tool runs */
+  const char *want[] = {"\"type\":\"turn_finished\"", "\"type\":\"tool_execution_started\"",
+                        NULL};
+  ck_assert_msg(wait_for(&c, &r, want), "never saw the tool run: %s %s", sb_str(&r.out),
+                sb_str(&r.err));
+  kill(c.pid, sig);
+  finish_child(&c, &r);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, sb_str(&r.err));
+  ck_assert_msg(strstr(sb_str(&r.err), "--thread sp --resume") != NULL, "%s", sb_str(&r.err));
+  const char *out = sb_str(&r.out);
+  const char *res = strstr(out, "\"type\":\"tool_result\"");
+  ck_assert_msg(res && strstr(res, "cancelled: the call was cancelled"), "%s", out);
+  /* nothing after the cancelled call started: one execution in all, no file */
+  const char *ex = strstr(out, "\"type\":\"tool_execution_started\"");
+  ck_assert_msg(ex && !strstr(ex + 1, "\"type\":\"tool_execution_started\""), "%s", out);
+  ck_assert_int_ne(access(after, F_OK), 0);
+  result_free(&r);
+  convo cv = conversation("sp");
+  ck_assert_str_eq(cv.roles, "t");
+  ck_assert_str_eq(cv.tool_results, "!cancelled: the call was cancelled\n");
+  /* --resume: the cancelled call keeps its one result, the next call runs, then turn 2 */
+  const char *rargv[] = {"toolstream", "run", "--model-replay", session, "--workspace", ws,
+                         "--data-dir", data, "--rate", "10000", "--thread", "sp", "--json",
+                         "--tools", tool, "--resume", NULL};
+  r = run_bin(BINARY, rargv, NULL, 0);
+  ck_assert_msg(r.status == 0, "resume exit %d: %s", r.status, sb_str(&r.err));
+  out = sb_str(&r.out);
+  ex = strstr(out, "\"type\":\"tool_execution_started\"");
+  ck_assert_msg(ex && strstr(ex, "\"tool\":\"write_file\"") &&
+                    !strstr(ex + 1, "\"type\":\"tool_execution_started\""),
+                "one execution, write_file's: %s", out);
+  ck_assert_int_eq(access(after, F_OK), 0);
+  result_free(&r);
+  cv = conversation("sp");
+  ck_assert_str_eq(cv.roles, "ttaa");
+  ck_assert_msg(!strncmp(cv.tool_results, "!cancelled: the call was cancelled\n+{\"path\":\"after.txt\"",
+                         48), "%s", cv.tool_results);
+}
+
+START_TEST(test_sigint_stops_running_tool) { stop_running_tool(SIGINT); }
+END_TEST
+
+START_TEST(test_sigterm_stops_running_tool) { stop_running_tool(SIGTERM); }
+END_TEST
+
+/* Ctrl-C while a call's arguments stream: that call never ran; --resume streams the turn
+ * again, keeps the first call's result (it does not run again) and runs the cut one, so
+ * its file is written and each call has one result, in order. */
+START_TEST(test_ctrl_c_mid_streaming_call_then_resume) {
+  setup();
+  char *sse = malloc(1 << 20);
+  size_t n = 0;
+  n += (size_t)sprintf(sse + n,
+                       "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+                       "\"id\":\"a1\",\"type\":\"function\",\"function\":{\"name\":\"write_file\","
+                       "\"arguments\":\"{\\\"path\\\":\\\"first.txt\\\",\\\"content\\\":\\\"1\\\"}\"}}]}}]}\n\n");
+  n += (size_t)sprintf(sse + n,
+                       "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,"
+                       "\"id\":\"a2\",\"type\":\"function\",\"function\":{\"name\":\"write_file\","
+                       "\"arguments\":\"{\\\"description\\\":\\\"second\\\",\\\"path\\\":"
+                       "\\\"second.txt\\\",\\\"content\\\":\\\"\"}}]}}]}\n\n");
+  for (int i = 0; i < 400; i++)
+    n += (size_t)sprintf(sse + n,
+                         "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,"
+                         "\"function\":{\"arguments\":\"%03d \"}}]}}]}\n\n", i);
+  sprintf(sse + n,
+          "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,"
+          "\"function\":{\"arguments\":\"\\\"}\"}}]}}]}\n\n"
+          "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+          "data: [DONE]\n\n");
+  put("session/turn-1.sse", sse);
+  free(sse);
+  put("session/turn-2.sse", stop_turn);
+  char session[128], ws[128], data[128], second[160];
+  snprintf(session, sizeof session, "%s/session", base);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  snprintf(second, sizeof second, "%s/ws/second.txt", base);
+  const char *argv[] = {"toolstream", "run", "--model-replay", session, "--workspace", ws,
+                        "--data-dir", data, "--rate", "100", "--thread", "ms", "--json", NULL};
+  result r;
+  memset(&r, 0, sizeof r);
+  child c = spawn_bin(BINARY, argv, 0);
+  /* the first call's result is in and the second call's label has streamed */
+  const char *want[] = {"\"type\":\"tool_result\"", "\"progress\":\"second\"", NULL};
+  ck_assert_msg(wait_for(&c, &r, want), "%s %s", sb_str(&r.out), sb_str(&r.err));
+  kill(c.pid, SIGINT);
+  finish_child(&c, &r);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, sb_str(&r.err));
+  ck_assert_msg(!strstr(sb_str(&r.out), "\"type\":\"tool_call_ready\",\"index\":1") &&
+                    access(second, F_OK) != 0, "the cut call ran: %s", sb_str(&r.out));
+  result_free(&r);
+  ck_assert_str_eq(conversation("ms").roles, "t");
+  r = run_in("ms", 1, "go on"); /* a prompt waits until the cut turn is finished */
+  ck_assert_msg(r.status == 0, "resume exit %d: %s", r.status, sb_str(&r.err));
+  const char *out = sb_str(&r.out);
+  const char *ex = strstr(out, "\"type\":\"tool_execution_started\"");
+  ck_assert_msg(ex && !strstr(ex + 1, "\"type\":\"tool_execution_started\""),
+                "the first call ran again: %s", out);
+  result_free(&r);
+  size_t len;
+  char *text = ts_test_read_file(second, &len);
+  ck_assert_ptr_nonnull(text);
+  ck_assert_int_eq(len, 400 * 4);
+  free(text);
+  convo cv = conversation("ms");
+  ck_assert_str_eq(cv.roles, "ttaua");
+  ck_assert_msg(strstr(cv.tool_results, "+{\"path\":\"first.txt\",\"bytes\":1}\n+{\"path\":"
+                                        "\"second.txt\",\"bytes\":1600}") != NULL,
+                "%s", cv.tool_results);
 }
 END_TEST
 
@@ -321,6 +497,9 @@ int main(void) {
   tcase_add_test(tc, test_usage_and_demo);
   tcase_add_test(tc, test_started_reaches_subscriber_early);
   tcase_add_test(tc, test_ctrl_c_then_resume);
+  tcase_add_test(tc, test_sigint_stops_running_tool);
+  tcase_add_test(tc, test_sigterm_stops_running_tool);
+  tcase_add_test(tc, test_ctrl_c_mid_streaming_call_then_resume);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -269,7 +270,11 @@ END_TEST
 
 /* ---- parked, SIGKILLed, value set, --resume --------------------------------------------- */
 
-START_TEST(test_parked_survives_sigkill) {
+/* A run of `thread` whose turn 1 calls c0 (runs), c1 (waits for WHO) and c2, SIGKILLed while
+ * c1 waits; then WHO is set from another process. `whole`: killed only once the turn's
+ * assistant message is stored (the stream ended while c1 waits: run.h), else at once (the
+ * stream may still be running: either way --resume must finish the turn). */
+static void parked_killed_then_set(const char *thread, int whole) {
   setup();
   char calls[4096];
   snprintf(calls, sizeof calls, "%s%s%s",
@@ -282,7 +287,7 @@ START_TEST(test_parked_survives_sigkill) {
   unsetenv("WHO");
   const char *args[] = {"run", "--model-replay", at("session"), "--rate", "10000", "--data-dir",
                         at("data"), "--workspace", at("ws"), "--tools", at("greet.js"),
-                        "--thread", "k1", "--json", "go", NULL};
+                        "--thread", thread, "--json", "go", NULL};
   child run = spawn_run(args);
   result rr;
   memset(&rr, 0, sizeof rr);
@@ -290,19 +295,32 @@ START_TEST(test_parked_survives_sigkill) {
   /* c0 ran, c1 waits, c2 has not run */
   ck_assert_ptr_nonnull(strstr(sb_str(&rr.out), "\"call_id\":\"c0\",\"tool\":\"write_file\",\"index\":0,\"turn\":1,\"is_error\":false"));
   ck_assert_int_ne(access(at("ws/b.txt"), F_OK), 0);
+  for (int i = 0; whole; i++) { /* the message is stored once the stream is over */
+    convo m = conversation(thread);
+    if (strstr(m.text, "+assistant={\"turn\":1,")) break;
+    ck_assert_msg(i < 6000, "no assistant message while c1 waits: %s", m.text);
+    struct timespec ts = {0, 10 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   kill(run.pid, SIGKILL);
   finish_child(&run, &rr);
   ck_assert_int_eq(rr.status, 128 + SIGKILL);
   result_free(&rr);
   /* still waiting, durably */
-  const char *show[] = {"threads", "show", "k1", "--data-dir", at("data"), NULL};
+  const char *show[] = {"threads", "show", thread, "--data-dir", at("data"), NULL};
   result s = toolstream(show, NULL);
   ck_assert_ptr_nonnull(strstr(sb_str(&s.out), "greet waits for WHO"));
   result_free(&s);
-  const char *set[] = {"env", "set", "k1", "WHO", "--data-dir", at("data"), NULL};
+  const char *set[] = {"env", "set", thread, "WHO", "--data-dir", at("data"), NULL};
   result e = toolstream(set, "world");
   ck_assert_msg(e.status == 0, "%s", sb_str(&e.err));
   result_free(&e);
+}
+
+START_TEST(test_parked_survives_sigkill) {
+  parked_killed_then_set("k1", 0);
+  const char *show[] = {"threads", "show", "k1", "--data-dir", at("data"), NULL};
+  result s;
   const char *resume[] = {"run", "--model-replay", at("session"), "--rate", "10000",
                           "--data-dir", at("data"), "--workspace", at("ws"), "--tools",
                           at("greet.js"), "--thread", "k1", "--resume", "--json", NULL};
@@ -321,6 +339,31 @@ START_TEST(test_parked_survives_sigkill) {
   s = toolstream(show, NULL);
   ck_assert_ptr_nonnull(strstr(sb_str(&s.out), "state: done"));
   result_free(&s);
+}
+END_TEST
+
+/* The parked turn's message was stored early, so its results after it are its own calls'
+ * (not a cut turn's): --resume with a prompt completes the turn from the parked call, stores
+ * the prompt after its results and asks the model for the next turn once, not the cut
+ * turn's re-stream (which would store the prompt after turn 2 and ask for a turn 3). */
+START_TEST(test_parked_resume_with_prompt) {
+  parked_killed_then_set("k2", 1);
+  const char *resume[] = {"run", "--model-replay", at("session"), "--rate", "10000",
+                          "--data-dir", at("data"), "--workspace", at("ws"), "--tools",
+                          at("greet.js"), "--thread", "k2", "--resume", "--json", "and then?",
+                          NULL};
+  result r2 = toolstream(resume, NULL);
+  ck_assert_msg(r2.status == 0, "exit %d: %s", r2.status, sb_str(&r2.err));
+  convo c = conversation("k2");
+  const char *a1 = strstr(c.text, "+assistant={\"turn\":1,");
+  const char *c1 = strstr(c.text, "+c1={\"got\":\"world\""), *c2 = strstr(c.text, "+c2=");
+  const char *u = strstr(c.text, "+user=and then?");
+  const char *a2 = strstr(c.text, "+assistant={\"turn\":2,\"text\":\"done\"");
+  ck_assert_msg(a1 && c1 && c2 && u && a2 && a1 < c1 && c1 < c2 && c2 < u && u < a2, "%s",
+                c.text); /* the message before c1's result: it was stored early */
+  ck_assert_ptr_null(strstr(c.text, "\"turn\":3"));
+  ck_assert_ptr_null(strstr(c2 + 1, "+c2="));
+  result_free(&r2);
 }
 END_TEST
 
@@ -568,6 +611,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 280); /* ctest allows 300 s per program */
   tcase_add_test(tc, test_secret_parked_woken_never_leaks);
   tcase_add_test(tc, test_parked_survives_sigkill);
+  tcase_add_test(tc, test_parked_resume_with_prompt);
   tcase_add_test(tc, test_check_env_before_any_request);
   tcase_add_test(tc, test_threads_tree_and_inheritance);
   tcase_add_test(tc, test_env_commands);

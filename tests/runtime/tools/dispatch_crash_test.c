@@ -25,6 +25,8 @@
 
 #include "tools/dispatch.h"
 #include "store/store.h"
+#include "support/crash_tools.h"
+#include "support/exec_log.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
@@ -34,36 +36,6 @@
 
 static char dir[64], exec_log[128], commit_log[128];
 
-static void append_line(const char *path, const char *line) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-  if (fd < 0) _exit(90);
-  size_t n = strlen(line);
-  if (write(fd, line, n) != (ssize_t)n || fsync(fd) != 0) _exit(91);
-  close(fd);
-}
-
-static void logged_tool(void *user, const ts_call_info *call, const char *args, size_t len,
-                        ts_tool_result *out) {
-  (void)args, (void)len, (void)user;
-  char line[128];
-  snprintf(line, sizeof line, "%s %u\n", call->thread, call->index);
-  append_line(exec_log, line);
-  struct timespec ts = {0, (long)(rand() % 3) * 1000000L};
-  nanosleep(&ts, NULL);
-  char res[64];
-  int n = snprintf(res, sizeof res, "{\"i\":%u,\"t\":\"%s\"}", call->index, call->thread);
-  ts_tool_result_json(out, res, (size_t)n);
-}
-
-static ts_registry *registry(void) {
-  ts_registry *r = ts_registry_new();
-  char why[128];
-  ts_tool_spec a = {.name = "once", .execute = logged_tool};
-  ts_tool_spec b = {.name = "idem", .idempotent = 1, .execute = logged_tool};
-  if (ts_registry_add(r, &a, why, sizeof why) || ts_registry_add(r, &b, why, sizeof why)) abort();
-  return r;
-}
-
 static const char *tool_of(uint32_t i) { return i % 3 == 1 ? "idem" : "once"; }
 
 static void on_committed(void *user, const ts_event *eb) {
@@ -71,7 +43,7 @@ static void on_committed(void *user, const ts_event *eb) {
   if (ev->type != TS_EVENT_TOOL_RESULT) return;
   char line[128];
   snprintf(line, sizeof line, "%s %u\n", (const char *)user, ev->index);
-  append_line(commit_log, line);
+  ts_test_log_append(commit_log, line);
 }
 
 static void child(const char *thread, unsigned seed) {
@@ -80,7 +52,7 @@ static void child(const char *thread, unsigned seed) {
   char why[256];
   if (ts_store_open(dir, &s, why, sizeof why)) _exit(80);
   if (ts_store_thread_create(s, thread, NULL)) _exit(81);
-  ts_registry *reg = registry();
+  ts_registry *reg = ts_test_crash_registry(exec_log);
   ts_dispatch_config cfg = {.store = s, .reg = reg, .thread = thread, .turn = 1,
                             .on_event = on_committed, .user = (void *)thread, .pipelined = 1};
   ts_dispatch *d = NULL;
@@ -100,18 +72,6 @@ static void child(const char *thread, unsigned seed) {
   }
   if (ts_dispatch_finish(d)) _exit(83);
   _exit(0);
-}
-
-/* Counts lines "thread idx" in a log, per idx. */
-static void count_log(const char *path, const char *thread, int *counts) {
-  memset(counts, 0, sizeof(int) * CALLS);
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  char t[64];
-  unsigned idx;
-  while (fscanf(f, "%63s %u", t, &idx) == 2)
-    if (!strcmp(t, thread) && idx < CALLS) counts[idx]++;
-  fclose(f);
 }
 
 typedef struct {
@@ -151,7 +111,7 @@ START_TEST(test_sigkill_at_random_points) {
   srand(seed);
   printf("dispatch_crash_test: seed 0x%x (set TS_TEST_SEED to change)\n", seed);
   int killed_mid = 0, interrupted = 0, reran = 0;
-  ts_registry *reg = registry();
+  ts_registry *reg = ts_test_crash_registry(exec_log);
   /* Even rounds: how long one whole turn takes here (machine and sanitizers vary); those
    * kills are spread over that span, so they land before, during and after the calls. */
   struct timespec t0, t1;
@@ -179,7 +139,7 @@ START_TEST(test_sigkill_at_random_points) {
        * kills land inside the turn whatever the machine's speed. */
       int k = 1 + rand() % (CALLS - 1), counts[CALLS];
       for (int waited = 0; waited < 25000; waited++) {
-        count_log(exec_log, thread, counts);
+        ts_test_log_count(exec_log, thread, counts, CALLS);
         int total = 0;
         for (int i = 0; i < CALLS; i++) total += counts[i];
         if (total >= k) break;
@@ -200,14 +160,14 @@ START_TEST(test_sigkill_at_random_points) {
     char why[256];
     ck_assert_msg(ts_store_open(dir, &s, why, sizeof why) == TS_E_OK, "round %d: %s", round, why);
     int committed[CALLS], before_exec[CALLS], after_exec[CALLS];
-    count_log(commit_log, thread, committed);
-    count_log(exec_log, thread, before_exec);
+    ts_test_log_count(commit_log, thread, committed, CALLS);
+    ts_test_log_count(exec_log, thread, before_exec, CALLS);
     int exists = ts_store_thread_exists(s, thread) == 1;
     uint32_t resolved = 0;
     if (exists) {
       ck_assert_int_eq(ts_dispatch_resume(s, reg, thread, NULL, NULL, &resolved), TS_E_OK);
     }
-    count_log(exec_log, thread, after_exec);
+    ts_test_log_count(exec_log, thread, after_exec, CALLS);
     stored sd;
     memset(&sd, 0, sizeof sd);
     sd.order_ok = 1;
@@ -220,7 +180,7 @@ START_TEST(test_sigkill_at_random_points) {
     int results = 0;
     for (int i = 0; i < CALLS; i++) {
       char want[64];
-      snprintf(want, sizeof want, "{\"i\":%d,\"t\":\"%s\"}", i, thread);
+      ts_test_crash_result(want, sizeof want, (unsigned)i, thread);
       ck_assert_msg(sd.n[i] <= 1, "round %d call %d: %d results", round, i, sd.n[i]);
       results += sd.n[i];
       if (committed[i]) /* committed before the kill: intact */

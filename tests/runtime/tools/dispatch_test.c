@@ -4,6 +4,7 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,6 +452,124 @@ static void idem_tool(void *user, const ts_call_info *call, const char *args, si
   ts_tool_result_json(out, "\"again\"", 7);
 }
 
+/* ---- stopping by signal flag, resuming a cut turn ----------------------------------------- */
+
+static volatile sig_atomic_t stop_flag;
+static volatile int waiting_runs;
+
+/* Waits for its cancel flag, polling; gives up (a plain result) after 60 s. */
+static void wait_tool(void *user, const ts_call_info *call, const char *args, size_t len,
+                      ts_tool_result *out) {
+  (void)user, (void)args, (void)len;
+  waiting_runs++;
+  for (int i = 0; i < 60000; i++) {
+    if (*call->cancel) {
+      ts_tool_result_error(out, "cancelled: stopped by its flag");
+      return;
+    }
+    sleep_ms(1);
+  }
+  ts_tool_result_json(out, "\"gave up waiting\"", 17);
+}
+
+/* What a signal handler does, once the waiting tool runs (seen from its own counter). */
+static void *raise_later(void *arg) {
+  (void)arg;
+  while (!waiting_runs) sleep_ms(1);
+  stop_flag = 1;
+  return NULL;
+}
+
+static int count_unfinished(void *user, const ts_store_call *c) {
+  (void)c;
+  (*(int *)user)++;
+  return 0;
+}
+
+/* The stop flag is set while ts_dispatch_finish waits (Ctrl-C after the turn's stream has
+ * ended): the running tool sees its cancel flag, its error result is committed, and the
+ * next call never starts (no start record, no result). */
+START_TEST(test_stop_flag_cancels_the_running_tool) {
+  reset();
+  ts_store *s = open_store();
+  ts_registry *reg = make_registry(NULL);
+  char why[256];
+  ts_tool_spec w = {.name = "wait", .execute = wait_tool};
+  ck_assert_msg(ts_registry_add(reg, &w, why, sizeof why) == TS_E_OK, "%s", why);
+  ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
+  stop_flag = 0;
+  waiting_runs = 0;
+  ts_dispatch_config cfg = {.store = s, .reg = reg, .thread = "t", .turn = 1,
+                            .on_event = on_event, .user = &l, .pipelined = 1,
+                            .stop = &stop_flag};
+  ts_dispatch *d = NULL;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
+  feed(d, TS_TAP_TOOL_CALL_READY, 0, "wait", "{}");
+  feed(d, TS_TAP_TOOL_CALL_READY, 1, "rec", "{\"path\":\"x\"}");
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, raise_later, NULL), 0);
+  ck_assert_int_eq(ts_dispatch_finish(d), TS_E_ABORTED);
+  ts_dispatch_free(d); /* joins the worker: the cancelled call is committed */
+  pthread_join(th, NULL);
+  ck_assert_int_eq(R.started[1], 0);
+  ck_assert_str_eq(l.log, "tool_execution_started#0;tool_result#0!;");
+  tool_msgs t = {0};
+  ts_store_messages(s, "t", 0, grab, &t);
+  ck_assert_int_eq(t.n, 1);
+  ck_assert_str_eq(t.text[0], "call_0|cancelled: stopped by its flag");
+  ck_assert_int_eq(t.err[0], 1);
+  int left = 0;
+  ts_store_unfinished_calls(s, "t", count_unfinished, &left);
+  ck_assert_int_eq(left, 0);
+  /* a dispatcher whose flag is already up starts nothing */
+  cfg.turn = 2;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
+  feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"y\"}");
+  ck_assert_int_eq(ts_dispatch_finish(d), TS_E_ABORTED);
+  ts_dispatch_free(d);
+  ck_assert_int_eq(R.started[0], 0);
+  ts_registry_free(reg);
+  ts_store_close(s);
+}
+END_TEST
+
+/* A turn streamed again after a cut (run --resume): a call that has its result keeps it
+ * and does not run again, silently; the others run, in order. Without `resuming` such a
+ * call is a store error, as a new turn never has one. */
+START_TEST(test_resuming_keeps_committed_results) {
+  reset();
+  ts_store *s = open_store();
+  ts_registry *reg = make_registry(NULL);
+  ck_assert_int_eq(ts_store_call_started(s, "t", 1, 0, "call_0", "rec", "{\"path\":\"a\"}", 12,
+                                         NULL), TS_E_OK);
+  ck_assert_int_eq(ts_store_call_finished(s, "t", 1, 0, "first", 5, 0, NULL), TS_E_OK);
+  ev_log l = {PTHREAD_MUTEX_INITIALIZER, ""};
+  ts_dispatch_config cfg = {.store = s, .reg = reg, .thread = "t", .turn = 1,
+                            .on_event = on_event, .user = &l, .pipelined = 1, .resuming = 1};
+  ts_dispatch *d = NULL;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
+  feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
+  feed(d, TS_TAP_TOOL_CALL_READY, 1, "rec", "{\"path\":\"b\"}");
+  ck_assert_int_eq(ts_dispatch_finish(d), TS_E_OK);
+  ck_assert_int_eq(ts_dispatch_done_count(d), 2);
+  ts_dispatch_free(d);
+  ck_assert_str_eq(R.order, "1,");
+  ck_assert_str_eq(l.log, "tool_execution_started#1;tool_result#1ok;");
+  tool_msgs t = {0};
+  ts_store_messages(s, "t", 0, grab, &t);
+  ck_assert_int_eq(t.n, 2);
+  ck_assert_str_eq(t.text[0], "call_0|first");
+  ck_assert_str_eq(t.text[1], "call_1|{\"path\":\"b\"}");
+  cfg.resuming = 0;
+  ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
+  feed(d, TS_TAP_TOOL_CALL_READY, 0, "rec", "{\"path\":\"a\"}");
+  ck_assert_int_eq(ts_dispatch_finish(d), TS_E_STORE_CALL_FINISHED);
+  ts_dispatch_free(d);
+  ts_registry_free(reg);
+  ts_store_close(s);
+}
+END_TEST
+
 START_TEST(test_resume_resolves_interrupted_calls) {
   reset();
   ts_store *s = open_store();
@@ -497,6 +616,8 @@ int main(void) {
   tcase_add_test(tc, test_annotations_unchanged_and_inert);
   tcase_add_test(tc, test_tools_file_merges);
   tcase_add_test(tc, test_resume_resolves_interrupted_calls);
+  tcase_add_test(tc, test_stop_flag_cancels_the_running_tool);
+  tcase_add_test(tc, test_resuming_keeps_committed_results);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

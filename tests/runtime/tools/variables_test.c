@@ -560,10 +560,11 @@ START_TEST(test_park_stopped_then_completed) {
   ck_assert_str_eq(l.log, "tool_execution_started#1;result#1={\"token\":\"late\",\"b64\":\"\"};"
                           "tool_execution_started#2;result#2={\"n\":2};");
   ts_dispatch_free(d);
-  /* a replay of the whole turn (a crash before the turn's message was stored) runs nothing
-   * twice: committed calls are skipped */
+  /* a replay of the whole turn (a crash before the turn's message was stored: a resuming
+   * dispatcher) runs nothing twice: committed calls are skipped */
   l.log[0] = '\0';
   cfg.first_index = 0;
+  cfg.resuming = 1;
   ck_assert_int_eq(ts_dispatch_new(&d, &cfg), TS_E_OK);
   for (uint32_t i = 0; i < 3; i++) {
     feed(d, TS_TAP_TOOL_CALL_STARTED, i, i == 1 ? "echo" : "plain", NULL);
