@@ -1175,6 +1175,10 @@ static int check_name(ts_store *s, const char *name, const char *what) {
 }
 
 static const char *type_name(ts_store_var_type t) { return t == TS_STORE_SECRET ? "secret" : "text"; }
+/* ... and back, for a row's type column. */
+static ts_store_var_type type_of(const char *name) {
+  return name && !strcmp(name, "secret") ? TS_STORE_SECRET : TS_STORE_TEXT;
+}
 
 int ts_store_env_set(ts_store *s, const char *thread, const char *name, ts_store_var_type type,
                      const void *value, size_t len, const char *origin) {
@@ -1217,7 +1221,7 @@ static int env_row(sqlite3_stmt *st, const callbacks *cb) {
   col_text(st, 1, &v.name);
   const char *t;
   col_text(st, 2, &t);
-  v.type = !strcmp(t, "secret") ? TS_STORE_SECRET : TS_STORE_TEXT;
+  v.type = type_of(t);
   const char *val;
   v.len = col_text(st, 3, &val); /* a blob read as text gets its NUL */
   v.value = val;
@@ -1285,7 +1289,7 @@ static int decl_row(sqlite3_stmt *st, const callbacks *cb) {
   col_text(st, 1, &d.name);
   const char *t;
   col_text(st, 2, &t);
-  d.type = !strcmp(t, "secret") ? TS_STORE_SECRET : TS_STORE_TEXT;
+  d.type = type_of(t);
   d.required = sqlite3_column_int(st, 3) != 0;
   d.scoped = sqlite3_column_int(st, 4) != 0;
   col_text(st, 5, &d.description);
