@@ -58,6 +58,7 @@
 #include "store/store.h"
 #include "stream/tap.h"
 #include "stream/tool_defs.h"
+#include "tools/definitions.h"
 #include "tools/registry.h"
 #include "tools/variables.h"
 
@@ -119,6 +120,15 @@ typedef struct {
    * recording the state "failed"), with its own message already printed. */
   int (*prepare)(void *user, ts_store *store, const char *thread);
   void *prepare_user;
+  /* Composition (tools-spec §1, §4-§6; agent/compose.h): prompt and agent definitions
+   * (checked: ts_defs_check against `reg`), may be NULL. With `agent` set, that agent
+   * runs the thread (its sideA prompt drives it; handoffs may pass it on); else with
+   * `prompt_name` set, that prompt does; the driving prompt gives the system text, the
+   * tools the model sees (function tools, prompt tools, exposed agents and the injected
+   * subagent tools) and the model. Both NULL: the whole of `reg`, no system text. */
+  const ts_defs *defs;
+  const char *agent;
+  const char *prompt_name;
 } ts_agent_config;
 
 #define TS_AGENT_MAX_TURNS 16
