@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/json_unescape.h"
 #include "stream/json_view.h"
 
 enum { SLOT_OPEN = 1, SLOT_ENDED, SLOT_REFUSED };
@@ -54,6 +55,7 @@ struct ts_adapter {
   uint8_t finished; /* ts_adapter_finish was called */
   uint8_t has_stop;
   uint8_t overflow; /* TS_E_MS_TOO_MANY_CALLS was reported */
+  uint8_t general;  /* ts_adapter_set_general: no one-pass reading */
   int finish_rc;
   int ev_err;       /* first error reported during the current feed / finish */
   unsigned flags;   /* providers' own bits */
@@ -118,6 +120,10 @@ int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *u
   a->last = -1;
   *out = a;
   return TS_E_OK;
+}
+
+void ts_adapter_set_general(ts_adapter *a, int on) {
+  if (a) a->general = on != 0;
 }
 
 void ts_adapter_free(ts_adapter *a) {
@@ -187,6 +193,20 @@ int ts__adapter_string(ts_adapter *a, ts_jv *jv, int i, ts_view *out) {
     ts__adapter_error(a, rc, NULL, 0, 0);
     return -1;
   }
+  return 1;
+}
+
+int ts__adapter_decode(ts_adapter *a, ts_view raw, int escaped, ts_view *out) {
+  char *p = (char *)raw.p; /* the payload is the caller's writable buffer */
+  ssize_t w = escaped ? ts_json_unescape_all(p, raw.len, p) : (ssize_t)raw.len;
+  if (w < 0) {
+    out->p = "";
+    out->len = 0;
+    ts__adapter_error(a, (int)w, NULL, 0, 0);
+    return -1;
+  }
+  out->p = p;
+  out->len = (size_t)w;
   return 1;
 }
 
@@ -414,7 +434,7 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
   const ts_provider *p = ts_provider_get(a->fmt), *s;
   if (d.len == 0) {
     if (view_eq(name, "error") && (!p || p->named_errors)) ts__adapter_provider_error(a, &a->jv, -1, NULL);
-  } else if ((s = sentinel_of(d))) {
+  } else if (d.p[0] != '{' && (s = sentinel_of(d))) { /* a sentinel is never an object */
     /* not JSON: it ends its provider's turn, and means nothing to any other */
     if (a->fmt == TS_FORMAT_AUTO) a->fmt = s->format, p = s;
     if (p == s && p->on_sentinel) p->on_sentinel(a);
@@ -423,6 +443,8 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
     p = ts_provider_get(a->fmt);
     if (p && p->skip && p->skip(name)) return TS_E_OK;
     char *text = data + (d.p - data);
+    if (p && p->fast_event && !a->general && p->fast_event(a, text, d.len, name))
+      return a->aborted ? TS_E_ABORTED : a->ev_err;
     int rc = payload_code(ts_jv_parse(&a->jv, text, d.len));
     if (rc == TS_E_MS_TOO_MANY_TOKENS && p && p->oversized && p->oversized(a, name)) {
       /* handled by its name alone */

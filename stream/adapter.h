@@ -161,6 +161,11 @@ typedef struct ts_adapter ts_adapter; /* the adapter; opaque, allocated by ts_ad
 int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *user);
 void ts_adapter_free(ts_adapter *a); /* NULL is a no-op */
 
+/* For tests and benchmarks: `on` nonzero reads every payload the general way (a jsmn
+ * token array and lookups by name) even where the provider has a one-pass reader
+ * (stream/provider.h, fast_event); both report the same events. Default off. */
+void ts_adapter_set_general(ts_adapter *a, int on);
+
 /* The format in use (still TS_FORMAT_AUTO until detection succeeded). While undetected,
  * events that do not tell are ignored, except that a payload with a top-level `error`
  * (or `"type":"error"`) is reported as the provider's terminal ERROR. */
@@ -224,6 +229,11 @@ void ts__adapter_provider_error(ts_adapter *a, struct ts_jv *jv, int err, const 
  * null (*out empty), -1 after reporting an error (wrong type: TS_E_MS_BAD_SHAPE, or
  * a bad escape). */
 int ts__adapter_string(ts_adapter *a, struct ts_jv *jv, int i, ts_view *out);
+
+/* The same for a string found by the one-pass scanner (stream/json_scan.h): `raw` its
+ * undecoded body in the adapter's payload, `escaped` whether it holds a backslash.
+ * Decodes in place; returns 1 with *out set, or -1 after reporting a bad escape. */
+int ts__adapter_decode(ts_adapter *a, ts_view raw, int escaped, ts_view *out);
 
 void ts__adapter_text(ts_adapter *a, ts_view text); /* TEXT_DELTA unless empty */
 

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/json_scan.h"
 #include "stream/json_unescape.h"
 
 #define TOK(v) ((jsmntok_t *)(v)->tok)
@@ -209,23 +210,8 @@ int ts_jv_is_true(const ts_jv *v, int i) {
 
 int ts_jv_int(const ts_jv *v, int i, int64_t *out) {
   if (ts_jv_type_of(v, i) != TS_JV_PRIMITIVE) return -1;
-  const char *p = v->js + TOK(v)[i].start, *e = v->js + TOK(v)[i].end;
-  int neg = 0;
-  if (p < e && *p == '-') {
-    neg = 1;
-    p++;
-  }
-  if (p == e) return -1;
-  uint64_t acc = 0;
-  for (; p < e; p++) {
-    if (*p < '0' || *p > '9') return -1; /* fraction, exponent, or a literal */
-    unsigned d = (unsigned)(*p - '0');
-    if (acc > (UINT64_C(1) << 63) / 10) return -1;
-    acc = acc * 10 + d;
-  }
-  if (acc > (uint64_t)INT64_MAX + (uint64_t)neg) return -1;
-  *out = neg ? (acc == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)acc) : (int64_t)acc;
-  return 0;
+  ts_view raw = {v->js + TOK(v)[i].start, (size_t)(TOK(v)[i].end - TOK(v)[i].start)};
+  return ts_json_scan_int(raw, out); /* a fraction, an exponent or a literal: -1 */
 }
 
 ts_view ts_jv_raw(const ts_jv *v, int i) {

@@ -136,6 +136,12 @@ typedef struct ts_provider {
    * payload outgrew the token array; return nonzero when handled (by its name alone),
    * may be NULL. */
   void (*event)(struct ts_adapter *a, struct ts_jv *jv, ts_view name);
+  /* fast_event (may be NULL): reads one payload (`len` bytes of `text`, writable: strings
+   * are decoded in place) in one pass (stream/json_scan.h) when it has the provider's
+   * regular shape, reporting exactly what `event` would; returns 1 then. Returns 0, having
+   * reported nothing and changed nothing, for anything else: the payload then goes to
+   * `event` through the token array. */
+  int (*fast_event)(struct ts_adapter *a, char *text, size_t len, ts_view name);
   void (*on_sentinel)(struct ts_adapter *a);
   int (*skip)(ts_view name);
   int (*oversized)(struct ts_adapter *a, ts_view name);

@@ -35,6 +35,7 @@
 
 #include "stream/adapter.h"
 #include "stream/json_members.h"
+#include "stream/json_scan.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -204,6 +205,76 @@ static void anthropic_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   /* ping and unknown types: nothing */
 }
 
+/* ---- the one-pass reader ------------------------------------------------------------
+ * The two events that make up nearly all of a stream, content_block_delta and
+ * content_block_stop, read in one pass of the scanner (stream/json_scan.h) with exactly
+ * anthropic_event's result: the values it needs are collected, nothing is reported until
+ * the whole payload has been read, and anything else (another type, a member of an
+ * unexpected type, a duplicate of a member it reads, text that is not JSON) returns 0 with
+ * nothing reported, for the general way. */
+
+#define ONCE(bit) do { if (seen & (bit)) return 0; seen |= (bit); } while (0)
+
+static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
+  ts_json_scan s;
+  ts_json_item it;
+  ts_json_scan_init(&s, text, len);
+  if (ts_json_scan_next(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
+  ts_view type = event, dtype = {NULL, 0}, frag = {NULL, 0};
+  int frag_esc = 0, have_index = 0;
+  int64_t index = 0;
+  unsigned seen = 0;
+  for (;;) {
+    if (ts_json_scan_next(&s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) break;
+    if (ts_json_scan_key_is(it.key, "type", 4)) {
+      ONCE(1);
+      if (it.type != TS_JSON_SCAN_STRING) return 0;
+      type = it.raw;
+    } else if (ts_json_scan_key_is(it.key, "index", 5)) {
+      ONCE(2);
+      if (it.type == TS_JSON_SCAN_NUMBER && ts_json_scan_int(it.raw, &index) == 0) have_index = 1;
+    } else if (ts_json_scan_key_is(it.key, "delta", 5)) {
+      ONCE(4);
+      if (it.type != TS_JSON_SCAN_OBJECT) return 0;
+      unsigned dseen = 0;
+      for (;;) {
+        if (ts_json_scan_next(&s, &it) != 1) return 0;
+        if (it.type == TS_JSON_SCAN_END) break;
+        if (ts_json_scan_key_is(it.key, "type", 4)) {
+          if (dseen & 1 || it.type != TS_JSON_SCAN_STRING) return 0;
+          dseen |= 1;
+          dtype = it.raw;
+        } else if (ts_json_scan_key_is(it.key, "partial_json", 12)) {
+          if (dseen & 2 || it.type != TS_JSON_SCAN_STRING) return 0;
+          dseen |= 2;
+          frag = it.raw;
+          frag_esc = it.escaped;
+        } else if (ts_json_scan_key_is(it.key, "text", 4)) {
+          return 0; /* text deltas: the general way */
+        }
+        if (ts_json_scan_skip(&s, NULL) != 1) return 0;
+      }
+    }
+    if (ts_json_scan_skip(&s, NULL) != 1) return 0;
+  }
+  if (ts_json_scan_next(&s, &it) != 0) return 0; /* one value, then only whitespace */
+
+  int slot = have_index ? ts__adapter_call_by_nkey(a, index) : -1;
+  if (type_is(type, "content_block_delta")) {
+    if (!(seen & 4) || !type_is(dtype, "input_json_delta")) return 0;
+    ts_view v;
+    if (slot >= 0 && frag.p && ts__adapter_decode(a, frag, frag_esc, &v) > 0)
+      ts__adapter_call_args(a, slot, v);
+    return 1;
+  }
+  if (type_is(type, "content_block_stop")) {
+    ts__adapter_call_end(a, slot);
+    return 1;
+  }
+  return 0;
+}
+
 /* ---- recognising it ------------------------------------------------------------------ */
 
 static int anthropic_name(ts_view name) {
@@ -314,6 +385,7 @@ const ts_provider ts_provider_anthropic = {
     .name = "anthropic",
     .detect_name = anthropic_name,
     .event = anthropic_event,
+    .fast_event = anthropic_fast,
     .named_errors = 1,
     .request = anthropic_request,
     .url_suffix = "/messages",

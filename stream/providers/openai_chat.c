@@ -23,21 +23,13 @@
 #include <string.h>
 
 #include "stream/adapter.h"
+#include "stream/json_scan.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
-static void tool_call(ts_adapter *a, ts_jv *jv, int tc) {
-  if (ts_jv_type_of(jv, tc) != TS_JV_OBJECT) {
-    ts__adapter_error(a, TS_E_MS_BAD_SHAPE, NULL, 0, 0);
-    return;
-  }
-  int64_t index = -1, n;
-  if (ts_jv_int(jv, ts_jv_get(jv, tc, "index"), &n) == 0 && n >= 0) index = n;
-  int fn = ts_jv_get(jv, tc, "function");
-  ts_view id, name;
-  if (ts__adapter_string(a, jv, ts_jv_get(jv, tc, "id"), &id) < 0) return;
-  if (ts__adapter_string(a, jv, ts_jv_get(jv, fn, "name"), &name) < 0) return;
-
+/* The slot of one tool_calls entry, by either path: its index (-1: none), id and name
+ * (decoded) name the call it continues or begin a new one. -1 when the call was refused. */
+static int call_slot(ts_adapter *a, int64_t index, ts_view id, ts_view name) {
   int slot;
   if (index >= 0) {
     slot = ts__adapter_call_by_nkey(a, index);
@@ -51,13 +43,24 @@ static void tool_call(ts_adapter *a, ts_jv *jv, int tc) {
     slot = ts__adapter_call_last(a);
   }
   if (ts__adapter_call_ended(a, slot)) slot = -1; /* never reopen: a new call */
-  if (slot < 0) {
-    slot = ts__adapter_call_begin(a, index, id, id, name);
-    if (slot < 0) return;
-  } else if (id.len > 0) {
-    ts__adapter_call_set_key(a, slot, id); /* sent again: replaces */
-  }
+  if (slot < 0) return ts__adapter_call_begin(a, index, id, id, name);
+  if (id.len > 0) ts__adapter_call_set_key(a, slot, id); /* sent again: replaces */
+  return slot;
+}
 
+static void tool_call(ts_adapter *a, ts_jv *jv, int tc) {
+  if (ts_jv_type_of(jv, tc) != TS_JV_OBJECT) {
+    ts__adapter_error(a, TS_E_MS_BAD_SHAPE, NULL, 0, 0);
+    return;
+  }
+  int64_t index = -1, n;
+  if (ts_jv_int(jv, ts_jv_get(jv, tc, "index"), &n) == 0 && n >= 0) index = n;
+  int fn = ts_jv_get(jv, tc, "function");
+  ts_view id, name;
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, tc, "id"), &id) < 0) return;
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, fn, "name"), &name) < 0) return;
+  int slot = call_slot(a, index, id, name);
+  if (slot < 0) return;
   int args = ts_jv_get(jv, fn, "arguments");
   ts_view text;
   if (ts_jv_type_of(jv, args) == TS_JV_OBJECT) { /* some servers send the object itself */
@@ -119,6 +122,236 @@ static void chat_event(ts_adapter *a, ts_jv *jv, ts_view event) {
     choice(a, jv, ch);
   int usage = ts_jv_get(jv, 0, "usage");
   if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__adapter_set_usage(a, ts_jv_raw(jv, usage));
+}
+
+/* ---- the one-pass reader ------------------------------------------------------------
+ * The same reading as chat_event, for a payload of the regular shape, in one pass of the
+ * scanner (stream/json_scan.h) instead of a jsmn token array and lookups by name. The
+ * pass collects the few values it needs (views into the payload) and changes nothing;
+ * only when the whole payload has been read and has the shape this reader knows are they
+ * reported, in chat_event's order (per choice: its text, its calls, its finish reason;
+ * then usage). Anything else (an error payload, the legacy function_call, a duplicate of
+ * a member it reads, a member of an unexpected type, more choices or calls than it has
+ * room for, text that is not JSON) returns 0 before anything is reported, and the
+ * payload goes the general way, which says what is wrong with it. */
+
+#define FAST_CHOICES 4
+#define FAST_CALLS 16
+
+typedef struct {
+  ts_view raw; /* p NULL: absent or null */
+  int escaped;
+} fstr;
+
+typedef struct {
+  int64_t index; /* -1: none */
+  fstr id, name, args;
+  ts_view args_obj; /* p set: arguments sent as an object */
+} fcall;
+
+typedef struct {
+  int64_t index; /* 0 unless a plain integer said otherwise */
+  fstr content, finish;
+  int first_call, n_calls;
+} fchoice;
+
+typedef struct {
+  ts_json_scan s;
+  fchoice ch[FAST_CHOICES];
+  fcall calls[FAST_CALLS];
+  int n_ch, n_calls;
+  ts_view usage;
+} fchunk;
+
+/* A member read at most once: the general way reads the first of duplicates. */
+#define ONCE(bit) do { if (seen & (bit)) return 0; seen |= (bit); } while (0)
+
+/* A string member: its raw view, or null. Anything else is not the regular shape. */
+static int fast_str(const ts_json_item *it, fstr *out) {
+  if (it->type == TS_JSON_SCAN_STRING) {
+    out->raw = it->raw;
+    out->escaped = it->escaped;
+    return 1;
+  }
+  return it->type == TS_JSON_SCAN_NULL;
+}
+
+/* The members of the object just entered, until its end: calls `member` for each (which
+ * returns 1 to go on, 0 for "not the regular shape"), skipping what it leaves. */
+#define MEMBERS(c, it, body)                                   \
+  for (;;) {                                                   \
+    if (ts_json_scan_next(&(c)->s, &(it)) != 1) return 0;      \
+    if ((it).type == TS_JSON_SCAN_END) break;                  \
+    body                                                       \
+    if (ts_json_scan_skip(&(c)->s, NULL) != 1) return 0;       \
+  }
+
+static int fast_function(fchunk *c, fcall *fc) {
+  ts_json_item it;
+  unsigned seen = 0;
+  MEMBERS(c, it, {
+    if (ts_json_scan_key_is(it.key, "name", 4)) {
+      ONCE(1);
+      if (!fast_str(&it, &fc->name)) return 0;
+    } else if (ts_json_scan_key_is(it.key, "arguments", 9)) {
+      ONCE(2);
+      if (it.type == TS_JSON_SCAN_OBJECT) {
+        if (ts_json_scan_skip(&c->s, &fc->args_obj) != 1) return 0;
+      } else if (!fast_str(&it, &fc->args)) {
+        return 0;
+      }
+    }
+  })
+  return 1;
+}
+
+static int fast_index(const ts_json_item *it, int64_t *out) {
+  int64_t n;
+  if (it->type == TS_JSON_SCAN_NUMBER && ts_json_scan_int(it->raw, &n) == 0) *out = n;
+  return 1; /* anything else counts as no index, as ts_jv_int says */
+}
+
+static int fast_tool_calls(fchunk *c) {
+  ts_json_item it;
+  for (;;) {
+    if (ts_json_scan_next(&c->s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) return 1;
+    if (it.type != TS_JSON_SCAN_OBJECT || c->n_calls == FAST_CALLS) return 0;
+    fcall *fc = &c->calls[c->n_calls++];
+    memset(fc, 0, sizeof *fc);
+    int64_t index = -1;
+    unsigned seen = 0;
+    MEMBERS(c, it, {
+      if (ts_json_scan_key_is(it.key, "index", 5)) {
+        ONCE(1);
+        fast_index(&it, &index);
+      } else if (ts_json_scan_key_is(it.key, "id", 2)) {
+        ONCE(2);
+        if (!fast_str(&it, &fc->id)) return 0;
+      } else if (ts_json_scan_key_is(it.key, "function", 8)) {
+        ONCE(4);
+        if (it.type == TS_JSON_SCAN_OBJECT) {
+          if (!fast_function(c, fc)) return 0;
+        } else if (it.type != TS_JSON_SCAN_NULL) {
+          return 0;
+        }
+      }
+    })
+    fc->index = index >= 0 ? index : -1;
+  }
+}
+
+static int fast_delta(fchunk *c, fchoice *ch) {
+  ts_json_item it;
+  unsigned seen = 0;
+  MEMBERS(c, it, {
+    if (ts_json_scan_key_is(it.key, "content", 7)) {
+      ONCE(1);
+      if (!fast_str(&it, &ch->content)) return 0;
+    } else if (ts_json_scan_key_is(it.key, "tool_calls", 10)) {
+      ONCE(2);
+      if (it.type == TS_JSON_SCAN_ARRAY) {
+        if (!fast_tool_calls(c)) return 0;
+      } else if (it.type != TS_JSON_SCAN_NULL) {
+        return 0;
+      }
+    } else if (ts_json_scan_key_is(it.key, "function_call", 13)) {
+      if (it.type != TS_JSON_SCAN_NULL) return 0; /* the legacy call: the general way */
+    }
+  })
+  return 1;
+}
+
+static int fast_choices(fchunk *c) {
+  ts_json_item it;
+  for (;;) {
+    if (ts_json_scan_next(&c->s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) return 1;
+    if (it.type != TS_JSON_SCAN_OBJECT || c->n_ch == FAST_CHOICES) return 0;
+    fchoice *ch = &c->ch[c->n_ch++];
+    memset(ch, 0, sizeof *ch);
+    ch->first_call = c->n_calls;
+    unsigned seen = 0;
+    MEMBERS(c, it, {
+      if (ts_json_scan_key_is(it.key, "index", 5)) {
+        ONCE(1);
+        fast_index(&it, &ch->index);
+      } else if (ts_json_scan_key_is(it.key, "delta", 5)) {
+        ONCE(2);
+        if (it.type == TS_JSON_SCAN_OBJECT) {
+          if (!fast_delta(c, ch)) return 0;
+        } else if (it.type != TS_JSON_SCAN_NULL) {
+          return 0;
+        }
+      } else if (ts_json_scan_key_is(it.key, "finish_reason", 13)) {
+        ONCE(4);
+        if (!fast_str(&it, &ch->finish)) return 0;
+      }
+    })
+    ch->n_calls = c->n_calls - ch->first_call;
+  }
+}
+
+/* Decodes a collected string in place, as ts__adapter_string does: 0 absent or null,
+ * 1 with *out set, -1 after reporting a bad escape. */
+static int fast_decode(ts_adapter *a, const fstr *f, ts_view *out) {
+  out->p = "";
+  out->len = 0;
+  if (!f->raw.p) return 0;
+  return ts__adapter_decode(a, f->raw, f->escaped, out);
+}
+
+static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
+  (void)name;
+  fchunk c;
+  c.n_ch = c.n_calls = 0;
+  c.usage = (ts_view){NULL, 0};
+  ts_json_item it;
+  ts_json_scan_init(&c.s, text, len);
+  if (ts_json_scan_next(&c.s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
+  unsigned seen = 0;
+  MEMBERS(&c, it, {
+    if (ts_json_scan_key_is(it.key, "choices", 7)) {
+      ONCE(1);
+      if (it.type == TS_JSON_SCAN_ARRAY) {
+        if (!fast_choices(&c)) return 0;
+      } else if (it.type != TS_JSON_SCAN_NULL) {
+        return 0;
+      }
+    } else if (ts_json_scan_key_is(it.key, "error", 5)) {
+      if (it.type != TS_JSON_SCAN_NULL) return 0; /* the provider's error: the general way */
+      ONCE(2);
+    } else if (ts_json_scan_key_is(it.key, "usage", 5)) {
+      ONCE(4);
+      if (it.type == TS_JSON_SCAN_OBJECT && ts_json_scan_skip(&c.s, &c.usage) != 1) return 0;
+    }
+  })
+  if (ts_json_scan_next(&c.s, &it) != 0) return 0; /* one value, then only whitespace */
+
+  for (int k = 0; k < c.n_ch; k++) {
+    const fchoice *ch = &c.ch[k];
+    if (ch->index != 0) continue; /* choice 0 only */
+    ts_view v;
+    if (fast_decode(a, &ch->content, &v) > 0) ts__adapter_text(a, v);
+    for (int j = ch->first_call; j < ch->first_call + ch->n_calls; j++) {
+      const fcall *fc = &c.calls[j];
+      ts_view id, nm;
+      if (fast_decode(a, &fc->id, &id) < 0) continue;
+      if (fast_decode(a, &fc->name, &nm) < 0) continue;
+      int slot = call_slot(a, fc->index, id, nm);
+      if (slot < 0) continue;
+      if (fc->args_obj.p)
+        ts__adapter_call_args(a, slot, fc->args_obj);
+      else if (fast_decode(a, &fc->args, &v) > 0)
+        ts__adapter_call_args(a, slot, v);
+    }
+    if (fast_decode(a, &ch->finish, &v) > 0) {
+      ts__adapter_end_all(a);
+      ts__adapter_set_stop(a, v);
+    }
+  }
+  if (c.usage.p) ts__adapter_set_usage(a, c.usage);
+  return 1;
 }
 
 /* `[DONE]`: ends every open call, then the turn. */
@@ -198,6 +431,7 @@ const ts_provider ts_provider_openai_chat = {
     .detect_doc = chat_doc,
     .sentinel = "[DONE]",
     .event = chat_event,
+    .fast_event = chat_fast,
     .on_sentinel = chat_done,
     .eof_after_stop = 1,
     .named_errors = 1,

@@ -64,6 +64,7 @@ typedef struct {
   uint64_t allocs;
   ts_format format;
   int done;
+  int general; /* read every payload the general way (ts_adapter_set_general) */
 } rec;
 
 static rec R;
@@ -285,10 +286,13 @@ static ts_adapter *new_adapter(ts_format fmt, ts_adapter_cb cb, void *user) {
 
 static void run_events(ts_format fmt, tev *evs, size_t nev, rec *r) {
   long abort_at = r->abort_at;
+  int general = r->general;
   memset(r, 0, sizeof *r);
   r->abort_at = abort_at;
+  r->general = general;
   ts_adapter *a = new_adapter(fmt, rec_cb, r);
   ck_assert_ptr_nonnull(a);
+  ts_adapter_set_general(a, general);
   char msg[128];
   uint64_t before = ts_test_alloc_count();
   for (size_t k = 0; k < nev; k++) {
@@ -353,6 +357,11 @@ static void run_row(const row *w) {
   run_text(w->fmt, sse, n, &R);
   expect_trace(w->line, w->label, ts_format_name(w->fmt), &R, want);
   ck_assert_msg(R.format == w->fmt, "line %d: format %s", w->line, ts_format_name(R.format));
+  /* the general way (no one-pass reader) reports the same */
+  R.general = 1;
+  run_text(w->fmt, sse, n, &R);
+  R.general = 0;
+  expect_trace(w->line, w->label, "general", &R, want);
   if (!(w->flags & NO_AUTO)) {
     run_text(TS_FORMAT_AUTO, sse, n, &R);
     expect_trace(w->line, w->label, "auto", &R, want);
@@ -931,7 +940,13 @@ START_TEST(test_too_many_tokens) {
   char *t = tick(b.p);
   free(b.p);
   R.abort_at = 0;
+  /* the one-pass reader (provider.h, fast_event) has no token array: it reads it whole */
   run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
+  expect_trace(__LINE__, "too many tokens, one pass", "chat", &R, "X 'a' | X 'b' | T stop=");
+  /* the general way, through the token array */
+  R.general = 1;
+  run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
+  R.general = 0;
   expect_trace(__LINE__, "too many tokens", "chat", &R, "!ms_too_many_tokens | X 'b' | T stop=");
   /* exactly at the limit it parses: TS_ADAPTER_MAX_TOKENS - 5 elements, 2 keys, 2 arrays, 1 object */
   sb c = {0};
@@ -1280,6 +1295,105 @@ START_TEST(test_done_and_finish) {
 }
 END_TEST
 
+/* The one-pass readers (provider.h, fast_event) at their edges: what they hand back to
+ * the general way (more calls than they hold, nesting deeper than the scanner goes, the
+ * legacy function_call, an error payload, a duplicate member) must come out exactly as
+ * the general way alone reads it. */
+typedef struct {
+  int line;
+  const char *label;
+  ts_format fmt;
+  const char *sse; /* backticks for quotes; NULL: built in the test */
+  const char *want;
+} edge_row;
+
+static const edge_row edge_rows[] = {
+    {__LINE__, "a duplicate member: the first counts", TS_FORMAT_OPENAI_CHAT,
+     CHUNK("`delta`:{`content`:`a`,`content`:`b`}") DONE, "X 'a' | T stop="},
+    {__LINE__, "the legacy function_call", TS_FORMAT_OPENAI_CHAT,
+     CHUNK("`delta`:{`function_call`:{`name`:`f`,`arguments`:`{}`}}") FIN("function_call") DONE,
+     "B0 - f | A0 '{}' | E0 | T stop=function_call"},
+    {__LINE__, "an error payload", TS_FORMAT_OPENAI_CHAT,
+     D("{`error`:{`message`:`boom`,`type`:`server_error`}}"), "!ms_provider/T 'boom'"},
+    {__LINE__, "a null error is no error", TS_FORMAT_OPENAI_CHAT,
+     D("{`error`:null,`choices`:[{`index`:0,`delta`:{`content`:`a`}}]}") DONE, "X 'a' | T stop="},
+    {__LINE__, "an escaped key is another key", TS_FORMAT_OPENAI_CHAT,
+     D("{`choi\\u0063es`:[{`index`:0,`delta`:{`content`:`a`}}]}") DONE, "T stop="},
+    {__LINE__, "choice 1 is not read, choice 0 is", TS_FORMAT_OPENAI_CHAT,
+     D("{`choices`:[{`index`:1,`delta`:{`content`:`no`}},{`index`:0,`delta`:{`content`:`yes`}}]}") DONE,
+     "X 'yes' | T stop="},
+    {__LINE__, "usage that is not an object is ignored", TS_FORMAT_OPENAI_CHAT,
+     D("{`choices`:[],`usage`:[1]}") DONE, "T stop="},
+    {__LINE__, "a fraction as index counts as none", TS_FORMAT_OPENAI_CHAT,
+     TC("{`index`:0.5,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{}`}}") FIN("tool_calls") DONE,
+     "B0 a f | A0 '{}' | E0 | T stop=tool_calls"},
+    {__LINE__, "anthropic: a text delta and a call's deltas", TS_FORMAT_ANTHROPIC,
+     EV("content_block_start", "{`type`:`content_block_start`,`index`:0,`content_block`:{`type`:`tool_use`,`id`:`t`,`name`:`f`,`input`:{}}}")
+     EV("content_block_delta", "{`type`:`content_block_delta`,`index`:0,`delta`:{`type`:`input_json_delta`,`partial_json`:`{\\`a\\``}}")
+     EV("content_block_delta", "{`index`:0,`delta`:{`partial_json`:`:1}`,`type`:`input_json_delta`},`type`:`content_block_delta`}")
+     EV("content_block_delta", "{`type`:`content_block_delta`,`index`:9,`delta`:{`type`:`input_json_delta`,`partial_json`:`x`}}")
+     EV("content_block_stop", "{`type`:`content_block_stop`,`index`:0}")
+     EV("message_stop", "{`type`:`message_stop`}"),
+     "B0 t f | A0 '{`a`' | A0 ':1}' | E0 | T stop="},
+    {__LINE__, "anthropic: the type from the event name alone", TS_FORMAT_ANTHROPIC,
+     EV("content_block_start", "{`type`:`content_block_start`,`index`:0,`content_block`:{`type`:`tool_use`,`id`:`t`,`name`:`f`,`input`:{}}}")
+     EV("content_block_delta", "{`index`:0,`delta`:{`type`:`input_json_delta`,`partial_json`:`{}`}}")
+     EV("content_block_stop", "{`index`:0}")
+     EV("message_stop", "{`type`:`message_stop`}"),
+     "B0 t f | A0 '{}' | E0 | T stop="},
+    {__LINE__, "anthropic: a lone surrogate in a fragment", TS_FORMAT_ANTHROPIC,
+     EV("content_block_start", "{`type`:`content_block_start`,`index`:0,`content_block`:{`type`:`tool_use`,`id`:`t`,`name`:`f`,`input`:{}}}")
+     EV("content_block_delta", "{`type`:`content_block_delta`,`index`:0,`delta`:{`type`:`input_json_delta`,`partial_json`:`\\ud800`}}")
+     EV("message_stop", "{`type`:`message_stop`}"),
+     "B0 t f | !json_surrogate | E0 | T stop="},
+};
+
+START_TEST(test_one_pass_edges) {
+  const edge_row *w = &edge_rows[_i];
+  char *sse = tick(w->sse), *want = tick(w->want);
+  for (int general = 0; general < 2; general++) {
+    R.abort_at = 0;
+    R.general = general;
+    run_text(w->fmt, sse, strlen(sse), &R);
+    expect_trace(w->line, w->label, general ? "general" : "one pass", &R, want);
+  }
+  R.general = 0;
+  free(sse);
+  free(want);
+}
+END_TEST
+
+/* Built streams: more calls in one chunk than the one-pass reader holds, and a member
+ * nested deeper than the scanner goes; both ways must agree. */
+START_TEST(test_one_pass_built) {
+  sb b = {0};
+  sb_puts(&b, "data: {`choices`:[{`index`:0,`delta`:{`tool_calls`:[");
+  for (int i = 0; i < 40; i++)
+    sb_printf(&b, "%s{`index`:%d,`id`:`c%d`,`function`:{`name`:`f`,`arguments`:`{}`}}", i ? "," : "", i, i);
+  sb_puts(&b, "]}}],`deep`:");
+  for (int i = 0; i < 100; i++) sb_puts(&b, "[");
+  for (int i = 0; i < 100; i++) sb_puts(&b, "]");
+  sb_puts(&b, "}\n\n" "data: {`choices`:[{`index`:0,`delta`:{},`finish_reason`:`tool_calls`}],`x`:");
+  for (int i = 0; i < 100; i++) sb_puts(&b, "{`a`:");
+  sb_puts(&b, "1");
+  for (int i = 0; i < 100; i++) sb_puts(&b, "}");
+  sb_puts(&b, "}\n\n" DONE);
+  char *t = tick(b.p);
+  free(b.p);
+  R.abort_at = 0;
+  R.general = 1;
+  run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
+  char general[TRACE_MAX];
+  memcpy(general, R.trace, sizeof general);
+  ck_assert(strstr(general, "B39 c39 f | A39 '{}'") != NULL);
+  ck_assert(strstr(general, "T stop=tool_calls") != NULL);
+  R.general = 0;
+  run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
+  ck_assert_str_eq(R.trace, general);
+  free(t);
+}
+END_TEST
+
 START_TEST(test_feed_returns_first_error) {
   memset(&R, 0, sizeof R);
   ts_adapter *a = new_adapter(TS_FORMAT_OPENAI_CHAT, rec_cb, &R);
@@ -1305,6 +1419,8 @@ int main(void) {
   tcase_add_test(tc, test_field_too_long);
   tcase_add_test(tc, test_id_limits);
   tcase_add_test(tc, test_feed_returns_first_error);
+  tcase_add_loop_test(tc, test_one_pass_edges, 0, NROWS(edge_rows));
+  tcase_add_test(tc, test_one_pass_built);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("openai-responses");
