@@ -127,7 +127,8 @@ static int put(char *out, size_t cap, size_t *o, const char *s, size_t n) {
   return 1;
 }
 
-/* The suffix with {model} replaced, written at *o. */
+/* The suffix with {model} replaced (the name percent-encoded: it is one path segment),
+ * written at *o. */
 static int put_suffix(char *out, size_t cap, size_t *o, const char *suffix, size_t n,
                       const char *model) {
   static const char mark[] = "{model}";
@@ -142,7 +143,13 @@ static int put_suffix(char *out, size_t cap, size_t *o, const char *suffix, size
     if (!put(out, cap, o, suffix, k)) return 0;
     suffix += k, n -= k;
     if (!m) break;
-    if (!put(out, cap, o, model, strlen(model))) return 0;
+    for (const char *c = model; *c; c++) {
+      unsigned char u = (unsigned char)*c;
+      int keep = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+                 u == '-' || u == '_' || u == '.' || u == '~';
+      char e[3] = {'%', "0123456789ABCDEF"[u >> 4], "0123456789ABCDEF"[u & 15]};
+      if (!(keep ? put(out, cap, o, c, 1) : put(out, cap, o, e, 3))) return 0;
+    }
     suffix += sizeof mark - 1, n -= sizeof mark - 1;
   }
   return 1;
