@@ -15,6 +15,7 @@
  */
 #include "stream/provider.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "stream/json_view.h"
@@ -189,24 +190,31 @@ int ts_provider_url(const ts_provider *p, const char *base, const char *model, c
   return TS_E_OK;
 }
 
-void ts__provider_tools(ts_buf *b, const ts_request *r, int function_wrapper, const char *schema_key) {
+void ts__provider_tools_as(ts_buf *b, const ts_request *r, const ts__tool_shape *shape) {
   if (!r->ntools) return;
-  ts_buf_puts(b, ",\"tools\":[");
+  ts_buf_puts(b, shape->open);
   for (size_t i = 0; i < r->ntools; i++) {
     const ts_req_tool *t = &r->tools[i];
     if (i) ts_buf_putc(b, ',');
-    if (function_wrapper) ts_buf_puts(b, "{\"type\":\"function\",\"function\":");
-    ts_buf_puts(b, "{\"name\":");
+    ts_buf_puts(b, shape->before);
+    ts_buf_puts(b, "\"name\":");
     ts_buf_append_json_string(b, t->name.p, t->name.len);
     ts_buf_puts(b, ",\"description\":");
     ts_buf_append_json_string(b, t->description.p, t->description.len);
-    ts_buf_puts(b, ",\"");
-    ts_buf_puts(b, schema_key);
-    ts_buf_puts(b, "\":");
+    ts_buf_putc(b, ',');
+    ts_buf_puts(b, shape->schema);
     ts_buf_append_json_compact(b, t->schema.p, t->schema.len);
-    ts_buf_puts(b, function_wrapper ? "}}" : "}");
+    ts_buf_puts(b, shape->after);
   }
-  ts_buf_putc(b, ']');
+  ts_buf_puts(b, shape->close);
+}
+
+void ts__provider_tools(ts_buf *b, const ts_request *r, int function_wrapper, const char *schema_key) {
+  char schema[64];
+  snprintf(schema, sizeof schema, "\"%s\":", schema_key);
+  ts__tool_shape shape = {",\"tools\":[", function_wrapper ? "{\"type\":\"function\",\"function\":{" : "{",
+                          schema, function_wrapper ? "}}" : "}", "]"};
+  ts__provider_tools_as(b, r, &shape);
 }
 
 void ts__provider_result_text(ts_buf *b, const ts_req_message *m) {

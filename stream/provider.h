@@ -232,6 +232,15 @@ void ts_provider_tool_schemas(const ts_provider *p, struct ts_jv *jv, ts_provide
  * "function":{...}} when `function_wrapper` is set (the Chat Completions shape). */
 void ts__provider_tools(ts_buf *b, const ts_request *r, int function_wrapper, const char *schema_key);
 
+/* The same for any shape: `open`, then per tool (comma-separated) `before`, "name":...,
+ * "description":..., `schema` then the schema, `after`; then `close`. Nothing when there
+ * are no tools. (Responses: flat entries with "strict"; Gemini: one functionDeclarations
+ * list; Bedrock: toolConfig.tools[].toolSpec with inputSchema.json.) */
+typedef struct {
+  const char *open, *before, *schema, *after, *close;
+} ts__tool_shape;
+void ts__provider_tools_as(ts_buf *b, const ts_request *r, const ts__tool_shape *shape);
+
 /* For the provider files: writes a tool result's text as a JSON string, "Error: " before
  * it when the result is an error (for formats that have no error flag). */
 void ts__provider_result_text(ts_buf *b, const ts_req_message *m);

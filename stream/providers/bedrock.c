@@ -171,21 +171,9 @@ static int bedrock_request(const ts_request *r, ts_buf *b) {
     ts_buf_append_u64(b, r->max_tokens);
     ts_buf_putc(b, '}');
   }
-  if (r->ntools) {
-    ts_buf_puts(b, ",\"toolConfig\":{\"tools\":[");
-    for (size_t i = 0; i < r->ntools; i++) {
-      const ts_req_tool *t = &r->tools[i];
-      if (i) ts_buf_putc(b, ',');
-      ts_buf_puts(b, "{\"toolSpec\":{\"name\":");
-      ts_buf_append_json_string(b, t->name.p, t->name.len);
-      ts_buf_puts(b, ",\"description\":");
-      ts_buf_append_json_string(b, t->description.p, t->description.len);
-      ts_buf_puts(b, ",\"inputSchema\":{\"json\":");
-      ts_buf_append_json_compact(b, t->schema.p, t->schema.len);
-      ts_buf_puts(b, "}}}");
-    }
-    ts_buf_puts(b, "]}");
-  }
+  static const ts__tool_shape shape = {",\"toolConfig\":{\"tools\":[", "{\"toolSpec\":{",
+                                       "\"inputSchema\":{\"json\":", "}}}", "]}"};
+  ts__provider_tools_as(b, r, &shape);
   ts_buf_putc(b, '}');
   return b->err;
 }

@@ -452,22 +452,10 @@ static int gemini_request(const ts_request *r, ts_buf *b) {
     ts_buf_putc(b, '}');
   }
   if (sys) ts_buf_puts(b, "]}");
-  if (r->ntools) {
-    ts_buf_puts(b, ",\"tools\":[{\"functionDeclarations\":[");
-    for (size_t i = 0; i < r->ntools; i++) {
-      const ts_req_tool *t = &r->tools[i];
-      if (i) ts_buf_putc(b, ',');
-      ts_buf_puts(b, "{\"name\":");
-      ts_buf_append_json_string(b, t->name.p, t->name.len);
-      ts_buf_puts(b, ",\"description\":");
-      ts_buf_append_json_string(b, t->description.p, t->description.len);
-      /* parametersJsonSchema takes any JSON Schema; `parameters` only the OpenAPI subset */
-      ts_buf_puts(b, ",\"parametersJsonSchema\":");
-      ts_buf_append_json_compact(b, t->schema.p, t->schema.len);
-      ts_buf_putc(b, '}');
-    }
-    ts_buf_puts(b, "]}]");
-  }
+  /* parametersJsonSchema takes any JSON Schema; `parameters` only the OpenAPI subset */
+  static const ts__tool_shape shape = {",\"tools\":[{\"functionDeclarations\":[", "{",
+                                       "\"parametersJsonSchema\":", "}", "]}]"};
+  ts__provider_tools_as(b, r, &shape);
   if (r->max_tokens) {
     ts_buf_puts(b, ",\"generationConfig\":{\"maxOutputTokens\":");
     ts_buf_append_u64(b, r->max_tokens);

@@ -332,6 +332,15 @@ static int head_value(const char *head, const char *name, char *out, size_t cap)
   return 0;
 }
 
+/* The body of request n as the server recorded it contains `want`. */
+static void assert_request_has(int n, const char *want) {
+  char name[64];
+  snprintf(name, sizeof name, "session/requests/%d.json", n);
+  char *body = slurp(name);
+  ck_assert_msg(strstr(body, want) != NULL, "request %d lacks %s:\n%s", n, want, sb_clip(body));
+  free(body);
+}
+
 START_TEST(test_responses_two_turns) {
   make_base();
   char args[256], esc[256];
@@ -369,19 +378,17 @@ START_TEST(test_responses_two_turns) {
   ck_assert_msg(strstr(head, "POST /v1/responses\n") && strstr(head, "Authorization: <present>"),
                 "%s", head);
   free(head);
-  char *req1 = slurp("session/requests/1.json");
-  ck_assert_ptr_nonnull(strstr(req1, "\"input\":[{\"type\":\"message\",\"role\":\"user\","
-                                     "\"content\":\"make files\"}]"));
-  ck_assert_ptr_nonnull(strstr(req1, "{\"type\":\"function\",\"name\":\"write_file\""));
-  free(req1);
+  assert_request_has(1, "\"input\":[{\"type\":\"message\",\"role\":\"user\","
+                        "\"content\":\"make files\"}]");
+  assert_request_has(1, "{\"type\":\"function\",\"name\":\"write_file\"");
   /* the second request: the call as a function_call item, its result as its output */
-  char *req2 = slurp("session/requests/2.json");
   sb want = {0};
   sb_printf(&want, "{\"type\":\"function_call\",\"call_id\":\"call_r1\",\"name\":\"write_file\","
                    "\"arguments\":\"%s\"},{\"type\":\"function_call_output\",\"call_id\":\"call_r1\","
                    "\"output\":\"",
             esc);
-  ck_assert_msg(strstr(req2, sb_str(&want)) != NULL, "%s", req2);
+  assert_request_has(2, sb_str(&want));
+  char *req2 = slurp("session/requests/2.json");
   ck_assert_ptr_null(strstr(req2, "Error: "));
   sb_free(&want);
   free(req2);
@@ -421,7 +428,6 @@ START_TEST(test_gemini_two_turns) {
                     strstr(head, "x-goog-api-key: <present>"),
                 "%s", head);
   free(head);
-  char *req2 = slurp("session/requests/2.json");
   sb want = {0};
   sb_printf(&want, "{\"role\":\"user\",\"parts\":[{\"text\":\"make files\"}]},"
                    "{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"write_file\","
@@ -429,8 +435,9 @@ START_TEST(test_gemini_two_turns) {
                    "{\"role\":\"user\",\"parts\":[{\"functionResponse\":{\"name\":\"write_file\","
                    "\"response\":{\"output\":{",
             args);
-  ck_assert_msg(strstr(req2, sb_str(&want)) != NULL, "%s", req2);
-  ck_assert_ptr_nonnull(strstr(req2, "\"functionDeclarations\":[{\"name\":\"write_file\""));
+  assert_request_has(2, sb_str(&want));
+  assert_request_has(2, "\"functionDeclarations\":[{\"name\":\"write_file\"");
+  char *req2 = slurp("session/requests/2.json");
   ck_assert_ptr_null(strstr(req2, "ts_1_0")); /* our id is not Gemini's */
   sb_free(&want);
   free(req2);
@@ -516,26 +523,21 @@ START_TEST(test_bedrock_two_turns) {
   free(body1);
   free(head);
 
-  char *req1 = slurp("session/requests/1.json");
-  ck_assert_ptr_nonnull(strstr(req1, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":"
-                                     "\"make files\"}]}]"));
-  ck_assert_ptr_nonnull(strstr(req1, "\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":"
-                                     "\"write_file\""));
-  ck_assert_ptr_nonnull(strstr(req1, "\"inputSchema\":{\"json\":{"));
-  free(req1);
+  assert_request_has(1, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":"
+                        "\"make files\"}]}]");
+  assert_request_has(1, "\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"write_file\"");
+  assert_request_has(1, "\"inputSchema\":{\"json\":{");
   /* the second: the call as toolUse, its result as a toolResult in the next user message */
   char args[256];
   write_args(args, sizeof args, "bed", 0);
-  char *req2 = slurp("session/requests/2.json");
   sb want = {0};
   sb_printf(&want, "{\"role\":\"assistant\",\"content\":[{\"toolUse\":{\"toolUseId\":\"tooluse_b1\","
                    "\"name\":\"write_file\",\"input\":%s}}]},{\"role\":\"user\",\"content\":["
                    "{\"toolResult\":{\"toolUseId\":\"tooluse_b1\",\"content\":[{\"text\":",
             args);
-  ck_assert_msg(strstr(req2, sb_str(&want)) != NULL, "%s", req2);
-  ck_assert_ptr_nonnull(strstr(req2, "\"status\":\"success\"}}]}]"));
+  assert_request_has(2, sb_str(&want));
+  assert_request_has(2, "\"status\":\"success\"}}]}]");
   sb_free(&want);
-  free(req2);
   ck_assert_str_eq(conversation("b1").roles, "utaa");
   assert_not_leaked(&r, AWS_SECRET);
   assert_not_leaked(&r, AWS_TOKEN);
