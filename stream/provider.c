@@ -114,6 +114,10 @@ ts_format ts_provider_for_path(const char *path, size_t len) {
 }
 
 const ts_provider *ts_provider_for_url(const char *url) {
+  /* Gemini's (and others') OpenAI-compatible endpoint lives on the native host */
+  const char *path = url ? strstr(url, "://") : NULL;
+  path = path ? strchr(path + 3, '/') : NULL;
+  if (path && strstr(path, "/openai")) return NULL;
   for (size_t i = 0; url && i < NROWS; i++)
     if (rows[i]->host_hint && strstr(url, rows[i]->host_hint)) return rows[i];
   return NULL;

@@ -202,7 +202,9 @@ const ts_provider *ts_provider_at(size_t i);
  * TS_FORMAT_AUTO when no row claims it. */
 ts_format ts_provider_for_path(const char *path, size_t len);
 
-/* The provider a base URL selects by its host hint, or NULL. */
+/* The provider a base URL selects by its host hint, or NULL. A URL whose path holds
+ * "/openai" selects none: it is a provider's OpenAI-compatible endpoint on its own host
+ * (https://generativelanguage.googleapis.com/v1beta/openai/). */
 const ts_provider *ts_provider_for_url(const char *url);
 
 /* Writes the full request URL for `base` into out (capacity cap, NUL-terminated): the

@@ -543,6 +543,17 @@ START_TEST(test_bedrock_two_turns) {
   assert_not_leaked(&r, AWS_TOKEN);
   result_free(&r);
 
+  /* credentials but no region (a local URL names none): the turn fails, nothing is sent */
+  unsetenv("AWS_REGION");
+  unsetenv("AWS_DEFAULT_REGION");
+  r = run_model_as("b3", "bedrock", NULL, "m", "TS_TEST_NO_KEY");
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(strstr(sb_str(&r.err), "set AWS_REGION") != NULL, "%s", sb_str(&r.err));
+  char *none = slurp("session/requests/3.txt");
+  ck_assert_str_eq(none, "");
+  free(none);
+  result_free(&r);
+
   /* neither a Bedrock API key nor AWS credentials, for a remote endpoint: refused at once */
   unsetenv("AWS_ACCESS_KEY_ID");
   unsetenv("AWS_SECRET_ACCESS_KEY");

@@ -367,6 +367,8 @@ START_TEST(test_request_urls) {
   ck_assert_ptr_eq(ts_provider_for_url("https://bedrock-runtime.eu-west-1.amazonaws.com"), bedrock);
   ck_assert_ptr_eq(ts_provider_for_url("https://generativelanguage.googleapis.com/v1beta"),
                    ts_provider_get(TS_FORMAT_GEMINI));
+  /* its OpenAI-compatible endpoint on the same host is OpenAI Chat (the default) */
+  ck_assert_ptr_null(ts_provider_for_url("https://generativelanguage.googleapis.com/v1beta/openai/"));
   ck_assert_str_eq(bedrock->sigv4_service, "bedrock");
   ck_assert_ptr_null(ts_provider_get(TS_FORMAT_GEMINI)->sigv4_service);
   ck_assert_str_eq(ts_provider_get(TS_FORMAT_GEMINI)->auth_header, "x-goog-api-key");
