@@ -69,11 +69,12 @@ static void aws_region(const ts_upstream *u, char *out, size_t cap) {
  * should be, the provider's fixed headers, and the key in the provider's header; or, for
  * a provider that signs (SigV4) and no key in key_env, the signature over the finished
  * request from the AWS_* credentials of the environment. With neither (a local server)
- * the request goes without. `auth` and `sig` hold the values the headers point to.
+ * the request goes without. `as` holds the values the headers point to.
  * Returns the number of headers, or -1 with `why` filled. */
 #define HEADERS_MAX 16
 typedef struct {
   char auth[4096], region[64];
+  ts_upstream url; /* the Host value */
   ts_sigv4_result sig;
 } auth_space;
 
@@ -96,23 +97,23 @@ static int request_headers(const ts_http_model *m, const char *url, const ts_buf
   }
   const char *id = getenv("AWS_ACCESS_KEY_ID"), *secret = getenv("AWS_SECRET_ACCESS_KEY");
   if (!p->sigv4_service || !id || !*id || !secret || !*secret) return (int)nh;
-  ts_upstream u;
-  if (ts_upstream_parse(url, &u, NULL, 0) != TS_E_OK) {
+  ts_upstream *u = &as->url;
+  if (ts_upstream_parse(url, u, NULL, 0) != TS_E_OK) {
     snprintf(why, why_cap, "the model request failed: the model URL is malformed");
     return -1;
   }
-  aws_region(&u, as->region, sizeof as->region);
+  aws_region(u, as->region, sizeof as->region);
   if (!as->region[0]) {
     snprintf(why, why_cap, "the model request failed: no AWS region to sign for: set AWS_REGION");
     return -1;
   }
   /* Host is sent as signed (the client adds none of its own when one is given) */
-  h[nh++] = (ts_http_header){"Host", u.host_hdr};
+  h[nh++] = (ts_http_header){"Host", u->host_hdr};
   ts_sigv4_header sh[HEADERS_MAX];
   for (size_t i = 0; i < nh; i++) sh[i] = (ts_sigv4_header){h[i].name, h[i].value};
   const char *token = getenv("AWS_SESSION_TOKEN");
   ts_sigv4_key k = {id, secret, token, as->region, p->sigv4_service};
-  ts_sigv4_request r = {"POST", u.path, u.query, sh, nh, body->p, body->len};
+  ts_sigv4_request r = {"POST", u->path, u->query, sh, nh, body->p, body->len};
   int rc = ts_sigv4_sign(&k, &r, time(NULL), &as->sig);
   if (rc != TS_E_OK) {
     snprintf(why, why_cap, "the model request failed: cannot sign it (AWS SigV4): %s",
