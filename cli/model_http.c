@@ -46,23 +46,23 @@ static int on_http_chunk(void *user, const char *data, size_t len) {
   return f->cancel && *f->cancel;
 }
 
-/* The region Bedrock requests are signed for: AWS_REGION, else AWS_DEFAULT_REGION (as
- * the AWS CLI reads them), else the one an AWS endpoint names in its host
- * (bedrock-runtime.<region>.amazonaws.com). "" when none says. */
+/* The region Bedrock requests are signed for: the one an AWS endpoint names in its host
+ * (bedrock-runtime[-fips].<region>.amazonaws.com: a signature for another region is
+ * refused there anyway), else AWS_REGION, else AWS_DEFAULT_REGION (as the AWS CLI reads
+ * them, for endpoints that name none: a proxy, a VPC endpoint). "" when none says. */
 static void aws_region(const ts_upstream *u, char *out, size_t cap) {
-  const char *r = getenv("AWS_REGION");
-  if (!r || !*r) r = getenv("AWS_DEFAULT_REGION");
-  out[0] = '\0';
-  if (r && *r) {
-    snprintf(out, cap, "%s", r);
-    return;
-  }
   const char *dot = strchr(u->host, '.');
   const char *aws = strstr(u->host, ".amazonaws.com");
-  if (!strncmp(u->host, "bedrock-runtime", 15) && dot && aws > dot && (size_t)(aws - dot - 1) < cap) {
-    memcpy(out, dot + 1, (size_t)(aws - dot - 1));
-    out[aws - dot - 1] = '\0';
+  out[0] = '\0';
+  size_t n = dot && aws > dot ? (size_t)(aws - dot - 1) : 0; /* between the two */
+  if (!strncmp(u->host, "bedrock-runtime", 15) && n && n < cap && !memchr(dot + 1, '.', n)) {
+    memcpy(out, dot + 1, n);
+    out[n] = '\0';
+    return;
   }
+  const char *r = getenv("AWS_REGION");
+  if (!r || !*r) r = getenv("AWS_DEFAULT_REGION");
+  if (r && *r) snprintf(out, cap, "%s", r);
 }
 
 /* The request's headers, `h` (room for HEADERS_MAX): the content type, what the reply
