@@ -164,10 +164,8 @@ static int put_query(ts_buf *b, const char *q) {
         ts_buf_fini(&t);
         break;
       }
-      v[k].enc = t.p ? t.p : strdup("=");
-      v[k].name_len = enl;
-      if (!v[k].enc) rc = TS_E_NOMEM;
-      k++;
+      v[k].enc = t.p; /* owned now: freed below */
+      v[k++].name_len = enl;
     }
     if (!e) break;
     s = e + 1;
