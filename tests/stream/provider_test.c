@@ -375,6 +375,31 @@ START_TEST(test_request_urls) {
 }
 END_TEST
 
+/* Out of memory at every allocation in turn, for every writer: the buffer's TS_E_NOMEM,
+ * or a body that is still valid JSON (Gemini's check of a result's JSON needs memory of
+ * its own; without it the result goes as a string), never a crash or a leak. */
+START_TEST(test_request_out_of_memory) {
+  ts_request req = {"m-1", 10, msgs, 6, tools, 1};
+  for (size_t i = 0; i < ts_provider_count(); i++) {
+    const ts_provider *p = ts_provider_at(i);
+    int done = 0;
+    for (long n = 1; n < 100 && !done; n++) {
+      ts_buf b;
+      ts_buf_init(&b, 1 << 20);
+      ts_test_alloc_fail_after(n);
+      int rc = ts_provider_request(p, &req, &b);
+      ts_test_alloc_fail_after(-1);
+      ck_assert_msg(rc == TS_E_OK || rc == TS_E_NOMEM, "%s, allocation %ld: %s", p->name, n,
+                    ts_err_name(rc));
+      if (rc == TS_E_OK) ck_assert_msg(ts_test_json_valid(b.p, b.len), "%s: %s", p->name, b.p);
+      done = rc == TS_E_OK;
+      ts_buf_fini(&b);
+    }
+    ck_assert_msg(done, "%s never succeeded", p->name);
+  }
+}
+END_TEST
+
 /* The schema walker's findings as "name=schema;" pairs (raw text). */
 static void on_schema(void *user, ts_jv *jv, int name, int schema) {
   ts_buf *b = user;
@@ -493,6 +518,7 @@ int main(void) {
   tcase_add_test(tc, test_gemini);
   tcase_add_test(tc, test_bedrock);
   tcase_add_test(tc, test_request_urls);
+  tcase_add_test(tc, test_request_out_of_memory);
   tcase_add_test(tc, test_tool_schemas);
   tcase_add_test(tc, test_detect);
   suite_add_tcase(s, tc);

@@ -162,6 +162,27 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* Out of memory at every allocation in turn: TS_E_NOMEM, never a crash, a leak (the
+ * sanitized build) or a wrong signature; once nothing fails, the right one. */
+START_TEST(test_out_of_memory) {
+  static const ts_sigv4_header h[] = {{"Host", "example.amazonaws.com"}};
+  ts_sigv4_request r = {"GET", "/", "Param2=value2&Param1=value1", h, 1, NULL, 0};
+  int ok = 0;
+  for (long n = 1; n < 200 && !ok; n++) {
+    ts_sigv4_result out;
+    ts_test_alloc_fail_after(n);
+    int rc = ts_sigv4_sign(&suite_key, &r, T_SUITE, &out);
+    ts_test_alloc_fail_after(-1);
+    ck_assert_msg(rc == TS_E_OK || rc == TS_E_NOMEM, "allocation %ld: %s", n, ts_err_name(rc));
+    if (rc == TS_E_OK) {
+      ck_assert_str_eq(out.signature, "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500");
+      ok = 1;
+    }
+  }
+  ck_assert(ok);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sigv4");
   TCase *tc = tcase_create("core");
@@ -169,6 +190,7 @@ int main(void) {
   tcase_add_test(tc, test_aws_suite);
   tcase_add_test(tc, test_bedrock_shape);
   tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_out_of_memory);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
