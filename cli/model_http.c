@@ -51,15 +51,7 @@ static int on_http_chunk(void *user, const char *data, size_t len) {
  * refused there anyway), else AWS_REGION, else AWS_DEFAULT_REGION (as the AWS CLI reads
  * them, for endpoints that name none: a proxy, a VPC endpoint). "" when none says. */
 static void aws_region(const ts_upstream *u, char *out, size_t cap) {
-  const char *dot = strchr(u->host, '.');
-  const char *aws = strstr(u->host, ".amazonaws.com");
-  out[0] = '\0';
-  size_t n = dot && aws > dot ? (size_t)(aws - dot - 1) : 0; /* between the two */
-  if (!strncmp(u->host, "bedrock-runtime", 15) && n && n < cap && !memchr(dot + 1, '.', n)) {
-    memcpy(out, dot + 1, n);
-    out[n] = '\0';
-    return;
-  }
+  if (ts_sigv4_region_of_host(u->host, "bedrock-runtime", out, cap)) return;
   const char *r = getenv("AWS_REGION");
   if (!r || !*r) r = getenv("AWS_DEFAULT_REGION");
   if (r && *r) snprintf(out, cap, "%s", r);

@@ -212,6 +212,19 @@ static char *trim_dup(const char *s) {
   return d;
 }
 
+int ts_sigv4_region_of_host(const char *host, const char *service, char *out, size_t cap) {
+  if (!out || !cap) return 0;
+  out[0] = '\0';
+  if (!host || (service && strncmp(host, service, strlen(service)))) return 0;
+  const char *dot = strchr(host, '.');
+  const char *aws = strstr(host, ".amazonaws.com");
+  size_t n = dot && aws > dot ? (size_t)(aws - dot - 1) : 0; /* between the two */
+  if (!n || n >= cap || memchr(dot + 1, '.', n) || strcmp(aws, ".amazonaws.com")) return 0;
+  memcpy(out, dot + 1, n);
+  out[n] = '\0';
+  return 1;
+}
+
 /* ---- signing ------------------------------------------------------------------------- */
 
 int ts_sigv4_sign(const ts_sigv4_key *k, const ts_sigv4_request *r, time_t now,

@@ -84,6 +84,12 @@ typedef struct {
 int ts_sigv4_sign(const ts_sigv4_key *k, const ts_sigv4_request *r, time_t now,
                   ts_sigv4_result *out);
 
+/* The region an AWS endpoint's host names: "<service>[-fips].<region>.amazonaws.com"
+ * (bedrock-runtime.us-east-1.amazonaws.com: "us-east-1"), when the host begins with
+ * `service` (NULL: any). Returns 1 with the region in out (cap bytes), else 0 and "" (a
+ * proxy, a VPC endpoint, a host too odd or a region that does not fit). */
+int ts_sigv4_region_of_host(const char *host, const char *service, char *out, size_t cap);
+
 /* The signing key: HMAC-SHA256 chained over "AWS4" + secret, then `date` ("YYYYMMDD"),
  * region, service and "aws4_request". Exposed for the test vector AWS publishes for this
  * step alone; ts_sigv4_sign derives it itself. Returns TS_E_OK or TS_E_INVAL (NULL). */

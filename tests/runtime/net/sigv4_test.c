@@ -162,6 +162,35 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+static const struct {
+  int line;
+  const char *host, *service, *want;
+} region_rows[] = {
+    {__LINE__, "bedrock-runtime.us-east-1.amazonaws.com", "bedrock-runtime", "us-east-1"},
+    {__LINE__, "bedrock-runtime-fips.us-gov-west-1.amazonaws.com", "bedrock-runtime", "us-gov-west-1"},
+    {__LINE__, "bedrock-runtime.eu-west-3.amazonaws.com", NULL, "eu-west-3"},
+    {__LINE__, "bedrock.us-east-1.amazonaws.com", "bedrock-runtime", ""}, /* another service */
+    {__LINE__, "vpce-1.bedrock-runtime.us-east-1.vpce.amazonaws.com", "bedrock-runtime", ""},
+    {__LINE__, "bedrock-runtime.amazonaws.com", "bedrock-runtime", ""}, /* no region */
+    {__LINE__, "bedrock-runtime.us-east-1.amazonaws.com.evil.example", "bedrock-runtime", ""},
+    {__LINE__, "127.0.0.1", "bedrock-runtime", ""},
+    {__LINE__, NULL, NULL, ""},
+};
+
+START_TEST(test_region_of_host) {
+  for (size_t i = 0; i < sizeof region_rows / sizeof region_rows[0]; i++) {
+    char out[32];
+    int got = ts_sigv4_region_of_host(region_rows[i].host, region_rows[i].service, out, sizeof out);
+    ck_assert_msg(got == (region_rows[i].want[0] != 0) && !strcmp(out, region_rows[i].want),
+                  "line %d: %d '%s'", region_rows[i].line, got, out);
+  }
+  char small[4];
+  ck_assert_int_eq(ts_sigv4_region_of_host("bedrock-runtime.us-east-1.amazonaws.com", NULL, small,
+                                           sizeof small), 0);
+  ck_assert_str_eq(small, "");
+}
+END_TEST
+
 /* Out of memory at every allocation in turn: TS_E_NOMEM, never a crash, a leak (the
  * sanitized build) or a wrong signature; once nothing fails, the right one. */
 START_TEST(test_out_of_memory) {
@@ -191,6 +220,7 @@ int main(void) {
   tcase_add_test(tc, test_bedrock_shape);
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_out_of_memory);
+  tcase_add_test(tc, test_region_of_host);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
