@@ -4,7 +4,8 @@
  * Amazon Bedrock, like every AWS API, authenticates a request by an HMAC-SHA256
  * signature over a canonical form of the request, made with a key derived from the
  * secret access key, the date, the region and the service. This module computes that
- * signature and the headers that carry it, and nothing else: it opens no connection,
+ * signature and the headers that carry it (and reads the region out of an AWS endpoint's
+ * host name), and nothing else: it opens no connection,
  * reads no environment and no clock (the caller passes the time), so the same inputs
  * give the same output and AWS's published test vectors can check it exactly.
  *
