@@ -2,7 +2,13 @@
  * model_http.c: the HTTP model backend of `toolstream run` (model_http.h).
  *
  * The provider's URL path and auth header are chosen here from `provider`; the request
- * body is the conversation module's. A transport failure before or during the reply is
+ * body is the conversation module's. Authentication is the key in the provider's header
+ * (Bearer, x-api-key, x-goog-api-key: the provider table says which), or for Bedrock
+ * without a Bedrock API key, AWS Signature Version 4 over the finished request
+ * (net/sigv4.h) from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and
+ * AWS_REGION: the body, the path with the model id and the headers are signed as sent,
+ * once per turn (a retry resends the same signed request well inside the 15 minutes AWS
+ * accepts). A transport failure before or during the reply is
  * reported as a stream_error event (so a subscriber sees why the turn ended) and as the
  * turn's `why` (the run's one error line).
  */
@@ -11,9 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include "base/strbuf.h"
 #include "net/http_client.h"
+#include "net/sigv4.h"
+#include "net/upstream.h"
 
 typedef struct {
   ts_tap *tap;
@@ -34,6 +44,78 @@ static int on_http_chunk(void *user, const char *data, size_t len) {
   memcpy(f->scratch, data, len);
   ts_tap_feed(f->tap, f->scratch, len);
   return f->cancel && *f->cancel;
+}
+
+/* The region Bedrock requests are signed for: the one an AWS endpoint names in its host
+ * (bedrock-runtime[-fips].<region>.amazonaws.com: a signature for another region is
+ * refused there anyway), else AWS_REGION, else AWS_DEFAULT_REGION (as the AWS CLI reads
+ * them, for endpoints that name none: a proxy, a VPC endpoint). "" when none says. */
+static void aws_region(const ts_upstream *u, char *out, size_t cap) {
+  if (ts_sigv4_region_of_host(u->host, "bedrock-runtime", out, cap)) return;
+  const char *r = getenv("AWS_REGION");
+  if (!r || !*r) r = getenv("AWS_DEFAULT_REGION");
+  if (r && *r) snprintf(out, cap, "%s", r);
+}
+
+/* The request's headers, `h` (room for HEADERS_MAX): the content type, what the reply
+ * should be, the provider's fixed headers, and the key in the provider's header; or, for
+ * a provider that signs (SigV4) and no key in key_env, the signature over the finished
+ * request from the AWS_* credentials of the environment. With neither (a local server)
+ * the request goes without. `as` holds the values the headers point to.
+ * Returns the number of headers, or -1 with `why` filled. */
+#define HEADERS_MAX 16
+typedef struct {
+  char auth[4096], region[64];
+  ts_upstream url; /* the Host value */
+  ts_sigv4_result sig;
+} auth_space;
+
+static int request_headers(const ts_http_model *m, const char *url, const ts_buf *body,
+                           ts_http_header *h, auth_space *as, char *why, size_t why_cap) {
+  const ts_provider *p = m->provider;
+  size_t nh = 0;
+  int accept = 0;
+  for (const ts_provider_header *x = p->headers; x && x->name; x++)
+    accept |= !strcasecmp(x->name, "Accept");
+  h[nh++] = (ts_http_header){"Content-Type", "application/json"};
+  if (!accept) h[nh++] = (ts_http_header){"Accept", "text/event-stream"};
+  for (const ts_provider_header *x = p->headers; x && x->name && nh < HEADERS_MAX - 5; x++)
+    h[nh++] = (ts_http_header){x->name, x->value};
+  const char *key = m->key_env ? getenv(m->key_env) : NULL;
+  if (key && *key) {
+    snprintf(as->auth, sizeof as->auth, "%s%s", p->auth_prefix, key);
+    h[nh++] = (ts_http_header){p->auth_header, as->auth};
+    return (int)nh;
+  }
+  const char *id = getenv("AWS_ACCESS_KEY_ID"), *secret = getenv("AWS_SECRET_ACCESS_KEY");
+  if (!p->sigv4_service || !id || !*id || !secret || !*secret) return (int)nh;
+  ts_upstream *u = &as->url;
+  if (ts_upstream_parse(url, u, NULL, 0) != TS_E_OK) {
+    snprintf(why, why_cap, "the model request failed: the model URL is malformed");
+    return -1;
+  }
+  aws_region(u, as->region, sizeof as->region);
+  if (!as->region[0]) {
+    snprintf(why, why_cap, "the model request failed: no AWS region to sign for: set AWS_REGION");
+    return -1;
+  }
+  /* Host is sent as signed (the client adds none of its own when one is given) */
+  h[nh++] = (ts_http_header){"Host", u->host_hdr};
+  ts_sigv4_header sh[HEADERS_MAX];
+  for (size_t i = 0; i < nh; i++) sh[i] = (ts_sigv4_header){h[i].name, h[i].value};
+  const char *token = getenv("AWS_SESSION_TOKEN");
+  ts_sigv4_key k = {id, secret, token, as->region, p->sigv4_service};
+  ts_sigv4_request r = {"POST", u->path, u->query, sh, nh, body->p, body->len};
+  int rc = ts_sigv4_sign(&k, &r, time(NULL), &as->sig);
+  if (rc != TS_E_OK) {
+    snprintf(why, why_cap, "the model request failed: cannot sign it (AWS SigV4): %s",
+             ts_err_message(rc));
+    return -1;
+  }
+  h[nh++] = (ts_http_header){"X-Amz-Date", as->sig.amz_date};
+  if (token && *token) h[nh++] = (ts_http_header){"X-Amz-Security-Token", token};
+  h[nh++] = (ts_http_header){"Authorization", as->sig.authorization};
+  return (int)nh;
 }
 
 /* One model turn over HTTP: the stored conversation as the request, the streamed reply
@@ -58,24 +140,23 @@ static int http_turn(void *user, const ts_agent_turn *t, ts_tap *tap, char *why,
     ts_buf_fini(&body);
     return -1;
   }
-  const char *key = getenv(m->key_env);
-  char auth[4096] = "";
-  ts_http_header h[8];
-  size_t nh = 0;
-  h[nh++] = (ts_http_header){"Content-Type", "application/json"};
-  h[nh++] = (ts_http_header){"Accept", "text/event-stream"};
-  if (key && *key) {
-    snprintf(auth, sizeof auth, "%s%s", m->provider->auth_prefix, key);
-    h[nh++] = (ts_http_header){m->provider->auth_header, auth};
+  ts_http_header h[HEADERS_MAX];
+  auth_space *as = calloc(1, sizeof *as);
+  int n = as ? request_headers(m, url, &body, h, as, why, why_cap) : -1;
+  if (n < 0) {
+    if (!as) snprintf(why, why_cap, "the model request failed: out of memory");
+    free(as);
+    ts_buf_fini(&body);
+    return -1;
   }
-  for (const ts_provider_header *x = m->provider->headers; x && x->name && nh < 8; x++)
-    h[nh++] = (ts_http_header){x->name, x->value};
+  size_t nh = (size_t)n;
   ts_http_request req = {.url = url, .headers = h, .n_headers = nh, .body = body.p,
                          .body_len = body.len, .ca_file = m->ca_file, .cancel = t->cancel};
   http_feed f = {tap, NULL, 0, t->cancel};
   ts_http_response_info info;
   rc = ts_http_post_stream(&req, on_http_chunk, &f, &info, why, why_cap);
-  memset(auth, 0, sizeof auth); /* the key does not linger in this frame */
+  memset(as, 0, sizeof *as); /* the key does not linger */
+  free(as);
   free(f.scratch);
   ts_buf_fini(&body);
   int cancelled = t->cancel && *t->cancel;

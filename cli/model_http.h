@@ -7,8 +7,13 @@
  * that sees both rooms it joins: the agent (conversation) and the network (HTTP).
  *
  * The API key is read from the environment variable `key_env` at each request, sent in
- * the provider's header and wiped from the stack afterwards; it never appears in an
- * event or an error line (the run's sink redacts it, events/sink.h).
+ * the provider's header and wiped from memory afterwards; it never appears in an event,
+ * a URL or an error line (the run's sink redacts it, events/sink.h). A provider that signs
+ * (Bedrock: its row's `sigv4_service`) with no key in `key_env` is signed with AWS
+ * Signature Version 4 (net/sigv4.h) from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+ * AWS_SESSION_TOKEN and the region (the one the endpoint's host names, else AWS_REGION or
+ * AWS_DEFAULT_REGION; none is an error of the turn); without those credentials the
+ * request goes unsigned (a local server).
  */
 #ifndef TS_CLI_MODEL_HTTP_H
 #define TS_CLI_MODEL_HTTP_H

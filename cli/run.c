@@ -46,24 +46,32 @@ enum {
 
 static const ts_cli_opt run_opts[] = {
     {"model-url", 0, TS_CLI_STRING, O_MODEL_URL, 0, 0, "URL",
-     "the model: an OpenAI-compatible Chat Completions endpoint or\n"
-     "Anthropic Messages (https://api.openai.com/v1,\n"
-     "http://localhost:11434/v1, https://api.anthropic.com/v1, or\n"
-     "the full .../chat/completions or .../messages URL)", NULL},
+     "the model's base URL, the provider's path is added\n"
+     "(https://api.openai.com/v1, http://localhost:11434/v1,\n"
+     "https://api.anthropic.com/v1, https://api.cohere.com,\n"
+     "https://generativelanguage.googleapis.com/v1beta,\n"
+     "https://bedrock-runtime.REGION.amazonaws.com), or the full URL", NULL},
     {"model", 0, TS_CLI_STRING, O_MODEL, 0, 0, "NAME", "the model's name (required with --model-url)",
      NULL},
     {"provider", 0, TS_CLI_STRING, O_PROVIDER, 0, 0, "P",
-     "openai, anthropic, ollama (native /api/chat; its /v1 is\n"
-     "openai) or cohere (v2 chat, base https://api.cohere.com)\n"
-     "(default: anthropic or cohere by the URL's host, else\n"
-     "openai); run cannot talk to openai-responses, gemini or\n"
-     "bedrock (SigV4) yet (tap and gateway read their streams)", NULL},
+     "openai (Chat Completions), openai-responses (/responses),\n"
+     "anthropic, gemini (streamGenerateContent), bedrock\n"
+     "(ConverseStream; --model is the model id), ollama (native\n"
+     "/api/chat; its /v1 is openai) or cohere (v2 chat)\n"
+     "(default: anthropic, gemini, bedrock or cohere by the URL's\n"
+     "host, else openai)", NULL},
     {"api-key-env", 0, TS_CLI_STRING, O_KEY_ENV, 0, 0, "VAR",
      "the environment variable holding the API key (default\n"
      "the provider's: OPENAI_API_KEY, ANTHROPIC_API_KEY,\n"
-     "OLLAMA_API_KEY or CO_API_KEY; never a flag, never printed)", NULL},
+     "GEMINI_API_KEY, OLLAMA_API_KEY or CO_API_KEY; never a flag,\n"
+     "never printed). Bedrock: a Bedrock API key in\n"
+     "AWS_BEARER_TOKEN_BEDROCK, else requests are signed (SigV4)\n"
+     "with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+     "AWS_SESSION_TOKEN (temporary credentials) and AWS_REGION", NULL},
     {"max-tokens", 0, TS_CLI_NUMBER, O_MAX_TOKENS, 1, 1000000, "N",
-     "Anthropic's max_tokens (default 4096)", NULL},
+     "the reply's token limit: Anthropic's max_tokens (default\n"
+     "4096), Gemini's maxOutputTokens, Bedrock's maxTokens,\n"
+     "Responses' max_output_tokens (default: the provider's)", NULL},
     {"model-replay", 0, TS_CLI_STRING, O_MODEL_REPLAY, 0, 0, "DIR",
      "the model: recorded SSE files, one per turn, in name order\n"
      "(turn-1.sse, turn-2.sse, ...; format detected as in tap)", NULL},
@@ -233,7 +241,16 @@ static int check_model(run_args *a, const ts_cli_common *com) {
   const char *key = getenv(a->hm.key_env);
   int local = strstr(a->hm.url, "://localhost") || strstr(a->hm.url, "://127.") ||
               strstr(a->hm.url, "://[::1]");
-  if ((!key || !*key) && !local) {
+  const char *aid = getenv("AWS_ACCESS_KEY_ID"), *asecret = getenv("AWS_SECRET_ACCESS_KEY");
+  int signs = a->hm.provider->sigv4_service && aid && *aid && asecret && *asecret;
+  if ((!key || !*key) && !signs && !local && a->hm.provider->sigv4_service) {
+    fprintf(stderr, "toolstream run: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and "
+                    "AWS_REGION; AWS_SESSION_TOKEN for temporary credentials) to sign Bedrock "
+                    "requests, or %s to a Bedrock API key (read from the environment only)\n",
+            a->hm.key_env);
+    return 2;
+  }
+  if ((!key || !*key) && !signs && !local) {
     fprintf(stderr, "toolstream run: set %s to the API key (it is read from the environment "
                     "only)\n", a->hm.key_env);
     return 2;
@@ -522,6 +539,11 @@ int ts_cli_run(int argc, char **argv) {
   size_t nfound = 0, nsecrets = 0;
   const char *key = a.hm.url && a.hm.key_env ? getenv(a.hm.key_env) : NULL;
   if (key) found[nfound++] = key;
+  if (a.hm.url && a.hm.provider && a.hm.provider->sigv4_service) { /* what signs Bedrock's */
+    const char *aws[] = {getenv("AWS_SECRET_ACCESS_KEY"), getenv("AWS_SESSION_TOKEN")};
+    for (size_t i = 0; i < 2; i++)
+      if (aws[i] && nfound < TS_SINK_MAX_SECRETS) found[nfound++] = aws[i];
+  }
   nfound += ts_jstools_secrets(reg, found + nfound, TS_SINK_MAX_SECRETS - nfound);
   for (size_t i = 0; i < nfound; i++)
     if (strlen(found[i]) >= TS_SINK_SECRET_MIN) secrets[nsecrets++] = found[i];

@@ -15,6 +15,7 @@
  */
 #include "stream/provider.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "stream/json_view.h"
@@ -113,6 +114,10 @@ ts_format ts_provider_for_path(const char *path, size_t len) {
 }
 
 const ts_provider *ts_provider_for_url(const char *url) {
+  /* Gemini's (and others') OpenAI-compatible endpoint lives on the native host */
+  const char *path = url ? strstr(url, "://") : NULL;
+  path = path ? strchr(path + 3, '/') : NULL;
+  if (path && strstr(path, "/openai")) return NULL;
   for (size_t i = 0; url && i < NROWS; i++)
     if (rows[i]->host_hint && strstr(url, rows[i]->host_hint)) return rows[i];
   return NULL;
@@ -127,7 +132,8 @@ static int put(char *out, size_t cap, size_t *o, const char *s, size_t n) {
   return 1;
 }
 
-/* The suffix with {model} replaced, written at *o. */
+/* The suffix with {model} replaced (the name percent-encoded: it is one path segment),
+ * written at *o. */
 static int put_suffix(char *out, size_t cap, size_t *o, const char *suffix, size_t n,
                       const char *model) {
   static const char mark[] = "{model}";
@@ -142,7 +148,13 @@ static int put_suffix(char *out, size_t cap, size_t *o, const char *suffix, size
     if (!put(out, cap, o, suffix, k)) return 0;
     suffix += k, n -= k;
     if (!m) break;
-    if (!put(out, cap, o, model, strlen(model))) return 0;
+    for (const char *c = model; *c; c++) {
+      unsigned char u = (unsigned char)*c;
+      int keep = (u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') ||
+                 u == '-' || u == '_' || u == '.' || u == '~';
+      char e[3] = {'%', "0123456789ABCDEF"[u >> 4], "0123456789ABCDEF"[u & 15]};
+      if (!(keep ? put(out, cap, o, c, 1) : put(out, cap, o, e, 3))) return 0;
+    }
     suffix += sizeof mark - 1, n -= sizeof mark - 1;
   }
   return 1;
@@ -182,24 +194,31 @@ int ts_provider_url(const ts_provider *p, const char *base, const char *model, c
   return TS_E_OK;
 }
 
-void ts__provider_tools(ts_buf *b, const ts_request *r, int function_wrapper, const char *schema_key) {
+void ts__provider_tools_as(ts_buf *b, const ts_request *r, const ts__tool_shape *shape) {
   if (!r->ntools) return;
-  ts_buf_puts(b, ",\"tools\":[");
+  ts_buf_puts(b, shape->open);
   for (size_t i = 0; i < r->ntools; i++) {
     const ts_req_tool *t = &r->tools[i];
     if (i) ts_buf_putc(b, ',');
-    if (function_wrapper) ts_buf_puts(b, "{\"type\":\"function\",\"function\":");
-    ts_buf_puts(b, "{\"name\":");
+    ts_buf_puts(b, shape->before);
+    ts_buf_puts(b, "\"name\":");
     ts_buf_append_json_string(b, t->name.p, t->name.len);
     ts_buf_puts(b, ",\"description\":");
     ts_buf_append_json_string(b, t->description.p, t->description.len);
-    ts_buf_puts(b, ",\"");
-    ts_buf_puts(b, schema_key);
-    ts_buf_puts(b, "\":");
+    ts_buf_putc(b, ',');
+    ts_buf_puts(b, shape->schema);
     ts_buf_append_json_compact(b, t->schema.p, t->schema.len);
-    ts_buf_puts(b, function_wrapper ? "}}" : "}");
+    ts_buf_puts(b, shape->after);
   }
-  ts_buf_putc(b, ']');
+  ts_buf_puts(b, shape->close);
+}
+
+void ts__provider_tools(ts_buf *b, const ts_request *r, int function_wrapper, const char *schema_key) {
+  char schema[64];
+  snprintf(schema, sizeof schema, "\"%s\":", schema_key);
+  ts__tool_shape shape = {",\"tools\":[", function_wrapper ? "{\"type\":\"function\",\"function\":{" : "{",
+                          schema, function_wrapper ? "}}" : "}", "]"};
+  ts__provider_tools_as(b, r, &shape);
 }
 
 void ts__provider_result_text(ts_buf *b, const ts_req_message *m) {

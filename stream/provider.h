@@ -160,13 +160,18 @@ typedef struct ts_provider {
    * stands for the model name. host_hint: a base URL containing it selects this
    * provider by default, or NULL. key_env: the environment variable holding the API key.
    * auth_header / auth_prefix: the header the key goes in and what precedes it there.
-   * headers: fixed extra headers, ending with a {NULL, NULL} row (may be NULL). */
+   * headers: fixed extra headers, ending with a {NULL, NULL} row (may be NULL); an
+   * Accept among them replaces the caller's default. sigv4_service: for AWS, the service
+   * name requests are signed for with Signature Version 4 (the caller signs, with the
+   * AWS_* credentials of its environment) when the key_env variable is not set; NULL for
+   * providers that take the key header only. */
   int (*request)(const ts_request *req, ts_buf *out);
   const char *url_suffix;
   const char *host_hint;
   const char *key_env;
   const char *auth_header, *auth_prefix;
   const ts_provider_header *headers;
+  const char *sigv4_service;
 
   /* For a proxy: request path suffixes whose replies come in this format (ending with
    * NULL), and where the request's tools declare their schemas (ending with a row whose
@@ -197,11 +202,14 @@ const ts_provider *ts_provider_at(size_t i);
  * TS_FORMAT_AUTO when no row claims it. */
 ts_format ts_provider_for_path(const char *path, size_t len);
 
-/* The provider a base URL selects by its host hint, or NULL. */
+/* The provider a base URL selects by its host hint, or NULL. A URL whose path holds
+ * "/openai" selects none: it is a provider's OpenAI-compatible endpoint on its own host
+ * (https://generativelanguage.googleapis.com/v1beta/openai/). */
 const ts_provider *ts_provider_for_url(const char *url);
 
 /* Writes the full request URL for `base` into out (capacity cap, NUL-terminated): the
- * provider's url_suffix (with {model} replaced) is appended to the path unless the path
+ * provider's url_suffix (with {model} replaced by the model name, percent-encoded outside
+ * the unreserved characters: a Bedrock model id's ':' is %3A) is appended to the path unless the path
  * already ends with it; a query string stays at the end (the suffix's own query, if any,
  * joins it). Returns TS_E_OK, TS_E_INVAL (NULL argument) or TS_E_LIMIT (does not fit). */
 int ts_provider_url(const ts_provider *p, const char *base, const char *model, char *out,
@@ -225,6 +233,15 @@ void ts_provider_tool_schemas(const ts_provider *p, struct ts_jv *jv, ts_provide
  * tool {"name","description",SCHEMA_KEY:schema}, wrapped as {"type":"function",
  * "function":{...}} when `function_wrapper` is set (the Chat Completions shape). */
 void ts__provider_tools(ts_buf *b, const ts_request *r, int function_wrapper, const char *schema_key);
+
+/* The same for any shape: `open`, then per tool (comma-separated) `before`, "name":...,
+ * "description":..., `schema` then the schema, `after`; then `close`. Nothing when there
+ * are no tools. (Responses: flat entries with "strict"; Gemini: one functionDeclarations
+ * list; Bedrock: toolConfig.tools[].toolSpec with inputSchema.json.) */
+typedef struct {
+  const char *open, *before, *schema, *after, *close;
+} ts__tool_shape;
+void ts__provider_tools_as(ts_buf *b, const ts_request *r, const ts__tool_shape *shape);
 
 /* For the provider files: writes a tool result's text as a JSON string, "Error: " before
  * it when the result is an error (for formats that have no error flag). */

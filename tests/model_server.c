@@ -9,9 +9,10 @@
  *   when its standard input reaches end of file (a test closes the pipe) or on SIGTERM.
  *   Diagnostics go to stderr.
  *
- * Serving. Any POST (any path) answers 200 with Content-Type text/event-stream, chunked
- * transfer encoding, and the bytes of the next file of DIR named *.sse, in natural name order
- * (turn-1.sse, turn-2.sse, ..., turn-10.sse). When the files are used up it answers 404
+ * Serving. Any POST (any path) answers 200 with chunked transfer encoding and the bytes
+ * of the next file of DIR named *.sse (Content-Type text/event-stream) or *.bin (AWS event
+ * stream frames, as Bedrock's ConverseStream: application/vnd.amazon.eventstream), in
+ * natural name order (turn-1.sse, turn-2.sse, ..., turn-10.sse). When the files are used up it answers 404
  * with {"error":{"message":"model_server: no more .sse files"}}. Error replies (below)
  * do not use up a file. Other methods get 405.
  *
@@ -19,7 +20,9 @@
  * before it is answered:
  *   DIR/requests/N.txt   "METHOD URI" then one "Name: value" line per header, except
  *                        that the values of Authorization, Proxy-Authorization,
- *                        x-api-key and api-key are replaced by "<present>";
+ *                        x-api-key, api-key, x-goog-api-key and x-amz-security-token
+ *                        are replaced by "<present>" (an AWS SigV4 Authorization, which
+ *                        holds no secret, only a signature, is kept so a test can check it);
  *   DIR/requests/N.json  the request body, byte for byte.
  *
  * Behaviours, chosen by the query string of the request URL (combine freely):
@@ -107,7 +110,7 @@ static void scan_files(void) {
   struct dirent *e;
   while ((e = readdir(d))) {
     size_t l = strlen(e->d_name);
-    if (l > 4 && !strcmp(e->d_name + l - 4, ".sse")) {
+    if (l > 4 && (!strcmp(e->d_name + l - 4, ".sse") || !strcmp(e->d_name + l - 4, ".bin"))) {
       files = realloc(files, sizeof *files * (size_t)(nfiles + 1));
       files[nfiles++] = strdup(e->d_name);
     }
@@ -177,6 +180,7 @@ typedef struct stream {
   int retry_after;
   int text_body;
   int dropping;
+  int binary; /* an AWS event stream (*.bin) */
   struct event *timer;
 } stream;
 
@@ -246,7 +250,8 @@ static void send_next(stream *s) {
   }
   if (s->off == 0 && !s->dropping) {
     struct evkeyvalq *h = evhttp_request_get_output_headers(s->req);
-    evhttp_add_header(h, "Content-Type", "text/event-stream");
+    evhttp_add_header(h, "Content-Type",
+                      s->binary ? "application/vnd.amazon.eventstream" : "text/event-stream");
     evhttp_add_header(h, "Cache-Control", "no-cache");
     evhttp_send_reply_start(s->req, 200, "OK");
     if (!s->len) {
@@ -282,7 +287,13 @@ static void send_next(stream *s) {
 
 static int is_secret(const char *name) {
   return !strcasecmp(name, "Authorization") || !strcasecmp(name, "Proxy-Authorization") ||
-         !strcasecmp(name, "x-api-key") || !strcasecmp(name, "api-key");
+         !strcasecmp(name, "x-api-key") || !strcasecmp(name, "api-key") ||
+         !strcasecmp(name, "x-goog-api-key") || !strcasecmp(name, "x-amz-security-token");
+}
+
+/* A SigV4 Authorization value: a credential scope and a signature, no secret. */
+static int is_sigv4(const char *name, const char *value) {
+  return !strcasecmp(name, "Authorization") && !strncmp(value, "AWS4-HMAC-SHA256 ", 17);
 }
 
 static void record(struct evhttp_request *req, int n) {
@@ -291,7 +302,8 @@ static void record(struct evhttp_request *req, int n) {
   evbuffer_add_printf(txt, "%s %s\n", m, evhttp_request_get_uri(req));
   struct evkeyvalq *h = evhttp_request_get_input_headers(req);
   for (struct evkeyval *kv = h->tqh_first; kv; kv = kv->next.tqe_next)
-    evbuffer_add_printf(txt, "%s: %s\n", kv->key, is_secret(kv->key) ? "<present>" : kv->value);
+    evbuffer_add_printf(txt, "%s: %s\n", kv->key,
+                        is_secret(kv->key) && !is_sigv4(kv->key, kv->value) ? "<present>" : kv->value);
   char name[64];
   snprintf(name, sizeof name, "%d.txt", n);
   write_file(name, evbuffer_pullup(txt, -1), evbuffer_get_length(txt));
@@ -347,6 +359,8 @@ static void on_request(struct evhttp_request *req, void *arg) {
       s->data = malloc(s->len);
       memcpy(s->data, MALFORMED, s->len);
     } else if (next_file < nfiles) {
+      size_t fl = strlen(files[next_file]);
+      s->binary = fl > 4 && !strcmp(files[next_file] + fl - 4, ".bin");
       s->data = read_file(files[next_file++], &s->len);
       if (!s->data) s->status = 500;
     } else {

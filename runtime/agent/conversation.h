@@ -6,19 +6,16 @@
  * ({"turn":N,"text":"...","tool_calls":[{"id","name","arguments"}]}). A provider wants
  * the assistant message first and its results after it, paired by call id. This module
  * rebuilds that order as the provider table's neutral list (stream/provider.h), and the
- * provider's row writes the streaming request body in its shape; today:
+ * provider's row writes the streaming request body in its shape: Chat Completions,
+ * Responses, Anthropic Messages, Gemini, Bedrock ConverseStream, Ollama and Cohere (the
+ * shapes, side by side, are in docs/providers.md "How `run` writes each request"). What
+ * each provider wants differently (results as `tool` messages, as `tool_result` or
+ * `toolResult` blocks of one user message, as `function_call_output` items or as
+ * `functionResponse` parts paired by name) is the row's business, not this module's.
  *
- *   openai     Chat Completions: {"model","stream":true,"stream_options":{"include_usage":
- *              true},"messages":[...],"tools":[{"type":"function","function":{...}}]};
- *              assistant tool calls with `arguments` as a JSON string, results as
- *              {"role":"tool","tool_call_id","content"} (errors say so in the content).
- *   anthropic  Messages: {"model","max_tokens","stream":true,"messages":[...],"tools":
- *              [{"name","description","input_schema"}]}; assistant `tool_use` blocks,
- *              results as one user message of `tool_result` blocks with `is_error`.
- *
- * So the conversation as stored can be sent to either backend. Tool results whose
- * assistant message was never stored (a crash in the middle of a turn) are left out,
- * and so are calls of a stored assistant message that have no result (the model is told
+ * So the conversation as stored can be sent to any of them, and a thread may change
+ * provider between runs. Tool results whose assistant message was never stored (a crash
+ * in the middle of a turn) are left out, and so are calls of a stored assistant message that have no result (the model is told
  * nothing false; resume resolves in-flight calls before the next request).
  */
 #ifndef TS_CONVERSATION_H

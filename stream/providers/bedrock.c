@@ -92,23 +92,115 @@ static int bedrock_name(ts_view name) {
          (ends_with(name, "Exception") && name.len > 9); /* throttlingException, ... */
 }
 
+/* ---- the request: POST /model/{modelId}/converse-stream -----------------------------------
+ * The Converse shape: `messages` alternate role user and assistant, each with a
+ * `content` list of blocks: {"text"}, {"toolUse":{toolUseId, name, input: the arguments
+ * object}} on the assistant's side, {"toolResult":{toolUseId, content:[{"text"}], status:
+ * "success" | "error"}} on the user's. System text is the top-level `system` list, the
+ * tools are `toolConfig.tools[].toolSpec` {name, description, inputSchema:{json}}, and
+ * max_tokens is `inferenceConfig.maxTokens`. The model id is in the path, not the body.
+ *
+ * Converse refuses two messages of one role in a row and empty text blocks, so the
+ * results of a turn and a following prompt share one user message, and an assistant
+ * message with neither text nor calls is left out. The result goes back as text (the
+ * tool's JSON as it is): a `json` block wants an object, and results may be any value.
+ *
+ * Authentication is the caller's: AWS SigV4 over the finished request (runtime/net/
+ * sigv4.h, `sigv4_service` below), or a Bedrock API key as a bearer token. */
+
+static void put_text_block(ts_buf *b, ts_view text) {
+  ts_buf_puts(b, "{\"text\":");
+  ts_buf_append_json_string(b, text.p, text.len);
+  ts_buf_putc(b, '}');
+}
+
+static int bedrock_request(const ts_request *r, ts_buf *b) {
+  ts_buf_puts(b, "{\"messages\":[");
+  int open = 0, blocks = 0; /* the role open ('u', 'a' or 0) and its blocks so far */
+  for (size_t i = 0; i < r->nmessages; i++) {
+    const ts_req_message *m = &r->messages[i];
+    if (m->role == TS_REQ_SYSTEM) continue;
+    int role = m->role == TS_REQ_ASSISTANT ? 'a' : 'u';
+    int has_text = m->role != TS_REQ_TOOL && m->text.len > 0;
+    if (!has_text && !m->ncalls && m->role != TS_REQ_TOOL) continue; /* nothing to say */
+    if (open != role) {
+      if (open) ts_buf_puts(b, "]},");
+      ts_buf_puts(b, role == 'a' ? "{\"role\":\"assistant\",\"content\":["
+                                 : "{\"role\":\"user\",\"content\":[");
+      open = role;
+      blocks = 0;
+    }
+    if (m->role == TS_REQ_TOOL) {
+      if (blocks++) ts_buf_putc(b, ',');
+      ts_buf_puts(b, "{\"toolResult\":{\"toolUseId\":");
+      ts_buf_append_json_string(b, m->call_id.p, m->call_id.len);
+      ts_buf_puts(b, ",\"content\":[");
+      /* an empty text block is refused: an empty result says so */
+      put_text_block(b, m->text.len ? m->text : (ts_view){"(empty)", 7});
+      ts_buf_puts(b, m->is_error ? "],\"status\":\"error\"}}" : "],\"status\":\"success\"}}");
+      continue;
+    }
+    if (has_text) {
+      if (blocks++) ts_buf_putc(b, ',');
+      put_text_block(b, m->text);
+    }
+    for (size_t k = 0; k < m->ncalls; k++) {
+      const ts_req_call *c = &m->calls[k];
+      if (blocks++) ts_buf_putc(b, ',');
+      ts_buf_puts(b, "{\"toolUse\":{\"toolUseId\":");
+      ts_buf_append_json_string(b, c->id.p, c->id.len);
+      ts_buf_puts(b, ",\"name\":");
+      ts_buf_append_json_string(b, c->name.p, c->name.len);
+      ts_buf_puts(b, ",\"input\":");
+      ts_buf_append(b, c->arguments.p, c->arguments.len);
+      ts_buf_puts(b, "}}");
+    }
+  }
+  if (open) ts_buf_puts(b, "]}");
+  ts_buf_putc(b, ']');
+  int sys = 0;
+  for (size_t i = 0; i < r->nmessages; i++) {
+    const ts_req_message *m = &r->messages[i];
+    if (m->role != TS_REQ_SYSTEM || !m->text.len) continue;
+    ts_buf_puts(b, sys++ ? "," : ",\"system\":[");
+    put_text_block(b, m->text);
+  }
+  if (sys) ts_buf_putc(b, ']');
+  if (r->max_tokens) {
+    ts_buf_puts(b, ",\"inferenceConfig\":{\"maxTokens\":");
+    ts_buf_append_u64(b, r->max_tokens);
+    ts_buf_putc(b, '}');
+  }
+  static const ts__tool_shape shape = {",\"toolConfig\":{\"tools\":[", "{\"toolSpec\":{",
+                                       "\"inputSchema\":{\"json\":", "}}}", "]}"};
+  ts__provider_tools_as(b, r, &shape);
+  ts_buf_putc(b, '}');
+  return b->err;
+}
+
 static const char *const bedrock_paths[] = {"/converse-stream", NULL};
+static const ts_provider_header bedrock_headers[] = {{"Accept", "application/vnd.amazon.eventstream"},
+                                                     {NULL, NULL}};
 /* Tool schemas: Bedrock declares them under toolConfig.tools[].toolSpec.inputSchema.json,
  * outside the top-level `tools` array the schema walker reads: none listed yet. */
 static const ts_schema_loc bedrock_schemas[] = {{NULL, NULL, {NULL, NULL}}};
 
-/* Bedrock's ConverseStream. `run` does not write its requests (they need AWS SigV4
- * signing); the tap and the gateway read its replies. */
+/* Bedrock's ConverseStream: `run --provider bedrock` (signed with SigV4, or a Bedrock API
+ * key in AWS_BEARER_TOKEN_BEDROCK), the tap and the gateway. */
 const ts_provider ts_provider_bedrock = {
     .format = TS_FORMAT_BEDROCK,
     .name = "bedrock",
     .detect_name = bedrock_name,
     .event = bedrock_event,
     .eof_after_stop = 1,
-    .url_suffix = "/converse-stream",
+    .request = bedrock_request,
+    .url_suffix = "/model/{model}/converse-stream",
+    .host_hint = "bedrock-runtime.",
     .key_env = "AWS_BEARER_TOKEN_BEDROCK",
     .auth_header = "Authorization",
     .auth_prefix = "Bearer ",
+    .headers = bedrock_headers,
+    .sigv4_service = "bedrock",
     .path_suffixes = bedrock_paths,
     .schemas = bedrock_schemas,
 };

@@ -35,6 +35,7 @@
  *     than VX_MAX_DEPTH or with a name longer than VX_MAX_KEY.
  */
 #define TS_ADAPTER_INTERNAL
+#include <stdlib.h>
 #include <string.h>
 
 #include "stream/adapter.h"
@@ -318,14 +319,159 @@ static int gemini_doc(const ts_jv *jv, int root) {
          ts_jv_get(jv, root, "promptFeedback") >= 0;
 }
 
+/* ---- the request: models/{model}:streamGenerateContent?alt=sse --------------------------------
+ * `contents` alternate role "user" and "model"; system text goes in `systemInstruction`.
+ * A model turn's calls are `functionCall` parts ({name, args: the arguments object}) and
+ * their results go back as one user content of `functionResponse` parts ({name,
+ * response}), in call order (Gemini pairs them by order and name). `response` must be
+ * an object: {"output": <the tool's JSON value>} (or the text as a string when it is not
+ * JSON), {"error": "<message>"} for an error, as the API documents for those keys.
+ *
+ * Ids: Gemini 2.x sends none, so the tap synthesizes `ts_<turn>_<index>` (stream/tap.h);
+ * those are ours and are not sent back. An id Gemini sent is sent back on the call and
+ * its response. Thought signatures: Gemini 3 refuses a model turn whose function calls
+ * lack the `thoughtSignature` it sent; the store does not keep them, so each call carries
+ * the placeholder Google documents for calls whose signature is not at hand
+ * (GEMINI_NO_SIGNATURE; older models ignore the field).
+ *
+ * Consecutive messages of one role (the results, then a new prompt) are one content:
+ * an empty model turn (no text, no calls) is left out, since Gemini refuses empty parts. */
+
+#define GEMINI_NO_SIGNATURE "skip_thought_signature_validator"
+
+/* Nonzero when `id` is one the tap made up ("ts_<digits>_<digits>"). */
+static int synthesized_id(ts_view id) {
+  size_t i = 3, d1 = 0, d2 = 0;
+  if (id.len < 6 || memcmp(id.p, "ts_", 3)) return 0;
+  while (i < id.len && id.p[i] >= '0' && id.p[i] <= '9') i++, d1++;
+  if (!d1 || i >= id.len || id.p[i++] != '_') return 0;
+  while (i < id.len && id.p[i] >= '0' && id.p[i] <= '9') i++, d2++;
+  return d2 && i == id.len;
+}
+
+/* Nonzero when text[0..n) is exactly one JSON value. */
+static int is_json(ts_view text) {
+  if (!text.len || text.len > (size_t)1 << 30) return 0;
+  char *copy = malloc(text.len);
+  ts_jv jv;
+  memset(&jv, 0, sizeof jv);
+  int ok = copy && ts_jv_init(&jv, (int)(text.len / 2 + 2)) == TS_E_OK;
+  if (ok) {
+    memcpy(copy, text.p, text.len);
+    ok = ts_jv_parse(&jv, copy, text.len) == TS_E_OK;
+  }
+  ts_jv_fini(&jv);
+  free(copy);
+  return ok;
+}
+
+/* The call a result answers: its name, and the id to send back (empty when synthesized). */
+static const ts_req_call *call_of(const ts_request *r, size_t at, ts_view id) {
+  for (size_t j = at; j-- > 0;) {
+    const ts_req_message *p = &r->messages[j];
+    if (p->role != TS_REQ_ASSISTANT) continue;
+    for (size_t k = 0; k < p->ncalls; k++)
+      if (p->calls[k].id.len == id.len && !memcmp(p->calls[k].id.p, id.p, id.len)) return &p->calls[k];
+    break;
+  }
+  return NULL;
+}
+
+static void put_id(ts_buf *b, ts_view id) {
+  if (!id.len || synthesized_id(id)) return;
+  ts_buf_puts(b, ",\"id\":");
+  ts_buf_append_json_string(b, id.p, id.len);
+}
+
+static void put_response(ts_buf *b, const ts_request *r, size_t i) {
+  const ts_req_message *m = &r->messages[i];
+  const ts_req_call *c = call_of(r, i, m->call_id);
+  ts_buf_puts(b, "{\"functionResponse\":{\"name\":");
+  if (c) ts_buf_append_json_string(b, c->name.p, c->name.len);
+  else ts_buf_puts(b, "\"\"");
+  put_id(b, m->call_id);
+  if (m->is_error) {
+    ts_buf_puts(b, ",\"response\":{\"error\":");
+    ts_buf_append_json_string(b, m->text.p, m->text.len);
+  } else if (is_json(m->text)) {
+    ts_buf_puts(b, ",\"response\":{\"output\":");
+    ts_buf_append_json_compact(b, m->text.p, m->text.len);
+  } else {
+    ts_buf_puts(b, ",\"response\":{\"output\":");
+    ts_buf_append_json_string(b, m->text.p, m->text.len);
+  }
+  ts_buf_puts(b, "}}}");
+}
+
+static int gemini_request(const ts_request *r, ts_buf *b) {
+  ts_buf_puts(b, "{\"contents\":[");
+  int open = 0; /* 0: no content open, else the role open: 'u' or 'm' */
+  int parts = 0;
+  for (size_t i = 0; i < r->nmessages; i++) {
+    const ts_req_message *m = &r->messages[i];
+    if (m->role == TS_REQ_SYSTEM) continue;
+    int role = m->role == TS_REQ_ASSISTANT ? 'm' : 'u';
+    if (role == 'm' && !m->text.len && !m->ncalls) continue; /* nothing to say */
+    if (open != role) {
+      if (open) ts_buf_puts(b, "]},");
+      ts_buf_puts(b, role == 'm' ? "{\"role\":\"model\",\"parts\":[" : "{\"role\":\"user\",\"parts\":[");
+      open = role;
+      parts = 0;
+    }
+    if (m->role == TS_REQ_TOOL) {
+      if (parts++) ts_buf_putc(b, ',');
+      put_response(b, r, i);
+      continue;
+    }
+    if (m->text.len || m->role == TS_REQ_USER) {
+      if (parts++) ts_buf_putc(b, ',');
+      ts_buf_puts(b, "{\"text\":");
+      ts_buf_append_json_string(b, m->text.p, m->text.len);
+      ts_buf_putc(b, '}');
+    }
+    for (size_t k = 0; k < m->ncalls; k++) {
+      const ts_req_call *c = &m->calls[k];
+      if (parts++) ts_buf_putc(b, ',');
+      ts_buf_puts(b, "{\"functionCall\":{\"name\":");
+      ts_buf_append_json_string(b, c->name.p, c->name.len);
+      put_id(b, c->id);
+      ts_buf_puts(b, ",\"args\":");
+      ts_buf_append(b, c->arguments.p, c->arguments.len);
+      ts_buf_puts(b, "},\"thoughtSignature\":\"" GEMINI_NO_SIGNATURE "\"}");
+    }
+  }
+  if (open) ts_buf_puts(b, "]}");
+  ts_buf_putc(b, ']');
+  int sys = 0;
+  for (size_t i = 0; i < r->nmessages; i++) {
+    const ts_req_message *m = &r->messages[i];
+    if (m->role != TS_REQ_SYSTEM) continue;
+    ts_buf_puts(b, sys++ ? "," : ",\"systemInstruction\":{\"parts\":[");
+    ts_buf_puts(b, "{\"text\":");
+    ts_buf_append_json_string(b, m->text.p, m->text.len);
+    ts_buf_putc(b, '}');
+  }
+  if (sys) ts_buf_puts(b, "]}");
+  /* parametersJsonSchema takes any JSON Schema; `parameters` only the OpenAPI subset */
+  static const ts__tool_shape shape = {",\"tools\":[{\"functionDeclarations\":[", "{",
+                                       "\"parametersJsonSchema\":", "}", "]}]"};
+  ts__provider_tools_as(b, r, &shape);
+  if (r->max_tokens) {
+    ts_buf_puts(b, ",\"generationConfig\":{\"maxOutputTokens\":");
+    ts_buf_append_u64(b, r->max_tokens);
+    ts_buf_putc(b, '}');
+  }
+  ts_buf_putc(b, '}');
+  return b->err;
+}
+
 static const char *const gemini_paths[] = {":streamGenerateContent", NULL};
 static const ts_schema_loc gemini_schemas[] = {
     {"functionDeclarations", NULL, {"parameters", "parametersJsonSchema"}},
     {"function_declarations", NULL, {"parameters", "parametersJsonSchema"}},
     {NULL, NULL, {NULL, NULL}}};
 
-/* Gemini (generativelanguage.googleapis.com) and Vertex AI. `run` does not write its
- * requests yet. */
+/* Gemini (generativelanguage.googleapis.com) and Vertex AI. */
 const ts_provider ts_provider_gemini = {
     .format = TS_FORMAT_GEMINI,
     .name = "gemini",
@@ -333,6 +479,8 @@ const ts_provider ts_provider_gemini = {
     .event = gemini_event,
     .ends_at_eof = 1,
     .unfinished = gemini_unfinished,
+    .request = gemini_request,
+    .host_hint = "generativelanguage.googleapis.com",
     .url_suffix = "/models/{model}:streamGenerateContent?alt=sse",
     .key_env = "GEMINI_API_KEY",
     .auth_header = "x-goog-api-key",

@@ -231,12 +231,76 @@ static int responses_name(ts_view name) {
   return name.len >= 9 && memcmp(name.p, "response.", 9) == 0;
 }
 
+/* ---- the request: POST /v1/responses -------------------------------------------------------
+ * The conversation goes as `input` items: system and user text as messages (role system /
+ * user, `content` a string), the assistant's text as an assistant message, each of its
+ * calls as a `function_call` item (`call_id`, `name`, `arguments` as a JSON string), each
+ * result as a `function_call_output` (`call_id`, `output` a string; no error flag, so an
+ * error says so in the text). Tools are flat {"type":"function","name","description",
+ * "parameters","strict":false}: the API's default is strict, which refuses any schema
+ * that is not closed and fully required, and ours are the tools' own. `store:false`: the
+ * whole conversation is sent every turn, so nothing need be kept on the provider's side
+ * (and no item ids are sent, which would refer to stored items). */
+
+static void put_input_text(ts_buf *b, const char *role, ts_view text) {
+  ts_buf_puts(b, "{\"type\":\"message\",\"role\":\"");
+  ts_buf_puts(b, role);
+  ts_buf_puts(b, "\",\"content\":");
+  ts_buf_append_json_string(b, text.p, text.len);
+  ts_buf_putc(b, '}');
+}
+
+static int responses_request(const ts_request *r, ts_buf *b) {
+  ts_buf_puts(b, "{\"model\":");
+  ts_buf_append_json_string(b, r->model, strlen(r->model));
+  ts_buf_puts(b, ",\"stream\":true,\"store\":false");
+  if (r->max_tokens) {
+    ts_buf_puts(b, ",\"max_output_tokens\":");
+    ts_buf_append_u64(b, r->max_tokens);
+  }
+  ts_buf_puts(b, ",\"input\":[");
+  int n = 0;
+  for (size_t i = 0; i < r->nmessages; i++) {
+    const ts_req_message *m = &r->messages[i];
+    if (m->role == TS_REQ_TOOL) {
+      if (n++) ts_buf_putc(b, ',');
+      ts_buf_puts(b, "{\"type\":\"function_call_output\",\"call_id\":");
+      ts_buf_append_json_string(b, m->call_id.p, m->call_id.len);
+      ts_buf_puts(b, ",\"output\":");
+      ts__provider_result_text(b, m);
+      ts_buf_putc(b, '}');
+      continue;
+    }
+    if (m->role != TS_REQ_ASSISTANT || m->text.len) {
+      if (n++) ts_buf_putc(b, ',');
+      put_input_text(b, m->role == TS_REQ_SYSTEM ? "system" : m->role == TS_REQ_USER ? "user" : "assistant",
+                     m->text);
+    }
+    for (size_t k = 0; m->role == TS_REQ_ASSISTANT && k < m->ncalls; k++) {
+      const ts_req_call *c = &m->calls[k];
+      if (n++) ts_buf_putc(b, ',');
+      ts_buf_puts(b, "{\"type\":\"function_call\",\"call_id\":");
+      ts_buf_append_json_string(b, c->id.p, c->id.len);
+      ts_buf_puts(b, ",\"name\":");
+      ts_buf_append_json_string(b, c->name.p, c->name.len);
+      ts_buf_puts(b, ",\"arguments\":"); /* the JSON text, as a string */
+      ts_buf_append_json_string(b, c->arguments.p, c->arguments.len);
+      ts_buf_putc(b, '}');
+    }
+  }
+  ts_buf_putc(b, ']');
+  static const ts__tool_shape shape = {",\"tools\":[", "{\"type\":\"function\",",
+                                       "\"parameters\":", ",\"strict\":false}", "]"};
+  ts__provider_tools_as(b, r, &shape);
+  ts_buf_putc(b, '}');
+  return b->err;
+}
+
 static const char *const responses_paths[] = {"/responses", NULL};
 static const ts_schema_loc responses_schemas[] = {{NULL, NULL, {"parameters", NULL}},
                                                   {NULL, NULL, {NULL, NULL}}};
 
-/* The Responses API. `run` does not write its requests (Chat Completions serves the same
- * models); the gateway and tap read its replies. */
+/* The Responses API: `run --provider openai-responses`, the gateway and tap. */
 const ts_provider ts_provider_openai_responses = {
     .format = TS_FORMAT_OPENAI_RESPONSES,
     .name = "openai-responses",
@@ -245,6 +309,7 @@ const ts_provider ts_provider_openai_responses = {
     .skip = responses_skip,
     .oversized = responses_oversized,
     .named_errors = 1,
+    .request = responses_request,
     .url_suffix = "/responses",
     .key_env = "OPENAI_API_KEY",
     .auth_header = "Authorization",

@@ -5,14 +5,19 @@
  * key never printed, stored or sent anywhere but its header; 429 then success; a dropped
  * connection and a malformed stream end the run with a clear error.
  */
+#define _GNU_SOURCE /* strptime, timegm */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/error.h"
+#include "net/sigv4.h"
+#include "support/evs_frame.h"
 #include "support/model_server.h"
 #include "support/proc.h"
 #include "support/tempdir.h"
@@ -111,16 +116,22 @@ static void anthropic_turn(const char *name, const char *text, const char *id, c
   put(name, buf);
 }
 
-static result run_model(const char *thread, const char *provider, const char *query) {
+/* `run` on the server with the key in `key_env` (TS_TEST_KEY holds KEY). */
+static result run_model_as(const char *thread, const char *provider, const char *query,
+                           const char *model, const char *key_env) {
   char url[256], ws[128], data[128];
   snprintf(url, sizeof url, "http://127.0.0.1:%d/v1%s", port, query ? query : "");
   snprintf(ws, sizeof ws, "%s/ws", base);
   snprintf(data, sizeof data, "%s/data", base);
   setenv("TS_TEST_KEY", KEY, 1);
-  const char *argv[] = {"toolstream", "run", "--model-url", url, "--model", "m-1", "--provider",
-                        provider, "--api-key-env", "TS_TEST_KEY", "--workspace", ws,
+  const char *argv[] = {"toolstream", "run", "--model-url", url, "--model", model, "--provider",
+                        provider, "--api-key-env", key_env, "--workspace", ws,
                         "--data-dir", data, "--thread", thread, "--json", "make files", NULL};
   return run_bin(BINARY, argv, NULL, 0);
+}
+
+static result run_model(const char *thread, const char *provider, const char *query) {
+  return run_model_as(thread, provider, query, "m-1", "TS_TEST_KEY");
 }
 
 typedef struct {
@@ -150,30 +161,32 @@ static convo conversation(const char *thread) {
   return c;
 }
 
-/* The key must appear nowhere but in the request headers the server recorded (which it
- * redacts): not in our output, not in the store file, not in any request body. */
-static void assert_key_not_leaked(const result *r) {
-  ck_assert_ptr_null(strstr(sb_str(&r->out), KEY));
-  ck_assert_ptr_null(strstr(sb_str(&r->err), KEY));
+/* A secret must appear nowhere but in the request headers the server recorded (which it
+ * redacts): not in our output, not in the store file, not in any request URL or body. */
+static void assert_not_leaked(const result *r, const char *secret) {
+  ck_assert_ptr_null(strstr(sb_str(&r->out), secret));
+  ck_assert_ptr_null(strstr(sb_str(&r->err), secret));
   char p[256];
   snprintf(p, sizeof p, "%s/data/toolstream.db", base);
   size_t n;
   char *db = ts_test_read_file(p, &n);
-  size_t kl = strlen(KEY);
-  for (size_t i = 0; i + kl <= n; i++) ck_assert_msg(memcmp(db + i, KEY, kl) != 0, "key in the store");
+  size_t kl = strlen(secret);
+  for (size_t i = 0; i + kl <= n; i++) ck_assert_msg(memcmp(db + i, secret, kl) != 0, "key in the store");
   free(db);
   for (int i = 1; i <= 8; i++) {
     char name[64];
     snprintf(name, sizeof name, "session/requests/%d.json", i);
     char *body = slurp(name);
-    ck_assert_ptr_null(strstr(body, KEY));
+    ck_assert_ptr_null(strstr(body, secret));
     free(body);
     snprintf(name, sizeof name, "session/requests/%d.txt", i);
     char *head = slurp(name);
-    ck_assert_ptr_null(strstr(head, KEY));
+    ck_assert_ptr_null(strstr(head, secret));
     free(head);
   }
 }
+
+static void assert_key_not_leaked(const result *r) { assert_not_leaked(r, KEY); }
 
 START_TEST(test_openai_multi_turn) {
   make_base();
@@ -291,6 +304,301 @@ START_TEST(test_retry_then_success_and_failures) {
 }
 END_TEST
 
+/* ---- OpenAI Responses, Gemini, Bedrock: two turns, one call, the result sent back ----- */
+
+/* The write_file arguments of the one call these tests make (`who` names the file). */
+static void write_args(char *out, size_t cap, const char *who, int escaped) {
+  if (escaped)
+    snprintf(out, cap, "{\\\"description\\\":\\\"writing %s\\\",\\\"path\\\":\\\"%s.txt\\\","
+                       "\\\"content\\\":\\\"%s\\\"}", who, who, who);
+  else
+    snprintf(out, cap, "{\"description\":\"writing %s\",\"path\":\"%s.txt\",\"content\":\"%s\"}",
+             who, who, who);
+}
+
+/* The value of header `name` in a recorded request head (N.txt), copied into out. */
+static int head_value(const char *head, const char *name, char *out, size_t cap) {
+  size_t nl = strlen(name);
+  for (const char *l = head; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    if (!strncasecmp(l, name, nl) && l[nl] == ':' && l[nl + 1] == ' ') {
+      const char *v = l + nl + 2, *e = strchr(v, '\n');
+      size_t n = e ? (size_t)(e - v) : strlen(v);
+      if (n >= cap) return 0;
+      memcpy(out, v, n);
+      out[n] = '\0';
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The body of request n as the server recorded it contains `want`. */
+static void assert_request_has(int n, const char *want) {
+  char name[64];
+  snprintf(name, sizeof name, "session/requests/%d.json", n);
+  char *body = slurp(name);
+  ck_assert_msg(strstr(body, want) != NULL, "request %d lacks %s:\n%s", n, want, sb_clip(body));
+  free(body);
+}
+
+START_TEST(test_responses_two_turns) {
+  make_base();
+  char args[256], esc[256];
+  write_args(args, sizeof args, "resp", 0);
+  write_args(esc, sizeof esc, "resp", 1);
+  sb t1 = {0};
+  sb_printf(&t1,
+            "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\","
+            "\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":"
+            "\"call_r1\",\"name\":\"write_file\",\"arguments\":\"\",\"status\":\"in_progress\"}}\n\n"
+            "event: response.function_call_arguments.delta\ndata: {\"type\":"
+            "\"response.function_call_arguments.delta\",\"item_id\":\"fc_1\",\"output_index\":0,"
+            "\"delta\":\"%s\"}\n\n"
+            "event: response.function_call_arguments.done\ndata: {\"type\":"
+            "\"response.function_call_arguments.done\",\"item_id\":\"fc_1\",\"output_index\":0,"
+            "\"arguments\":\"%s\"}\n\n"
+            "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{"
+            "\"id\":\"resp_1\",\"status\":\"completed\",\"usage\":{\"input_tokens\":5}}}\n\n",
+            esc, esc);
+  put("session/turn-1.sse", sb_str(&t1));
+  sb_free(&t1);
+  put("session/turn-2.sse",
+      "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\","
+      "\"item_id\":\"msg_2\",\"output_index\":0,\"delta\":\"done\"}\n\n"
+      "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{"
+      "\"id\":\"resp_2\",\"status\":\"completed\"}}\n\n");
+  start_server();
+  result r = run_model("or1", "openai-responses", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  char *f = slurp("ws/resp.txt");
+  ck_assert_str_eq(f, "resp");
+  free(f);
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "\"progress\":\"writing resp\""));
+  char *head = slurp("session/requests/1.txt");
+  ck_assert_msg(strstr(head, "POST /v1/responses\n") && strstr(head, "Authorization: <present>"),
+                "%s", head);
+  free(head);
+  assert_request_has(1, "\"input\":[{\"type\":\"message\",\"role\":\"user\","
+                        "\"content\":\"make files\"}]");
+  assert_request_has(1, "{\"type\":\"function\",\"name\":\"write_file\"");
+  /* the second request: the call as a function_call item, its result as its output */
+  sb want = {0};
+  sb_printf(&want, "{\"type\":\"function_call\",\"call_id\":\"call_r1\",\"name\":\"write_file\","
+                   "\"arguments\":\"%s\"},{\"type\":\"function_call_output\",\"call_id\":\"call_r1\","
+                   "\"output\":\"",
+            esc);
+  assert_request_has(2, sb_str(&want));
+  char *req2 = slurp("session/requests/2.json");
+  ck_assert_ptr_null(strstr(req2, "Error: "));
+  sb_free(&want);
+  free(req2);
+  ck_assert_str_eq(conversation("or1").roles, "utaa");
+  assert_key_not_leaked(&r);
+  result_free(&r);
+  stop_server();
+}
+END_TEST
+
+START_TEST(test_gemini_two_turns) {
+  make_base();
+  char args[256];
+  write_args(args, sizeof args, "gem", 0);
+  sb t1 = {0};
+  sb_printf(&t1,
+            "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"functionCall\":"
+            "{\"name\":\"write_file\",\"args\":%s}}]},\"finishReason\":\"STOP\"}],"
+            "\"usageMetadata\":{\"promptTokenCount\":5}}\r\n\r\n",
+            args);
+  put("session/turn-1.sse", sb_str(&t1));
+  sb_free(&t1);
+  put("session/turn-2.sse",
+      "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"done\"}]},"
+      "\"finishReason\":\"STOP\"}]}\r\n\r\n");
+  start_server();
+  result r = run_model("g1", "gemini", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  char *f = slurp("ws/gem.txt");
+  ck_assert_str_eq(f, "gem");
+  free(f);
+  /* Gemini sent no id: the call's is ts_<turn>_<index> */
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "\"call_id\":\"ts_1_0\""));
+  char *head = slurp("session/requests/1.txt");
+  /* the key in its header, never in the URL */
+  ck_assert_msg(strstr(head, "POST /v1/models/m-1:streamGenerateContent?alt=sse\n") &&
+                    strstr(head, "x-goog-api-key: <present>"),
+                "%s", head);
+  free(head);
+  sb want = {0};
+  sb_printf(&want, "{\"role\":\"user\",\"parts\":[{\"text\":\"make files\"}]},"
+                   "{\"role\":\"model\",\"parts\":[{\"functionCall\":{\"name\":\"write_file\","
+                   "\"args\":%s},\"thoughtSignature\":\"skip_thought_signature_validator\"}]},"
+                   "{\"role\":\"user\",\"parts\":[{\"functionResponse\":{\"name\":\"write_file\","
+                   "\"response\":{\"output\":{",
+            args);
+  assert_request_has(2, sb_str(&want));
+  assert_request_has(2, "\"functionDeclarations\":[{\"name\":\"write_file\"");
+  char *req2 = slurp("session/requests/2.json");
+  ck_assert_ptr_null(strstr(req2, "ts_1_0")); /* our id is not Gemini's */
+  sb_free(&want);
+  free(req2);
+  assert_key_not_leaked(&r);
+  result_free(&r);
+  stop_server();
+}
+END_TEST
+
+#define AWS_SECRET "aws-secret-DO-NOT-LEAK-77"
+#define AWS_TOKEN "aws-session-token-DO-NOT-LEAK-88"
+
+START_TEST(test_bedrock_two_turns) {
+  make_base();
+  char esc[256], frame_json[512];
+  write_args(esc, sizeof esc, "bed", 1);
+  sb t1 = {0};
+  ts_test_evs_frame(&t1, "event", "messageStart", "{\"role\":\"assistant\"}");
+  ts_test_evs_frame(&t1, "event", "contentBlockStart",
+                    "{\"contentBlockIndex\":0,\"start\":{\"toolUse\":{\"toolUseId\":\"tooluse_b1\","
+                    "\"name\":\"write_file\"}}}");
+  snprintf(frame_json, sizeof frame_json,
+           "{\"contentBlockIndex\":0,\"delta\":{\"toolUse\":{\"input\":\"%s\"}}}", esc);
+  ts_test_evs_frame(&t1, "event", "contentBlockDelta", frame_json);
+  ts_test_evs_frame(&t1, "event", "contentBlockStop", "{\"contentBlockIndex\":0}");
+  ts_test_evs_frame(&t1, "event", "messageStop", "{\"stopReason\":\"tool_use\"}");
+  ts_test_evs_frame(&t1, "event", "metadata",
+                    "{\"usage\":{\"inputTokens\":5,\"outputTokens\":7,\"totalTokens\":12}}");
+  ts_test_write_file(ts_test_at(base, "session/turn-1.bin"), t1.p, t1.len);
+  sb_free(&t1);
+  sb t2 = {0};
+  ts_test_evs_frame(&t2, "event", "messageStart", "{\"role\":\"assistant\"}");
+  ts_test_evs_frame(&t2, "event", "contentBlockDelta",
+                    "{\"contentBlockIndex\":0,\"delta\":{\"text\":\"done\"}}");
+  ts_test_evs_frame(&t2, "event", "contentBlockStop", "{\"contentBlockIndex\":0}");
+  ts_test_evs_frame(&t2, "event", "messageStop", "{\"stopReason\":\"end_turn\"}");
+  ts_test_evs_frame(&t2, "event", "metadata", "{\"usage\":{\"inputTokens\":9,\"outputTokens\":1}}");
+  ts_test_write_file(ts_test_at(base, "session/turn-2.bin"), t2.p, t2.len);
+  sb_free(&t2);
+  start_server();
+  setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET, 1);
+  setenv("AWS_SESSION_TOKEN", AWS_TOKEN, 1);
+  setenv("AWS_REGION", "us-west-2", 1);
+  unsetenv("TS_TEST_NO_KEY");
+  result r = run_model_as("b1", "bedrock", NULL, "anthropic.claude-v2:1", "TS_TEST_NO_KEY");
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  char *f = slurp("ws/bed.txt");
+  ck_assert_str_eq(f, "bed");
+  free(f);
+
+  /* the model id is a path segment (':' encoded); the request is signed (SigV4) and the
+   * signature is over exactly what arrived: recomputed here from the recorded request */
+  char *head = slurp("session/requests/1.txt");
+  ck_assert_msg(strstr(head, "POST /v1/model/anthropic.claude-v2%3A1/converse-stream\n") != NULL,
+                "%s", head);
+  ck_assert_ptr_nonnull(strstr(head, "X-Amz-Security-Token: <present>"));
+  char auth[1024], date[32], host[128], ctype[128], accept[128];
+  ck_assert(head_value(head, "Authorization", auth, sizeof auth));
+  ck_assert(head_value(head, "X-Amz-Date", date, sizeof date));
+  ck_assert(head_value(head, "Host", host, sizeof host));
+  ck_assert(head_value(head, "Content-Type", ctype, sizeof ctype));
+  ck_assert(head_value(head, "Accept", accept, sizeof accept));
+  ck_assert_str_eq(accept, "application/vnd.amazon.eventstream");
+  ck_assert_msg(!strncmp(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/", 40) &&
+                    strstr(auth, "/us-west-2/bedrock/aws4_request, SignedHeaders=accept;content-type;"
+                                 "host;x-amz-date;x-amz-security-token, Signature="),
+                "%s", auth);
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  ck_assert_ptr_nonnull(strptime(date, "%Y%m%dT%H%M%SZ", &tm));
+  size_t blen;
+  char bpath[256];
+  snprintf(bpath, sizeof bpath, "%s/session/requests/1.json", base);
+  char *body1 = ts_test_read_file(bpath, &blen);
+  const ts_sigv4_header sh[] = {{"Host", host}, {"Content-Type", ctype}, {"Accept", accept}};
+  ts_sigv4_key k = {"AKIDEXAMPLE", AWS_SECRET, AWS_TOKEN, "us-west-2", "bedrock"};
+  ts_sigv4_request sr = {"POST", "/v1/model/anthropic.claude-v2%3A1/converse-stream", NULL, sh, 3,
+                         body1, blen};
+  ts_sigv4_result want_sig;
+  ck_assert_int_eq(ts_sigv4_sign(&k, &sr, timegm(&tm), &want_sig), TS_E_OK);
+  ck_assert_str_eq(auth, want_sig.authorization);
+  free(body1);
+  free(head);
+
+  assert_request_has(1, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":"
+                        "\"make files\"}]}]");
+  assert_request_has(1, "\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"write_file\"");
+  assert_request_has(1, "\"inputSchema\":{\"json\":{");
+  /* the second: the call as toolUse, its result as a toolResult in the next user message */
+  char args[256];
+  write_args(args, sizeof args, "bed", 0);
+  sb want = {0};
+  sb_printf(&want, "{\"role\":\"assistant\",\"content\":[{\"toolUse\":{\"toolUseId\":\"tooluse_b1\","
+                   "\"name\":\"write_file\",\"input\":%s}}]},{\"role\":\"user\",\"content\":["
+                   "{\"toolResult\":{\"toolUseId\":\"tooluse_b1\",\"content\":[{\"text\":",
+            args);
+  assert_request_has(2, sb_str(&want));
+  assert_request_has(2, "\"status\":\"success\"}}]}]");
+  sb_free(&want);
+  ck_assert_str_eq(conversation("b1").roles, "utaa");
+  assert_not_leaked(&r, AWS_SECRET);
+  assert_not_leaked(&r, AWS_TOKEN);
+  result_free(&r);
+
+  /* credentials but no region (a local URL names none): the turn fails, nothing is sent */
+  unsetenv("AWS_REGION");
+  unsetenv("AWS_DEFAULT_REGION");
+  r = run_model_as("b3", "bedrock", NULL, "m", "TS_TEST_NO_KEY");
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(strstr(sb_str(&r.err), "set AWS_REGION") != NULL, "%s", sb_str(&r.err));
+  char *none = slurp("session/requests/3.txt");
+  ck_assert_str_eq(none, "");
+  free(none);
+  result_free(&r);
+
+  /* neither a Bedrock API key nor AWS credentials, for a remote endpoint: refused at once */
+  unsetenv("AWS_ACCESS_KEY_ID");
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+  unsetenv("AWS_BEARER_TOKEN_BEDROCK");
+  const char *argv[] = {"toolstream", "run", "--model-url",
+                        "https://bedrock-runtime.us-west-2.amazonaws.com", "--model", "x", "hi", NULL};
+  r = run_bin(BINARY, argv, NULL, 0);
+  ck_assert_int_eq(r.status, 2);
+  ck_assert_msg(strstr(sb_str(&r.err), "AWS_ACCESS_KEY_ID") &&
+                    strstr(sb_str(&r.err), "AWS_BEARER_TOKEN_BEDROCK"),
+                "%s", sb_str(&r.err));
+  result_free(&r);
+  unsetenv("AWS_SESSION_TOKEN");
+  unsetenv("AWS_REGION");
+  stop_server();
+}
+END_TEST
+
+/* Bedrock with a Bedrock API key: a bearer token, no signature. */
+START_TEST(test_bedrock_api_key) {
+  make_base();
+  sb t1 = {0};
+  ts_test_evs_frame(&t1, "event", "contentBlockDelta",
+                    "{\"contentBlockIndex\":0,\"delta\":{\"text\":\"hello\"}}");
+  ts_test_evs_frame(&t1, "event", "messageStop", "{\"stopReason\":\"end_turn\"}");
+  ts_test_evs_frame(&t1, "event", "metadata", "{\"usage\":{\"inputTokens\":1}}");
+  ts_test_write_file(ts_test_at(base, "session/turn-1.bin"), t1.p, t1.len);
+  sb_free(&t1);
+  start_server();
+  setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1); /* present, but the API key wins */
+  setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET, 1);
+  result r = run_model_as("b2", "bedrock", NULL, "amazon.nova-lite-v1:0", "TS_TEST_KEY");
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "\"stop_reason\":\"end_turn\""));
+  char *head = slurp("session/requests/1.txt");
+  ck_assert_msg(strstr(head, "Authorization: <present>") && !strstr(head, "X-Amz-Date"), "%s", head);
+  free(head);
+  assert_key_not_leaked(&r);
+  result_free(&r);
+  unsetenv("AWS_ACCESS_KEY_ID");
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+  stop_server();
+}
+END_TEST
+
 /* A provider error that echoes the API key (issue 18 item 9): the run fails with the
  * provider's message, but the key is redacted from the stream_error event printed and
  * stored, and from the error line. */
@@ -320,6 +628,10 @@ int main(void) {
   tcase_add_test(tc, test_anthropic_multi_turn);
   tcase_add_test(tc, test_retry_then_success_and_failures);
   tcase_add_test(tc, test_provider_error_echoing_key);
+  tcase_add_test(tc, test_responses_two_turns);
+  tcase_add_test(tc, test_gemini_two_turns);
+  tcase_add_test(tc, test_bedrock_two_turns);
+  tcase_add_test(tc, test_bedrock_api_key);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -13,16 +13,10 @@
 #include <string.h>
 
 #include "stream/eventstream.h"
+#include "support/evs_frame.h"
 #include "support/test_support.h"
 
-static uint32_t ref_crc(const uint8_t *p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-  }
-  return ~c;
-}
+#define ref_crc ts_test_crc32 /* support/evs_frame.h: bit by bit, independent of the framer */
 
 static void put32(uint8_t *p, uint32_t v) {
   p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;

@@ -3,8 +3,9 @@
  *
  * What matters: every row is reachable by its format, name and alias; a request path, a
  * base URL and a first event each select the row they should; URLs are built the way
- * `run` sends them; each request-writing row turns the neutral message list into its
- * provider's exact body; and the tool-schema walker finds each provider's declarations
+ * `run` sends them; each row's request writer turns the neutral message list into its
+ * provider's exact body (a gold string from the provider's API reference, valid JSON by
+ * the tests' own checker); and the tool-schema walker finds each provider's declarations
  * (the gateway's x-progress-argument rewrite depends on it).
  */
 #include <check.h>
@@ -13,6 +14,7 @@
 
 #include "stream/json_view.h"
 #include "stream/provider.h"
+#include "support/json_check.h"
 #include "support/test_support.h"
 
 #define V(s) {(s), sizeof(s) - 1}
@@ -136,18 +138,25 @@ static const ts_req_tool tools[] = {
     {V("read"), V("Reads"), V("{ \"type\": \"object\" }")},
 };
 
-static void check_request(ts_format f, unsigned max_tokens, const char *want) {
-  ts_request req = {"m-1", max_tokens, msgs, 6, tools, 1};
+/* The body f writes for `req`, checked against `want` and the tests' independent JSON
+ * checker; a buffer too small for it is the buffer's error, not a partial success. */
+static void check_body(ts_format f, const ts_request *req, const char *want) {
+  const ts_provider *p = ts_provider_get(f);
   ts_buf b;
   ts_buf_init(&b, 1 << 20);
-  ck_assert_int_eq(ts_provider_request(ts_provider_get(f), &req, &b), TS_E_OK);
+  ck_assert_int_eq(ts_provider_request(p, req, &b), TS_E_OK);
   ck_assert_msg(b.len == strlen(want) && !memcmp(b.p, want, b.len), "%s:\n got %.*s\nwant %s",
-                ts_format_name(f), (int)b.len, b.p, want);
+                p->name, (int)b.len, b.p, want);
+  ck_assert_msg(ts_test_json_valid(b.p, b.len), "%s: not JSON", p->name);
   ts_buf_fini(&b);
-  /* a full buffer is the buffer's error, not a partial success */
   ts_buf_init(&b, 16);
-  ck_assert_int_eq(ts_provider_request(ts_provider_get(f), &req, &b), TS_E_LIMIT);
+  ck_assert_int_eq(ts_provider_request(p, req, &b), TS_E_LIMIT);
   ts_buf_fini(&b);
+}
+
+static void check_request(ts_format f, unsigned max_tokens, const char *want) {
+  ts_request req = {"m-1", max_tokens, msgs, 6, tools, 1};
+  check_body(f, &req, want);
 }
 
 START_TEST(test_request_bodies) {
@@ -205,14 +214,189 @@ START_TEST(test_request_bodies) {
                 "{\"role\":\"assistant\",\"content\":\"done\"}],"
                 "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"read\","
                 "\"description\":\"Reads\",\"parameters\":{\"type\":\"object\"}}}]}");
-  /* a row without a request writer says so */
+  /* a row without a request writer says so (every row of the table has one now) */
   ts_request req = {"m", 0, msgs, 1, NULL, 0};
   ts_buf b;
   ts_buf_init(&b, 1024);
-  ck_assert_int_eq(ts_provider_request(ts_provider_get(TS_FORMAT_OPENAI_RESPONSES), &req, &b),
-                   TS_E_INVAL);
+  const ts_provider none = {.name = "none"};
+  ck_assert_int_eq(ts_provider_request(&none, &req, &b), TS_E_INVAL);
   ck_assert_int_eq(ts_provider_request(NULL, &req, &b), TS_E_INVAL);
   ts_buf_fini(&b);
+}
+END_TEST
+
+/* OpenAI Responses, Gemini and Bedrock, beside the same conversation, then where they
+ * differ from the neutral list: a tool result followed by a new prompt (Gemini and
+ * Bedrock want one content per role in a row), an assistant message with nothing in it
+ * (both refuse empty ones), ids the tap synthesized (not Gemini's, so not sent back to
+ * it), a result that is not JSON, max_tokens. */
+START_TEST(test_responses) {
+  check_request(TS_FORMAT_OPENAI_RESPONSES, 0,
+             "{\"model\":\"m-1\",\"stream\":true,\"store\":false,\"input\":["
+             "{\"type\":\"message\",\"role\":\"system\",\"content\":\"be brief\"},"
+             "{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi \\\"you\\\"\"},"
+             "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"read\","
+             "\"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"},"
+             "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"write\",\"arguments\":\"{}\"},"
+             "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"{\\\"ok\\\":1}\"},"
+             "{\"type\":\"function_call_output\",\"call_id\":\"c2\",\"output\":\"Error: denied\"},"
+             "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"done\"}],"
+             "\"tools\":[{\"type\":\"function\",\"name\":\"read\",\"description\":\"Reads\","
+             "\"parameters\":{\"type\":\"object\"},\"strict\":false}]}");
+  /* max_tokens, no tools, an assistant message with text and a call */
+  static const ts_req_message m2[] = {
+      {TS_REQ_USER, V("go"), NULL, 0, {NULL, 0}, 0},
+      {TS_REQ_ASSISTANT, V("ok"), calls, 1, {NULL, 0}, 0},
+      {TS_REQ_TOOL, V("1"), NULL, 0, V("c1"), 0},
+  };
+  ts_request r2 = {"m", 50, m2, 3, NULL, 0};
+  check_body(TS_FORMAT_OPENAI_RESPONSES, &r2,
+             "{\"model\":\"m\",\"stream\":true,\"store\":false,\"max_output_tokens\":50,\"input\":["
+             "{\"type\":\"message\",\"role\":\"user\",\"content\":\"go\"},"
+             "{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"ok\"},"
+             "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"read\","
+             "\"arguments\":\"{\\\"path\\\":\\\"a\\\"}\"},"
+             "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"1\"}]}");
+}
+END_TEST
+
+START_TEST(test_gemini) {
+  check_request(TS_FORMAT_GEMINI, 0,
+             "{\"contents\":["
+             "{\"role\":\"user\",\"parts\":[{\"text\":\"hi \\\"you\\\"\"}]},"
+             "{\"role\":\"model\",\"parts\":["
+             "{\"functionCall\":{\"name\":\"read\",\"id\":\"c1\",\"args\":{\"path\":\"a\"}},"
+             "\"thoughtSignature\":\"skip_thought_signature_validator\"},"
+             "{\"functionCall\":{\"name\":\"write\",\"id\":\"c2\",\"args\":{}},"
+             "\"thoughtSignature\":\"skip_thought_signature_validator\"}]},"
+             "{\"role\":\"user\",\"parts\":["
+             "{\"functionResponse\":{\"name\":\"read\",\"id\":\"c1\",\"response\":{\"output\":{\"ok\":1}}}},"
+             "{\"functionResponse\":{\"name\":\"write\",\"id\":\"c2\",\"response\":{\"error\":\"denied\"}}}]},"
+             "{\"role\":\"model\",\"parts\":[{\"text\":\"done\"}]}],"
+             "\"systemInstruction\":{\"parts\":[{\"text\":\"be brief\"}]},"
+             "\"tools\":[{\"functionDeclarations\":[{\"name\":\"read\",\"description\":\"Reads\","
+             "\"parametersJsonSchema\":{\"type\":\"object\"}}]}]}");
+  /* ids the tap made up are not Gemini's: not sent; a result that is not JSON goes as a
+   * string; results and the next prompt share one user content; an empty model turn is
+   * left out (its neighbours merge); max_tokens */
+  static const ts_req_call synth[] = {{V("ts_1_0"), V("read"), V("{\"path\":\"b\"}")}};
+  static const ts_req_message m2[] = {
+      {TS_REQ_USER, V("go"), NULL, 0, {NULL, 0}, 0},
+      {TS_REQ_ASSISTANT, V("reading"), synth, 1, {NULL, 0}, 0},
+      {TS_REQ_TOOL, V("plain text"), NULL, 0, V("ts_1_0"), 0},
+      {TS_REQ_USER, V("and now?"), NULL, 0, {NULL, 0}, 0},
+      {TS_REQ_ASSISTANT, {"", 0}, NULL, 0, {NULL, 0}, 0},
+      {TS_REQ_USER, V("hello?"), NULL, 0, {NULL, 0}, 0},
+  };
+  ts_request r2 = {"m", 100, m2, 6, NULL, 0};
+  check_body(TS_FORMAT_GEMINI, &r2,
+             "{\"contents\":["
+             "{\"role\":\"user\",\"parts\":[{\"text\":\"go\"}]},"
+             "{\"role\":\"model\",\"parts\":[{\"text\":\"reading\"},"
+             "{\"functionCall\":{\"name\":\"read\",\"args\":{\"path\":\"b\"}},"
+             "\"thoughtSignature\":\"skip_thought_signature_validator\"}]},"
+             "{\"role\":\"user\",\"parts\":["
+             "{\"functionResponse\":{\"name\":\"read\",\"response\":{\"output\":\"plain text\"}}},"
+             "{\"text\":\"and now?\"},{\"text\":\"hello?\"}]}],"
+             "\"generationConfig\":{\"maxOutputTokens\":100}}");
+}
+END_TEST
+
+START_TEST(test_bedrock) {
+  check_request(TS_FORMAT_BEDROCK, 0,
+             "{\"messages\":["
+             "{\"role\":\"user\",\"content\":[{\"text\":\"hi \\\"you\\\"\"}]},"
+             "{\"role\":\"assistant\",\"content\":["
+             "{\"toolUse\":{\"toolUseId\":\"c1\",\"name\":\"read\",\"input\":{\"path\":\"a\"}}},"
+             "{\"toolUse\":{\"toolUseId\":\"c2\",\"name\":\"write\",\"input\":{}}}]},"
+             "{\"role\":\"user\",\"content\":["
+             "{\"toolResult\":{\"toolUseId\":\"c1\",\"content\":[{\"text\":\"{\\\"ok\\\":1}\"}],"
+             "\"status\":\"success\"}},"
+             "{\"toolResult\":{\"toolUseId\":\"c2\",\"content\":[{\"text\":\"denied\"}],"
+             "\"status\":\"error\"}}]},"
+             "{\"role\":\"assistant\",\"content\":[{\"text\":\"done\"}]}],"
+             "\"system\":[{\"text\":\"be brief\"}],"
+             "\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"read\",\"description\":\"Reads\","
+             "\"inputSchema\":{\"json\":{\"type\":\"object\"}}}}]}}");
+  /* the results and the next prompt in one user message, an empty assistant message left
+   * out, an empty result said so (Converse refuses empty text), max_tokens */
+  static const ts_req_message m2[] = {
+      {TS_REQ_USER, V("go"), NULL, 0, {NULL, 0}, 0},
+      {TS_REQ_ASSISTANT, V("ok"), calls, 1, {NULL, 0}, 0},
+      {TS_REQ_TOOL, {"", 0}, NULL, 0, V("c1"), 0},
+      {TS_REQ_USER, V("next"), NULL, 0, {NULL, 0}, 0},
+      {TS_REQ_ASSISTANT, {"", 0}, NULL, 0, {NULL, 0}, 0},
+      {TS_REQ_USER, V("again"), NULL, 0, {NULL, 0}, 0},
+  };
+  ts_request r2 = {"m", 7, m2, 6, NULL, 0};
+  check_body(TS_FORMAT_BEDROCK, &r2,
+             "{\"messages\":["
+             "{\"role\":\"user\",\"content\":[{\"text\":\"go\"}]},"
+             "{\"role\":\"assistant\",\"content\":[{\"text\":\"ok\"},"
+             "{\"toolUse\":{\"toolUseId\":\"c1\",\"name\":\"read\",\"input\":{\"path\":\"a\"}}}]},"
+             "{\"role\":\"user\",\"content\":["
+             "{\"toolResult\":{\"toolUseId\":\"c1\",\"content\":[{\"text\":\"(empty)\"}],"
+             "\"status\":\"success\"}},{\"text\":\"next\"},{\"text\":\"again\"}]}],"
+             "\"inferenceConfig\":{\"maxTokens\":7}}");
+}
+END_TEST
+
+/* Where each of the three sends its request, the model id a path segment of its own. */
+START_TEST(test_request_urls) {
+  char out[512];
+  const ts_provider *bedrock = ts_provider_get(TS_FORMAT_BEDROCK);
+  ck_assert_int_eq(ts_provider_url(bedrock, "https://bedrock-runtime.us-east-1.amazonaws.com",
+                                   "anthropic.claude-3-5-sonnet-20240620-v1:0", out, sizeof out),
+                   TS_E_OK);
+  ck_assert_str_eq(out, "https://bedrock-runtime.us-east-1.amazonaws.com/model/"
+                        "anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse-stream");
+  ck_assert_int_eq(ts_provider_url(bedrock, "http://127.0.0.1:9/", "arn:aws:x/y", out, sizeof out),
+                   TS_E_OK);
+  ck_assert_str_eq(out, "http://127.0.0.1:9/model/arn%3Aaws%3Ax%2Fy/converse-stream");
+  ck_assert_int_eq(ts_provider_url(ts_provider_get(TS_FORMAT_OPENAI_RESPONSES),
+                                   "https://api.openai.com/v1", "gpt-5", out, sizeof out),
+                   TS_E_OK);
+  ck_assert_str_eq(out, "https://api.openai.com/v1/responses");
+  ck_assert_int_eq(ts_provider_url(ts_provider_get(TS_FORMAT_GEMINI),
+                                   "https://generativelanguage.googleapis.com/v1beta",
+                                   "gemini-2.5-flash", out, sizeof out),
+                   TS_E_OK);
+  ck_assert_str_eq(out, "https://generativelanguage.googleapis.com/v1beta/models/"
+                        "gemini-2.5-flash:streamGenerateContent?alt=sse");
+  /* the hosts select their providers; Bedrock signs, the others send their key */
+  ck_assert_ptr_eq(ts_provider_for_url("https://bedrock-runtime.eu-west-1.amazonaws.com"), bedrock);
+  ck_assert_ptr_eq(ts_provider_for_url("https://generativelanguage.googleapis.com/v1beta"),
+                   ts_provider_get(TS_FORMAT_GEMINI));
+  /* its OpenAI-compatible endpoint on the same host is OpenAI Chat (the default) */
+  ck_assert_ptr_null(ts_provider_for_url("https://generativelanguage.googleapis.com/v1beta/openai/"));
+  ck_assert_str_eq(bedrock->sigv4_service, "bedrock");
+  ck_assert_ptr_null(ts_provider_get(TS_FORMAT_GEMINI)->sigv4_service);
+  ck_assert_str_eq(ts_provider_get(TS_FORMAT_GEMINI)->auth_header, "x-goog-api-key");
+}
+END_TEST
+
+/* Out of memory at every allocation in turn, for every writer: the buffer's TS_E_NOMEM,
+ * or a body that is still valid JSON (Gemini's check of a result's JSON needs memory of
+ * its own; without it the result goes as a string), never a crash or a leak. */
+START_TEST(test_request_out_of_memory) {
+  ts_request req = {"m-1", 10, msgs, 6, tools, 1};
+  for (size_t i = 0; i < ts_provider_count(); i++) {
+    const ts_provider *p = ts_provider_at(i);
+    int done = 0;
+    for (long n = 1; n < 100 && !done; n++) {
+      ts_buf b;
+      ts_buf_init(&b, 1 << 20);
+      ts_test_alloc_fail_after(n);
+      int rc = ts_provider_request(p, &req, &b);
+      ts_test_alloc_fail_after(-1);
+      ck_assert_msg(rc == TS_E_OK || rc == TS_E_NOMEM, "%s, allocation %ld: %s", p->name, n,
+                    ts_err_name(rc));
+      if (rc == TS_E_OK) ck_assert_msg(ts_test_json_valid(b.p, b.len), "%s: %s", p->name, b.p);
+      done = rc == TS_E_OK;
+      ts_buf_fini(&b);
+    }
+    ck_assert_msg(done, "%s never succeeded", p->name);
+  }
 }
 END_TEST
 
@@ -330,6 +514,11 @@ int main(void) {
   tcase_add_test(tc, test_for_path);
   tcase_add_test(tc, test_url);
   tcase_add_test(tc, test_request_bodies);
+  tcase_add_test(tc, test_responses);
+  tcase_add_test(tc, test_gemini);
+  tcase_add_test(tc, test_bedrock);
+  tcase_add_test(tc, test_request_urls);
+  tcase_add_test(tc, test_request_out_of_memory);
   tcase_add_test(tc, test_tool_schemas);
   tcase_add_test(tc, test_detect);
   suite_add_tcase(s, tc);
