@@ -53,6 +53,10 @@ static void setup(void) {
   mkdir(p, 0755);
   snprintf(p, sizeof p, "%s/tmp", base);
   mkdir(p, 0755);
+  /* commands that open the default store (serve) open one of the test's own, never the
+   * data directory of whoever runs the tests */
+  snprintf(p, sizeof p, "%s/data", base);
+  setenv("TOOLSTREAM_DATA_DIR", p, 1);
 }
 
 /* argv with "@x" expanded to base/x, "ID256"/"ID257" to ids of that many bytes. */
