@@ -181,9 +181,11 @@ static int bedrock_request(const ts_request *r, ts_buf *b) {
 static const char *const bedrock_paths[] = {"/converse-stream", NULL};
 static const ts_provider_header bedrock_headers[] = {{"Accept", "application/vnd.amazon.eventstream"},
                                                      {NULL, NULL}};
-/* Tool schemas: Bedrock declares them under toolConfig.tools[].toolSpec.inputSchema.json,
- * outside the top-level `tools` array the schema walker reads: none listed yet. */
-static const ts_schema_loc bedrock_schemas[] = {{NULL, NULL, {NULL, NULL}}};
+/* Tool schemas: a Converse request declares them under toolConfig.tools[], each entry
+ * {"toolSpec": {"name", "description", "inputSchema": {"json": SCHEMA}}} (entries may
+ * also be {"cachePoint": ...}, which declare no tool). */
+static const ts_schema_loc bedrock_schemas[] = {{NULL, "toolSpec", {"inputSchema.json", NULL}},
+                                                {NULL, NULL, {NULL, NULL}}};
 
 /* Bedrock's ConverseStream: `run --provider bedrock` (signed with SigV4, or a Bedrock API
  * key in AWS_BEARER_TOKEN_BEDROCK), the tap and the gateway. */
@@ -203,4 +205,6 @@ const ts_provider ts_provider_bedrock = {
     .sigv4_service = "bedrock",
     .path_suffixes = bedrock_paths,
     .schemas = bedrock_schemas,
+    .tools_array = "toolConfig.tools",
+    .media_type = "application/vnd.amazon.eventstream",
 };
