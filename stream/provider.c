@@ -318,17 +318,20 @@ static const ts_schema_loc *pick(const ts_provider *p, const char *array, ts_jv 
   return NULL;
 }
 
-/* The distinct tool array paths of p (or of every row), "tools" first. */
+/* The tool array path of p, or the distinct ones of every row ("tools" first). */
 #define MAX_ARRAYS (NROWS + 1)
 static int array_names(const ts_provider *p, const char **names) {
   int n = 0;
+  if (p) {
+    names[0] = array_of(p);
+    return 1;
+  }
   names[n++] = "tools";
   for (size_t i = 0; i < NROWS; i++) {
-    const ts_provider *r = p ? p : rows[i];
+    const ts_provider *r = rows[i];
     int k = 0;
     while (k < n && strcmp(names[k], array_of(r))) k++;
     if (k == n) names[n++] = array_of(r);
-    if (p) break;
   }
   return n;
 }

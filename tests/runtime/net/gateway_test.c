@@ -10,7 +10,9 @@
  *   - /healthz, /metrics and the statistics they count;
  *   - a proxied request to the local model server: the "x-progress-argument" members
  *     are gone from the body the upstream received and every other byte is as sent, a
- *     valid X-Toolstream-Thread comes back as given, and the stream arrives whole.
+ *     valid X-Toolstream-Thread comes back as given, and the stream arrives whole; the
+ *     same for Bedrock's toolConfig.tools[].toolSpec.inputSchema.json and Gemini's
+ *     functionDeclarations.
  * The client is a plain socket; the loop runs in slices until the reply is complete,
  * with a 30 s backstop that only a broken gateway reaches.
  */
@@ -281,6 +283,75 @@ START_TEST(test_proxy_strips_progress_argument) {
 }
 END_TEST
 
+/* One request to the model server through the gateway; returns what the upstream
+ * received as the body (malloc'd, *len bytes) and checks the reply is a whole 200. */
+static char *proxied_body(const char *path, const char *body, size_t *len) {
+  char dir[256];
+  ts_test_tempdir(dir, sizeof dir, "gateway-test");
+  size_t slen;
+  char *sse = ts_test_read_file(ts_test_path("tests/corpus/bedrock-converse-stream-tool.bin"), &slen);
+  ts_test_write_file(ts_test_at(dir, "1.sse"), sse, slen);
+  ts_test_server ms;
+  ts_test_server_start(&ms, dir, NULL, NULL);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", ms.port);
+  ts_gw_upstream up = {NULL, url};
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1};
+  ts_gw *gw;
+  char why[256];
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
+  char req[4096];
+  int n = snprintf(req, sizeof req,
+                   "POST %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                   "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                   path, strlen(body), body);
+  sb r = {0};
+  exchange(ts_gw_port(gw), req, (size_t)n, &r);
+  ck_assert_msg(!strncmp(sb_str(&r), "HTTP/1.1 200", 12), "%s", sb_clip(sb_str(&r)));
+  char *got = ts_test_read_file(ts_test_at(dir, "requests/1.json"), len);
+  sb_free(&r);
+  ts_gw_free(gw);
+  ts_test_server_stop(&ms);
+  free(sse);
+  ts_test_rm_rf(dir);
+  return got;
+}
+
+/* Bedrock's Converse request declares its tools under toolConfig.tools[].toolSpec, the
+ * schema under inputSchema.json; Gemini's under tools[].functionDeclarations[].parameters
+ * (or parametersJsonSchema). x-progress-argument is stripped there too, every other byte
+ * kept; in a message's text it stays. */
+START_TEST(test_proxy_strips_bedrock_and_gemini) {
+  static const char bedrock[] =
+      "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"x-progress-argument\"}]}],"
+      "\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"get_stock\",\"inputSchema\":{\"json\":"
+      "{\"type\":\"object\",\"x-progress-argument\":\"description\",\"properties\":{\"description\":"
+      "{\"type\":\"string\",\"x-progress-argument\":\"inner\"}}}}}}]}}";
+  static const char bedrock_up[] =
+      "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"x-progress-argument\"}]}],"
+      "\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"get_stock\",\"inputSchema\":{\"json\":"
+      "{\"type\":\"object\",\"properties\":{\"description\":"
+      "{\"type\":\"string\"}}}}}}]}}";
+  size_t len;
+  char *got = proxied_body("/model/us.anthropic.claude/converse-stream", bedrock, &len);
+  ck_assert_msg(len == sizeof bedrock_up - 1 && !memcmp(got, bedrock_up, len),
+                "the upstream received:\n%s\nwant:\n%s", got, bedrock_up);
+  free(got);
+  static const char gemini[] =
+      "{\"contents\":[],\"tools\":[{\"functionDeclarations\":[{\"name\":\"a\",\"parameters\":"
+      "{\"type\":\"object\",\"x-progress-argument\":\"title\"}},{\"name\":\"b\","
+      "\"parametersJsonSchema\":{\"x-progress-argument\":\"t\",\"type\":\"object\"}}]}]}";
+  static const char gemini_up[] =
+      "{\"contents\":[],\"tools\":[{\"functionDeclarations\":[{\"name\":\"a\",\"parameters\":"
+      "{\"type\":\"object\"}},{\"name\":\"b\","
+      "\"parametersJsonSchema\":{\"type\":\"object\"}}]}]}";
+  got = proxied_body("/v1beta/models/g:streamGenerateContent?alt=sse", gemini, &len);
+  ck_assert_msg(len == sizeof gemini_up - 1 && !memcmp(got, gemini_up, len),
+                "the upstream received:\n%s\nwant:\n%s", got, gemini_up);
+  free(got);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gateway");
   TCase *tc = tcase_create("core");
@@ -291,6 +362,7 @@ int main(void) {
   tcase_add_test(tc, test_listens_on_loopback);
   tcase_add_test(tc, test_builtin_endpoints);
   tcase_add_test(tc, test_proxy_strips_progress_argument);
+  tcase_add_test(tc, test_proxy_strips_bedrock_and_gemini);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
