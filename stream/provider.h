@@ -187,6 +187,10 @@ typedef struct ts_provider {
    * "application/vnd.amazon.eventstream", Ollama's "application/x-ndjson". NULL for the
    * providers that stream `text/event-stream` (the tap: ts_tap_config.content_type). */
   const char *media_type;
+  /* Nonzero when a streamed reply of this provider may also come as `application/json`
+   * (Gemini's streamGenerateContent without alt=sse: one JSON array), so that a proxy taps
+   * such a reply; for the others a JSON reply is a non-streamed answer. */
+  unsigned json_stream : 1;
 } ts_provider;
 
 /* Auto detection, asking the rows in table order. ts_provider_detect_name: the format

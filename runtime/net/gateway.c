@@ -715,22 +715,25 @@ static int field_is(ts_view name, const char *s) {
   return name.len == strlen(s) && !strncasecmp(name.p, s, name.len);
 }
 
+static int media_is(ts_view mt, const char *s) {
+  return mt.len == strlen(s) && !strncasecmp(mt.p, s, mt.len);
+}
+
 /* Whether a 2xx reply goes through the tap, by its Content-Type: a model stream
- * (text/event-stream, Bedrock's event stream, NDJSON), or, on a path that names a
- * provider, a JSON body (Gemini's array without alt=sse, or an error reply sent with 2xx)
- * or an HTML page (a login wall: the tap says so). Other replies (model lists, files) are
- * passed without a tap. */
+ * (text/event-stream, Bedrock's event stream, NDJSON); on a path that names a provider,
+ * an HTML page (a login wall: the tap says so); and application/json where that
+ * provider streams JSON (Gemini's array without alt=sse; for the others a JSON reply is
+ * a non-streamed answer, which is no stream to read). Other replies (model lists, files)
+ * are passed without a tap. */
 static int tapped(const conn *c, ts_view ct) {
-  static const char *const streams[] = {"text/event-stream", "application/vnd.amazon.eventstream",
-                                        "application/x-ndjson"};
-  static const char *const on_model_path[] = {"application/json", "text/html"};
-  size_t n = 0;
-  while (n < ct.len && ct.p[n] != ';' && ct.p[n] != ' ' && ct.p[n] != '\t') n++;
-  for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
-    if (strlen(streams[i]) == n && !strncasecmp(ct.p, streams[i], n)) return 1;
-  for (size_t i = 0; c->format != TS_FORMAT_AUTO && i < sizeof on_model_path / sizeof on_model_path[0]; i++)
-    if (strlen(on_model_path[i]) == n && !strncasecmp(ct.p, on_model_path[i], n)) return 1;
-  return 0;
+  ts_view mt = {ct.p, 0};
+  while (mt.len < ct.len && ct.p[mt.len] != ';' && ct.p[mt.len] != ' ' && ct.p[mt.len] != '\t')
+    mt.len++;
+  if (media_is(mt, "text/event-stream") || media_is(mt, "application/vnd.amazon.eventstream") ||
+      media_is(mt, "application/x-ndjson"))
+    return 1;
+  const ts_provider *p = ts_provider_get(c->format);
+  return p && (media_is(mt, "text/html") || (p->json_stream && media_is(mt, "application/json")));
 }
 
 /* The upstream's head is h (views into p). Starts the client's reply. Returns 1 when c

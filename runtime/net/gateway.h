@@ -77,7 +77,8 @@
  *   - Tap format by path (ts_provider_for_path, stream/provider.h). The tap runs only
  *     when events are published, on 2xx answers whose Content-Type is a model stream
  *     (text/event-stream, application/vnd.amazon.eventstream, application/x-ndjson) or,
- *     on a path that names a provider, application/json or text/html; it is handed the
+ *     on a path that names a provider, text/html, and application/json where that
+ *     provider streams JSON (its row's json_stream: Gemini); it is handed the
  *     Content-Type (stream/tap.h, "Content type").
  *   - Turns: a thread named by X-Toolstream-Thread counts the replies tapped on it, 1, 2,
  *     3 ... across its requests (the tap's `turn`), so synthesized call ids

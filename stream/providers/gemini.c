@@ -487,4 +487,5 @@ const ts_provider ts_provider_gemini = {
     .auth_prefix = "",
     .path_suffixes = gemini_paths,
     .schemas = gemini_schemas,
+    .json_stream = 1, /* without alt=sse: one JSON array whose elements arrive over time */
 };
