@@ -45,8 +45,8 @@ static int render(void *user, const ts_tap_event *e) {
   return 0;
 }
 
-static void runner(void *user, ts_split *feed, sb *out) {
-  const setup *su = user;
+/* A tap as `su` says, rendering into `out`. */
+static ts_tap *tap_for(const setup *su, sb *out) {
   ts_tap_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.format = su->format;
@@ -54,32 +54,33 @@ static void runner(void *user, ts_split *feed, sb *out) {
   ts_tap *t = NULL;
   ck_assert_int_eq(ts_tap_new(&t, &cfg, render, out), TS_E_OK);
   if (su->set) ck_assert_int_eq(ts_tap_content_type(t, su->set, strlen(su->set)), TS_E_OK);
-  char *p;
-  size_t n;
-  while (ts_split_next(feed, &p, &n)) ts_tap_feed(t, p, n);
+  return t;
+}
+
+static void tap_end(ts_tap *t, sb *out) {
   ts_tap_finish(t);
   sb_printf(out, "failed=%d\n", ts_tap_failed(t));
   ts_tap_free(t);
+}
+
+static void runner(void *user, ts_split *feed, sb *out) {
+  ts_tap *t = tap_for(user, out);
+  char *p;
+  size_t n;
+  while (ts_split_next(feed, &p, &n)) ts_tap_feed(t, p, n);
+  tap_end(t, out);
 }
 
 /* `in` under `su`, checked at every split; the whole run's rendering in *out. */
 static void trace(const char *ctx, const setup *su, const char *in, size_t len, sb *out) {
   ts_split_check(ctx, in, len, runner, (void *)su, NULL);
   sb_reset(out);
-  ts_tap_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.format = su->format;
-  cfg.content_type = su->ct;
-  ts_tap *t = NULL;
-  ck_assert_int_eq(ts_tap_new(&t, &cfg, render, out), TS_E_OK);
-  if (su->set) ck_assert_int_eq(ts_tap_content_type(t, su->set, strlen(su->set)), TS_E_OK);
+  ts_tap *t = tap_for(su, out);
   char *buf = malloc(len ? len : 1);
   ck_assert_ptr_nonnull(buf);
   memcpy(buf, in, len);
   ts_tap_feed(t, buf, len);
-  ts_tap_finish(t);
-  sb_printf(out, "failed=%d\n", ts_tap_failed(t));
-  ts_tap_free(t);
+  tap_end(t, out);
   free(buf);
 }
 
