@@ -764,35 +764,52 @@ static const struct {
     {"text/html", CT_HTML},
 };
 
+/* The media type of a Content-Type: the part before any ';', without whitespace. */
+static ts_view media_of(const char *ct, size_t len) {
+  size_t i = 0, n = 0;
+  while (i < len && is_ws(ct[i])) i++;
+  while (i + n < len && ct[i + n] != ';' && !is_ws(ct[i + n])) n++;
+  return (ts_view){ct ? ct + i : "", n};
+}
+
+/* Its CT_* verdict (CT_OTHER for one the tap does not know, CT_NONE for none). */
+static int ct_of(ts_view mt) {
+  if (!mt.len) return CT_NONE;
+  for (size_t k = 0; k < sizeof media_types / sizeof media_types[0]; k++)
+    if (strlen(media_types[k].mt) == mt.len && !strncasecmp(media_types[k].mt, mt.p, mt.len))
+      return media_types[k].ct;
+  return CT_OTHER;
+}
+
+int ts_tap_media(const char *ct, size_t len) {
+  if (!ct) return TS_TAP_MEDIA_OTHER;
+  switch (ct_of(media_of(ct, len))) {
+    case CT_SSE: case CT_NDJSON: case CT_EVS: return TS_TAP_MEDIA_STREAM;
+    case CT_JSON: return TS_TAP_MEDIA_JSON;
+    case CT_HTML: return TS_TAP_MEDIA_HTML;
+    default: return TS_TAP_MEDIA_OTHER;
+  }
+}
+
 int ts_tap_content_type(ts_tap *t, const char *ct, size_t len) {
   if (!t || (!ct && len) || t->cfg.format == TS_FORMAT_RAW || t->ct || t->pos ||
       t->framing != FRAME_UNDECIDED)
     return TS_E_INVAL;
-  size_t i = 0, n;
-  while (i < len && is_ws(ct[i])) i++;
-  for (n = 0; i + n < len && ct[i + n] != ';' && !is_ws(ct[i + n]); n++) {
-  }
-  ct += i;
-  t->ct = CT_OTHER;
-  if (!n) {
-    t->ct = CT_NONE;
-    return TS_E_OK;
-  }
-  size_t keep = n < TAP_MEDIA ? n : TAP_MEDIA;
+  ts_view mt = media_of(ct, len);
+  t->ct = ct_of(mt);
+  if (t->ct == CT_NONE) return TS_E_OK;
+  size_t keep = mt.len < TAP_MEDIA ? mt.len : TAP_MEDIA;
   for (size_t k = 0; k < keep; k++) { /* printable for the messages that quote it */
-    unsigned char c = (unsigned char)ct[k];
+    unsigned char c = (unsigned char)mt.p[k];
     t->media[k] = c >= 0x20 && c < 0x7F ? (char)c : '?';
   }
   t->media[keep] = '\0';
-  for (size_t k = 0; k < sizeof media_types / sizeof media_types[0]; k++)
-    if (strlen(media_types[k].mt) == n && !strncasecmp(media_types[k].mt, ct, n))
-      t->ct = media_types[k].ct;
   if (t->ct == CT_HTML) return TS_E_OK; /* never a model stream, whatever the format */
   if (t->cfg.format != TS_FORMAT_AUTO) {
     t->ct = CT_OTHER; /* the caller's format decides; the framing by the first bytes */
     return TS_E_OK;
   }
-  ts_format f = ts_provider_for_media_type(ct, n);
+  ts_format f = ts_provider_for_media_type(mt.p, mt.len);
   if (f != TS_FORMAT_AUTO) ts_adapter_narrow(t->ms, f, 0);
   else if (t->ct == CT_SSE) ts_adapter_narrow(t->ms, TS_FORMAT_AUTO, 1);
   return TS_E_OK;

@@ -163,6 +163,14 @@ typedef struct ts_tap ts_tap;
 int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user);
 void ts_tap_free(ts_tap *t); /* NULL is a no-op */
 
+/* What a Content-Type (`ct`, len bytes, need not be NUL-terminated) says about a reply,
+ * by the rules above: TS_TAP_MEDIA_STREAM for a model stream (text/event-stream,
+ * application/vnd.amazon.eventstream, application/x-ndjson), TS_TAP_MEDIA_JSON,
+ * TS_TAP_MEDIA_HTML, else TS_TAP_MEDIA_OTHER (also for none). For a proxy deciding which
+ * replies to tap. */
+enum { TS_TAP_MEDIA_OTHER = 0, TS_TAP_MEDIA_STREAM, TS_TAP_MEDIA_JSON, TS_TAP_MEDIA_HTML };
+int ts_tap_media(const char *ct, size_t len);
+
 /* Sets the content type of a tap created without one, before its first byte (`run`
  * learns it from the reply's head, after the tap was made); the same rules as
  * ts_tap_config.content_type. `ct` need not be NUL-terminated and is not kept. Returns

@@ -715,25 +715,19 @@ static int field_is(ts_view name, const char *s) {
   return name.len == strlen(s) && !strncasecmp(name.p, s, name.len);
 }
 
-static int media_is(ts_view mt, const char *s) {
-  return mt.len == strlen(s) && !strncasecmp(mt.p, s, mt.len);
-}
-
-/* Whether a 2xx reply goes through the tap, by its Content-Type: a model stream
- * (text/event-stream, Bedrock's event stream, NDJSON); on a path that names a provider,
- * an HTML page (a login wall: the tap says so); and application/json where that
- * provider streams JSON (Gemini's array without alt=sse; for the others a JSON reply is
- * a non-streamed answer, which is no stream to read). Other replies (model lists, files)
- * are passed without a tap. */
+/* Whether a 2xx reply goes through the tap, by its Content-Type (stream/tap.h): a model
+ * stream; on a path that names a provider, an HTML page (a login wall: the tap says so);
+ * and application/json where that provider streams JSON (Gemini's array without alt=sse;
+ * for the others a JSON reply is a non-streamed answer, which is no stream to read).
+ * Other replies (model lists, files) are passed without a tap. */
 static int tapped(const conn *c, ts_view ct) {
-  ts_view mt = {ct.p, 0};
-  while (mt.len < ct.len && ct.p[mt.len] != ';' && ct.p[mt.len] != ' ' && ct.p[mt.len] != '\t')
-    mt.len++;
-  if (media_is(mt, "text/event-stream") || media_is(mt, "application/vnd.amazon.eventstream") ||
-      media_is(mt, "application/x-ndjson"))
-    return 1;
   const ts_provider *p = ts_provider_get(c->format);
-  return p && (media_is(mt, "text/html") || (p->json_stream && media_is(mt, "application/json")));
+  switch (ts_tap_media(ct.p, ct.len)) {
+    case TS_TAP_MEDIA_STREAM: return 1;
+    case TS_TAP_MEDIA_HTML: return p != NULL;
+    case TS_TAP_MEDIA_JSON: return p && p->json_stream;
+    default: return 0;
+  }
 }
 
 /* The upstream's head is h (views into p). Starts the client's reply. Returns 1 when c

@@ -244,6 +244,29 @@ START_TEST(test_other) {
 }
 END_TEST
 
+START_TEST(test_media) {
+  static const struct {
+    const char *ct;
+    int want;
+  } rows[] = {
+      {"text/event-stream", TS_TAP_MEDIA_STREAM},
+      {" Text/Event-Stream ; charset=utf-8", TS_TAP_MEDIA_STREAM},
+      {"application/vnd.amazon.eventstream", TS_TAP_MEDIA_STREAM},
+      {"application/x-ndjson", TS_TAP_MEDIA_STREAM},
+      {"application/json; charset=UTF-8", TS_TAP_MEDIA_JSON},
+      {"text/html;charset=utf-8", TS_TAP_MEDIA_HTML},
+      {"text/event-streamx", TS_TAP_MEDIA_OTHER},
+      {"text/plain", TS_TAP_MEDIA_OTHER},
+      {"", TS_TAP_MEDIA_OTHER},
+      {";text/html", TS_TAP_MEDIA_OTHER},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    ck_assert_msg(ts_tap_media(rows[i].ct, strlen(rows[i].ct)) == rows[i].want, "%s", rows[i].ct);
+  ck_assert_int_eq(ts_tap_media(NULL, 0), TS_TAP_MEDIA_OTHER);
+  ck_assert_int_eq(ts_tap_media("text/html", 4), TS_TAP_MEDIA_OTHER); /* "text": only len bytes */
+}
+END_TEST
+
 START_TEST(test_api) {
   ts_tap_config cfg;
   memset(&cfg, 0, sizeof cfg);
@@ -295,6 +318,7 @@ int main(void) {
   tcase_add_test(tc, test_json);
   tcase_add_test(tc, test_html);
   tcase_add_test(tc, test_other);
+  tcase_add_test(tc, test_media);
   tcase_add_test(tc, test_api);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
