@@ -17,7 +17,12 @@
  *
  * Calls are keyed by contentBlockIndex. The turn ends at `metadata` (the last message);
  * EOF after `messageStop` without it also ends the turn normally; EOF before is
- * truncation.
+ * truncation. The reply comes as `application/vnd.amazon.eventstream` (the row's
+ * media_type: with it the tap needs no sniffing).
+ *
+ * The request side, for the gateway: POST /model/{modelId}/converse-stream, the tools
+ * declared under toolConfig.tools[].toolSpec, each schema at inputSchema.json (the row's
+ * tools_array and schemas).
  */
 #define TS_ADAPTER_INTERNAL
 #include <string.h>
