@@ -1,14 +1,17 @@
 /*
  * tap_bench.c: `toolstream tap` end to end, in process, on the streams tap_streams
  * wrote (one 64 KiB write_file call in 4-16 byte deltas, in the OpenAI Chat, OpenAI
- * Responses and Anthropic wire formats).
+ * Responses, Anthropic, Amazon Bedrock (binary event stream) and Vertex AI (Gemini SSE
+ * with streamed `partialArgs`) wire formats). The tap reads each with `auto`, as the
+ * command does by default.
  *
  * What one run of a stream is. Exactly what the command does between read() and
  * write(): ts_tap_new with the progress argument of write_file set to `description`,
  * ts_tap_feed over the whole stream, ts_tap_finish, ts_tap_free, and every event
  * encoded by ts_event_encode into a line buffer (the command then writes the line; here
  * it is dropped). Three ways of feeding:
- *   event   one ts_tap_feed per SSE event, as a live stream arrives (a model emits a
+ *   event   one ts_tap_feed per SSE event (Bedrock: per event stream message), as a live
+ *           stream arrives (a model emits a
  *           few tokens at a time, each in its own read): the headline row;
  *   deltas  the same with --deltas on (a tool_call_delta event per fragment);
  *   64k     64 KiB reads, as the command reads a file.
@@ -24,8 +27,9 @@
  * the wall clock (the table shows both).
  *
  * Every run is checked: one tool_call_started with progress == description.txt, one
- * tool_call_ready whose arguments are byte for byte args.json, a turn_finished, no
- * error event. A run that fails the check fails the benchmark.
+ * tool_call_ready whose arguments are byte for byte args.json (for Vertex,
+ * args-vertex.json: the same arguments as that reader rebuilds them from the values it
+ * is sent), a turn_finished, no error event. A run that fails the check fails the benchmark.
  *
  * `--cli PATH` also times the real command, `PATH tap --progress-arg
  * write_file=description FILE > /dev/null`, a few times per stream (posix_spawn; wall
@@ -65,7 +69,22 @@ extern char **environ;
 #define CLI_RUNS 5
 #define MAX_RUNS 1000
 
-static const char *const formats[3] = {"openai-chat", "openai-responses", "anthropic"};
+/* The streams: the row's name, the file tap_streams wrote, the arguments to expect, and
+ * whether the file is an AWS event stream (cut per message) rather than SSE (cut per
+ * blank line). */
+typedef struct {
+  const char *name, *file, *args;
+  int evs;
+} stream_def;
+
+static const stream_def streams[] = {
+    {"openai-chat", "openai-chat.sse", "args.json", 0},
+    {"openai-responses", "openai-responses.sse", "args.json", 0},
+    {"anthropic", "anthropic.sse", "args.json", 0},
+    {"bedrock", "bedrock.bin", "args.json", 1},
+    {"vertex", "vertex.sse", "args-vertex.json", 0},
+};
+#define NSTREAMS (sizeof streams / sizeof streams[0])
 
 typedef struct {
   char *p;
@@ -313,19 +332,24 @@ int main(int argc, char **argv) {
   }
   if (!dir || runs < 1 || runs > MAX_RUNS) {
     fputs("usage: tap_bench DIR [--runs N] [--cli PATH] [--tsv FILE]\n"
-          "       tap_bench DIR --only openai-chat|openai-responses|anthropic\n", stderr);
+          "       tap_bench DIR --only openai-chat|openai-responses|anthropic|bedrock|vertex\n",
+          stderr);
     return 2;
   }
-  blob args, desc;
-  if (read_blob(dir, "args.json", &args) || read_blob(dir, "description.txt", &desc)) return 1;
+  blob desc;
+  if (read_blob(dir, "description.txt", &desc)) return 1;
   if (tsv_path && !(tsv = fopen(tsv_path, "a"))) {
     fprintf(stderr, "tap_bench: %s: %s\n", tsv_path, strerror(errno));
     return 1;
   }
 
-  if (only && strcmp(only, formats[0]) && strcmp(only, formats[1]) && strcmp(only, formats[2])) {
-    fprintf(stderr, "tap_bench: unknown format '%s'\n", only);
-    return 2;
+  if (only) {
+    size_t k = 0;
+    while (k < NSTREAMS && strcmp(only, streams[k].name)) k++;
+    if (k == NSTREAMS) {
+      fprintf(stderr, "tap_bench: unknown format '%s'\n", only);
+      return 2;
+    }
   }
   if (!only) {
     printf("toolstream tap, in process: %s, %s; %d runs after %d warm-up, medians\n",
@@ -344,24 +368,32 @@ int main(int argc, char **argv) {
     dsc[m] = wall[m] + runs;
   }
 
-  for (int f = 0; f < 3; f++) {
-    if (only && strcmp(only, formats[f])) continue;
-    char name[64];
-    snprintf(name, sizeof name, "%s.sse", formats[f]);
-    blob s;
-    if (read_blob(dir, name, &s)) return 1;
-    /* SSE event ends: the byte after each blank line (the generator writes "\n\n"). */
+  for (size_t f = 0; f < NSTREAMS; f++) {
+    const char *fname = streams[f].name, *name = streams[f].file;
+    if (only && strcmp(only, fname)) continue;
+    blob s, args;
+    if (read_blob(dir, name, &s) || read_blob(dir, streams[f].args, &args)) return 1;
     size_t ncuts = 0, *cuts = malloc(sizeof *cuts * (s.len / 2 + 1));
     char *work = malloc(s.len ? s.len : 1);
     if (!cuts || !work) return 1;
-    for (size_t i = 0; i + 1 < s.len; i++)
-      if (s.p[i] == '\n' && s.p[i + 1] == '\n') cuts[ncuts++] = i + 2;
+    if (streams[f].evs) { /* message ends: each prelude's total length */
+      for (size_t at = 0; at + 12 <= s.len;) {
+        const unsigned char *p = (const unsigned char *)s.p + at;
+        size_t total = (size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3];
+        if (total < 16 || total > s.len - at) break;
+        at += total;
+        cuts[ncuts++] = at;
+      }
+    } else { /* SSE event ends: the byte after each blank line (the generator writes "\n\n") */
+      for (size_t i = 0; i + 1 < s.len; i++)
+        if (s.p[i] == '\n' && s.p[i + 1] == '\n') cuts[ncuts++] = i + 2;
+    }
 
     if (only) {
       run_result r;
       memcpy(work, s.p, s.len);
       if (tap_pass(work, s.len, cuts, ncuts, &args, &desc, &r)) return 1;
-      printf("only %s: bytes=%zu events=%zu\n", formats[f], s.len, ncuts);
+      printf("only %s: bytes=%zu events=%zu\n", fname, s.len, ncuts);
       free(s.p), free(cuts), free(work), free(store), free(args.p), free(desc.p);
       return 0;
     }
@@ -384,11 +416,11 @@ int main(int argc, char **argv) {
       }
     for (int m = FEED_EVENT; m <= FEED_64K; m++) {
       if (!ok[m]) {
-        printf("| %-16s | %-24s | FAILED: see the message above |\n", formats[f], mode_names[m]);
+        printf("| %-16s | %-24s | FAILED: see the message above |\n", fname, mode_names[m]);
         status = 1;
         continue;
       }
-      row(formats[f], mode_names[m], &s, ncuts, cpu[m], wall[m], dsc[m], runs, r[m].events);
+      row(fname, mode_names[m], &s, ncuts, cpu[m], wall[m], dsc[m], runs, r[m].events);
     }
 
     if (cli) {
@@ -404,14 +436,14 @@ int main(int argc, char **argv) {
         if (k) cpu[0][n] = c, wall[0][n] = w, n++; /* the first run warms the page cache */
       }
       if (n == CLI_RUNS)
-        row(formats[f], "toolstream tap (process)", &s, ncuts, cpu[0], wall[0], NULL, n, 0);
+        row(fname, "toolstream tap (process)", &s, ncuts, cpu[0], wall[0], NULL, n, 0);
     }
     free(s.p);
+    free(args.p);
     free(cuts);
     free(work);
   }
   free(store);
-  free(args.p);
   free(desc.p);
   if (tsv) fclose(tsv);
   return status;

@@ -28,8 +28,26 @@
  *   anthropic.sse         Messages events: message_start, content_block_start tool_use,
  *                         ping, input_json_delta (the first one empty),
  *                         content_block_stop, message_delta, message_stop.
+ *   bedrock.bin           Amazon Bedrock ConverseStream: AWS event stream frames (prelude,
+ *                         `:event-type` / `:content-type` / `:message-type` headers, JSON
+ *                         payload, CRC32s): messageStart, contentBlockStart toolUse,
+ *                         contentBlockDelta toolUse.input (the same deltas as above),
+ *                         contentBlockStop, messageStop, metadata; each payload with the
+ *                         `p` padding the service adds.
+ *   vertex.sse            Vertex AI streamed function-call arguments (Gemini `alt=sse`
+ *                         chunks): a functionCall with the name and `willContinue`, then
+ *                         one `partialArgs` piece per chunk: each argument's decoded
+ *                         string value cut into pieces of 4 to 16 bytes, sent as
+ *                         `stringValue` with `willContinue` while the value goes on; an
+ *                         empty functionCall with finishReason and usageMetadata ends it.
  *   args.json             the arguments text itself, to check every reader's result.
+ *   args-vertex.json      the same arguments as Vertex's are rebuilt (tap.h: the reader
+ *                         writes the values it is sent as JSON with the fewest escapes:
+ *                         `\"`, `\\`, `\n`, `\t`, `\r`, `\u00XX` for other controls,
+ *                         everything else as raw UTF-8), for the vertex stream.
  *   description.txt       the decoded `description` value.
+ *
+ * The first three are written first, so adding the last two changed none of their bytes.
  *
  * Everything comes from a fixed seed: every run and every machine gets the same bytes.
  *
@@ -211,8 +229,9 @@ static void json_text(gbuf *b, const char *s, size_t n) {
   }
 }
 
-/* The arguments object, exactly TAP_ARGS_BYTES long. */
-static void make_args(gbuf *args) {
+/* The arguments object, exactly TAP_ARGS_BYTES long; `content` gets the decoded value of
+ * its `content` member (no randomness is drawn for it). */
+static void make_args(gbuf *args, gbuf *content) {
   gbuf line = {0}, enc = {0};
   const char *head = "{\"description\":\"" TAP_DESCRIPTION "\",\"path\":\"index.html\",\"content\":\"";
   const char *tail = "\"}";
@@ -221,6 +240,7 @@ static void make_args(gbuf *args) {
   static const char top[] = "<!doctype html>\n<html lang=\"fr\">\n<head>\n<meta charset=\"utf-8\">\n"
                             "<title>Café menu</title>\n<style>\n";
   json_text(args, top, sizeof top - 1);
+  gb_put(content, top, sizeof top - 1);
   for (;;) {
     line.len = 0;
     enc.len = 0;
@@ -228,8 +248,12 @@ static void make_args(gbuf *args) {
     json_text(&enc, line.p, line.len);
     if (args->len - strlen(head) + enc.len > room) break;
     gb_put(args, enc.p, enc.len);
+    gb_put(content, line.p, line.len);
   }
-  while (args->len - strlen(head) < room) gb_put(args, " ", 1); /* pad to the exact size */
+  while (args->len - strlen(head) < room) { /* pad to the exact size */
+    gb_put(args, " ", 1);
+    gb_put(content, " ", 1);
+  }
   gb_puts(args, tail);
   free(line.p);
   free(enc.p);
@@ -251,7 +275,7 @@ static size_t make_cuts(const gbuf *args, size_t **out) {
   return n - 1; /* deltas */
 }
 
-/* ---- the three wire formats ---------------------------------------------------------- */
+/* ---- the OpenAI and Anthropic wire formats ---------------------------------------------------------- */
 
 static const char chat_head[] =
     "\"object\":\"chat.completion.chunk\",\"created\":1755868211,\"model\":\"gpt-4.1-2025-04-14\","
@@ -418,6 +442,188 @@ static void write_anthropic(gbuf *o, const gbuf *args, const size_t *cuts, size_
   free(tid.p);
 }
 
+/* ---- Amazon Bedrock ConverseStream (AWS event stream frames) -------------------------- */
+
+/* CRC32 (IEEE, reflected), bitwise: an implementation of its own, independent of the
+ * framer's table in stream/eventstream.c. */
+static uint32_t crc32_bits(const unsigned char *p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+  }
+  return ~c;
+}
+
+static void put_be32(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16);
+  p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+/* A string header: name length, name, type 7, value length (2 bytes), value. */
+static void evs_header(gbuf *h, const char *name, const char *value) {
+  unsigned char nl = (unsigned char)strlen(name), t = 7;
+  size_t vl = strlen(value);
+  unsigned char len[2] = {(unsigned char)(vl >> 8), (unsigned char)vl};
+  gb_put(h, &nl, 1);
+  gb_put(h, name, nl);
+  gb_put(h, &t, 1);
+  gb_put(h, len, 2);
+  gb_put(h, value, vl);
+}
+
+/* One event message: prelude (total, headers length, CRC), headers, payload, CRC. */
+static void evs_frame(gbuf *o, const char *event_type, const gbuf *payload) {
+  gbuf h = {0};
+  evs_header(&h, ":event-type", event_type);
+  evs_header(&h, ":content-type", "application/json");
+  evs_header(&h, ":message-type", "event");
+  size_t total = 12 + h.len + payload->len + 4, start = o->len;
+  unsigned char pre[12];
+  put_be32(pre, (uint32_t)total);
+  put_be32(pre + 4, (uint32_t)h.len);
+  put_be32(pre + 8, crc32_bits(pre, 8));
+  gb_put(o, pre, 12);
+  gb_put(o, h.p, h.len);
+  gb_put(o, payload->p, payload->len);
+  unsigned char crc[4];
+  put_be32(crc, crc32_bits((const unsigned char *)o->p + start, total - 4));
+  gb_put(o, crc, 4);
+  free(h.p);
+}
+
+/* The `p` member Bedrock pads each payload with (a length-hiding filler of letters). */
+static void bedrock_pad(gbuf *pl) {
+  gb_puts(pl, ",\"p\":\"");
+  rnd_alnum(pl, 1 + rnd_below(20));
+  gb_puts(pl, "\"}");
+}
+
+static void write_bedrock(gbuf *o, const gbuf *args, const size_t *cuts, size_t nd) {
+  gbuf pl = {0}, tid = {0};
+  gb_puts(&tid, "tooluse_");
+  rnd_alnum(&tid, 22);
+  gb_puts(&pl, "{\"role\":\"assistant\"");
+  bedrock_pad(&pl);
+  evs_frame(o, "messageStart", &pl);
+  pl.len = 0;
+  gb_printf(&pl, "{\"contentBlockIndex\":0,\"start\":{\"toolUse\":{\"toolUseId\":\"%s\","
+                 "\"name\":\"write_file\"}}", tid.p);
+  bedrock_pad(&pl);
+  evs_frame(o, "contentBlockStart", &pl);
+  for (size_t i = 0; i < nd; i++) {
+    pl.len = 0;
+    gb_puts(&pl, "{\"contentBlockIndex\":0,\"delta\":{\"toolUse\":{\"input\":\"");
+    json_text(&pl, args->p + cuts[i], cuts[i + 1] - cuts[i]);
+    gb_puts(&pl, "\"}}");
+    bedrock_pad(&pl);
+    evs_frame(o, "contentBlockDelta", &pl);
+  }
+  pl.len = 0;
+  gb_puts(&pl, "{\"contentBlockIndex\":0");
+  bedrock_pad(&pl);
+  evs_frame(o, "contentBlockStop", &pl);
+  pl.len = 0;
+  gb_puts(&pl, "{\"stopReason\":\"tool_use\"");
+  bedrock_pad(&pl);
+  evs_frame(o, "messageStop", &pl);
+  pl.len = 0;
+  gb_printf(&pl, "{\"metrics\":{\"latencyMs\":%u},\"usage\":{\"inputTokens\":412,"
+                 "\"outputTokens\":%zu,\"totalTokens\":%zu}", 9000 + rnd_below(4000), nd, nd + 412);
+  bedrock_pad(&pl);
+  evs_frame(o, "metadata", &pl);
+  free(pl.p);
+  free(tid.p);
+}
+
+/* Messages in an event stream: walk the frames by their total lengths. */
+static size_t count_frames(const gbuf *o) {
+  size_t n = 0;
+  for (size_t at = 0; at + 12 <= o->len; n++) {
+    const unsigned char *p = (const unsigned char *)o->p + at;
+    at += (size_t)p[0] << 24 | (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3];
+  }
+  return n;
+}
+
+/* ---- Vertex AI streamed function-call arguments (Gemini SSE with partialArgs) ---------- */
+
+/* `s` as the inside of a JSON string with the fewest escapes (the way the Vertex reader
+ * rebuilds argument text: see args-vertex.json above). */
+static void json_min(gbuf *b, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '"' || ch == '\\') {
+      gb_put(b, "\\", 1);
+      gb_put(b, &s[i], 1);
+    } else if (ch == '\n') {
+      gb_puts(b, "\\n");
+    } else if (ch == '\t') {
+      gb_puts(b, "\\t");
+    } else if (ch == '\r') {
+      gb_puts(b, "\\r");
+    } else if (ch < 0x20) {
+      gb_printf(b, "\\u%04x", ch);
+    } else {
+      gb_put(b, &s[i], 1);
+    }
+  }
+}
+
+static const char vertex_tail[] =
+    "\"modelVersion\":\"gemini-2.5-pro\",\"createTime\":\"2026-11-30T09:12:44.518203Z\","
+    "\"responseId\":\"vDpLaZ2fH8-mz7IPq5vSgAw\"}\n\n";
+
+static void vertex_chunk(gbuf *o, const char *fc, const char *extra) {
+  gb_printf(o, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"functionCall\":"
+               "%s}]}%s}],", fc, extra);
+  gb_puts(o, vertex_tail);
+}
+
+/* One member's decoded string value, cut into pieces of 4 to 16 bytes (never inside a
+ * UTF-8 sequence), one partialArgs piece per chunk, `willContinue` on all but the last. */
+static size_t vertex_value(gbuf *o, const char *path, const char *s, size_t n) {
+  gbuf fc = {0};
+  size_t at = 0, pieces = 0;
+  while (at < n) {
+    size_t end = at + 4 + rnd_below(13);
+    while (end < n && ((unsigned char)s[end] & 0xC0) == 0x80) end++;
+    if (end > n) end = n;
+    fc.len = 0;
+    gb_printf(&fc, "{\"partialArgs\":[{\"jsonPath\":\"%s\",\"stringValue\":\"", path);
+    json_text(&fc, s + at, end - at);
+    gb_printf(&fc, "\"%s}],\"willContinue\":true}", end < n ? ",\"willContinue\":true" : "");
+    vertex_chunk(o, fc.p, ",\"index\":0");
+    at = end;
+    pieces++;
+  }
+  free(fc.p);
+  return pieces;
+}
+
+static void write_vertex(gbuf *o, const gbuf *content) {
+  static const char path[] = "index.html";
+  vertex_chunk(o, "{\"name\":\"write_file\",\"willContinue\":true}", ",\"index\":0");
+  size_t n = vertex_value(o, "$.description", TAP_DESCRIPTION, strlen(TAP_DESCRIPTION));
+  n += vertex_value(o, "$.path", path, strlen(path));
+  n += vertex_value(o, "$.content", content->p, content->len);
+  /* the last chunk: an empty functionCall ends the call; the usage sits beside candidates */
+  gb_printf(o, "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"functionCall\":"
+               "{}}]},\"index\":0,\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":"
+               "412,\"candidatesTokenCount\":%zu,\"totalTokenCount\":%zu,\"trafficType\":"
+               "\"ON_DEMAND\"},", n, n + 412);
+  gb_puts(o, vertex_tail);
+}
+
+/* The arguments as the Vertex reader rebuilds them. */
+static void vertex_args(gbuf *out, const gbuf *content) {
+  gb_puts(out, "{\"description\":\"");
+  json_min(out, TAP_DESCRIPTION, strlen(TAP_DESCRIPTION));
+  gb_puts(out, "\",\"path\":\"index.html\",\"content\":\"");
+  json_min(out, content->p, content->len);
+  gb_puts(out, "\"}");
+}
+
 /* ---- main ------------------------------------------------------------------------------- */
 
 static size_t count_events(const gbuf *o) {
@@ -443,26 +649,40 @@ int main(int argc, char **argv) {
     fputs("usage: tap_streams OUTDIR\n", stderr);
     return 2;
   }
-  gbuf args = {0}, desc = {0};
+  gbuf args = {0}, desc = {0}, content = {0}, vargs = {0};
   size_t *cuts;
-  make_args(&args);
+  make_args(&args, &content);
   size_t nd = make_cuts(&args, &cuts);
   gb_puts(&desc, TAP_DESCRIPTION);
+  vertex_args(&vargs, &content);
 
-  static const char *const names[3] = {"openai-chat.sse", "openai-responses.sse", "anthropic.sse"};
-  int rc = save(argv[1], "args.json", &args) | save(argv[1], "description.txt", &desc);
-  for (int f = 0; f < 3 && !rc; f++) {
+  static const char *const names[5] = {"openai-chat.sse", "openai-responses.sse", "anthropic.sse",
+                                       "bedrock.bin", "vertex.sse"};
+  int rc = save(argv[1], "args.json", &args) | save(argv[1], "description.txt", &desc) |
+           save(argv[1], "args-vertex.json", &vargs);
+  for (int f = 0; f < 5 && !rc; f++) {
     gbuf o = {0};
     if (f == 0) write_chat(&o, &args, cuts, nd);
     else if (f == 1) write_responses(&o, &args, cuts, nd);
-    else write_anthropic(&o, &args, cuts, nd);
+    else if (f == 2) write_anthropic(&o, &args, cuts, nd);
+    else if (f == 3) write_bedrock(&o, &args, cuts, nd);
+    else write_vertex(&o, &content);
     rc |= save(argv[1], names[f], &o);
-    printf("%-22s %9zu B  %5zu SSE events  %zu argument deltas of 4-16 B\n", names[f], o.len,
-           count_events(&o), nd);
+    if (f == 3)
+      printf("%-22s %9zu B  %5zu frames      %zu argument deltas of 4-16 B\n", names[f], o.len,
+             count_frames(&o), nd);
+    else if (f == 4)
+      printf("%-22s %9zu B  %5zu SSE events  value pieces of 4-16 B\n", names[f], o.len,
+             count_events(&o));
+    else
+      printf("%-22s %9zu B  %5zu SSE events  %zu argument deltas of 4-16 B\n", names[f], o.len,
+             count_events(&o), nd);
     free(o.p);
   }
   free(args.p);
   free(desc.p);
+  free(content.p);
+  free(vargs.p);
   free(cuts);
   return rc;
 }

@@ -30,6 +30,7 @@ typedef struct {
   char *scratch;
   size_t cap;
   const volatile sig_atomic_t *cancel;
+  const ts_http_response_info *info; /* the reply's head, read before its first chunk */
 } http_feed;
 
 /* Each chunk as it arrives: copied (the tap decodes JSON strings in place) and fed. */
@@ -42,6 +43,8 @@ static int on_http_chunk(void *user, const char *data, size_t len) {
     f->cap = len;
   }
   memcpy(f->scratch, data, len);
+  if (!ts_tap_offset(f->tap)) /* the first bytes: the tap reads them by the content type */
+    ts_tap_content_type(f->tap, f->info->content_type, strlen(f->info->content_type));
   ts_tap_feed(f->tap, f->scratch, len);
   return f->cancel && *f->cancel;
 }
@@ -152,8 +155,8 @@ static int http_turn(void *user, const ts_agent_turn *t, ts_tap *tap, char *why,
   size_t nh = (size_t)n;
   ts_http_request req = {.url = url, .headers = h, .n_headers = nh, .body = body.p,
                          .body_len = body.len, .ca_file = m->ca_file, .cancel = t->cancel};
-  http_feed f = {tap, NULL, 0, t->cancel};
   ts_http_response_info info;
+  http_feed f = {tap, NULL, 0, t->cancel, &info};
   rc = ts_http_post_stream(&req, on_http_chunk, &f, &info, why, why_cap);
   memset(as, 0, sizeof *as); /* the key does not linger */
   free(as);

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@
 
 enum {
   O_FORMAT = 1, O_TOOL, O_DELTAS, O_TEXT, O_HEARTBEAT, O_PROGRESS_MAX, O_MAX_ARGS, O_MAX_EVENT,
-  O_LINGER
+  O_LINGER, O_TURN
 };
 
 static const ts_cli_opt tap_opts[] = {
@@ -42,6 +43,9 @@ static const ts_cli_opt tap_opts[] = {
      "cap on one call's arguments (default 16m)", NULL},
     {"max-event-bytes", 0, TS_CLI_SIZE, O_MAX_EVENT, 1, (uint64_t)1 << 32, "N",
      "cap on one SSE event's data (default 4m)", NULL},
+    {"turn", 0, TS_CLI_NUMBER, O_TURN, 1, UINT32_MAX, "N",
+     "the stream is turn N of its thread (default 1): events carry\n"
+     "it, and call ids made up for calls without one are ts_N_INDEX", NULL},
     {"linger", 0, TS_CLI_MS, O_LINGER, 0, 3600000, "MS",
      "with --pub: keep serving replay this long after the input\n"
      "ends, so slow subscribers can catch up (default 1000)", NULL},
@@ -101,6 +105,7 @@ static int tap_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n)
     case O_MAX_ARGS: a->cfg.max_args_bytes = (size_t)n; break;
     case O_MAX_EVENT: a->cfg.max_event_bytes = (size_t)n; break;
     case O_LINGER: a->linger_ms = n; break;
+    case O_TURN: a->cfg.turn = (uint32_t)n; break;
   }
   return 0;
 }

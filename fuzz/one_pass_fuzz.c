@@ -25,7 +25,8 @@
 #include "stream/json_view.h"
 
 static const ts_format formats[] = {TS_FORMAT_OPENAI_CHAT, TS_FORMAT_OPENAI_RESPONSES,
-                                    TS_FORMAT_ANTHROPIC, TS_FORMAT_AUTO};
+                                    TS_FORMAT_ANTHROPIC, TS_FORMAT_AUTO, TS_FORMAT_BEDROCK,
+                                    TS_FORMAT_GEMINI};
 
 static void put_view(ts_buf *b, ts_view v) {
   ts_buf_append_u64(b, v.len);

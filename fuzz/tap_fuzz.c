@@ -128,6 +128,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (h & 0x20) cfg.heartbeat_bytes = 4;
   if (h & 0x40) cfg.max_args_bytes = 64;
   if (h & 0x80) cfg.progress_max = 3;
+  /* the reply's Content-Type, when one is known (stream/tap.h): none, or one of those that
+   * decide the framing */
+  static const char *const types[] = {NULL, "text/event-stream", "application/json",
+                                      "application/x-ndjson", "application/vnd.amazon.eventstream",
+                                      "text/html", "text/plain"};
+  if (cfg.format != TS_FORMAT_RAW) cfg.content_type = types[data[1] % (sizeof types / sizeof types[0])];
   ts_fuzz_chunks chunks;
   ts_fuzz_chunks_init(&chunks, data + 1, 8);
   trace whole, split;

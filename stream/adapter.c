@@ -56,6 +56,8 @@ struct ts_adapter {
   uint8_t has_stop;
   uint8_t overflow; /* TS_E_MS_TOO_MANY_CALLS was reported */
   uint8_t general;  /* ts_adapter_set_general: no one-pass reading */
+  uint8_t sse_only; /* auto detection among the SSE formats only (ts_adapter_narrow) */
+  uint8_t fed;      /* an event was fed */
   int finish_rc;
   int ev_err;       /* first error reported during the current feed / finish */
   unsigned flags;   /* providers' own bits */
@@ -135,6 +137,21 @@ void ts_adapter_free(ts_adapter *a) {
 ts_format ts_adapter_format_of(const ts_adapter *a) { return a->fmt; }
 
 int ts_adapter_done(const ts_adapter *a) { return a->done; }
+
+int ts_adapter_narrow(ts_adapter *a, ts_format format, int sse_only) {
+  if (!a || a->fmt != TS_FORMAT_AUTO || a->fed || a->finished ||
+      (format != TS_FORMAT_AUTO && !ts_provider_get(format)))
+    return TS_E_INVAL;
+  a->fmt = format;
+  a->sse_only = sse_only ? 1 : 0;
+  return TS_E_OK;
+}
+
+/* A detected format, unless detection is limited to the SSE formats and it is not one. */
+static ts_format allowed(const ts_adapter *a, ts_format f) {
+  const ts_provider *p = ts_provider_get(f);
+  return a->sse_only && p && p->media_type ? TS_FORMAT_AUTO : f;
+}
 
 /* ---- reporting ------------------------------------------------------------------ */
 
@@ -429,6 +446,7 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
   if (a->aborted) return TS_E_ABORTED;
   if (a->done || a->finished) return TS_E_OK;
   a->ev_err = 0;
+  a->fed = 1;
   ts_view name = name_view(event, event_len);
   ts_view d = trim(data ? data : "", data ? data_len : 0);
   const ts_provider *p = ts_provider_get(a->fmt), *s;
@@ -436,10 +454,10 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
     if (view_eq(name, "error") && (!p || p->named_errors)) ts__adapter_provider_error(a, &a->jv, -1, NULL);
   } else if (d.p[0] != '{' && (s = sentinel_of(d))) { /* a sentinel is never an object */
     /* not JSON: it ends its provider's turn, and means nothing to any other */
-    if (a->fmt == TS_FORMAT_AUTO) a->fmt = s->format, p = s;
+    if (a->fmt == TS_FORMAT_AUTO && allowed(a, s->format) != TS_FORMAT_AUTO) a->fmt = s->format, p = s;
     if (p == s && p->on_sentinel) p->on_sentinel(a);
   } else {
-    if (a->fmt == TS_FORMAT_AUTO) a->fmt = ts_provider_detect_name(name, (ts_view){NULL, 0});
+    if (a->fmt == TS_FORMAT_AUTO) a->fmt = allowed(a, ts_provider_detect_name(name, (ts_view){NULL, 0}));
     p = ts_provider_get(a->fmt);
     if (p && p->skip && p->skip(name)) return TS_E_OK;
     char *text = data + (d.p - data);
@@ -451,7 +469,7 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
     } else if (rc != TS_E_OK) {
       ts__adapter_error(a, rc, NULL, 0, 0);
     } else {
-      if (a->fmt == TS_FORMAT_AUTO) a->fmt = ts_provider_detect_doc(&a->jv);
+      if (a->fmt == TS_FORMAT_AUTO) a->fmt = allowed(a, ts_provider_detect_doc(&a->jv));
       p = ts_provider_get(a->fmt);
       if (p)
         p->event(a, &a->jv, name);

@@ -202,6 +202,15 @@ int ts_adapter_cut(ts_adapter *a);
  * Chat's finish_reason). A truncated stream is never done. */
 int ts_adapter_done(const ts_adapter *a);
 
+/* What the caller knows about an `auto` adapter's stream before its first event (the
+ * tap, from the reply's HTTP Content-Type): `format` other than TS_FORMAT_AUTO fixes the
+ * format (the media type belongs to one provider, provider.h `media_type`); `sse_only`
+ * limits detection to the formats that stream SSE (rows without a media type), so a
+ * text/event-stream reply is never taken for Ollama's or Bedrock's. Returns TS_E_OK, or
+ * TS_E_INVAL (and changes nothing) when the adapter was not created with
+ * TS_FORMAT_AUTO, has already read an event, or `format` is not a provider's. */
+int ts_adapter_narrow(ts_adapter *a, ts_format format, int sse_only);
+
 /* ---- Internal: for the adapter's own modules only ---------------------------------
  * stream/adapter.c owns the adapter: the call table, the stop reason and usage
  * storage, the callback, the JSON token array. The provider modules (stream/providers/

@@ -17,6 +17,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "stream/json_view.h"
 
@@ -98,7 +99,15 @@ ts_format ts_provider_detect_doc(const ts_jv *jv) {
   return TS_FORMAT_AUTO;
 }
 
-/* ---- paths and URLs ------------------------------------------------------------------- */
+/* ---- media types, paths and URLs ------------------------------------------------------------------- */
+
+ts_format ts_provider_for_media_type(const char *mt, size_t n) {
+  for (size_t i = 0; mt && i < NROWS; i++) {
+    const char *m = rows[i]->media_type;
+    if (m && strlen(m) == n && !strncasecmp(m, mt, n)) return rows[i]->format;
+  }
+  return TS_FORMAT_AUTO;
+}
 
 ts_format ts_provider_for_path(const char *path, size_t len) {
   if (!path) return TS_FORMAT_AUTO;
@@ -242,11 +251,30 @@ int ts_provider_request(const ts_provider *p, const ts_request *req, ts_buf *out
 
 /* ---- tool schemas in a request -------------------------------------------------------- */
 
+/* Member `path` of object token obj, where the path may be dotted ("inputSchema.json"):
+ * each step an object member. -1 when a step is missing. */
+static int get_path(const ts_jv *jv, int obj, const char *path) {
+  char key[64];
+  while (obj >= 0) {
+    const char *dot = strchr(path, '.');
+    if (!dot) return ts_jv_get(jv, obj, path);
+    size_t n = (size_t)(dot - path);
+    if (n >= sizeof key) return -1; /* the table's own paths are short */
+    memcpy(key, path, n);
+    key[n] = '\0';
+    obj = ts_jv_get(jv, obj, key);
+    path = dot + 1;
+  }
+  return -1;
+}
+
+static const char *array_of(const ts_provider *r) { return r->tools_array ? r->tools_array : "tools"; }
+
 /* The schema of declaration `decl` under location `loc`, reported to fn. */
 static void report(const ts_schema_loc *loc, ts_jv *jv, int decl, ts_provider_schema_fn fn,
                    void *user) {
   int sc = -1;
-  for (int k = 0; k < 2 && sc < 0 && loc->schema[k]; k++) sc = ts_jv_get(jv, decl, loc->schema[k]);
+  for (int k = 0; k < 2 && sc < 0 && loc->schema[k]; k++) sc = get_path(jv, decl, loc->schema[k]);
   fn(user, jv, ts_jv_get(jv, decl, "name"), sc);
 }
 
@@ -257,7 +285,7 @@ static int matches(const ts_schema_loc *l, ts_jv *jv, int entry) {
   if (l->list) return ts_jv_type_of(jv, ts_jv_get(jv, entry, l->list)) == TS_JV_ARRAY;
   if (l->holder) return ts_jv_type_of(jv, ts_jv_get(jv, entry, l->holder)) == TS_JV_OBJECT;
   for (int k = 0; k < 2 && l->schema[k]; k++)
-    if (ts_jv_get(jv, entry, l->schema[k]) >= 0) return 1;
+    if (get_path(jv, entry, l->schema[k]) >= 0) return 1;
   return 0;
 }
 
@@ -275,26 +303,61 @@ static void entry_schemas(const ts_schema_loc *l, ts_jv *jv, int entry, ts_provi
   }
 }
 
-/* The first location (of p, or of every row by specificity) that matches `entry`. */
-static const ts_schema_loc *pick(const ts_provider *p, ts_jv *jv, int entry) {
+/* The first location (of p, or of every row by specificity) for the array named `array`
+ * that matches `entry`. */
+static const ts_schema_loc *pick(const ts_provider *p, const char *array, ts_jv *jv, int entry) {
   for (int spec = 0; spec < 3; spec++) {
     for (size_t i = 0; i < NROWS; i++) {
       const ts_provider *r = p ? p : rows[i];
-      for (const ts_schema_loc *l = r->schemas; l && l->schema[0]; l++)
-        if (specificity(l) == spec && matches(l, jv, entry)) return l;
+      if (!strcmp(array_of(r), array))
+        for (const ts_schema_loc *l = r->schemas; l && l->schema[0]; l++)
+          if (specificity(l) == spec && matches(l, jv, entry)) return l;
       if (p) break;
     }
   }
   return NULL;
 }
 
+/* The tool array path of p, or the distinct ones of every row ("tools" first). */
+#define MAX_ARRAYS (NROWS + 1)
+static int array_names(const ts_provider *p, const char **names) {
+  int n = 0;
+  if (p) {
+    names[0] = array_of(p);
+    return 1;
+  }
+  names[n++] = "tools";
+  for (size_t i = 0; i < NROWS; i++) {
+    const ts_provider *r = rows[i];
+    int k = 0;
+    while (k < n && strcmp(names[k], array_of(r))) k++;
+    if (k == n) names[n++] = array_of(r);
+  }
+  return n;
+}
+
+int ts_provider_tool_arrays(const ts_provider *p, const ts_jv *jv, int *out, int max) {
+  const char *names[MAX_ARRAYS];
+  int n = array_names(p, names), got = 0;
+  for (int k = 0; k < n && got < max; k++) {
+    int arr = get_path(jv, 0, names[k]);
+    if (ts_jv_type_of(jv, arr) == TS_JV_ARRAY) out[got++] = arr;
+  }
+  return got;
+}
+
 void ts_provider_tool_schemas(const ts_provider *p, ts_jv *jv, ts_provider_schema_fn fn,
                               void *user) {
-  int tools = ts_jv_get(jv, 0, "tools");
-  if (ts_jv_type_of(jv, tools) != TS_JV_ARRAY || !fn) return;
-  int n = ts_jv_size(jv, tools);
-  for (int k = 0, t = ts_jv_first(jv, tools); k < n; k++, t = ts_jv_skip(jv, t)) {
-    const ts_schema_loc *l = pick(p, jv, t);
-    if (l) entry_schemas(l, jv, t, fn, user);
+  if (!fn) return;
+  const char *names[MAX_ARRAYS];
+  int na = array_names(p, names);
+  for (int a = 0; a < na; a++) {
+    int tools = get_path(jv, 0, names[a]);
+    if (ts_jv_type_of(jv, tools) != TS_JV_ARRAY) continue;
+    int n = ts_jv_size(jv, tools);
+    for (int k = 0, t = ts_jv_first(jv, tools); k < n; k++, t = ts_jv_skip(jv, t)) {
+      const ts_schema_loc *l = pick(p, names[a], jv, t);
+      if (l) entry_schemas(l, jv, t, fn, user);
+    }
   }
 }

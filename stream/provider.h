@@ -98,11 +98,13 @@ typedef struct {
 } ts_request;
 
 /* ---- where a request body declares its tools' schemas -------------------------------
- * A tools[] entry of the request body matches a location when it has the member `list`
- * (an array of declarations, each read as below), or else the object member `holder`
- * (the declaration), or else one of the `schema` members (the entry is the declaration).
- * The declaration's `name` member names the tool; the first `schema` member present is
- * its argument schema. */
+ * The tools are the entries of an array of the request body: `tools` at the top, or the
+ * provider's `tools_array` (a dotted member path from the top: Bedrock's
+ * "toolConfig.tools"). An entry matches a location when it has the member `list` (an array of declarations,
+ * each read as below), or else the object member `holder` (the declaration), or else one
+ * of the `schema` members (the entry is the declaration). The declaration's `name`
+ * member names the tool; the first `schema` member present is its argument schema (a
+ * dotted path too: Bedrock's "inputSchema.json"). */
 typedef struct {
   const char *list;      /* NULL: not a list */
   const char *holder;    /* NULL: the entry (or list element) itself */
@@ -178,6 +180,17 @@ typedef struct ts_provider {
    * schema[0] is NULL). */
   const char *const *path_suffixes;
   const ts_schema_loc *schemas;
+  const char *tools_array; /* the array `schemas` read: NULL for "tools" (see above) */
+
+  /* The HTTP media type (Content-Type without parameters, lower case) that this
+   * provider's stream, and no other's, comes with: Bedrock's
+   * "application/vnd.amazon.eventstream", Ollama's "application/x-ndjson". NULL for the
+   * providers that stream `text/event-stream` (the tap: ts_tap_config.content_type). */
+  const char *media_type;
+  /* Nonzero when a streamed reply of this provider may also come as `application/json`
+   * (Gemini's streamGenerateContent without alt=sse: one JSON array), so that a proxy taps
+   * such a reply; for the others a JSON reply is a non-streamed answer. */
+  unsigned json_stream : 1;
 } ts_provider;
 
 /* Auto detection, asking the rows in table order. ts_provider_detect_name: the format
@@ -197,6 +210,11 @@ const ts_provider *ts_provider_find(const char *name);
 /* Row i, 0 .. ts_provider_count()-1, in table order. */
 size_t ts_provider_count(void);
 const ts_provider *ts_provider_at(size_t i);
+
+/* The format whose stream comes with HTTP media type `mt` (n bytes: a Content-Type's
+ * type/subtype, compared without regard to case), or TS_FORMAT_AUTO when no row claims
+ * it. */
+ts_format ts_provider_for_media_type(const char *mt, size_t n);
 
 /* The format whose replies a request path ends with (the part before any '?'), or
  * TS_FORMAT_AUTO when no row claims it. */
@@ -220,14 +238,21 @@ int ts_provider_url(const ts_provider *p, const char *base, const char *model, c
  * TS_E_LIMIT). */
 int ts_provider_request(const ts_provider *p, const ts_request *req, ts_buf *out);
 
-/* Walks the `tools` array of a parsed request body (token 0 its top-level object) and
- * calls `fn` with the tokens of each declared tool's name and schema (the schema token
- * may be -1 when the declaration has none). `p`: that provider's locations only; NULL:
- * every provider's, the most specific shape first (a `list`, then a `holder`, then a
- * plain entry), the first that matches an entry wins. Nothing is decoded or changed. */
+/* Walks the tool arrays of a parsed request body (token 0 its top-level object: `tools`,
+ * and any provider's `tools_array`) and calls `fn` with the tokens of each declared
+ * tool's name and schema (the schema token may be -1 when the declaration has none).
+ * `p`: that provider's locations only; NULL: every provider's, the most specific shape
+ * first (a `list`, then a `holder`, then a plain entry), the first that matches an entry
+ * of that array wins. Nothing is decoded or changed. */
 typedef void (*ts_provider_schema_fn)(void *user, struct ts_jv *jv, int name_tok, int schema_tok);
 void ts_provider_tool_schemas(const ts_provider *p, struct ts_jv *jv, ts_provider_schema_fn fn,
                               void *user);
+
+/* The tokens of the arrays in a parsed request body (token 0 its top-level object) that
+ * hold tool declarations for `p` (NULL: any provider): `tools`, and the providers'
+ * other `tools_array` paths, each at most once. Writes up to `max` of them to out
+ * and returns how many it wrote. Nothing is decoded or changed. */
+int ts_provider_tool_arrays(const ts_provider *p, const struct ts_jv *jv, int *out, int max);
 
 /* For the provider files: writes `,"tools":[...]` (nothing when there are none), each
  * tool {"name","description",SCHEMA_KEY:schema}, wrapped as {"type":"function",

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "stream/eventstream.h"
 #include "stream/json_seq.h"
@@ -70,6 +71,11 @@ enum { FRAME_UNDECIDED = 0, FRAME_SSE, FRAME_JSON, FRAME_JSON_ARRAY, FRAME_EVS, 
 
 /* The first bytes of the reply, kept to say what it was when no format recognises it. */
 #define TAP_HEAD 64
+/* The media type kept for messages (longer ones are cut: they are only quoted). */
+#define TAP_MEDIA 64
+
+/* What the reply's Content-Type says (ts_tap_content_type). */
+enum { CT_NONE = 0, CT_OTHER, CT_SSE, CT_JSON, CT_NDJSON, CT_EVS, CT_HTML };
 
 struct ts_tap {
   ts_tap_config cfg;
@@ -79,6 +85,8 @@ struct ts_tap {
   uint64_t base;    /* bytes before the first that is not whitespace */
   size_t head_len;
   char head[TAP_HEAD];
+  int ct;           /* CT_*: the content type's verdict */
+  char media[TAP_MEDIA + 1]; /* the media type, for messages ("" when none was given) */
   ts_sse sse;
   ts_json_seq jseq;
   ts_evs evs;
@@ -526,13 +534,14 @@ static size_t head_text(const ts_tap *t, char *out, size_t cap) {
 /* auto found no format: say what the reply began with, so that a user sees an error page,
  * a proxy's message or an empty reply for what it is. */
 static void unknown_format(ts_tap *t) {
-  char head[TAP_HEAD + 1], msg[TAP_HEAD + 96];
+  char head[TAP_HEAD + 1], ct[TAP_MEDIA + 32] = "", msg[TAP_HEAD + TAP_MEDIA + 128];
   int n;
+  if (t->media[0]) snprintf(ct, sizeof ct, " (Content-Type: %s)", t->media);
   if (head_text(t, head, sizeof head))
-    n = snprintf(msg, sizeof msg, "%s; the reply begins: %s%s", ts_err_message(TS_E_MS_UNKNOWN_FORMAT),
-                 head, t->head_len == TAP_HEAD ? "..." : "");
+    n = snprintf(msg, sizeof msg, "%s%s; the reply begins: %s%s",
+                 ts_err_message(TS_E_MS_UNKNOWN_FORMAT), ct, head, t->head_len == TAP_HEAD ? "..." : "");
   else
-    n = snprintf(msg, sizeof msg, "%s: the reply is empty", ts_err_message(TS_E_MS_UNKNOWN_FORMAT));
+    n = snprintf(msg, sizeof msg, "%s%s: the reply is empty", ts_err_message(TS_E_MS_UNKNOWN_FORMAT), ct);
   stream_error(t, TS_E_MS_UNKNOWN_FORMAT, msg, (size_t)n);
 }
 
@@ -625,11 +634,20 @@ static int on_evs_message(void *user, const ts_evs_item *it) {
   return t->aborted;
 }
 
-/* Decides the framing from the reply's first byte that is not whitespace: `{` is JSON
- * values (NDJSON, or one body: an error reply), `[` one JSON array of events, `<` an
- * HTML page (an error page from a proxy or a login wall: reported, the rest ignored);
- * anything else is SSE. Leading whitespace means nothing in any of them. */
+/* Decides the framing from the content type when it tells (tap.h, "Content type"), else
+ * from the reply's first byte that is not whitespace: `{` is JSON values (NDJSON, or one
+ * body: an error reply), `[` one JSON array of events, `<` an HTML page (an error page
+ * from a proxy or a login wall: reported, the rest ignored); anything else is SSE.
+ * Leading whitespace means nothing in any of them. */
 static void decide_framing(ts_tap *t, char c) {
+  switch (t->ct) {
+    case CT_SSE: t->framing = FRAME_SSE; return;
+    case CT_HTML: t->framing = FRAME_IGNORE; return;
+    case CT_EVS: c = 0; break;
+    case CT_NDJSON: c = '{'; break;
+    case CT_JSON: c = c == '[' ? '[' : '{'; break;
+    default: break;
+  }
   if (c == 0) { /* a binary frame's length: under 16 MiB, its first byte is 0 */
     t->framing = FRAME_EVS;
     ts_evs_init(&t->evs, t->sse_buf, t->cfg.max_event_bytes, on_evs_message, t);
@@ -644,10 +662,14 @@ static void decide_framing(ts_tap *t, char c) {
 }
 
 static void not_a_stream(ts_tap *t) {
-  char head[TAP_HEAD + 1], msg[TAP_HEAD + 96];
-  head_text(t, head, sizeof head);
-  int n = snprintf(msg, sizeof msg, "the reply is an HTML page, not a model stream; it begins: %s%s",
-                   head, t->head_len == TAP_HEAD ? "..." : "");
+  char head[TAP_HEAD + 1], ct[TAP_MEDIA + 32] = "", msg[TAP_HEAD + TAP_MEDIA + 128];
+  int n;
+  if (t->media[0]) snprintf(ct, sizeof ct, " (Content-Type: %s)", t->media);
+  if (head_text(t, head, sizeof head))
+    n = snprintf(msg, sizeof msg, "the reply is an HTML page%s, not a model stream; it begins: %s%s",
+                 ct, head, t->head_len == TAP_HEAD ? "..." : "");
+  else
+    n = snprintf(msg, sizeof msg, "the reply is an HTML page%s, not a model stream: it is empty", ct);
   t->ev_off = t->pos;
   stream_error(t, TS_E_MS_NOT_STREAM, msg, (size_t)n);
 }
@@ -727,6 +749,72 @@ static void raw_feed(ts_tap *t, const char *p, size_t n) {
   }
 }
 
+/* ---- the content type ------------------------------------------------------------------- */
+
+/* Media types whose framing the tap knows; the providers' own (bedrock, ollama) come with
+ * their format from the provider table. */
+static const struct {
+  const char *mt;
+  int ct;
+} media_types[] = {
+    {"text/event-stream", CT_SSE},
+    {"application/json", CT_JSON},
+    {"application/x-ndjson", CT_NDJSON},
+    {"application/vnd.amazon.eventstream", CT_EVS},
+    {"text/html", CT_HTML},
+};
+
+/* The media type of a Content-Type: the part before any ';', without whitespace. */
+static ts_view media_of(const char *ct, size_t len) {
+  size_t i = 0, n = 0;
+  while (i < len && is_ws(ct[i])) i++;
+  while (i + n < len && ct[i + n] != ';' && !is_ws(ct[i + n])) n++;
+  return (ts_view){ct ? ct + i : "", n};
+}
+
+/* Its CT_* verdict (CT_OTHER for one the tap does not know, CT_NONE for none). */
+static int ct_of(ts_view mt) {
+  if (!mt.len) return CT_NONE;
+  for (size_t k = 0; k < sizeof media_types / sizeof media_types[0]; k++)
+    if (strlen(media_types[k].mt) == mt.len && !strncasecmp(media_types[k].mt, mt.p, mt.len))
+      return media_types[k].ct;
+  return CT_OTHER;
+}
+
+int ts_tap_media(const char *ct, size_t len) {
+  if (!ct) return TS_TAP_MEDIA_OTHER;
+  switch (ct_of(media_of(ct, len))) {
+    case CT_SSE: case CT_NDJSON: case CT_EVS: return TS_TAP_MEDIA_STREAM;
+    case CT_JSON: return TS_TAP_MEDIA_JSON;
+    case CT_HTML: return TS_TAP_MEDIA_HTML;
+    default: return TS_TAP_MEDIA_OTHER;
+  }
+}
+
+int ts_tap_content_type(ts_tap *t, const char *ct, size_t len) {
+  if (!t || (!ct && len) || t->cfg.format == TS_FORMAT_RAW || t->ct || t->pos ||
+      t->framing != FRAME_UNDECIDED)
+    return TS_E_INVAL;
+  ts_view mt = media_of(ct, len);
+  t->ct = ct_of(mt);
+  if (t->ct == CT_NONE) return TS_E_OK;
+  size_t keep = mt.len < TAP_MEDIA ? mt.len : TAP_MEDIA;
+  for (size_t k = 0; k < keep; k++) { /* printable for the messages that quote it */
+    unsigned char c = (unsigned char)mt.p[k];
+    t->media[k] = c >= 0x20 && c < 0x7F ? (char)c : '?';
+  }
+  t->media[keep] = '\0';
+  if (t->ct == CT_HTML) return TS_E_OK; /* never a model stream, whatever the format */
+  if (t->cfg.format != TS_FORMAT_AUTO) {
+    t->ct = CT_OTHER; /* the caller's format decides; the framing by the first bytes */
+    return TS_E_OK;
+  }
+  ts_format f = ts_provider_for_media_type(mt.p, mt.len);
+  if (f != TS_FORMAT_AUTO) ts_adapter_narrow(t->ms, f, 0);
+  else if (t->ct == CT_SSE) ts_adapter_narrow(t->ms, TS_FORMAT_AUTO, 1);
+  return TS_E_OK;
+}
+
 /* ---- public --------------------------------------------------------------------------- */
 
 int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user) {
@@ -756,10 +844,13 @@ int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user)
       rc = ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
                        t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t);
   }
+  if (rc == TS_E_OK && cfg->content_type && cfg->format != TS_FORMAT_RAW)
+    ts_tap_content_type(t, cfg->content_type, strlen(cfg->content_type));
   if (rc != TS_E_OK) {
     ts_tap_free(t);
     return rc;
   }
+  t->cfg.content_type = NULL; /* read here only: the caller's string is not kept */
   *out = t;
   return TS_E_OK;
 }
@@ -780,8 +871,8 @@ int ts_tap_feed(ts_tap *t, char *buf, size_t len) {
     return t->aborted ? TS_E_ABORTED : TS_E_OK;
   }
   if (t->framing == FRAME_UNDECIDED) {
-    size_t k = 0;
-    while (k < len && (buf[k] == ' ' || buf[k] == '\t' || buf[k] == '\n' || buf[k] == '\r')) k++;
+    size_t k = 0; /* a binary stream has no whitespace to skip */
+    while (t->ct != CT_EVS && k < len && is_ws(buf[k])) k++;
     t->pos += k;
     t->base = t->pos;
     buf += k, len -= k;
@@ -814,7 +905,7 @@ int ts_tap_finish(ts_tap *t) {
       fail_call(t, c, c->arg_bytes ? TS_E_TAP_INCOMPLETE : TS_E_JSON_EMPTY, c->arg_bytes);
     return t->aborted ? TS_E_ABORTED : TS_E_OK;
   }
-  if (t->framing == FRAME_IGNORE) {
+  if (t->framing == FRAME_IGNORE || t->ct == CT_HTML) {
     not_a_stream(t); /* and nothing else: there was no stream to be truncated */
     return t->aborted ? TS_E_ABORTED : TS_E_OK;
   }

@@ -132,7 +132,27 @@ typedef struct {
    * call then gets a synthesized id (see "Call ids"). */
   int (*id_taken)(void *user, const char *id, size_t len);
   void *id_user;
+  /* The reply's HTTP Content-Type when the caller has one (the gateway, `run`), else
+   * NULL; read by ts_tap_new only (see "Content type" below). */
+  const char *content_type;
 } ts_tap_config;
+
+/* Content type. Where the reply came over HTTP its Content-Type says what it is, which
+ * the first bytes cannot always tell. With format `auto` the media type (the part before
+ * any `;`, compared without regard to case or surrounding whitespace) decides:
+ *   application/vnd.amazon.eventstream  bedrock, AWS event stream framing;
+ *   application/x-ndjson                ollama, newline-delimited JSON;
+ *   text/event-stream                   SSE framing, detection among the SSE formats only;
+ *   application/json                    JSON framing: one array whose elements are the
+ *                                       events (Gemini), or one body (an error reply);
+ *   text/html                           an HTML page: STREAM_ERROR TS_E_MS_NOT_STREAM at
+ *                                       the end, saying so (with any format, not only auto);
+ *   anything else, or none              decided by the first bytes, as without it.
+ * (The first two come from the provider table's `media_type`, stream/provider.h.) The
+ * format's own reader then reads what arrives; a body that does not fit its content
+ * type is an error of that framing, never re-sniffed. An unknown-format error names the
+ * content type. */
+
 
 typedef struct ts_tap ts_tap;
 
@@ -142,6 +162,21 @@ typedef struct ts_tap ts_tap;
  * memory runs out. On error *out is untouched and nothing is held. */
 int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user);
 void ts_tap_free(ts_tap *t); /* NULL is a no-op */
+
+/* What a Content-Type (`ct`, len bytes, need not be NUL-terminated) says about a reply,
+ * by the rules above: TS_TAP_MEDIA_STREAM for a model stream (text/event-stream,
+ * application/vnd.amazon.eventstream, application/x-ndjson), TS_TAP_MEDIA_JSON,
+ * TS_TAP_MEDIA_HTML, else TS_TAP_MEDIA_OTHER (also for none). For a proxy deciding which
+ * replies to tap. */
+enum { TS_TAP_MEDIA_OTHER = 0, TS_TAP_MEDIA_STREAM, TS_TAP_MEDIA_JSON, TS_TAP_MEDIA_HTML };
+int ts_tap_media(const char *ct, size_t len);
+
+/* Sets the content type of a tap created without one, before its first byte (`run`
+ * learns it from the reply's head, after the tap was made); the same rules as
+ * ts_tap_config.content_type. `ct` need not be NUL-terminated and is not kept. Returns
+ * TS_E_OK; TS_E_INVAL when bytes were already fed, a content type was already set, or
+ * the tap reads `raw` input. */
+int ts_tap_content_type(ts_tap *t, const char *ct, size_t len);
 
 /* Feeds the next bytes of the stream. `buf` may be modified (JSON strings are decoded in
  * place). Returns TS_E_OK or TS_E_ABORTED; errors in the stream itself are events, not

@@ -39,6 +39,8 @@
  *   errbody=text     with status: a plain-text body "model_server says no\nsecond line"
  *   malformed=1      send MALFORMED (below) instead of a file: not SSE, not JSON
  *                    (every option needs a value: "?malformed" alone is ignored)
+ *   type=MEDIA       answer with Content-Type MEDIA instead of the file's own (NDJSON, a
+ *                    JSON array, an HTML page; at most 127 bytes)
  * Example: POST /v1/chat/completions?status=429&times=2 gets 429 twice, then a stream.
  */
 #define _DEFAULT_SOURCE
@@ -179,6 +181,7 @@ typedef struct stream {
   int status; /* 0: stream a file */
   int retry_after;
   int text_body;
+  char ctype[128]; /* the Content-Type of a 2xx reply */
   int dropping;
   int binary; /* an AWS event stream (*.bin) */
   struct event *timer;
@@ -251,7 +254,9 @@ static void send_next(stream *s) {
   if (s->off == 0 && !s->dropping) {
     struct evkeyvalq *h = evhttp_request_get_output_headers(s->req);
     evhttp_add_header(h, "Content-Type",
-                      s->binary ? "application/vnd.amazon.eventstream" : "text/event-stream");
+                      s->ctype[0] ? s->ctype
+                      : s->binary ? "application/vnd.amazon.eventstream"
+                                  : "text/event-stream");
     evhttp_add_header(h, "Cache-Control", "no-cache");
     evhttp_send_reply_start(s->req, 200, "OK");
     if (!s->len) {
@@ -340,6 +345,8 @@ static void on_request(struct evhttp_request *req, void *arg) {
   s->slow_ms = (int)opt_num(&q, "slow", 0);
   s->chunk = (size_t)opt_num(&q, "chunk", s->slow_ms ? 16 : 0);
   s->retry_after = -1;
+  const char *type = evhttp_find_header(&q, "type");
+  if (type) snprintf(s->ctype, sizeof s->ctype, "%s", type);
   s->timer = evtimer_new(base, on_timer, s);
   long status = opt_num(&q, "status", 0);
   if (status) {

@@ -101,6 +101,7 @@
 typedef struct {
   ts_hmap_node h; /* first */
   ts_sink *sink;  /* numbers and publishes the thread's events (events/sink.h) */
+  uint32_t turns; /* model replies tapped on this thread so far (the last turn's number) */
   char key[];     /* the thread id, NUL-terminated */
 } seq_node;
 
@@ -231,23 +232,39 @@ static ts_sink *thread_sink(const ts_gw *gw, const char *thread) {
   return ts_sink_new(&sc, &s) == TS_E_OK ? s : NULL;
 }
 
-/* The sink of a thread a client named: one per thread, across its requests (a conversation
- * sends one request per turn with the same header), so its seqs keep increasing. NULL when
- * out of memory or the map is full. */
-static ts_sink *named_sink(ts_gw *gw, const char *thread) {
+/* The entry of a thread a client named: one per thread, across its requests (a
+ * conversation sends one request per turn with the same header), holding its sink (so its
+ * seqs keep increasing) and its turn count. NULL when out of memory or the map is full. */
+static seq_node *named_node(ts_gw *gw, const char *thread) {
   size_t len = strlen(thread);
   seq_node *n = (seq_node *)ts_hmap_find(&gw->seqs, thread, len);
-  if (n) return n->sink;
+  if (n) return n;
   if (gw->seqs.n >= TS_GW_MAX_NAMED_THREADS) return NULL; /* full */
   n = malloc(sizeof *n + len + 1);
   if (!n) return NULL;
+  n->turns = 0;
   memcpy(n->key, thread, len + 1);
   if (!(n->sink = thread_sink(gw, thread)) || ts_hmap_insert(&gw->seqs, &n->h, n->key, len)) {
     ts_sink_free(n->sink);
     free(n);
     return NULL;
   }
-  return n->sink;
+  return n;
+}
+
+static ts_sink *named_sink(ts_gw *gw, const char *thread) {
+  seq_node *n = named_node(gw, thread);
+  return n ? n->sink : NULL;
+}
+
+/* The turn a model reply about to be tapped is on its thread: the next of a named thread
+ * (1, 2, 3 ... across its requests), 1 for a made-up thread (it is this request only) or
+ * when the map is full (then the thread's events are numbered per request too). */
+static uint32_t next_turn(conn *c) {
+  seq_node *n = c->named_thread ? named_node(c->gw, c->thread) : NULL;
+  if (!n) return 1;
+  if (n->turns < UINT32_MAX) n->turns++;
+  return n->turns;
 }
 
 /* ---- publishing ---------------------------------------------------------------------- */
@@ -698,6 +715,21 @@ static int field_is(ts_view name, const char *s) {
   return name.len == strlen(s) && !strncasecmp(name.p, s, name.len);
 }
 
+/* Whether a 2xx reply goes through the tap, by its Content-Type (stream/tap.h): a model
+ * stream; on a path that names a provider, an HTML page (a login wall: the tap says so);
+ * and application/json where that provider streams JSON (Gemini's array without alt=sse;
+ * for the others a JSON reply is a non-streamed answer, which is no stream to read).
+ * Other replies (model lists, files) are passed without a tap. */
+static int tapped(const conn *c, ts_view ct) {
+  const ts_provider *p = ts_provider_get(c->format);
+  switch (ts_tap_media(ct.p, ct.len)) {
+    case TS_TAP_MEDIA_STREAM: return 1;
+    case TS_TAP_MEDIA_HTML: return p != NULL;
+    case TS_TAP_MEDIA_JSON: return p && p->json_stream;
+    default: return 0;
+  }
+}
+
 /* The upstream's head is h (views into p). Starts the client's reply. Returns 1 when c
  * was freed. */
 static int start_reply(conn *c) {
@@ -768,8 +800,9 @@ static int start_reply(conn *c) {
   ts_view ct = {NULL, 0};
   ts_http_field_get(h, "Content-Type", &ct);
   int code = h->status;
-  if (code >= 200 && code < 300 && (gw->cfg.pub || gw->cfg.serve) && ct.len >= 17 &&
-      !strncasecmp(ct.p, "text/event-stream", 17)) {
+  if (code >= 200 && code < 300 && (gw->cfg.pub || gw->cfg.serve) && tapped(c, ct)) {
+    char ctype[256];
+    snprintf(ctype, sizeof ctype, "%.*s", (int)(ct.len < 255 ? ct.len : 255), ct.p ? ct.p : "");
     ts_tap_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.format = c->format;
@@ -777,6 +810,8 @@ static int start_reply(conn *c) {
     cfg.progress_user = c;
     cfg.deltas = gw->cfg.deltas;
     cfg.text = gw->cfg.text;
+    cfg.content_type = ctype; /* the tap decides the framing by it (stream/tap.h) */
+    cfg.turn = next_turn(c);
     c->tap = NULL;
     if (ts_tap_new(&c->tap, &cfg, on_tap_event, c) != TS_E_OK) gw->m.st.tap_errors++;
   } else if (code >= 400) {

@@ -74,8 +74,15 @@
  *     upstream) until the client's output has drained; memory per stream stays bounded.
  *   - A client that disconnects, also before the upstream has answered, closes the
  *     upstream connection at once and is counted in client_aborts.
- *   - Tap format by path (net/gw_route.h). The tap runs only on 2xx answers with
- *     Content-Type text/event-stream, and only when events are published.
+ *   - Tap format by path (ts_provider_for_path, stream/provider.h). The tap runs only
+ *     when events are published, on 2xx answers whose Content-Type is a model stream
+ *     (text/event-stream, application/vnd.amazon.eventstream, application/x-ndjson) or,
+ *     on a path that names a provider, text/html, and application/json where that
+ *     provider streams JSON (its row's json_stream: Gemini); it is handed the
+ *     Content-Type (stream/tap.h, "Content type").
+ *   - Turns: a thread named by X-Toolstream-Thread counts the replies tapped on it, 1, 2,
+ *     3 ... across its requests (the tap's `turn`), so synthesized call ids
+ *     ("ts_<turn>_<index>") stay unique within the thread; a made-up thread is turn 1.
  *   - Errors: an upstream error status is passed through untouched and published as a
  *     stream_error (gw_status); an unreachable or broken upstream, or a malformed
  *     response head, gives 502 (504 for a timeout before the headers) and a

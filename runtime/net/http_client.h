@@ -54,7 +54,8 @@
  *
  * Results: `info` (may be NULL) is filled on every return: the last status seen (0 if
  * none), the number of attempts, the body bytes handed to on_chunk, and the response's
- * Content-Type (truncated to fit). `why` (may be NULL; why_cap bytes) receives a
+ * Content-Type (truncated to fit). Status and Content-Type are already set when on_chunk
+ * is first called (a caller may read them there to judge the body). `why` (may be NULL; why_cap bytes) receives a
  * one-line human explanation on error and "" on success.
  */
 #ifndef TS_HTTP_CLIENT_H

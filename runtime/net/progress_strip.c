@@ -116,11 +116,13 @@ char *ts_progress_strip(const char *body, size_t len, ts_tool_defs *defs, size_t
   size_t cap = len / 2 + 16;
   if (cap > (64u << 20)) cap = 64u << 20;
   if (ts_jv_init(&v, (int)cap) || ts_jv_parse(&v, copy, len)) goto done;
-  int tools = ts_jv_get(&v, 0, "tools");
-  if (ts_jv_type_of(&v, tools) != TS_JV_ARRAY) goto done;
-  /* Pass 1: ranges (raw bytes only). */
-  for (int k = 0, t = ts_jv_first(&v, tools); k < ts_jv_size(&v, tools); k++, t = ts_jv_skip(&v, t))
-    collect_xpa(&v, t, &rs);
+  /* Pass 1: ranges (raw bytes only), in every array that declares tools (`tools`, and
+   * Bedrock's toolConfig.tools: stream/provider.h). */
+  int arrays[8];
+  int na = ts_provider_tool_arrays(NULL, &v, arrays, 8);
+  if (!na) goto done;
+  for (int a = 0; a < na; a++)
+    collect_xpa(&v, arrays[a], &rs);
   if (!rs.n || rs.oom) goto done;
   /* Pass 2: names and progress arguments (decodes strings in place in the copy), from
    * wherever any provider's request declares its tools (stream/provider.h). */

@@ -11,8 +11,9 @@
  * Where tool schemas live, per provider: OpenAI Chat tools[].function.parameters;
  * Responses tools[].parameters; Anthropic tools[].input_schema; Gemini
  * tools[].functionDeclarations[].parameters or parametersJsonSchema (also
- * function_declarations). Only members inside `tools` are touched: the keyword in a
- * message's text stays.
+ * function_declarations); Bedrock toolConfig.tools[].toolSpec.inputSchema.json (the
+ * provider table says, stream/provider.h). Only members inside those tool arrays are
+ * touched: the keyword in a message's text stays.
  */
 #ifndef TS_NET_PROGRESS_STRIP_H
 #define TS_NET_PROGRESS_STRIP_H
@@ -26,7 +27,7 @@
 /* Strips the keyword from the tools of the JSON request `body` (len bytes) and records
  * the progress arguments it names in *defs. Returns a malloc'd rewritten body
  * (*out_len bytes; the caller frees it), or NULL when the body is to be forwarded
- * untouched: no keyword, not JSON, no tools array, over 256 MiB, or out of memory. */
+ * untouched: no keyword, not JSON, no tool array, over 256 MiB, or out of memory. */
 char *ts_progress_strip(const char *body, size_t len, ts_tool_defs *defs, size_t *out_len);
 
 #endif /* TS_NET_PROGRESS_STRIP_H */

@@ -17,12 +17,18 @@
  *
  * Calls are keyed by contentBlockIndex. The turn ends at `metadata` (the last message);
  * EOF after `messageStop` without it also ends the turn normally; EOF before is
- * truncation.
+ * truncation. The reply comes as `application/vnd.amazon.eventstream` (the row's
+ * media_type: with it the tap needs no sniffing).
+ *
+ * The request side, for the gateway: POST /model/{modelId}/converse-stream, the tools
+ * declared under toolConfig.tools[].toolSpec, each schema at inputSchema.json (the row's
+ * tools_array and schemas).
  */
 #define TS_ADAPTER_INTERNAL
 #include <string.h>
 
 #include "stream/adapter.h"
+#include "stream/json_scan.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -84,6 +90,70 @@ static void bedrock_event(ts_adapter *a, ts_jv *jv, ts_view name) {
     ts__adapter_provider_error(a, jv, 0, NULL);
   }
   /* messageStart: nothing */
+}
+
+/* ---- the one pass -------------------------------------------------------------------------
+ * contentBlockDelta with a toolUse fragment is nearly every message of a tool call; it is
+ * read in one pass of the scanner (stream/json_scan.h) with exactly bedrock_event's
+ * result: the index and the fragment are collected and reported once the whole payload
+ * has been read. Anything else (another event, a text delta, a member of an unexpected
+ * type, a duplicate of a member it reads) returns 0 with nothing reported, for the general
+ * way. */
+
+#define ONCE(bit)               \
+  do {                          \
+    if (seen & (bit)) return 0; \
+    seen |= (bit);              \
+  } while (0)
+
+static int bedrock_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
+  if (!is(name, "contentBlockDelta")) return 0;
+  ts_json_scan s;
+  ts_json_item it;
+  ts_json_scan_init(&s, text, len);
+  if (ts_json_scan_next(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
+  ts_view frag = {NULL, 0};
+  int frag_esc = 0, have_index = 0;
+  int64_t index = 0;
+  unsigned seen = 0;
+  for (;;) {
+    if (ts_json_scan_next(&s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) break;
+    if (ts_json_scan_key_is(it.key, "contentBlockIndex", 17)) {
+      ONCE(1);
+      if (it.type == TS_JSON_SCAN_NUMBER && ts_json_scan_int(it.raw, &index) == 0) have_index = 1;
+    } else if (ts_json_scan_key_is(it.key, "delta", 5)) {
+      ONCE(2);
+      if (it.type != TS_JSON_SCAN_OBJECT) return 0;
+      for (;;) {
+        if (ts_json_scan_next(&s, &it) != 1) return 0;
+        if (it.type == TS_JSON_SCAN_END) break;
+        if (ts_json_scan_key_is(it.key, "toolUse", 7)) {
+          ONCE(4);
+          if (it.type != TS_JSON_SCAN_OBJECT) return 0;
+          for (;;) {
+            if (ts_json_scan_next(&s, &it) != 1) return 0;
+            if (it.type == TS_JSON_SCAN_END) break;
+            if (ts_json_scan_key_is(it.key, "input", 5)) {
+              ONCE(8);
+              if (it.type != TS_JSON_SCAN_STRING) return 0;
+              frag = it.raw, frag_esc = it.escaped;
+            }
+            if (ts_json_scan_skip(&s, NULL) != 1) return 0;
+          }
+        } else if (ts_json_scan_key_is(it.key, "text", 4)) {
+          return 0; /* text deltas: the general way */
+        }
+        if (ts_json_scan_skip(&s, NULL) != 1) return 0;
+      }
+    }
+    if (ts_json_scan_skip(&s, NULL) != 1) return 0;
+  }
+  if (ts_json_scan_next(&s, &it) != 0 || !(seen & 4)) return 0; /* one value; a toolUse delta */
+  int slot = have_index ? ts__adapter_call_by_nkey(a, index) : -1;
+  ts_view v;
+  if (slot >= 0 && frag.p && ts__adapter_decode(a, frag, frag_esc, &v) > 0) ts__adapter_call_args(a, slot, v);
+  return 1;
 }
 
 static int bedrock_name(ts_view name) {
@@ -181,9 +251,11 @@ static int bedrock_request(const ts_request *r, ts_buf *b) {
 static const char *const bedrock_paths[] = {"/converse-stream", NULL};
 static const ts_provider_header bedrock_headers[] = {{"Accept", "application/vnd.amazon.eventstream"},
                                                      {NULL, NULL}};
-/* Tool schemas: Bedrock declares them under toolConfig.tools[].toolSpec.inputSchema.json,
- * outside the top-level `tools` array the schema walker reads: none listed yet. */
-static const ts_schema_loc bedrock_schemas[] = {{NULL, NULL, {NULL, NULL}}};
+/* Tool schemas: a Converse request declares them under toolConfig.tools[], each entry
+ * {"toolSpec": {"name", "description", "inputSchema": {"json": SCHEMA}}} (entries may
+ * also be {"cachePoint": ...}, which declare no tool). */
+static const ts_schema_loc bedrock_schemas[] = {{NULL, "toolSpec", {"inputSchema.json", NULL}},
+                                                {NULL, NULL, {NULL, NULL}}};
 
 /* Bedrock's ConverseStream: `run --provider bedrock` (signed with SigV4, or a Bedrock API
  * key in AWS_BEARER_TOKEN_BEDROCK), the tap and the gateway. */
@@ -192,6 +264,7 @@ const ts_provider ts_provider_bedrock = {
     .name = "bedrock",
     .detect_name = bedrock_name,
     .event = bedrock_event,
+    .fast_event = bedrock_fast,
     .eof_after_stop = 1,
     .request = bedrock_request,
     .url_suffix = "/model/{model}/converse-stream",
@@ -203,4 +276,6 @@ const ts_provider ts_provider_bedrock = {
     .sigv4_service = "bedrock",
     .path_suffixes = bedrock_paths,
     .schemas = bedrock_schemas,
+    .tools_array = "toolConfig.tools",
+    .media_type = "application/vnd.amazon.eventstream",
 };

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "stream/adapter.h"
+#include "stream/json_scan.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -162,30 +163,39 @@ static void vx_fail(ts_adapter *a, vx_state *v) {
   ts__adapter_error(a, TS_E_MS_BAD_SHAPE, msg, sizeof msg - 1, 0);
 }
 
-/* One partialArgs piece. */
-static void vx_piece(ts_adapter *a, ts_jv *jv, vx_state *v, int piece) {
+/* A piece's value, as either reader found it. A string is decoded only where it is
+ * written (so that a bad escape is reported at the same point of the events). */
+enum { VX_NONE = 0, VX_STR, VX_NUM, VX_TRUE, VX_FALSE, VX_NULL };
+
+typedef struct {
+  int kind;     /* VX_* */
+  ts_view raw;  /* VX_NUM: the number as sent; VX_STR (scanner): the undecoded body */
+  int escaped;  /* VX_STR (scanner) */
+  ts_jv *jv;    /* VX_STR (parser): the token */
+  int tok;
+} vx_val;
+
+static int vx_text(ts_adapter *a, const vx_val *val, ts_view *out) {
+  return val->jv ? ts__adapter_string(a, val->jv, val->tok, out)
+                 : ts__adapter_decode(a, val->raw, val->escaped, out);
+}
+
+/* One partialArgs piece whose path (decoded) and value are known. */
+static void vx_apply(ts_adapter *a, vx_state *v, ts_view path, int more, const vx_val *val) {
   vx_step steps[VX_MAX_DEPTH];
-  ts_view path, text;
-  if (v->failed) return;
-  if (ts__adapter_string(a, jv, ts_jv_get(jv, piece, "jsonPath"), &path) <= 0) {
-    vx_fail(a, v);
-    return;
-  }
+  ts_view text;
   int n = parse_path(path, steps, VX_MAX_DEPTH);
   if (n < 1) {
     vx_fail(a, v);
     return;
   }
-  int more = ts_jv_is_true(jv, ts_jv_get(jv, piece, "willContinue"));
-  int sv = ts_jv_get(jv, piece, "stringValue"), nv = ts_jv_get(jv, piece, "numberValue");
-  int bv = ts_jv_get(jv, piece, "boolValue"), zv = ts_jv_get(jv, piece, "nullValue");
   /* Levels: lv[1] is the arguments object, step i is a member of level i + 1, and the
    * container a step names is level i + 2. k: the steps whose containers are open. */
   int k = 0;
   while (k < n - 1 && v->depth >= (uint32_t)k + 2 && at_step(&v->lv[k + 1], &steps[k])) k++;
   /* the continuation of the open string at this very path */
   if (v->open_str && k == n - 1 && v->depth == (uint32_t)n && at_step(&v->lv[n], &steps[n - 1])) {
-    if (ts_jv_type_of(jv, sv) == TS_JV_STRING && ts__adapter_string(a, jv, sv, &text) >= 0)
+    if (val->kind == VX_STR && vx_text(a, val, &text) >= 0)
       ts__adapter_call_args_escaped(a, v->slot, text);
     if (!more) close_string(a, v);
     return;
@@ -206,21 +216,43 @@ static void vx_piece(ts_adapter *a, ts_jv *jv, vx_state *v, int piece) {
     vx_fail(a, v);
     return;
   }
-  if (ts_jv_type_of(jv, sv) == TS_JV_STRING) {
-    put(a, v, "\"", 1);
-    if (ts__adapter_string(a, jv, sv, &text) >= 0) ts__adapter_call_args_escaped(a, v->slot, text);
-    v->open_str = 1;
-    if (!more) close_string(a, v);
-  } else if (ts_jv_type_of(jv, nv) == TS_JV_PRIMITIVE && !ts_jv_is_null(jv, nv)) {
-    ts_view raw = ts_jv_raw(jv, nv);
-    put(a, v, raw.p, raw.len);
-  } else if (bv >= 0) {
-    ts_jv_is_true(jv, bv) ? put(a, v, "true", 4) : put(a, v, "false", 5);
-  } else if (zv >= 0) {
-    put(a, v, "null", 4);
-  } else {
-    vx_fail(a, v);
+  switch (val->kind) {
+    case VX_STR:
+      put(a, v, "\"", 1);
+      if (vx_text(a, val, &text) >= 0) ts__adapter_call_args_escaped(a, v->slot, text);
+      v->open_str = 1;
+      if (!more) close_string(a, v);
+      break;
+    case VX_NUM: put(a, v, val->raw.p, val->raw.len); break;
+    case VX_TRUE: put(a, v, "true", 4); break;
+    case VX_FALSE: put(a, v, "false", 5); break;
+    case VX_NULL: put(a, v, "null", 4); break;
+    default: vx_fail(a, v);
   }
+}
+
+/* One partialArgs piece (the parser's tokens). */
+static void vx_piece(ts_adapter *a, ts_jv *jv, vx_state *v, int piece) {
+  ts_view path;
+  if (v->failed) return;
+  if (ts__adapter_string(a, jv, ts_jv_get(jv, piece, "jsonPath"), &path) <= 0) {
+    vx_fail(a, v);
+    return;
+  }
+  int more = ts_jv_is_true(jv, ts_jv_get(jv, piece, "willContinue"));
+  int sv = ts_jv_get(jv, piece, "stringValue"), nv = ts_jv_get(jv, piece, "numberValue");
+  int bv = ts_jv_get(jv, piece, "boolValue"), zv = ts_jv_get(jv, piece, "nullValue");
+  vx_val val = {VX_NONE, {NULL, 0}, 0, NULL, -1};
+  if (ts_jv_type_of(jv, sv) == TS_JV_STRING) {
+    val.kind = VX_STR, val.jv = jv, val.tok = sv;
+  } else if (ts_jv_type_of(jv, nv) == TS_JV_PRIMITIVE && !ts_jv_is_null(jv, nv)) {
+    val.kind = VX_NUM, val.raw = ts_jv_raw(jv, nv);
+  } else if (bv >= 0) {
+    val.kind = ts_jv_is_true(jv, bv) ? VX_TRUE : VX_FALSE;
+  } else if (zv >= 0) {
+    val.kind = VX_NULL;
+  }
+  vx_apply(a, v, path, more, &val);
 }
 
 /* Ends the call being rebuilt: closes what is open, then the call. */
@@ -309,6 +341,210 @@ static void gemini_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   } else {
     chunk(a, jv, 0);
   }
+}
+
+/* ---- the one pass -------------------------------------------------------------------------
+ * Vertex's streamed arguments come one small piece per chunk, five levels down
+ * (candidates[0].content.parts[0].functionCall.partialArgs[]) in an envelope several times
+ * its size, so those chunks are read in one pass of the scanner (stream/json_scan.h) with
+ * exactly chunk()'s result: a chunk whose one part is a functionCall carrying only
+ * `partialArgs` and `willContinue`, for a call being rebuilt, without finishReason, usage,
+ * promptFeedback or error. The pieces are collected (views into the payload) and applied
+ * only once the whole payload has been read; anything else (another shape, a member of an
+ * unexpected type, a duplicate of a member it reads, more than VX_FAST_PIECES pieces)
+ * returns 0 with nothing reported, for the general way. */
+
+#define VX_FAST_PIECES 16 /* pieces per chunk read in one pass (Vertex sends one or two) */
+
+typedef struct {
+  ts_view path;
+  int path_esc, more;
+  vx_val val;
+} vx_fast_piece;
+
+#define ONCE(bit)            \
+  do {                       \
+    if (seen & (bit)) return 0; \
+    seen |= (bit);           \
+  } while (0)
+
+static int is_key(const ts_json_item *it, const char *lit) {
+  return ts_json_scan_key_is(it->key, lit, strlen(lit));
+}
+
+/* A literal true / false for willContinue: 1 / 0; -1 for any other type. */
+static int flag_of(const ts_json_item *it) {
+  return it->type == TS_JSON_SCAN_TRUE ? 1 : it->type == TS_JSON_SCAN_FALSE ? 0 : -1;
+}
+
+/* One piece object (the scanner is at its start). */
+static int fast_piece(ts_json_scan *s, vx_fast_piece *pc) {
+  ts_json_item it;
+  unsigned seen = 0;
+  memset(pc, 0, sizeof *pc);
+  int sv = 0, nv = 0, bv = 0, zv = 0, btrue = 0;
+  ts_view sraw = {NULL, 0}, nraw = {NULL, 0};
+  int sesc = 0;
+  for (;;) {
+    if (ts_json_scan_next(s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) break;
+    if (is_key(&it, "jsonPath")) {
+      ONCE(1);
+      if (it.type != TS_JSON_SCAN_STRING) return 0;
+      pc->path = it.raw, pc->path_esc = it.escaped;
+    } else if (is_key(&it, "stringValue")) {
+      ONCE(2);
+      if (it.type != TS_JSON_SCAN_STRING) return 0;
+      sv = 1, sraw = it.raw, sesc = it.escaped;
+    } else if (is_key(&it, "numberValue")) {
+      ONCE(4);
+      if (it.type != TS_JSON_SCAN_NUMBER) return 0;
+      nv = 1, nraw = it.raw;
+    } else if (is_key(&it, "boolValue")) {
+      ONCE(8);
+      if ((btrue = flag_of(&it)) < 0) return 0;
+      bv = 1;
+    } else if (is_key(&it, "nullValue")) {
+      ONCE(16);
+      if (it.type != TS_JSON_SCAN_NULL) return 0;
+      zv = 1;
+    } else if (is_key(&it, "willContinue")) {
+      ONCE(32);
+      if ((pc->more = flag_of(&it)) < 0) return 0;
+    }
+    if (ts_json_scan_skip(s, NULL) != 1) return 0;
+  }
+  if (!(seen & 1)) return 0; /* no path: the general way says so */
+  vx_val val = {VX_NONE, {NULL, 0}, 0, NULL, -1};
+  if (sv) val.kind = VX_STR, val.raw = sraw, val.escaped = sesc; /* the parser's precedence */
+  else if (nv) val.kind = VX_NUM, val.raw = nraw;
+  else if (bv) val.kind = btrue ? VX_TRUE : VX_FALSE;
+  else if (zv) val.kind = VX_NULL;
+  pc->val = val;
+  return 1;
+}
+
+/* The functionCall object (the scanner is at its start): only partialArgs and willContinue. */
+static int fast_call(ts_json_scan *s, vx_fast_piece *pcs, int *npcs, int *more) {
+  ts_json_item it;
+  unsigned seen = 0;
+  for (;;) {
+    if (ts_json_scan_next(s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) break;
+    if (is_key(&it, "partialArgs")) {
+      ONCE(1);
+      if (it.type != TS_JSON_SCAN_ARRAY) return 0;
+      for (;;) {
+        if (ts_json_scan_next(s, &it) != 1) return 0;
+        if (it.type == TS_JSON_SCAN_END) break;
+        if (it.type != TS_JSON_SCAN_OBJECT || *npcs == VX_FAST_PIECES) return 0;
+        if (!fast_piece(s, &pcs[(*npcs)++])) return 0;
+      }
+    } else if (is_key(&it, "willContinue")) {
+      ONCE(2);
+      if ((*more = flag_of(&it)) < 0) return 0;
+    } else {
+      return 0; /* name, args, id ...: a call begins or ends, the general way */
+    }
+  }
+  return (seen & 1) != 0;
+}
+
+/* candidates[0] (the scanner is at its start): content.parts with one functionCall part. */
+static int fast_candidate(ts_json_scan *s, vx_fast_piece *pcs, int *npcs, int *more) {
+  ts_json_item it;
+  unsigned seen = 0;
+  for (;;) {
+    if (ts_json_scan_next(s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) break;
+    if (is_key(&it, "content")) {
+      ONCE(1);
+      if (it.type != TS_JSON_SCAN_OBJECT) return 0;
+      unsigned cseen = 0;
+      for (;;) {
+        if (ts_json_scan_next(s, &it) != 1) return 0;
+        if (it.type == TS_JSON_SCAN_END) break;
+        if (is_key(&it, "parts")) {
+          if (cseen || it.type != TS_JSON_SCAN_ARRAY) return 0;
+          cseen = 1;
+          int nparts = 0;
+          for (;;) {
+            if (ts_json_scan_next(s, &it) != 1) return 0;
+            if (it.type == TS_JSON_SCAN_END) break;
+            if (it.type != TS_JSON_SCAN_OBJECT || nparts++) return 0; /* one part */
+            unsigned pseen = 0;
+            for (;;) {
+              if (ts_json_scan_next(s, &it) != 1) return 0;
+              if (it.type == TS_JSON_SCAN_END) break;
+              if (is_key(&it, "thought")) return 0;
+              if (is_key(&it, "functionCall")) {
+                if (pseen || it.type != TS_JSON_SCAN_OBJECT) return 0;
+                pseen = 1;
+                if (!fast_call(s, pcs, npcs, more)) return 0;
+              } else if (ts_json_scan_skip(s, NULL) != 1) {
+                return 0;
+              }
+            }
+            if (!pseen) return 0;
+          }
+          if (!nparts) return 0;
+        } else if (ts_json_scan_skip(s, NULL) != 1) {
+          return 0;
+        }
+      }
+      if (!cseen) return 0;
+    } else if (is_key(&it, "finishReason")) {
+      return 0;
+    } else if (ts_json_scan_skip(s, NULL) != 1) {
+      return 0;
+    }
+  }
+  return (seen & 1) != 0;
+}
+
+static int gemini_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
+  (void)name;
+  vx_state *v = vx(a);
+  if (!v->active) return 0; /* only pieces of a call being rebuilt */
+  ts_json_scan s;
+  ts_json_item it;
+  ts_json_scan_init(&s, text, len);
+  if (ts_json_scan_next(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
+  vx_fast_piece pcs[VX_FAST_PIECES];
+  int npcs = 0, more = 0;
+  unsigned seen = 0;
+  for (;;) {
+    if (ts_json_scan_next(&s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) break;
+    if (is_key(&it, "candidates")) {
+      ONCE(1);
+      if (it.type != TS_JSON_SCAN_ARRAY) return 0;
+      if (ts_json_scan_next(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
+      if (!fast_candidate(&s, pcs, &npcs, &more)) return 0;
+      for (;;) { /* candidates past the first are not read */
+        if (ts_json_scan_next(&s, &it) != 1) return 0;
+        if (it.type == TS_JSON_SCAN_END) break;
+        if (ts_json_scan_skip(&s, NULL) != 1) return 0;
+      }
+    } else if (is_key(&it, "error") || is_key(&it, "usageMetadata") ||
+               is_key(&it, "promptFeedback")) {
+      return 0;
+    } else if (ts_json_scan_skip(&s, NULL) != 1) {
+      return 0;
+    }
+  }
+  if (!(seen & 1) || ts_json_scan_next(&s, &it) != 0) return 0; /* one value, then whitespace */
+  for (int k = 0; k < npcs; k++) {
+    ts_view path;
+    if (v->failed) break;
+    if (ts__adapter_decode(a, pcs[k].path, pcs[k].path_esc, &path) < 0) {
+      vx_fail(a, v);
+      continue;
+    }
+    vx_apply(a, v, path, pcs[k].more, &pcs[k].val);
+  }
+  if (!more) vx_end(a, v);
+  return 1;
 }
 
 /* EOF while a streamed call is being rebuilt: the reply was cut. */
@@ -477,6 +713,7 @@ const ts_provider ts_provider_gemini = {
     .name = "gemini",
     .detect_doc = gemini_doc,
     .event = gemini_event,
+    .fast_event = gemini_fast,
     .ends_at_eof = 1,
     .unfinished = gemini_unfinished,
     .request = gemini_request,
@@ -487,4 +724,5 @@ const ts_provider ts_provider_gemini = {
     .auth_prefix = "",
     .path_suffixes = gemini_paths,
     .schemas = gemini_schemas,
+    .json_stream = 1, /* without alt=sse: one JSON array whose elements arrive over time */
 };

@@ -184,4 +184,5 @@ const ts_provider ts_provider_ollama = {
     .auth_prefix = "Bearer ",
     .path_suffixes = ollama_paths,
     .schemas = ollama_schemas,
+    .media_type = "application/x-ndjson", /* /api/chat streams newline-delimited JSON */
 };

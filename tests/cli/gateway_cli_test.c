@@ -569,41 +569,162 @@ END_TEST
 
 
 
+/* One thread header over two requests is one thread: its seq goes on, and the gateway
+ * counts its turns. The provider (Gemini) gives no call ids, so the second reply's calls
+ * are ts_2_0, ts_2_1, never the first one's ts_1_0, ts_1_1 again, and every call event
+ * carries its turn. A request without the header is a thread of its own: turn 1. */
 START_TEST(test_thread_continues_across_requests) {
   size_t len;
-  char *data = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
-  const char *contents[] = {data, data};
-  size_t lens[] = {len, len};
+  char *data = ts_test_read_file(ts_test_path("tests/corpus/gemini-sse-two-function-calls.sse"), &len);
+  const char *contents[] = {data, data, data};
+  size_t lens[] = {len, len, len};
   env e;
-  env_start(&e, contents, lens, 2, 0, NULL);
+  env_start(&e, contents, lens, 3, 0, NULL);
   ts_sub *sub = sub_open(&e, "th_conv");
   for (int i = 0; i < 2; i++) {
-    http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions",
+    http_resp r = do_request(e.gw_port, "POST", "/v1beta/models/g:streamGenerateContent?alt=sse",
                              "X-Toolstream-Thread: th_conv\r\n", "{}", 2);
     ck_assert_int_eq(r.status, 200);
     resp_free(&r);
   }
   sb log;
   memset(&log, 0, sizeof log);
-  double end = now_ms() + 60000;
+  /* 5 events a turn: two calls started and ready, turn_finished */
+  ck_assert_msg(sub_wait(sub, &log, "\"seq\":10,", 60000), "events: %s", sb_str(&log));
   int turns = 0;
-  while (now_ms() < end && turns < 2) {
-    ts_sub_item it;
-    if (ts_sub_next(sub, &it, 50) == 1 && it.kind == TS_SUB_EVENT) {
-      sb_add(&log, it.json, it.json_len);
-      sb_puts(&log, "\n");
-    }
-    turns = 0;
-    for (const char *p = log.p; p && (p = strstr(p, "\"turn_finished\"")); p++) turns++;
-  }
+  for (const char *p = log.p; (p = strstr(p, "\"turn_finished\"")); p++) turns++;
   ck_assert_msg(turns == 2, "one thread, two turns, seq going on: %s", sb_str(&log));
   /* seq 1 once: the second turn went on numbering */
   const char *one = strstr(log.p, "\"seq\":1,");
   ck_assert_msg(one && !strstr(one + 1, "\"seq\":1,"), "seq restarted: %s", log.p);
-  sb_free(&log);
+  static const char *const want[] = {
+      "\"call_id\":\"ts_1_0\",\"tool\":\"create_ticket\",\"index\":0,\"turn\":1,",
+      "\"call_id\":\"ts_1_1\",\"tool\":\"notify_team\",\"index\":1,\"turn\":1,",
+      "\"call_id\":\"ts_2_0\",\"tool\":\"create_ticket\",\"index\":0,\"turn\":2,",
+      "\"call_id\":\"ts_2_1\",\"tool\":\"notify_team\",\"index\":1,\"turn\":2,"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    ck_assert_msg(strstr(log.p, want[i]), "missing %s in\n%s", want[i], log.p);
+  /* each call id belongs to one call: started and ready, nothing more */
+  static const char *const ids[] = {"\"ts_1_0\"", "\"ts_1_1\"", "\"ts_2_0\"", "\"ts_2_1\""};
+  for (size_t i = 0; i < 4; i++) {
+    int n = 0;
+    for (const char *p = log.p; (p = strstr(p, ids[i])); p++) n++;
+    ck_assert_msg(n == 2, "%s seen %d times:\n%s", ids[i], n, log.p);
+  }
+  ck_assert_msg(!strstr(log.p, "\"turn\":3"), "events: %s", log.p);
   ts_sub_close(sub);
+  sb_free(&log);
+  /* a made-up thread is one request: its calls are turn 1 */
+  http_resp r = do_request(e.gw_port, "POST", "/v1beta/models/g:streamGenerateContent?alt=sse",
+                           "", "{}", 2);
+  char th[300];
+  ck_assert_ptr_nonnull(header_value(&r, "X-Toolstream-Thread", th, sizeof th));
+  resp_free(&r);
+  sub = sub_open(&e, th);
+  memset(&log, 0, sizeof log);
+  ck_assert_msg(sub_wait(sub, &log, "\"call_id\":\"ts_1_1\"", 60000), "events of %s: %s", th,
+                sb_str(&log));
+  ck_assert_msg(strstr(log.p, "\"turn\":1,") && !strstr(log.p, "\"turn\":2"), "%s", log.p);
+  ts_sub_close(sub);
+  sb_free(&log);
   env_stop(&e);
   free(data);
+}
+END_TEST
+
+/* Replies that are not text/event-stream go through the tap by their Content-Type:
+ * Bedrock's event stream on /model/{id}/converse-stream, whose tool schemas the request
+ * declares under toolConfig.tools[].toolSpec.inputSchema.json (x-progress-argument there
+ * names the label and is stripped), and Gemini's JSON array without alt=sse. */
+START_TEST(test_bedrock_and_gemini_array) {
+  size_t blen, glen;
+  char *bin = ts_test_read_file(ts_test_path("tests/corpus/bedrock-converse-stream-tool.bin"), &blen);
+  char *arr = ts_test_read_file(ts_test_path("tests/corpus/gemini-array-two-function-calls.json"), &glen);
+  static const char whole[] =
+      "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+      "\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}";
+  const char *contents[] = {bin, arr, whole};
+  size_t lens[] = {blen, glen, sizeof whole - 1};
+  env e;
+  env_start(&e, contents, lens, 3, 0, NULL);
+  ts_sub *sub = sub_open(&e, "th_bedrock");
+  static const char body[] =
+      "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"stock?\"}]}],\"toolConfig\":"
+      "{\"tools\":[{\"toolSpec\":{\"name\":\"get_stock\",\"description\":\"d\",\"inputSchema\":"
+      "{\"json\":{\"type\":\"object\",\"x-progress-argument\":\"description\",\"properties\":"
+      "{\"description\":{\"type\":\"string\"}}}}}},{\"cachePoint\":{\"type\":\"default\"}}]}}";
+  static const char body_up[] =
+      "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"stock?\"}]}],\"toolConfig\":"
+      "{\"tools\":[{\"toolSpec\":{\"name\":\"get_stock\",\"description\":\"d\",\"inputSchema\":"
+      "{\"json\":{\"type\":\"object\",\"properties\":"
+      "{\"description\":{\"type\":\"string\"}}}}}},{\"cachePoint\":{\"type\":\"default\"}}]}}";
+  http_resp r = do_request(e.gw_port, "POST",
+                           "/model/anthropic.claude-sonnet/converse-stream?type=application/"
+                           "vnd.amazon.eventstream",
+                           "X-Toolstream-Thread: th_bedrock\r\nContent-Type: application/json\r\n",
+                           body, sizeof body - 1);
+  ck_assert_int_eq(r.status, 200);
+  char v[128];
+  ck_assert_str_eq(header_value(&r, "Content-Type", v, sizeof v), "application/vnd.amazon.eventstream");
+  ck_assert(r.body.len == blen && !memcmp(r.body.p, bin, blen));
+  resp_free(&r);
+  sb log;
+  memset(&log, 0, sizeof log);
+  ck_assert_msg(sub_wait(sub, &log, "\"turn_finished\"", 60000), "events: %s", sb_str(&log));
+  ck_assert_msg(strstr(log.p, "\"type\":\"tool_call_started\"") &&
+                    strstr(log.p, "\"call_id\":\"tooluse_kZJMlvQmRJ6eAyJE5GIl7Q\",\"tool\":"
+                                  "\"get_stock\",\"index\":0,\"turn\":1,\"progress\":\"Café stock "
+                                  "for \\\"espresso\\\" beans\"}"),
+                "events: %s", log.p);
+  ck_assert_msg(strstr(log.p, "\"type\":\"tool_call_ready\""), "events: %s", log.p);
+  ck_assert_msg(!strstr(log.p, "error"), "events: %s", log.p);
+  size_t ulen;
+  char up[600];
+  snprintf(up, sizeof up, "%s/requests/1.json", e.dir);
+  char *got = ts_test_read_file(up, &ulen);
+  ck_assert_msg(ulen == sizeof body_up - 1 && !memcmp(got, body_up, ulen), "upstream got %s", got);
+  free(got);
+  ts_sub_close(sub);
+  sb_free(&log);
+
+  sub = sub_open(&e, "th_garray");
+  static const char gbody[] =
+      "{\"contents\":[],\"tools\":[{\"functionDeclarations\":[{\"name\":\"create_ticket\","
+      "\"parameters\":{\"type\":\"object\",\"x-progress-argument\":\"description\"}}]}]}";
+  r = do_request(e.gw_port, "POST",
+                 "/v1beta/models/gemini-2.5-flash:streamGenerateContent?type=application/json",
+                 "X-Toolstream-Thread: th_garray\r\n", gbody, sizeof gbody - 1);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert(r.body.len == glen && !memcmp(r.body.p, arr, glen));
+  resp_free(&r);
+  memset(&log, 0, sizeof log);
+  ck_assert_msg(sub_wait(sub, &log, "\"turn_finished\"", 60000), "events: %s", sb_str(&log));
+  ck_assert_msg(strstr(log.p, "\"call_id\":\"ts_1_0\",\"tool\":\"create_ticket\",\"index\":0,"
+                              "\"turn\":1,\"progress\":\"Café counter unit drips"),
+                "events: %s", log.p);
+  ck_assert_msg(strstr(log.p, "\"call_id\":\"ts_1_1\",\"tool\":\"notify_team\""), "events: %s", log.p);
+  ck_assert_msg(!strstr(log.p, "error"), "events: %s", log.p);
+  snprintf(up, sizeof up, "%s/requests/2.json", e.dir);
+  got = ts_test_read_file(up, &ulen);
+  ck_assert_msg(!strstr(got, "x-progress-argument"), "upstream got %s", got);
+  free(got);
+  ts_sub_close(sub);
+  sb_free(&log);
+
+  /* a non-streamed JSON answer on the Chat path is no stream: passed, not tapped (no
+   * event, no tap error); the tap runs in the handler that forwards the bytes, so the
+   * counters are final once the reply has been read */
+  long published = metric(e.gw_port, "toolstream_gateway_events_published_total");
+  r = do_request(e.gw_port, "POST", "/v1/chat/completions?type=application/json",
+                 "X-Toolstream-Thread: th_whole\r\n", "{}", 2);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert(r.body.len == sizeof whole - 1 && !memcmp(r.body.p, whole, r.body.len));
+  resp_free(&r);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_events_published_total"), published);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_tap_errors_total"), 0);
+  env_stop(&e);
+  free(bin);
+  free(arr);
 }
 END_TEST
 
@@ -1422,6 +1543,7 @@ int main(void) {
   tcase_add_test(tc, test_limits);
   tcase_add_test(tc, test_healthz_and_metrics);
   tcase_add_test(tc, test_thread_continues_across_requests);
+  tcase_add_test(tc, test_bedrock_and_gemini_array);
   tcase_add_test(tc, test_https_upstream_verified);
   tcase_add_test(tc, test_headers_timeout);
   tcase_add_test(tc, test_idle_timeout_cuts_stream);

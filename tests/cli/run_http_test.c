@@ -599,6 +599,29 @@ START_TEST(test_bedrock_api_key) {
 }
 END_TEST
 
+/* The reply's Content-Type reaches the tap (stream/tap.h, "Content type"): a login wall
+ * served as text/html is reported as an HTML page, even though its first bytes alone
+ * only say that the format cannot be told. */
+START_TEST(test_content_type_reaches_the_tap) {
+  make_base();
+  put("session/turn-1.sse", "Service Unavailable: sign in to continue\n");
+  put("session/turn-2.sse", "Service Unavailable: sign in to continue\n");
+  start_server();
+  result r = run_model("h1", "openai", "?type=text/html;%20charset=utf-8");
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(strstr(sb_str(&r.out), "\"type\":\"stream_error\"") &&
+                    strstr(sb_str(&r.out), "the reply is an HTML page (Content-Type: text/html), "
+                                           "not a model stream; it begins: Service Unavailable"),
+                "out: %s\nerr: %s", sb_str(&r.out), sb_str(&r.err));
+  result_free(&r);
+  r = run_model("h2", "openai", NULL); /* the same bytes as text/event-stream */
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(!strstr(sb_str(&r.out), "HTML page"), "out: %s", sb_str(&r.out));
+  result_free(&r);
+  stop_server();
+}
+END_TEST
+
 /* A provider error that echoes the API key (issue 18 item 9): the run fails with the
  * provider's message, but the key is redacted from the stream_error event printed and
  * stored, and from the error line. */
@@ -627,6 +650,7 @@ int main(void) {
   tcase_add_test(tc, test_openai_multi_turn);
   tcase_add_test(tc, test_anthropic_multi_turn);
   tcase_add_test(tc, test_retry_then_success_and_failures);
+  tcase_add_test(tc, test_content_type_reaches_the_tap);
   tcase_add_test(tc, test_provider_error_echoing_key);
   tcase_add_test(tc, test_responses_two_turns);
   tcase_add_test(tc, test_gemini_two_turns);

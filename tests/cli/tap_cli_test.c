@@ -360,6 +360,30 @@ START_TEST(test_options) {
   REQUIRE(strstr(sb_str(&r.out), want), "raw: want %s in\n%s", want, sb_str(&r.out));
   result_free(&r);
 
+  /* --turn N: a caller piping turn N of its thread; events carry it, and ids made up
+   * for calls without one are ts_N_INDEX (raw input, as above) */
+  const char *a6[] = {"--thread", "t", "--turn", "7", "--format=raw", "--tool", "write_file", NULL};
+  memset(&cfg, 0, sizeof cfg);
+  cfg.format = TS_FORMAT_RAW;
+  cfg.raw_tool = "write_file";
+  cfg.turn = 7;
+  r = run_on("--turn", a6, args, strlen(args), cfg, NULL, 1);
+  REQUIRE(r.status == 0, "exit %d", r.status);
+  REQUIRE(strstr(sb_str(&r.out), "\"call_id\":\"ts_7_0\",\"tool\":\"write_file\",\"index\":0,"
+                                 "\"turn\":7,"),
+          "--turn 7: %s", sb_str(&r.out));
+  REQUIRE(!strstr(sb_str(&r.out), "\"turn\":1"), "--turn 7: %s", sb_str(&r.out));
+  result_free(&r);
+  /* a provider's own ids stay; the turn is still stamped */
+  const char *a7[] = {"--thread", "t", "--turn=2", NULL};
+  memset(&cfg, 0, sizeof cfg);
+  cfg.turn = 2;
+  r = run_on("--turn=2, provider ids", a7, s.p, s.len, cfg, NULL, 1);
+  REQUIRE(r.status == 0, "exit %d", r.status);
+  REQUIRE(strstr(sb_str(&r.out), "\"turn\":2,") && !strstr(sb_str(&r.out), "\"call_id\":\"ts_"),
+          "--turn=2: %s", sb_str(&r.out));
+  result_free(&r);
+
   /* no --thread: a random th_ + 16 hex digits, the same on every line */
   const char *a5[] = {NULL};
   r = run_on("default thread", a5, s.p, s.len, cfg, NULL, 0);
@@ -457,6 +481,9 @@ START_TEST(test_usage) {
       {"toolstream", "tap", "--progress-max=0", NULL},
       {"toolstream", "tap", "--progress-arg", "noequals", NULL},
       {"toolstream", "tap", "a.sse", "b.sse", NULL},
+      {"toolstream", "tap", "--turn", "0", NULL},
+      {"toolstream", "tap", "--turn", "4294967296", NULL},
+      {"toolstream", "tap", "--turn=x", NULL},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     result r = run(bad[i], "data: [DONE]\n\n", 14);
@@ -468,7 +495,7 @@ START_TEST(test_usage) {
   }
   static const char *const opts[] = {"--format", "--tool", "--tools", "--progress-arg", "--thread",
                                      "--deltas", "--text", "--heartbeat-bytes", "--progress-max",
-                                     "--max-args-bytes", "--max-event-bytes", "--help"};
+                                     "--max-args-bytes", "--max-event-bytes", "--turn", "--help"};
   static const char *const help[][4] = {{"toolstream", "tap", "--help", NULL},
                                         {"toolstream", "tap", "-h", NULL}};
   for (int h = 0; h < 2; h++) {

@@ -763,6 +763,51 @@ static const row gemini_rows[] = {
      "X 'a' | !ms_bad_json | X 'b' | T stop=", SAME_AUTO},
     {__LINE__, "[DONE] is not a Gemini event", TS_FORMAT_GEMINI, GC("{`text`:`a`}", "") DONE,
      "X 'a' | T stop=", SAME_AUTO},
+    /* the shapes around Vertex's pieces that the one-pass reader leaves to the general way
+     * (usage beside them, a thought part, two parts, a duplicate member) or reads itself
+     * (a second candidate, an escaped value, a piece's members in any order): the same */
+    {__LINE__, "Vertex partialArgs: the envelope around the pieces", TS_FORMAT_GEMINI,
+     GC("{`functionCall`:{`name`:`g`,`willContinue`:true}}", "")
+     D("{`candidates`:[{`content`:{`parts`:[{`functionCall`:{`willContinue`:true,`partialArgs`:["
+       "{`willContinue`:true,`stringValue`:`x\\u00e9`,`jsonPath`:`$.a`}]}}]}},{`content`:{`parts`:[{`text`:`no`}]}}],"
+       "`modelVersion`:`v`}")
+     D("{`candidates`:[{`content`:{`parts`:[{`functionCall`:{`partialArgs`:[{`jsonPath`:`$.a`,"
+       "`stringValue`:`y`}],`willContinue`:true}}]}}],`usageMetadata`:{`promptTokenCount`:1}}")
+     GC("{`functionCall`:{`partialArgs`:[{`jsonPath`:`$.b`,`boolValue`:true}],`willContinue`:true}},{`text`:`t`}", "")
+     GC("{`text`:`hm`,`thought`:true,`functionCall`:{`partialArgs`:[{`jsonPath`:`$.c`,`nullValue`:null}],"
+        "`willContinue`:true}}", "")
+     GC("{`functionCall`:{`partialArgs`:[{`jsonPath`:`$.d`,`jsonPath`:`$.e`,`numberValue`:2}],`willContinue`:true}}", "")
+     GC("{`functionCall`:{}}", ",`finishReason`:`STOP`"),
+     "B0 - g | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | A0 'x\xc3\xa9' | A0 'y' | A0 '`' | A0 ',' | "
+     "A0 '`' | A0 'b' | A0 '`:' | A0 'true' | X 't' | A0 ',' | A0 '`' | A0 'd' | A0 '`:' | A0 '2' | A0 '}' | E0 | "
+     "T stop=STOP usage={`promptTokenCount`:1}",
+     SAME_AUTO},
+};
+
+/* Bedrock ConverseStream: each message's :event-type is the event name. */
+static const row bedrock_rows[] = {
+    {__LINE__, "text, a toolUse call in fragments, stop, metadata", TS_FORMAT_BEDROCK,
+     EV("messageStart", "{`role`:`assistant`,`p`:`abc`}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`text`:`Hi`},`p`:`ab`}")
+     EV("contentBlockStop", "{`contentBlockIndex`:0}")
+     EV("contentBlockStart", "{`contentBlockIndex`:1,`start`:{`toolUse`:{`toolUseId`:`t1`,`name`:`f`}}}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:1,`delta`:{`toolUse`:{`input`:`{\\`a\\`:`}},`p`:`abcd`}")
+     EV("contentBlockDelta", "{`delta`:{`toolUse`:{`input`:`1`}},`contentBlockIndex`:1}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:1,`delta`:{`toolUse`:{`input`:``}}}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:7,`delta`:{`toolUse`:{`input`:`lost`}}}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:1,`delta`:{`toolUse`:{`input`:null}}}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:1,`contentBlockIndex`:1,`delta`:{`toolUse`:{`input`:`}`}}}")
+     EV("contentBlockStop", "{`contentBlockIndex`:1}")
+     EV("messageStop", "{`stopReason`:`tool_use`}")
+     EV("metadata", "{`usage`:{`inputTokens`:3,`outputTokens`:4},`metrics`:{`latencyMs`:5}}"),
+     "X 'Hi' | B0 t1 f | A0 '{`a`:' | A0 '1' | A0 '}' | E0 | T stop=tool_use "
+     "usage={`inputTokens`:3,`outputTokens`:4}",
+     SAME_AUTO},
+    {__LINE__, "a fragment that is not a string is the general way's shape error", TS_FORMAT_BEDROCK,
+     EV("contentBlockStart", "{`contentBlockIndex`:0,`start`:{`toolUse`:{`toolUseId`:`t1`,`name`:`f`}}}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:{`a`:1}}}}")
+     EV("throttlingException", "{`message`:`Too many requests`}"),
+     "B0 t1 f | !ms_bad_shape | !ms_provider/T 'Too many requests'", SAME_AUTO},
 };
 
 /* Rows about the adapter whatever the provider: detection while feeding. */
@@ -785,6 +830,8 @@ END_TEST
 START_TEST(test_anthropic_rows) { run_row(&anthropic_rows[_i]); }
 END_TEST
 START_TEST(test_gemini_rows) { run_row(&gemini_rows[_i]); }
+END_TEST
+START_TEST(test_bedrock_rows) { run_row(&bedrock_rows[_i]); }
 END_TEST
 START_TEST(test_auto_rows) { run_row(&auto_rows[_i]); }
 END_TEST
@@ -1435,6 +1482,7 @@ int main(void) {
 
   tc = tcase_create("gemini");
   tcase_add_loop_test(tc, test_gemini_rows, 0, NROWS(gemini_rows));
+  tcase_add_loop_test(tc, test_bedrock_rows, 0, NROWS(bedrock_rows));
   suite_add_tcase(s, tc);
 
   tc = tcase_create("corpus");

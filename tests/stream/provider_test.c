@@ -439,7 +439,48 @@ static const struct {
      "{\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"h\",\"parameters\":{}}}]}", ""},
     {__LINE__, TS_FORMAT_AUTO, "{\"tools\":{}}", ""},
     {__LINE__, TS_FORMAT_AUTO, "{\"model\":\"m\"}", ""},
+    /* Bedrock Converse: toolConfig.tools[].toolSpec, the schema under inputSchema.json; a
+     * cachePoint entry declares no tool */
+    {__LINE__, TS_FORMAT_BEDROCK,
+     "{\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"l\",\"inputSchema\":{\"json\":"
+     "{\"w\":4}}}},{\"cachePoint\":{\"type\":\"default\"}},{\"toolSpec\":{\"name\":\"m\"}}]}}",
+     "\"l\"={\"w\":4};\"m\"=-;"},
+    {__LINE__, TS_FORMAT_AUTO,
+     "{\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"n\",\"inputSchema\":{\"json\":{}}}}]},"
+     "\"tools\":[{\"name\":\"o\",\"input_schema\":{}}]}",
+     "\"o\"={};\"n\"={};"},
+    /* a top-level tools[] is not Bedrock's; toolConfig.tools is nobody else's */
+    {__LINE__, TS_FORMAT_BEDROCK, "{\"tools\":[{\"toolSpec\":{\"name\":\"p\"}}]}", ""},
+    {__LINE__, TS_FORMAT_ANTHROPIC,
+     "{\"toolConfig\":{\"tools\":[{\"name\":\"q\",\"input_schema\":{}}]}}", ""},
+    {__LINE__, TS_FORMAT_BEDROCK, "{\"toolConfig\":{\"tools\":{}}}", ""},
 };
+
+START_TEST(test_media_types) {
+  ck_assert_int_eq(ts_provider_for_media_type("application/vnd.amazon.eventstream", 34),
+                   TS_FORMAT_BEDROCK);
+  ck_assert_int_eq(ts_provider_for_media_type("Application/X-NDJSON", 20), TS_FORMAT_OLLAMA);
+  ck_assert_int_eq(ts_provider_for_media_type("text/event-stream", 17), TS_FORMAT_AUTO);
+  ck_assert_int_eq(ts_provider_for_media_type("application/x-ndjso", 19), TS_FORMAT_AUTO);
+  ck_assert_int_eq(ts_provider_for_media_type(NULL, 0), TS_FORMAT_AUTO);
+  /* the arrays that declare tools: tools, and Bedrock's toolConfig.tools, once each */
+  static const char body[] = "{\"toolConfig\":{\"tools\":[]},\"tools\":[1]}";
+  ts_jv jv;
+  ck_assert_int_eq(ts_jv_init(&jv, 64), TS_E_OK);
+  char *copy = strdup(body);
+  ck_assert_int_eq(ts_jv_parse(&jv, copy, strlen(copy)), TS_E_OK);
+  int arr[8];
+  ck_assert_int_eq(ts_provider_tool_arrays(NULL, &jv, arr, 8), 2);
+  ck_assert_int_eq(ts_jv_size(&jv, arr[0]), 1); /* tools first */
+  ck_assert_int_eq(ts_jv_size(&jv, arr[1]), 0);
+  ck_assert_int_eq(ts_provider_tool_arrays(ts_provider_get(TS_FORMAT_BEDROCK), &jv, arr, 8), 1);
+  ck_assert_int_eq(ts_jv_size(&jv, arr[0]), 0);
+  ck_assert_int_eq(ts_provider_tool_arrays(ts_provider_get(TS_FORMAT_ANTHROPIC), &jv, arr, 8), 1);
+  ck_assert_int_eq(ts_provider_tool_arrays(NULL, &jv, arr, 1), 1);
+  free(copy);
+  ts_jv_fini(&jv);
+}
+END_TEST
 
 START_TEST(test_tool_schemas) {
   for (size_t i = 0; i < sizeof schema_rows / sizeof schema_rows[0]; i++) {
@@ -520,6 +561,7 @@ int main(void) {
   tcase_add_test(tc, test_request_urls);
   tcase_add_test(tc, test_request_out_of_memory);
   tcase_add_test(tc, test_tool_schemas);
+  tcase_add_test(tc, test_media_types);
   tcase_add_test(tc, test_detect);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

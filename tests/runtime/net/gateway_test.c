@@ -10,7 +10,9 @@
  *   - /healthz, /metrics and the statistics they count;
  *   - a proxied request to the local model server: the "x-progress-argument" members
  *     are gone from the body the upstream received and every other byte is as sent, a
- *     valid X-Toolstream-Thread comes back as given, and the stream arrives whole.
+ *     valid X-Toolstream-Thread comes back as given, and the stream arrives whole; the
+ *     same for Bedrock's toolConfig.tools[].toolSpec.inputSchema.json and Gemini's
+ *     functionDeclarations.
  * The client is a plain socket; the loop runs in slices until the reply is complete,
  * with a 30 s backstop that only a broken gateway reaches.
  */
@@ -222,24 +224,62 @@ START_TEST(test_builtin_endpoints) {
 }
 END_TEST
 
+/* A gateway in front of the model server, which serves one capture. */
+typedef struct {
+  char dir[256];
+  ts_test_server ms;
+  ts_gw *gw;
+  size_t capture_len;
+} proxy;
+
+static void proxy_start(proxy *x, const char *capture) {
+  ts_test_tempdir(x->dir, sizeof x->dir, "gateway-test");
+  char *bytes = ts_test_read_file(ts_test_path(capture), &x->capture_len);
+  ts_test_write_file(ts_test_at(x->dir, "1.sse"), bytes, x->capture_len);
+  free(bytes);
+  ts_test_server_start(&x->ms, x->dir, NULL, NULL);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", x->ms.port);
+  ts_gw_upstream up = {NULL, url};
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1};
+  char why[256];
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &x->gw, why, sizeof why), TS_E_OK);
+}
+
+static void proxy_stop(proxy *x) {
+  ts_gw_free(x->gw);
+  ts_test_server_stop(&x->ms);
+  ts_test_rm_rf(x->dir);
+}
+
+/* POSTs `body` to `path` through the gateway (with `headers`, each ending in CRLF);
+ * checks the reply is a 200 and returns it in *r. */
+static void post(proxy *x, const char *path, const char *headers, const char *body, sb *r) {
+  sb_reset(r);
+  char req[4096];
+  int n = snprintf(req, sizeof req,
+                   "POST %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                   "Content-Type: application/json\r\n%sContent-Length: %zu\r\n\r\n%s",
+                   path, headers, strlen(body), body);
+  ck_assert_int_lt(n, (int)sizeof req);
+  exchange(ts_gw_port(x->gw), req, (size_t)n, r);
+  ck_assert_msg(!strncmp(sb_str(r), "HTTP/1.1 200", 12), "%s", sb_clip(sb_str(r)));
+}
+
+/* What the upstream received as the body of request 1 equals want. */
+static void upstream_got(proxy *x, const char *want) {
+  size_t ulen;
+  char *got = ts_test_read_file(ts_test_at(x->dir, "requests/1.json"), &ulen);
+  ck_assert_msg(ulen == strlen(want) && !memcmp(got, want, ulen),
+                "the upstream received:\n%s\nwant:\n%s", got, want);
+  free(got);
+}
+
 /* A proxied request: x-progress-argument members are stripped from the body (every
  * other byte unchanged), the thread header comes back, the stream arrives whole. */
 START_TEST(test_proxy_strips_progress_argument) {
-  char dir[256];
-  ts_test_tempdir(dir, sizeof dir, "gateway-test");
-  size_t slen;
-  char *sse = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &slen);
-  ts_test_write_file(ts_test_at(dir, "1.sse"), sse, slen);
-  ts_test_server ms;
-  ts_test_server_start(&ms, dir, NULL, NULL);
-  char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d", ms.port);
-  ts_gw_upstream up = {NULL, url};
-  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1};
-  ts_gw *gw;
-  char why[256];
-  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
-
+  proxy x;
+  proxy_start(&x, "tests/corpus/openai-chat-two-parallel-calls.sse");
   static const char body[] =
       "{\"model\":\"m\", \"stream\":true,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
       "\"create_ticket\",\"parameters\":{\"type\":\"object\",\"x-progress-argument\":\"description\","
@@ -248,36 +288,58 @@ START_TEST(test_proxy_strips_progress_argument) {
       "{\"model\":\"m\", \"stream\":true,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":"
       "\"create_ticket\",\"parameters\":{\"type\":\"object\","
       "\"properties\":{\"description\":{\"type\":\"string\"}}}}}]}";
-  char req[2048];
-  int n = snprintf(req, sizeof req,
-                   "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                   "Content-Type: application/json\r\nX-Toolstream-Thread: my-thread\r\n"
-                   "Content-Length: %zu\r\n\r\n%s",
-                   sizeof body - 1, body);
   sb r = {0};
-  exchange(ts_gw_port(gw), req, (size_t)n, &r);
-  ck_assert_msg(!strncmp(sb_str(&r), "HTTP/1.1 200", 12), "%s", sb_clip(sb_str(&r)));
+  post(&x, "/v1/chat/completions", "X-Toolstream-Thread: my-thread\r\n", body, &r);
   ck_assert_msg(strstr(sb_str(&r), "X-Toolstream-Thread: my-thread\r\n"), "%s",
                 sb_clip(sb_str(&r)));
   ck_assert_msg(strstr(sb_str(&r), "data: [DONE]"), "the stream did not arrive whole:\n%s",
                 sb_clip(sb_str(&r)));
   sb_free(&r);
-
-  size_t ulen;
-  char *got = ts_test_read_file(ts_test_at(dir, "requests/1.json"), &ulen);
-  ck_assert_msg(ulen == sizeof want_up - 1 && !memcmp(got, want_up, ulen),
-                "the upstream received:\n%s\nwant:\n%s", got, want_up);
-  free(got);
+  upstream_got(&x, want_up);
   ts_gw_stats st;
-  ts_gw_get_stats(gw, &st);
+  ts_gw_get_stats(x.gw, &st);
   ck_assert_uint_eq(st.streams_total, 1);
   ck_assert_uint_eq(st.streams_open, 0);
   ck_assert_uint_eq(st.bytes_up, sizeof want_up - 1);
-  ck_assert_uint_eq(st.bytes_down, slen);
-  ts_gw_free(gw);
-  ts_test_server_stop(&ms);
-  free(sse);
-  ts_test_rm_rf(dir);
+  ck_assert_uint_eq(st.bytes_down, x.capture_len);
+  proxy_stop(&x);
+}
+END_TEST
+
+/* Bedrock's Converse request declares its tools under toolConfig.tools[].toolSpec, the
+ * schema under inputSchema.json; Gemini's under tools[].functionDeclarations[].parameters
+ * (or parametersJsonSchema). x-progress-argument is stripped there too, every other byte
+ * kept; in a message's text it stays. */
+START_TEST(test_proxy_strips_bedrock_and_gemini) {
+  static const char bedrock[] =
+      "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"x-progress-argument\"}]}],"
+      "\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"get_stock\",\"inputSchema\":{\"json\":"
+      "{\"type\":\"object\",\"x-progress-argument\":\"description\",\"properties\":{\"description\":"
+      "{\"type\":\"string\",\"x-progress-argument\":\"inner\"}}}}}}]}}";
+  static const char bedrock_up[] =
+      "{\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"x-progress-argument\"}]}],"
+      "\"toolConfig\":{\"tools\":[{\"toolSpec\":{\"name\":\"get_stock\",\"inputSchema\":{\"json\":"
+      "{\"type\":\"object\",\"properties\":{\"description\":"
+      "{\"type\":\"string\"}}}}}}]}}";
+  proxy x;
+  sb r = {0};
+  proxy_start(&x, "tests/corpus/bedrock-converse-stream-tool.bin");
+  post(&x, "/model/us.anthropic.claude/converse-stream", "", bedrock, &r);
+  upstream_got(&x, bedrock_up);
+  proxy_stop(&x);
+  static const char gemini[] =
+      "{\"contents\":[],\"tools\":[{\"functionDeclarations\":[{\"name\":\"a\",\"parameters\":"
+      "{\"type\":\"object\",\"x-progress-argument\":\"title\"}},{\"name\":\"b\","
+      "\"parametersJsonSchema\":{\"x-progress-argument\":\"t\",\"type\":\"object\"}}]}]}";
+  static const char gemini_up[] =
+      "{\"contents\":[],\"tools\":[{\"functionDeclarations\":[{\"name\":\"a\",\"parameters\":"
+      "{\"type\":\"object\"}},{\"name\":\"b\","
+      "\"parametersJsonSchema\":{\"type\":\"object\"}}]}]}";
+  proxy_start(&x, "tests/corpus/gemini-sse-two-function-calls.sse");
+  post(&x, "/v1beta/models/g:streamGenerateContent?alt=sse", "", gemini, &r);
+  upstream_got(&x, gemini_up);
+  proxy_stop(&x);
+  sb_free(&r);
 }
 END_TEST
 
@@ -291,6 +353,7 @@ int main(void) {
   tcase_add_test(tc, test_listens_on_loopback);
   tcase_add_test(tc, test_builtin_endpoints);
   tcase_add_test(tc, test_proxy_strips_progress_argument);
+  tcase_add_test(tc, test_proxy_strips_bedrock_and_gemini);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
