@@ -244,6 +244,15 @@ int ts__adapter_string(ts_adapter *a, struct ts_jv *jv, int i, ts_view *out);
  * Decodes in place; returns 1 with *out set, or -1 after reporting a bad escape. */
 int ts__adapter_decode(ts_adapter *a, ts_view raw, int escaped, ts_view *out);
 
+/* In a one-pass reader (provider.h, fast_event): a member read at most once. The general
+ * way reads the first of duplicate keys, so a reader that meets a key it uses a second
+ * time hands the payload back (returns 0) rather than guess; `seen` is its bit set. */
+#define TS__SCAN_ONCE(seen, bit)  \
+  do {                            \
+    if ((seen) & (bit)) return 0; \
+    (seen) |= (bit);              \
+  } while (0)
+
 void ts__adapter_text(ts_adapter *a, ts_view text); /* TEXT_DELTA unless empty */
 
 /* Begins a call: a new slot with integer key nkey (-1: none) and string key `key`

@@ -213,8 +213,6 @@ static void anthropic_event(ts_adapter *a, ts_jv *jv, ts_view event) {
  * unexpected type, a duplicate of a member it reads, text that is not JSON) returns 0 with
  * nothing reported, for the general way. */
 
-#define ONCE(bit) do { if (seen & (bit)) return 0; seen |= (bit); } while (0)
-
 static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
   ts_json_scan s;
   ts_json_item it;
@@ -228,14 +226,14 @@ static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
     if (ts_json_scan_next(&s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) break;
     if (ts_json_scan_key_is(it.key, "type", 4)) {
-      ONCE(1);
+      TS__SCAN_ONCE(seen, 1);
       if (it.type != TS_JSON_SCAN_STRING) return 0;
       type = it.raw;
     } else if (ts_json_scan_key_is(it.key, "index", 5)) {
-      ONCE(2);
+      TS__SCAN_ONCE(seen, 2);
       if (it.type == TS_JSON_SCAN_NUMBER && ts_json_scan_int(it.raw, &index) == 0) have_index = 1;
     } else if (ts_json_scan_key_is(it.key, "delta", 5)) {
-      ONCE(4);
+      TS__SCAN_ONCE(seen, 4);
       if (it.type != TS_JSON_SCAN_OBJECT) return 0;
       unsigned dseen = 0;
       for (;;) {

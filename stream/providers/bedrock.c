@@ -100,12 +100,6 @@ static void bedrock_event(ts_adapter *a, ts_jv *jv, ts_view name) {
  * type, a duplicate of a member it reads) returns 0 with nothing reported, for the general
  * way. */
 
-#define ONCE(bit)               \
-  do {                          \
-    if (seen & (bit)) return 0; \
-    seen |= (bit);              \
-  } while (0)
-
 static int bedrock_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   if (!is(name, "contentBlockDelta")) return 0;
   ts_json_scan s;
@@ -120,22 +114,22 @@ static int bedrock_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
     if (ts_json_scan_next(&s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) break;
     if (ts_json_scan_key_is(it.key, "contentBlockIndex", 17)) {
-      ONCE(1);
+      TS__SCAN_ONCE(seen, 1);
       if (it.type == TS_JSON_SCAN_NUMBER && ts_json_scan_int(it.raw, &index) == 0) have_index = 1;
     } else if (ts_json_scan_key_is(it.key, "delta", 5)) {
-      ONCE(2);
+      TS__SCAN_ONCE(seen, 2);
       if (it.type != TS_JSON_SCAN_OBJECT) return 0;
       for (;;) {
         if (ts_json_scan_next(&s, &it) != 1) return 0;
         if (it.type == TS_JSON_SCAN_END) break;
         if (ts_json_scan_key_is(it.key, "toolUse", 7)) {
-          ONCE(4);
+          TS__SCAN_ONCE(seen, 4);
           if (it.type != TS_JSON_SCAN_OBJECT) return 0;
           for (;;) {
             if (ts_json_scan_next(&s, &it) != 1) return 0;
             if (it.type == TS_JSON_SCAN_END) break;
             if (ts_json_scan_key_is(it.key, "input", 5)) {
-              ONCE(8);
+              TS__SCAN_ONCE(seen, 8);
               if (it.type != TS_JSON_SCAN_STRING) return 0;
               frag = it.raw, frag_esc = it.escaped;
             }

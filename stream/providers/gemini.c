@@ -362,12 +362,6 @@ typedef struct {
   vx_val val;
 } vx_fast_piece;
 
-#define ONCE(bit)            \
-  do {                       \
-    if (seen & (bit)) return 0; \
-    seen |= (bit);           \
-  } while (0)
-
 static int is_key(const ts_json_item *it, const char *lit) {
   return ts_json_scan_key_is(it->key, lit, strlen(lit));
 }
@@ -389,27 +383,27 @@ static int fast_piece(ts_json_scan *s, vx_fast_piece *pc) {
     if (ts_json_scan_next(s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) break;
     if (is_key(&it, "jsonPath")) {
-      ONCE(1);
+      TS__SCAN_ONCE(seen, 1);
       if (it.type != TS_JSON_SCAN_STRING) return 0;
       pc->path = it.raw, pc->path_esc = it.escaped;
     } else if (is_key(&it, "stringValue")) {
-      ONCE(2);
+      TS__SCAN_ONCE(seen, 2);
       if (it.type != TS_JSON_SCAN_STRING) return 0;
       sv = 1, sraw = it.raw, sesc = it.escaped;
     } else if (is_key(&it, "numberValue")) {
-      ONCE(4);
+      TS__SCAN_ONCE(seen, 4);
       if (it.type != TS_JSON_SCAN_NUMBER) return 0;
       nv = 1, nraw = it.raw;
     } else if (is_key(&it, "boolValue")) {
-      ONCE(8);
+      TS__SCAN_ONCE(seen, 8);
       if ((btrue = flag_of(&it)) < 0) return 0;
       bv = 1;
     } else if (is_key(&it, "nullValue")) {
-      ONCE(16);
+      TS__SCAN_ONCE(seen, 16);
       if (it.type != TS_JSON_SCAN_NULL) return 0;
       zv = 1;
     } else if (is_key(&it, "willContinue")) {
-      ONCE(32);
+      TS__SCAN_ONCE(seen, 32);
       if ((pc->more = flag_of(&it)) < 0) return 0;
     }
     if (ts_json_scan_skip(s, NULL) != 1) return 0;
@@ -432,7 +426,7 @@ static int fast_call(ts_json_scan *s, vx_fast_piece *pcs, int *npcs, int *more) 
     if (ts_json_scan_next(s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) break;
     if (is_key(&it, "partialArgs")) {
-      ONCE(1);
+      TS__SCAN_ONCE(seen, 1);
       if (it.type != TS_JSON_SCAN_ARRAY) return 0;
       for (;;) {
         if (ts_json_scan_next(s, &it) != 1) return 0;
@@ -441,7 +435,7 @@ static int fast_call(ts_json_scan *s, vx_fast_piece *pcs, int *npcs, int *more) 
         if (!fast_piece(s, &pcs[(*npcs)++])) return 0;
       }
     } else if (is_key(&it, "willContinue")) {
-      ONCE(2);
+      TS__SCAN_ONCE(seen, 2);
       if ((*more = flag_of(&it)) < 0) return 0;
     } else {
       return 0; /* name, args, id ...: a call begins or ends, the general way */
@@ -458,7 +452,7 @@ static int fast_candidate(ts_json_scan *s, vx_fast_piece *pcs, int *npcs, int *m
     if (ts_json_scan_next(s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) break;
     if (is_key(&it, "content")) {
-      ONCE(1);
+      TS__SCAN_ONCE(seen, 1);
       if (it.type != TS_JSON_SCAN_OBJECT) return 0;
       unsigned cseen = 0;
       for (;;) {
@@ -517,7 +511,7 @@ static int gemini_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
     if (ts_json_scan_next(&s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) break;
     if (is_key(&it, "candidates")) {
-      ONCE(1);
+      TS__SCAN_ONCE(seen, 1);
       if (it.type != TS_JSON_SCAN_ARRAY) return 0;
       if (ts_json_scan_next(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
       if (!fast_candidate(&s, pcs, &npcs, &more)) return 0;

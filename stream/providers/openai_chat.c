@@ -163,9 +163,6 @@ typedef struct {
   ts_view usage;
 } fchunk;
 
-/* A member read at most once: the general way reads the first of duplicates. */
-#define ONCE(bit) do { if (seen & (bit)) return 0; seen |= (bit); } while (0)
-
 /* A string member: its raw view, or null. Anything else is not the regular shape. */
 static int fast_str(const ts_json_item *it, fstr *out) {
   if (it->type == TS_JSON_SCAN_STRING) {
@@ -191,10 +188,10 @@ static int fast_function(fchunk *c, fcall *fc) {
   unsigned seen = 0;
   MEMBERS(c, it, {
     if (ts_json_scan_key_is(it.key, "name", 4)) {
-      ONCE(1);
+      TS__SCAN_ONCE(seen, 1);
       if (!fast_str(&it, &fc->name)) return 0;
     } else if (ts_json_scan_key_is(it.key, "arguments", 9)) {
-      ONCE(2);
+      TS__SCAN_ONCE(seen, 2);
       if (it.type == TS_JSON_SCAN_OBJECT) {
         if (ts_json_scan_skip(&c->s, &fc->args_obj) != 1) return 0;
       } else if (!fast_str(&it, &fc->args)) {
@@ -223,13 +220,13 @@ static int fast_tool_calls(fchunk *c) {
     unsigned seen = 0;
     MEMBERS(c, it, {
       if (ts_json_scan_key_is(it.key, "index", 5)) {
-        ONCE(1);
+        TS__SCAN_ONCE(seen, 1);
         fast_index(&it, &index);
       } else if (ts_json_scan_key_is(it.key, "id", 2)) {
-        ONCE(2);
+        TS__SCAN_ONCE(seen, 2);
         if (!fast_str(&it, &fc->id)) return 0;
       } else if (ts_json_scan_key_is(it.key, "function", 8)) {
-        ONCE(4);
+        TS__SCAN_ONCE(seen, 4);
         if (it.type == TS_JSON_SCAN_OBJECT) {
           if (!fast_function(c, fc)) return 0;
         } else if (it.type != TS_JSON_SCAN_NULL) {
@@ -246,10 +243,10 @@ static int fast_delta(fchunk *c, fchoice *ch) {
   unsigned seen = 0;
   MEMBERS(c, it, {
     if (ts_json_scan_key_is(it.key, "content", 7)) {
-      ONCE(1);
+      TS__SCAN_ONCE(seen, 1);
       if (!fast_str(&it, &ch->content)) return 0;
     } else if (ts_json_scan_key_is(it.key, "tool_calls", 10)) {
-      ONCE(2);
+      TS__SCAN_ONCE(seen, 2);
       if (it.type == TS_JSON_SCAN_ARRAY) {
         if (!fast_tool_calls(c)) return 0;
       } else if (it.type != TS_JSON_SCAN_NULL) {
@@ -274,17 +271,17 @@ static int fast_choices(fchunk *c) {
     unsigned seen = 0;
     MEMBERS(c, it, {
       if (ts_json_scan_key_is(it.key, "index", 5)) {
-        ONCE(1);
+        TS__SCAN_ONCE(seen, 1);
         fast_index(&it, &ch->index);
       } else if (ts_json_scan_key_is(it.key, "delta", 5)) {
-        ONCE(2);
+        TS__SCAN_ONCE(seen, 2);
         if (it.type == TS_JSON_SCAN_OBJECT) {
           if (!fast_delta(c, ch)) return 0;
         } else if (it.type != TS_JSON_SCAN_NULL) {
           return 0;
         }
       } else if (ts_json_scan_key_is(it.key, "finish_reason", 13)) {
-        ONCE(4);
+        TS__SCAN_ONCE(seen, 4);
         if (!fast_str(&it, &ch->finish)) return 0;
       }
     })
@@ -312,7 +309,7 @@ static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   unsigned seen = 0;
   MEMBERS(&c, it, {
     if (ts_json_scan_key_is(it.key, "choices", 7)) {
-      ONCE(1);
+      TS__SCAN_ONCE(seen, 1);
       if (it.type == TS_JSON_SCAN_ARRAY) {
         if (!fast_choices(&c)) return 0;
       } else if (it.type != TS_JSON_SCAN_NULL) {
@@ -320,9 +317,9 @@ static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
       }
     } else if (ts_json_scan_key_is(it.key, "error", 5)) {
       if (it.type != TS_JSON_SCAN_NULL) return 0; /* the provider's error: the general way */
-      ONCE(2);
+      TS__SCAN_ONCE(seen, 2);
     } else if (ts_json_scan_key_is(it.key, "usage", 5)) {
-      ONCE(4);
+      TS__SCAN_ONCE(seen, 4);
       if (it.type == TS_JSON_SCAN_OBJECT && ts_json_scan_skip(&c.s, &c.usage) != 1) return 0;
     }
   })
