@@ -37,6 +37,7 @@
 #include "base/file.h"
 #include "store/store.h"
 #include "stream/json_view.h"
+#include "stream/tool_defs.h"
 #include "tools/schema.h"
 
 /* A definitions text is configuration, never data: 16 MiB is far past any real one. */
@@ -399,12 +400,11 @@ static int get_parts(pctx *c, int obj, ts_defs_prompt *p) {
 }
 
 /* The keys of a prompt's tools entry given as an object, and those that configure a
- * subagent relationship (tools-spec §5: a definition-time error). */
+ * subagent relationship (stream/tool_defs.h's list; tools-spec §5: a definition-time
+ * error). */
 static const char *const entry_keys[] = {"name", "includeTextResponse", "includeToolCalls",
                                          "includeErrors", "initUserMessageProperty",
                                          "initAttachmentsProperty", "env", "options", NULL};
-static const char *const subagent_keys[] = {"subagents", "subagent", "agent", "blocking",
-                                            "hidden", "relationship", NULL};
 
 static int get_tools(pctx *c, int obj, ts_defs_prompt *p) {
   int arr = ts_jv_get(&c->v, obj, "tools");
@@ -430,7 +430,7 @@ static int get_tools(pctx *c, int obj, ts_defs_prompt *p) {
       char *name = NULL;
       if (get_string(c, e, "name", 1, &name) < 0) return c->rc;
       t->name = name;
-      for (const char *const *sk = subagent_keys; *sk; sk++)
+      for (const char *const *sk = ts_tool_defs_subagent_keys; *sk; sk++)
         if (ts_jv_get(&c->v, e, *sk) >= 0)
           return fail(c, TS_E_INVAL,
                       "tools entry %s%s%s configures a subagent relationship (\"%s\"): "
