@@ -13,14 +13,17 @@
  */
 #include "cli/opts.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/error.h"
 #include "base/file.h"
 #include "js/jstools.h"
+#include "tools/definitions.h"
 #include "tools/registry.h"
 
 /* TS_VERSION and TS_BUILT_WITH come from CMakeLists.txt ("package"): the project's
@@ -233,7 +236,8 @@ void ts_cli_print_help(const ts_cli_command *cmd, FILE *f) {
 
 /* ---- the shared groups ---------------------------------------------------------------- */
 
-enum { O_PUB = 1, O_REPLAY, O_TLS_CERT, O_TLS_KEY, O_TOOLS, O_PROGRESS_ARG, O_THREAD, O_CA, O_NO_TIME, O_ORIGIN, O_TOKEN_FILE };
+enum { O_PUB = 1, O_REPLAY, O_TLS_CERT, O_TLS_KEY, O_TOOLS, O_PROGRESS_ARG, O_THREAD, O_CA, O_NO_TIME, O_ORIGIN, O_TOKEN_FILE,
+       O_AGENT, O_PROMPTS, O_PROMPT_NAME };
 
 static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t num) {
   ts_cli_common *c = user;
@@ -246,6 +250,27 @@ static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t
     case O_CA: c->ca_file = val; break;
     case O_NO_TIME: c->no_time = 1; break;
     case O_TOKEN_FILE: c->token_file = val; break;
+    case O_AGENT:
+      if (c->agent) {
+        fprintf(stderr, "%s: one --agent only (the one that runs the thread)\n", c->who);
+        return 2;
+      }
+      c->agent = val;
+      break;
+    case O_PROMPT_NAME:
+      if (c->prompt_name) {
+        fprintf(stderr, "%s: one --prompt-name only\n", c->who);
+        return 2;
+      }
+      c->prompt_name = val;
+      break;
+    case O_PROMPTS:
+      if (c->n_prompts_dirs == TS_CLI_MAX_PROMPTS_DIRS) {
+        fprintf(stderr, "%s: at most %d --prompts directories\n", c->who, TS_CLI_MAX_PROMPTS_DIRS);
+        return 2;
+      }
+      c->prompts_dirs[c->n_prompts_dirs++] = val;
+      break;
     case O_ORIGIN:
       if (c->n_origins == TS_CLI_MAX_ORIGINS) {
         fprintf(stderr, "%s: at most %d --allow-origin\n", c->who, TS_CLI_MAX_ORIGINS);
@@ -337,6 +362,24 @@ static const ts_cli_opt endpoint_opts[] = {
      "(or ?token=) with the token in FILE (its first line)", NULL},
 };
 const ts_cli_group ts_cli_group_endpoint = {"endpoint", NULL, endpoint_opts, 1, set_shared};
+
+static const ts_cli_opt defs_opts[] = {
+    {"agent", 0, TS_CLI_STRING, O_AGENT, 0, 0, "FILE|NAME",
+     "the agent that runs the thread (its sideA prompt drives it):\n"
+     "a definition file (JSON, or a .js/.ts module calling\n"
+     "defineAgent; a path has a / or ends in .json, .js, .ts...) or\n"
+     "the name of an agent of --prompts (docs/composition.md)", NULL},
+    {"prompts", 0, TS_CLI_STRING, O_PROMPTS, 0, 0, "DIR",
+     "prompt and agent definitions: every *.json file of DIR (a\n"
+     "prompt unless \"kind\" says agent), then every JavaScript or\n"
+     "TypeScript module (definePrompt, defineAgent, defineTool), in\n"
+     "name order; repeatable, up to 8", NULL},
+    {"prompt-name", 0, TS_CLI_STRING, O_PROMPT_NAME, 0, 0, "NAME",
+     "the prompt that drives the thread when no --agent is given\n"
+     "(default: the only agent loaded, else the only prompt)", NULL},
+};
+const ts_cli_group ts_cli_group_defs = {"definitions", "prompts and agents", defs_opts,
+                                        sizeof defs_opts / sizeof defs_opts[0], set_shared};
 
 static const ts_cli_opt ca_opts[] = {
     {"ca-file", 0, TS_CLI_STRING, O_CA, 0, 0, "FILE",
@@ -467,6 +510,165 @@ int ts_cli_tools_registry(const ts_cli_common *c, ts_registry *reg, const ts_jst
     }
     ts_tool_defs_free(&defs);
     if (st) return st;
+  }
+  return 0;
+}
+
+/* ---- definitions: --prompts, --agent, --prompt-name ------------------------------------- */
+
+/* A definition error's exit status: unreadable 1, anything about the content 2. */
+static int defs_status(int rc) { return rc == TS_E_IO || rc == TS_E_NOMEM ? 1 : 2; }
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The modules of `dir` in name order, loaded with `env` (tools into reg, definitions into
+ * env->defs). 0 or the exit status after printing. */
+static int load_dir_modules(const ts_cli_common *c, const char *dir, ts_registry *reg,
+                            const ts_jstools_env *env) {
+  DIR *dh = opendir(dir);
+  if (!dh) {
+    fprintf(stderr, "%s: --prompts %s: %s\n", c->who, dir, strerror(errno));
+    return 1;
+  }
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  int st = 0;
+  struct dirent *de;
+  while ((de = readdir(dh)) && !st) {
+    if (de->d_name[0] == '.' || !ts_jstools_is_module(de->d_name)) continue;
+    if (n == TS_DEFS_MAX_DEFS) {
+      fprintf(stderr, "%s: --prompts %s: more than %d modules\n", c->who, dir, TS_DEFS_MAX_DEFS);
+      st = 2;
+      break;
+    }
+    if (n == cap) {
+      size_t nc = cap ? cap * 2 : 16;
+      char **nv = realloc(names, nc * sizeof *nv);
+      if (!nv) st = 1;
+      else names = nv, cap = nc;
+    }
+    if (!st && !(names[n] = strdup(de->d_name))) st = 1;
+    if (!st) n++;
+    else fprintf(stderr, "%s: out of memory\n", c->who);
+  }
+  closedir(dh);
+  if (n) qsort(names, n, sizeof *names, by_name);
+  for (size_t i = 0; i < n && !st; i++) {
+    char path[4096], why[768] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    struct stat sb;
+    if (stat(path, &sb) || !S_ISREG(sb.st_mode)) continue;
+    int rc = ts_jstools_load(reg, path, env, why, sizeof why);
+    if (rc) {
+      fprintf(stderr, "%s: %s\n", c->who, why[0] ? why : ts_err_message(rc));
+      st = defs_status(rc);
+    }
+  }
+  for (size_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  return st;
+}
+
+/* --agent ARG names a file (not a loaded agent's name). */
+static int agent_is_file(const char *arg) {
+  size_t n = strlen(arg);
+  return strchr(arg, '/') || ts_jstools_is_module(arg) || (n > 5 && !strcmp(arg + n - 5, ".json"));
+}
+
+/* "a, b and c" (the names of a kind, for a message), cut to fit. */
+static void name_list(const ts_defs *d, int agents, char *out, size_t cap) {
+  size_t n = agents ? ts_defs_agent_count(d) : ts_defs_prompt_count(d), at = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    const char *nm = agents ? ts_defs_agent_at(d, i)->name : ts_defs_prompt_at(d, i)->name;
+    int w = snprintf(out + at, cap - at, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", nm);
+    if (w < 0 || (size_t)w >= cap - at) {
+      if (cap > 4) snprintf(out + (cap - 4 > at ? at : cap - 4), 4, "...");
+      return;
+    }
+    at += (size_t)w;
+  }
+}
+
+int ts_cli_defs_load(const ts_cli_common *c, ts_registry *reg, const ts_jstools_env *env,
+                     ts_defs *defs, const char **agent, const char **prompt_name) {
+  *agent = NULL;
+  *prompt_name = NULL;
+  char why[768] = "", names[400];
+  int rc, st;
+  if (c->agent && c->prompt_name) {
+    fprintf(stderr, "%s: --agent and --prompt-name both name what drives the thread: give one\n",
+            c->who);
+    return 2;
+  }
+  for (size_t i = 0; i < c->n_prompts_dirs; i++) {
+    const char *dir = c->prompts_dirs[i];
+    if ((rc = ts_defs_load_dir(defs, dir, why, sizeof why))) {
+      fprintf(stderr, "%s: %s%s\n", c->who, rc == TS_E_IO ? "--prompts " : "", why);
+      return defs_status(rc);
+    }
+    if ((st = load_dir_modules(c, dir, reg, env))) return st;
+  }
+  if (c->agent && agent_is_file(c->agent)) {
+    size_t before = ts_defs_agent_count(defs);
+    if (ts_jstools_is_module(c->agent)) {
+      rc = ts_jstools_load(reg, c->agent, env, why, sizeof why);
+    } else {
+      rc = ts_defs_load_file(defs, c->agent, "agent", why, sizeof why);
+    }
+    if (rc) {
+      fprintf(stderr, "%s: --agent %s\n", c->who, why[0] ? why : ts_err_message(rc));
+      return defs_status(rc);
+    }
+    size_t added = ts_defs_agent_count(defs) - before;
+    if (added != 1) {
+      fprintf(stderr, "%s: --agent %s: %s (one agent per --agent file; put several in a "
+                      "--prompts DIR and name one with --agent NAME)\n",
+              c->who, c->agent, added ? "the file defines several agents" : "the file defines no agent");
+      return 2;
+    }
+    *agent = ts_defs_agent_at(defs, before)->name;
+  }
+  if ((ts_defs_prompt_count(defs) || ts_defs_agent_count(defs)) &&
+      (rc = ts_defs_check(defs, reg, why, sizeof why))) {
+    fprintf(stderr, "%s: %s\n", c->who, why[0] ? why : ts_err_message(rc));
+    return defs_status(rc);
+  }
+  if (c->agent && !*agent) {
+    if (!ts_defs_find_agent(defs, c->agent)) {
+      name_list(defs, 1, names, sizeof names);
+      fprintf(stderr, "%s: --agent %s: no agent of that name (%s%s)\n", c->who, c->agent,
+              names[0] ? "loaded: " : "none loaded; --prompts DIR loads definitions",
+              names);
+      return 2;
+    }
+    *agent = ts_defs_find_agent(defs, c->agent)->name;
+  } else if (c->prompt_name) {
+    if (!ts_defs_find_prompt(defs, c->prompt_name)) {
+      name_list(defs, 0, names, sizeof names);
+      fprintf(stderr, "%s: --prompt-name %s: no prompt of that name (%s%s)\n", c->who,
+              c->prompt_name, names[0] ? "loaded: " : "none loaded; --prompts DIR loads them",
+              names);
+      return 2;
+    }
+    *prompt_name = ts_defs_find_prompt(defs, c->prompt_name)->name;
+  } else if (!*agent && c->n_prompts_dirs) {
+    if (ts_defs_agent_count(defs) == 1) {
+      *agent = ts_defs_agent_at(defs, 0)->name;
+    } else if (!ts_defs_agent_count(defs) && ts_defs_prompt_count(defs) == 1) {
+      *prompt_name = ts_defs_prompt_at(defs, 0)->name;
+    } else if (!ts_defs_agent_count(defs) && !ts_defs_prompt_count(defs)) {
+      fprintf(stderr, "%s: --prompts: no prompt or agent defined there\n", c->who);
+      return 2;
+    } else {
+      int agents = ts_defs_agent_count(defs) > 0;
+      name_list(defs, agents, names, sizeof names);
+      fprintf(stderr, "%s: which %s drives the thread? --%s NAME (one of %s)\n", c->who,
+              agents ? "agent" : "prompt", agents ? "agent" : "prompt-name", names);
+      return 2;
+    }
   }
   return 0;
 }
