@@ -13,7 +13,6 @@
  */
 #include "cli/opts.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -519,55 +518,31 @@ int ts_cli_tools_registry(const ts_cli_common *c, ts_registry *reg, const ts_jst
 /* A definition error's exit status: unreadable 1, anything about the content 2. */
 static int defs_status(int rc) { return rc == TS_E_IO || rc == TS_E_NOMEM ? 1 : 2; }
 
-static int by_name(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int module_name(const char *name) { return name[0] != '.' && ts_jstools_is_module(name); }
 
 /* The modules of `dir` in name order, loaded with `env` (tools into reg, definitions into
  * env->defs). 0 or the exit status after printing. */
 static int load_dir_modules(const ts_cli_common *c, const char *dir, ts_registry *reg,
                             const ts_jstools_env *env) {
-  DIR *dh = opendir(dir);
-  if (!dh) {
-    fprintf(stderr, "%s: --prompts %s: %s\n", c->who, dir, strerror(errno));
-    return 1;
-  }
   char **names = NULL;
-  size_t n = 0, cap = 0;
-  int st = 0;
-  struct dirent *de;
-  while ((de = readdir(dh)) && !st) {
-    if (de->d_name[0] == '.' || !ts_jstools_is_module(de->d_name)) continue;
-    if (n == TS_DEFS_MAX_DEFS) {
-      fprintf(stderr, "%s: --prompts %s: more than %d modules\n", c->who, dir, TS_DEFS_MAX_DEFS);
-      st = 2;
-      break;
-    }
-    if (n == cap) {
-      size_t nc = cap ? cap * 2 : 16;
-      char **nv = realloc(names, nc * sizeof *nv);
-      if (!nv) st = 1;
-      else names = nv, cap = nc;
-    }
-    if (!st && !(names[n] = strdup(de->d_name))) st = 1;
-    if (!st) n++;
-    else fprintf(stderr, "%s: out of memory\n", c->who);
+  size_t n = 0;
+  int rc = ts_file_list(dir, module_name, TS_DEFS_MAX_DEFS, &names, &n), st = 0;
+  if (rc) {
+    fprintf(stderr, "%s: --prompts %s: %s\n", c->who, dir,
+            rc == TS_E_LIMIT ? "more than 4096 modules" : strerror(errno));
+    return rc == TS_E_LIMIT ? 2 : 1;
   }
-  closedir(dh);
-  if (n) qsort(names, n, sizeof *names, by_name);
   for (size_t i = 0; i < n && !st; i++) {
     char path[4096], why[768] = "";
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     struct stat sb;
     if (stat(path, &sb) || !S_ISREG(sb.st_mode)) continue;
-    int rc = ts_jstools_load(reg, path, env, why, sizeof why);
-    if (rc) {
+    if ((rc = ts_jstools_load(reg, path, env, why, sizeof why))) {
       fprintf(stderr, "%s: %s\n", c->who, why[0] ? why : ts_err_message(rc));
       st = defs_status(rc);
     }
   }
-  for (size_t i = 0; i < n; i++) free(names[i]);
-  free(names);
+  ts_file_names_free(names, n);
   return st;
 }
 

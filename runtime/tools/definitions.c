@@ -26,7 +26,6 @@
  */
 #include "tools/definitions.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -836,37 +835,23 @@ int ts_defs_load_file(ts_defs *d, const char *path, const char *default_kind, ch
   return rc;
 }
 
-static int by_name(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
+/* A definitions file of a directory: *.json, not hidden. */
+static int json_name(const char *name) {
+  size_t l = strlen(name);
+  return name[0] != '.' && l > 5 && !strcmp(name + l - 5, ".json");
 }
 
 int ts_defs_load_dir(ts_defs *d, const char *dir, char *why, size_t why_cap) {
-  DIR *dh = opendir(dir);
-  if (!dh) {
-    snprintf(why, why_cap, "%s: %s", dir, strerror(errno));
-    return TS_E_IO;
-  }
   char **names = NULL;
-  size_t n = 0, cap = 0;
-  int rc = TS_E_OK;
-  struct dirent *de;
-  while ((de = readdir(dh))) {
-    size_t l = strlen(de->d_name);
-    if (l < 6 || strcmp(de->d_name + l - 5, ".json") || de->d_name[0] == '.') continue;
-    if (n == TS_DEFS_MAX_DEFS) {
-      snprintf(why, why_cap, "%s: more than %d definition files", dir, TS_DEFS_MAX_DEFS);
-      rc = TS_E_LIMIT;
-      break;
-    }
-    if (grow(&names, &cap, n + 1, sizeof *names) || !(names[n] = strdup(de->d_name))) {
-      snprintf(why, why_cap, "out of memory");
-      rc = TS_E_NOMEM;
-      break;
-    }
-    n++;
+  size_t n = 0;
+  int rc = ts_file_list(dir, json_name, TS_DEFS_MAX_DEFS, &names, &n);
+  if (rc) {
+    snprintf(why, why_cap, "%s: %s", dir,
+             rc == TS_E_LIMIT ? "more than 4096 definition files"
+             : rc == TS_E_NOMEM ? "out of memory"
+                                : strerror(errno));
+    return rc;
   }
-  closedir(dh);
-  if (n) qsort(names, n, sizeof *names, by_name);
   for (size_t i = 0; i < n && !rc; i++) {
     size_t pl = strlen(dir) + 1 + strlen(names[i]) + 1;
     char *path = malloc(pl);
@@ -881,7 +866,7 @@ int ts_defs_load_dir(ts_defs *d, const char *dir, char *why, size_t why_cap) {
       rc = ts_defs_load_file(d, path, "prompt", why, why_cap);
     free(path);
   }
-  free_list(names, n);
+  ts_file_names_free(names, n);
   return rc;
 }
 
