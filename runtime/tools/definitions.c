@@ -89,6 +89,7 @@ static void prompt_free(ts_defs_prompt *p) {
   free(p->name);
   free(p->file);
   free(p->tool_description);
+  free(p->description);
   for (size_t i = 0; i < p->n_parts; i++) free(p->parts[i].text);
   free(p->parts);
   free(p->model);
@@ -469,7 +470,7 @@ static int get_tools(pctx *c, int obj, ts_defs_prompt *p) {
 }
 
 static const char *const prompt_keys[] = {
-    "kind", "name", "toolDescription", "prompt", "model", "tools", "requiredSchema",
+    "kind", "name", "toolDescription", "description", "prompt", "model", "tools", "requiredSchema",
     "variables", "env", "includeChat", "includePastTools", "toolChoice", "parallelToolCalls",
     NULL};
 
@@ -478,6 +479,7 @@ static int parse_prompt(pctx *c, int obj, ts_defs_prompt *p) {
   p->parallel_tool_calls = -1;
   char *choice = NULL;
   if (get_string(c, obj, "toolDescription", 0, &p->tool_description) < 0 ||
+      get_string(c, obj, "description", 0, &p->description) < 0 ||
       get_string(c, obj, "model", 1, &p->model) < 0 || get_parts(c, obj, p) ||
       get_tools(c, obj, p) || get_vars(c, obj, &p->vars, &p->n_vars) ||
       get_env(c, obj, &p->env, &p->n_env) || get_bool(c, obj, "includeChat", &p->include_chat) ||

@@ -16,6 +16,7 @@
  * error, so a typo is caught at load):
  *
  *   prompt: {"kind":"prompt", "name": snake_case, "toolDescription": "...",
+ *            "description": "..." (for people and UIs; never sent to a model),
  *            "prompt": "system text" | [part...],   part: "text" | {"type":"text","text"}
  *                       | {"type":"prompt","name"} (another prompt's text, included)
  *                       | {"type":"env","name"} (a variable's value at run time),
@@ -156,6 +157,7 @@ typedef struct {
   int include_chat, include_past_tools; /* default 0 */
   ts_defs_tool_choice tool_choice;      /* default auto */
   int parallel_tool_calls;              /* -1: unset (the provider's default) */
+  char *description;                    /* NULL: none (for people; never sent) */
 } ts_defs_prompt;
 
 /* ---- agents ----------------------------------------------------------------- */

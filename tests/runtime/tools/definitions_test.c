@@ -368,7 +368,7 @@ END_TEST
 /* ---- what a set keeps ---------------------------------------------------------------- */
 
 static const char *const full =
-    "[{'kind':'prompt','name':'coordinator','toolDescription':'Coordinates',"
+    "[{'kind':'prompt','name':'coordinator','toolDescription':'Coordinates','description':'Leads',"
     "'prompt':['You coordinate.',{'type':'prompt','name':'style'},{'type':'env','name':'TEAM'}],"
     "'model':'gpt-x','tools':['search',{'name':'researcher','includeTextResponse':false,"
     "'initUserMessageProperty':'question','initAttachmentsProperty':'files'},"
@@ -402,6 +402,7 @@ START_TEST(test_values) {
   ck_assert_ptr_nonnull(p);
   ck_assert_str_eq(p->file, "team.json");
   ck_assert_str_eq(p->tool_description, "Coordinates");
+  ck_assert_str_eq(p->description, "Leads");
   ck_assert_str_eq(p->model, "gpt-x");
   ck_assert_uint_eq(p->n_parts, 3);
   ck_assert_int_eq(p->parts[0].kind, TS_DEFS_PART_TEXT);
@@ -447,6 +448,7 @@ START_TEST(test_values) {
   ck_assert_int_eq(p->parallel_tool_calls, 0);
   const ts_defs_prompt *s = ts_defs_find_prompt(d, "style");
   ck_assert_ptr_null(s->tool_description);
+  ck_assert_ptr_null(s->description);
   ck_assert_ptr_null(s->model);
   ck_assert_ptr_null(s->required_schema);
   ck_assert_int_eq(s->include_chat, 0);
