@@ -169,6 +169,8 @@ int ts_tool_defs_parse(ts_tool_defs *defs, const char *text, size_t len, char *w
                "declared on an agent's side (sideA/sideB \"subagents\" of an agent definition, "
                "run --agent), not on a tool (tools-spec \xC2\xA7" "5)",
                (int)(name.len > 64 ? 64 : name.len), name.p, *sk);
+      for (char *w = why; w < why + why_cap && *w; w++) /* one line, whatever the name holds */
+        if ((unsigned char)*w < 0x20) *w = '?';
       rc = TS_E_INVAL;
       goto out;
     }

@@ -157,6 +157,13 @@ typedef struct {
   int rc;                            /* the first error (sticky) */
 } pctx;
 
+/* A reason is one line: a control byte from the text (a raw newline in a key, which the
+ * tokenizer does not refuse) is shown as '?'. */
+static void one_line(char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
 /* Records the first error: "<file>: <entry>: <message>" (no "<file>: " for ""). */
 __attribute__((format(printf, 3, 4))) static int fail(pctx *c, int rc, const char *fmt, ...) {
   if (c->rc) return c->rc;
@@ -171,6 +178,7 @@ __attribute__((format(printf, 3, 4))) static int fail(pctx *c, int rc, const cha
   else
     snprintf(c->why, c->why_cap, "%s%s%s%s%s", c->file[0] ? c->file : "", c->file[0] ? ": " : "",
              c->entry, c->entry[0] ? ": " : "", msg);
+  one_line(c->why);
   return rc;
 }
 
@@ -830,6 +838,7 @@ int ts_defs_load_file(ts_defs *d, const char *path, const char *default_kind, ch
              rc == TS_E_LIMIT ? "too large for definitions (at most 16 MiB)"
              : rc == TS_E_NOMEM ? "out of memory"
                                 : strerror(errno));
+    one_line(why);
     return rc;
   }
   rc = ts_defs_add_json(d, path, text, len, default_kind, why, why_cap);
@@ -852,6 +861,7 @@ int ts_defs_load_dir(ts_defs *d, const char *dir, char *why, size_t why_cap) {
              rc == TS_E_LIMIT ? "more than 4096 definition files"
              : rc == TS_E_NOMEM ? "out of memory"
                                 : strerror(errno));
+    one_line(why);
     return rc;
   }
   for (size_t i = 0; i < n && !rc; i++) {
@@ -921,6 +931,7 @@ __attribute__((format(printf, 5, 6))) static int refuse(cctx *c, const char *fil
   va_end(ap);
   snprintf(c->why, c->why_cap, "%s%s%s \"%s\": %s", file && file[0] ? file : "",
            file && file[0] ? ": " : "", what, name, msg);
+  one_line(c->why);
   return TS_E_INVAL;
 }
 

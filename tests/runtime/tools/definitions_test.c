@@ -94,6 +94,10 @@ static const row rows[] = {
      BAD, "reserved", 0, NULL},
     {__LINE__, "an unknown key (a typo)", P("'name':'coder','toolDescripton':'x'"), NULL, BAD,
      "defs.json: prompt \"coder\": unknown key \"toolDescripton\" in a prompt", 0, NULL},
+    {__LINE__, "an unknown key with a raw newline: still one line (fuzz)",
+     P("'name':'a','pro\nmpt':'x'"), NULL, BAD, "unknown key \"pro?mpt\" in a prompt", 0, NULL},
+    {__LINE__, "a tools entry with an escaped newline: still one line",
+     P("'name':'a','tools':['x\\ny']"), NULL, OK, NULL, BAD, "tools entry \"x?y\": no tool"},
     {__LINE__, "a key given twice", P("'name':'coder','model':'a','model':'b'"), NULL, BAD,
      "key \"model\" given twice", 0, NULL},
     {__LINE__, "two prompts of one name in one text", "[" P("'name':'a'") "," P("'name':'a'") "]",
@@ -344,9 +348,10 @@ START_TEST(test_rows) {
   if (r->add_why)
     ck_assert_msg(strstr(why, r->add_why), "line %d (%s): reason '%s' lacks '%s'", r->line,
                   r->label, why, r->add_why);
+  ck_assert_msg(!strchr(why, '\n'), "line %d: not one line: '%s'", r->line, why);
   if (rc == TS_E_OK) {
-    ck_assert_msg(!strchr(why, '\n'), "line %d: one line", r->line);
     rc = ts_defs_check(d, reg, why, sizeof why);
+    ck_assert_msg(!strchr(why, '\n'), "line %d: not one line: '%s'", r->line, why);
     ck_assert_msg(rc == r->check_rc, "line %d (%s): check rc %d, want %d (%s)", r->line, r->label,
                   rc, r->check_rc, why);
     if (r->check_why)
