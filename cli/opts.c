@@ -552,6 +552,46 @@ static int agent_is_file(const char *arg) {
   return strchr(arg, '/') || ts_jstools_is_module(arg) || (n > 5 && !strcmp(arg + n - 5, ".json"));
 }
 
+/* 1 when agent `name` is used by another definition: a subagent of some side, or listed in
+ * some prompt's tools. */
+static int agent_used(const ts_defs *d, const char *name) {
+  for (size_t i = 0; i < ts_defs_agent_count(d); i++) {
+    const ts_defs_agent *a = ts_defs_agent_at(d, i);
+    const ts_defs_side *sides[2] = {&a->side_a, &a->side_b};
+    for (int k = 0; k < 2; k++)
+      for (size_t r = 0; r < sides[k]->n_subagents; r++)
+        if (!strcmp(sides[k]->subagents[r].agent, name) && strcmp(a->name, name)) return 1;
+  }
+  for (size_t i = 0; i < ts_defs_prompt_count(d); i++) {
+    const ts_defs_prompt *p = ts_defs_prompt_at(d, i);
+    for (size_t t = 0; t < p->n_tools; t++)
+      if (!strcmp(p->tools[t].name, name)) return 1;
+  }
+  return 0;
+}
+
+/* The agent an --agent FILE means among the agents it added (from index `from` on): the
+ * only one; else the one no other definition uses (the others being its subagents or
+ * tools: a team in one file); else the one named as the file is; NULL when that leaves
+ * more than one. */
+static const ts_defs_agent *file_agent(const ts_defs *d, size_t from, const char *path) {
+  size_t n = ts_defs_agent_count(d);
+  if (n - from == 1) return ts_defs_agent_at(d, from);
+  const ts_defs_agent *top = NULL;
+  size_t tops = 0;
+  for (size_t i = from; i < n; i++)
+    if (!agent_used(d, ts_defs_agent_at(d, i)->name)) top = ts_defs_agent_at(d, i), tops++;
+  if (tops == 1) return top;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t bl = strcspn(base, ".");
+  for (size_t i = from; i < n; i++) {
+    const char *nm = ts_defs_agent_at(d, i)->name;
+    if (strlen(nm) == bl && !strncmp(nm, base, bl)) return ts_defs_agent_at(d, i);
+  }
+  return NULL;
+}
+
 /* "a, b and c" (the names of a kind, for a message), cut to fit. */
 static void name_list(const ts_defs *d, int agents, char *out, size_t cap) {
   size_t n = agents ? ts_defs_agent_count(d) : ts_defs_prompt_count(d), at = 0;
@@ -598,13 +638,16 @@ int ts_cli_defs_load(const ts_cli_common *c, ts_registry *reg, const ts_jstools_
       return defs_status(rc);
     }
     size_t added = ts_defs_agent_count(defs) - before;
-    if (added != 1) {
-      fprintf(stderr, "%s: --agent %s: %s (one agent per --agent file; put several in a "
-                      "--prompts DIR and name one with --agent NAME)\n",
-              c->who, c->agent, added ? "the file defines several agents" : "the file defines no agent");
+    const ts_defs_agent *top = added ? file_agent(defs, before, c->agent) : NULL;
+    if (!top) {
+      fprintf(stderr, "%s: --agent %s: %s\n", c->who, c->agent,
+              added ? "the file defines several agents, and more than one is not a subagent or "
+                      "a tool of another (name one: --prompts DIR with the file in it, and "
+                      "--agent NAME)"
+                    : "the file defines no agent");
       return 2;
     }
-    *agent = ts_defs_agent_at(defs, before)->name;
+    *agent = top->name;
   }
   if ((ts_defs_prompt_count(defs) || ts_defs_agent_count(defs)) &&
       (rc = ts_defs_check(defs, reg, why, sizeof why))) {

@@ -200,8 +200,10 @@ int ts_cli_tools_registry(const ts_cli_common *c, ts_registry *reg, const ts_jst
  * the modules. Each --prompts DIR: its *.json files (prompts unless "kind" says
  * otherwise) in name order, then its JavaScript and TypeScript modules in name order
  * (their tools go into `reg`). --agent ARG is a file when it has a '/' or ends in .json
- * or a module's extension (JSON: an agent unless "kind" says otherwise; the file must
- * define exactly one agent), else the name of a loaded agent. Then every definition-time
+ * or a module's extension (JSON: an agent unless "kind" says otherwise), else the name of
+ * a loaded agent. A file's agent is the only one it defines; of several, the one no other
+ * definition uses (not a subagent, not in a prompt's tools: a team in one file), else the
+ * one named as the file is (team.json: team); any other case is an error. Then every definition-time
  * rule is checked (ts_defs_check against `reg`), and *agent / *prompt_name are set: the
  * --agent, else the --prompt-name, else (with definitions loaded by --prompts) the only
  * agent, else the only prompt; both NULL when nothing is defined. Returns 0, or the exit

@@ -92,10 +92,22 @@ static const row rows[] = {
      "toolstream run: --prompts "},
     {__LINE__, "a missing agent file", NULL, NULL, "--prompts @/prompts --agent @/none.json", 1,
      "--agent "},
+    {__LINE__, "a team in one file: the agent no other uses", "team.ts",
+     "import { definePrompt, defineAgent } from 'toolstream';\n"
+     "export const boss_prompt = definePrompt({ prompt: 'You lead.' });\n"
+     "export const helper_prompt = definePrompt({ prompt: 'You help.' });\n"
+     "export const helper_agent = defineAgent({ sideA: { prompt: helper_prompt } });\n"
+     "export const boss = defineAgent({ sideA: { prompt: boss_prompt, subagents: [{ agent: 'helper_agent' }] } });\n",
+     "--agent @/team.ts", 0, NULL},
+    {__LINE__, "a file of two unrelated agents, one named as the file", "b.json",
+     "[{\"name\":\"a\",\"sideA\":{\"prompt\":\"helper\"}},{\"name\":\"b\",\"sideA\":{\"prompt\":"
+     "\"helper\"}}]",
+     "--prompts @/prompts --agent @/b.json", 0, NULL},
     {__LINE__, "an agent file with two agents", "two.json",
      "[{\"name\":\"a\",\"sideA\":{\"prompt\":\"helper\"}},{\"name\":\"b\",\"sideA\":{\"prompt\":"
      "\"helper\"}}]",
-     "--prompts @/prompts --agent @/two.json", 2, "the file defines several agents"},
+     "--prompts @/prompts --agent @/two.json", 2,
+     "the file defines several agents, and more than one is not a subagent or a tool of another"},
     {__LINE__, "a definitions file that is not JSON", "prompts/bad.json", "{\"name\":", "--prompts @/prompts --agent lead",
      2, "/prompts/bad.json: not valid JSON"},
     {__LINE__, "a prompt tools entry that configures a subagent", "prompts/boss.json",
