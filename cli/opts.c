@@ -375,7 +375,7 @@ static const ts_cli_opt defs_opts[] = {
      "name order; repeatable, up to 8", NULL},
     {"prompt-name", 0, TS_CLI_STRING, O_PROMPT_NAME, 0, 0, "NAME",
      "the prompt that drives the thread when no --agent is given\n"
-     "(default: the only agent loaded, else the only prompt)", NULL},
+     "(default: the agent no other uses, else the only prompt)", NULL},
 };
 const ts_cli_group ts_cli_group_defs = {"definitions", "prompts and agents", defs_opts,
                                         sizeof defs_opts / sizeof defs_opts[0], set_shared};
@@ -570,10 +570,10 @@ static int agent_used(const ts_defs *d, const char *name) {
   return 0;
 }
 
-/* The agent an --agent FILE means among the agents it added (from index `from` on): the
- * only one; else the one no other definition uses (the others being its subagents or
- * tools: a team in one file); else the one named as the file is; NULL when that leaves
- * more than one. */
+/* The agent an --agent FILE means among the agents it added (from index `from` on), or
+ * --prompts alone among all (path ""): the only one; else the one no other definition
+ * uses (the others being its subagents or tools: a team); else the one named as the file
+ * is; NULL when that leaves more than one. */
 static const ts_defs_agent *file_agent(const ts_defs *d, size_t from, const char *path) {
   size_t n = ts_defs_agent_count(d);
   if (n - from == 1) return ts_defs_agent_at(d, from);
@@ -585,6 +585,7 @@ static const ts_defs_agent *file_agent(const ts_defs *d, size_t from, const char
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   size_t bl = strcspn(base, ".");
+  if (!bl) return NULL;
   for (size_t i = from; i < n; i++) {
     const char *nm = ts_defs_agent_at(d, i)->name;
     if (strlen(nm) == bl && !strncmp(nm, base, bl)) return ts_defs_agent_at(d, i);
@@ -673,8 +674,9 @@ int ts_cli_defs_load(const ts_cli_common *c, ts_registry *reg, const ts_jstools_
     }
     *prompt_name = ts_defs_find_prompt(defs, c->prompt_name)->name;
   } else if (!*agent && c->n_prompts_dirs) {
-    if (ts_defs_agent_count(defs) == 1) {
-      *agent = ts_defs_agent_at(defs, 0)->name;
+    const ts_defs_agent *top = ts_defs_agent_count(defs) ? file_agent(defs, 0, "") : NULL;
+    if (top) {
+      *agent = top->name;
     } else if (!ts_defs_agent_count(defs) && ts_defs_prompt_count(defs) == 1) {
       *prompt_name = ts_defs_prompt_at(defs, 0)->name;
     } else if (!ts_defs_agent_count(defs) && !ts_defs_prompt_count(defs)) {

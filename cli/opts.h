@@ -205,8 +205,9 @@ int ts_cli_tools_registry(const ts_cli_common *c, ts_registry *reg, const ts_jst
  * definition uses (not a subagent, not in a prompt's tools: a team in one file), else the
  * one named as the file is (team.json: team); any other case is an error. Then every definition-time
  * rule is checked (ts_defs_check against `reg`), and *agent / *prompt_name are set: the
- * --agent, else the --prompt-name, else (with definitions loaded by --prompts) the only
- * agent, else the only prompt; both NULL when nothing is defined. Returns 0, or the exit
+ * --agent, else the --prompt-name, else (with definitions loaded by --prompts) the agent
+ * as for a file (the only one, or the one no other definition uses), else the only
+ * prompt; both NULL when nothing is defined. Returns 0, or the exit
  * status after printing one line: 1 for a file or directory that cannot be read, 2 for a
  * definition error, an unknown name, or an entry that cannot be chosen. */
 int ts_cli_defs_load(const ts_cli_common *c, ts_registry *reg, const ts_jstools_env *env,

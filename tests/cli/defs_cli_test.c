@@ -71,8 +71,11 @@ typedef struct {
 static const row rows[] = {
     {__LINE__, "an agent by name from --prompts", NULL, NULL, "--prompts @/prompts --agent lead", 0,
      NULL},
-    {__LINE__, "the only agent... is not the only one", NULL, NULL, "--prompts @/prompts", 2,
-     "toolstream run: which agent drives the thread? --agent NAME (one of lead and worker)"},
+    {__LINE__, "--prompts alone: the team's top agent (worker is lead's subagent)", NULL, NULL,
+     "--prompts @/prompts", 0, NULL},
+    {__LINE__, "--prompts alone, two top agents", "prompts/solo.json",
+     "{\"kind\":\"agent\",\"name\":\"solo\",\"sideA\":{\"prompt\":\"helper\"}}", "--prompts @/prompts", 2,
+     "toolstream run: which agent drives the thread? --agent NAME (one of lead, worker and solo)"},
     {__LINE__, "an agent file beside --prompts", NULL, NULL, "--prompts @/prompts --agent @/lead.json",
      0, NULL},
     {__LINE__, "a prompt by name", NULL, NULL, "--prompts @/prompts --prompt-name coordinator", 0,
