@@ -4,9 +4,11 @@
  */
 #include "base/file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/error.h"
 
@@ -45,5 +47,53 @@ int ts_file_read(const char *path, size_t max, char **out, size_t *len) {
   buf[n] = '\0';
   *out = buf;
   *len = n;
+  return TS_E_OK;
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void ts_file_names_free(char **names, size_t n) {
+  for (size_t i = 0; names && i < n; i++) free(names[i]);
+  free(names);
+}
+
+int ts_file_list(const char *dir, int (*keep)(const char *name), size_t max, char ***names,
+                 size_t *n) {
+  DIR *d = opendir(dir);
+  if (!d) return TS_E_IO;
+  char **v = NULL;
+  size_t k = 0, cap = 0;
+  int rc = TS_E_OK;
+  struct dirent *e;
+  while (rc == TS_E_OK && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || (keep && !keep(e->d_name)))
+      continue;
+    if (k == max) {
+      rc = TS_E_LIMIT;
+      break;
+    }
+    if (k == cap) {
+      size_t nc = cap ? cap * 2 : 16;
+      char **nv = realloc(v, nc * sizeof *nv);
+      if (!nv) {
+        rc = TS_E_NOMEM;
+        break;
+      }
+      v = nv, cap = nc;
+    }
+    if (!(v[k] = strdup(e->d_name))) rc = TS_E_NOMEM;
+    else k++;
+  }
+  closedir(d);
+  if (rc) {
+    ts_file_names_free(v, k);
+    if (rc == TS_E_NOMEM) errno = ENOMEM;
+    return rc;
+  }
+  if (k) qsort(v, k, sizeof *v, by_name);
+  *names = v;
+  *n = k;
   return TS_E_OK;
 }

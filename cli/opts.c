@@ -17,10 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/error.h"
 #include "base/file.h"
 #include "js/jstools.h"
+#include "tools/definitions.h"
 #include "tools/registry.h"
 
 /* TS_VERSION and TS_BUILT_WITH come from CMakeLists.txt ("package"): the project's
@@ -233,7 +235,8 @@ void ts_cli_print_help(const ts_cli_command *cmd, FILE *f) {
 
 /* ---- the shared groups ---------------------------------------------------------------- */
 
-enum { O_PUB = 1, O_REPLAY, O_TLS_CERT, O_TLS_KEY, O_TOOLS, O_PROGRESS_ARG, O_THREAD, O_CA, O_NO_TIME, O_ORIGIN, O_TOKEN_FILE };
+enum { O_PUB = 1, O_REPLAY, O_TLS_CERT, O_TLS_KEY, O_TOOLS, O_PROGRESS_ARG, O_THREAD, O_CA, O_NO_TIME, O_ORIGIN, O_TOKEN_FILE,
+       O_AGENT, O_PROMPTS, O_PROMPT_NAME };
 
 static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t num) {
   ts_cli_common *c = user;
@@ -246,6 +249,27 @@ static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t
     case O_CA: c->ca_file = val; break;
     case O_NO_TIME: c->no_time = 1; break;
     case O_TOKEN_FILE: c->token_file = val; break;
+    case O_AGENT:
+      if (c->agent) {
+        fprintf(stderr, "%s: one --agent only (the one that runs the thread)\n", c->who);
+        return 2;
+      }
+      c->agent = val;
+      break;
+    case O_PROMPT_NAME:
+      if (c->prompt_name) {
+        fprintf(stderr, "%s: one --prompt-name only\n", c->who);
+        return 2;
+      }
+      c->prompt_name = val;
+      break;
+    case O_PROMPTS:
+      if (c->n_prompts_dirs == TS_CLI_MAX_PROMPTS_DIRS) {
+        fprintf(stderr, "%s: at most %d --prompts directories\n", c->who, TS_CLI_MAX_PROMPTS_DIRS);
+        return 2;
+      }
+      c->prompts_dirs[c->n_prompts_dirs++] = val;
+      break;
     case O_ORIGIN:
       if (c->n_origins == TS_CLI_MAX_ORIGINS) {
         fprintf(stderr, "%s: at most %d --allow-origin\n", c->who, TS_CLI_MAX_ORIGINS);
@@ -337,6 +361,24 @@ static const ts_cli_opt endpoint_opts[] = {
      "(or ?token=) with the token in FILE (its first line)", NULL},
 };
 const ts_cli_group ts_cli_group_endpoint = {"endpoint", NULL, endpoint_opts, 1, set_shared};
+
+static const ts_cli_opt defs_opts[] = {
+    {"agent", 0, TS_CLI_STRING, O_AGENT, 0, 0, "FILE|NAME",
+     "the agent that runs the thread (its sideA prompt drives it):\n"
+     "a definition file (JSON, or a .js/.ts module calling\n"
+     "defineAgent; a path has a / or ends in .json, .js, .ts...) or\n"
+     "the name of an agent of --prompts (docs/composition.md)", NULL},
+    {"prompts", 0, TS_CLI_STRING, O_PROMPTS, 0, 0, "DIR",
+     "prompt and agent definitions: every *.json file of DIR (a\n"
+     "prompt unless \"kind\" says agent), then every JavaScript or\n"
+     "TypeScript module (definePrompt, defineAgent, defineTool), in\n"
+     "name order; repeatable, up to 8", NULL},
+    {"prompt-name", 0, TS_CLI_STRING, O_PROMPT_NAME, 0, 0, "NAME",
+     "the prompt that drives the thread when no --agent is given\n"
+     "(default: the agent no other uses, else the only prompt)", NULL},
+};
+const ts_cli_group ts_cli_group_defs = {"definitions", "prompts and agents", defs_opts,
+                                        sizeof defs_opts / sizeof defs_opts[0], set_shared};
 
 static const ts_cli_opt ca_opts[] = {
     {"ca-file", 0, TS_CLI_STRING, O_CA, 0, 0, "FILE",
@@ -467,6 +509,186 @@ int ts_cli_tools_registry(const ts_cli_common *c, ts_registry *reg, const ts_jst
     }
     ts_tool_defs_free(&defs);
     if (st) return st;
+  }
+  return 0;
+}
+
+/* ---- definitions: --prompts, --agent, --prompt-name ------------------------------------- */
+
+/* A definition error's exit status: unreadable 1, anything about the content 2. */
+static int defs_status(int rc) { return rc == TS_E_IO || rc == TS_E_NOMEM ? 1 : 2; }
+
+static int module_name(const char *name) { return name[0] != '.' && ts_jstools_is_module(name); }
+
+/* The modules of `dir` in name order, loaded with `env` (tools into reg, definitions into
+ * env->defs). 0 or the exit status after printing. */
+static int load_dir_modules(const ts_cli_common *c, const char *dir, ts_registry *reg,
+                            const ts_jstools_env *env) {
+  char **names = NULL;
+  size_t n = 0;
+  int rc = ts_file_list(dir, module_name, TS_DEFS_MAX_DEFS, &names, &n), st = 0;
+  if (rc) {
+    fprintf(stderr, "%s: --prompts %s: %s\n", c->who, dir,
+            rc == TS_E_LIMIT ? "more than 4096 modules" : strerror(errno));
+    return rc == TS_E_LIMIT ? 2 : 1;
+  }
+  for (size_t i = 0; i < n && !st; i++) {
+    char path[4096], why[768] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    struct stat sb;
+    if (stat(path, &sb) || !S_ISREG(sb.st_mode)) continue;
+    if ((rc = ts_jstools_load(reg, path, env, why, sizeof why))) {
+      fprintf(stderr, "%s: %s\n", c->who, why[0] ? why : ts_err_message(rc));
+      st = defs_status(rc);
+    }
+  }
+  ts_file_names_free(names, n);
+  return st;
+}
+
+/* --agent ARG names a file (not a loaded agent's name). */
+static int agent_is_file(const char *arg) {
+  size_t n = strlen(arg);
+  return strchr(arg, '/') || ts_jstools_is_module(arg) || (n > 5 && !strcmp(arg + n - 5, ".json"));
+}
+
+/* 1 when agent `name` is used by another definition: a subagent of some side, or listed in
+ * some prompt's tools. */
+static int agent_used(const ts_defs *d, const char *name) {
+  for (size_t i = 0; i < ts_defs_agent_count(d); i++) {
+    const ts_defs_agent *a = ts_defs_agent_at(d, i);
+    const ts_defs_side *sides[2] = {&a->side_a, &a->side_b};
+    for (int k = 0; k < 2; k++)
+      for (size_t r = 0; r < sides[k]->n_subagents; r++)
+        if (!strcmp(sides[k]->subagents[r].agent, name) && strcmp(a->name, name)) return 1;
+  }
+  for (size_t i = 0; i < ts_defs_prompt_count(d); i++) {
+    const ts_defs_prompt *p = ts_defs_prompt_at(d, i);
+    for (size_t t = 0; t < p->n_tools; t++)
+      if (!strcmp(p->tools[t].name, name)) return 1;
+  }
+  return 0;
+}
+
+/* The agent an --agent FILE means among the agents it added (from index `from` on), or
+ * --prompts alone among all (path ""): the only one; else the one no other definition
+ * uses (the others being its subagents or tools: a team); else the one named as the file
+ * is; NULL when that leaves more than one. */
+static const ts_defs_agent *file_agent(const ts_defs *d, size_t from, const char *path) {
+  size_t n = ts_defs_agent_count(d);
+  if (n - from == 1) return ts_defs_agent_at(d, from);
+  const ts_defs_agent *top = NULL;
+  size_t tops = 0;
+  for (size_t i = from; i < n; i++)
+    if (!agent_used(d, ts_defs_agent_at(d, i)->name)) top = ts_defs_agent_at(d, i), tops++;
+  if (tops == 1) return top;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t bl = strcspn(base, ".");
+  if (!bl) return NULL;
+  for (size_t i = from; i < n; i++) {
+    const char *nm = ts_defs_agent_at(d, i)->name;
+    if (strlen(nm) == bl && !strncmp(nm, base, bl)) return ts_defs_agent_at(d, i);
+  }
+  return NULL;
+}
+
+/* "a, b and c" (the names of a kind, for a message), cut to fit. */
+static void name_list(const ts_defs *d, int agents, char *out, size_t cap) {
+  size_t n = agents ? ts_defs_agent_count(d) : ts_defs_prompt_count(d), at = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    const char *nm = agents ? ts_defs_agent_at(d, i)->name : ts_defs_prompt_at(d, i)->name;
+    int w = snprintf(out + at, cap - at, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", nm);
+    if (w < 0 || (size_t)w >= cap - at) {
+      if (cap > 4) snprintf(out + (cap - 4 > at ? at : cap - 4), 4, "...");
+      return;
+    }
+    at += (size_t)w;
+  }
+}
+
+int ts_cli_defs_load(const ts_cli_common *c, ts_registry *reg, const ts_jstools_env *env,
+                     ts_defs *defs, const char **agent, const char **prompt_name) {
+  *agent = NULL;
+  *prompt_name = NULL;
+  char why[768] = "", names[400];
+  int rc, st;
+  if (c->agent && c->prompt_name) {
+    fprintf(stderr, "%s: --agent and --prompt-name both name what drives the thread: give one\n",
+            c->who);
+    return 2;
+  }
+  for (size_t i = 0; i < c->n_prompts_dirs; i++) {
+    const char *dir = c->prompts_dirs[i];
+    if ((rc = ts_defs_load_dir(defs, dir, why, sizeof why))) {
+      fprintf(stderr, "%s: %s%s\n", c->who, rc == TS_E_IO ? "--prompts " : "", why);
+      return defs_status(rc);
+    }
+    if ((st = load_dir_modules(c, dir, reg, env))) return st;
+  }
+  if (c->agent && agent_is_file(c->agent)) {
+    size_t before = ts_defs_agent_count(defs);
+    if (ts_jstools_is_module(c->agent)) {
+      rc = ts_jstools_load(reg, c->agent, env, why, sizeof why);
+    } else {
+      rc = ts_defs_load_file(defs, c->agent, "agent", why, sizeof why);
+    }
+    if (rc) {
+      fprintf(stderr, "%s: --agent %s\n", c->who, why[0] ? why : ts_err_message(rc));
+      return defs_status(rc);
+    }
+    size_t added = ts_defs_agent_count(defs) - before;
+    const ts_defs_agent *top = added ? file_agent(defs, before, c->agent) : NULL;
+    if (!top) {
+      fprintf(stderr, "%s: --agent %s: %s\n", c->who, c->agent,
+              added ? "the file defines several agents, and more than one is not a subagent or "
+                      "a tool of another (name one: --prompts DIR with the file in it, and "
+                      "--agent NAME)"
+                    : "the file defines no agent");
+      return 2;
+    }
+    *agent = top->name;
+  }
+  if ((ts_defs_prompt_count(defs) || ts_defs_agent_count(defs)) &&
+      (rc = ts_defs_check(defs, reg, why, sizeof why))) {
+    fprintf(stderr, "%s: %s\n", c->who, why[0] ? why : ts_err_message(rc));
+    return defs_status(rc);
+  }
+  if (c->agent && !*agent) {
+    if (!ts_defs_find_agent(defs, c->agent)) {
+      name_list(defs, 1, names, sizeof names);
+      fprintf(stderr, "%s: --agent %s: no agent of that name (%s%s)\n", c->who, c->agent,
+              names[0] ? "loaded: " : "none loaded; --prompts DIR loads definitions",
+              names);
+      return 2;
+    }
+    *agent = ts_defs_find_agent(defs, c->agent)->name;
+  } else if (c->prompt_name) {
+    if (!ts_defs_find_prompt(defs, c->prompt_name)) {
+      name_list(defs, 0, names, sizeof names);
+      fprintf(stderr, "%s: --prompt-name %s: no prompt of that name (%s%s)\n", c->who,
+              c->prompt_name, names[0] ? "loaded: " : "none loaded; --prompts DIR loads them",
+              names);
+      return 2;
+    }
+    *prompt_name = ts_defs_find_prompt(defs, c->prompt_name)->name;
+  } else if (!*agent && c->n_prompts_dirs) {
+    const ts_defs_agent *top = ts_defs_agent_count(defs) ? file_agent(defs, 0, "") : NULL;
+    if (top) {
+      *agent = top->name;
+    } else if (!ts_defs_agent_count(defs) && ts_defs_prompt_count(defs) == 1) {
+      *prompt_name = ts_defs_prompt_at(defs, 0)->name;
+    } else if (!ts_defs_agent_count(defs) && !ts_defs_prompt_count(defs)) {
+      fprintf(stderr, "%s: --prompts: no prompt or agent defined there\n", c->who);
+      return 2;
+    } else {
+      int agents = ts_defs_agent_count(defs) > 0;
+      name_list(defs, agents, names, sizeof names);
+      fprintf(stderr, "%s: which %s drives the thread? --%s NAME (one of %s)\n", c->who,
+              agents ? "agent" : "prompt", agents ? "agent" : "prompt-name", names);
+      return 2;
+    }
   }
   return 0;
 }

@@ -103,6 +103,7 @@ typedef struct {
 #define TS_CLI_MAX_PROGRESS_ARGS 64
 
 #define TS_CLI_MAX_ORIGINS 32
+#define TS_CLI_MAX_PROMPTS_DIRS 8
 
 struct ts_cli_common {
   const char *who; /* "toolstream tap": the prefix of every error line */
@@ -125,6 +126,10 @@ struct ts_cli_common {
   const char *origins[TS_CLI_MAX_ORIGINS];
   size_t n_origins;
   const char *token_file;
+  /* definitions: --agent FILE|NAME, --prompts DIR (repeatable), --prompt-name NAME */
+  const char *agent, *prompt_name;
+  const char *prompts_dirs[TS_CLI_MAX_PROMPTS_DIRS];
+  size_t n_prompts_dirs;
 };
 
 /* The shared groups, for the command tables. */
@@ -135,6 +140,7 @@ extern const ts_cli_group ts_cli_group_ca;      /* --ca-file */
 extern const ts_cli_group ts_cli_group_events;  /* --no-time */
 extern const ts_cli_group ts_cli_group_browsers; /* --allow-origin */
 extern const ts_cli_group ts_cli_group_endpoint; /* --token-file */
+extern const ts_cli_group ts_cli_group_defs;    /* --agent, --prompts, --prompt-name */
 /* --help (-h), --version and --, which every command takes (listed by --help and the man
  * pages; parsed by ts_cli_parse itself, never handed to a `set` function). */
 extern const ts_cli_group ts_cli_group_std;
@@ -187,6 +193,25 @@ int ts_cli_tools_defs(const ts_cli_common *c, ts_tool_defs *defs);
  * applied here (see ts_cli_progress_overrides). 0, or the exit status after printing one
  * line: 1 for a file that cannot be read, 2 for one that does not parse or load. */
 int ts_cli_tools_registry(const ts_cli_common *c, ts_registry *reg, const ts_jstools_env *env);
+
+/* The definitions of --prompts and --agent (docs/composition.md), and the entry that drives
+ * the thread. `defs` is the caller's set (it may already hold what --tools modules
+ * defined: load --tools with env->defs = defs first); `env` (with env->defs == defs) loads
+ * the modules. Each --prompts DIR: its *.json files (prompts unless "kind" says
+ * otherwise) in name order, then its JavaScript and TypeScript modules in name order
+ * (their tools go into `reg`). --agent ARG is a file when it has a '/' or ends in .json
+ * or a module's extension (JSON: an agent unless "kind" says otherwise), else the name of
+ * a loaded agent. A file's agent is the only one it defines; of several, the one no other
+ * definition uses (not a subagent, not in a prompt's tools: a team in one file), else the
+ * one named as the file is (team.json: team); any other case is an error. Then every definition-time
+ * rule is checked (ts_defs_check against `reg`), and *agent / *prompt_name are set: the
+ * --agent, else the --prompt-name, else (with definitions loaded by --prompts) the agent
+ * as for a file (the only one, or the one no other definition uses), else the only
+ * prompt; both NULL when nothing is defined. Returns 0, or the exit
+ * status after printing one line: 1 for a file or directory that cannot be read, 2 for a
+ * definition error, an unknown name, or an entry that cannot be chosen. */
+int ts_cli_defs_load(const ts_cli_common *c, ts_registry *reg, const ts_jstools_env *env,
+                     ts_defs *defs, const char **agent, const char **prompt_name);
 
 /* The --progress-arg settings alone, into `defs`: 0, or 1 after printing (out of memory). */
 int ts_cli_progress_overrides(const ts_cli_common *c, ts_tool_defs *defs);

@@ -31,6 +31,7 @@
 #include "events/sink.h"
 #include "js/jstools.h"
 #include "store/store.h"
+#include "tools/definitions.h"
 #include "tools/demo_tools.h"
 #include "tools/registry.h"
 
@@ -113,7 +114,8 @@ static const ts_cli_opt run_opts[] = {
 static const ts_cli_group run_group = {"run", NULL, run_opts, sizeof run_opts / sizeof run_opts[0],
                                        NULL};
 static const ts_cli_group *const run_groups[] = {
-    &run_group, &ts_cli_group_thread, &ts_cli_group_events, &ts_cli_group_ca, &ts_cli_group_tools, &ts_cli_group_bus,
+    &run_group, &ts_cli_group_thread, &ts_cli_group_events, &ts_cli_group_ca, &ts_cli_group_tools,
+    &ts_cli_group_defs, &ts_cli_group_bus,
     &ts_cli_group_browsers, &ts_cli_group_endpoint,
     NULL};
 
@@ -124,7 +126,11 @@ const ts_cli_command ts_cli_cmd_run = {
     "Runs a thread: the model's streamed reply goes through the tap (tool_call_started\n"
     "goes out early), the calls run in order as their arguments complete, each result is\n"
     "committed to the store, and turns repeat until the model stops calling tools.\n"
-    "The thread is a new th_... id unless --thread names one.",
+    "The thread is a new th_... id unless --thread names one. With --agent or --prompts,\n"
+    "prompt and agent definitions drive it (docs/composition.md): the driving prompt gives\n"
+    "the system text, the model and the tools the model sees (function tools, prompts\n"
+    "called as tools, exposed agents, the subagent tools of the agent's relationships);\n"
+    "every definition-time rule is checked before anything runs.",
     run_groups,
     "Built-in tools: write_file (progress argument: description), read_file, list_dir,\n"
     "confined to the workspace. Ctrl-C or SIGTERM stops cleanly at any moment: the\n"
@@ -138,7 +144,8 @@ const ts_cli_command ts_cli_cmd_run = {
     "before it is printed, published or stored (a provider message echoing the key).\n"
     "Exit status: 0 when the model ended its turn; 1 on an error, interruption or\n"
     "--max-turns, or when a file named by an option cannot be read (one line on standard\n"
-    "error); 2 for usage errors (including a --tools file that does not parse or load).",
+    "error); 2 for usage errors (including a --tools file that does not parse or load, and\n"
+    "a prompt or agent definition that breaks a rule: one line names the file and entry).",
     ts_cli_run,
 };
 
@@ -433,6 +440,8 @@ int ts_cli_run(int argc, char **argv) {
   ts_registry *reg = ts_registry_new();
   ts_demo_tools *demo = NULL;
   ts_tool_defs progress = {0};
+  ts_defs *defs = ts_defs_new();
+  const char *drive_agent = NULL, *drive_prompt = NULL;
   ts_pub *pub = NULL;
   ts_cli_endpoint *endpoint = NULL;
   live_screen live;
@@ -472,12 +481,13 @@ int ts_cli_run(int argc, char **argv) {
     snprintf(wsabs, sizeof wsabs, "%s/%s", cwd, a.workspace);
   else
     snprintf(wsabs, sizeof wsabs, "%s", a.workspace);
-  if (!reg || ts_demo_tools_add(reg, a.workspace, &demo, why, sizeof why)) {
+  if (!reg || !defs || ts_demo_tools_add(reg, a.workspace, &demo, why, sizeof why)) {
     fprintf(stderr, "toolstream run: %s\n", why[0] ? why : "out of memory");
     goto out;
   }
-  ts_jstools_env env = {.vars = a.vars, .n_vars = a.nvars};
+  ts_jstools_env env = {.vars = a.vars, .n_vars = a.nvars, .defs = defs};
   if ((rc = ts_cli_tools_registry(&com, reg, &env)) ||
+      (rc = ts_cli_defs_load(&com, reg, &env, defs, &drive_agent, &drive_prompt)) ||
       (rc = ts_cli_progress_overrides(&com, &progress)))
     goto out;
   for (size_t i = 0; i < a.nvars; i++) { /* --var: text only, never a secret */
@@ -569,6 +579,9 @@ int ts_cli_run(int argc, char **argv) {
       .layers = &layers,
       .prepare = prepare_env,
       .prepare_user = &renv,
+      .defs = ts_defs_prompt_count(defs) || ts_defs_agent_count(defs) ? defs : NULL,
+      .agent = drive_agent,
+      .prompt_name = drive_prompt,
   };
   ts_agent_stats st;
   int arc = ts_agent_run(&ac, &st, why, sizeof why);
@@ -601,5 +614,6 @@ out:
   ts_registry_free(reg);
   ts_demo_tools_free(demo);
   ts_tool_defs_free(&progress);
+  ts_defs_free(defs);
   return rc;
 }

@@ -10,6 +10,9 @@
 
 #include "stream/json_view.h"
 
+const char *const ts_tool_defs_subagent_keys[] = {"subagents", "subagent", "agent", "blocking",
+                                                  "hidden", "relationship", NULL};
+
 static char *dup_view(ts_view v) {
   char *s = malloc(v.len + 1);
   if (!s) return NULL;
@@ -156,6 +159,18 @@ int ts_tool_defs_parse(ts_tool_defs *defs, const char *text, size_t len, char *w
     if (ts_tool_defs_find(defs, name.p, name.len)) {
       snprintf(why, why_cap, "duplicate tool name \"%.*s\"", (int)(name.len > 64 ? 64 : name.len),
                name.p);
+      rc = TS_E_INVAL;
+      goto out;
+    }
+    for (const char *const *sk = ts_tool_defs_subagent_keys; *sk; sk++) {
+      if (ts_jv_get(&v, i, *sk) < 0) continue;
+      snprintf(why, why_cap,
+               "tool \"%.*s\" configures a subagent relationship (\"%s\"): relationships are "
+               "declared on an agent's side (sideA/sideB \"subagents\" of an agent definition, "
+               "run --agent), not on a tool (tools-spec \xC2\xA7" "5)",
+               (int)(name.len > 64 ? 64 : name.len), name.p, *sk);
+      for (char *w = why; w < why + why_cap && *w; w++) /* one line, whatever the name holds */
+        if ((unsigned char)*w < 0x20) *w = '?';
       rc = TS_E_INVAL;
       goto out;
     }

@@ -5,6 +5,10 @@
  *   [{"name": "write_file", "description": "...", "progressArgument": "description",
  *     "args": {JSON Schema}, "annotations": {...}, "variables": [{...}]}, ...]
  * Only `name` is required. `args` and `annotations` are kept as their exact JSON text.
+ * A definition that configures a subagent relationship (any of ts_tool_defs_subagent_keys:
+ * "subagents", "subagent", "agent", "blocking", "hidden", "relationship") is refused:
+ * relationships belong to an agent's side, not to a tool (tools-spec §5), and taking the
+ * file without them would silently drop what its author meant.
  *
  * Ownership: ts_tool_defs owns copies of everything; free it with ts_tool_defs_free.
  */
@@ -40,12 +44,17 @@ typedef struct {
   size_t n;
 } ts_tool_defs;
 
+/* The keys that configure a subagent relationship, NULL-terminated; a tool definition (here)
+ * or a prompt's tools entry (tools/definitions.h) holding one is a definition-time error. */
+extern const char *const ts_tool_defs_subagent_keys[];
+
 /* Parses `len` bytes of JSON text into defs (appending to what *defs holds). On error
  * returns a negative ts_err, leaves *defs as it was, and writes a one-line reason into
  * `why` (capacity `why_cap`). Errors: TS_E_JV_BAD_JSON for text that is not JSON,
  * TS_E_INVAL for a wrong shape (not an array, a definition without a string `name`,
  * a non-string progressArgument, a duplicate name, a malformed "variables" entry: not an
- * object, no string name, a type other than "text" or "secret", a non-boolean flag),
+ * object, no string name, a type other than "text" or "secret", a non-boolean flag; a
+ * key that configures a subagent relationship),
  * TS_E_LIMIT for a file over 32 MiB,
  * TS_E_NOMEM. */
 int ts_tool_defs_parse(ts_tool_defs *defs, const char *text, size_t len, char *why,

@@ -15,7 +15,7 @@ _toolstream_options() {
     for (i = 1; i <= NF; i++) {
       if ($i ~ /^--[a-z][a-z0-9-]*,?$/ && (i == 1 || $(i - 1) ~ /^-[a-zA-Z],$/)) {
         name = $i; sub(/,$/, "", name); meta = ""
-        if (i < NF && $(i + 1) ~ /^[A-Z][A-Z0-9_=.]*$/) meta = $(i + 1)
+        if (i < NF && $(i + 1) ~ /^[A-Z][A-Z0-9_=.|]*$/) meta = $(i + 1)
         print name, meta
         break
       }

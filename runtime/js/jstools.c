@@ -449,6 +449,11 @@ int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *en
     if (rc) snprintf(why, why_cap, "%s: %s", path, reason[0] ? reason : "out of memory");
   }
   ts_registry_free(scratch);
+  /* Prompts and agents (definePrompt, defineAgent) go through the one parser of
+   * definitions, before any tool is registered, so that a refused one leaves `reg` alone. */
+  if (!rc && defs.defs_json && env && env->defs)
+    rc = ts_defs_add_json(env->defs, path, defs.defs_json, strlen(defs.defs_json), NULL, why,
+                          why_cap);
   for (size_t i = 0; !rc && i < defs.n; i++) {
     ts_sandbox_tool_def *d = &defs.v[i];
     jstool *t = jstool_take(m, d, reg);

@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tools/definitions.h"
 #include "tools/registry.h"
 
 /* How deep state.invokeTool may nest (a tool invoking itself stops here). */
@@ -57,15 +58,32 @@ typedef struct {
   int no_environ;            /* 1: do not read the process environment (tests) */
   uint32_t timeout_ms;       /* per call of a tool (its own JavaScript time); 0: default */
   size_t memory_limit_bytes; /* per call; 0: the sandbox's default */
+  /* Where the module's definePrompt({...}) / defineAgent({...}) definitions go
+   * (tools/definitions.h: ts_defs_add_json, so they meet the same parser and rules as
+   * JSON files; ts_defs_check is the caller's, once everything is loaded). NULL: the
+   * caller runs no prompts (tap), and they are not read. Borrowed during the load. */
+  ts_defs *defs;
 } ts_jstools_env;
 
 /* Reads the module at `path`, evaluates it (under env's limits) and registers each tool
  * it defines in `reg` (tools whose execute callback runs the module; `reg` must outlive
- * its use by them). `env` (may be NULL: defaults) is copied. Returns TS_E_OK; or, with a
- * one-line reason in `why` and nothing registered: TS_E_IO (unreadable file), TS_E_LIMIT
- * (a file over 16 MiB),
- * TS_E_SANDBOX_* (the module failed to evaluate), TS_E_INVAL (a bad definition, a
- * duplicate name, a package missing a tool its members use), TS_E_NOMEM. */
+ * its use by them), and adds the prompts and agents it defines to env->defs when that is
+ * set. A module may define tools, prompts and agents, or only some of them:
+ *
+ *   export const researcher = definePrompt({toolDescription: 'Research a topic',
+ *     prompt: 'You research.', tools: ['search'], requiredSchema: z.object({topic: z.string()})});
+ *   export default defineAgent({name: 'lead', sideA: {prompt: 'coordinator'}});
+ *
+ * Names: a definition's `name`, else the key it is exported under, else the module's name
+ * for a lone unnamed one. A `z` schema becomes JSON Schema (as for `args`); a definition
+ * object where a name is expected (tools: [search, researcher], sideA: {prompt: coder})
+ * stands for its name; a function anywhere in a prompt or agent is an error.
+ * `env` (may be NULL: defaults) is copied. Returns TS_E_OK; or, with a one-line reason in
+ * `why` and nothing registered or added: TS_E_IO (unreadable file), TS_E_LIMIT (a file
+ * over 16 MiB), TS_E_SANDBOX_* (the module failed to evaluate), TS_E_INVAL (a bad
+ * definition, a duplicate name, a package missing a tool its members use),
+ * TS_E_JV_BAD_JSON (never in practice: the definitions' JSON), TS_E_NOMEM (which may
+ * leave the prompts added). */
 int ts_jstools_load(ts_registry *reg, const char *path, const ts_jstools_env *env, char *why,
                     size_t why_cap);
 

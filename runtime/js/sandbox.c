@@ -1714,6 +1714,7 @@ static duk_ret_t load_body(duk_context *ctx, void *udata) {
     duk_pop_2(ctx);
     if (!t->name || !t->description) lx->oom = 1;
   }
+  d->defs_json = get_str(ctx, -1, "defs", &lx->oom); /* definePrompt/defineAgent, as JSON */
   r->value = dup_fixed("null", 4, NULL);
   return 0;
 }
@@ -1745,8 +1746,9 @@ static void pack_defs(void *extra, ts_buf *b) {
     put_u32(b, (uint32_t)t->has_uses);
     put_u32(b, (uint32_t)t->n_uses);
     for (size_t k = 0; k < t->n_uses; k++) PS(t->uses[k]);
-#undef PS
   }
+  PS(d->defs_json);
+#undef PS
 }
 
 /* A count read from a frame, bounded by what the payload can still hold (each element
@@ -1800,6 +1802,7 @@ static int unpack_defs(void *extra, cur *c) {
     }
     if (!t->name || !t->description) c->bad = 1;
   }
+  if (!c->bad && !oom) d->defs_json = get_str_field(c, NULL, &oom);
   if (c->bad) lx->oom = 1; /* reported as a host failure */
   return oom ? -1 : 0;
 }
@@ -1821,6 +1824,7 @@ void ts_sandbox_tool_defs_free(ts_sandbox_tool_defs *d) {
     for (size_t k = 0; k < t->n_uses; k++) free(t->uses[k]);
     free(t->uses);
   }
+  free(d->defs_json);
   free(d->v);
   memset(d, 0, sizeof *d);
 }

@@ -190,6 +190,10 @@ typedef struct {
 typedef struct {
   ts_sandbox_tool_def *v;
   size_t n;
+  /* The module's definePrompt / defineAgent definitions, as one JSON array (the shapes of
+   * tools/definitions.h; names resolved, z schemas as JSON Schema); NULL when it made
+   * none. */
+  char *defs_json;
 } ts_sandbox_tool_defs;
 
 /* Evaluates module `src` (`len` bytes) under the options `o` (NULL: defaults; the

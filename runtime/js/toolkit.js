@@ -370,6 +370,69 @@ function defineTool(spec) {
   defs.push(d);
   return d;
 }
+/* definePrompt / defineAgent (runtime/tools/definitions.h has the shapes and the rules):
+ * each call is kept in order; describe() hands them to the host as one JSON array, where
+ * the one parser of definitions checks them like a JSON file's. */
+var pdefs = [];
+function defineKind(kind, fname) {
+  return function (spec) {
+    if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) throw new TypeError(fname + ' wants an object');
+    var d = {}, keys = Object.keys(spec);
+    for (var i = 0; i < keys.length; i++) d[keys[i]] = spec[keys[i]];
+    pdefs.push({kind: kind, def: d});
+    return d;
+  };
+}
+var definePrompt = defineKind('prompt', 'definePrompt');
+var defineAgent = defineKind('agent', 'defineAgent');
+function pdefOf(x) {
+  for (var i = 0; i < pdefs.length; i++) if (pdefs[i].def === x) return pdefs[i];
+  return null;
+}
+/* The definitions as JSON: names given, else the export's key, else the module's name for
+ * a lone unnamed one; a z schema becomes JSON Schema; a definition object used where a
+ * name goes (tools: [search, helper], sideA: {prompt: coder}) becomes its name. */
+function describeDefs(base, tools) {
+  if (!pdefs.length) return undefined;
+  var ex = g.module && g.module.exports, unnamed = 0, i;
+  for (i = 0; i < pdefs.length; i++) if (pdefs[i].def.name === undefined) unnamed++;
+  function nameOf(e) {
+    var d = e.def;
+    if (d.name !== undefined) return d.name;
+    if (ex === d) return base;
+    if (ex !== null && typeof ex === 'object') {
+      var k = Object.keys(ex);
+      for (var j = 0; j < k.length; j++) if (ex[k[j]] === d) return k[j];
+    }
+    if (unnamed === 1) return base;
+    throw new Error('this module defines ' + unnamed + ' prompts and agents without a name: give each a name, or export each under its name');
+  }
+  function plain(v, where) {
+    if (v instanceof Z) return copy(v._schema);
+    if (typeof v === 'function') throw new TypeError(where + ': a function cannot be part of a definition');
+    if (v === null || typeof v !== 'object') return v;
+    var pe = pdefOf(v);
+    if (pe) return nameOf(pe);
+    for (var t = 0; t < tools.length; t++) if (tools[t].def === v) return tools[t].name;
+    if (isDef(v)) throw new TypeError(where + ': a tool this module defines but does not register (export it with the others)');
+    if (Array.isArray(v)) return v.map(function (x, n) { return plain(x, where + '[' + n + ']'); });
+    var out = {}, k = Object.keys(v);
+    for (var j = 0; j < k.length; j++) if (v[k[j]] !== undefined) out[k[j]] = plain(v[k[j]], where + '.' + k[j]);
+    return out;
+  }
+  var list = [];
+  for (i = 0; i < pdefs.length; i++) {
+    var e = pdefs[i], name = nameOf(e), o = {kind: e.kind, name: name}, keys = Object.keys(e.def);
+    var w = e.kind + ' ' + JSON.stringify(name);
+    for (var j = 0; j < keys.length; j++) {
+      var key = keys[j], v = e.def[key];
+      if (key === 'kind' || key === 'name' || v === undefined) continue;
+      o[key] = key === 'requiredSchema' ? schemaOf(v, w + ': requiredSchema') : plain(v, w + ': ' + key);
+    }
+    list.push(o);
+  }
+  return JSON.stringify(list);
+}
 function isDef(x) { return x !== null && typeof x === 'object' && defs.indexOf(x) >= 0; }
 function collect(base) {
   var out = [], seen = {};
@@ -391,11 +454,12 @@ function collect(base) {
     if (defs[j].name === undefined) throw new Error('this module defines ' + defs.length + ' tools: give each a name, or export them as an object of tools');
     add(defs[j].name, defs[j], false);
   }
-  if (!out.length) throw new Error('the module defines no tool (call defineTool)');
+  if (!out.length && !pdefs.length) throw new Error('the module defines no tool, prompt or agent (call defineTool, definePrompt or defineAgent)');
   return out;
 }
 function describe(base) {
   var all = collect(base), res = [];
+  res.defs = describeDefs(base, all);
   for (var i = 0; i < all.length; i++) {
     var e = all[i], d = e.def, w = 'tool ' + JSON.stringify(e.name) + ': ';
     var r = {name: e.name, packed: e.packed, hook: !!hookOf(d)};
@@ -509,6 +573,8 @@ function run(base, name, state, args, nat) {
 }
 g.z = z;
 g.defineTool = defineTool;
+g.definePrompt = definePrompt;
+g.defineAgent = defineAgent;
 g.exports = {};
 g.module = {exports: g.exports};
 /* The tool_call_started hook of a definition (spec §7): its own onToolCallStarted, or

@@ -680,9 +680,9 @@ P.forStatement = function (t) {
   return this.node('ForStatement', t, {init: init, test: test, update: update, body: this.statement(false)});
 };
 
-/* import: only the sandbox's own globals can be imported (z, defineTool: 'zod' or any
- * module naming them); anything else is refused, saying so. */
-var IMPORTABLE = {z: 1, defineTool: 1};
+/* import: only the sandbox's own globals can be imported (z, defineTool, definePrompt,
+ * defineAgent: 'zod' or any module naming them); anything else is refused, saying so. */
+var IMPORTABLE = {z: 1, defineTool: 1, definePrompt: 1, defineAgent: 1};
 P.importDecl = function (t) {
   this.next();
   if (this.ts && this.isName('type') && !this.is(',', 1) && !this.isName('from', 1)) {
@@ -1563,7 +1563,7 @@ E.importDecl = function (s) {
     var want = b.imported === 'default' || b.imported === '*' ? (s.source === 'zod' ? 'z' : b.local) : b.imported;
     if (!IMPORTABLE[want] && !(s.source === 'zod' && (b.imported === '*' || b.imported === 'default'))) {
       throw SyntaxErr('import of ' + jsStr(b.imported === 'default' ? b.local : b.imported) + ' from ' + jsStr(s.source) +
-                      ' is not available in the sandbox (only z and defineTool, which are globals)', b.line, b.col);
+                      ' is not available in the sandbox (only z, defineTool, definePrompt and defineAgent, which are globals)', b.line, b.col);
     }
     if (b.local !== want) this.w('var ' + this.name(b.local) + ' = ' + want + ';');
   }

@@ -16,6 +16,7 @@
  * error, so a typo is caught at load):
  *
  *   prompt: {"kind":"prompt", "name": snake_case, "toolDescription": "...",
+ *            "description": "..." (for people and UIs; never sent to a model),
  *            "prompt": "system text" | [part...],   part: "text" | {"type":"text","text"}
  *                       | {"type":"prompt","name"} (another prompt's text, included)
  *                       | {"type":"env","name"} (a variable's value at run time),
@@ -42,19 +43,36 @@
  * Definition-time rules, checked by ts_defs_check once everything is loaded, each failure
  * one line naming the file and the entry ("prompts/coder.json: prompt \"coder\": tools
  * entry \"serach\": no tool, prompt or exposed agent of that name"):
- *   - names are snake_case ([a-z][a-z0-9_]*, at most 64 bytes) and unique across tools,
- *     prompts and agents; the reserved names subagents, subagent_create and
- *     subagent_message are taken by nothing;
+ *   - names are snake_case ([a-z][a-z0-9_]*, at most 64 bytes); a prompt's name is
+ *     unique among prompts, an agent's among agents (a second one is refused by
+ *     ts_defs_add_json); the tool namespace (function tools, prompts, agents with
+ *     exposeAsTool) holds each name once, so a tools entry is never ambiguous (an agent
+ *     that is not exposed may share its prompt's name: --agent NAME and --prompt-name
+ *     NAME look in different places); the reserved names subagents, subagent_create and
+ *     subagent_message are taken by nothing (no tool, prompt, agent, relationship or
+ *     tools entry);
  *   - every tools entry names a function tool of the registry, a prompt, or an agent with
- *     exposeAsTool; a SubpromptConfig names a prompt or an exposed agent; its
- *     init*Property names a top-level property of the callee's requiredSchema;
+ *     exposeAsTool (in that order of lookup: prompt, exposed agent, function tool), each
+ *     at most once per prompt; a SubpromptConfig names a prompt or an exposed agent (its
+ *     fields on a function tool are an error); its init*Property names a top-level
+ *     property of the callee's requiredSchema (an exposed agent's: its sideA prompt's);
  *   - exposeAsTool needs toolDescription; a prompt used as a tool needs toolDescription;
  *   - a side's prompt exists; a relationship's agent exists; sessionStop/Fail tools
  *     name tools the side's prompt has; dual_ai needs both sides with prompts and a
  *     maxSessionTurns (default TS_DEFS_DEFAULT_SESSION_TURNS);
+ *   - an ai_human agent needs sideA.prompt (the model's side; sideB is the person); a
+ *     side without a prompt has no stop/fail tools or subagents; an included prompt part
+ *     names an existing prompt; requiredSchema compiles (tools/schema.h);
  *   - sub-prompt cycles that can never end: a cycle in the graph "prompt P lists
- *     prompt/agent Q in its tools" (P calls Q calls ... P) is refused, as is an included
- *     prompt part that includes itself.
+ *     prompt Q, or an exposed dual_ai agent whose side runs Q, in its tools" (P calls Q
+ *     calls ... P) is refused, as is a cycle of included prompt parts. An exposed
+ *     ai_human agent called from a prompt is a handoff (nothing nests), so agents that
+ *     hand back and forth are no cycle.
+ *
+ * Limits (each refused with TS_E_LIMIT and a reason): TS_DEFS_MAX_DEFS definitions per
+ * text and files per directory, TS_DEFS_MAX_LIST entries in any one list (tools, parts,
+ * variables, env, subagents, stop tools), maxSessionTurns up to
+ * TS_DEFS_MAX_SESSION_TURNS, 16 MiB per text.
  *
  * Ownership: a ts_defs owns copies of everything; free it with ts_defs_free. Not
  * thread-safe for writing; read-only use from several threads is fine.
@@ -71,6 +89,9 @@
 
 #define TS_DEFS_NAME_MAX 64
 #define TS_DEFS_DEFAULT_SESSION_TURNS 20
+#define TS_DEFS_MAX_SESSION_TURNS 10000
+#define TS_DEFS_MAX_DEFS 4096
+#define TS_DEFS_MAX_LIST 256
 
 /* ---- prompts ---------------------------------------------------------------- */
 
@@ -107,6 +128,7 @@ typedef struct {
   ts_defs_target target;
   int configured;        /* 1: given as an object (a SubpromptConfig or tool values) */
   ts_defs_subprompt sub; /* defaults when not configured */
+  int sub_given;         /* 1: a SubpromptConfig field was given (not only env/options) */
   char **env;            /* "NAME=VALUE" values for a function tool (ts_var_layers.tool) */
   size_t n_env;
   char *options_json;    /* static options, JSON text; NULL: none */
@@ -135,6 +157,7 @@ typedef struct {
   int include_chat, include_past_tools; /* default 0 */
   ts_defs_tool_choice tool_choice;      /* default auto */
   int parallel_tool_calls;              /* -1: unset (the provider's default) */
+  char *description;                    /* NULL: none (for people; never sent) */
 } ts_defs_prompt;
 
 /* ---- agents ----------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tools/definitions.h"
 #include "tools/schema.h"
 #include "base/strbuf.h"
 
@@ -28,8 +29,6 @@ struct ts_registry {
   ts_tool **v;
   size_t n, cap;
 };
-
-static const char *const reserved[] = {"subagents", "subagent_create", "subagent_message"};
 
 void ts_tool_result_json(ts_tool_result *r, const char *json, size_t len) {
   ts_tool_result_free(r);
@@ -121,12 +120,10 @@ static int make_tool(const ts_tool_spec *spec, ts_tool **out, char *why, size_t 
     snprintf(why, why_cap, "a tool needs a name");
     return TS_E_INVAL;
   }
-  for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
-    if (!strcmp(spec->name, reserved[i])) {
-      snprintf(why, why_cap, "tool name \"%s\" is reserved for subagent relationships",
-               spec->name);
-      return TS_E_INVAL;
-    }
+  if (ts_defs_name_reserved(spec->name, strlen(spec->name))) {
+    snprintf(why, why_cap, "tool name \"%s\" is reserved for subagent relationships",
+             spec->name);
+    return TS_E_INVAL;
   }
   ts_tool *t = calloc(1, sizeof *t);
   if (!t) return TS_E_NOMEM;

@@ -66,6 +66,23 @@ static const row rows[] = {
      "duplicate tool name \"a\""},
     {__LINE__, "a progressArgument that is not a string", "[{\"name\":\"t\",\"progressArgument\":1}]",
      TS_E_INVAL, "tool \"t\": progressArgument must be a string"},
+    /* tools-spec §5: a subagent relationship is no tool configuration */
+    {__LINE__, "a subagent relationship (agent, blocking)",
+     "[{\"name\":\"researcher\",\"agent\":\"researcher\",\"blocking\":false}]", TS_E_INVAL,
+     "tool \"researcher\" configures a subagent relationship (\"agent\"): relationships are "
+     "declared on an agent's side"},
+    {__LINE__, "a subagent relationship (subagents)",
+     "[{\"name\":\"a\"},{\"name\":\"t\",\"subagents\":[{\"agent\":\"w\"}]}]", TS_E_INVAL,
+     "tool \"t\" configures a subagent relationship (\"subagents\")"},
+    {__LINE__, "a subagent relationship (hidden)", "[{\"name\":\"t\",\"hidden\":true}]",
+     TS_E_INVAL, "(\"hidden\")"},
+    {__LINE__, "a subagent relationship (relationship)",
+     "[{\"name\":\"t\",\"relationship\":{\"agent\":\"w\"}}]", TS_E_INVAL, "(\"relationship\")"},
+    {__LINE__, "a subagent relationship (subagent)", "[{\"name\":\"t\",\"subagent\":\"w\"}]",
+     TS_E_INVAL, "(\"subagent\")"},
+    {__LINE__, "a key merely mentioning agents is fine",
+     "[{\"name\":\"t\",\"description\":\"asks an agent\",\"args\":{\"properties\":{\"agent\":{}}}}]",
+     0, "t|asks an agent|-|{\"properties\":{\"agent\":{}}}|-\n"},
 };
 
 START_TEST(test_rows) {

@@ -36,7 +36,7 @@ static void remove_dir(void) {
   if (dir[0]) ts_test_rm_rf(dir);
 }
 
-static ts_jstools_env test_env = {NULL, 0, 1, 2000, 0};
+static ts_jstools_env test_env = {NULL, 0, 1, 2000, 0, NULL};
 
 static void load_ok(ts_registry *reg, const char *name, const char *src) {
   char why[512] = "";
@@ -95,7 +95,7 @@ START_TEST(test_spec_verbatim) {
   size_t n;
   /* §2: an async execute awaiting state.env, with its declared variable */
   const char *vars[] = {"VECTOR_STORE_ID=vs_123"};
-  ts_jstools_env env = {vars, 1, 1, 2000, 0};
+  ts_jstools_env env = {vars, 1, 1, 2000, 0, NULL};
   char why[512] = "";
   char *src = spec_file("s2_search_docs.ts", &n);
   ck_assert_msg(ts_jstools_load(reg, module("search_docs.ts", src), &env, why, sizeof why) == TS_E_OK, "%s", why);
@@ -206,7 +206,7 @@ static void *cancel_later(void *arg) {
 
 START_TEST(test_cancelled_call) {
   ts_registry *reg = ts_registry_new();
-  ts_jstools_env env = {NULL, 0, 1, 20000, (size_t)2 << 30};
+  ts_jstools_env env = {NULL, 0, 1, 20000, (size_t)2 << 30, NULL};
   char why[512] = "";
   ck_assert_int_eq(ts_jstools_load(reg, module("slow.js",
       "defineTool({ execute: async () => ({ status: 'success', result: new Array(1e8).join('x').length }) });"),
@@ -328,7 +328,7 @@ START_TEST(test_spec_examples) {
 
   /* §2, with its variable */
   const char *vars[] = {"VECTOR_STORE_ID=vs_123"};
-  ts_jstools_env env = {vars, 1, 1, 2000, 0};
+  ts_jstools_env env = {vars, 1, 1, 2000, 0, NULL};
   char why[512];
   ck_assert_int_eq(ts_jstools_load(reg, module("search_docs.js",
                                               "defineTool({\n"
@@ -408,7 +408,7 @@ END_TEST
 
 START_TEST(test_errors_become_results) {
   ts_registry *reg = ts_registry_new();
-  ts_jstools_env env = {NULL, 0, 1, 1500, (size_t)8 << 20}; /* room for a loaded machine */
+  ts_jstools_env env = {NULL, 0, 1, 1500, (size_t)8 << 20, NULL}; /* room for a loaded machine */
   char why[512];
   ck_assert_int_eq(ts_jstools_load(reg, module("bad.js",
       "exports.thrower = defineTool({ uses: [], execute: function () { throw new Error('disk on fire'); } });\n"
@@ -605,7 +605,7 @@ START_TEST(test_variables) {
   unsetenv("TS_JS_TOKEN");
   unsetenv("TS_JS_OPT");
   ts_registry *reg = ts_registry_new();
-  ts_jstools_env env = {NULL, 0, 0, 2000, 0};
+  ts_jstools_env env = {NULL, 0, 0, 2000, 0, NULL};
   char why[512];
   ck_assert_int_eq(ts_jstools_load(reg, module("vars.js", src), &env, why, sizeof why), TS_E_OK);
   ck_assert_str_eq(call(reg, "vars", "{}"),
@@ -618,7 +618,7 @@ START_TEST(test_variables) {
   ts_registry_free(reg);
   /* --var wins over the environment; the last --var of a name wins */
   const char *vars[] = {"TS_JS_TOKEN=first", "TS_JS_TOKEN=from-flag"};
-  ts_jstools_env env2 = {vars, 2, 0, 2000, 0};
+  ts_jstools_env env2 = {vars, 2, 0, 2000, 0, NULL};
   reg = ts_registry_new();
   ck_assert_int_eq(ts_jstools_load(reg, module("vars.js", src), &env2, why, sizeof why), TS_E_OK);
   ck_assert_str_eq(call(reg, "vars", "{}"),
@@ -729,7 +729,7 @@ START_TEST(test_queue_order_and_errors_persisted) {
   ck_assert_msg(ts_store_open(sdir, &s, why, sizeof why) == TS_E_OK, "%s", why);
   ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), TS_E_OK);
   ts_registry *reg = registry_with_c_tools();
-  ts_jstools_env env = {NULL, 0, 1, 1500, (size_t)8 << 20}; /* room for a loaded machine */
+  ts_jstools_env env = {NULL, 0, 1, 1500, (size_t)8 << 20, NULL}; /* room for a loaded machine */
   ck_assert_int_eq(ts_jstools_load(reg, module("flow.js",
       "exports.starter = defineTool({ uses: ['step', 'echo'], execute: function (state) {\n"
       "  state.queueTool('step', { n: 1 });\n"
