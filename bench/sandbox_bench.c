@@ -86,7 +86,25 @@ static int measure(const char *label, const char *code, int unique, int runs, do
   return 0;
 }
 
-int main(void) {
+static int want(const char *only, const char *name) { return !only || !strcmp(only, name); }
+
+int main(int argc, char **argv) {
+  const char *only = NULL;
+  int runs = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+      only = argv[++i];
+    } else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
+      runs = atoi(argv[++i]);
+    } else {
+      fprintf(stderr,
+              "usage: sandbox_bench [--only es5|json|cached|first] [--runs N]\n"
+              "  runCode latency (docs/performance.md); --only one measurement, --runs N each\n"
+              "  (for callgrind: valgrind --tool=callgrind --trace-children=yes ...)\n");
+      return 2;
+    }
+  }
+  if (runs < 0 || runs > 1000000) runs = 0;
   printf("runCode latency: a forked child per run, a copy of the template heap, result over a "
          "socketpair:\n");
   ts_sandbox_result r;
@@ -95,12 +113,16 @@ int main(void) {
   printf("  %-36s %7.3f ms (once per process)\n", "first run in the process (templates)",
          (now_us() - t0) / 1e3);
   ts_sandbox_result_fini(&r);
-  int rc = measure("ES5: tiny script (1 + 1)", "1 + 1", 0, 2000, 1);
-  rc |= measure("ES5: small JSON-building script",
-                "var o = {items: []}; for (var i = 0; i < 20; i++) o.items.push({i: i, s: 'x' + i});"
-                " console.log(o.items.length); o",
-                0, 2000, 1);
-  rc |= measure("modern 20 lines, cached", modern, 0, 2000, 1);
-  rc |= measure("modern 20 lines, first run (transpile)", modern, 1, 300, 20);
+  int rc = 0;
+  if (want(only, "es5")) rc |= measure("ES5: tiny script (1 + 1)", "1 + 1", 0, runs ? runs : 2000, 1);
+  if (want(only, "json"))
+    rc |= measure("ES5: small JSON-building script",
+                  "var o = {items: []}; for (var i = 0; i < 20; i++) o.items.push({i: i, s: 'x' + i});"
+                  " console.log(o.items.length); o",
+                  0, runs ? runs : 2000, 1);
+  if (want(only, "cached"))
+    rc |= measure("modern 20 lines, cached", modern, 0, runs ? runs : 2000, 1);
+  if (want(only, "first"))
+    rc |= measure("modern 20 lines, first run (transpile)", modern, 1, runs ? runs : 300, 20);
   return rc;
 }
