@@ -246,14 +246,14 @@ static void seed_rng(sb_run *r) {
 
 /* ---- the capping allocator -------------------------------------------------------- */
 
-#define SB_REFUSALS_MAX 256
-
 static void *sb_refuse(sb_run *r) {
   r->refused_total++;
   r->refused_in_a_row++;
-  /* Duktape gave up on one allocation, or the script keeps hitting the cap (catching
-   * "alloc failed" and trying again): either way it has reached its limit. */
-  if (r->refused_in_a_row > SB_DUK_ALLOC_RETRIES || r->refused_total > SB_REFUSALS_MAX) r->oom = 1;
+  /* Duktape gave up on one allocation: every garbage collection it tried left too little.
+   * A refusal that a collection then cures is how garbage is reclaimed at the cap (the
+   * heap has no reference counts, ts_duk_config.h), not yet out of memory; a script that
+   * catches the give-up is stopped by it (the flag is sticky). */
+  if (r->refused_in_a_row > SB_DUK_ALLOC_RETRIES) r->oom = 1;
   return NULL;
 }
 
