@@ -589,6 +589,53 @@ START_TEST(test_memory_bomb) {
 }
 END_TEST
 
+/* ---- the code cache -----------------------------------------------------------------
+ * A second run of the same source loads the bytecode the first one compiled (the
+ * parent's cache, docs/sandbox.md). It must behave exactly like compiling: eval code's
+ * semantics (top-level declarations are globals, the value is the last expression's),
+ * errors with the user's line; and the key is the whole of what the code became: a
+ * source loaded as a module (compiled differently, without the script's async wrapper)
+ * never hands its bytecode to the same text run as a script, nor the reverse. */
+
+START_TEST(test_code_cache) {
+  const char *decl = "var g = 1; function f() { return 2 }\n"
+                     "[typeof globalThis.g, globalThis.f(), this === globalThis, typeof input]";
+  for (int pass = 0; pass < 3; pass++)
+    expect_value(__LINE__, decl, "[\"number\",2,true,\"undefined\"]");
+  const char *thrower = "let a = 1;\n\nfunction boom() { return null.x }\n"
+                        "try { boom() } catch (e) { [e.name, e.lineNumber, a] }";
+  for (int pass = 0; pass < 3; pass++)
+    expect_value(__LINE__, thrower, "[\"TypeError\",3,1]");
+
+  /* The same text as a module first (its compile succeeds; its top-level await has no
+   * coroutine there, so the module fails as it runs), then as a script: 3. */
+  const char *src = "const a = await Promise.resolve(3);\na";
+  ts_sandbox_tool_defs defs = {0};
+  char why[256] = "";
+  int rc = ts_sandbox_load_tools(src, strlen(src), "code", NULL, &defs, why, sizeof why);
+  ts_sandbox_tool_defs_free(&defs);
+  REQUIRE(rc < 0, "the module loaded: %d", rc);
+  for (int pass = 0; pass < 2; pass++) expect_value(__LINE__, src, "3");
+  rc = ts_sandbox_load_tools(src, strlen(src), "code", NULL, &defs, why, sizeof why);
+  ts_sandbox_tool_defs_free(&defs);
+  REQUIRE(rc < 0, "the module loaded after the script: %d", rc);
+  /* The language is part of the key too: a TypeScript-only form, cached as TS, is not
+   * JavaScript's. */
+  ts_sandbox_opts ts = {.language = TS_SANDBOX_LANG_TS}, js = {.language = TS_SANDBOX_LANG_JS};
+  const char *typed = "const n: number = 4; n";
+  for (int pass = 0; pass < 2; pass++) {
+    ts_sandbox_result r;
+    run(typed, &ts, &r);
+    REQUIRE(r.status == TS_SANDBOX_OK && !strcmp(r.value_json, "4"), "ts: %s", r.error ? r.error : r.value_json);
+    ts_sandbox_result_fini(&r);
+    run(typed, &js, &r);
+    REQUIRE(r.status == TS_SANDBOX_ERROR && strstr(r.error, "SyntaxError"), "js: %s",
+            r.error ? r.error : r.value_json);
+    ts_sandbox_result_fini(&r);
+  }
+}
+END_TEST
+
 START_TEST(test_no_leak) {
   uint64_t before = ts_test_alloc_count();
   ts_sandbox_result r;
@@ -670,6 +717,7 @@ int main(void) {
   tcase_add_test(tc, test_terminate_native);
   tcase_add_test(tc, test_live_console);
   tcase_add_test(tc, test_memory_bomb);
+  tcase_add_test(tc, test_code_cache);
   tcase_add_test(tc, test_no_leak);
   tcase_add_test(tc, test_isolation);
   suite_add_tcase(s, tc);
