@@ -299,7 +299,7 @@ static void sb_poll(sb_run *r) {
  * ends with the run); the live-block list is not kept (nothing walks it there). Past the
  * arena, blocks come from malloc again. The arena bounds the garbage a child holds on to
  * (SB_ARENA_BYTES); the cap still counts live bytes exactly. */
-#define SB_ARENA_BYTES ((size_t)32 << 20)
+#define SB_ARENA_BYTES ((size_t)8 << 20)
 static char sb_tag_arena, sb_tag_malloc; /* h.prev of a child's blocks: which kind */
 static unsigned char *arena_p, *arena_end, *arena_last;
 
