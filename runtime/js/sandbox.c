@@ -303,14 +303,20 @@ static void sb_poll(sb_run *r) {
 static char sb_tag_arena, sb_tag_malloc; /* h.prev of a child's blocks: which kind */
 static unsigned char *arena_p, *arena_end, *arena_last;
 
+/* Maps the arena (reserved address space, no page until a child writes one): done once
+ * in the parent, so that every child inherits it instead of paying for a mapping. */
+static void arena_map(void) {
+  if (arena_p) return;
+  void *m = mmap(NULL, SB_ARENA_BYTES, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return;
+  arena_p = m;
+  arena_end = arena_p + SB_ARENA_BYTES;
+}
+
 static void *arena_take(size_t total) {
-  if (!arena_p) {
-    void *m = mmap(NULL, SB_ARENA_BYTES, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) return NULL;
-    arena_p = m;
-    arena_end = arena_p + SB_ARENA_BYTES;
-  }
+  if (!arena_p) arena_map();
+  if (!arena_p) return NULL;
   total = (total + sizeof(sb_blk) - 1) / sizeof(sb_blk) * sizeof(sb_blk);
   if (total > (size_t)(arena_end - arena_p)) return NULL;
   arena_last = arena_p;
@@ -802,7 +808,30 @@ static sb_run *tmpl_run, *tmpl_tx;
 static char tmpl_why[256];
 static int sb_in_child; /* this process is a sandbox child */
 
+/* The library functions only a child calls are bound by the dynamic linker at their
+ * first call (lazy binding), which in every child would look the symbol up again and
+ * write the GOT page (a copy-on-write fault): calling each harmlessly here binds it once,
+ * in the parent, for all the children. */
+static void warm_child_calls(void) {
+  int v = 0;
+  sigset_t set;
+  struct sigaction sa;
+  jmp_buf jb;
+  volatile const char *a = "SyntaxError: ";
+  (void)getppid();
+  (void)prctl(PR_GET_PDEATHSIG, &v);
+  sigemptyset(&set);
+  (void)sigprocmask(SIG_BLOCK, NULL, &set);
+  (void)sigaction(SIGINT, NULL, &sa);
+  (void)send(-1, "", 0, MSG_NOSIGNAL); /* EBADF */
+  v = strncmp((const char *)a, "SyntaxError: ", 13);
+  if (!setjmp(jb)) longjmp(jb, 1);
+  (void)v;
+}
+
 static void tmpl_init(void) {
+  warm_child_calls();
+  arena_map();
   tmpl_run = heap_build(build_body, tmpl_why, sizeof tmpl_why);
   if (tmpl_run) tmpl_tx = heap_build(build_tx_body, tmpl_why, sizeof tmpl_why);
 }
@@ -1526,8 +1555,11 @@ static int job_start(sb_job *j, const char *code, size_t len, const ts_sandbox_o
     if (!j->nested) setpgid(0, 0); /* one group: a kill takes nested runs along */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(4);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
