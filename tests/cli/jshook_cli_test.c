@@ -64,6 +64,18 @@ static int grab(void *user, const ts_store_message *m) {
   return 0;
 }
 
+/* The thread's tool results as stored ("ID=CONTENT" lines; "!" before an error). */
+static const char *stored_results(const char *thread) {
+  static char msgs[4096];
+  ts_store *s;
+  char why[256];
+  ck_assert_msg(ts_store_open(ts_test_at(base, "data"), &s, why, sizeof why) == TS_E_OK, "%s", why);
+  msgs[0] = '\0';
+  ts_store_messages(s, thread, 0, grab, msgs);
+  ts_store_close(s);
+  return msgs;
+}
+
 static const char module[] =
     "const seen = (event) => `saw ${event.tool} #${event.index} ${event.call_id} "
     "progress=${JSON.stringify(event.progress)}`;\n"
@@ -171,14 +183,7 @@ START_TEST(test_hook_at_the_event) {
   ck_assert_msg(strstr(out, "\"offset\":2996,\"call_id\":\"call_W1w2iSIVgFh6DbbY4MN96QVL\",\"tool\":\"create_ticket\""),
                 "%s", out);
   result_free(&r);
-  ts_store *s;
-  char why[256];
-  ck_assert_msg(ts_store_open(ts_test_at(base, "data"), &s, why, sizeof why) == TS_E_OK, "%s", why);
-  static char msgs[4096];
-  msgs[0] = '\0';
-  ts_store_messages(s, "h1", 0, grab, msgs);
-  ts_store_close(s);
-  ck_assert_str_eq(msgs, "call_W1w2iSIVgFh6DbbY4MN96QVL=\"opened Espresso machine leaks\"\n"
+  ck_assert_str_eq(stored_results("h1"), "call_W1w2iSIVgFh6DbbY4MN96QVL=\"opened Espresso machine leaks\"\n"
                          "call_sHgK0WcRpW76QnTEUcvg5bSl=\"told facilities\"\n");
 }
 END_TEST
@@ -193,13 +198,7 @@ START_TEST(test_hook_that_throws) {
   /* it still printed first, and the call went on */
   ck_assert_msg(strstr(out, "toolstream: notify_team: onToolCallStarted: saw notify_team #1"), "%s", out);
   result_free(&r);
-  ts_store *s;
-  char why[256];
-  ck_assert_msg(ts_store_open(ts_test_at(base, "data"), &s, why, sizeof why) == TS_E_OK, "%s", why);
-  static char msgs[4096];
-  msgs[0] = '\0';
-  ts_store_messages(s, "h2", 0, grab, msgs);
-  ts_store_close(s);
+  const char *msgs = stored_results("h2");
   ck_assert_msg(strstr(msgs, "call_sHgK0WcRpW76QnTEUcvg5bSl=\"told facilities\"\n"), "%s", msgs);
 }
 END_TEST
