@@ -509,9 +509,31 @@ int ts_jstools_call_started(const ts_tool *tool, const char *event_json, size_t 
   return run_hook(t, event_json, len, why, why_cap);
 }
 
+/* The most of one hook console entry shown on standard error. */
+#define JS_HOOK_CONSOLE_MAX 4096
+
+/* A hook's console entries go to standard error as it prints them, one line each, named
+ * for the tool: its value is ignored, so this is how a hook is seen (and debugged). The
+ * entry may carry what the model sent (`progress`): control characters are shown as
+ * `?` so that it cannot move a terminal's cursor or forge a line of its own. */
+static void hook_console(void *user, const char *entry, size_t len) {
+  const jstool *t = user;
+  char line[JS_HOOK_CONSOLE_MAX + 1];
+  size_t n = len < JS_HOOK_CONSOLE_MAX ? len : JS_HOOK_CONSOLE_MAX;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)entry[i];
+    line[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+  }
+  line[n] = '\0';
+  fprintf(stderr, "toolstream: %s: onToolCallStarted: %s%s\n", t->name, line,
+          n < len ? " [cut]" : "");
+}
+
 static int run_hook(jstool *t, const char *event_json, size_t len, char *why, size_t why_cap) {
   ts_sandbox_opts o;
   memset(&o, 0, sizeof o);
+  o.on_console = hook_console;
+  o.console_user = t;
   o.timeout_ms = t->m->timeout_ms && t->m->timeout_ms < TS_JSTOOLS_HOOK_TIMEOUT_MS
                      ? t->m->timeout_ms
                      : TS_JSTOOLS_HOOK_TIMEOUT_MS;

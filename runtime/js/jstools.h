@@ -108,7 +108,9 @@ int ts_jstools_is_module(const char *path);
  * the event is emitted, on the caller's thread (it blocks until the hook has run).
  * Returns 1 when a hook ran, 0 when there is none (a C tool, or no hook), or a negative
  * ts_err with a one-line reason in `why` (the hook threw or timed out); a failing hook
- * never changes the call. */
+ * never changes the call. What the hook prints with console.* goes to standard error as
+ * it prints it, a line per entry: "toolstream: TOOL: onToolCallStarted: ENTRY" (control
+ * characters shown as `?`, an entry cut at 4 KiB). */
 int ts_jstools_call_started(const ts_tool *t, const char *event_json, size_t len, char *why,
                             size_t why_cap);
 

@@ -56,6 +56,7 @@
  * character outside the BMP is two 3-byte surrogates; cesu_fix() rewrites them in
  * place to UTF-8 (never longer), so the value and the console are valid JSON.
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include "js/sandbox.h"
 
 #include <errno.h>
@@ -67,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -114,6 +116,7 @@ enum {
   FR_HOST = 'H',    /* child -> parent: a host request; the parent answers FR_REPLY */
   FR_REPLY = 'h',
   FR_CODE = 'T',    /* child -> parent: the transpiled source, for the cache */
+  FR_BYTECODE = 'B', /* child -> parent: its compiled bytecode, for the cache */
   FR_EXTRA = 'X',   /* child -> parent: the body's own data */
   FR_RESULT = 'R'   /* child -> parent: the result; the last frame */
 };
@@ -148,6 +151,10 @@ typedef struct sb_run {
   size_t code_len, input_len;
   int language; /* TS_SANDBOX_LANG_* */
   int cached;   /* code is already transpiled (the parent's cache) */
+  const unsigned char *bc; /* its bytecode from the parent's cache, or NULL */
+  size_t bc_len;
+  int send_bc; /* send what the compiler made to the parent, for its cache */
+  int arena;   /* a template's copy in a child: blocks from the arena (sb_alloc) */
   const char *filename; /* for messages: "code" or the module's name */
   char *value;
   size_t value_len;
@@ -239,14 +246,14 @@ static void seed_rng(sb_run *r) {
 
 /* ---- the capping allocator -------------------------------------------------------- */
 
-#define SB_REFUSALS_MAX 256
-
 static void *sb_refuse(sb_run *r) {
   r->refused_total++;
   r->refused_in_a_row++;
-  /* Duktape gave up on one allocation, or the script keeps hitting the cap (catching
-   * "alloc failed" and trying again): either way it has reached its limit. */
-  if (r->refused_in_a_row > SB_DUK_ALLOC_RETRIES || r->refused_total > SB_REFUSALS_MAX) r->oom = 1;
+  /* Duktape gave up on one allocation: every garbage collection it tried left too little.
+   * A refusal that a collection then cures is how garbage is reclaimed at the cap (the
+   * heap has no reference counts, ts_duk_config.h), not yet out of memory; a script that
+   * catches the give-up is stopped by it (the flag is sticky). */
+  if (r->refused_in_a_row > SB_DUK_ALLOC_RETRIES) r->oom = 1;
   return NULL;
 }
 
@@ -282,15 +289,69 @@ static void sb_poll(sb_run *r) {
   if (r->ctx && ts__sandbox_timeout_check(r)) ts__duk_request_interrupt(r->ctx);
 }
 
+/* In a child, the heaps allocate from a fresh arena. The template's blocks sit in pages
+ * the child shares copy-on-write with its parent, and glibc's malloc would reuse the free
+ * chunks between them and write their neighbours' headers (as would the list of live
+ * blocks): every such write copies a page, and a run spent more time in those page faults
+ * than in its script. So, in a child: new blocks are cut from one anonymous mapping in
+ * order (pages it touches are fresh, and adjacent); a freed block is only subtracted from
+ * `used` (a template block is left where it is, an arena block is not reused; the process
+ * ends with the run); the live-block list is not kept (nothing walks it there). Past the
+ * arena, blocks come from malloc again. The arena bounds the garbage a child holds on to
+ * (SB_ARENA_BYTES); the cap still counts live bytes exactly. */
+#define SB_ARENA_BYTES ((size_t)8 << 20)
+static char sb_tag_arena, sb_tag_malloc; /* h.prev of a child's blocks: which kind */
+static unsigned char *arena_p, *arena_end, *arena_last;
+
+/* Maps the arena (reserved address space, no page until a child writes one): done once
+ * in the parent, so that every child inherits it instead of paying for a mapping. */
+static void arena_map(void) {
+  if (arena_p) return;
+  void *m = mmap(NULL, SB_ARENA_BYTES, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return;
+  arena_p = m;
+  arena_end = arena_p + SB_ARENA_BYTES;
+}
+
+static void *arena_take(size_t total) {
+  if (!arena_p) arena_map();
+  if (!arena_p) return NULL;
+  total = (total + sizeof(sb_blk) - 1) / sizeof(sb_blk) * sizeof(sb_blk);
+  if (total > (size_t)(arena_end - arena_p)) return NULL;
+  arena_last = arena_p;
+  arena_p += total;
+  return arena_last;
+}
+
+static sb_blk *child_block(size_t size) {
+  sb_blk *b = size <= SB_ARENA_BYTES / 4 ? arena_take(sizeof *b + size) : NULL;
+  if (b) {
+    b->h.prev = (sb_blk *)(void *)&sb_tag_arena;
+  } else {
+    b = malloc(sizeof *b + size);
+    if (!b) return NULL;
+    b->h.prev = (sb_blk *)(void *)&sb_tag_malloc;
+  }
+  b->h.size = size;
+  return b;
+}
+
 static void *sb_alloc(void *udata, duk_size_t size) {
   sb_run *r = udata;
   sb_poll(r);
   if (size == 0) return NULL;
   if (r->used >= r->limit || size > r->limit - r->used || size > SIZE_MAX - sizeof(sb_blk))
     return sb_refuse(r);
-  sb_blk *b = malloc(sizeof *b + size);
-  if (!b) return sb_refuse(r);
-  sb_link(r, b, size);
+  sb_blk *b;
+  if (r->arena) {
+    b = child_block(size);
+    if (!b) return sb_refuse(r);
+  } else {
+    b = malloc(sizeof *b + size);
+    if (!b) return sb_refuse(r);
+    sb_link(r, b, size);
+  }
   r->used += size;
   sb_grew(r);
   return b + 1;
@@ -300,9 +361,16 @@ static void sb_free(void *udata, void *ptr) {
   sb_run *r = udata;
   if (!ptr) return;
   sb_blk *b = (sb_blk *)ptr - 1;
-  sb_unlink(b);
   r->used -= b->h.size;
-  free(b);
+  if (!r->arena) {
+    sb_unlink(b);
+    free(b);
+  } else if (b->h.prev == (sb_blk *)(void *)&sb_tag_malloc) {
+    free(b);
+  } else if ((unsigned char *)b == arena_last) { /* the newest arena block: give it back */
+    arena_p = arena_last;
+    arena_last = NULL;
+  }
 }
 
 static void *sb_realloc(void *udata, void *ptr, duk_size_t size) {
@@ -318,6 +386,26 @@ static void *sb_realloc(void *udata, void *ptr, duk_size_t size) {
   if (size > old && (r->used >= r->limit || size - old > r->limit - r->used ||
                      size > SIZE_MAX - sizeof(sb_blk)))
     return sb_refuse(r);
+  if (r->arena) {
+    sb_blk *nb;
+    if ((unsigned char *)b == arena_last &&
+        sizeof *b + size <= (size_t)(arena_end - arena_last)) { /* grows in place */
+      arena_p = arena_last;
+      nb = arena_take(sizeof *b + size);
+      nb->h.size = size;
+    } else if (b->h.prev == (sb_blk *)(void *)&sb_tag_malloc) {
+      nb = realloc(b, sizeof *nb + size);
+      if (!nb) return sb_refuse(r);
+      nb->h.size = size;
+    } else { /* a template or older arena block: a new one, and the old one left */
+      nb = child_block(size);
+      if (!nb) return sb_refuse(r);
+      memcpy(nb + 1, b + 1, old < size ? old : size);
+    }
+    r->used = r->used - old + size;
+    if (size > old) sb_grew(r);
+    return nb + 1;
+  }
   sb_unlink(b);
   sb_blk *nb = realloc(b, sizeof *nb + size);
   if (!nb) { /* the old block is intact: put it back */
@@ -614,10 +702,12 @@ static duk_ret_t host_now(duk_context *ctx) {
 static const char *const removed_globals[] = {"Duktape", "require", "print", "alert", "module",
                                               "exports"};
 
-static void compile_embedded(duk_context *ctx, const char *src, size_t n, const char *name) {
-  duk_push_lstring(ctx, src, n);
-  duk_push_string(ctx, name);
-  duk_compile(ctx, DUK_COMPILE_EVAL);
+/* Pushes the value of one of our embedded files: bytecode made at build time by the same
+ * Duktape build (js_sources.h), loaded without compiling. */
+static void load_embedded(duk_context *ctx, const unsigned char *bc, size_t n) {
+  duk_push_external_buffer(ctx);
+  duk_config_buffer(ctx, -1, (void *)(uintptr_t)bc, n);
+  duk_load_function(ctx);
   duk_call(ctx, 0); /* the file is one function expression: its value */
 }
 
@@ -644,13 +734,13 @@ static duk_ret_t build_body(duk_context *ctx, void *udata) {
   duk_put_prop_string(ctx, -2, "sleep");
   duk_push_c_function(ctx, host_now, 0);
   duk_put_prop_string(ctx, -2, "now");
-  compile_embedded(ctx, ts__js_prelude, ts__js_prelude_len, "prelude.js"); /* [g T host f] */
+  load_embedded(ctx, ts__js_prelude_bc, ts__js_prelude_bc_len); /* [g T host f] */
   duk_insert(ctx, -4);                                                     /* [f g T host] */
   duk_call(ctx, 3);                                                        /* [rt] */
   duk_push_global_stash(ctx);
   duk_dup(ctx, -2);
   duk_put_prop_string(ctx, -2, "rt");
-  compile_embedded(ctx, ts__js_toolkit, ts__js_toolkit_len, "toolkit.js");
+  load_embedded(ctx, ts__js_toolkit_bc, ts__js_toolkit_bc_len);
   duk_put_prop_string(ctx, -2, "toolkit");
   return 0;
 }
@@ -659,7 +749,7 @@ static duk_ret_t build_body(duk_context *ctx, void *udata) {
 static duk_ret_t build_tx_body(duk_context *ctx, void *udata) {
   (void)udata;
   duk_push_global_stash(ctx);
-  compile_embedded(ctx, ts__js_transpile, ts__js_transpile_len, "transpile.js");
+  load_embedded(ctx, ts__js_transpile_bc, ts__js_transpile_bc_len);
   duk_put_prop_string(ctx, -2, "transpile");
   return 0;
 }
@@ -718,23 +808,64 @@ static sb_run *tmpl_run, *tmpl_tx;
 static char tmpl_why[256];
 static int sb_in_child; /* this process is a sandbox child */
 
+/* The library functions only a child calls are bound by the dynamic linker at their
+ * first call (lazy binding), which in every child would look the symbol up again and
+ * write the GOT page (a copy-on-write fault): calling each harmlessly here binds it once,
+ * in the parent, for all the children. */
+static void warm_child_calls(void) {
+  int v = 0;
+  sigset_t set;
+  struct sigaction sa;
+  jmp_buf jb;
+  volatile const char *a = "SyntaxError: ";
+  (void)getppid();
+  (void)prctl(PR_GET_PDEATHSIG, &v);
+  sigemptyset(&set);
+  (void)sigprocmask(SIG_BLOCK, NULL, &set);
+  (void)sigaction(SIGINT, NULL, &sa);
+  (void)send(-1, "", 0, MSG_NOSIGNAL); /* EBADF */
+  v = strncmp((const char *)a, "SyntaxError: ", 13);
+  if (!setjmp(jb)) longjmp(jb, 1);
+  (void)v;
+}
+
 static void tmpl_init(void) {
+  warm_child_calls();
+  arena_map();
   tmpl_run = heap_build(build_body, tmpl_why, sizeof tmpl_why);
   if (tmpl_run) tmpl_tx = heap_build(build_tx_body, tmpl_why, sizeof tmpl_why);
 }
 
-/* ---- the transpiler cache (parent) ------------------------------------------------- */
+/* ---- the code cache (parent) ------------------------------------------------------ */
 
-/* Transpiled source by content: the language and the source text, compared in full (a
- * hash picks the bucket). Bounded in entries and bytes; the oldest entry goes first. */
+/* What a source became, by content: its transpiled text and the Duktape bytecode that
+ * compiling that text gave. The key is the whole of what the result depends on: the
+ * language, the mode (a script is compiled as eval code, a module as a program, and the
+ * transpiler treats `export` differently), the file name (it is in the bytecode, for
+ * messages) and the source text, compared in full (a hash picks the slot). Bounded in
+ * entries and bytes; the least recently used entry goes first.
+ *
+ * Why bytecode may be trusted here: Duktape's loader does not check what it loads, so
+ * bytecode must never come from anything the script could have written. The child
+ * compiles and dumps before it runs one instruction of the script (and the parent takes
+ * these frames only before any other, docs/sandbox.md), so what arrives is the compiler's
+ * own output, as trustworthy as compiling in the parent would be. */
 #define SB_CACHE_ENTRIES 256
 #define SB_CACHE_BYTES ((size_t)16 << 20)
 
 typedef struct {
+  int language, mode;
+  const char *filename;
+  const char *src;
+  size_t len;
+} cache_key;
+
+typedef struct {
   uint64_t hash;
-  int language;
-  char *src, *out;
-  size_t src_len, out_len;
+  int language, mode;
+  char *filename, *src, *out;
+  unsigned char *bc;
+  size_t src_len, out_len, bc_len;
   uint64_t stamp;
 } cache_entry;
 
@@ -743,47 +874,94 @@ static cache_entry cache_v[SB_CACHE_ENTRIES];
 static size_t cache_bytes;
 static uint64_t cache_clock;
 
-static uint64_t fnv1a(const char *s, size_t n, int language) {
-  uint64_t h = 1469598103934665603ull ^ (uint64_t)language;
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+static uint64_t fnv1a(const cache_key *k) {
+  uint64_t h = 1469598103934665603ull ^ (uint64_t)k->language ^ (uint64_t)k->mode << 8;
+  for (const char *f = k->filename; *f; f++) h = (h ^ (unsigned char)*f) * 1099511628211ull;
+  for (size_t i = 0; i < k->len; i++) h = (h ^ (unsigned char)k->src[i]) * 1099511628211ull;
   return h;
 }
 
-/* A copy of the cached output for (language, src), or NULL. */
-static char *cache_get(int language, const char *src, size_t n, size_t *out_len) {
-  uint64_t h = fnv1a(src, n, language);
-  char *res = NULL;
-  pthread_mutex_lock(&cache_mu);
+static size_t entry_bytes(const cache_entry *e) {
+  return e->src_len + e->out_len + e->bc_len + strlen(e->filename);
+}
+
+static cache_entry *cache_find(const cache_key *k, uint64_t h) {
   for (size_t i = 0; i < SB_CACHE_ENTRIES; i++) {
     cache_entry *e = &cache_v[i];
-    if (e->src && e->hash == h && e->language == language && e->src_len == n &&
-        !memcmp(e->src, src, n)) {
-      res = malloc(e->out_len + 1);
-      if (res) {
-        memcpy(res, e->out, e->out_len + 1);
-        *out_len = e->out_len;
-        e->stamp = ++cache_clock;
-      }
-      break;
+    if (e->src && e->hash == h && e->language == k->language && e->mode == k->mode &&
+        e->src_len == k->len && !strcmp(e->filename, k->filename) &&
+        !memcmp(e->src, k->src, k->len))
+      return e;
+  }
+  return NULL;
+}
+
+static void cache_drop(cache_entry *e) {
+  cache_bytes -= entry_bytes(e);
+  free(e->filename);
+  free(e->src);
+  free(e->out);
+  free(e->bc);
+  memset(e, 0, sizeof *e);
+}
+
+/* Copies of what is cached for k: 1 with *out (NUL-terminated) and, when there is
+ * bytecode, *bc (else NULL); 0 when nothing is (or the host is out of memory). */
+static int cache_get(const cache_key *k, char **out, size_t *out_len, unsigned char **bc,
+                     size_t *bc_len) {
+  uint64_t h = fnv1a(k);
+  int found = 0;
+  *out = NULL;
+  *bc = NULL;
+  pthread_mutex_lock(&cache_mu);
+  cache_entry *e = cache_find(k, h);
+  if (e) {
+    *out = malloc(e->out_len + 1);
+    *bc = e->bc ? malloc(e->bc_len) : NULL;
+    if (*out && (*bc || !e->bc)) {
+      memcpy(*out, e->out, e->out_len + 1);
+      *out_len = e->out_len;
+      if (*bc) memcpy(*bc, e->bc, e->bc_len);
+      *bc_len = e->bc_len;
+      e->stamp = ++cache_clock;
+      found = 1;
+    } else {
+      free(*out);
+      free(*bc);
+      *out = NULL;
+      *bc = NULL;
     }
   }
   pthread_mutex_unlock(&cache_mu);
-  return res;
+  return found;
 }
 
-static void cache_put(int language, const char *src, size_t n, const char *out, size_t out_len) {
-  if (n + out_len > SB_CACHE_BYTES / 4) return; /* one entry never takes the cache */
-  char *s = malloc(n + 1), *o = malloc(out_len + 1);
-  if (!s || !o) {
-    free(s);
-    free(o);
+/* Stores (or replaces) what k became: the transpiled text and its bytecode (bc may be
+ * NULL). Nothing is stored when it would not fit or the host is out of memory: the cache
+ * only ever saves work. */
+static void cache_put(const cache_key *k, const char *out, size_t out_len,
+                      const unsigned char *bc, size_t bc_len) {
+  size_t fl = strlen(k->filename);
+  if (k->len + out_len + bc_len + fl > SB_CACHE_BYTES / 4) return; /* one never takes all */
+  cache_entry n = {fnv1a(k), k->language, k->mode, malloc(fl + 1), malloc(k->len + 1),
+                   malloc(out_len + 1), bc ? malloc(bc_len ? bc_len : 1) : NULL,
+                   k->len, out_len, bc ? bc_len : 0, 0};
+  if (!n.filename || !n.src || !n.out || (bc && !n.bc)) {
+    free(n.filename);
+    free(n.src);
+    free(n.out);
+    free(n.bc);
     return;
   }
-  memcpy(s, src, n);
-  s[n] = '\0';
-  memcpy(o, out, out_len);
-  o[out_len] = '\0';
+  memcpy(n.filename, k->filename, fl + 1);
+  memcpy(n.src, k->src, k->len);
+  n.src[k->len] = '\0';
+  memcpy(n.out, out, out_len);
+  n.out[out_len] = '\0';
+  if (bc) memcpy(n.bc, bc, bc_len);
   pthread_mutex_lock(&cache_mu);
+  cache_entry *old = cache_find(k, n.hash);
+  if (old) cache_drop(old);
   for (;;) { /* make room: the least recently used entry goes */
     size_t free_slot = SB_CACHE_ENTRIES, oldest = SB_CACHE_ENTRIES;
     for (size_t i = 0; i < SB_CACHE_ENTRIES; i++) {
@@ -793,23 +971,13 @@ static void cache_put(int language, const char *src, size_t n, const char *out, 
         oldest = i;
       }
     }
-    if (free_slot < SB_CACHE_ENTRIES && cache_bytes + n + out_len <= SB_CACHE_BYTES) {
-      cache_entry *e = &cache_v[free_slot];
-      e->hash = fnv1a(src, n, language);
-      e->language = language;
-      e->src = s;
-      e->out = o;
-      e->src_len = n;
-      e->out_len = out_len;
-      e->stamp = ++cache_clock;
-      cache_bytes += n + out_len;
+    if (free_slot < SB_CACHE_ENTRIES && cache_bytes + entry_bytes(&n) <= SB_CACHE_BYTES) {
+      n.stamp = ++cache_clock;
+      cache_v[free_slot] = n;
+      cache_bytes += entry_bytes(&n);
       break;
     }
-    cache_entry *e = &cache_v[oldest];
-    cache_bytes -= e->src_len + e->out_len;
-    free(e->src);
-    free(e->out);
-    memset(e, 0, sizeof *e);
+    cache_drop(&cache_v[oldest]);
   }
   pthread_mutex_unlock(&cache_mu);
 }
@@ -915,6 +1083,32 @@ static void transpile_code(duk_context *ctx, sb_run *r, int mode, int cached) {
   r->code_len = j.out_len;
 }
 
+/* Leaves the run's code compiled on the stack: loaded from the parent's cached bytecode
+ * when it had some, else transpiled (or taken as cached text) and compiled, then dumped
+ * and sent to the parent for its cache, all before the script runs (mode 0: a script,
+ * eval code whose value is the last expression's; 1: a module, a program). */
+static void compile_code(duk_context *ctx, sb_run *r, int mode) {
+  if (r->bc) {
+    r->phase = PHASE_RUN;
+    duk_push_external_buffer(ctx);
+    duk_config_buffer(ctx, -1, (void *)(uintptr_t)r->bc, r->bc_len);
+    duk_load_function(ctx);
+    return;
+  }
+  transpile_code(ctx, r, mode, r->cached);
+  r->phase = PHASE_RUN;
+  duk_push_lstring(ctx, r->code, r->code_len);
+  duk_push_string(ctx, r->filename);
+  duk_compile(ctx, mode ? 0 : DUK_COMPILE_EVAL);
+  if (r->link < 0 || !r->send_bc) return;
+  duk_dup_top(ctx);
+  duk_dump_function(ctx);
+  duk_size_t n;
+  void *p = duk_get_buffer(ctx, -1, &n);
+  if (frame_send(r->link, FR_BYTECODE, p, n)) _exit(3);
+  duk_pop(ctx);
+}
+
 /* ---- a run's body (child) --------------------------------------------------------- */
 
 /* Leaves the completion value settled: the prelude's rt.finish drains the job queue
@@ -942,11 +1136,7 @@ static duk_ret_t run_body(duk_context *ctx, void *udata) {
   duk_put_prop_string(ctx, -2, "input");
   duk_pop(ctx);
 
-  transpile_code(ctx, r, 0, r->cached);
-  r->phase = PHASE_RUN;
-  duk_push_lstring(ctx, r->code, r->code_len);
-  duk_push_string(ctx, r->filename);
-  duk_compile(ctx, DUK_COMPILE_EVAL);
+  compile_code(ctx, r, 0);
   duk_call(ctx, 0);
   finish_value(ctx);
 
@@ -1267,8 +1457,12 @@ typedef struct {
   uint64_t t0, deadline, kill_at;
   uint32_t timeout_ms;
   size_t limit, frame_max;
-  char *tcode;
-  size_t tlen;
+  const char *filename;
+  char *tcode, *new_code; /* cached text; text the child transpiled */
+  size_t tlen, new_len;
+  unsigned char *tbc; /* cached bytecode */
+  size_t tbc_len;
+  int early; /* no frame but FR_CODE/FR_BYTECODE has come yet */
   int fd, nested, started, ended;
   pid_t pid;
   ts_buf in;
@@ -1296,6 +1490,8 @@ static int job_start(sb_job *j, const char *code, size_t len, const ts_sandbox_o
   j->code = code;
   j->len = len;
   j->nested = sb_in_child;
+  j->filename = filename;
+  j->early = 1;
   if (!code && len) {
     set_error(out, TS_SANDBOX_ERROR, TS_E_INVAL, "invalid argument: no code");
     return -1;
@@ -1332,7 +1528,8 @@ static int job_start(sb_job *j, const char *code, size_t len, const ts_sandbox_o
       set_error(out, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, tmpl_why[0] ? tmpl_why : "sandbox setup failed");
       return -1;
     }
-    if (code) j->tcode = cache_get(j->language, code, len, &j->tlen);
+    cache_key key = {j->language, k->mode, filename, code, len};
+    if (code) cache_get(&key, &j->tcode, &j->tlen, &j->tbc, &j->tbc_len);
     /* The run's clock starts now: the process's first run built the templates above,
      * which is not the script's time. */
     j->t0 = now_ns();
@@ -1358,8 +1555,11 @@ static int job_start(sb_job *j, const char *code, size_t len, const ts_sandbox_o
     if (!j->nested) setpgid(0, 0); /* one group: a kill takes nested runs along */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(4);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGINT, &dfl, NULL);
+    sigaction(SIGTERM, &dfl, NULL);
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
@@ -1394,6 +1594,13 @@ static int job_start(sb_job *j, const char *code, size_t len, const ts_sandbox_o
     r->code = j->tcode ? j->tcode : code ? code : "";
     r->code_len = j->tcode ? j->tlen : len;
     r->cached = j->tcode != NULL;
+    r->bc = j->tbc;
+    r->bc_len = j->tbc_len;
+    r->send_bc = !j->nested && code;
+    if (!j->nested) { /* the templates' copies: from here on, blocks from the arena */
+      r->arena = 1;
+      if (tmpl_tx) tmpl_tx->arena = 1;
+    }
     r->language = j->language;
     r->filename = filename;
     r->input = o->input_json;
@@ -1456,6 +1663,7 @@ static int job_step(sb_job *j, int wait_ms) {
     }
     if (j->in.len - at - 5 < n) break;
     cur c = {h + 5, n, 0, 0};
+    if (h[0] != FR_CODE && h[0] != FR_BYTECODE) j->early = 0;
     switch (h[0]) {
       case FR_CONSOLE:
         console_add(j->p, (const char *)c.p, n);
@@ -1467,9 +1675,33 @@ static int job_step(sb_job *j, int wait_ms) {
         j->kill_at += now_ns() - paused; /* host time is not the run's */
         break;
       }
-      case FR_CODE:
-        if (!j->nested && j->code) cache_put(j->language, j->code, j->len, (const char *)c.p, n);
+      case FR_CODE: /* the transpiler's output, then (FR_BYTECODE) its compiled form */
+        if (!j->early || j->new_code) {
+          j->bad = 1;
+          break;
+        }
+        j->new_code = malloc(n + 1);
+        if (j->new_code) {
+          memcpy(j->new_code, c.p, n);
+          j->new_code[n] = '\0';
+          j->new_len = n;
+        }
         break;
+      case FR_BYTECODE: {
+        /* Only before the script ran (module comment above cache_put) and only once. */
+        if (!j->early) {
+          j->bad = 1;
+          break;
+        }
+        j->early = 0;
+        const char *text = j->new_code ? j->new_code : j->tcode;
+        size_t tl = j->new_code ? j->new_len : j->tlen;
+        if (!j->nested && j->code && text) {
+          cache_key key = {j->language, j->k->mode, j->filename, j->code, j->len};
+          cache_put(&key, text, tl, c.p, n);
+        }
+        break;
+      }
       case FR_EXTRA:
         if (!j->k->unpack || j->k->unpack(j->extra, &c)) j->oom = 1;
         break;
@@ -1539,6 +1771,8 @@ static int job_finish(sb_job *j, ts_sandbox_result *res) {
     close(j->fd);
   }
   free(j->tcode);
+  free(j->new_code);
+  free(j->tbc);
   if (j->p) {
     finish_console(j->p, out);
     free(j->p);
@@ -1618,11 +1852,7 @@ static void eval_module(duk_context *ctx, sb_run *r) {
   duk_get_prop_string(ctx, -3, "rt");
   duk_call(ctx, 2); /* [stash helpers] */
   duk_remove(ctx, -2);
-  transpile_code(ctx, r, 1, r->cached);
-  r->phase = PHASE_RUN;
-  duk_push_lstring(ctx, r->code, r->code_len);
-  duk_push_string(ctx, r->filename);
-  duk_compile(ctx, 0);
+  compile_code(ctx, r, 1);
   duk_call(ctx, 0);
   duk_pop(ctx);
 }

@@ -16,6 +16,8 @@
  *   - Memory caps. The heap allocates through a counting allocator that refuses to grow
  *     past `memory_limit_bytes` on top of the template's own bytes. A script that reaches
  *     the cap ends with status TS_SANDBOX_OOM (even if it catches the allocation error).
+ *     Garbage is collected when the cap is reached (not on a schedule), so a run holds
+ *     garbage until then and its memory_peak counts it.
  *   - Caller-initiated termination, and deadlines that hold for every call. The caller's
  *     thread watches the child: at the deadline (`timeout_ms`) plus a grace of 15 ms, or
  *     when the terminate handle or the cancel flag fires, it kills the child (SIGKILL),
@@ -24,7 +26,9 @@
  *     still stops ordinary loops at the deadline with a proper result.
  *
  * Language: ES2022 and TypeScript, brought down to Duktape's ES5 by the sandbox's own
- * transpiler (runtime/js/transpile.js; limits in docs/sandbox.md), cached by content.
+ * transpiler (runtime/js/transpile.js; limits in docs/sandbox.md); the transpiled text
+ * and its compiled bytecode are cached by content in the calling process, so running
+ * the same source again costs neither the transpiler nor the compiler.
  * Syntax errors name the user's line and column; the user's lines are kept, so runtime
  * errors' lines are the user's.
  *
@@ -116,7 +120,7 @@ typedef struct {
    * Timeouts read "timeout: ...", terminations "terminated: <reason>", memory "out of
    * memory: ...", script errors as the error's string ("TypeError: ..."). */
   char *error;
-  size_t memory_peak; /* the most bytes the heap held at once */
+  size_t memory_peak; /* the most bytes the heap held at once (garbage included) */
   double elapsed_ms;  /* from the start of the run to its end, heap teardown included */
 } ts_sandbox_result;
 

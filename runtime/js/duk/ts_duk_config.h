@@ -45,4 +45,30 @@ double ts__sandbox_random(void *udata);
 #undef DUK_USE_EXEC_TIMEOUT_CHECK
 #define DUK_USE_EXEC_TIMEOUT_CHECK(udata) ts__sandbox_timeout_check((udata))
 
+/* No reference counts: garbage is reclaimed by mark-and-sweep alone. Every run is a
+ * forked child holding a copy-on-write copy of a template heap (runtime/js/sandbox.c),
+ * and with reference counting each value pushed, stored or dropped writes the count in
+ * the header of the object it names, so touching a prelude function, a built-in or an
+ * interned string copied that page: the page faults cost a short run more than its
+ * script did (docs/performance.md: the cached modern snippet went from 1.37 to 0.93 ms of
+ * CPU, its page faults from 164 to 105). A collection, when one runs, marks every
+ * reachable object and so copies the template's pages once; a short run seldom
+ * allocates enough to start one. At the memory cap Duktape collects and retries before
+ * it gives up, which is how garbage is reclaimed there (sb_refuse). The price: a script
+ * that makes garbage quickly holds on to it until the next collection (within its cap),
+ * and finalizers run later (the sandbox exposes none). */
+#undef DUK_USE_REFERENCE_COUNTING
+
+/* And no voluntary collections: Duktape collects when an allocation is refused (at the
+ * run's memory cap, sb_refuse) and when the sandbox asks (duk_gc after a template is
+ * built). A run is short-lived and capped, so collecting on a schedule only spent time
+ * (and copied every template page it marked) on memory the process's exit frees anyway:
+ * without it the cached modern snippet costs 0.86 ms of CPU instead of 1.10, a trivial
+ * run 0.35 instead of 0.44 (docs/performance.md). What a run reports as its peak memory
+ * then includes garbage not yet collected, up to the cap. */
+#undef DUK_USE_VOLUNTARY_GC
+#undef DUK_USE_FAST_REFCOUNT_DEFAULT
+#undef DUK_USE_REFCOUNT16
+#undef DUK_USE_REFCOUNT32
+
 #endif /* TS_DUK_CONFIG_H */
