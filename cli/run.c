@@ -221,48 +221,7 @@ static int check_model(run_args *a, const ts_cli_common *com) {
     return 2;
   }
   if (!a->hm.url) return 0;
-  if (!a->hm.model) {
-    fprintf(stderr, "toolstream run: --model-url needs --model NAME\n");
-    return 2;
-  }
-  const char *p = a->provider;
-  a->hm.provider = p ? ts_provider_find(p) : ts_provider_for_url(a->hm.url);
-  if (!p && !a->hm.provider) a->hm.provider = ts_provider_get(TS_FORMAT_OPENAI_CHAT);
-  if (!a->hm.provider || !a->hm.provider->request) {
-    /* the names `run` can talk to, from the provider table */
-    char names[256] = "";
-    size_t nn = 0, k = 0, total = 0;
-    for (size_t i = 0; i < ts_provider_count(); i++) total += ts_provider_at(i)->request != NULL;
-    for (size_t i = 0; i < ts_provider_count(); i++) {
-      const ts_provider *r = ts_provider_at(i);
-      if (!r->request) continue;
-      const char *sep = !k ? "" : ++k == total ? " or " : ", ";
-      if (!k) k = 1;
-      int w = snprintf(names + nn, sizeof names - nn, "%s%s", sep, r->alias ? r->alias : r->name);
-      if (w > 0 && (size_t)w < sizeof names - nn) nn += (size_t)w;
-    }
-    fprintf(stderr, "toolstream run: --provider is %s, not '%s'\n", names, p);
-    return 2;
-  }
-  if (!a->hm.key_env) a->hm.key_env = a->hm.provider->key_env;
-  const char *key = getenv(a->hm.key_env);
-  int local = strstr(a->hm.url, "://localhost") || strstr(a->hm.url, "://127.") ||
-              strstr(a->hm.url, "://[::1]");
-  const char *aid = getenv("AWS_ACCESS_KEY_ID"), *asecret = getenv("AWS_SECRET_ACCESS_KEY");
-  int signs = a->hm.provider->sigv4_service && aid && *aid && asecret && *asecret;
-  if ((!key || !*key) && !signs && !local && a->hm.provider->sigv4_service) {
-    fprintf(stderr, "toolstream run: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and "
-                    "AWS_REGION; AWS_SESSION_TOKEN for temporary credentials) to sign Bedrock "
-                    "requests, or %s to a Bedrock API key (read from the environment only)\n",
-            a->hm.key_env);
-    return 2;
-  }
-  if ((!key || !*key) && !signs && !local) {
-    fprintf(stderr, "toolstream run: set %s to the API key (it is read from the environment "
-                    "only)\n", a->hm.key_env);
-    return 2;
-  }
-  return 0;
+  return ts_http_model_resolve(&a->hm, a->provider, "toolstream run");
 }
 
 static volatile sig_atomic_t interrupted;
