@@ -153,7 +153,7 @@ int ts_lat_usage_tokens(ts_view usage, uint64_t *out);
 
 /* ---- a set of requests, and stored events ---------------------------------------------- */
 
-typedef struct {
+typedef struct ts_lat_set {
   ts_lat_request *v;
   size_t n, cap;
 } ts_lat_set;
