@@ -106,10 +106,12 @@ static void histogram(const ts_lat_set *s, ts_buf *b, int y0) {
   } qs[] = {{"p50", 0.5}, {"p90", 0.9}};
   for (size_t i = 0; i < 2; i++) {
     double q = ts_lat_quantile(v, n, qs[i].q), x = x0 + (q - lo) / (hi - lo) * w;
+    /* a label near either edge is anchored inside the picture */
+    const char *anchor = x > x0 + w - 60 ? "end" : x < x0 + 60 ? "start" : "middle";
     put(b, "<line class=\"%s\" x1=\"%.1f\" y1=\"28\" x2=\"%.1f\" y2=\"%d\" stroke=\"#000\" "
-           "stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"26\" font-size=\"11\" "
-           "text-anchor=\"middle\">%s %.1f ms</text>\n",
-        qs[i].name, x, x, base, x, qs[i].name, q);
+           "stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%d\" font-size=\"11\" "
+           "text-anchor=\"%s\">%s %.1f ms</text>\n",
+        qs[i].name, x, x, base, x, 26 - 12 * (int)i, anchor, qs[i].name, q);
   }
   put(b, "</g>\n");
   free(v);
