@@ -815,7 +815,7 @@ static void csv_num(ts_buf *o, double v) {
 static const char CSV_HEAD[] =
     "request,source,turn,ttfb_ms,first_token_ms,total_ms,output_tokens,output_tokens_per_s,"
     "errors,retries,call_index,call_id,tool,has_label,arg_bytes,name_ms,label_ms,args_ms,"
-    "lead_ms,lead_bytes,arg_bytes_per_s,result_ms,error\n";
+    "lead_ms,lead_bytes,lead_stream_bytes,arg_bytes_per_s,result_ms,error\n";
 
 static int write_csv(const ts_lat_set *s, ts_buf *o) {
   ts_buf_puts(o, CSV_HEAD);
@@ -849,14 +849,15 @@ static int write_csv(const ts_lat_set *s, ts_buf *o) {
         snprintf(t, sizeof t, ",%d,%llu", c->has_label, (unsigned long long)c->arg_bytes);
         ts_buf_puts(o, t);
         static const int cm[] = {TS_LAT_NAME, TS_LAT_LABEL, TS_LAT_ARGS, TS_LAT_LEAD_MS,
-                                 TS_LAT_LEAD_BYTES, TS_LAT_ARG_BPS, TS_LAT_RESULT};
+                                 TS_LAT_LEAD_BYTES, TS_LAT_LEAD_STREAM_BYTES, TS_LAT_ARG_BPS,
+                                 TS_LAT_RESULT};
         for (size_t k = 0; k < sizeof cm / sizeof cm[0]; k++) {
           ts_buf_putc(o, ',');
           csv_num(o, ts_lat_call_value(r, c, cm[k]));
         }
         ts_buf_putc(o, ',');
       } else {
-        ts_buf_puts(o, ",,,,,,,,,,,");
+        ts_buf_puts(o, ",,,,,,,,,,,,");
       }
       csv_field(o, r->error);
       ts_buf_putc(o, '\n');

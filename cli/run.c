@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/latency.h"
 #include "agent/replay_model.h"
 #include "base/clock.h"
 #include "agent/run.h"
@@ -377,6 +379,39 @@ static int grab_row(void *user, const ts_store_thread *t) {
   return 0;
 }
 
+/* The summary line: the lead of the progress label over the complete arguments, median and
+ * p90, over the calls of this run that had a label (agent/latency.h, from the stored
+ * events), and how many calls that is. */
+static void print_summary(FILE *f, ts_store *store, const char *thread, uint64_t seq0,
+                          const ts_agent_stats *st) {
+  ts_lat_set set = {0};
+  ts_lat_lead lead;
+  int ok = ts_cli_bench_read_thread(store, thread, seq0, &set) == TS_E_OK &&
+           ts_lat_lead_of(&set, &lead) == TS_E_OK;
+  ts_lat_set_fini(&set);
+  fprintf(f, "\n%u turn%s, %u tool call%s in %.2f s. ", st->turns, st->turns == 1 ? "" : "s",
+          st->calls, st->calls == 1 ? "" : "s", st->elapsed_ms / 1e3);
+  if (!ok)
+    fprintf(f, "(The lead could not be read back from the store.) ");
+  else if (!lead.labelled)
+    fprintf(f, "No call had a progress label, so no lead was measured. ");
+  else {
+    /* argument bytes when the events counted them (deltas), else bytes of the stream */
+    int arg = !isnan(lead.bytes_p50);
+    double b50 = arg ? lead.bytes_p50 : lead.stream_p50, b90 = arg ? lead.bytes_p90 : lead.stream_p90;
+    if (isnan(lead.ms_p50))
+      fprintf(f, "The progress label came %.0f %s bytes (p90 %.0f) before the complete "
+                 "arguments (median over the %zu of %zu calls with a label; no times: --no-time). ",
+              b50, arg ? "argument" : "stream", b90, lead.labelled, lead.calls);
+    else
+      fprintf(f, "The progress label came %.1f ms (p90 %.1f ms) and %.0f %s bytes (p90 %.0f) "
+                 "before the complete arguments (median over the %zu of %zu calls with a label). ",
+              lead.ms_p50, lead.ms_p90, b50, arg ? "argument" : "stream", b90, lead.labelled,
+              lead.calls);
+  }
+  fprintf(f, "Thread %s is stored in %s.\n", thread, ts_store_path(store));
+}
+
 int ts_cli_run(int argc, char **argv) {
   run_args a;
   memset(&a, 0, sizeof a);
@@ -543,6 +578,8 @@ int ts_cli_run(int argc, char **argv) {
       .prompt_name = drive_prompt,
   };
   ts_agent_stats st;
+  uint64_t seq0 = 0; /* the summary covers this run's events only (a resume continues) */
+  if (a.resume) ts_store_last_event_seq(store, com.thread, &seq0);
   int arc = ts_agent_run(&ac, &st, why, sizeof why);
   if (arc) {
     if (why[0]) fprintf(stderr, "toolstream run: %s\n", why); /* else prepare said why */
@@ -551,13 +588,7 @@ int ts_cli_run(int argc, char **argv) {
   }
   rc = 0;
   FILE *sum = a.json ? stderr : stdout;
-  fprintf(sum,
-          "\n%u turn%s, %u tool call%s in %.2f s. tool_call_started came on average %.1f ms and "
-          "%llu bytes before the call's complete arguments. Thread %s is stored in %s.\n",
-          st.turns, st.turns == 1 ? "" : "s", st.calls, st.calls == 1 ? "" : "s",
-          st.elapsed_ms / 1e3, st.calls ? st.early_ms_sum / st.calls : 0.0,
-          (unsigned long long)(st.calls ? st.early_bytes_sum / st.calls : 0), com.thread,
-          ts_store_path(store));
+  print_summary(sum, store, com.thread, seq0, &st);
 out:
   ts_cli_endpoint_stop(endpoint); /* the run is over: its readers have had every event */
   if (live_on) {

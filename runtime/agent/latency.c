@@ -81,6 +81,10 @@ double ts_lat_call_value(const ts_lat_request *r, const ts_lat_call *c, int m) {
     case TS_LAT_RESULT: return span_ms(r->sent_us, c->result_us);
     case TS_LAT_LEAD_MS: return c->has_label && c->ready ? span_ms(c->label_us, c->args_us) : NAN;
     case TS_LAT_LEAD_BYTES:
+      return c->has_label && c->ready && c->label_counted && c->arg_seen >= c->label_arg
+                 ? (double)(c->arg_seen - c->label_arg)
+                 : NAN;
+    case TS_LAT_LEAD_STREAM_BYTES:
       return c->has_label && c->ready && c->args_off >= c->label_off
                  ? (double)(c->args_off - c->label_off)
                  : NAN;
@@ -204,6 +208,7 @@ int ts_lat_request_observe(ts_lat_request *r, const ts_lat_obs *o) {
       if (!c) break;
       if (o->has_progress) {
         c->has_label = 1;
+        c->label_pending = 1;
         first_of(&c->label_us, t);
         c->label_off = o->offset;
       } else {
@@ -212,6 +217,12 @@ int ts_lat_request_observe(ts_lat_request *r, const ts_lat_obs *o) {
       }
       break;
     case TS_EVENT_TOOL_CALL_DELTA:
+      if (c) {
+        c->arg_seen += o->delta_bytes;
+        if (c->label_pending) c->label_arg = c->arg_seen, c->label_pending = 0, c->label_counted = 1;
+      }
+      first_of(&r->first_token_us, t);
+      break;
     case TS_EVENT_TEXT_DELTA: first_of(&r->first_token_us, t); break;
     case TS_EVENT_TOOL_CALL_READY:
       if (!c) break;
@@ -303,6 +314,28 @@ static ts_view unquote(ts_view v) {
   return v;
 }
 
+/* The length of a JSON string's text once decoded (v without its quotes): an escape is one
+ * byte, a \\u escape the UTF-8 length of its code point (a surrogate pair: 4 for both). */
+static uint64_t decoded_len(ts_view v) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < v.len; i++) {
+    if (v.p[i] != '\\' || i + 1 >= v.len) {
+      n++;
+      continue;
+    }
+    if (v.p[i + 1] != 'u' || i + 5 >= v.len) {
+      n++, i++;
+      continue;
+    }
+    unsigned cp = (unsigned)strtoul((char[5]){v.p[i + 2], v.p[i + 3], v.p[i + 4], v.p[i + 5], 0},
+                                    NULL, 16);
+    i += 5;
+    n += cp < 0x80 ? 1 : cp < 0x800 ? 2 : (cp >= 0xD800 && cp < 0xDC00) ? 4
+       : (cp >= 0xDC00 && cp < 0xE000) ? 0 : 3;
+  }
+  return n;
+}
+
 static int type_of(ts_view name) {
   for (int t = TS_EVENT_TOOL_CALL_STARTED; t <= TS_EVENT_VARIABLE_REQUIRED; t++) {
     const char *n = ts_event_type_name(t);
@@ -330,6 +363,7 @@ int ts_lat_reader_event(ts_lat_reader *rd, const char *json, size_t len) {
     else if (IS("turn")) turn = (uint32_t)raw_u64(v), has_turn = 1;
     else if (IS("progress")) o.has_progress = 1;
     else if (IS("arguments")) o.arg_bytes = v.len;
+    else if (IS("delta")) o.delta_bytes = decoded_len(unquote(v));
     else if (IS("usage")) o.usage = v;
     else if (IS("error")) o.error = unquote(v);
 #undef IS
@@ -459,32 +493,34 @@ int ts_lat_bootstrap(double *a, size_t na, double *b, size_t nb, unsigned iters,
 int ts_lat_lead_of(const ts_lat_set *s, ts_lat_lead *out) {
   memset(out, 0, sizeof *out);
   out->ms_p50 = out->ms_p90 = out->bytes_p50 = out->bytes_p90 = NAN;
+  out->stream_p50 = out->stream_p90 = NAN;
   size_t total = 0;
   for (size_t i = 0; i < s->n; i++) total += s->v[i].ncalls;
   out->calls = total;
   if (!total) return TS_E_OK;
-  double *ms = malloc(total * sizeof *ms), *bytes = malloc(total * sizeof *bytes);
-  if (!ms || !bytes) {
-    free(ms);
-    free(bytes);
-    return TS_E_NOMEM;
-  }
-  size_t n = 0, nb;
+  double *v = malloc(3 * total * sizeof *v);
+  if (!v) return TS_E_NOMEM;
+  double *ms = v, *bytes = v + total, *stream = v + 2 * total;
+  size_t n = 0;
   for (size_t i = 0; i < s->n; i++)
     for (size_t j = 0; j < s->v[i].ncalls; j++) {
       const ts_lat_call *c = &s->v[i].calls[j];
       if (!c->has_label || !c->ready) continue;
       ms[n] = ts_lat_call_value(&s->v[i], c, TS_LAT_LEAD_MS);
-      bytes[n++] = ts_lat_call_value(&s->v[i], c, TS_LAT_LEAD_BYTES);
+      bytes[n] = ts_lat_call_value(&s->v[i], c, TS_LAT_LEAD_BYTES);
+      stream[n++] = ts_lat_call_value(&s->v[i], c, TS_LAT_LEAD_STREAM_BYTES);
     }
-  out->labelled = nb = n;
-  ts_lat_sort(ms, &n);
+  out->labelled = n;
+  size_t nm = n, nb = n, ns = n;
+  ts_lat_sort(ms, &nm);
   ts_lat_sort(bytes, &nb);
-  out->ms_p50 = ts_lat_quantile(ms, n, 0.5);
-  out->ms_p90 = ts_lat_quantile(ms, n, 0.9);
+  ts_lat_sort(stream, &ns);
+  out->ms_p50 = ts_lat_quantile(ms, nm, 0.5);
+  out->ms_p90 = ts_lat_quantile(ms, nm, 0.9);
   out->bytes_p50 = ts_lat_quantile(bytes, nb, 0.5);
   out->bytes_p90 = ts_lat_quantile(bytes, nb, 0.9);
-  free(ms);
-  free(bytes);
+  out->stream_p50 = ts_lat_quantile(stream, ns, 0.5);
+  out->stream_p90 = ts_lat_quantile(stream, ns, 0.9);
+  free(v);
   return TS_E_OK;
 }

@@ -54,7 +54,11 @@ typedef struct {
   uint64_t first_us;  /* the call's first event of any kind */
   uint64_t label_off, args_off; /* stream offsets of the label and of the ready event */
   uint64_t arg_bytes; /* the complete arguments' compact JSON length */
+  uint64_t arg_seen;  /* argument bytes seen in tool_call_delta events so far */
+  uint64_t label_arg; /* of them, those that had arrived with the label */
   uint8_t has_label, ready, error;
+  uint8_t label_pending; /* the label came; its held-back delta (all bytes so far) not yet */
+  uint8_t label_counted; /* label_arg is known */
 } ts_lat_call;
 
 /* One request (one model reply). Times are monotonic µs, 0 when not known. */
@@ -86,6 +90,7 @@ typedef struct {
   X(ARGS, "args_ms", 1, "ms", "time to complete arguments")                                 \
   X(LEAD_MS, "lead_ms", 1, "ms", "lead of the label (time)")                                \
   X(LEAD_BYTES, "lead_bytes", 1, "B", "lead of the label (argument bytes)")                 \
+  X(LEAD_STREAM_BYTES, "lead_stream_bytes", 1, "B", "lead of the label (stream bytes)")      \
   X(ARG_BPS, "arg_bytes_per_s", 1, "B/s", "argument bytes per second")                      \
   X(RESULT, "result_ms", 1, "ms", "time to the result")
 
@@ -122,6 +127,7 @@ typedef struct {
   ts_view call_id, tool;
   int has_progress;  /* tool_call_started: it carries `progress` */
   uint64_t arg_bytes; /* tool_call_ready: the arguments' length */
+  uint64_t delta_bytes; /* tool_call_delta: the piece's length (decoded) */
   ts_view usage;     /* turn_finished: the provider's usage object (may be empty) */
   ts_view error;     /* stream_error, tool_call_error: the message */
 } ts_lat_obs;
@@ -132,7 +138,9 @@ void ts_lat_request_fini(ts_lat_request *r); /* frees the calls; safe on a zeroe
 
 /* Takes one event into r. A tool_call_started without progress is the call's name; with
  * it, its label; tool_call_ready completes it; tool_result is its result; text_delta,
- * tool_call_delta and a name are output tokens (the first one is the first token);
+ * tool_call_delta and a name are output tokens (the first one is the first token); the
+ * deltas of a call count its argument bytes: the first one after a label holds every byte
+ * up to it (the tap holds pieces back until tool_call_started), the rest are the lead;
  * stream_error and tool_call_error count as errors (the first message is kept);
  * turn_finished reads the output tokens from `usage` (completion_tokens, output_tokens,
  * eval_count, outputTokens or candidatesTokenCount, the first present). Returns TS_E_OK
@@ -218,12 +226,12 @@ int ts_lat_bootstrap(double *a, size_t na, double *b, size_t nb, unsigned iters,
                      double level, ts_lat_diff *out);
 
 /* The lead of run's summary line: over the calls of the set that have a progress label
- * and complete arguments only, the median and p90 of lead_ms and of lead_bytes and how
- * many calls that covers (`labelled`) of how many (`calls`). Times NAN when no event
- * carried one. TS_E_OK or TS_E_NOMEM. */
+ * and complete arguments only, the median and p90 of lead_ms, lead_bytes (argument bytes:
+ * known only where deltas were seen) and lead_stream_bytes, and how many calls that covers
+ * (`labelled`) of how many (`calls`). A figure no call had is NAN. TS_E_OK or TS_E_NOMEM. */
 typedef struct {
   size_t calls, labelled;
-  double ms_p50, ms_p90, bytes_p50, bytes_p90;
+  double ms_p50, ms_p90, bytes_p50, bytes_p90, stream_p50, stream_p90;
 } ts_lat_lead;
 int ts_lat_lead_of(const ts_lat_set *s, ts_lat_lead *out);
 

@@ -31,6 +31,7 @@ static int on_label(void *user, const ts_tap_event *e) {
   ts_lat_obs o = {.type = e->type, .t_us = p->now, .offset = e->offset, .is_call = e->is_call,
                   .index = e->index, .call_id = e->call_id, .tool = e->tool,
                   .has_progress = e->has_progress, .arg_bytes = e->arguments.len,
+                  .delta_bytes = e->delta.len,
                   .usage = e->usage, .error = e->error};
   if (ts_lat_request_observe(p->r, &o)) p->oom = 1;
   return 0;
@@ -54,7 +55,7 @@ int ts_lat_probe_new(const ts_lat_probe_config *cfg, ts_lat_request *r, ts_lat_p
   ts_lat_probe *p = calloc(1, sizeof *p);
   if (!p) return TS_E_NOMEM;
   p->r = r;
-  ts_tap_config a = {.format = cfg->format, .progress_arg = cfg->progress_arg,
+  ts_tap_config a = {.format = cfg->format, .progress_arg = cfg->progress_arg, .deltas = 1,
                      .progress_user = cfg->progress_user, .max_args_bytes = cfg->max_args_bytes};
   ts_tap_config b = {.format = cfg->format, .text = 1, .max_args_bytes = cfg->max_args_bytes};
   int rc = ts_tap_new(&p->label, &a, on_label, p);

@@ -112,13 +112,15 @@ START_TEST(metrics) {
       {__LINE__, TS_LAT_LABEL, 0, 500},
       {__LINE__, TS_LAT_ARGS, 0, 1500},
       {__LINE__, TS_LAT_LEAD_MS, 0, 1000},
-      {__LINE__, TS_LAT_LEAD_BYTES, 0, 1000},
+      {__LINE__, TS_LAT_LEAD_STREAM_BYTES, 0, 1000},
+      {__LINE__, TS_LAT_LEAD_BYTES, 0, NA},      /* no deltas seen: argument bytes unknown */
       {__LINE__, TS_LAT_ARG_BPS, 0, 500},        /* 600 bytes over 1.3 .. 2.5 s */
       {__LINE__, TS_LAT_RESULT, 0, 1600},
       {__LINE__, TS_LAT_NAME, 1, 1700},
       {__LINE__, TS_LAT_LABEL, 1, NA},           /* no label: no lead either */
       {__LINE__, TS_LAT_LEAD_MS, 1, NA},
       {__LINE__, TS_LAT_LEAD_BYTES, 1, NA},
+      {__LINE__, TS_LAT_LEAD_STREAM_BYTES, 1, NA},
       {__LINE__, TS_LAT_ARG_BPS, 1, 200},
       {__LINE__, TS_LAT_RESULT, 1, NA},
   };
@@ -219,7 +221,7 @@ START_TEST(stored_events) {
   ck_assert_str_eq(t1->source, "t");
   ck_assert_uint_eq(t1->ncalls, 1);
   ck_assert(same(ts_lat_call_value(t1, &t1->calls[0], TS_LAT_LEAD_MS), 400));
-  ck_assert(same(ts_lat_call_value(t1, &t1->calls[0], TS_LAT_LEAD_BYTES), 600));
+  ck_assert(same(ts_lat_call_value(t1, &t1->calls[0], TS_LAT_LEAD_STREAM_BYTES), 600));
   ck_assert_uint_eq(t1->calls[0].arg_bytes, strlen("{\"path\":\"a\",\"content\":\"[1,2,{\\\"k\\\":3}]\"}"));
   ck_assert(isnan(ts_lat_request_value(t1, TS_LAT_TTFB))); /* never stored */
   ck_assert(isnan(ts_lat_call_value(t1, &t1->calls[0], TS_LAT_LABEL))); /* turn 1: no send */
@@ -233,7 +235,7 @@ START_TEST(stored_events) {
   ck_assert_int_eq(ts_lat_lead_of(&set, &lead), TS_E_OK);
   ck_assert_uint_eq(lead.calls, 1);
   ck_assert_uint_eq(lead.labelled, 1);
-  ck_assert(same(lead.ms_p50, 400) && same(lead.bytes_p90, 600));
+  ck_assert(same(lead.ms_p50, 400) && same(lead.stream_p90, 600) && isnan(lead.bytes_p50));
   ts_lat_set_fini(&set);
 
   /* --no-time: bytes, no times */
@@ -245,7 +247,7 @@ START_TEST(stored_events) {
   ck_assert_int_eq(ts_lat_reader_event(&rd, nt, strlen(nt)), TS_E_OK);
   ck_assert_int_eq(ts_lat_reader_event(&rd, nr, strlen(nr)), TS_E_OK);
   ck_assert(isnan(ts_lat_call_value(&set.v[0], &set.v[0].calls[0], TS_LAT_LEAD_MS)));
-  ck_assert(same(ts_lat_call_value(&set.v[0], &set.v[0].calls[0], TS_LAT_LEAD_BYTES), 6));
+  ck_assert(same(ts_lat_call_value(&set.v[0], &set.v[0].calls[0], TS_LAT_LEAD_STREAM_BYTES), 6));
   ts_lat_set_fini(&set);
 }
 END_TEST
@@ -271,7 +273,39 @@ START_TEST(lead_counts_labelled_only) {
   ck_assert_uint_eq(lead.labelled, 2);
   ck_assert(same(lead.ms_p50, 200));
   ck_assert(same(lead.ms_p90, 280));
-  ck_assert(same(lead.bytes_p50, 200));
+  ck_assert(same(lead.stream_p50, 200));
+  ts_lat_set_fini(&set);
+}
+END_TEST
+
+START_TEST(lead_in_argument_bytes) {
+  /* the tap holds the pieces before the label back and hands them over in one delta right
+   * after tool_call_started: those bytes came with the label; the deltas after it are the
+   * lead (escaped text counts decoded, as the tap hands it out) */
+  static const char *const ev[] = {
+      "{\"v\":1,\"type\":\"tool_call_started\",\"thread\":\"t\",\"seq\":1,\"offset\":300,"
+      "\"call_id\":\"a\",\"tool\":\"w\",\"index\":0,\"turn\":1,\"progress\":\"x\"}",
+      "{\"v\":1,\"type\":\"tool_call_delta\",\"thread\":\"t\",\"seq\":2,\"offset\":300,"
+      "\"call_id\":\"a\",\"tool\":\"w\",\"index\":0,\"turn\":1,\"delta\":\"{\\\"description\\\":\\\"x\\\",\"}",
+      "{\"v\":1,\"type\":\"tool_call_delta\",\"thread\":\"t\",\"seq\":3,\"offset\":400,"
+      "\"call_id\":\"a\",\"tool\":\"w\",\"index\":0,\"turn\":1,\"delta\":\"\\\"c\\\":\\\"caf\\u00e9 \\ud83d\\ude00\"}",
+      "{\"v\":1,\"type\":\"tool_call_delta\",\"thread\":\"t\",\"seq\":4,\"offset\":500,"
+      "\"call_id\":\"a\",\"tool\":\"w\",\"index\":0,\"turn\":1,\"delta\":\"\\\"}\"}",
+      "{\"v\":1,\"type\":\"tool_call_ready\",\"thread\":\"t\",\"seq\":5,\"offset\":500,"
+      "\"call_id\":\"a\",\"tool\":\"w\",\"index\":0,\"turn\":1,\"arguments\":{}}",
+  };
+  ts_lat_set set = {0};
+  ts_lat_reader rd;
+  ts_lat_reader_init(&rd, &set, "t");
+  for (size_t i = 0; i < 5; i++)
+    ck_assert_int_eq(ts_lat_reader_event(&rd, ev[i], strlen(ev[i])), TS_E_OK);
+  const ts_lat_call *c = &set.v[0].calls[0];
+  /* the label's delta, then "c":"café 😀"} decoded (é two bytes, the emoji four) */
+  ck_assert_uint_eq(c->label_arg, strlen("{\"description\":\"x\","));
+  ck_assert_uint_eq(c->arg_seen - c->label_arg, strlen("\"c\":\"caf\xc3\xa9 \xf0\x9f\x98\x80") + 2);
+  ck_assert(same(ts_lat_call_value(&set.v[0], c, TS_LAT_LEAD_BYTES),
+                 (double)(c->arg_seen - c->label_arg)));
+  ck_assert(same(ts_lat_call_value(&set.v[0], c, TS_LAT_LEAD_STREAM_BYTES), 200));
   ts_lat_set_fini(&set);
 }
 END_TEST
@@ -336,9 +370,10 @@ static void run_probe(void *user, ts_split *feed, sb *out) {
             (unsigned long long)r.out_tokens);
   for (size_t i = 0; i < r.ncalls; i++) {
     const ts_lat_call *c = &r.calls[i];
-    sb_printf(out, "%u %s %s label=%d ready=%d name=%d lead_bytes=%g arg_bytes=%llu\n", c->index,
-              c->call_id, c->tool, c->has_label, c->ready, c->name_us != 0,
-              ts_lat_call_value(&r, c, TS_LAT_LEAD_BYTES), (unsigned long long)c->arg_bytes);
+    sb_printf(out, "%u %s %s label=%d ready=%d name=%d lead_bytes=%g lead_stream=%g arg_bytes=%llu\n",
+              c->index, c->call_id, c->tool, c->has_label, c->ready, c->name_us != 0,
+              ts_lat_call_value(&r, c, TS_LAT_LEAD_BYTES),
+              ts_lat_call_value(&r, c, TS_LAT_LEAD_STREAM_BYTES), (unsigned long long)c->arg_bytes);
     /* the name comes no later than the label, the label no later than the arguments */
     ck_assert(c->name_us && c->name_us <= (c->has_label ? c->label_us : c->args_us));
     ck_assert(!c->has_label || c->label_us <= c->args_us);
@@ -427,6 +462,7 @@ int main(void) {
   tcase_add_test(tc, errors_counted);
   tcase_add_test(tc, stored_events);
   tcase_add_test(tc, lead_counts_labelled_only);
+  tcase_add_test(tc, lead_in_argument_bytes);
   tcase_add_test(tc, bootstrap);
   tcase_add_test(tc, probe_split_invariant);
   tcase_add_test(tc, probe_times_from_arrival);
