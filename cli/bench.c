@@ -401,6 +401,7 @@ static void run_job(bench *b, size_t k, ts_lat_request *r) {
     return;
   }
   char why[512] = "";
+  int failed = 0;
   if (b->files) {
     const char *path = b->files[m % b->nfiles];
     char times[4200];
@@ -410,7 +411,7 @@ static void run_job(bench *b, size_t k, ts_lat_request *r) {
     ts_lat_probe_sent(f.probe, f.sent_us = ts_clock_mono_us());
     if (ts_replay_play(path, b->pace, b->recorded ? times : NULL, on_replay_piece, &f,
                        &bench_stop, why, sizeof why))
-      ts_lat_request_fail(r, why);
+      ts_lat_request_fail(r, why), failed = 1;
   } else {
     const bench_request *q = &b->reqs.v[m % b->reqs.n];
     snprintf(r->source, sizeof r->source, "request %zu", m % b->reqs.n + 1);
@@ -431,6 +432,7 @@ static void run_job(bench *b, size_t k, ts_lat_request *r) {
       r->retries = info.attempts > 1 ? (uint32_t)info.attempts - 1 : 0;
       if (rc && !(bench_stop && (rc == TS_E_ABORTED || rc == TS_E_HTTP_CANCELLED)))
         ts_lat_request_fail(r, why);
+      failed = rc != TS_E_OK;
       if (f.recording && !rc) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%04zu.sse", a->record, m + 1);
@@ -445,7 +447,12 @@ static void run_job(bench *b, size_t k, ts_lat_request *r) {
     }
     ts_buf_fini(&body);
   }
-  if (ts_lat_probe_finish(f.probe, ts_clock_mono_us())) ts_lat_request_fail(r, "out of memory");
+  /* A failed request is one error: its cut stream is not a second one (the taps are not
+   * finished); a stream that ended is settled by the taps (a truncation is theirs). */
+  if (failed)
+    r->end_us = ts_clock_mono_us();
+  else if (ts_lat_probe_finish(f.probe, ts_clock_mono_us()))
+    ts_lat_request_fail(r, "out of memory");
   ts_lat_probe_free(f.probe);
 }
 
@@ -1113,7 +1120,7 @@ int ts_cli_bench(int argc, char **argv) {
 
   size_t measured = 0;
   for (size_t i = 0; i < b.set.n; i++)
-    measured += b.set.v[i].first_byte_us || b.set.v[i].first_event_us;
+    measured += b.set.v[i].first_byte_us || (a.from_store && b.set.v[i].first_event_us);
   int to_stdout = (a.json && !strcmp(a.json, "-")) || (a.csv && !strcmp(a.csv, "-"));
   print_table(&b.set, to_stdout ? stderr : stdout);
   ts_buf doc;

@@ -194,6 +194,7 @@ typedef struct stream {
   int dropping;
   int binary; /* an AWS event stream (*.bin) */
   int ttfb_ms, ttfb_done; /* ttfb= */
+  int started;            /* the status and headers went */
   int gap_ms, by_event;   /* gap=, hold=: one SSE event per chunk */
   char *hold;             /* hold=TEXT (NULL: none), held once */
   int hold_ms, held;
@@ -273,7 +274,8 @@ static void send_next(stream *s) {
     send_error(s);
     return;
   }
-  if (s->off == 0 && !s->dropping) {
+  if (!s->started && !s->dropping) {
+    s->started = 1;
     struct evkeyvalq *h = evhttp_request_get_output_headers(s->req);
     evhttp_add_header(h, "Content-Type",
                       s->ctype[0] ? s->ctype
