@@ -696,7 +696,7 @@ static void print_table(const ts_lat_set *s, FILE *f) {
   fprintf(f, "%zu request%s, %zu tool call%s (%zu with a progress label), %zu error%s, %zu "
              "retr%s\n\n", s->n, s->n == 1 ? "" : "s", calls, calls == 1 ? "" : "s", labelled,
           errors, errors == 1 ? "" : "s", retries, retries == 1 ? "y" : "ies");
-  fprintf(f, "%-54s %6s %10s %10s %10s %10s\n", "metric", "n", "p50", "p90", "p99", "max");
+  fprintf(f, "%-57s %6s %10s %10s %10s %10s\n", "metric", "n", "p50", "p90", "p99", "max");
   for (int m = 0; m < TS_LAT_NMETRICS; m++) {
     size_t n;
     double *v = ts_lat_values(s, m, &n);
@@ -707,10 +707,10 @@ static void print_table(const ts_lat_set *s, FILE *f) {
     snprintf(name, sizeof name, "%s (%s, %s)", ts_lat_metric_what(m), ts_lat_metric_key(m),
              ts_lat_metric_unit(m));
     if (!sum.n) {
-      fprintf(f, "%-54s %6zu %10s %10s %10s %10s\n", name, sum.n, "-", "-", "-", "-");
+      fprintf(f, "%-57s %6zu %10s %10s %10s %10s\n", name, sum.n, "-", "-", "-", "-");
       continue;
     }
-    fprintf(f, "%-54s %6zu %10.1f %10.1f %10.1f %10.1f\n", name, sum.n, sum.p50, sum.p90,
+    fprintf(f, "%-57s %6zu %10.1f %10.1f %10.1f %10.1f\n", name, sum.n, sum.p50, sum.p90,
             sum.p99, sum.max);
   }
   for (size_t i = 0, shown = 0; i < s->n && shown < 5; i++)
