@@ -234,15 +234,22 @@ static char *member_string(ts_jv *v, const char *key, int *bad) {
   return out;
 }
 
+/* Reads the file of option `opt` whole, up to max bytes: 0, or 1 after one line. */
+static int read_input(const char *opt, const char *path, size_t max, char **text, size_t *len) {
+  if (!ts_file_read(path, max, text, len)) return 0;
+  if (errno == EFBIG)
+    fprintf(stderr, "toolstream bench: %s %s: file too large (at most %zu MiB)\n", opt, path,
+            max >> 20);
+  else
+    fprintf(stderr, "toolstream bench: %s %s: %s\n", opt, path, strerror(errno));
+  return 1;
+}
+
 /* --requests FILE: 0, or the exit status after one line. */
 static int load_requests(const char *path, bench_requests *out) {
   char *text;
   size_t len;
-  if (ts_file_read(path, BENCH_REQUESTS_BYTES, &text, &len)) {
-    fprintf(stderr, "toolstream bench: --requests %s: %s\n", path,
-            errno == EFBIG ? "file too large (at most 16 MiB)" : strerror(errno));
-    return 1;
-  }
+  if (read_input("--requests", path, BENCH_REQUESTS_BYTES, &text, &len)) return 1;
   ts_jv v;
   int rc = 0;
   if (ts_jv_init(&v, 4096)) {
@@ -491,9 +498,10 @@ static void *worker(void *arg) {
     else
       r = &b->set.v[k - b->nwarm];
     run_job(b, k, r);
+    int cut = bench_stop; /* stopped (Ctrl-C) while it ran: a partial record, left out */
     if (r == &warm) ts_lat_request_fini(&warm);
     pthread_mutex_lock(&b->mu);
-    if (r != &warm) b->done[k - b->nwarm] = !bench_stop || r->end_us;
+    if (r != &warm) b->done[k - b->nwarm] = !cut;
     b->finished++;
     draw_bar(b);
     pthread_mutex_unlock(&b->mu);
@@ -927,11 +935,7 @@ static int add_sample(samples *s, int m, double x) {
 static int load_samples(const char *path, samples *out) {
   char *text;
   size_t len;
-  if (ts_file_read(path, BENCH_JSON_BYTES, &text, &len)) {
-    fprintf(stderr, "toolstream bench: --compare %s: %s\n", path,
-            errno == EFBIG ? "file too large (at most 64 MiB)" : strerror(errno));
-    return 1;
-  }
+  if (read_input("--compare", path, BENCH_JSON_BYTES, &text, &len)) return 1;
   ts_jv v;
   /* a token takes at least two bytes of JSON ("1,"), so len/2 + a few always suffices */
   int rc = 0;

@@ -16,6 +16,7 @@
  * errors.
  */
 #include <check.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +267,35 @@ START_TEST(live_retries_and_errors) {
 }
 END_TEST
 
+START_TEST(interrupt_reports_what_finished) {
+  mkdir(at("session"), 0755);
+  make_reply(at("session/turn-1.sse"), NULL, NULL);
+  ts_test_server srv;
+  ts_test_server_start(&srv, at("session"), NULL, NULL);
+  char url[256];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/v1?ttfb=100&cycle=1", srv.port);
+  const char *argv[] = {"toolstream", "bench", "--model-url", url, "--model", "m", "--runs",
+                        "1000", "--csv", at("i.csv"), "hi", NULL};
+  child c = spawn_bin(BINARY, argv, 0);
+  result r;
+  memset(&r, 0, sizeof r);
+  /* the third request has arrived: two have finished (one at a time) */
+  double t0 = now_ms();
+  while (access(at("session/requests/3.json"), F_OK) && now_ms() - t0 < 60000) pump(&c, &r, 50);
+  kill(c.pid, SIGINT);
+  finish_child(&c, &r);
+  ts_test_server_stop(&srv);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  int n = atoi(sb_str(&r.out));
+  ck_assert_msg(n >= 2 && n < 1000, "%s", sb_str(&r.out));
+  table t = read_csv(at("i.csv"));
+  ck_assert_int_eq(t.n, n); /* one call each, every one complete */
+  for (int i = 0; i < t.n; i++) ck_assert_str_eq(cell(&t, i, "errors"), "0");
+  free(t.text);
+  result_free(&r);
+}
+END_TEST
+
 /* ---- replay ---------------------------------------------------------------------------- */
 
 /* The columns that do not depend on the clock. */
@@ -510,6 +540,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, live_injected_delays);
   tcase_add_test(tc, live_retries_and_errors);
+  tcase_add_test(tc, interrupt_reports_what_finished);
   tcase_add_test(tc, replay_reproducible);
   tcase_add_test(tc, csv_in_python);
   tcase_add_test(tc, from_store);
