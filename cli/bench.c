@@ -267,7 +267,8 @@ static int load_requests(const char *path, bench_requests *out) {
     if (q == e) continue; /* a blank line */
     int bad = 0;
     if (ts_jv_parse(&v, p, (size_t)(e - p)) || ts_jv_type_of(&v, 0) != TS_JV_OBJECT) {
-      fprintf(stderr, "toolstream bench: --requests %s:%zu: not a JSON object\n", path, line);
+      fprintf(stderr, "toolstream bench: --requests %s:%zu: not a JSON object (of at most 4096 "
+                      "tokens)\n", path, line);
       rc = 2;
       break;
     }
@@ -1010,7 +1011,7 @@ static int compare(const bench_args *a) {
 
 /* ---- the command ----------------------------------------------------------------------------- */
 
-static int check_args(bench_args *a, bench *b) {
+static int check_args(bench_args *a, const ts_cli_common *com, bench *b) {
   int sources = !!a->hm.url + !!a->replay + !!a->from_store;
   if (a->ncompare) {
     if (a->ncompare != 2 || sources) {
@@ -1034,6 +1035,10 @@ static int check_args(bench_args *a, bench *b) {
     if (rc) return rc;
   } else if (a->requests || a->prompt || a->record) {
     fprintf(stderr, "toolstream bench: a PROMPT, --requests and --record are for --model-url\n");
+    return 2;
+  }
+  if (com->has_thread && !a->from_store) {
+    fprintf(stderr, "toolstream bench: --thread is for --from-store\n");
     return 2;
   }
   if (a->pace && !a->replay) {
@@ -1088,7 +1093,7 @@ int ts_cli_bench(int argc, char **argv) {
   bench b;
   memset(&b, 0, sizeof b);
   b.a = &a;
-  if ((rc = check_args(&a, &b))) return rc;
+  if ((rc = check_args(&a, &com, &b))) return rc;
   if (a.ncompare) return compare(&a);
   a.hm.ca_file = com.ca_file;
 

@@ -505,6 +505,7 @@ START_TEST(usage_errors) {
       {__LINE__, {"--replay", "/nonexistent-dir", NULL}, 1, "/nonexistent-dir"},
       {__LINE__, {"--concurrency", "65", "--replay", "/tmp", NULL}, 2, "concurrency"},
       {__LINE__, {"--from-store", "--runs", "3", NULL}, 2, "not for --from-store"},
+      {__LINE__, {"--replay", "/tmp", "--thread", "t1", NULL}, 2, "--thread is for --from-store"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     result r = bench(rows[i].args);
