@@ -406,7 +406,7 @@ void ts_lat_sort(double *v, size_t *n) {
   size_t k = 0;
   for (size_t i = 0; i < *n; i++)
     if (!isnan(v[i])) v[k++] = v[i];
-  qsort(v, k, sizeof *v, cmp_double);
+  if (k) qsort(v, k, sizeof *v, cmp_double); /* v may be NULL when there is nothing */
   *n = k;
 }
 
