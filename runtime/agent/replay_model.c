@@ -94,11 +94,13 @@ static int read_times(const char *path, size_t len, bounds *b, uint64_t **at, ch
     line++;
     if (e == p) continue;
     char *q;
-    unsigned long long t = strtoull(p, &q, 10), end = 0;
-    int ok = q > p && *q == ' ';
+    /* digits only (strtoull alone would take "-1" as a huge number), and no time past
+     * TS_REPLAY_MAX_TIME_US: a typo must not become a sleep of years */
+    unsigned long long t = *p >= '0' && *p <= '9' ? strtoull(p, &q, 10) : (q = p, 0), end = 0;
+    int ok = q > p && *q == ' ' && t <= TS_REPLAY_MAX_TIME_US;
     if (ok) {
       char *r = q + 1;
-      end = strtoull(r, &q, 10);
+      end = *r >= '0' && *r <= '9' ? strtoull(r, &q, 10) : (q = r, 0);
       ok = q > r && q == e && t >= last_t && end > last_end && end <= len;
     }
     if (!ok) {

@@ -343,6 +343,24 @@ START_TEST(replay_reproducible) {
 }
 END_TEST
 
+START_TEST(rate_limit) {
+  /* --rate 4: five requests start at 0, 250, 500, 750 and 1000 ms at the earliest */
+  mkdir(at("rec"), 0755);
+  make_reply(at("rec/a.sse"), NULL, NULL);
+  const char *args[] = {"--replay", at("rec"), "--pace", "100000", "--runs", "5", "--rate", "4",
+                        "--concurrency", "3", "--csv", at("r.csv"), "-q", NULL};
+  double t0 = now_ms();
+  result r = bench(args);
+  double took = now_ms() - t0;
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  ck_assert_msg(took >= 1000 - SLACK_MS, "5 requests at 4/s took %g ms", took);
+  table t = read_csv(at("r.csv"));
+  ck_assert_int_eq(t.n, 5);
+  free(t.text);
+  result_free(&r);
+}
+END_TEST
+
 START_TEST(csv_in_python) {
   mkdir(at("rec"), 0755);
   make_reply(at("rec/a.sse"), NULL, NULL);
@@ -546,6 +564,7 @@ int main(void) {
   tcase_add_test(tc, live_retries_and_errors);
   tcase_add_test(tc, interrupt_reports_what_finished);
   tcase_add_test(tc, replay_reproducible);
+  tcase_add_test(tc, rate_limit);
   tcase_add_test(tc, csv_in_python);
   tcase_add_test(tc, from_store);
   tcase_add_test(tc, compare_two_runs);
