@@ -62,7 +62,7 @@
 #define BENCH_BOOTSTRAP_ITERS 2000
 
 enum {
-  O_MODEL_URL = 1, O_MODEL, O_PROVIDER, O_KEY_ENV, O_MAX_TOKENS, O_REQUESTS, O_RUNS,
+  O_REQUESTS = 1, O_RUNS,
   O_CONCURRENCY, O_WARMUP, O_RATE, O_REPLAY, O_PACE, O_RECORD, O_FROM_STORE, O_DATA_DIR,
   O_JSON, O_CSV, O_SVG, O_COMPARE, O_SEED, O_QUIET, O_FORMAT
 };
@@ -70,19 +70,6 @@ enum {
 static int not_option(const char *arg) { return arg[0] != '-' || !arg[1]; }
 
 static const ts_cli_opt bench_opts[] = {
-    {"model-url", 0, TS_CLI_STRING, O_MODEL_URL, 0, 0, "URL",
-     "benchmark a live endpoint (every provider run speaks: a base\n"
-     "URL gets the provider's path, as with run)", NULL},
-    {"model", 0, TS_CLI_STRING, O_MODEL, 0, 0, "NAME", "the model's name (required with --model-url)",
-     NULL},
-    {"provider", 0, TS_CLI_STRING, O_PROVIDER, 0, 0, "P",
-     "the request's shape: openai, anthropic, ollama or cohere\n"
-     "(default: by the URL's host, as with run)", NULL},
-    {"api-key-env", 0, TS_CLI_STRING, O_KEY_ENV, 0, 0, "VAR",
-     "the environment variable holding the API key (default the\n"
-     "provider's; never a flag, never printed)", NULL},
-    {"max-tokens", 0, TS_CLI_NUMBER, O_MAX_TOKENS, 1, 1000000, "N",
-     "max_tokens for providers that need one (default 4096)", NULL},
     {"requests", 0, TS_CLI_STRING, O_REQUESTS, 0, 0, "FILE",
      "JSON Lines, one request per line: {\"prompt\": \"...\"} with an\n"
      "optional \"system\" (instead of a PROMPT argument)", NULL},
@@ -127,7 +114,8 @@ static const ts_cli_opt bench_opts[] = {
 };
 static const ts_cli_group bench_group = {"bench", NULL, bench_opts,
                                          sizeof bench_opts / sizeof bench_opts[0], NULL};
-static const ts_cli_group *const bench_groups[] = {&bench_group, &ts_cli_group_tools,
+static const ts_cli_group *const bench_groups[] = {&bench_group, &ts_cli_group_model,
+                                                   &ts_cli_group_tools,
                                                    &ts_cli_group_thread, &ts_cli_group_ca,
                                                    NULL};
 
@@ -154,7 +142,7 @@ const ts_cli_command ts_cli_cmd_bench = {
 
 typedef struct {
   ts_http_model hm;
-  const char *provider, *requests, *replay, *pace, *record, *data_dir, *format;
+  const char *requests, *replay, *pace, *record, *data_dir, *format;
   const char *json, *csv, *svg, *compare[2], *prompt;
   int ncompare, from_store, quiet;
   uint64_t runs, concurrency, warmup, rate, seed;
@@ -171,11 +159,6 @@ static int bench_set(void *user, const ts_cli_opt *o, const char *val, uint64_t 
     return 0;
   }
   switch (o->id) {
-    case O_MODEL_URL: a->hm.url = val; break;
-    case O_MODEL: a->hm.model = val; break;
-    case O_PROVIDER: a->provider = val; break;
-    case O_KEY_ENV: a->hm.key_env = val; break;
-    case O_MAX_TOKENS: a->hm.max_tokens = (unsigned)n; break;
     case O_REQUESTS: a->requests = val; break;
     case O_RUNS: a->runs = n; break;
     case O_CONCURRENCY: a->concurrency = n; break;
@@ -1012,7 +995,7 @@ static int compare(const bench_args *a) {
 /* ---- the command ----------------------------------------------------------------------------- */
 
 static int check_args(bench_args *a, const ts_cli_common *com, bench *b) {
-  int sources = !!a->hm.url + !!a->replay + !!a->from_store;
+  int sources = !!com->model_url + !!a->replay + !!a->from_store;
   if (a->ncompare) {
     if (a->ncompare != 2 || sources) {
       fprintf(stderr, "toolstream bench: --compare takes two files, A.json B.json, and no "
@@ -1026,12 +1009,12 @@ static int check_args(bench_args *a, const ts_cli_common *com, bench *b) {
                     "--from-store (one; see --help)\n");
     return 2;
   }
-  if (a->hm.url) {
+  if (com->model_url) {
     if (!a->requests == !a->prompt) {
       fprintf(stderr, "toolstream bench: --model-url needs a PROMPT or --requests FILE (one)\n");
       return 2;
     }
-    int rc = ts_http_model_resolve(&a->hm, a->provider, "toolstream bench");
+    int rc = ts_http_model_resolve(&a->hm, com);
     if (rc) return rc;
   } else if (a->requests || a->prompt || a->record) {
     fprintf(stderr, "toolstream bench: a PROMPT, --requests and --record are for --model-url\n");
@@ -1095,7 +1078,6 @@ int ts_cli_bench(int argc, char **argv) {
   b.a = &a;
   if ((rc = check_args(&a, &com, &b))) return rc;
   if (a.ncompare) return compare(&a);
-  a.hm.ca_file = com.ca_file;
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

@@ -191,7 +191,13 @@ static int http_turn(void *user, const ts_agent_turn *t, ts_tap *tap, char *why,
   return 0;
 }
 
-int ts_http_model_resolve(ts_http_model *m, const char *p, const char *who) {
+int ts_http_model_resolve(ts_http_model *m, const ts_cli_common *c) {
+  const char *p = c->provider, *who = c->who;
+  m->url = c->model_url;
+  m->model = c->model;
+  m->key_env = c->key_env;
+  m->max_tokens = c->max_tokens;
+  m->ca_file = c->ca_file;
   if (!m->model) {
     fprintf(stderr, "%s: --model-url needs --model NAME\n", who);
     return 2;

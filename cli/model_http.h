@@ -20,6 +20,7 @@
 
 #include "agent/conversation.h"
 #include "agent/run.h"
+#include "cli/opts.h"
 #include "net/http_client.h"
 
 typedef struct {
@@ -28,12 +29,13 @@ typedef struct {
   unsigned max_tokens;
 } ts_http_model;
 
-/* Settles m for --model-url (m->url set): --model is required; the provider is
- * `provider_name` (NULL: by the URL's host, else OpenAI Chat) and must write requests;
+/* Fills m from the model group's options (cli/opts.h: --model-url, which must be set, --model,
+ * --provider, --api-key-env, --max-tokens) and --ca-file: --model is required; the provider
+ * is --provider's (default: by the URL's host, else OpenAI Chat) and must write requests;
  * key_env defaults to the provider's; its variable must be set, or for a provider that
  * signs the AWS credentials, unless the URL is on this machine. Returns 0, or 2 after one
- * line on standard error prefixed with `who`. */
-int ts_http_model_resolve(ts_http_model *m, const char *provider_name, const char *who);
+ * line on standard error prefixed with c->who. */
+int ts_http_model_resolve(ts_http_model *m, const ts_cli_common *c);
 
 /* POSTs `body` (a streaming request in m's provider's shape) to m's URL with the
  * provider's path, headers and authentication (the key read from `key_env` now, or the

@@ -38,7 +38,7 @@
 #include "tools/registry.h"
 
 enum {
-  O_MODEL_URL = 1, O_MODEL, O_PROVIDER, O_KEY_ENV, O_MAX_TOKENS, O_MODEL_REPLAY, O_RATE,
+  O_MODEL_REPLAY = 1, O_RATE,
   O_RESUME, O_VAR, O_WORKSPACE, O_DATA_DIR, O_MAX_TURNS, O_JSON, O_SERVE, O_PARENT,
   O_ENV_FILE, O_CHECK_ENV
 };
@@ -48,33 +48,6 @@ enum {
 #define RUN_MAX_VARS 64
 
 static const ts_cli_opt run_opts[] = {
-    {"model-url", 0, TS_CLI_STRING, O_MODEL_URL, 0, 0, "URL",
-     "the model's base URL, the provider's path is added\n"
-     "(https://api.openai.com/v1, http://localhost:11434/v1,\n"
-     "https://api.anthropic.com/v1, https://api.cohere.com,\n"
-     "https://generativelanguage.googleapis.com/v1beta,\n"
-     "https://bedrock-runtime.REGION.amazonaws.com), or the full URL", NULL},
-    {"model", 0, TS_CLI_STRING, O_MODEL, 0, 0, "NAME", "the model's name (required with --model-url)",
-     NULL},
-    {"provider", 0, TS_CLI_STRING, O_PROVIDER, 0, 0, "P",
-     "openai (Chat Completions), openai-responses (/responses),\n"
-     "anthropic, gemini (streamGenerateContent), bedrock\n"
-     "(ConverseStream; --model is the model id), ollama (native\n"
-     "/api/chat; its /v1 is openai) or cohere (v2 chat)\n"
-     "(default: anthropic, gemini, bedrock or cohere by the URL's\n"
-     "host, else openai)", NULL},
-    {"api-key-env", 0, TS_CLI_STRING, O_KEY_ENV, 0, 0, "VAR",
-     "the environment variable holding the API key (default\n"
-     "the provider's: OPENAI_API_KEY, ANTHROPIC_API_KEY,\n"
-     "GEMINI_API_KEY, OLLAMA_API_KEY or CO_API_KEY; never a flag,\n"
-     "never printed). Bedrock: a Bedrock API key in\n"
-     "AWS_BEARER_TOKEN_BEDROCK, else requests are signed (SigV4)\n"
-     "with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
-     "AWS_SESSION_TOKEN (temporary credentials) and AWS_REGION", NULL},
-    {"max-tokens", 0, TS_CLI_NUMBER, O_MAX_TOKENS, 1, 1000000, "N",
-     "the reply's token limit: Anthropic's max_tokens (default\n"
-     "4096), Gemini's maxOutputTokens, Bedrock's maxTokens,\n"
-     "Responses' max_output_tokens (default: the provider's)", NULL},
     {"model-replay", 0, TS_CLI_STRING, O_MODEL_REPLAY, 0, 0, "DIR",
      "the model: recorded SSE files, one per turn, in name order\n"
      "(turn-1.sse, turn-2.sse, ...; format detected as in tap)", NULL},
@@ -116,8 +89,8 @@ static const ts_cli_opt run_opts[] = {
 static const ts_cli_group run_group = {"run", NULL, run_opts, sizeof run_opts / sizeof run_opts[0],
                                        NULL};
 static const ts_cli_group *const run_groups[] = {
-    &run_group, &ts_cli_group_thread, &ts_cli_group_events, &ts_cli_group_ca, &ts_cli_group_tools,
-    &ts_cli_group_defs, &ts_cli_group_bus,
+    &run_group, &ts_cli_group_model, &ts_cli_group_thread, &ts_cli_group_events, &ts_cli_group_ca,
+    &ts_cli_group_tools, &ts_cli_group_defs, &ts_cli_group_bus,
     &ts_cli_group_browsers, &ts_cli_group_endpoint,
     NULL};
 
@@ -153,7 +126,7 @@ const ts_cli_command ts_cli_cmd_run = {
 
 typedef struct {
   ts_http_model hm;
-  const char *provider, *replay_dir, *workspace, *data_dir, *prompt, *serve;
+  const char *replay_dir, *workspace, *data_dir, *prompt, *serve;
   const char *vars[RUN_MAX_VARS];
   size_t nvars;
   const char *env_files[RUN_MAX_ENV_FILES], *parent;
@@ -173,11 +146,6 @@ static int run_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n)
     return 0;
   }
   switch (o->id) {
-    case O_MODEL_URL: a->hm.url = val; break;
-    case O_MODEL: a->hm.model = val; break;
-    case O_PROVIDER: a->provider = val; break;
-    case O_KEY_ENV: a->hm.key_env = val; break;
-    case O_MAX_TOKENS: a->hm.max_tokens = (unsigned)n; break;
     case O_MODEL_REPLAY: a->replay_dir = val; break;
     case O_RATE: a->rate = n; break;
     case O_RESUME: a->resume = 1; break;
@@ -209,7 +177,7 @@ static int run_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n)
 
 /* The checks that need the whole command line; 0 or 2 after printing why. */
 static int check_model(run_args *a, const ts_cli_common *com) {
-  if (!a->replay_dir == !a->hm.url) {
+  if (!a->replay_dir == !com->model_url) {
     fprintf(stderr, "toolstream run: which model? --model-url URL or --model-replay DIR (one; see "
                     "--help)\n");
     return 2;
@@ -222,8 +190,8 @@ static int check_model(run_args *a, const ts_cli_common *com) {
     fprintf(stderr, "toolstream run: --parent is for a new thread (a thread keeps its parent)\n");
     return 2;
   }
-  if (!a->hm.url) return 0;
-  return ts_http_model_resolve(&a->hm, a->provider, "toolstream run");
+  if (!com->model_url) return 0;
+  return ts_http_model_resolve(&a->hm, com);
 }
 
 static volatile sig_atomic_t interrupted;
@@ -426,7 +394,6 @@ int ts_cli_run(int argc, char **argv) {
   if ((rc = check_model(&a, &com)) || (rc = ts_cli_bus_check(&com)) ||
       (rc = ts_cli_thread_or_new(&com)))
     return rc;
-  a.hm.ca_file = com.ca_file;
 
   rc = 1;
   char why[512] = "";
