@@ -412,6 +412,7 @@ static void run_job(bench *b, size_t k, ts_lat_request *r) {
     if (rc) {
       snprintf(why, sizeof why, "cannot write the request: %s", ts_err_message(rc));
       ts_lat_request_fail(r, why);
+      failed = 1;
     } else {
       f.recording = a->record && k >= b->nwarm;
       ts_buf_init(&f.rec, BENCH_RECORD_BYTES);
