@@ -362,6 +362,28 @@ START_TEST(rate_limit) {
 }
 END_TEST
 
+START_TEST(progress_bar_on_a_terminal) {
+  /* on a terminal (a pseudo-terminal from util-linux's script), standard error gets a bar
+   * that ends cleared; without one (every other test here), none */
+  mkdir(at("rec"), 0755);
+  make_reply(at("rec/a.sse"), NULL, NULL);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s bench --replay %s --pace 100000 --runs 3", BINARY, at("rec"));
+  const char *argv[] = {"script", "-qec", cmd, "/dev/null", NULL};
+  result r = run_bin("/usr/bin/script", argv, NULL, 0);
+  ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, sb_str(&r.out), sb_str(&r.err));
+  ck_assert_msg(strstr(sb_str(&r.out), "] 1/3 requests") && strstr(sb_str(&r.out), "] 3/3 requests")
+                    && strstr(sb_str(&r.out), "[##############################]"),
+                "%s", sb_str(&r.out));
+  ck_assert_msg(strstr(sb_str(&r.out), "3 requests, 3 tool calls"), "%s", sb_str(&r.out));
+  result_free(&r);
+  const char *plain[] = {"--replay", at("rec"), "--pace", "100000", NULL};
+  r = bench(plain);
+  ck_assert_msg(r.status == 0 && !strstr(sb_str(&r.err), "requests"), "%s", sb_str(&r.err));
+  result_free(&r);
+}
+END_TEST
+
 START_TEST(csv_in_python) {
   mkdir(at("rec"), 0755);
   make_reply(at("rec/a.sse"), NULL, NULL);
@@ -569,6 +591,7 @@ int main(void) {
   tcase_add_test(tc, interrupt_reports_what_finished);
   tcase_add_test(tc, replay_reproducible);
   tcase_add_test(tc, rate_limit);
+  tcase_add_test(tc, progress_bar_on_a_terminal);
   tcase_add_test(tc, csv_in_python);
   tcase_add_test(tc, from_store);
   tcase_add_test(tc, compare_two_runs);
