@@ -349,14 +349,18 @@ static int build_body(const bench *b, const bench_request *q, ts_buf *out) {
 /* What one job's reply goes through: the probe, and the recording (--record). */
 typedef struct {
   ts_lat_probe *probe;
+  const ts_http_response_info *info; /* live: the reply's head, read before its first chunk */
   uint64_t sent_us;
   ts_buf rec, times;
-  int recording;
+  int recording, seen_bytes;
 } job_feed;
 
 static int on_piece(void *user, const char *data, size_t len) {
   job_feed *f = user;
   uint64_t now = ts_clock_mono_us();
+  if (f->info && !f->seen_bytes) /* the first bytes: read by the reply's content type */
+    ts_lat_probe_content_type(f->probe, f->info->content_type, strlen(f->info->content_type));
+  f->seen_bytes = 1;
   int rc = ts_lat_probe_feed(f->probe, data, len, now);
   if (f->recording) {
     ts_buf_append(&f->rec, data, len);
@@ -370,6 +374,7 @@ static int on_piece(void *user, const char *data, size_t len) {
 }
 
 static int on_replay_piece(void *user, char *data, size_t len) { return on_piece(user, data, len); }
+
 
 static int write_whole(const char *path, const char *data, size_t len) {
   FILE *f = fopen(path, "wb");
@@ -418,6 +423,7 @@ static void run_job(bench *b, size_t k, ts_lat_request *r) {
       ts_buf_init(&f.rec, BENCH_RECORD_BYTES);
       ts_buf_init(&f.times, BENCH_RECORD_BYTES);
       ts_http_response_info info;
+      f.info = &info;
       ts_lat_probe_sent(f.probe, f.sent_us = ts_clock_mono_us());
       rc = ts_http_model_post(&a->hm, body.p, body.len, on_piece, &f, &bench_stop, &info, why,
                               sizeof why);

@@ -77,6 +77,11 @@ void ts_lat_probe_free(ts_lat_probe *p) {
 
 void ts_lat_probe_sent(ts_lat_probe *p, uint64_t t_us) { p->r->sent_us = t_us; }
 
+int ts_lat_probe_content_type(ts_lat_probe *p, const char *ct, size_t len) {
+  int rc = ts_tap_content_type(p->label, ct, len);
+  return rc ? rc : ts_tap_content_type(p->name, ct, len);
+}
+
 int ts_lat_probe_feed(ts_lat_probe *p, const char *buf, size_t len, uint64_t t_us) {
   if (len && !p->r->first_byte_us) p->r->first_byte_us = t_us;
   p->now = t_us;

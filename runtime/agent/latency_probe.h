@@ -49,6 +49,11 @@ void ts_lat_probe_free(ts_lat_probe *p); /* NULL is a no-op */
 /* The request was sent at t_us. */
 void ts_lat_probe_sent(ts_lat_probe *p, uint64_t t_us);
 
+/* The reply's Content-Type (from its head, before its first byte: Bedrock's event stream,
+ * NDJSON, a JSON error body are read by it, as `run` does; stream/tap.h's
+ * ts_tap_content_type), for both taps. TS_E_OK, or TS_E_INVAL after the first byte. */
+int ts_lat_probe_content_type(ts_lat_probe *p, const char *ct, size_t len);
+
 /* The next len bytes of the reply, arrived at t_us (the first piece is the first byte).
  * `buf` is not modified. TS_E_OK, or TS_E_NOMEM (sticky: the record is incomplete). */
 int ts_lat_probe_feed(ts_lat_probe *p, const char *buf, size_t len, uint64_t t_us);

@@ -299,6 +299,33 @@ START_TEST(interrupt_reports_what_finished) {
 }
 END_TEST
 
+START_TEST(live_bedrock_event_stream) {
+  /* a reply that is not SSE: Bedrock's binary event stream (the server names *.bin files
+   * application/vnd.amazon.eventstream; the probe's taps get that Content-Type, as run's
+   * tap does) */
+  mkdir(at("session"), 0755);
+  size_t len;
+  char *bin = ts_test_read_file(ts_test_path("tests/corpus/bedrock-converse-stream-tool.bin"), &len);
+  ts_test_write_file(at("session/turn-1.bin"), bin, len);
+  free(bin);
+  ts_test_server srv;
+  ts_test_server_start(&srv, at("session"), NULL, NULL);
+  char url[256];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", srv.port);
+  const char *args[] = {"--model-url", url, "--provider", "bedrock", "--model", "m", "--csv",
+                        at("b.csv"), "-q", "hello", NULL};
+  result r = bench(args);
+  ts_test_server_stop(&srv);
+  ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, sb_str(&r.out), sb_str(&r.err));
+  ck_assert_msg(strstr(sb_str(&r.out), "1 request, 1 tool call") &&
+                    strstr(sb_str(&r.out), " 0 errors"), "%s", sb_str(&r.out));
+  table t = read_csv(at("b.csv"));
+  ck_assert_msg(*cell(&t, 0, "tool") && *cell(&t, 0, "args_ms"), "tool '%s'", cell(&t, 0, "tool"));
+  free(t.text);
+  result_free(&r);
+}
+END_TEST
+
 /* ---- replay ---------------------------------------------------------------------------- */
 
 /* The columns that do not depend on the clock. */
@@ -588,6 +615,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, live_injected_delays);
   tcase_add_test(tc, live_retries_and_errors);
+  tcase_add_test(tc, live_bedrock_event_stream);
   tcase_add_test(tc, interrupt_reports_what_finished);
   tcase_add_test(tc, replay_reproducible);
   tcase_add_test(tc, rate_limit);
