@@ -10,6 +10,7 @@
 #define TS_CLI_H
 
 #include <signal.h>
+#include <stdint.h>
 
 #include "cli/opts.h"
 
@@ -42,6 +43,14 @@ int ts_cli_endpoint_start(ts_cli_endpoint *e);
 void ts_cli_endpoint_stop(ts_cli_endpoint *e);
 void ts_cli_endpoint_free(ts_cli_endpoint *e);
 int ts_cli_threads(int argc, char **argv);
+int ts_cli_bench(int argc, char **argv);
+
+/* The latency records (agent/latency.h) of `thread`'s stored events after seq `after`, one
+ * request per turn, appended to `set` (bench --from-store and run's summary line).
+ * TS_E_OK or a store error, TS_E_NOMEM, TS_E_LIMIT. */
+struct ts_lat_set;
+int ts_cli_bench_read_thread(struct ts_store *st, const char *thread, uint64_t after,
+                             struct ts_lat_set *set);
 int ts_cli_env(int argc, char **argv);
 
 extern const ts_cli_command ts_cli_cmd_tap;
@@ -53,5 +62,6 @@ extern const ts_cli_command ts_cli_cmd_gateway;
 extern const ts_cli_command ts_cli_cmd_serve;
 extern const ts_cli_command ts_cli_cmd_threads;
 extern const ts_cli_command ts_cli_cmd_env;
+extern const ts_cli_command ts_cli_cmd_bench;
 
 #endif

@@ -10,7 +10,7 @@
 static const ts_cli_command *const commands[] = {
     &ts_cli_cmd_tap, &ts_cli_cmd_run, &ts_cli_cmd_runcode,
     &ts_cli_cmd_sub, &ts_cli_cmd_demo, &ts_cli_cmd_gateway, &ts_cli_cmd_serve,
-    &ts_cli_cmd_threads, &ts_cli_cmd_env,
+    &ts_cli_cmd_threads, &ts_cli_cmd_env, &ts_cli_cmd_bench,
 };
 
 const ts_cli_command *const *ts_cli_commands(size_t *n) {

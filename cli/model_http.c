@@ -73,8 +73,9 @@ typedef struct {
   ts_sigv4_result sig;
 } auth_space;
 
-static int request_headers(const ts_http_model *m, const char *url, const ts_buf *body,
-                           ts_http_header *h, auth_space *as, char *why, size_t why_cap) {
+static int request_headers(const ts_http_model *m, const char *url, const char *body,
+                           size_t body_len, ts_http_header *h, auth_space *as, char *why,
+                           size_t why_cap) {
   const ts_provider *p = m->provider;
   size_t nh = 0;
   int accept = 0;
@@ -94,12 +95,12 @@ static int request_headers(const ts_http_model *m, const char *url, const ts_buf
   if (!p->sigv4_service || !id || !*id || !secret || !*secret) return (int)nh;
   ts_upstream *u = &as->url;
   if (ts_upstream_parse(url, u, NULL, 0) != TS_E_OK) {
-    snprintf(why, why_cap, "the model request failed: the model URL is malformed");
+    snprintf(why, why_cap, "the model URL is malformed");
     return -1;
   }
   aws_region(u, as->region, sizeof as->region);
   if (!as->region[0]) {
-    snprintf(why, why_cap, "the model request failed: no AWS region to sign for: set AWS_REGION");
+    snprintf(why, why_cap, "no AWS region to sign for: set AWS_REGION");
     return -1;
   }
   /* Host is sent as signed (the client adds none of its own when one is given) */
@@ -108,11 +109,10 @@ static int request_headers(const ts_http_model *m, const char *url, const ts_buf
   for (size_t i = 0; i < nh; i++) sh[i] = (ts_sigv4_header){h[i].name, h[i].value};
   const char *token = getenv("AWS_SESSION_TOKEN");
   ts_sigv4_key k = {id, secret, token, as->region, p->sigv4_service};
-  ts_sigv4_request r = {"POST", u->path, u->query, sh, nh, body->p, body->len};
+  ts_sigv4_request r = {"POST", u->path, u->query, sh, nh, body, body_len};
   int rc = ts_sigv4_sign(&k, &r, time(NULL), &as->sig);
   if (rc != TS_E_OK) {
-    snprintf(why, why_cap, "the model request failed: cannot sign it (AWS SigV4): %s",
-             ts_err_message(rc));
+    snprintf(why, why_cap, "cannot sign it (AWS SigV4): %s", ts_err_message(rc));
     return -1;
   }
   h[nh++] = (ts_http_header){"X-Amz-Date", as->sig.amz_date};
@@ -121,8 +121,39 @@ static int request_headers(const ts_http_model *m, const char *url, const ts_buf
   return (int)nh;
 }
 
+int ts_http_model_post(const ts_http_model *m, const char *body, size_t len,
+                       int (*on_chunk)(void *user, const char *data, size_t len), void *user,
+                       const volatile int *cancel, ts_http_response_info *info, char *why,
+                       size_t why_cap) {
+  if (info) memset(info, 0, sizeof *info);
+  /* A base URL gets the provider's path; a query string stays at the end. */
+  char url[2048];
+  if (ts_provider_url(m->provider, m->url, m->model, url, sizeof url) != TS_E_OK) {
+    snprintf(why, why_cap, "the model URL is too long");
+    return TS_E_INVAL;
+  }
+  ts_http_header h[HEADERS_MAX];
+  auth_space *as = calloc(1, sizeof *as);
+  if (!as) {
+    snprintf(why, why_cap, "out of memory");
+    return TS_E_INVAL;
+  }
+  int n = request_headers(m, url, body, len, h, as, why, why_cap);
+  if (n < 0) {
+    free(as);
+    return TS_E_INVAL;
+  }
+  ts_http_request req = {.url = url, .headers = h, .n_headers = (size_t)n, .body = body,
+                         .body_len = len, .ca_file = m->ca_file, .cancel = cancel};
+  int rc = ts_http_post_stream(&req, on_chunk, user, info, why, why_cap);
+  memset(as, 0, sizeof *as); /* the key does not linger */
+  free(as);
+  return rc;
+}
+
 /* One model turn over HTTP: the stored conversation as the request, the streamed reply
- * through the tap. Returns 0, or -1 after emitting a stream_error event (why filled). */
+ * through the tap. Returns 0, or -1 (why filled; after emitting a stream_error event when
+ * the request went out and failed). */
 static int http_turn(void *user, const ts_agent_turn *t, ts_tap *tap, char *why,
                      size_t why_cap) {
   const ts_http_model *m = user;
@@ -136,49 +167,79 @@ static int http_turn(void *user, const ts_agent_turn *t, ts_tap *tap, char *why,
     ts_buf_fini(&body);
     return -1;
   }
-  /* A base URL gets the provider's path; a query string stays at the end. */
-  char url[2048];
-  if (ts_provider_url(m->provider, m->url, m->model, url, sizeof url) != TS_E_OK) {
-    snprintf(why, why_cap, "the model request failed: the model URL is too long");
-    ts_buf_fini(&body);
-    return -1;
-  }
-  ts_http_header h[HEADERS_MAX];
-  auth_space *as = calloc(1, sizeof *as);
-  int n = as ? request_headers(m, url, &body, h, as, why, why_cap) : -1;
-  if (n < 0) {
-    if (!as) snprintf(why, why_cap, "the model request failed: out of memory");
-    free(as);
-    ts_buf_fini(&body);
-    return -1;
-  }
-  size_t nh = (size_t)n;
-  ts_http_request req = {.url = url, .headers = h, .n_headers = nh, .body = body.p,
-                         .body_len = body.len, .ca_file = m->ca_file, .cancel = t->cancel};
   ts_http_response_info info;
   http_feed f = {tap, NULL, 0, t->cancel, &info};
-  rc = ts_http_post_stream(&req, on_http_chunk, &f, &info, why, why_cap);
-  memset(as, 0, sizeof *as); /* the key does not linger */
-  free(as);
+  rc = ts_http_model_post(m, body.p, body.len, on_http_chunk, &f, t->cancel, &info, why, why_cap);
   free(f.scratch);
   ts_buf_fini(&body);
   int cancelled = t->cancel && *t->cancel;
   if (rc && !cancelled) {
-    ts_tap_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = TS_TAP_STREAM_ERROR;
-    ev.code = rc;
-    ev.offset = ts_tap_offset(tap);
-    ev.error = (ts_view){why, strlen(why)};
-    ts_sink_emit_tap(t->sink, &ev); /* the sink redacts the key if the message echoes it */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", why);
+    if (rc != TS_E_INVAL) { /* it went out: the stream's own end, for subscribers too */
+      ts_tap_event ev;
+      memset(&ev, 0, sizeof ev);
+      ev.type = TS_TAP_STREAM_ERROR;
+      ev.code = rc;
+      ev.offset = ts_tap_offset(tap);
+      ev.error = (ts_view){msg, strlen(msg)};
+      ts_sink_emit_tap(t->sink, &ev); /* the sink redacts the key if the message echoes it */
+    }
     snprintf(why, why_cap, "the model request failed: %s", msg); /* the loop redacts it */
     return -1;
   }
   return 0;
 }
 
+int ts_http_model_resolve(ts_http_model *m, const ts_cli_common *c) {
+  const char *p = c->provider, *who = c->who;
+  m->url = c->model_url;
+  m->model = c->model;
+  m->key_env = c->key_env;
+  m->max_tokens = c->max_tokens;
+  m->ca_file = c->ca_file;
+  if (!m->model) {
+    fprintf(stderr, "%s: --model-url needs --model NAME\n", who);
+    return 2;
+  }
+  m->provider = p ? ts_provider_find(p) : ts_provider_for_url(m->url);
+  if (!p && !m->provider) m->provider = ts_provider_get(TS_FORMAT_OPENAI_CHAT);
+  if (!m->provider || !m->provider->request) {
+    /* the names requests can be written for, from the provider table */
+    char names[256] = "";
+    size_t nn = 0, k = 0, total = 0;
+    for (size_t i = 0; i < ts_provider_count(); i++) total += ts_provider_at(i)->request != NULL;
+    for (size_t i = 0; i < ts_provider_count(); i++) {
+      const ts_provider *r = ts_provider_at(i);
+      if (!r->request) continue;
+      const char *sep = !k ? "" : ++k == total ? " or " : ", ";
+      if (!k) k = 1;
+      int w = snprintf(names + nn, sizeof names - nn, "%s%s", sep, r->alias ? r->alias : r->name);
+      if (w > 0 && (size_t)w < sizeof names - nn) nn += (size_t)w;
+    }
+    fprintf(stderr, "%s: --provider is %s, not '%s'\n", who, names, p);
+    return 2;
+  }
+  if (!m->key_env) m->key_env = m->provider->key_env;
+  const char *key = getenv(m->key_env);
+  int local = strstr(m->url, "://localhost") || strstr(m->url, "://127.") ||
+              strstr(m->url, "://[::1]");
+  const char *aid = getenv("AWS_ACCESS_KEY_ID"), *asecret = getenv("AWS_SECRET_ACCESS_KEY");
+  int signs = m->provider->sigv4_service && aid && *aid && asecret && *asecret;
+  if ((!key || !*key) && !signs && !local && m->provider->sigv4_service) {
+    fprintf(stderr, "%s: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_REGION; "
+                    "AWS_SESSION_TOKEN for temporary credentials) to sign Bedrock requests, or "
+                    "%s to a Bedrock API key (read from the environment only)\n",
+            who, m->key_env);
+    return 2;
+  }
+  if ((!key || !*key) && !signs && !local) {
+    fprintf(stderr, "%s: set %s to the API key (it is read from the environment only)\n", who,
+            m->key_env);
+    return 2;
+  }
+  return 0;
+}
 
 ts_agent_model ts_http_model_backend(ts_http_model *m) {
   ts_agent_model b = {NULL, http_turn, m};

@@ -236,11 +236,11 @@ void ts_cli_print_help(const ts_cli_command *cmd, FILE *f) {
 /* ---- the shared groups ---------------------------------------------------------------- */
 
 enum { O_PUB = 1, O_REPLAY, O_TLS_CERT, O_TLS_KEY, O_TOOLS, O_PROGRESS_ARG, O_THREAD, O_CA, O_NO_TIME, O_ORIGIN, O_TOKEN_FILE,
-       O_AGENT, O_PROMPTS, O_PROMPT_NAME };
+       O_AGENT, O_PROMPTS, O_PROMPT_NAME, O_MODEL_URL, O_MODEL, O_PROVIDER, O_KEY_ENV,
+       O_MAX_TOKENS };
 
 static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t num) {
   ts_cli_common *c = user;
-  (void)num;
   switch (o->id) {
     case O_PUB: c->pub_url = val; break;
     case O_REPLAY: c->replay_url = val; break;
@@ -270,6 +270,11 @@ static int set_shared(void *user, const ts_cli_opt *o, const char *val, uint64_t
       }
       c->prompts_dirs[c->n_prompts_dirs++] = val;
       break;
+    case O_MODEL_URL: c->model_url = val; break;
+    case O_MODEL: c->model = val; break;
+    case O_PROVIDER: c->provider = val; break;
+    case O_KEY_ENV: c->key_env = val; break;
+    case O_MAX_TOKENS: c->max_tokens = (unsigned)num; break;
     case O_ORIGIN:
       if (c->n_origins == TS_CLI_MAX_ORIGINS) {
         fprintf(stderr, "%s: at most %d --allow-origin\n", c->who, TS_CLI_MAX_ORIGINS);
@@ -379,6 +384,37 @@ static const ts_cli_opt defs_opts[] = {
 };
 const ts_cli_group ts_cli_group_defs = {"definitions", "prompts and agents", defs_opts,
                                         sizeof defs_opts / sizeof defs_opts[0], set_shared};
+static const ts_cli_opt model_opts[] = {
+    {"model-url", 0, TS_CLI_STRING, O_MODEL_URL, 0, 0, "URL",
+     "the model's base URL, the provider's path is added\n"
+     "(https://api.openai.com/v1, http://localhost:11434/v1,\n"
+     "https://api.anthropic.com/v1, https://api.cohere.com,\n"
+     "https://generativelanguage.googleapis.com/v1beta,\n"
+     "https://bedrock-runtime.REGION.amazonaws.com), or the full URL", NULL},
+    {"model", 0, TS_CLI_STRING, O_MODEL, 0, 0, "NAME", "the model's name (required with --model-url)",
+     NULL},
+    {"provider", 0, TS_CLI_STRING, O_PROVIDER, 0, 0, "P",
+     "openai (Chat Completions), openai-responses (/responses),\n"
+     "anthropic, gemini (streamGenerateContent), bedrock\n"
+     "(ConverseStream; --model is the model id), ollama (native\n"
+     "/api/chat; its /v1 is openai) or cohere (v2 chat)\n"
+     "(default: anthropic, gemini, bedrock or cohere by the URL's\n"
+     "host, else openai)", NULL},
+    {"api-key-env", 0, TS_CLI_STRING, O_KEY_ENV, 0, 0, "VAR",
+     "the environment variable holding the API key (default\n"
+     "the provider's: OPENAI_API_KEY, ANTHROPIC_API_KEY,\n"
+     "GEMINI_API_KEY, OLLAMA_API_KEY or CO_API_KEY; never a flag,\n"
+     "never printed). Bedrock: a Bedrock API key in\n"
+     "AWS_BEARER_TOKEN_BEDROCK, else requests are signed (SigV4)\n"
+     "with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+     "AWS_SESSION_TOKEN (temporary credentials) and AWS_REGION", NULL},
+    {"max-tokens", 0, TS_CLI_NUMBER, O_MAX_TOKENS, 1, 1000000, "N",
+     "the reply's token limit: Anthropic's max_tokens (default\n"
+     "4096), Gemini's maxOutputTokens, Bedrock's maxTokens,\n"
+     "Responses' max_output_tokens (default: the provider's)", NULL},
+};
+const ts_cli_group ts_cli_group_model = {"model", NULL, model_opts,
+                                         sizeof model_opts / sizeof model_opts[0], set_shared};
 
 static const ts_cli_opt ca_opts[] = {
     {"ca-file", 0, TS_CLI_STRING, O_CA, 0, 0, "FILE",

@@ -9,7 +9,7 @@
  * table, and so can be every other rendering of it (man pages, shell completion):
  * ts_cli_commands() iterates the commands, each command its groups and options.
  *
- * Shared groups (bus, tools, thread, upstream TLS) are declared once, in opts.c, and
+ * Shared groups (bus, tools, thread, upstream TLS, the model endpoint) are declared once, in opts.c, and
  * referenced by each command that takes them, so every such command takes all of the
  * group's options with the same names, values, checks and help. What a shared group
  * collects goes into the one ts_cli_common the command hands to the parser; the
@@ -117,6 +117,10 @@ struct ts_cli_common {
   /* thread: --thread ID (validated); has_thread says it was given */
   char thread[TS_THREAD_ID_MAX + 1];
   int has_thread;
+  /* model: --model-url URL, --model NAME, --provider P, --api-key-env VAR, --max-tokens N
+   * (max_tokens 0 when not given) */
+  const char *model_url, *model, *provider, *key_env;
+  unsigned max_tokens;
   /* upstream TLS: --ca-file FILE */
   const char *ca_file;
   /* events: --no-time (no ts / mono_us stamps: reproducible output) */
@@ -137,6 +141,7 @@ extern const ts_cli_group ts_cli_group_bus;     /* --pub, --replay, --tls-cert, 
 extern const ts_cli_group ts_cli_group_tools;   /* --tools, --progress-arg */
 extern const ts_cli_group ts_cli_group_thread;  /* --thread */
 extern const ts_cli_group ts_cli_group_ca;      /* --ca-file */
+extern const ts_cli_group ts_cli_group_model;   /* --model-url, --model, --provider, ... */
 extern const ts_cli_group ts_cli_group_events;  /* --no-time */
 extern const ts_cli_group ts_cli_group_browsers; /* --allow-origin */
 extern const ts_cli_group ts_cli_group_endpoint; /* --token-file */

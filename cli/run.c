@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/latency.h"
 #include "agent/replay_model.h"
 #include "base/clock.h"
 #include "agent/run.h"
@@ -36,7 +38,7 @@
 #include "tools/registry.h"
 
 enum {
-  O_MODEL_URL = 1, O_MODEL, O_PROVIDER, O_KEY_ENV, O_MAX_TOKENS, O_MODEL_REPLAY, O_RATE,
+  O_MODEL_REPLAY = 1, O_RATE,
   O_RESUME, O_VAR, O_WORKSPACE, O_DATA_DIR, O_MAX_TURNS, O_JSON, O_SERVE, O_PARENT,
   O_ENV_FILE, O_CHECK_ENV
 };
@@ -46,33 +48,6 @@ enum {
 #define RUN_MAX_VARS 64
 
 static const ts_cli_opt run_opts[] = {
-    {"model-url", 0, TS_CLI_STRING, O_MODEL_URL, 0, 0, "URL",
-     "the model's base URL, the provider's path is added\n"
-     "(https://api.openai.com/v1, http://localhost:11434/v1,\n"
-     "https://api.anthropic.com/v1, https://api.cohere.com,\n"
-     "https://generativelanguage.googleapis.com/v1beta,\n"
-     "https://bedrock-runtime.REGION.amazonaws.com), or the full URL", NULL},
-    {"model", 0, TS_CLI_STRING, O_MODEL, 0, 0, "NAME", "the model's name (required with --model-url)",
-     NULL},
-    {"provider", 0, TS_CLI_STRING, O_PROVIDER, 0, 0, "P",
-     "openai (Chat Completions), openai-responses (/responses),\n"
-     "anthropic, gemini (streamGenerateContent), bedrock\n"
-     "(ConverseStream; --model is the model id), ollama (native\n"
-     "/api/chat; its /v1 is openai) or cohere (v2 chat)\n"
-     "(default: anthropic, gemini, bedrock or cohere by the URL's\n"
-     "host, else openai)", NULL},
-    {"api-key-env", 0, TS_CLI_STRING, O_KEY_ENV, 0, 0, "VAR",
-     "the environment variable holding the API key (default\n"
-     "the provider's: OPENAI_API_KEY, ANTHROPIC_API_KEY,\n"
-     "GEMINI_API_KEY, OLLAMA_API_KEY or CO_API_KEY; never a flag,\n"
-     "never printed). Bedrock: a Bedrock API key in\n"
-     "AWS_BEARER_TOKEN_BEDROCK, else requests are signed (SigV4)\n"
-     "with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
-     "AWS_SESSION_TOKEN (temporary credentials) and AWS_REGION", NULL},
-    {"max-tokens", 0, TS_CLI_NUMBER, O_MAX_TOKENS, 1, 1000000, "N",
-     "the reply's token limit: Anthropic's max_tokens (default\n"
-     "4096), Gemini's maxOutputTokens, Bedrock's maxTokens,\n"
-     "Responses' max_output_tokens (default: the provider's)", NULL},
     {"model-replay", 0, TS_CLI_STRING, O_MODEL_REPLAY, 0, 0, "DIR",
      "the model: recorded SSE files, one per turn, in name order\n"
      "(turn-1.sse, turn-2.sse, ...; format detected as in tap)", NULL},
@@ -114,8 +89,8 @@ static const ts_cli_opt run_opts[] = {
 static const ts_cli_group run_group = {"run", NULL, run_opts, sizeof run_opts / sizeof run_opts[0],
                                        NULL};
 static const ts_cli_group *const run_groups[] = {
-    &run_group, &ts_cli_group_thread, &ts_cli_group_events, &ts_cli_group_ca, &ts_cli_group_tools,
-    &ts_cli_group_defs, &ts_cli_group_bus,
+    &run_group, &ts_cli_group_model, &ts_cli_group_thread, &ts_cli_group_events, &ts_cli_group_ca,
+    &ts_cli_group_tools, &ts_cli_group_defs, &ts_cli_group_bus,
     &ts_cli_group_browsers, &ts_cli_group_endpoint,
     NULL};
 
@@ -151,7 +126,7 @@ const ts_cli_command ts_cli_cmd_run = {
 
 typedef struct {
   ts_http_model hm;
-  const char *provider, *replay_dir, *workspace, *data_dir, *prompt, *serve;
+  const char *replay_dir, *workspace, *data_dir, *prompt, *serve;
   const char *vars[RUN_MAX_VARS];
   size_t nvars;
   const char *env_files[RUN_MAX_ENV_FILES], *parent;
@@ -171,11 +146,6 @@ static int run_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n)
     return 0;
   }
   switch (o->id) {
-    case O_MODEL_URL: a->hm.url = val; break;
-    case O_MODEL: a->hm.model = val; break;
-    case O_PROVIDER: a->provider = val; break;
-    case O_KEY_ENV: a->hm.key_env = val; break;
-    case O_MAX_TOKENS: a->hm.max_tokens = (unsigned)n; break;
     case O_MODEL_REPLAY: a->replay_dir = val; break;
     case O_RATE: a->rate = n; break;
     case O_RESUME: a->resume = 1; break;
@@ -207,7 +177,7 @@ static int run_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n)
 
 /* The checks that need the whole command line; 0 or 2 after printing why. */
 static int check_model(run_args *a, const ts_cli_common *com) {
-  if (!a->replay_dir == !a->hm.url) {
+  if (!a->replay_dir == !com->model_url) {
     fprintf(stderr, "toolstream run: which model? --model-url URL or --model-replay DIR (one; see "
                     "--help)\n");
     return 2;
@@ -220,49 +190,8 @@ static int check_model(run_args *a, const ts_cli_common *com) {
     fprintf(stderr, "toolstream run: --parent is for a new thread (a thread keeps its parent)\n");
     return 2;
   }
-  if (!a->hm.url) return 0;
-  if (!a->hm.model) {
-    fprintf(stderr, "toolstream run: --model-url needs --model NAME\n");
-    return 2;
-  }
-  const char *p = a->provider;
-  a->hm.provider = p ? ts_provider_find(p) : ts_provider_for_url(a->hm.url);
-  if (!p && !a->hm.provider) a->hm.provider = ts_provider_get(TS_FORMAT_OPENAI_CHAT);
-  if (!a->hm.provider || !a->hm.provider->request) {
-    /* the names `run` can talk to, from the provider table */
-    char names[256] = "";
-    size_t nn = 0, k = 0, total = 0;
-    for (size_t i = 0; i < ts_provider_count(); i++) total += ts_provider_at(i)->request != NULL;
-    for (size_t i = 0; i < ts_provider_count(); i++) {
-      const ts_provider *r = ts_provider_at(i);
-      if (!r->request) continue;
-      const char *sep = !k ? "" : ++k == total ? " or " : ", ";
-      if (!k) k = 1;
-      int w = snprintf(names + nn, sizeof names - nn, "%s%s", sep, r->alias ? r->alias : r->name);
-      if (w > 0 && (size_t)w < sizeof names - nn) nn += (size_t)w;
-    }
-    fprintf(stderr, "toolstream run: --provider is %s, not '%s'\n", names, p);
-    return 2;
-  }
-  if (!a->hm.key_env) a->hm.key_env = a->hm.provider->key_env;
-  const char *key = getenv(a->hm.key_env);
-  int local = strstr(a->hm.url, "://localhost") || strstr(a->hm.url, "://127.") ||
-              strstr(a->hm.url, "://[::1]");
-  const char *aid = getenv("AWS_ACCESS_KEY_ID"), *asecret = getenv("AWS_SECRET_ACCESS_KEY");
-  int signs = a->hm.provider->sigv4_service && aid && *aid && asecret && *asecret;
-  if ((!key || !*key) && !signs && !local && a->hm.provider->sigv4_service) {
-    fprintf(stderr, "toolstream run: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and "
-                    "AWS_REGION; AWS_SESSION_TOKEN for temporary credentials) to sign Bedrock "
-                    "requests, or %s to a Bedrock API key (read from the environment only)\n",
-            a->hm.key_env);
-    return 2;
-  }
-  if ((!key || !*key) && !signs && !local) {
-    fprintf(stderr, "toolstream run: set %s to the API key (it is read from the environment "
-                    "only)\n", a->hm.key_env);
-    return 2;
-  }
-  return 0;
+  if (!com->model_url) return 0;
+  return ts_http_model_resolve(&a->hm, com);
 }
 
 static volatile sig_atomic_t interrupted;
@@ -418,6 +347,39 @@ static int grab_row(void *user, const ts_store_thread *t) {
   return 0;
 }
 
+/* The summary line: the lead of the progress label over the complete arguments, median and
+ * p90, over the calls of this run that had a label (agent/latency.h, from the stored
+ * events), and how many calls that is. */
+static void print_summary(FILE *f, ts_store *store, const char *thread, uint64_t seq0,
+                          const ts_agent_stats *st) {
+  ts_lat_set set = {0};
+  ts_lat_lead lead;
+  int ok = ts_cli_bench_read_thread(store, thread, seq0, &set) == TS_E_OK &&
+           ts_lat_lead_of(&set, &lead) == TS_E_OK;
+  ts_lat_set_fini(&set);
+  fprintf(f, "\n%u turn%s, %u tool call%s in %.2f s. ", st->turns, st->turns == 1 ? "" : "s",
+          st->calls, st->calls == 1 ? "" : "s", st->elapsed_ms / 1e3);
+  if (!ok)
+    fprintf(f, "(The lead could not be read back from the store.) ");
+  else if (!lead.labelled)
+    fprintf(f, "No call had a progress label, so no lead was measured. ");
+  else {
+    /* argument bytes when the events counted them (deltas), else bytes of the stream */
+    int arg = !isnan(lead.bytes_p50);
+    double b50 = arg ? lead.bytes_p50 : lead.stream_p50, b90 = arg ? lead.bytes_p90 : lead.stream_p90;
+    if (isnan(lead.ms_p50))
+      fprintf(f, "The progress label came %.0f %s bytes (p90 %.0f) before the complete "
+                 "arguments (median over the %zu of %zu calls with a label; no times: --no-time). ",
+              b50, arg ? "argument" : "stream", b90, lead.labelled, lead.calls);
+    else
+      fprintf(f, "The progress label came %.1f ms (p90 %.1f ms) and %.0f %s bytes (p90 %.0f) "
+                 "before the complete arguments (median over the %zu of %zu calls with a label). ",
+              lead.ms_p50, lead.ms_p90, b50, arg ? "argument" : "stream", b90, lead.labelled,
+              lead.calls);
+  }
+  fprintf(f, "Thread %s is stored in %s.\n", thread, ts_store_path(store));
+}
+
 int ts_cli_run(int argc, char **argv) {
   run_args a;
   memset(&a, 0, sizeof a);
@@ -432,7 +394,6 @@ int ts_cli_run(int argc, char **argv) {
   if ((rc = check_model(&a, &com)) || (rc = ts_cli_bus_check(&com)) ||
       (rc = ts_cli_thread_or_new(&com)))
     return rc;
-  a.hm.ca_file = com.ca_file;
 
   rc = 1;
   char why[512] = "";
@@ -584,6 +545,8 @@ int ts_cli_run(int argc, char **argv) {
       .prompt_name = drive_prompt,
   };
   ts_agent_stats st;
+  uint64_t seq0 = 0; /* the summary covers this run's events only (a resume continues) */
+  if (a.resume) ts_store_last_event_seq(store, com.thread, &seq0);
   int arc = ts_agent_run(&ac, &st, why, sizeof why);
   if (arc) {
     if (why[0]) fprintf(stderr, "toolstream run: %s\n", why); /* else prepare said why */
@@ -592,13 +555,7 @@ int ts_cli_run(int argc, char **argv) {
   }
   rc = 0;
   FILE *sum = a.json ? stderr : stdout;
-  fprintf(sum,
-          "\n%u turn%s, %u tool call%s in %.2f s. tool_call_started came on average %.1f ms and "
-          "%llu bytes before the call's complete arguments. Thread %s is stored in %s.\n",
-          st.turns, st.turns == 1 ? "" : "s", st.calls, st.calls == 1 ? "" : "s",
-          st.elapsed_ms / 1e3, st.calls ? st.early_ms_sum / st.calls : 0.0,
-          (unsigned long long)(st.calls ? st.early_bytes_sum / st.calls : 0), com.thread,
-          ts_store_path(store));
+  print_summary(sum, store, com.thread, seq0, &st);
 out:
   ts_cli_endpoint_stop(endpoint); /* the run is over: its readers have had every event */
   if (live_on) {

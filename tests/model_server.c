@@ -41,6 +41,15 @@
  *                    (every option needs a value: "?malformed" alone is ignored)
  *   type=MEDIA       answer with Content-Type MEDIA instead of the file's own (NDJSON, a
  *                    JSON array, an HTML page; at most 127 bytes)
+ *   ttfb=MS          send the status and headers at once, the first body byte MS
+ *                    milliseconds later (time to first byte)
+ *   gap=MS           send the body one SSE event at a time (up to and including its
+ *                    blank line), one every MS milliseconds (the pacing of the content)
+ *   hold=TEXT        wait hold-ms=MS milliseconds before the first SSE event whose bytes
+ *                    contain TEXT (once per reply; the pacing of a label: hold the event
+ *                    that completes it, or the one after it); implies sending by event
+ *   cycle=1          when the files are used up, start again from the first (for
+ *                    repeated requests: a benchmark's runs)
  * Example: POST /v1/chat/completions?status=429&times=2 gets 429 twice, then a stream.
  */
 #define _DEFAULT_SOURCE
@@ -184,12 +193,18 @@ typedef struct stream {
   char ctype[128]; /* the Content-Type of a 2xx reply */
   int dropping;
   int binary; /* an AWS event stream (*.bin) */
+  int ttfb_ms, ttfb_done; /* ttfb= */
+  int started;            /* the status and headers went */
+  int gap_ms, by_event;   /* gap=, hold=: one SSE event per chunk */
+  char *hold;             /* hold=TEXT (NULL: none), held once */
+  int hold_ms, held;
   struct event *timer;
 } stream;
 
 static void stream_free(stream *s) {
   if (!s) return;
   if (s->timer) event_free(s->timer);
+  free(s->hold);
   free(s->data);
   free(s);
 }
@@ -246,12 +261,21 @@ static void send_error(stream *s) {
   finish(s);
 }
 
+/* Whether data[0..n) contains the string t. */
+static int contains(const char *data, size_t n, const char *t) {
+  size_t tl = strlen(t);
+  for (size_t i = 0; tl && i + tl <= n; i++)
+    if (!memcmp(data + i, t, tl)) return 1;
+  return 0;
+}
+
 static void send_next(stream *s) {
   if (s->status) {
     send_error(s);
     return;
   }
-  if (s->off == 0 && !s->dropping) {
+  if (!s->started && !s->dropping) {
+    s->started = 1;
     struct evkeyvalq *h = evhttp_request_get_output_headers(s->req);
     evhttp_add_header(h, "Content-Type",
                       s->ctype[0] ? s->ctype
@@ -265,8 +289,25 @@ static void send_next(stream *s) {
       return;
     }
   }
+  if (s->ttfb_ms > 0 && !s->ttfb_done) { /* the headers went; the body waits */
+    s->ttfb_done = 1;
+    arm(s, s->ttfb_ms);
+    return;
+  }
   size_t n = s->len - s->off;
-  if (s->chunk && n > s->chunk) n = s->chunk;
+  if (s->by_event) { /* the next SSE event, through its blank line */
+    const char *p = s->data + s->off, *end = s->data + s->len, *e = NULL;
+    for (const char *q = p; q + 1 < end && !e; q++)
+      if (q[0] == '\n' && q[1] == '\n') e = q + 2;
+    n = e ? (size_t)(e - p) : n;
+    if (s->hold && !s->held && contains(p, n, s->hold)) {
+      s->held = 1;
+      arm(s, s->hold_ms);
+      return;
+    }
+  } else if (s->chunk && n > s->chunk) {
+    n = s->chunk;
+  }
   if (s->drop_after >= 0 && s->off + n > (size_t)s->drop_after) n = (size_t)s->drop_after - s->off;
   if (n) {
     struct evbuffer *b = evbuffer_new();
@@ -285,7 +326,7 @@ static void send_next(stream *s) {
     finish(s);
     return;
   }
-  arm(s, s->slow_ms);
+  arm(s, s->by_event ? s->gap_ms : s->slow_ms);
 }
 
 /* ---- requests --------------------------------------------------------------------- */
@@ -347,6 +388,12 @@ static void on_request(struct evhttp_request *req, void *arg) {
   s->retry_after = -1;
   const char *type = evhttp_find_header(&q, "type");
   if (type) snprintf(s->ctype, sizeof s->ctype, "%s", type);
+  s->ttfb_ms = (int)opt_num(&q, "ttfb", 0);
+  s->gap_ms = (int)opt_num(&q, "gap", 0);
+  const char *hold = evhttp_find_header(&q, "hold");
+  if (hold && *hold) s->hold = strdup(hold);
+  s->hold_ms = (int)opt_num(&q, "hold-ms", 0);
+  s->by_event = s->gap_ms > 0 || s->hold;
   s->timer = evtimer_new(base, on_timer, s);
   long status = opt_num(&q, "status", 0);
   if (status) {
@@ -365,7 +412,8 @@ static void on_request(struct evhttp_request *req, void *arg) {
       s->len = sizeof MALFORMED - 1;
       s->data = malloc(s->len);
       memcpy(s->data, MALFORMED, s->len);
-    } else if (next_file < nfiles) {
+    } else if (next_file < nfiles || (nfiles && opt_num(&q, "cycle", 0) == 1)) {
+      if (next_file >= nfiles) next_file = 0; /* cycle=1: once more from the first */
       size_t fl = strlen(files[next_file]);
       s->binary = fl > 4 && !strcmp(files[next_file] + fl - 4, ".bin");
       s->data = read_file(files[next_file++], &s->len);

@@ -87,7 +87,8 @@ static int count_lines(const char *s) {
 }
 
 static const char *const commands[] = {"tap",   "run",     "runcode", "sub", "demo",
-                                        "gateway", "serve", "threads", "env"};
+                                        "gateway", "serve", "threads", "env",
+                                        "bench"};
 
 /* ---- the tables, in process ------------------------------------------------------------ */
 
@@ -335,6 +336,7 @@ static const struct {
     {__LINE__, "demo missing", {"toolstream", "demo", "--rate", NULL}, 2, "--rate needs"},
     {__LINE__, "gateway missing", {"toolstream", "gateway", "--listen", NULL}, 2, "--listen needs"},
     {__LINE__, "serve missing", {"toolstream", "serve", "--token-file", NULL}, 2, "--token-file needs"},
+    {__LINE__, "bench missing", {"toolstream", "bench", "--pace", NULL}, 2, "--pace needs a value"},
     {__LINE__, "serve token unreadable", {"toolstream", "serve", "--token-file", "@missing.txt", NULL}, 1, "cannot read"},
     /* a value given to a flag; malformed values */
     {__LINE__, "flag with value", {"toolstream", "tap", "--deltas=yes", NULL}, 2, "--deltas takes no value"},
