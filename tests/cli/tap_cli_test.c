@@ -610,13 +610,13 @@ START_TEST(test_huge_call) {
   size_t len = (size_t)64 << 20;
   sb args = {0}, in = {0};
   ts_test_big_args(&args, len);
-  ts_test_big_stream(&in, TS_FORMAT_OPENAI_CHAT, args.p, args.len, 4096);
+  ts_test_big_stream(&in, "openai-chat", args.p, args.len, 4096);
   char inpath[4096], outpath[4200], small[4096];
   write_temp(inpath, sizeof inpath, in.p, in.len);
   snprintf(outpath, sizeof outpath, "%s.out", inpath);
   sb tiny = {0}, targs = {0};
   ts_test_big_args(&targs, 1000);
-  ts_test_big_stream(&tiny, TS_FORMAT_OPENAI_CHAT, targs.p, targs.len, 100);
+  ts_test_big_stream(&tiny, "openai-chat", targs.p, targs.len, 100);
   write_temp(small, sizeof small, tiny.p, tiny.len);
   /* The children's peak counts what they inherit before exec: hold nothing big now. */
   sb_free(&args);

@@ -104,7 +104,7 @@ START_TEST(test_default_cap_every_format) {
     sb args = {0}, in = {0};
     ts_test_big_args(&args, len);
     ck_assert_uint_eq(args.len, len);
-    ts_test_big_stream(&in, f, args.p, args.len, 4096);
+    ck_assert_int_eq(ts_test_big_stream(&in, ts_format_name(f), args.p, args.len, 4096), 0);
     ts_tap_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.format = f; /* every limit its default */
@@ -134,7 +134,8 @@ END_TEST
 START_TEST(test_responses_repeats_dropped) {
   sb args = {0}, in = {0};
   ts_test_big_args(&args, (size_t)4 << 20);
-  ts_test_big_stream(&in, TS_FORMAT_OPENAI_RESPONSES, args.p, args.len, 4096);
+  ck_assert_int_eq(
+      ts_test_big_stream(&in, "openai-responses", args.p, args.len, 4096), 0);
   ts_tap_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.format = TS_FORMAT_OPENAI_RESPONSES;
@@ -186,7 +187,8 @@ static void split_run(void *user, ts_split *feed, sb *out) {
 START_TEST(test_responses_repeats_every_split) {
   sb args = {0}, in = {0};
   ts_test_big_args(&args, 40000);
-  ts_test_big_stream(&in, TS_FORMAT_OPENAI_RESPONSES, args.p, args.len, 4000);
+  ck_assert_int_eq(
+      ts_test_big_stream(&in, "openai-responses", args.p, args.len, 4000), 0);
   ts_tap_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.format = TS_FORMAT_OPENAI_RESPONSES;
@@ -225,7 +227,7 @@ START_TEST(test_pieces) {
   sb_puts(&in, "data: ");
   sb_add(&in, d.p, d.len);
   sb_puts(&in, "\n\n");
-  ts_test_big_stream(&in, TS_FORMAT_OPENAI_CHAT, args.p, args.len, 30000);
+  ck_assert_int_eq(ts_test_big_stream(&in, "openai-chat", args.p, args.len, 30000), 0);
   for (int held = 0; held < 2; held++) {
     ts_tap_config cfg;
     memset(&cfg, 0, sizeof cfg);

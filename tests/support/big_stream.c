@@ -99,18 +99,26 @@ static void sse(sb *out, const char *event, const sb *data) {
   sb_puts(out, "\n\n");
 }
 
-void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_t piece) {
+enum { F_CHAT, F_RESPONSES, F_ANTHROPIC, F_GEMINI, F_OLLAMA, F_COHERE, F_BEDROCK };
+static const char *const names[] = {"openai-chat", "openai-responses", "anthropic", "gemini",
+                                    "ollama",      "cohere",           "bedrock"};
+
+int ts_test_big_stream(sb *out, const char *format, const char *a, size_t len, size_t piece) {
+  int fmt = -1;
+  for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+    if (!strcmp(format, names[i])) fmt = i;
+  if (fmt < 0) return -1;
   sb d = {0};
-  int whole = fmt == TS_FORMAT_GEMINI || fmt == TS_FORMAT_OLLAMA;
+  int whole = fmt == F_GEMINI || fmt == F_OLLAMA;
   /* the opening */
   switch (fmt) {
-    case TS_FORMAT_OPENAI_CHAT:
+    case F_CHAT:
       sb_puts(&d, "{\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":"
                   "\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_big\",\"type\":"
                   "\"function\",\"function\":{\"name\":\"write\",\"arguments\":\"\"}}]}}]}");
       sse(out, NULL, &d);
       break;
-    case TS_FORMAT_OPENAI_RESPONSES:
+    case F_RESPONSES:
       sb_puts(&d, "{\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\",\"status\":"
                   "\"in_progress\",\"output\":[]}}");
       sse(out, "response.created", &d);
@@ -120,7 +128,7 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
                   "\"\",\"call_id\":\"call_big\",\"name\":\"write\"}}");
       sse(out, "response.output_item.added", &d);
       break;
-    case TS_FORMAT_ANTHROPIC:
+    case F_ANTHROPIC:
       sb_puts(&d, "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\","
                   "\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":10}}}");
       sse(out, "message_start", &d);
@@ -129,7 +137,7 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
                   "\"tool_use\",\"id\":\"call_big\",\"name\":\"write\",\"input\":{}}}");
       sse(out, "content_block_start", &d);
       break;
-    case TS_FORMAT_COHERE:
+    case F_COHERE:
       sb_puts(&d, "{\"type\":\"message-start\",\"id\":\"m1\",\"delta\":{\"message\":{\"role\":"
                   "\"assistant\"}}}");
       sse(out, "message-start", &d);
@@ -139,7 +147,7 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
                   "\"arguments\":\"\"}}}}}");
       sse(out, "tool-call-start", &d);
       break;
-    case TS_FORMAT_BEDROCK:
+    case F_BEDROCK:
       sb_puts(&d, "{\"role\":\"assistant\"}");
       frame(out, "messageStart", &d);
       sb_reset(&d);
@@ -147,7 +155,7 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
                   "\"name\":\"write\"}}}");
       frame(out, "contentBlockStart", &d);
       break;
-    case TS_FORMAT_GEMINI:
+    case F_GEMINI:
       sb_puts(&d, "{\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"write\","
                   "\"args\":");
       sb_add(&d, a, len);
@@ -155,7 +163,7 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
                   "\"usageMetadata\":{\"promptTokenCount\":5,\"totalTokenCount\":9}}");
       sse(out, NULL, &d);
       break;
-    case TS_FORMAT_OLLAMA:
+    case F_OLLAMA:
       sb_puts(out, "{\"model\":\"m\",\"message\":{\"role\":\"assistant\",\"content\":\"\","
                    "\"tool_calls\":[{\"function\":{\"name\":\"write\",\"arguments\":");
       sb_add(out, a, len);
@@ -170,35 +178,35 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
     size_t end = cut_at(a, len, at, piece);
     sb_reset(&d);
     switch (fmt) {
-      case TS_FORMAT_OPENAI_CHAT:
+      case F_CHAT:
         sb_puts(&d, "{\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":"
                     "{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":");
         jstr(&d, a + at, end - at);
         sb_puts(&d, "}}]}}]}");
         sse(out, NULL, &d);
         break;
-      case TS_FORMAT_OPENAI_RESPONSES:
+      case F_RESPONSES:
         sb_puts(&d, "{\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"fc_1\","
                     "\"output_index\":0,\"delta\":");
         jstr(&d, a + at, end - at);
         sb_puts(&d, "}");
         sse(out, "response.function_call_arguments.delta", &d);
         break;
-      case TS_FORMAT_ANTHROPIC:
+      case F_ANTHROPIC:
         sb_puts(&d, "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":"
                     "\"input_json_delta\",\"partial_json\":");
         jstr(&d, a + at, end - at);
         sb_puts(&d, "}}");
         sse(out, "content_block_delta", &d);
         break;
-      case TS_FORMAT_COHERE:
+      case F_COHERE:
         sb_puts(&d, "{\"type\":\"tool-call-delta\",\"index\":0,\"delta\":{\"message\":"
                     "{\"tool_calls\":{\"function\":{\"arguments\":");
         jstr(&d, a + at, end - at);
         sb_puts(&d, "}}}}}");
         sse(out, "tool-call-delta", &d);
         break;
-      case TS_FORMAT_BEDROCK:
+      case F_BEDROCK:
         sb_puts(&d, "{\"contentBlockIndex\":0,\"delta\":{\"toolUse\":{\"input\":");
         jstr(&d, a + at, end - at);
         sb_puts(&d, "}}}");
@@ -212,7 +220,7 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
   /* the end */
   sb_reset(&d);
   switch (fmt) {
-    case TS_FORMAT_OPENAI_CHAT:
+    case F_CHAT:
       sb_puts(&d, "{\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},"
                   "\"finish_reason\":\"tool_calls\"}]}");
       sse(out, NULL, &d);
@@ -220,7 +228,7 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
       sb_puts(&d, "[DONE]");
       sse(out, NULL, &d);
       break;
-    case TS_FORMAT_OPENAI_RESPONSES: {
+    case F_RESPONSES: {
       sb item = {0};
       sb_puts(&item, "{\"id\":\"fc_1\",\"type\":\"function_call\",\"status\":\"completed\","
                      "\"arguments\":");
@@ -245,7 +253,7 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
       sb_free(&item);
       break;
     }
-    case TS_FORMAT_ANTHROPIC:
+    case F_ANTHROPIC:
       sb_puts(&d, "{\"type\":\"content_block_stop\",\"index\":0}");
       sse(out, "content_block_stop", &d);
       sb_reset(&d);
@@ -256,14 +264,14 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
       sb_puts(&d, "{\"type\":\"message_stop\"}");
       sse(out, "message_stop", &d);
       break;
-    case TS_FORMAT_COHERE:
+    case F_COHERE:
       sb_puts(&d, "{\"type\":\"tool-call-end\",\"index\":0}");
       sse(out, "tool-call-end", &d);
       sb_reset(&d);
       sb_puts(&d, "{\"type\":\"message-end\",\"delta\":{\"finish_reason\":\"TOOL_CALL\"}}");
       sse(out, "message-end", &d);
       break;
-    case TS_FORMAT_BEDROCK:
+    case F_BEDROCK:
       sb_puts(&d, "{\"contentBlockIndex\":0}");
       frame(out, "contentBlockStop", &d);
       sb_reset(&d);
@@ -274,4 +282,5 @@ void ts_test_big_stream(sb *out, ts_format fmt, const char *a, size_t len, size_
       break;
   }
   sb_free(&d);
+  return 0;
 }

@@ -17,14 +17,16 @@
 
 #include <stddef.h>
 
-#include "stream/provider.h"
 #include "support/sb.h"
 
 /* Appends the arguments text (exactly len bytes; len >= 64). */
 void ts_test_big_args(sb *out, size_t len);
 
-/* Appends a whole stream of format `fmt` (a provider format, not auto or raw) carrying
- * the call with arguments args[0..len), in fragments of about `piece` bytes. */
-void ts_test_big_stream(sb *out, ts_format fmt, const char *args, size_t len, size_t piece);
+/* Appends a whole stream of the format named `format` (a provider's --format name:
+ * "openai-chat", "openai-responses", "anthropic", "gemini", "ollama", "cohere", "bedrock";
+ * a name only, since support files link into every room's tests) carrying the call with
+ * arguments args[0..len), in fragments of about `piece` bytes. Returns 0, or -1 for a
+ * name it does not know (nothing appended). */
+int ts_test_big_stream(sb *out, const char *format, const char *args, size_t len, size_t piece);
 
 #endif
