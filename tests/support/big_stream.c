@@ -12,10 +12,19 @@ static const char *const units[] = {"lorem ipsum ", "\\\"q\\\" ", "back\\\\slash
 
 void ts_test_big_args(sb *out, size_t len) {
   static const char head[] = "{\"path\":\"big.txt\",\"content\":\"";
-  size_t body = len - (sizeof head - 1) - 2, n = 0;
+  size_t body = len - (sizeof head - 1) - 2;
+  const size_t nunits = sizeof units / sizeof units[0];
+  sb period = {0}, block = {0}; /* the units once each; whole periods up to 64 KiB */
+  for (size_t i = 0; i < nunits; i++) sb_puts(&period, units[i]);
+  while (block.len < 65536) sb_add(&block, period.p, period.len);
   sb_puts(out, head);
+  size_t n = 0;
+  while (body - n >= block.len) { /* every block starts on a unit */
+    sb_add(out, block.p, block.len);
+    n += block.len;
+  }
   for (unsigned i = 0; n < body; i++) {
-    const char *u = units[i % (sizeof units / sizeof units[0])];
+    const char *u = units[i % nunits];
     size_t k = strlen(u);
     if (k > body - n) { /* the tail: plain bytes, so the length is exact */
       for (; n < body; n++) sb_putc(out, 'x');
@@ -25,6 +34,8 @@ void ts_test_big_args(sb *out, size_t len) {
     n += k;
   }
   sb_puts(out, "\"}");
+  sb_free(&period);
+  sb_free(&block);
 }
 
 /* The piece of args at [at, at + piece) moved back to end between UTF-8 characters (a
