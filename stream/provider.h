@@ -147,11 +147,6 @@ typedef struct ts_provider {
   void (*on_sentinel)(struct ts_adapter *a);
   int (*skip)(ts_view name);
   int (*oversized)(struct ts_adapter *a, ts_view name);
-  /* keep: how many payload bytes of the event `name` are worth keeping, asked before
-   * its payload streams (ts_adapter_keep; SIZE_MAX: all of it, the default when NULL).
-   * An event cut short of it comes back through `oversized` (handled by its name) or is
-   * dropped. For repeats of what the provider already sent (Responses' `.done` events). */
-  size_t (*keep)(struct ts_adapter *a, ts_view name);
   /* How the turn ends. ends_at_eof: the provider has no terminal event, EOF ends the
    * turn normally. eof_after_stop: EOF after a stop reason ends the turn normally.
    * named_errors: an empty-data SSE event named `error` is the provider's error. */
@@ -196,6 +191,13 @@ typedef struct ts_provider {
    * (Gemini's streamGenerateContent without alt=sse: one JSON array), so that a proxy taps
    * such a reply; for the others a JSON reply is a non-streamed answer. */
   unsigned json_stream : 1;
+
+  /* Added after 0.1.0. keep: how many payload bytes of the event `name` are
+   * worth keeping, asked before its payload streams (ts_adapter_keep; SIZE_MAX: all of
+   * it, the default when NULL). An event cut short of it comes back through `oversized`
+   * (handled by its name) or is dropped. For repeats of what the provider already sent
+   * (Responses' `.done` events). */
+  size_t (*keep)(struct ts_adapter *a, ts_view name);
 } ts_provider;
 
 /* Auto detection, asking the rows in table order. ts_provider_detect_name: the format

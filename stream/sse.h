@@ -150,9 +150,9 @@ typedef struct {
   size_t data_len;
   const char *id;       /* DISPATCH: the last event id (persists; may be empty) */
   size_t id_len;
-  uint8_t cut;          /* DISPATCH: data past the kept head was dropped (ts_sse_set_keep) */
   uint64_t end_offset;  /* DISPATCH: bytes consumed through the dispatching blank line */
   uint64_t err_offset;  /* ERROR: offset of the byte at which the error was detected */
+  uint8_t cut;          /* DISPATCH: data past the kept head was dropped (ts_sse_set_keep) */
 } ts_sse_event;
 /* In an ERROR item the views are empty (len 0, pointers valid); in a DISPATCH item
  * err_offset is 0. */
@@ -195,11 +195,6 @@ typedef struct ts_sse {
   uint8_t id_nul;       /* the id being read contains a NUL */
   uint8_t retry_any;    /* the retry value read so far has a digit */
   uint8_t retry_bad;    /* ... or a byte that is not one */
-  uint8_t cut;          /* the event being built dropped data past `limit` */
-  ts_sse_keep_fn keep;  /* may be NULL */
-  void *keep_user;
-  size_t limit;         /* data bytes kept for the event being built (<= cap) */
-  size_t keep_ask;      /* what keep said for it (TS_SSE_KEEP_ALL: the limits apply) */
   char fname[5];
   uint16_t name_len;
   uint16_t id_len;
@@ -207,6 +202,12 @@ typedef struct ts_sse {
   char name[TS_SSE_MAX_NAME];
   char id[TS_SSE_MAX_ID];
   char id_pend[TS_SSE_MAX_ID]; /* id being read; becomes `id` at its line end */
+  /* Added after 0.1.0 (at the end, so the fields above keep their offsets): */
+  ts_sse_keep_fn keep;  /* may be NULL */
+  void *keep_user;
+  size_t limit;         /* data bytes kept for the event being built (<= cap) */
+  size_t keep_ask;      /* what keep said for it (TS_SSE_KEEP_ALL: the limits apply) */
+  uint8_t cut;          /* the event being built dropped data past `limit` */
 } ts_sse;
 
 /* Makes `s` ready for a new stream.

@@ -101,16 +101,16 @@ typedef struct {
   ts_view delta;      /* DELTA: argument text */
   uint64_t bytes;     /* HEARTBEAT: argument bytes received so far */
   ts_view arguments;  /* READY: compact JSON object */
-  /* READY: the buffer holding `arguments` (arguments.p is its p), or NULL. A callback
-   * that is the last reader of the event may take it over (move the struct out and
-   * ts_buf_init it in place) instead of copying a huge call; the tap frees whatever is
-   * left in it after the callback. */
-  ts_buf *arguments_buf;
   int32_t code;       /* *_ERROR: a ts_err */
   ts_view error;      /* *_ERROR: a human-readable message */
   ts_view text;       /* TEXT_DELTA */
   ts_view stop_reason; /* TURN_FINISHED (may be empty) */
   ts_view usage;       /* TURN_FINISHED: raw JSON object, empty if the provider sent none */
+  /* READY: the buffer holding `arguments` (arguments.p is its p), or NULL. A callback
+   * that is the last reader of the event may take it over (move the struct out and
+   * ts_buf_init it in place) instead of copying a huge call; the tap frees whatever is
+   * left in it after the callback. (Added after 0.1.0, at the end.) */
+  ts_buf *arguments_buf;
 } ts_tap_event;
 
 /* Return 0 to go on; nonzero stops the tap (feed returns TS_E_ABORTED, sticky). */
