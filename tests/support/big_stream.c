@@ -3,7 +3,8 @@
  */
 #include "support/big_stream.h"
 
-#include <stdint.h>
+#include "support/evs_frame.h"
+
 #include <string.h>
 
 /* One unit of content each: plain text, an escape, raw UTF-8. None is longer than 12. */
@@ -46,52 +47,9 @@ static size_t cut_at(const char *a, size_t len, size_t at, size_t piece) {
   return end;
 }
 
-/* ---- Bedrock's binary event stream (eventstream.h) ------------------------------------ */
-
-static uint32_t crc32_of(const unsigned char *p, size_t n) {
-  static uint32_t table[256];
-  if (!table[1])
-    for (uint32_t i = 0; i < 256; i++) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      table[i] = c;
-    }
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-  return ~c;
-}
-
-static void be32(unsigned char *p, uint32_t v) {
-  p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16);
-  p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
-}
-
-static size_t str_header(unsigned char *p, const char *name, const char *val) {
-  size_t nl = strlen(name), vl = strlen(val), o = 0;
-  p[o++] = (unsigned char)nl;
-  memcpy(p + o, name, nl), o += nl;
-  p[o++] = 7; /* string */
-  p[o++] = (unsigned char)(vl >> 8), p[o++] = (unsigned char)vl;
-  memcpy(p + o, val, vl), o += vl;
-  return o;
-}
-
+/* Bedrock's binary event stream: one message per event (support/evs_frame.h). */
 static void frame(sb *out, const char *etype, const sb *payload) {
-  unsigned char h[256];
-  size_t hl = str_header(h, ":event-type", etype);
-  hl += str_header(h + hl, ":content-type", "application/json");
-  hl += str_header(h + hl, ":message-type", "event");
-  size_t total = 12 + hl + payload->len + 4;
-  unsigned char pre[12], crc[4];
-  be32(pre, (uint32_t)total);
-  be32(pre + 4, (uint32_t)hl);
-  be32(pre + 8, crc32_of(pre, 8));
-  size_t start = out->len;
-  sb_add(out, pre, 12);
-  sb_add(out, h, hl);
-  sb_add(out, payload->p, payload->len);
-  be32(crc, crc32_of((const unsigned char *)out->p + start, total - 4));
-  sb_add(out, crc, 4);
+  ts_test_evs_frame(out, "event", etype, sb_str(payload));
 }
 
 /* A JSON string of s[0..n), quotes included: runs of bytes that need no escape are

@@ -9,7 +9,7 @@
  * from a fixed pattern. Each format carries it in its real wire shape (tests/corpus/):
  * Chat, Responses (with its three repeats of the whole arguments: `.done`,
  * `output_item.done`, `response.completed`), Anthropic, Cohere and Bedrock (binary
- * frames) in fragments of about `piece` bytes cut between UTF-8 characters; Gemini and
+ * frames, support/evs_frame.h) in fragments of about `piece` bytes cut between UTF-8 characters; Gemini and
  * Ollama whole, in one event, as those providers send a call.
  */
 #ifndef TS_TEST_BIG_STREAM_H
