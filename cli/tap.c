@@ -42,7 +42,8 @@ static const ts_cli_opt tap_opts[] = {
     {"max-args-bytes", 0, TS_CLI_SIZE, O_MAX_ARGS, 1, (uint64_t)1 << 32, "N",
      "cap on one call's arguments (default 16m)", NULL},
     {"max-event-bytes", 0, TS_CLI_SIZE, O_MAX_EVENT, 1, (uint64_t)1 << 32, "N",
-     "cap on one SSE event's data (default 4m)", NULL},
+     "cap on one SSE event's data (default: --max-args-bytes\n"
+     "plus 1m, so a call sent whole in one event fits)", NULL},
     {"turn", 0, TS_CLI_NUMBER, O_TURN, 1, UINT32_MAX, "N",
      "the stream is turn N of its thread (default 1): events carry\n"
      "it, and call ids made up for calls without one are ts_N_INDEX", NULL},
@@ -66,7 +67,9 @@ const ts_cli_command ts_cli_cmd_tap = {
     tap_groups,
     "Exit status: 0 for a clean stream; 1 when the stream ended in error (a\n"
     "stream_error event; one line on standard error says why), when FILE or a --tools\n"
-    "file cannot be read, or when standard output is closed; 2 for usage errors\n"
+    "file cannot be read, when standard output is closed, or when an event cannot be\n"
+    "written (out of memory; the line cap is --max-args-bytes plus 256k, so every\n"
+    "event of an accepted call fits); 2 for usage errors\n"
     "(including a --tools file that does not parse).",
     ts_cli_tap,
 };
@@ -124,13 +127,15 @@ static const char *lookup_progress(void *user, const char *tool, size_t len, siz
   return d->progress_arg;
 }
 
-/* Every event to the sink (events/sink.h: numbered, printed and flushed, published). A
- * failed write means the reader went away: stop reading. */
+/* Every event to the sink (events/sink.h: numbered, printed and flushed, published); tap
+ * is its last reader, so a READY's arguments are not copied. Any failure stops reading: a
+ * failed write means the reader went away, an event that cannot be written would leave a
+ * hole in what follows (the sink said why, on standard error). */
 static int on_event(void *user, const ts_tap_event *e) {
   tap_out *o = user;
   if (e->type == TS_TAP_STREAM_ERROR)
     snprintf(o->last_error, sizeof o->last_error, "%.*s", (int)e->error.len, e->error.p);
-  return ts_sink_emit_tap(o->sink, e) == TS_E_IO;
+  return ts_sink_emit_tap_last(o->sink, e) != TS_E_OK;
 }
 
 int ts_cli_tap(int argc, char **argv) {
@@ -161,8 +166,10 @@ int ts_cli_tap(int argc, char **argv) {
       (rc = ts_cli_thread_or_new(&com)))
     goto out;
   if ((rc = ts_cli_bus_open(&com, NULL, &pub))) goto out;
+  /* The line cap follows --max-args-bytes: a READY line carries the whole arguments. */
   ts_sink_config sc = {.thread = com.thread, .who = "toolstream tap", .out = stdout, .pub = pub,
-                       .no_time = com.no_time};
+                       .no_time = com.no_time,
+                       .max_event_bytes = ts_sink_cap_for_args(cfg.max_args_bytes)};
   if ((rc = ts_sink_new(&sc, &o.sink))) {
     fprintf(stderr, "toolstream tap: %s\n", ts_err_message(rc));
     rc = 1;
@@ -198,8 +205,8 @@ int ts_cli_tap(int argc, char **argv) {
     if (ts_tap_feed(tap, buf, (size_t)got)) break;
   }
   ts_tap_finish(tap);
-  if (ts_sink_output_failed(o.sink)) {
-    rc = 1; /* standard output closed: nothing to report to */
+  if (ts_sink_output_failed(o.sink) || ts_sink_error(o.sink)) {
+    rc = 1; /* standard output closed, or an event could not be written (the sink said so) */
   } else if (rc == 0 && ts_tap_failed(tap)) {
     fprintf(stderr, "toolstream tap: stream ended in error: %s\n", o.last_error);
     rc = 1;

@@ -56,6 +56,8 @@ struct ts_sink {
   ts_buf line;     /* the encoded event */
   ts_buf redacted; /* the line with secrets replaced, when one occurs */
   int store_err;   /* sticky */
+  int enc_err;     /* sticky: an event did not encode */
+  size_t max;      /* the line cap */
   int out_failed;
   int pub_failed;
 };
@@ -96,6 +98,7 @@ int ts_sink_new(const ts_sink_config *cfg, ts_sink **out) {
   s->store = cfg->store;
   s->store_user = cfg->store_user;
   size_t max = cfg->max_event_bytes ? cfg->max_event_bytes : TS_SINK_MAX_EVENT_BYTES;
+  s->max = max;
   ts_buf_init(&s->line, max);
   ts_buf_init(&s->redacted, max);
   int rc = TS_E_OK;
@@ -184,30 +187,58 @@ static int has_secret(const ts_sink *s, const char *line, size_t n) {
   return 0;
 }
 
-int ts_sink_emit(ts_sink *s, const ts_event *e) {
+/* Encodes `ev` into s->line; or, with `args` (a READY's arguments buffer, taken from the
+ * tap), around the arguments inside that buffer: the envelope is encoded with empty
+ * arguments, the buffer grows by the envelope's size, the arguments move up and the
+ * envelope goes in front. One copy of the arguments exists at any time (the move is in
+ * place). On success *json / *len are the line (in s->line or in *args). */
+static int encode(ts_sink *s, const ts_event *ev, ts_buf *args, const char **json, size_t *len) {
+  ts_buf_reset(&s->line);
+  int rc = ts_event_encode(ev, &s->line);
+  *json = s->line.p;
+  *len = s->line.len;
+  if (rc || !args) return rc;
+  size_t pre = s->line.len - 1, n = args->len; /* the line is PREFIX + "}" */
+  if (pre + 1 > s->max || n > s->max - pre - 1) return TS_E_LIMIT;
+  args->max = s->max;
+  if ((rc = ts_buf_append(args, s->line.p, pre + 1))) return rc;
+  memmove(args->p + pre, args->p, n);
+  memcpy(args->p, s->line.p, pre);
+  args->p[pre + n] = '}';
+  *json = args->p;
+  *len = args->len;
+  return TS_E_OK;
+}
+
+static int emit(ts_sink *s, const ts_event *e, ts_buf *args) {
   pthread_mutex_lock(&s->mu);
-  int rc = s->store_err;
+  int rc = s->store_err ? s->store_err : s->enc_err;
   if (rc) goto done;
   ts_event ev = *e;
   ev.thread = (ts_view){s->thread, s->thread_len};
   ev.parent = (ts_view){s->parent, s->parent_len};
   ev.seq = s->seq + 1;
+  size_t n_args = args ? args->len : 0;
+  if (args) ev.body.arguments = (ts_view){"", 0};
   /* Stamped once, here, so that every destination sees the same bytes. */
   if (!s->no_time) {
     ev.ts_us = ts_clock_wall_us();
     ev.mono_us = ts_clock_mono_us();
   }
-  ts_buf_reset(&s->line);
-  rc = ts_event_encode(&ev, &s->line);
-  const char *json = s->line.p;
-  size_t len = s->line.len;
+  const char *json;
+  size_t len;
+  rc = encode(s, &ev, args, &json, &len);
   if (!rc && s->n_secrets && has_secret(s, json, len)) {
     rc = redact_json(s, json, len, &s->redacted);
     json = s->redacted.p;
     len = s->redacted.len;
   }
   if (rc) {
-    fprintf(stderr, "%s: an event was dropped: %s\n", s->who, ts_err_message(rc));
+    /* A hole in the record: nothing more goes out (sink.h, "Error policy"). */
+    fprintf(stderr, "%s: cannot write a %s event: %s (the line cap is %zu bytes); no further "
+            "event is written\n", s->who, ts_event_type_name(e->body.type), ts_err_message(rc),
+            s->max);
+    s->enc_err = rc;
     goto done;
   }
   s->seq = ev.seq;
@@ -233,17 +264,43 @@ int ts_sink_emit(ts_sink *s, const ts_event *e) {
       s->pub_failed = 1;
     }
   }
-  if (s->emitted) s->emitted(s->emitted_user, &ev, json, len);
+  if (s->emitted) {
+    /* the arguments, as the tap gave them, are inside the line now (unless redacted) */
+    if (args) ev.body.arguments = json == args->p ? (ts_view){json + len - 1 - n_args, n_args}
+                                                  : (ts_view){"", 0};
+    s->emitted(s->emitted_user, &ev, json, len);
+  }
 done:
   pthread_mutex_unlock(&s->mu);
   return rc;
 }
+
+int ts_sink_emit(ts_sink *s, const ts_event *e) { return emit(s, e, NULL); }
 
 int ts_sink_emit_tap(ts_sink *s, const ts_tap_event *e) {
   ts_event ev;
   memset(&ev, 0, sizeof ev);
   ev.body = *e;
   return ts_sink_emit(s, &ev);
+}
+
+int ts_sink_emit_tap_last(ts_sink *s, const ts_tap_event *e) {
+  if (e->type != TS_TAP_TOOL_CALL_READY || !e->arguments_buf || !e->arguments_buf->p ||
+      e->arguments.p != e->arguments_buf->p || e->arguments.len != e->arguments_buf->len)
+    return ts_sink_emit_tap(s, e);
+  ts_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.body = *e;
+  ts_buf args = *e->arguments_buf; /* taken: the tap finds its buffer empty */
+  ts_buf_init(e->arguments_buf, e->arguments_buf->max);
+  int rc = emit(s, &ev, &args);
+  ts_buf_fini(&args);
+  return rc;
+}
+
+size_t ts_sink_cap_for_args(size_t max_args) {
+  if (!max_args) max_args = TS_TAP_MAX_ARGS_BYTES;
+  return max_args > SIZE_MAX - TS_SINK_ENVELOPE ? SIZE_MAX : max_args + TS_SINK_ENVELOPE;
 }
 
 const char *ts_sink_thread(const ts_sink *s) { return s->thread; }
@@ -263,8 +320,16 @@ uint64_t ts_sink_last_seq(ts_sink *s) {
     return v;                            \
   }
 FLAG_GETTER(ts_sink_store_error, store_err)
+FLAG_GETTER(ts_sink_encode_failed, enc_err)
 FLAG_GETTER(ts_sink_output_failed, out_failed)
 FLAG_GETTER(ts_sink_publish_failed, pub_failed)
+
+int ts_sink_error(ts_sink *s) {
+  pthread_mutex_lock(&s->mu);
+  int v = s->store_err ? s->store_err : s->enc_err;
+  pthread_mutex_unlock(&s->mu);
+  return v;
+}
 
 int ts_sink_redact(const ts_sink *s, const char *text, size_t n, ts_buf *out) {
   size_t i = 0;

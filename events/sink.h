@@ -32,9 +32,20 @@
  *     standard error prefixed with `who`; publishing stops for good; not fatal, emit
  *     returns TS_E_OK. Subscribers that miss events see a gap, which replay fills only
  *     from the store.
- *   - the event does not encode (over `max_event_bytes`, out of memory): the event is
- *     dropped with one line on standard error and its seq is not used; emit returns the
- *     error (TS_E_LIMIT / TS_E_NOMEM).
+ *   - the event does not encode (over `max_event_bytes`, out of memory): fatal, like a
+ *     store failure, because the thread's record would have a hole (a call without its
+ *     READY, a turn without its end). The event goes nowhere and its seq is not used; one
+ *     line on standard error names the event, its size and the cap; the error is sticky:
+ *     this and every later ts_sink_emit return it (TS_E_LIMIT / TS_E_NOMEM) and do
+ *     nothing. The producer stops with a clear error: tap exits 1, run stops ("an event
+ *     could not be written", exit 1); the gateway stops that thread's events and goes on
+ *     forwarding bytes (a proxy's product is the reply, not the events).
+ *
+ * The line cap: a tap's events are bounded by its limits. Every event but READY carries
+ * a bounded amount of text (the tap cuts deltas and text into pieces, tap.h), READY
+ * carries the whole compact arguments, so ts_sink_cap_for_args(max_args_bytes) is a cap
+ * under which every event of a tap with that limit encodes. Producers set
+ * max_event_bytes from it, so raising --max-args-bytes raises the line cap with it.
  *
  * Redaction: each configured secret (an API key, a token) is replaced by "[redacted]"
  * wherever it appears in any string of the encoded event (an error message that echoes
@@ -65,6 +76,12 @@
 #define TS_SINK_SECRET_MIN 8   /* shorter secrets would redact ordinary words */
 #define TS_SINK_MAX_SECRETS 32
 #define TS_SINK_MAX_EVENT_BYTES ((size_t)64 << 20) /* default cap on one encoded event */
+/* What an encoded event may hold besides a READY's arguments: the envelope (type, thread,
+ * parent, seq, stamps, offset, 3 ids or names of at most 256 bytes, each at most 6x when
+ * escaped), a progress label (at most 64 KiB, at most 2x escaped: control characters are
+ * stripped from it), one piece of delta or text (TS_TAP_TEXT_PIECE, at most 6x), usage
+ * (4 KiB) or an error message. 256 KiB covers the largest of them with room to spare. */
+#define TS_SINK_ENVELOPE ((size_t)256 << 10)
 #define TS_SINK_REDACTED "[redacted]"
 
 /* Stores one encoded event (`json`, len bytes, no newline) of `thread` at `seq`.
@@ -116,6 +133,17 @@ int ts_sink_emit(ts_sink *s, const ts_event *ev);
 /* A tap event (stream/tap.h) as a thread event. */
 int ts_sink_emit_tap(ts_sink *s, const ts_tap_event *e);
 
+/* The same, for a caller that does nothing more with the event after this call (tap's):
+ * a READY event's arguments buffer (e->arguments_buf, tap.h) is taken over and the line
+ * is encoded around the arguments inside it, instead of copying them, so that one huge
+ * call is in memory once rather than twice. After the call e->arguments must not be read.
+ * Other events, and a READY without a buffer, go as with ts_sink_emit_tap. */
+int ts_sink_emit_tap_last(ts_sink *s, const ts_tap_event *e);
+
+/* The line cap under which every event of a tap whose max_args_bytes is `max_args`
+ * encodes (0: the tap's default): max_args + TS_SINK_ENVELOPE. */
+size_t ts_sink_cap_for_args(size_t max_args);
+
 /* The thread id, and the seq of the last event numbered. */
 const char *ts_sink_thread(const ts_sink *s);
 uint64_t ts_sink_last_seq(ts_sink *s);
@@ -123,6 +151,11 @@ uint64_t ts_sink_last_seq(ts_sink *s);
 /* The sticky store error (TS_E_OK when none); 1 once the output has failed; 1 once
  * publishing has failed. */
 int ts_sink_store_error(ts_sink *s);
+/* The sticky error of either kind: the store's, or an event that did not encode
+ * (TS_E_LIMIT / TS_E_NOMEM); TS_E_OK when none. */
+int ts_sink_error(ts_sink *s);
+/* Nonzero (the code) when the sticky error is an event that did not encode. */
+int ts_sink_encode_failed(ts_sink *s);
 int ts_sink_output_failed(ts_sink *s);
 int ts_sink_publish_failed(ts_sink *s);
 

@@ -1,9 +1,11 @@
 /*
  * sse_fuzz.c: the SSE framer, whole against chunked.
  *
- * Byte 0 picks a small data buffer (so the limit errors are reached by short inputs),
- * bytes 1..8 the chunk sizes, the rest is the stream. Both runs must report the same
- * events (name, data, id, end offset) and errors (code, offset), and the same retry.
+ * Byte 0 picks a small data buffer (so the limit errors are reached by short inputs) and
+ * whether events keep only a head by name (ts_sse_set_keep: a name starting with 'a' keeps
+ * nothing, 'b' three bytes), bytes 1..8 the chunk sizes, the rest is the stream. Both runs
+ * must report the same events (name, data, id, cut, end offset) and errors (code,
+ * offset), and the same retry.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -28,18 +30,26 @@ static int on_item(void *user, const ts_sse_event *ev) {
     ts_buf_append_json_string(b, ev->id, ev->id_len);
     ts_buf_putc(b, ' ');
     ts_buf_append_json_string(b, ev->data, ev->data_len);
+    if (ev->cut) ts_buf_puts(b, " cut");
   }
   ts_buf_putc(b, '\n');
   return 0;
 }
 
-static void run(const uint8_t *in, size_t n, size_t cap, ts_fuzz_chunks *chunks, ts_buf *out) {
+static size_t keep_by_name(void *user, const char *name, size_t len) {
+  (void)user, (void)len;
+  return name[0] == 'a' ? 0 : name[0] == 'b' ? 3 : TS_SSE_KEEP_ALL;
+}
+
+static void run(const uint8_t *in, size_t n, size_t cap, int keep, ts_fuzz_chunks *chunks,
+                ts_buf *out) {
   ts_buf_init(out, 64u << 20);
   char *data = malloc(cap ? cap : 1);
   char *buf = malloc(n ? n : 1); /* the framer may write into the chunks it is fed */
   memcpy(buf, in, n);
   ts_sse s;
   if (ts_sse_init(&s, data, cap, 0, on_item, out)) abort();
+  if (keep) ts_sse_set_keep(&s, keep_by_name, NULL);
   for (size_t at = 0; at < n;) {
     size_t k = chunks ? ts_fuzz_chunks_next(chunks, n - at) : n - at;
     ts_sse_feed(&s, buf + at, k);
@@ -57,11 +67,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 9) return 0;
   static const size_t caps[] = {0, 1, 7, 64, 4096};
   size_t cap = caps[data[0] % 5];
+  int keep = (data[0] / 5) & 1;
   ts_fuzz_chunks chunks;
   ts_fuzz_chunks_init(&chunks, data + 1, 8);
   ts_buf whole, split;
-  run(data + 9, size - 9, cap, NULL, &whole);
-  run(data + 9, size - 9, cap, &chunks, &split);
+  run(data + 9, size - 9, cap, keep, NULL, &whole);
+  run(data + 9, size - 9, cap, keep, &chunks, &split);
   ts_fuzz_same("sse", &whole, &split);
   ts_buf_fini(&whole);
   ts_buf_fini(&split);

@@ -296,6 +296,14 @@ int ts__adapter_call_ended(const ts_adapter *a, int slot) {
 
 uint8_t *ts__adapter_call_tag(ts_adapter *a, int slot) { return &a->calls[slot].tag; }
 
+int ts__adapter_calls_known(const ts_adapter *a, uint8_t unknown) {
+  for (uint32_t s = 0; s < a->nslots; s++) {
+    const ms_call *c = &a->calls[s];
+    if (c->state == SLOT_OPEN && (!c->has_args || (c->tag & unknown))) return 0;
+  }
+  return 1;
+}
+
 int ts__adapter_call_has_args(const ts_adapter *a, int slot) {
   return slot >= 0 && a->calls[slot].has_args;
 }
@@ -477,6 +485,30 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
         undetected(a);
     }
   }
+  return a->aborted ? TS_E_ABORTED : a->ev_err;
+}
+
+/* The row that reads (or, while undetected, would read) an event of this name. */
+static const ts_provider *row_for(const ts_adapter *a, ts_view name) {
+  ts_format f = a->fmt == TS_FORMAT_AUTO ? ts_provider_detect_name(name, (ts_view){NULL, 0}) : a->fmt;
+  return ts_provider_get(f);
+}
+
+size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len) {
+  if (!a || a->aborted || a->done || a->finished) return SIZE_MAX;
+  const ts_provider *p = row_for(a, name_view(event, event_len));
+  return p && p->keep ? p->keep(a, name_view(event, event_len)) : SIZE_MAX;
+}
+
+int ts_adapter_feed_cut(ts_adapter *a, const char *event, size_t event_len) {
+  if (!a) return TS_E_INVAL;
+  if (a->aborted) return TS_E_ABORTED;
+  if (a->done || a->finished) return TS_E_OK;
+  a->ev_err = 0;
+  ts_view name = name_view(event, event_len);
+  if (a->fmt == TS_FORMAT_AUTO) a->fmt = ts_provider_detect_name(name, (ts_view){NULL, 0});
+  const ts_provider *p = ts_provider_get(a->fmt);
+  if (p && p->oversized) p->oversized(a, name); /* else: a repeat, nothing to read */
   return a->aborted ? TS_E_ABORTED : a->ev_err;
 }
 

@@ -182,6 +182,19 @@ ts_format ts_adapter_format_of(const ts_adapter *a);
  * may be NULL when event_len is 0. */
 int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len);
 
+/* How many payload bytes of the next event, named event[0..event_len), the adapter can
+ * use (SIZE_MAX: all; sse.h's keep callback). Less when the provider repeats, under that
+ * name, what it already sent: Responses' `.done` events repeat a call's whole arguments
+ * (0 once every open call is a function call that got its arguments), its terminal event
+ * the whole output (1 MiB kept: enough for the status and usage of any ordinary turn);
+ * `response.created` and friends echo the request (0). */
+size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len);
+
+/* An event whose payload was cut short as ts_adapter_keep allowed: handled by its name
+ * alone (a terminal event ends the turn, without usage) or ignored. Returns as
+ * ts_adapter_feed_event. */
+int ts_adapter_feed_cut(ts_adapter *a, const char *event, size_t event_len);
+
 /* End of input. Formats that end at EOF (Gemini) report their CALL_ENDs and TURN_END
  * here. For the others, EOF before the provider's terminal event reports an ERROR
  * (TS_E_MS_TRUNCATED, terminal) and returns it; open calls are NOT ended (their
@@ -267,6 +280,9 @@ int ts__adapter_call_by_key(const ts_adapter *a, ts_view key);
 /* The slot that most recently began or received arguments, or -1. */
 int ts__adapter_call_last(const ts_adapter *a);
 int ts__adapter_call_ended(const ts_adapter *a, int slot);  /* CALL_END was reported */
+/* Nonzero when every open slot has received arguments and has none of the tag bits
+ * `unknown` set (true when no slot is open). */
+int ts__adapter_calls_known(const ts_adapter *a, uint8_t unknown);
 /* A byte per slot for the provider's own notes about the call (0 when it begins). */
 uint8_t *ts__adapter_call_tag(ts_adapter *a, int slot);
 int ts__adapter_call_has_args(const ts_adapter *a, int slot); /* a CALL_ARGS was reported */

@@ -191,6 +191,13 @@ typedef struct ts_provider {
    * (Gemini's streamGenerateContent without alt=sse: one JSON array), so that a proxy taps
    * such a reply; for the others a JSON reply is a non-streamed answer. */
   unsigned json_stream : 1;
+
+  /* Added after 0.1.0. keep: how many payload bytes of the event `name` are
+   * worth keeping, asked before its payload streams (ts_adapter_keep; SIZE_MAX: all of
+   * it, the default when NULL). An event cut short of it comes back through `oversized`
+   * (handled by its name) or is dropped. For repeats of what the provider already sent
+   * (Responses' `.done` events). */
+  size_t (*keep)(struct ts_adapter *a, ts_view name);
 } ts_provider;
 
 /* Auto detection, asking the rows in table order. ts_provider_detect_name: the format

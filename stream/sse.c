@@ -91,11 +91,24 @@ int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb,
   s->cb = cb;
   s->user = user;
   s->retry = -1;
+  s->limit = cap;
+  s->keep_ask = TS_SSE_KEEP_ALL;
   return TS_E_OK;
 }
 
+void ts_sse_set_keep(ts_sse *s, ts_sse_keep_fn keep, void *user) {
+  s->keep = keep;
+  s->keep_user = user;
+}
+
+/* The event keeps only a head: bytes past s->limit are dropped, not an error. */
+static int keeps_head(const ts_sse *s) { return s->keep_ask != TS_SSE_KEEP_ALL; }
+
 /* Forgets the event being built (name and data; the last event id is not part of it). */
 static void reset_event(ts_sse *s) {
+  s->cut = 0;
+  s->limit = s->cap;
+  s->keep_ask = TS_SSE_KEEP_ALL;
   s->name_len = 0;
   s->data_mode = D_NONE;
   s->data_len = 0;
@@ -141,6 +154,7 @@ static int dispatch(ts_sse *s, uint64_t end_offset) {
   ev.name_len = s->name_len;
   if (s->data_mode == D_VIEW) ev.data = s->view;
   ev.data_len = s->data_len;
+  ev.cut = s->cut;
   ev.id_len = s->id_len;
   ev.end_offset = end_offset;
   reset_event(s);
@@ -192,7 +206,17 @@ static int begin_field(ts_sse *s, uint64_t at) {
     if (s->data_mode == D_NONE) {
       s->data_mode = D_BUF; /* an event with data, so far empty */
       s->data_len = 0;
+      if (s->keep && s->name_len) { /* how much of it to keep, by its name */
+        s->keep_ask = s->keep(s->keep_user, s->name, s->name_len);
+        s->limit = s->keep_ask < s->cap ? s->keep_ask : s->cap;
+      }
+    } else if (s->cut) {
+      /* dropping: nothing more is kept */
     } else {
+      if (s->data_len >= s->limit && keeps_head(s)) {
+        s->cut = 1;
+        return TS_E_OK;
+      }
       if (s->data_len >= s->cap) return fail(s, TS_E_SSE_EVENT_TOO_LARGE, at);
       to_buf(s);
       s->buf[s->data_len++] = '\n';
@@ -219,6 +243,12 @@ static int begin_field(ts_sse *s, uint64_t at) {
 static int add_value(ts_sse *s, const run_ctx *r, char *p, size_t n) {
   switch (s->field) {
   case F_DATA:
+    if (s->cut) break; /* keeping a head only, and it is full: drop */
+    if (keeps_head(s) && n > s->limit - s->data_len) {
+      n = s->limit - s->data_len; /* the head's end; the rest is dropped */
+      s->cut = 1;
+      if (n == 0) break;
+    }
     if (n > s->cap - s->data_len) return fail(s, TS_E_SSE_EVENT_TOO_LARGE, off(r, p) + (s->cap - s->data_len));
     if (s->data_len == 0) { /* the payload so far is empty: these bytes can be it */
       s->data_mode = D_VIEW;
@@ -362,9 +392,11 @@ static int run(ts_sse *s, char *start, char *end) {
       continue;
     }
 
-    /* Inside a line: cut the segment at the line limit. */
+    /* Inside a line: cut the segment at the line limit; a data line of an event that
+     * keeps a head only has none (its bytes past the head are not stored). */
     uint64_t used = off(&r, p) - s->line_start;
     uint64_t room = used >= s->max_line ? 0 : (uint64_t)s->max_line - used;
+    if (s->state == S_VALUE && s->field == F_DATA && keeps_head(s)) room = UINT64_MAX;
     char *seg = q;
     int over = 0;
     if ((uint64_t)(q - p) > room) {
@@ -374,6 +406,7 @@ static int run(ts_sse *s, char *start, char *end) {
     rc = segment(s, &r, &p, seg);
     if (rc || s->state == S_SKIP_LINE || p < seg) continue;
     if (over) {
+      if (s->state == S_VALUE && s->field == F_DATA && keeps_head(s)) continue; /* see above */
       rc = fail(s, TS_E_SSE_LINE_TOO_LONG, off(&r, p));
       continue;
     }

@@ -88,6 +88,18 @@
  *   Errors are detected in stream order; a line-length error is detected at the byte
  *   past the limit, so any other error on that line is seen first if it is earlier.
  *
+ * Keeping less of an event (ts_sse_set_keep)
+ *   A consumer that knows, from an event's name alone, that it needs little or nothing of
+ *   its payload (a provider repeating text it already sent) can say how many data bytes
+ *   to keep. The `keep` callback is asked once per event, at its first `data` line, with
+ *   the event name so far (an `event:` line after the data is not seen; an empty name is
+ *   not asked). It returns the most data bytes to keep; TS_SSE_KEEP_ALL is the default
+ *   behaviour (the data limit applies, over it is an error). With a smaller value the
+ *   bytes past it are dropped as they arrive (never stored, never an error, whatever the
+ *   event's size, its line lengths included) and the event is dispatched at its blank line
+ *   with `cut` set and `data` holding the kept head (not valid JSON in general). The
+ *   head is bounded by cap as well.
+ *
  * Resynchronisation after an error
  *   The event being built is dropped (its name and data; `id:` lines already
  *   processed keep their effect), and every line is discarded up to and including the
@@ -121,6 +133,9 @@
 /* retry: values saturate here (about 49 days in milliseconds). */
 #define TS_SSE_RETRY_MAX 0xFFFFFFFFu
 
+/* keep callback: keep the whole event (the default). */
+#define TS_SSE_KEEP_ALL SIZE_MAX
+
 typedef enum {
   TS_SSE_DISPATCH = 1, /* an event */
   TS_SSE_ERROR = 2,    /* a limit was exceeded; the framer resynchronises */
@@ -137,6 +152,7 @@ typedef struct {
   size_t id_len;
   uint64_t end_offset;  /* DISPATCH: bytes consumed through the dispatching blank line */
   uint64_t err_offset;  /* ERROR: offset of the byte at which the error was detected */
+  uint8_t cut;          /* DISPATCH: data past the kept head was dropped (ts_sse_set_keep) */
 } ts_sse_event;
 /* In an ERROR item the views are empty (len 0, pointers valid); in a DISPATCH item
  * err_offset is 0. */
@@ -144,6 +160,9 @@ typedef struct {
 /* Called for every item, in stream order. Return 0 to go on; nonzero stops the
  * framer (sticky TS_E_ABORTED). */
 typedef int (*ts_sse_cb)(void *user, const ts_sse_event *ev);
+
+/* How many data bytes of the event named name[0..len) to keep (see "Keeping less"). */
+typedef size_t (*ts_sse_keep_fn)(void *user, const char *name, size_t len);
 
 /* Opaque in spirit: read it only through the functions below. It is public so the
  * caller can embed it (no allocation). Zero-filled plus ts_sse_init's settings is the
@@ -183,6 +202,12 @@ typedef struct ts_sse {
   char name[TS_SSE_MAX_NAME];
   char id[TS_SSE_MAX_ID];
   char id_pend[TS_SSE_MAX_ID]; /* id being read; becomes `id` at its line end */
+  /* Added after 0.1.0 (at the end, so the fields above keep their offsets): */
+  ts_sse_keep_fn keep;  /* may be NULL */
+  void *keep_user;
+  size_t limit;         /* data bytes kept for the event being built (<= cap) */
+  size_t keep_ask;      /* what keep said for it (TS_SSE_KEEP_ALL: the limits apply) */
+  uint8_t cut;          /* the event being built dropped data past `limit` */
 } ts_sse;
 
 /* Makes `s` ready for a new stream.
@@ -193,6 +218,9 @@ typedef struct ts_sse {
  *   cb, user   the callback and its context.
  * Returns TS_E_OK, or TS_E_INVAL (s unusable) for a NULL s, buf or cb. */
 int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb, void *user);
+
+/* Sets (or, with NULL, clears) the keep callback. Call before the first feed. */
+void ts_sse_set_keep(ts_sse *s, ts_sse_keep_fn keep, void *user);
 
 /* Feeds the next `len` bytes of the stream (len may be 0, buf then may be NULL).
  * Reports, before returning, every item those bytes complete. The chunk must be

@@ -125,6 +125,26 @@ static int emit(ts_tap *t, ts_tap_event *ev) {
   return t->aborted;
 }
 
+/* The length of the first piece of [p, p + n) that fits TS_TAP_TEXT_PIECE, cut before a
+ * UTF-8 lead byte (at most 3 continuation bytes back; text that is not UTF-8 is cut at the
+ * limit). */
+static size_t piece_len(const char *p, size_t n) {
+  if (n <= TS_TAP_TEXT_PIECE) return n;
+  size_t k = TS_TAP_TEXT_PIECE;
+  for (int back = 0; back < 3 && ((unsigned char)p[k] & 0xC0) == 0x80; back++) k--;
+  return ((unsigned char)p[k] & 0xC0) == 0x80 ? TS_TAP_TEXT_PIECE : k;
+}
+
+/* Emits ev once per piece of [p, p + n) (tap.h, "Pieces"), the piece in *field. */
+static void emit_pieces(ts_tap *t, ts_tap_event *ev, ts_view *field, const char *p, size_t n) {
+  while (n && !t->aborted) {
+    size_t k = piece_len(p, n);
+    *field = (ts_view){p, k};
+    emit(t, ev);
+    p += k, n -= k;
+  }
+}
+
 static void call_event(call *c, ts_tap_event *ev, int type) {
   memset(ev, 0, sizeof *ev);
   ev->type = (uint8_t)type;
@@ -159,8 +179,7 @@ static void fire_started(ts_tap *t, call *c, int with_progress) {
   /* Deltas held back until now go out in one piece, right after STARTED. */
   if (t->cfg.deltas && c->pending.len) {
     call_event(c, &ev, TS_TAP_TOOL_CALL_DELTA);
-    ev.delta = (ts_view){c->pending.p, c->pending.len};
-    emit(t, &ev);
+    emit_pieces(t, &ev, &ev.delta, c->pending.p, c->pending.len);
   }
   ts_buf_fini(&c->pending);
 }
@@ -194,6 +213,7 @@ static void fire_ready(ts_tap *t, call *c) {
   ts_tap_event ev;
   call_event(c, &ev, TS_TAP_TOOL_CALL_READY);
   ev.arguments = (ts_view){c->args.p ? c->args.p : "{}", c->args.p ? c->args.len : 2};
+  ev.arguments_buf = c->args.p ? &c->args : NULL; /* the callback may take it (tap.h) */
   emit(t, &ev);
   ts_buf_fini(&c->args);
   ts_buf_fini(&c->label);
@@ -482,8 +502,7 @@ static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
     if (c->started) {
       ts_tap_event ev;
       call_event(c, &ev, TS_TAP_TOOL_CALL_DELTA);
-      ev.delta = (ts_view){p, n};
-      emit(t, &ev);
+      emit_pieces(t, &ev, &ev.delta, p, n);
     } else if (ts_buf_append(&c->pending, p, n)) {
       fail_call(t, c, TS_E_LIMIT, c->arg_bytes);
       return;
@@ -556,8 +575,7 @@ static int on_model_event(void *user, const ts_adapter_event *me) {
       if (!t->cfg.text || me->text.len == 0) break;
       memset(&ev, 0, sizeof ev);
       ev.type = TS_TAP_TEXT_DELTA;
-      ev.text = me->text;
-      emit(t, &ev);
+      emit_pieces(t, &ev, &ev.text, me->text.p, me->text.len);
       break;
     case TS_ADAPTER_CALL_BEGIN:
       if (!call_begin(t, me->index, me->id, me->name))
@@ -600,8 +618,23 @@ static int on_sse_event(void *user, const ts_sse_event *se) {
     return t->aborted;
   }
   t->ev_off = t->base + se->end_offset;
-  ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
+  if (se->cut)
+    ts_adapter_feed_cut(t->ms, se->name, se->name_len);
+  else
+    ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
   return t->aborted;
+}
+
+/* The framer asks, per named event, how much of it the adapter can use. An event the
+ * adapter would drop whole because it repeats arguments is still read while a call is
+ * neither ready nor failed: it may be what ends that call, at that event's offset. */
+static size_t sse_keep(void *user, const char *name, size_t len) {
+  ts_tap *t = user;
+  size_t k = ts_adapter_keep(t->ms, name, len);
+  if (k == 0)
+    for (uint32_t i = 0; i < t->ncalls; i++)
+      if (t->calls[i] && !t->calls[i]->ready && !t->calls[i]->failed) return TS_SSE_KEEP_ALL;
+  return k;
 }
 
 /* ---- the JSON framer's callback (NDJSON, a JSON array, a plain JSON body) ------------- */
@@ -829,7 +862,10 @@ int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user)
   if (!t->cfg.turn) t->cfg.turn = 1;
   if (!t->cfg.progress_max) t->cfg.progress_max = TS_TAP_PROGRESS_MAX;
   if (!t->cfg.max_args_bytes) t->cfg.max_args_bytes = TS_TAP_MAX_ARGS_BYTES;
-  if (!t->cfg.max_event_bytes) t->cfg.max_event_bytes = TS_TAP_MAX_EVENT_BYTES;
+  if (!t->cfg.max_event_bytes)
+    t->cfg.max_event_bytes = t->cfg.max_args_bytes > SIZE_MAX - TS_TAP_EVENT_SLACK - TS_SSE_LINE_SLACK
+                                 ? SIZE_MAX - TS_TAP_EVENT_SLACK - TS_SSE_LINE_SLACK
+                                 : t->cfg.max_args_bytes + TS_TAP_EVENT_SLACK;
   t->cb = cb;
   t->user = user;
   int rc = TS_E_OK;
@@ -843,6 +879,7 @@ int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user)
     if (rc == TS_E_OK)
       rc = ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
                        t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t);
+    if (rc == TS_E_OK) ts_sse_set_keep(&t->sse, sse_keep, t);
   }
   if (rc == TS_E_OK && cfg->content_type && cfg->format != TS_FORMAT_RAW)
     ts_tap_content_type(t, cfg->content_type, strlen(cfg->content_type));

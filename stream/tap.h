@@ -29,13 +29,19 @@
  *
  * Event order per call: STARTED, then DELTA / HEARTBEAT in stream order, then READY or
  * ERROR (exactly one of the two). DELTAs that arrive before STARTED are held back and
- * handed over in one DELTA right after it, so the concatenated deltas always equal the
+ * handed over right after it, so the concatenated deltas always equal the
  * argument text up to the end of the arguments object (whitespace after it is no delta,
  * and no event about the call follows READY). READY carries the arguments as compact JSON
  * (insignificant whitespace removed, everything else exactly as the model sent it); it fires at the end of the
  * input event whose bytes closed the arguments object (non-whitespace after it in a later
  * event is a STREAM_ERROR; the call stays ready). A call whose provider ends it
  * with no argument bytes at all is ready with `{}` (tools without parameters).
+ *
+ * Pieces: a DELTA or TEXT_DELTA carries at most TS_TAP_TEXT_PIECE bytes; longer text (a
+ * big fragment, the deltas held back until STARTED) goes out as several events in a row,
+ * cut on UTF-8 character boundaries. So every event but READY is small whatever the
+ * input, and READY is bounded by max_args_bytes (a consumer can size its buffers from
+ * that: events/sink.h, ts_sink_cap_for_args).
  *
  * Call ids: every call event carries a non-empty `call_id`, unique within the thread, and
  * `turn` (ts_tap_config.turn). It is the provider's own id unless the provider sent none
@@ -60,6 +66,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/strbuf.h"
 #include "stream/adapter.h"
 
 typedef enum {
@@ -99,6 +106,11 @@ typedef struct {
   ts_view text;       /* TEXT_DELTA */
   ts_view stop_reason; /* TURN_FINISHED (may be empty) */
   ts_view usage;       /* TURN_FINISHED: raw JSON object, empty if the provider sent none */
+  /* READY: the buffer holding `arguments` (arguments.p is its p), or NULL. A callback
+   * that is the last reader of the event may take it over (move the struct out and
+   * ts_buf_init it in place) instead of copying a huge call; the tap frees whatever is
+   * left in it after the callback. (Added after 0.1.0, at the end.) */
+  ts_buf *arguments_buf;
 } ts_tap_event;
 
 /* Return 0 to go on; nonzero stops the tap (feed returns TS_E_ABORTED, sticky). */
@@ -113,8 +125,17 @@ typedef const char *(*ts_tap_progress_fn)(void *user, const char *tool, size_t t
 #define TS_TAP_PROGRESS_MAX 200
 #define TS_TAP_PROGRESS_LIMIT 65536 /* the largest progress_max a config may ask for */
 #define TS_TAP_HEARTBEAT_BYTES 4096
+/* The most text one DELTA or TEXT_DELTA carries (see "Pieces"): big enough that pieces
+ * are rare (provider fragments are a few bytes to a few KiB), small enough that an event
+ * with the worst escaping (6 bytes per control character) stays far below any line cap. */
+#define TS_TAP_TEXT_PIECE 8192
 #define TS_TAP_MAX_ARGS_BYTES (16u << 20)
-#define TS_TAP_MAX_EVENT_BYTES (4u << 20)
+/* The default cap on one SSE event's data (one JSON value for NDJSON, one frame's payload
+ * for Bedrock): a call's whole arguments plus this, since Gemini and Ollama send a call in
+ * one event (raw JSON, so the event is the arguments and a small envelope). The buffer is
+ * allocated at that size but only the pages an event touches become resident. */
+#define TS_TAP_EVENT_SLACK (1u << 20)
+#define TS_TAP_MAX_EVENT_BYTES (TS_TAP_MAX_ARGS_BYTES + TS_TAP_EVENT_SLACK)
 
 typedef struct {
   ts_format format;        /* TS_FORMAT_AUTO (default) detects; TS_FORMAT_RAW: bare argument bytes */
@@ -126,7 +147,7 @@ typedef struct {
   uint64_t heartbeat_bytes;   /* 0: TS_TAP_HEARTBEAT_BYTES */
   size_t progress_max;        /* 0: TS_TAP_PROGRESS_MAX */
   size_t max_args_bytes;      /* 0: TS_TAP_MAX_ARGS_BYTES */
-  size_t max_event_bytes;     /* 0: TS_TAP_MAX_EVENT_BYTES (largest SSE event data) */
+  size_t max_event_bytes;     /* 0: max_args_bytes + TS_TAP_EVENT_SLACK (largest SSE event data) */
   uint32_t turn;              /* the turn within the thread, stamped on call events; 0: 1 */
   /* May be NULL. Nonzero when `id` was a call id in an earlier turn of the thread: the
    * call then gets a synthesized id (see "Call ids"). */

@@ -354,7 +354,11 @@ static int one_turn(loop *l, uint32_t turn, int resuming, int *more, char *why, 
     snprintf(why, cap, "%s", mwhy);
     return TS_E_IO;
   }
-  int src = ts_sink_store_error(l->sink);
+  int src = ts_sink_store_error(l->sink), enc = ts_sink_encode_failed(l->sink);
+  if (enc && !drc && !arc) { /* events/sink.h: a hole in the record ends the run */
+    snprintf(why, cap, "an event could not be written: %s", ts_err_message(enc));
+    return enc;
+  }
   if (drc || arc || src) {
     snprintf(why, cap, "the store failed: %s",
              drc ? ts_store_errmsg(c->dispatch_store)

@@ -226,8 +226,11 @@ static void to_endpoint(void *user, const ts_event *ev, const char *json, size_t
 }
 
 static ts_sink *thread_sink(const ts_gw *gw, const char *thread) {
+  /* Its taps run with the default limits; the line cap follows them (events/sink.h). An
+   * event that cannot be written stops this thread's events, the replies go on. */
   ts_sink_config sc = {.thread = thread, .who = "toolstream gateway", .pub = gw->cfg.pub,
-                       .emitted = gw->cfg.serve ? to_endpoint : NULL, .emitted_user = (void *)gw};
+                       .emitted = gw->cfg.serve ? to_endpoint : NULL, .emitted_user = (void *)gw,
+                       .max_event_bytes = ts_sink_cap_for_args(0)};
   ts_sink *s = NULL;
   return ts_sink_new(&sc, &s) == TS_E_OK ? s : NULL;
 }

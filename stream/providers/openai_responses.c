@@ -32,6 +32,7 @@
  * flat (`code`, `message` at the top) or nested (`error: {...}`).
  */
 #define TS_ADAPTER_INTERNAL
+#include <stdint.h>
 #include <string.h>
 
 #include "stream/adapter.h"
@@ -66,6 +67,7 @@ static void end_call(ts_adapter *a, ts_jv *jv, int key_tok, int args_tok) {
 /* Call notes (ts__adapter_call_tag) for custom tool calls. */
 #define TAG_CUSTOM 1u  /* free-form input wrapped as {"input": ...} */
 #define TAG_DELTA 2u   /* an input delta arrived */
+#define TAG_ITEM 4u    /* not a function call: its arguments come with its item's end */
 
 /* The item types that are calls, with the tool name of those that have no `name` and the
  * member holding their arguments object. */
@@ -111,11 +113,12 @@ static void item_added(ts_adapter *a, ts_jv *jv, int item) {
     return;
   int slot = ts__adapter_call_begin(a, -1, key, id, name);
   if (slot < 0) return;
+  if (k > 0) *ts__adapter_call_tag(a, slot) = TAG_ITEM;
   if (k == 0) {
     if (ts__adapter_string(a, jv, ts_jv_get(jv, item, "arguments"), &args) > 0)
       ts__adapter_call_args(a, slot, args);
   } else if (k == 1) {
-    *ts__adapter_call_tag(a, slot) = TAG_CUSTOM;
+    *ts__adapter_call_tag(a, slot) = TAG_CUSTOM | TAG_ITEM;
     ts__adapter_call_args(a, slot, (ts_view){"{\"input\":\"", 10});
     if (ts_jv_eq(jv, ts_jv_get(jv, item, "status"), "completed"))
       custom_done(a, jv, slot, ts_jv_get(jv, item, "input"));
@@ -227,6 +230,25 @@ static int responses_oversized(ts_adapter *a, ts_view name) {
   return 1;
 }
 
+/* The terminal events repeat every output item; what is new in them (status, usage) is a
+ * few hundred bytes. Past this much the name alone ends the turn (responses_oversized). */
+#define RESPONSES_TERMINAL_KEEP ((size_t)1 << 20)
+
+/* What is worth keeping of an event, by its name (ts_adapter_keep): the `.done` events
+ * repeat a call's whole arguments, and once every open call is a function call whose
+ * arguments came as deltas they tell nothing new (a call's READY comes from its deltas;
+ * one whose arguments stayed incomplete ends with the turn instead). The request echoes
+ * are never read. */
+static size_t responses_keep(ts_adapter *a, ts_view name) {
+  if (responses_skip(name)) return 0;
+  if (name_is(name, "response.function_call_arguments.done") ||
+      name_is(name, "response.output_item.done"))
+    return ts__adapter_calls_known(a, TAG_ITEM) ? 0 : SIZE_MAX;
+  if (name_is(name, "response.completed") || name_is(name, "response.incomplete"))
+    return RESPONSES_TERMINAL_KEEP;
+  return SIZE_MAX;
+}
+
 static int responses_name(ts_view name) {
   return name.len >= 9 && memcmp(name.p, "response.", 9) == 0;
 }
@@ -308,6 +330,7 @@ const ts_provider ts_provider_openai_responses = {
     .event = responses_event,
     .skip = responses_skip,
     .oversized = responses_oversized,
+    .keep = responses_keep,
     .named_errors = 1,
     .request = responses_request,
     .url_suffix = "/responses",

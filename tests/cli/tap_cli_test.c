@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,6 +35,7 @@
 
 #include "events/event.h"
 #include "stream/tap.h"
+#include "support/big_stream.h"
 #include "support/gold.h"
 #include "support/json_check.h"
 #include "support/proc.h"
@@ -568,6 +570,94 @@ START_TEST(test_pipe_flush) {
 }
 END_TEST
 
+/* ---- a 64 MiB call (issue 19) ------------------------------------------------------------ */
+
+/* Runs `toolstream tap --no-time ARGS... IN` with standard output into the file `out`;
+ * returns the exit status and the child's peak resident memory (KiB). */
+static int run_to_file(const char *const *args, const char *in, const char *out, long *maxrss_kib) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(126);
+    /* ASan: freed blocks go back at once, so its peak is the program's, not the quarantine's */
+    setenv("ASAN_OPTIONS", "quarantine_size_mb=0:detect_leaks=0", 1);
+    const char *argv[16];
+    int n = 0;
+    argv[n++] = "toolstream";
+    argv[n++] = "tap";
+    argv[n++] = "--no-time";
+    for (int i = 0; args[i]; i++) argv[n++] = args[i];
+    argv[n++] = in;
+    argv[n] = NULL;
+    execv(BINARY, (char *const *)argv);
+    _exit(127);
+  }
+  int st;
+  REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
+  struct rusage ru; /* the largest of the children waited for: run the small one first */
+  getrusage(RUSAGE_CHILDREN, &ru);
+  *maxrss_kib = ru.ru_maxrss;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* A call of 64 MiB: its READY line carries the arguments whole (the line cap follows
+ * --max-args-bytes), the turn finishes, the exit status is 0, and the command holds
+ * about one copy of the call: its peak memory over a tiny call's is below 1.3 times the
+ * arguments (two copies, the old way, would be 2). Under ASan realloc always copies, so
+ * there the bound is what two copies would be plus slack. */
+START_TEST(test_huge_call) {
+  size_t len = (size_t)64 << 20;
+  sb args = {0}, in = {0};
+  ts_test_big_args(&args, len);
+  ts_test_big_stream(&in, "openai-chat", args.p, args.len, 4096);
+  char inpath[4096], outpath[4200], small[4096];
+  write_temp(inpath, sizeof inpath, in.p, in.len);
+  snprintf(outpath, sizeof outpath, "%s.out", inpath);
+  sb tiny = {0}, targs = {0};
+  ts_test_big_args(&targs, 1000);
+  ts_test_big_stream(&tiny, "openai-chat", targs.p, targs.len, 100);
+  write_temp(small, sizeof small, tiny.p, tiny.len);
+  /* The children's peak counts what they inherit before exec: hold nothing big now. */
+  sb_free(&args);
+  sb_free(&in);
+  static const char *const opts[] = {"--max-args-bytes", "80m", NULL};
+  long base_kib, big_kib;
+  REQUIRE(run_to_file(opts, small, outpath, &base_kib) == 0, "the tiny call failed");
+  int status = run_to_file(opts, inpath, outpath, &big_kib);
+  size_t olen;
+  char *out = ts_test_read_file(outpath, &olen);
+  unlink(inpath);
+  unlink(small);
+  unlink(outpath);
+  REQUIRE(status == 0, "exit %d", status);
+  ts_test_big_args(&args, len); /* the same bytes again */
+  const char *ready = strstr(out, "\"type\":\"tool_call_ready\"");
+  REQUIRE(ready != NULL, "no tool_call_ready line");
+  const char *a = strstr(ready, "\"arguments\":");
+  REQUIRE(a != NULL, "no arguments");
+  a += strlen("\"arguments\":");
+  REQUIRE((size_t)(out + olen - a) > len && !memcmp(a, args.p, len) && a[len] == '}' &&
+              a[len + 1] == '\n',
+          "the arguments differ");
+  const char *last = strstr(a + len, "\"type\":\"turn_finished\"");
+  REQUIRE(last != NULL && strchr(last, '\n') == out + olen - 1, "turn_finished is not the last line");
+  double copies = (double)(big_kib - base_kib) * 1024.0 / (double)len;
+  fprintf(stderr, "64 MiB call: peak %ld KiB, %ld KiB for a tiny call: %.2f copies\n", big_kib,
+          base_kib, copies);
+#if defined(__SANITIZE_ADDRESS__)
+  REQUIRE(copies < 2.5, "peak memory %.2f copies of the call", copies);
+#else
+  REQUIRE(copies < 1.3, "peak memory %.2f copies of the call", copies);
+#endif
+  free(out);
+  sb_free(&args);
+  sb_free(&in);
+  sb_free(&tiny);
+  sb_free(&targs);
+}
+END_TEST
+
 int main(void) {
   ngolds = ts_test_gold_list(&golds);
   Suite *s = suite_create("tap_cli");
@@ -579,6 +669,11 @@ int main(void) {
   tcase_add_test(tc, test_usage);
   tcase_add_test(tc, test_pipe_flush);
   suite_add_tcase(s, tc);
+  /* 64 MiB through the binary: minutes under ASan on a busy machine */
+  TCase *big = tcase_create("huge");
+  tcase_set_timeout(big, 900);
+  tcase_add_test(big, test_huge_call);
+  suite_add_tcase(s, big);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);

@@ -20,6 +20,8 @@
 #include "stream/json_tok.h"
 #include "support/test_support.h"
 
+#define KEY_FOR_PLACE "sk-place-0123456789"
+
 /* ---- a recording store ---------------------------------------------------------------- */
 
 typedef struct {
@@ -296,20 +298,138 @@ START_TEST(test_publish_failure) {
 }
 END_TEST
 
+/* An event that does not encode is a hole in the record: fatal and sticky, like the
+ * store (sink.h, "Error policy"), with its seq unused and nothing written after it. */
 START_TEST(test_encoding_failure) {
   FILE *out = tmpfile();
-  ts_sink_config c = {.no_time = 1, .thread = "t", .out = out, .max_event_bytes = 128};
+  rec_store st = {0};
+  ts_sink_config c = {.no_time = 1, .thread = "t", .out = out, .max_event_bytes = 128,
+                      .store = rec_put, .store_user = &st};
   ts_sink *s;
   ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
+  ts_tap_event e = error_event("ok");
+  ck_assert_int_eq(ts_sink_emit_tap(s, &e), TS_E_OK);
   char big[200];
   memset(big, 'x', sizeof big - 1);
   big[sizeof big - 1] = '\0';
-  ts_tap_event e = error_event(big);
+  e = error_event(big);
   ck_assert_int_eq(ts_sink_emit_tap(s, &e), TS_E_LIMIT);
-  ck_assert_uint_eq(ts_sink_last_seq(s), 0); /* the seq was not used */
+  ck_assert_uint_eq(ts_sink_last_seq(s), 1); /* the seq was not used */
+  ck_assert_int_eq(ts_sink_error(s), TS_E_LIMIT);
+  ck_assert_int_eq(ts_sink_encode_failed(s), TS_E_LIMIT);
+  ck_assert_int_eq(ts_sink_store_error(s), TS_E_OK);
   e = error_event("ok");
-  ck_assert_int_eq(ts_sink_emit_tap(s, &e), TS_E_OK);
+  ck_assert_int_eq(ts_sink_emit_tap(s, &e), TS_E_LIMIT); /* sticky: nothing more goes out */
   ck_assert_uint_eq(ts_sink_last_seq(s), 1);
+  char buf[4096];
+  ck_assert_int_eq(count_lines(file_text(out, buf, sizeof buf)), 1);
+  ck_assert_uint_eq(st.n, 1);
+  ts_sink_free(s);
+  fclose(out);
+}
+END_TEST
+
+static ts_tap_event ready_event(ts_buf *args) {
+  ts_tap_event e;
+  memset(&e, 0, sizeof e);
+  e.type = TS_TAP_TOOL_CALL_READY;
+  e.is_call = 1;
+  e.call_id = (ts_view){"call_1", 6};
+  e.tool = (ts_view){"write", 5};
+  e.arguments = (ts_view){args->p, args->len};
+  e.arguments_buf = args;
+  return e;
+}
+
+/* ts_sink_emit_tap_last encodes a READY around the arguments in the tap's own buffer: the
+ * same bytes as a copying emit, for every destination, the buffer taken; over the cap
+ * (the cap following the arguments' limit) and out of memory are the sticky error. */
+START_TEST(test_ready_in_place) {
+  static const char *const secrets[] = {KEY_FOR_PLACE};
+  for (int with_secret = 0; with_secret < 2; with_secret++) {
+    FILE *a = tmpfile(), *b = tmpfile();
+    rec_store sa = {0}, sb_ = {0};
+    ts_sink_config ca = {.no_time = 1, .thread = "t", .out = a, .store = rec_put,
+                         .store_user = &sa, .secrets = secrets, .n_secrets = (size_t)with_secret};
+    ts_sink_config cb = ca;
+    cb.out = b;
+    cb.store_user = &sb_;
+    ts_sink *x, *y;
+    ck_assert_int_eq(ts_sink_new(&ca, &x), TS_E_OK);
+    ck_assert_int_eq(ts_sink_new(&cb, &y), TS_E_OK);
+    for (size_t n = 1; n <= 70000; n = n * 3 + 1) { /* from tiny to past any small buffer */
+      ts_buf args, copy;
+      ts_buf_init(&args, 1 << 20);
+      ts_buf_init(&copy, 1 << 20);
+      ts_buf_puts(&args, "{\"k\":\"" KEY_FOR_PLACE "\",\"v\":\"");
+      for (size_t i = 0; i < n; i++) ts_buf_putc(&args, (char)('a' + i % 26));
+      ts_buf_puts(&args, "\"}");
+      ts_buf_append(&copy, args.p, args.len);
+      ts_tap_event e = ready_event(&copy);
+      ck_assert_int_eq(ts_sink_emit_tap(x, &e), TS_E_OK);
+      e = ready_event(&args);
+      ck_assert_int_eq(ts_sink_emit_tap_last(y, &e), TS_E_OK);
+      ck_assert_ptr_null(args.p); /* taken, and freed by the sink */
+      ts_buf_fini(&args);
+      ts_buf_fini(&copy);
+    }
+    static char ta[1 << 20], tb[1 << 20];
+    file_text(a, ta, sizeof ta);
+    file_text(b, tb, sizeof tb);
+    ck_assert_uint_gt(strlen(ta), 40000);
+    ck_assert_str_eq(ta, tb);
+    ck_assert_uint_eq(sa.len, sb_.len);
+    ck_assert_int_eq(memcmp(sa.text, sb_.text, sa.len), 0);
+    ck_assert(with_secret ? strstr(ta, KEY_FOR_PLACE) == NULL : strstr(ta, KEY_FOR_PLACE) != NULL);
+    ts_sink_free(x);
+    ts_sink_free(y);
+    fclose(a);
+    fclose(b);
+  }
+
+  /* The cap for a tap's limit holds its largest READY; one byte more does not fit. */
+  size_t max_args = 1000;
+  FILE *out = tmpfile();
+  ts_sink_config c = {.no_time = 1, .thread = "t", .out = out,
+                      .max_event_bytes = ts_sink_cap_for_args(max_args)};
+  ck_assert_uint_eq(ts_sink_cap_for_args(max_args), max_args + TS_SINK_ENVELOPE);
+  ck_assert_uint_eq(ts_sink_cap_for_args(0), TS_TAP_MAX_ARGS_BYTES + TS_SINK_ENVELOPE);
+  ts_sink *s;
+  ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
+  ts_buf args;
+  ts_buf_init(&args, max_args);
+  ts_buf_putc(&args, '[');
+  while (args.len < max_args - 1) ts_buf_putc(&args, '1');
+  ts_buf_putc(&args, ']');
+  ck_assert_uint_eq(args.len, max_args);
+  ts_tap_event e = ready_event(&args);
+  ck_assert_int_eq(ts_sink_emit_tap_last(s, &e), TS_E_OK);
+  ts_buf_fini(&args);
+  ts_sink_free(s);
+  c.max_event_bytes = 64; /* smaller than the envelope: the READY cannot be written */
+  ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
+  ts_buf_init(&args, 100);
+  ts_buf_puts(&args, "{\"a\":1}");
+  e = ready_event(&args);
+  ck_assert_int_eq(ts_sink_emit_tap_last(s, &e), TS_E_LIMIT);
+  ck_assert_int_eq(ts_sink_error(s), TS_E_LIMIT);
+  ts_buf_fini(&args);
+  ts_sink_free(s);
+  /* out of memory while growing the buffer around the arguments: sticky, nothing out */
+  c.max_event_bytes = 0;
+  long before = ftell(out);
+  ck_assert_int_eq(ts_sink_new(&c, &s), TS_E_OK);
+  ts_buf_init(&args, 100);
+  ts_buf_puts(&args, "{\"a\":1}");
+  e = ready_event(&args);
+  ts_test_alloc_fail_after(1);
+  int rc = ts_sink_emit_tap_last(s, &e);
+  ts_test_alloc_fail_after(-1);
+  ck_assert_int_eq(rc, TS_E_NOMEM);
+  ck_assert_int_eq(ts_sink_error(s), TS_E_NOMEM);
+  fflush(out);
+  ck_assert_int_eq(ftell(out), before);
+  ts_buf_fini(&args);
   ts_sink_free(s);
   fclose(out);
 }
@@ -483,6 +603,7 @@ int main(void) {
   tcase_add_test(tc, test_output_failure);
   tcase_add_test(tc, test_publish_failure);
   tcase_add_test(tc, test_encoding_failure);
+  tcase_add_test(tc, test_ready_in_place);
   tcase_add_test(tc, test_redaction);
   tcase_add_test(tc, test_redaction_every_field);
   tcase_add_test(tc, test_threads);

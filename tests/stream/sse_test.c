@@ -916,6 +916,78 @@ START_TEST(test_random_vs_reference) {
 END_TEST
 
 /* Long lines, many chunks: the line-end search is reused, so this is linear. */
+/* ---- keeping a head only (ts_sse_set_keep) ---------------------------------------- */
+
+/* By name: "skip" keeps nothing, "head" 5 bytes, "big" 1 MiB (more than cap); any other
+ * name everything. The names asked are recorded. */
+static size_t keep_by_name(void *user, const char *name, size_t len) {
+  sb *asked = user;
+  sb_add(asked, name, len);
+  sb_putc(asked, ' ');
+  if (len == 4 && !memcmp(name, "skip", 4)) return 0;
+  if (len == 4 && !memcmp(name, "head", 4)) return 5;
+  if (len == 3 && !memcmp(name, "big", 3)) return (size_t)1 << 20;
+  return TS_SSE_KEEP_ALL;
+}
+
+static int keep_cb(void *user, const ts_sse_event *ev) {
+  sb *out = user;
+  if (ev->kind == TS_SSE_ERROR)
+    sb_printf(out, "error %d @%llu\n", ev->code, (unsigned long long)ev->err_offset);
+  else
+    sb_printf(out, "event '%.*s' '%.*s'%s @%llu\n", (int)ev->name_len, ev->name, (int)ev->data_len,
+              ev->data, ev->cut ? " cut" : "", (unsigned long long)ev->end_offset);
+  return 0;
+}
+
+static void keep_run(void *user, ts_split *feed, sb *out) {
+  (void)user;
+  char dbuf[16];
+  sb asked = {0};
+  ts_sse s;
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 24, keep_cb, out), TS_E_OK);
+  ts_sse_set_keep(&s, keep_by_name, &asked);
+  char *c;
+  size_t n;
+  while (ts_split_next(feed, &c, &n)) ck_assert_int_eq(ts_sse_feed(&s, c, n), TS_E_OK);
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  sb_printf(out, "asked: %s\n", sb_str(&asked));
+  sb_free(&asked);
+}
+
+/* Cap 16, line limit 24: an event that keeps a head is cut, not an error, however long
+ * its data and its lines; the others keep every limit; the next event is whole again. */
+START_TEST(test_keep_head) {
+  static const struct {
+    int line;
+    const char *in, *want;
+  } rows[] = {
+      {__LINE__, "event: skip\ndata: 0123456789012345678901234567890123456789\n\ndata: ok\n\n",
+       "event 'skip' '' cut @60\nevent '' 'ok' @70\nasked: skip \n"},
+      {__LINE__, "event: head\ndata: abcdefgh\ndata: ijk\n\nevent: x\ndata: whole\n\n",
+       "event 'head' 'abcde' cut @38\nevent 'x' 'whole' @60\nasked: head x \n"},
+      {__LINE__, "event: head\ndata: abcd\ndata: e\n\n", /* the joining \n is past the head */
+       "event 'head' 'abcd\n' cut @32\nasked: head \n"},
+      {__LINE__, "event: head\ndata: abc\n\n", "event 'head' 'abc' @23\nasked: head \n"},
+      {__LINE__, "event: big\ndata: 0123456789abcdefXYZ\n\nevent: skip\ndata:\n\n",
+       /* the head is bounded by cap too; an empty value drops nothing */
+       "event 'big' '0123456789abcdef' cut @38\nevent 'skip' '' @57\nasked: big skip \n"},
+      {__LINE__, "event: other\ndata: 0123456789abcdefXYZ\n\ndata: ok\n\n",
+       "error -201 @35\nevent '' 'ok' @50\nasked: other \n"},
+      {__LINE__, "data: first\nevent: skip\n\n", /* named after its data: not asked */
+       "event 'skip' 'first' @25\nasked: \n"},
+      {__LINE__, "event: skip\r\ndata: " "0123456789012345678901234567890123456789" "\r\n\r\n",
+       "event 'skip' '' cut @63\nasked: skip \n"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "keep row at line %d", rows[i].line);
+    ts_split_check(ctx, rows[i].in, strlen(rows[i].in), keep_run, NULL, rows[i].want);
+    ts_split_check_cuts(ctx, rows[i].in, strlen(rows[i].in), keep_run, NULL, rows[i].want);
+  }
+}
+END_TEST
+
 START_TEST(test_long_cr_only_stream) {
   size_t n = 200000;
   char *in = malloc(n);
@@ -953,6 +1025,7 @@ static Suite *sse_suite(void) {
   tcase_add_test(tc, test_cr_lf_split);
   tcase_add_test(tc, test_random_vs_reference);
   tcase_add_test(tc, test_long_cr_only_stream);
+  tcase_add_test(tc, test_keep_head);
   suite_add_tcase(s, tc);
   return s;
 }
