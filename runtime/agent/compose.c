@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/thread_env.h"
 #include "base/file.h"
 #include "base/thread_id.h"
 #include "store/store.h"
@@ -449,6 +450,26 @@ static int system_parts(ts_compose *c, const ts_defs_prompt *p, ts_vars *vars,
   return c->system.err;
 }
 
+/* What the driver declares goes on the thread (tools/variables.h), as a run's tools do
+ * (agent/thread_env.h): its tools' variables, the prompt's and the agent's own, so that
+ * `scoped` and `env list` see them. */
+static int declare(ts_compose *c, const driver_tools *d, char *why, size_t cap) {
+  ts_vars *v = NULL;
+  int rc = ts_vars_open(c->cfg->store, NULL, &v);
+  if (!rc) rc = ts_thread_env_declare(v, d->reg, c->cfg->thread);
+  char by[TS_DEFS_NAME_MAX + 16];
+  snprintf(by, sizeof by, "prompt %s", d->prompt->name);
+  for (size_t i = 0; !rc && i < d->prompt->n_vars; i++)
+    rc = ts_vars_declare(v, c->cfg->thread, &d->prompt->vars[i], by);
+  if (d->agent) snprintf(by, sizeof by, "agent %s", d->agent->name);
+  for (size_t i = 0; !rc && d->agent && i < d->agent->n_vars; i++)
+    rc = ts_vars_declare(v, c->cfg->thread, &d->agent->vars[i], by);
+  if (rc) snprintf(why, cap, "declaring the variables of prompt \"%s\": %s", d->prompt->name,
+                   v ? ts_vars_errmsg(v) : ts_err_message(rc));
+  ts_vars_free(v);
+  return rc;
+}
+
 int ts_compose_driver_get(ts_compose *c, ts_compose_driver *out, char *why, size_t cap) {
   driver_tools *d = NULL;
   for (size_t i = 0; i < c->ndt && !d; i++)
@@ -464,6 +485,7 @@ int ts_compose_driver_get(ts_compose *c, ts_compose_driver *out, char *why, size
     d->agent = c->agent;
     d->side = c->side;
     int rc = build_tools(c, d, why, cap);
+    if (!rc) rc = declare(c, d, why, cap);
     if (rc) return rc;
   }
   ts_buf_reset(&c->system);

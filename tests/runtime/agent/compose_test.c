@@ -106,6 +106,21 @@ static void hang_exec(void *user, const ts_call_info *call, const char *args, si
   ts_tool_result_error(out, "cancelled");
 }
 
+/* Returns the value of its variable COLOR as the call resolves it (or "unset"). */
+static const ts_registry *base_reg;
+static void show_var_exec(void *user, const ts_call_info *call, const char *args, size_t len,
+                          ts_tool_result *out) {
+  (void)user, (void)args, (void)len;
+  const char *v = NULL;
+  size_t n = 0;
+  char why[256];
+  int r = call->env_get ? call->env_get(call->env_ctx, ts_registry_find(base_reg, "show_var", 8),
+                                        "COLOR", &v, &n, why, sizeof why)
+                        : 0;
+  if (r == 1) ts_tool_result_string(out, v, n);
+  else ts_tool_result_string(out, "unset", 5);
+}
+
 static ts_registry *tools(void) {
   ts_registry *r = ts_registry_new();
   char why[256];
@@ -121,6 +136,11 @@ static ts_registry *tools(void) {
   ck_assert_int_eq(ts_registry_add(r, &s, why, sizeof why), 0);
   ck_assert_int_eq(ts_registry_add(r, &g, why, sizeof why), 0);
   ck_assert_int_eq(ts_registry_add(r, &h, why, sizeof why), 0);
+  ts_var_def color = {"COLOR", TS_VAR_TEXT, 0, 0, "a colour"};
+  ts_tool_spec v = {.name = "show_var", .description = "shows COLOR", .vars = &color,
+                    .n_vars = 1, .execute = show_var_exec};
+  ck_assert_int_eq(ts_registry_add(r, &v, why, sizeof why), 0);
+  base_reg = r;
   return r;
 }
 
@@ -355,6 +375,69 @@ START_TEST(test_function_tool_and_the_driving_prompt) {
   ts_registry_free(reg);
   ts_defs_free(defs);
   ts_test_rm_rf(dir);
+}
+END_TEST
+
+/* The variable layers a composed thread's tools resolve with (docs/variables.md): the
+ * agent's env over the tools entry's over the prompt's; and what the driver declares. */
+static const struct {
+  int line;
+  const char *agent_env, *entry_env, *prompt_env;
+  const char *want;
+} layer_rows[] = {
+    {__LINE__, NULL, NULL, NULL, "\"unset\""},
+    {__LINE__, NULL, NULL, "{\"COLOR\":\"prompt\"}", "\"prompt\""},
+    {__LINE__, NULL, "{\"COLOR\":\"entry\"}", "{\"COLOR\":\"prompt\"}", "\"entry\""},
+    {__LINE__, "{\"COLOR\":\"agent\"}", "{\"COLOR\":\"entry\"}", "{\"COLOR\":\"prompt\"}",
+     "\"agent\""},
+};
+
+static int grab_decl(void *user, const ts_store_env_decl *d) {
+  sb_printf(user, "%s=%s;", d->name, d->declared_by);
+  return 0;
+}
+
+START_TEST(test_variable_layers_of_a_driver) {
+  for (size_t i = 0; i < sizeof layer_rows / sizeof layer_rows[0]; i++) {
+    fresh("compose-layers");
+    turn_call("main", 1, "show_var", "{}");
+    turn_text("main", 2, "ok");
+    char json[2048], entry[256], penv[128], aenv[128];
+    if (layer_rows[i].entry_env)
+      snprintf(entry, sizeof entry, "{\"name\":\"show_var\",\"env\":%s}", layer_rows[i].entry_env);
+    else
+      snprintf(entry, sizeof entry, "\"show_var\"");
+    snprintf(penv, sizeof penv, ",\"env\":%s", layer_rows[i].prompt_env ? layer_rows[i].prompt_env : "{}");
+    snprintf(aenv, sizeof aenv, ",\"env\":%s", layer_rows[i].agent_env ? layer_rows[i].agent_env : "{}");
+    snprintf(json, sizeof json,
+             "[{\"kind\":\"prompt\",\"name\":\"main\",\"prompt\":\"m\",\"tools\":[%s]%s,"
+             "\"variables\":[{\"name\":\"REGION\",\"type\":\"text\",\"required\":false,"
+             "\"description\":\"where\"}]},"
+             " {\"kind\":\"agent\",\"name\":\"a\",\"sideA\":{\"prompt\":\"main\"}%s}]",
+             entry, penv, aenv);
+    ts_defs *defs = load(json);
+    ts_registry *reg = tools();
+    char why[512];
+    run_opts o = {.agent = "a", .prompt = "go"};
+    ck_assert_msg(run(defs, reg, "l1", &o, why, sizeof why) == 0, "line %d: %s",
+                  layer_rows[i].line, why);
+    thread_dump d = dump("l1");
+    char want[256];
+    snprintf(want, sizeof want, "show_var|c_main_1|%s\n", layer_rows[i].want);
+    ck_assert_msg(strstr(sb_str(&d.results), want), "line %d: %s", layer_rows[i].line,
+                  sb_str(&d.results));
+    sb decls = {0};
+    ts_store *st;
+    ck_assert_int_eq(ts_store_open(dir, &st, why, sizeof why), 0);
+    ts_store_env_decls(st, "l1", grab_decl, &decls);
+    ts_store_close(st);
+    ck_assert_str_eq(sb_str(&decls), "COLOR=tool show_var;REGION=prompt main;");
+    sb_free(&decls);
+    dump_free(&d);
+    ts_registry_free(reg);
+    ts_defs_free(defs);
+    ts_test_rm_rf(dir);
+  }
 }
 END_TEST
 
@@ -927,6 +1010,7 @@ int main(void) {
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, test_child_id);
   tcase_add_test(tc, test_function_tool_and_the_driving_prompt);
+  tcase_add_test(tc, test_variable_layers_of_a_driver);
   tcase_add_test(tc, test_prompt_tool_defaults);
   tcase_add_test(tc, test_prompt_tool_arguments_are_validated);
   tcase_add_test(tc, test_subprompt_include_fields);
