@@ -95,6 +95,12 @@ typedef struct {
   size_t nmessages;
   const ts_req_tool *tools;
   size_t ntools;
+  /* How the model may use the tools (a prompt's toolChoice / parallelToolCalls,
+   * agent/compose.h), written by the providers that have the setting (Chat Completions,
+   * Anthropic), with tools only: NULL: the provider's default; "auto", "none",
+   * "required". parallel_tool_calls: -1 the provider's default, 0 or 1. */
+  const char *tool_choice;
+  int parallel_tool_calls;
 } ts_request;
 
 /* ---- where a request body declares its tools' schemas -------------------------------

@@ -193,7 +193,7 @@ static int add_thread(req_list *r, msgs *l, const view_filter *f) {
 static int build(ts_store *s, const char *thread, const ts_registry *reg,
                  const ts_provider *provider, const char *model, unsigned max_tokens,
                  const char *system, const char *history, const view_filter *hf, int side,
-                 ts_buf *out) {
+                 const char *tool_choice, int parallel, ts_buf *out) {
   if (!provider || !provider->request) return TS_E_INVAL;
   msgs l = {0}, h = {0};
   req_list r = {0};
@@ -229,7 +229,7 @@ static int build(ts_store *s, const char *thread, const ts_registry *reg,
     tools[i].description = (ts_view){ts_tool_description(t), strlen(ts_tool_description(t))};
     tools[i].schema = (ts_view){schema, strlen(schema)};
   }
-  ts_request req = {model, max_tokens, r.v, r.n, tools, ntools};
+  ts_request req = {model, max_tokens, r.v, r.n, tools, ntools, tool_choice, parallel};
   rc = ts_provider_request(provider, &req, out);
 out:
   for (size_t i = 0; i < r.nturns; i++) turn_fini(&r.turns[i]);
@@ -244,7 +244,7 @@ out:
 int ts_conversation_request(ts_store *s, const char *thread, const ts_registry *reg,
                             const ts_provider *provider, const char *model, unsigned max_tokens,
                             ts_buf *out) {
-  return build(s, thread, reg, provider, model, max_tokens, NULL, NULL, NULL, 0, out);
+  return build(s, thread, reg, provider, model, max_tokens, NULL, NULL, NULL, 0, NULL, -1, out);
 }
 
 int ts_conversation_request_turn(const ts_agent_turn *t, const ts_provider *provider,
@@ -252,7 +252,8 @@ int ts_conversation_request_turn(const ts_agent_turn *t, const ts_provider *prov
   view_filter hf = {t->include_chat, t->include_past_tools, 0};
   return build(t->store, t->thread, t->reg, provider, t->model ? t->model : model, max_tokens,
                t->system, t->history && (hf.chat || hf.tools) ? t->history : NULL, &hf,
-               t->side, out);
+               t->side, t->tool_choice, t->parallel_tool_calls ? t->parallel_tool_calls - 1 : -1,
+               out);
 }
 
 /* ---- one turn's calls ---------------------------------------------------------------- */

@@ -371,6 +371,12 @@ static int one_turn(loop *l, uint32_t turn, int resuming, int *more, char *why, 
     t.include_chat = l->drv.prompt->include_chat;
     t.include_past_tools = l->drv.prompt->include_past_tools;
     if (l->drv.agent && l->drv.agent->type == TS_DEFS_DUAL_AI) t.side = l->drv.side ? 'b' : 'a';
+    static const char *const choice[] = {"auto", "none", "required"};
+    ts_defs_tool_choice tc = l->drv.prompt->tool_choice;
+    t.tool_choice = tc >= TS_DEFS_CHOICE_AUTO && tc <= TS_DEFS_CHOICE_REQUIRED ? choice[tc] : NULL;
+    t.parallel_tool_calls = l->drv.prompt->parallel_tool_calls < 0 ? 0
+                            : l->drv.prompt->parallel_tool_calls    ? 2
+                                                                    : 1;
   }
   if (c->model.has_turn && c->model.has_turn(c->model.user, &t, why, cap)) return TS_E_IO;
   ts_buf_reset(&l->text);

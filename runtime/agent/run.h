@@ -80,6 +80,8 @@ typedef struct {
                             * caller's, for includeChat / includePastTools); NULL: none */
   int include_chat, include_past_tools;
   int side;                /* a dual_ai session: 'a' or 'b' (whose turn); 0: none */
+  const char *tool_choice; /* the prompt's toolChoice ("auto", "none", "required"); NULL */
+  int parallel_tool_calls; /* the prompt's parallelToolCalls + 1: 0 unset, 1 false, 2 true */
 } ts_agent_turn;
 
 typedef struct {

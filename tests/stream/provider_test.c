@@ -155,7 +155,7 @@ static void check_body(ts_format f, const ts_request *req, const char *want) {
 }
 
 static void check_request(ts_format f, unsigned max_tokens, const char *want) {
-  ts_request req = {"m-1", max_tokens, msgs, 6, tools, 1};
+  ts_request req = {"m-1", max_tokens, msgs, 6, tools, 1, NULL, -1};
   check_body(f, &req, want);
 }
 
@@ -215,7 +215,7 @@ START_TEST(test_request_bodies) {
                 "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"read\","
                 "\"description\":\"Reads\",\"parameters\":{\"type\":\"object\"}}}]}");
   /* a row without a request writer says so (every row of the table has one now) */
-  ts_request req = {"m", 0, msgs, 1, NULL, 0};
+  ts_request req = {"m", 0, msgs, 1, NULL, 0, NULL, -1};
   ts_buf b;
   ts_buf_init(&b, 1024);
   const ts_provider none = {.name = "none"};
@@ -379,7 +379,7 @@ END_TEST
  * or a body that is still valid JSON (Gemini's check of a result's JSON needs memory of
  * its own; without it the result goes as a string), never a crash or a leak. */
 START_TEST(test_request_out_of_memory) {
-  ts_request req = {"m-1", 10, msgs, 6, tools, 1};
+  ts_request req = {"m-1", 10, msgs, 6, tools, 1, NULL, -1};
   for (size_t i = 0; i < ts_provider_count(); i++) {
     const ts_provider *p = ts_provider_at(i);
     int done = 0;

@@ -342,7 +342,8 @@ static void fresh(const char *name) {
 static const char *const FUNCTION_DEFS =
     "[{\"kind\":\"prompt\",\"name\":\"main\",\"prompt\":[\"You are main. \","
     "{\"type\":\"env\",\"name\":\"MOOD\"},{\"type\":\"prompt\",\"name\":\"style\"}],"
-    "\"tools\":[\"echo\"],\"env\":{\"MOOD\":\"calm.\"}},"
+    "\"tools\":[\"echo\"],\"env\":{\"MOOD\":\"calm.\"},\"toolChoice\":\"required\","
+    "\"parallelToolCalls\":false},"
     " {\"kind\":\"prompt\",\"name\":\"style\",\"prompt\":\" Be brief.\"}]";
 
 START_TEST(test_function_tool_and_the_driving_prompt) {
@@ -370,6 +371,21 @@ START_TEST(test_function_tool_and_the_driving_prompt) {
   HAS(body, "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"echo\","
             "\"description\":\"echoes\"");
   HASNT(body, "\"name\":\"other\",\"description\"");
+  /* toolChoice and parallelToolCalls, in the provider's words */
+  HAS(body, "\"tool_choice\":\"required\",\"parallel_tool_calls\":false}");
+  ts_store *st;
+  ck_assert_int_eq(ts_store_open(dir, &st, why, sizeof why), 0);
+  ts_agent_turn t = {.store = st, .thread = "t1", .reg = reg, .system = "sys",
+                     .tool_choice = "required", .parallel_tool_calls = 1};
+  ts_buf b;
+  ts_buf_init(&b, 1 << 20);
+  ck_assert_int_eq(ts_conversation_request_turn(&t, ts_provider_get(TS_FORMAT_ANTHROPIC), "m",
+                                                0, &b),
+                   0);
+  HAS(b.p, "\"system\":[{\"type\":\"text\",\"text\":\"sys\"}]");
+  HAS(b.p, "\"tool_choice\":{\"type\":\"any\",\"disable_parallel_tool_use\":true}}");
+  ts_buf_fini(&b);
+  ts_store_close(st);
   dump_free(&d);
   rec_free(&r);
   ts_registry_free(reg);
