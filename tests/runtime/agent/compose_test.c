@@ -233,6 +233,18 @@ static int run(ts_defs *defs, ts_registry *reg, const char *thread, const run_op
   return rc;
 }
 
+/* Runs prompt "main" on a new thread with the first message "go" (asserting it ends well,
+ * `line` in the message) under the definitions `json` and the test's tools. */
+static void run_main(const char *json, const char *thread, int line) {
+  ts_defs *defs = load(json);
+  ts_registry *reg = tools();
+  char why[512];
+  run_opts o = {.prompt_name = "main", .prompt = "go"};
+  ck_assert_msg(run(defs, reg, thread, &o, why, sizeof why) == 0, "line %d: %s", line, why);
+  ts_registry_free(reg);
+  ts_defs_free(defs);
+}
+
 /* What the store holds of a thread. */
 typedef struct {
   sb roles, results, assistant, users;
@@ -553,19 +565,13 @@ START_TEST(test_prompt_tool_arguments_are_validated) {
   fresh("compose-val");
   turn_call("main", 1, "helper", "{\\\"task\\\":5}");
   turn_text("main", 2, "main done");
-  ts_defs *defs = load(sub_defs("\"helper\"", ""));
-  ts_registry *reg = tools();
-  char why[512];
-  run_opts o = {.prompt_name = "main", .prompt = "go"};
-  ck_assert_msg(run(defs, reg, "v1", &o, why, sizeof why) == 0, "%s", why);
+  run_main(sub_defs("\"helper\"", ""), "v1", __LINE__);
   thread_dump d = dump("v1");
   char res[4096];
   ck_assert_int_eq(result_of(sb_str(&d.results), "helper", res, sizeof res), '!');
   HAS(res, "/task");
   ck_assert_int_eq(row("v1/t1c0").found, 0); /* no child for an invalid call */
   dump_free(&d);
-  ts_registry_free(reg);
-  ts_defs_free(defs);
   ts_test_rm_rf(dir);
 }
 END_TEST
@@ -591,12 +597,7 @@ START_TEST(test_subprompt_include_fields) {
   for (size_t i = 0; i < sizeof include_rows / sizeof include_rows[0]; i++) {
     fresh("compose-inc");
     helper_session("{\\\"task\\\":\\\"t\\\"}");
-    ts_defs *defs = load(sub_defs(include_rows[i].entry, ""));
-    ts_registry *reg = tools();
-    char why[512];
-    run_opts o = {.prompt_name = "main", .prompt = "go"};
-    ck_assert_msg(run(defs, reg, "i1", &o, why, sizeof why) == 0, "line %d: %s",
-                  include_rows[i].line, why);
+    run_main(sub_defs(include_rows[i].entry, ""), "i1", include_rows[i].line);
     thread_dump d = dump("i1");
     char res[8192];
     result_of(sb_str(&d.results), "helper", res, sizeof res);
@@ -605,8 +606,6 @@ START_TEST(test_subprompt_include_fields) {
     ck_assert_msg(!strstr(res, include_rows[i].hasnt), "line %d: %s in %s",
                   include_rows[i].line, include_rows[i].hasnt, res);
     dump_free(&d);
-    ts_registry_free(reg);
-    ts_defs_free(defs);
     ts_test_rm_rf(dir);
   }
 }
@@ -622,13 +621,9 @@ START_TEST(test_init_user_message_and_attachments) {
   ts_test_put(p, "the notes");
   helper_session("{\\\"task\\\":\\\"read \\\\\\\"this\\\\\\\"\\\",\\\"files\\\":"
                  "[\\\"/attachments/notes.txt\\\"]}");
-  ts_defs *defs = load(sub_defs("{\"name\":\"helper\",\"initUserMessageProperty\":\"task\","
+  run_main(sub_defs("{\"name\":\"helper\",\"initUserMessageProperty\":\"task\","
                                 "\"initAttachmentsProperty\":\"files\"}",
-                                ""));
-  ts_registry *reg = tools();
-  char why[512];
-  run_opts o = {.prompt_name = "main", .prompt = "go"};
-  ck_assert_msg(run(defs, reg, "a1", &o, why, sizeof why) == 0, "%s", why);
+                                ""), "a1", __LINE__);
   thread_dump cd = dump("a1/t1c0");
   /* the exact value of the property, then the attachment in the callee's filesystem */
   ck_assert_str_eq(sb_str(&cd.users), "read \"this\"\n\n[attachment: /attachments/notes.txt]\n");
@@ -639,8 +634,6 @@ START_TEST(test_init_user_message_and_attachments) {
   ck_assert_str_eq(copied, "the notes");
   free(copied);
   dump_free(&cd);
-  ts_registry_free(reg);
-  ts_defs_free(defs);
   ts_test_rm_rf(dir);
 }
 END_TEST
@@ -681,12 +674,7 @@ START_TEST(test_bad_attachments_are_error_results) {
     memmove(items + strlen(loose), items + strlen("\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}"),
             strlen(items + strlen("\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}")) + 1);
     memcpy(items, loose, strlen(loose));
-    ts_defs *defs = load(json);
-    ts_registry *reg = tools();
-    char why[512];
-    run_opts o = {.prompt_name = "main", .prompt = "go"};
-    ck_assert_msg(run(defs, reg, "b1", &o, why, sizeof why) == 0, "line %d: %s",
-                  bad_attachments[i].line, why);
+    run_main(json, "b1", bad_attachments[i].line);
     thread_dump d = dump("b1");
     char res[4096];
     ck_assert_msg(result_of(sb_str(&d.results), "helper", res, sizeof res) == '!', "line %d: %s",
@@ -695,8 +683,6 @@ START_TEST(test_bad_attachments_are_error_results) {
                   res);
     ck_assert_int_eq(row("b1/t1c0").found, 0);
     dump_free(&d);
-    ts_registry_free(reg);
-    ts_defs_free(defs);
     ts_test_rm_rf(dir);
   }
 }
@@ -910,19 +896,13 @@ START_TEST(test_replay_needs_the_prompt_directory_for_a_child) {
   turn_call("main", 1, "helper", "{\\\"task\\\":\\\"t\\\"}");
   turn_text("main", 2, "main done");
   /* no rec/helper/: the child cannot play the caller's turns */
-  ts_defs *defs = load(sub_defs("\"helper\"", ""));
-  ts_registry *reg = tools();
-  char why[512];
-  run_opts o = {.prompt_name = "main", .prompt = "go"};
-  ck_assert_msg(run(defs, reg, "r1", &o, why, sizeof why) == 0, "%s", why);
+  run_main(sub_defs("\"helper\"", ""), "r1", __LINE__);
   thread_dump d = dump("r1");
   char res[4096];
   result_of(sb_str(&d.results), "helper", res, sizeof res);
   HAS(res, "\"status\":\"failed\"");
   HAS(res, "no recorded turns for prompt helper");
   dump_free(&d);
-  ts_registry_free(reg);
-  ts_defs_free(defs);
   ts_test_rm_rf(dir);
 }
 END_TEST
