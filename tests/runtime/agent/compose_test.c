@@ -207,6 +207,7 @@ typedef struct {
   const char *agent, *prompt_name, *prompt;
   int resume;
   recorder *rec;
+  double rate; /* SSE events per second of the recordings; 0: as fast as possible */
 } run_opts;
 
 static int run(ts_defs *defs, ts_registry *reg, const char *thread, const run_opts *o,
@@ -216,7 +217,7 @@ static int run(ts_defs *defs, ts_registry *reg, const char *thread, const run_op
   ck_assert_int_eq(ts_store_open(dir, &ds, why, cap), 0);
   char cwhy[512] = "";
   ck_assert_msg(ts_defs_check(defs, reg, cwhy, sizeof cwhy) == 0, "%s", cwhy);
-  ts_replay_model replay = {rec, 0};
+  ts_replay_model replay = {rec, o->rate};
   recorder local;
   memset(&local, 0, sizeof local);
   recorder *r = o->rec ? o->rec : &local;
@@ -983,6 +984,115 @@ START_TEST(test_resume_parent_killed_while_child_runs) {
 }
 END_TEST
 
+/* SIGKILL at random points of a run whose prompt tool's child runs two tools, paced so
+ * that the kills land in the caller's turn, in the child's turns and between them; after
+ * --resume: one child per call, every call of both threads has exactly one result, in
+ * order, both threads finished, and a second resume changes nothing. */
+static int count_results(const char *results, const char *tool) {
+  int n = 0;
+  for (const char *p = results; (p = strstr(p, tool)); p++) n++;
+  return n;
+}
+
+START_TEST(test_tree_survives_random_kills) {
+  fresh("compose-kills");
+  turn_call("main", 1, "helper", "{\\\"task\\\":\\\"t\\\"}");
+  turn_text("main", 2, "main done");
+  turn_call("helper", 1, "echo", "{\\\"n\\\":1}");
+  turn_call("helper", 2, "echo", "{\\\"n\\\":2}");
+  turn_text("helper", 3, "helped");
+  const char *json = sub_defs("\"helper\"", "");
+  char defs_json[4096];
+  snprintf(defs_json, sizeof defs_json, "%s", json);
+  unsigned seed = 0xC0DEu;
+  const char *env = getenv("TS_TEST_SEED");
+  if (env) seed = (unsigned)strtoul(env, NULL, 0);
+  srand(seed);
+  printf("compose_test: seed 0x%x (set TS_TEST_SEED to change)\n", seed);
+  /* how long a whole run takes here */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  run_opts po = {.prompt_name = "main", .prompt = "go", .rate = 300};
+  {
+    ts_defs *defs = load(defs_json);
+    ts_registry *reg = tools();
+    char why[512];
+    ck_assert_msg(run(defs, reg, "probe", &po, why, sizeof why) == 0, "%s", why);
+    ts_registry_free(reg);
+    ts_defs_free(defs);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long span_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000L;
+  if (span_us < 1000) span_us = 1000;
+  int in_child = 0, child_partial = 0;
+  for (int round = 0; round < 12; round++) {
+    char thread[32], child[64];
+    snprintf(thread, sizeof thread, "kk%d", round);
+    snprintf(child, sizeof child, "kk%d/t1c0", round);
+    long delay_us = rand() % span_us;
+    fflush(stdout);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+      ts_defs *defs = load(defs_json);
+      ts_registry *reg = tools();
+      char why[512];
+      _exit(run(defs, reg, thread, &po, why, sizeof why) == 0 ? 0 : 80);
+    }
+    struct timespec d = {delay_us / 1000000L, (delay_us % 1000000L) * 1000L};
+    nanosleep(&d, NULL);
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    ts_defs *defs = load(defs_json);
+    ts_registry *reg = tools();
+    char why[512];
+    run_opts o = {.prompt_name = "main", .resume = 1};
+    thread_row before = row(thread);
+    thread_dump at_kill = dump(thread), child_at_kill = dump(child);
+    if (!before.found) { /* killed before the thread existed: start it again */
+      o.resume = 0;
+      o.prompt = "go";
+    } else if (!strchr(sb_str(&at_kill.roles), 'u')) {
+      o.prompt = "go"; /* killed between the thread's creation and its first message */
+    }
+    in_child += row(child).found && !strchr(sb_str(&at_kill.roles), 'a');
+    child_partial += child_at_kill.nresults > 0 && child_at_kill.nresults < 2;
+    dump_free(&at_kill);
+    dump_free(&child_at_kill);
+    ck_assert_msg(run(defs, reg, thread, &o, why, sizeof why) == 0, "round %d: %s", round, why);
+    thread_dump p = dump(thread), c = dump(child);
+    /* a user message stored before the kill: "utaa"; else the restart stored it */
+    ck_assert_msg(!strcmp(sb_str(&p.roles), "utaa"), "round %d: %s", round, sb_str(&p.roles));
+    ck_assert_msg(!strcmp(sb_str(&c.roles), "utataa"), "round %d: %s", round, sb_str(&c.roles));
+    ck_assert_int_eq(count_results(sb_str(&p.results), "helper|"), 1);
+    ck_assert_int_eq(count_results(sb_str(&c.results), "|c_helper_1|"), 1);
+    ck_assert_int_eq(count_results(sb_str(&c.results), "|c_helper_2|"), 1);
+    ck_assert_ptr_nonnull(strstr(sb_str(&c.results), "c_helper_1"));
+    ck_assert(strstr(sb_str(&c.results), "c_helper_1") < strstr(sb_str(&c.results), "c_helper_2"));
+    HAS(sb_str(&p.results), "\"thread\":\"");
+    HAS(sb_str(&p.results), child);
+    thread_row cr = row(child);
+    ck_assert_str_eq(cr.parent, thread);
+    dump_free(&p);
+    dump_free(&c);
+    /* a second resume: nothing changes */
+    o.resume = 1;
+    o.prompt = NULL;
+    ck_assert_msg(run(defs, reg, thread, &o, why, sizeof why) == 0, "round %d: %s", round, why);
+    thread_dump p2 = dump(thread);
+    ck_assert_str_eq(sb_str(&p2.roles), "utaa");
+    dump_free(&p2);
+    ts_registry_free(reg);
+    ts_defs_free(defs);
+  }
+  printf("compose_test: %d of 12 kills while the child ran (%d between its calls)\n", in_child,
+         child_partial);
+  ck_assert_int_eq(thread_count(), 2 + 24);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_child_id) {
   char out[TS_THREAD_ID_MAX + 1];
   ts_compose_child_id("abc", 3, 1, out);
@@ -1018,6 +1128,7 @@ int main(void) {
   tcase_add_test(tc, test_dual_ai_max_session_turns_and_fail_tool);
   tcase_add_test(tc, test_replay_needs_the_prompt_directory_for_a_child);
   tcase_add_test(tc, test_resume_parent_killed_while_child_runs);
+  tcase_add_test(tc, test_tree_survives_random_kills);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
