@@ -36,6 +36,7 @@
 #include "support/test_support.h"
 #include "tools/definitions.h"
 #include "tools/registry.h"
+#include "tools/variables.h"
 
 static char dir[96], rec[160], ws[160];
 
@@ -208,6 +209,7 @@ typedef struct {
   int resume;
   recorder *rec;
   double rate; /* SSE events per second of the recordings; 0: as fast as possible */
+  const char *parent;
 } run_opts;
 
 static int run(ts_defs *defs, ts_registry *reg, const char *thread, const run_opts *o,
@@ -226,7 +228,8 @@ static int run(ts_defs *defs, ts_registry *reg, const char *thread, const run_op
   ts_agent_config ac = {.store = s, .dispatch_store = ds, .reg = reg, .thread = thread,
                         .resume = o->resume, .prompt = o->prompt, .model = m,
                         .sink = {.who = "compose_test", .no_time = 1}, .workspace = ws,
-                        .defs = defs, .agent = o->agent, .prompt_name = o->prompt_name};
+                        .defs = defs, .agent = o->agent, .prompt_name = o->prompt_name,
+                        .parent = o->parent};
   int rc = ts_agent_run(&ac, NULL, why, cap);
   if (!o->rec) rec_free(&local);
   ts_store_close(s);
@@ -467,6 +470,47 @@ START_TEST(test_variable_layers_of_a_driver) {
     ts_defs_free(defs);
     ts_test_rm_rf(dir);
   }
+}
+END_TEST
+
+/* A secret is for tools: a system text part naming one stops the run; so does a driver
+ * that is not defined. */
+START_TEST(test_system_text_refuses_a_secret_and_unknown_drivers) {
+  fresh("compose-secret");
+  turn_text("main", 1, "never");
+  setenv("TOOLSTREAM_SECRET_KEY",
+         "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", 1);
+  ts_store *st;
+  char why[512];
+  ck_assert_int_eq(ts_store_open(dir, &st, why, sizeof why), 0);
+  ck_assert_int_eq(ts_store_thread_create_child(st, "root", NULL, NULL, NULL), 0);
+  ts_vars *v;
+  ck_assert_int_eq(ts_vars_open(st, NULL, &v), 0);
+  ck_assert_int_eq(ts_vars_set(v, "root", "TOKEN", TS_VAR_SECRET, "sk-very-secret", 14, "test"),
+                   0);
+  ts_vars_free(v);
+  ts_store_close(st);
+  ts_defs *defs = load("{\"kind\":\"prompt\",\"name\":\"main\",\"prompt\":[\"key: \","
+                       "{\"type\":\"env\",\"name\":\"TOKEN\"}]}");
+  ts_registry *reg = tools();
+  recorder r;
+  memset(&r, 0, sizeof r);
+  run_opts o = {.prompt_name = "main", .prompt = "go", .parent = "root", .rec = &r};
+  ck_assert_int_eq(run(defs, reg, "s1", &o, why, sizeof why), TS_E_INVAL);
+  HAS(why, "variable TOKEN is a secret");
+  HASNT(why, "sk-very-secret");
+  ck_assert_int_eq(r.n, 0); /* no model saw anything */
+  run_opts o2 = {.agent = "nope", .prompt = "go"};
+  ck_assert_int_eq(run(defs, reg, "s2", &o2, why, sizeof why), TS_E_INVAL);
+  HAS(why, "no agent \"nope\"");
+  run_opts o3 = {.prompt_name = "nope", .prompt = "go"};
+  ck_assert_int_eq(run(defs, reg, "s3", &o3, why, sizeof why), TS_E_INVAL);
+  HAS(why, "no prompt \"nope\"");
+  unsetenv("TOOLSTREAM_SECRET_KEY");
+  rec_free(&r);
+  ts_registry_free(reg);
+  ts_defs_free(defs);
+  ts_test_rm_rf(dir);
 }
 END_TEST
 
@@ -1117,6 +1161,7 @@ int main(void) {
   tcase_add_test(tc, test_child_id);
   tcase_add_test(tc, test_function_tool_and_the_driving_prompt);
   tcase_add_test(tc, test_variable_layers_of_a_driver);
+  tcase_add_test(tc, test_system_text_refuses_a_secret_and_unknown_drivers);
   tcase_add_test(tc, test_prompt_tool_defaults);
   tcase_add_test(tc, test_prompt_tool_arguments_are_validated);
   tcase_add_test(tc, test_subprompt_include_fields);
