@@ -68,15 +68,24 @@ static void jdoc_close(jdoc *d) {
 
 /* ---- the composition ------------------------------------------------------------------ */
 
+/* A function tool whose tools entry gives it `env`: the layers its calls resolve with. */
+typedef struct {
+  const ts_tool *tool; /* in the driver's registry */
+  ts_var_layers layers;
+} entry_layers;
+
 /* One driver's registry and variable layers, built once. */
 typedef struct {
   const ts_defs_prompt *prompt;
   const ts_defs_agent *agent;
   int side;
   ts_registry *reg;
-  const char **tool_env; /* the function entries' env values, in entry order */
+  const char **tool_env; /* every function entry's env values, in entry order */
   size_t n_tool_env;
-  ts_var_layers layers;
+  ts_var_layers layers;     /* agent, every entry's env (a fallback, below), prompt */
+  ts_var_layers sys_layers; /* agent, prompt: what a system text part resolves with */
+  entry_layers *entries;    /* per tool (ts_compose_tool_layers) */
+  size_t n_entries;
 } driver_tools;
 
 struct ts_compose {
@@ -250,6 +259,7 @@ void ts_compose_free(ts_compose *c) {
   for (size_t i = 0; i < c->ndt; i++) {
     ts_registry_free(c->dt[i].reg);
     free(c->dt[i].tool_env);
+    free(c->dt[i].entries);
   }
   free(c->dt);
   ts_buf_fini(&c->system);
@@ -371,7 +381,13 @@ static int build_tools(ts_compose *c, driver_tools *d, char *why, size_t cap) {
   const ts_defs_prompt *p = d->prompt;
   d->reg = ts_registry_new();
   d->tool_env = calloc(1, sizeof *d->tool_env);
-  if (!d->reg || !d->tool_env) return TS_E_NOMEM;
+  d->entries = calloc(p->n_tools + 1, sizeof *d->entries);
+  if (!d->reg || !d->tool_env || !d->entries) return TS_E_NOMEM;
+  ts_var_layers base = {
+      .agent = d->agent ? (const char *const *)d->agent->env : NULL,
+      .n_agent = d->agent ? d->agent->n_env : 0,
+      .prompt = (const char *const *)p->env, .n_prompt = p->n_env,
+      .process_env = c->cfg->layers ? c->cfg->layers->process_env : 0};
   int rc = TS_E_OK;
   for (size_t i = 0; i < p->n_tools && !rc; i++) {
     const ts_defs_tool_entry *e = &p->tools[i];
@@ -387,6 +403,11 @@ static int build_tools(ts_compose *c, driver_tools *d, char *why, size_t cap) {
         if (!v) return TS_E_NOMEM;
         d->tool_env = v;
         for (size_t k = 0; k < e->n_env; k++) d->tool_env[d->n_tool_env++] = e->env[k];
+        entry_layers *el = &d->entries[d->n_entries++];
+        el->tool = ts_registry_find(d->reg, e->name, strlen(e->name));
+        el->layers = base;
+        el->layers.tool = (const char *const *)e->env;
+        el->layers.n_tool = e->n_env;
       }
     } else {
       rc = add_call_tool(d->reg, c, e, why, cap);
@@ -396,13 +417,12 @@ static int build_tools(ts_compose *c, driver_tools *d, char *why, size_t cap) {
     const ts_defs_side *s = d->side ? &d->agent->side_b : &d->agent->side_a;
     rc = ts__compose_lifecycle_tools(d->reg, c->defs, d->agent, s, c->cfg, why, cap);
   }
-  const ts_var_layers *given = c->cfg->layers;
-  d->layers = (ts_var_layers){
-      .agent = d->agent ? (const char *const *)d->agent->env : NULL,
-      .n_agent = d->agent ? d->agent->n_env : 0,
-      .tool = d->tool_env, .n_tool = d->n_tool_env,
-      .prompt = (const char *const *)p->env, .n_prompt = p->n_env,
-      .process_env = given ? given->process_env : 0};
+  /* every entry's env together: for what has no tool of its own to ask for (a call
+   * resumed after a crash: ts_dispatch_resume_env takes one set of layers) */
+  d->sys_layers = base;
+  d->layers = base;
+  d->layers.tool = d->tool_env;
+  d->layers.n_tool = d->n_tool_env;
   return rc;
 }
 
@@ -491,7 +511,7 @@ int ts_compose_driver_get(ts_compose *c, ts_compose_driver *out, char *why, size
   ts_buf_reset(&c->system);
   ts_vars *vars = NULL;
   int rc = ts_vars_open(c->cfg->store, NULL, &vars);
-  if (!rc) rc = system_parts(c, c->prompt, vars, &d->layers, 0, why, cap);
+  if (!rc) rc = system_parts(c, c->prompt, vars, &d->sys_layers, 0, why, cap);
   ts_vars_free(vars);
   if (rc) return rc;
   *out = (ts_compose_driver){c->prompt, c->agent, c->side, d->reg, &d->layers,
@@ -526,6 +546,17 @@ ts_compose_next ts_compose_after_turn(ts_compose *c, int called, const char *too
     return TS_COMPOSE_HANDOFF;
   }
   return called ? TS_COMPOSE_GO_ON : TS_COMPOSE_DONE;
+}
+
+const ts_var_layers *ts_compose_tool_layers(const ts_compose *c, const ts_tool *tool) {
+  for (size_t i = 0; i < c->ndt; i++) {
+    const driver_tools *d = &c->dt[i];
+    if (d->prompt != c->prompt || d->agent != c->agent || d->side != c->side) continue;
+    for (size_t k = 0; k < d->n_entries; k++)
+      if (d->entries[k].tool == tool) return &d->entries[k].layers;
+    return &d->sys_layers; /* no env of its own: agent and prompt */
+  }
+  return NULL;
 }
 
 int ts_compose_ended(const ts_compose *c) { return c->ended; }

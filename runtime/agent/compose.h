@@ -74,7 +74,8 @@ typedef struct {
   const ts_defs_agent *agent;   /* NULL: a prompt drives the thread alone */
   int side;                     /* dual_ai: 0 for sideA, 1 for sideB; else 0 */
   const ts_registry *reg;       /* the tools the model sees this turn */
-  const ts_var_layers *layers;  /* agent, tool-entry and prompt env values */
+  const ts_var_layers *layers;  /* agent, every tools entry's and prompt env values (the
+                                 * layers of a call: ts_compose_tool_layers) */
   const char *system;           /* resolved system text ("" when none) */
   const char *model;            /* the prompt's model, NULL: the run's */
 } ts_compose_driver;
@@ -94,6 +95,11 @@ void ts_compose_free(ts_compose *c); /* NULL is a no-op */
  * TS_E_INVAL (a secret or an unresolved required variable in the system text: why says
  * which), a store error, TS_E_NOMEM. */
 int ts_compose_driver_get(ts_compose *c, ts_compose_driver *out, char *why, size_t why_cap);
+
+/* The variable layers a call of `tool` (a tool of the current driver's registry) resolves
+ * with: the agent's env, the env its tools entry gives it, the prompt's env (for
+ * ts_dispatch_config.tool_layers). NULL when there is no driver yet. */
+const ts_var_layers *ts_compose_tool_layers(const ts_compose *c, const ts_tool *tool);
 
 /* What the loop does after a turn. */
 typedef enum {

@@ -294,6 +294,11 @@ static void interrupted_why(const ts_agent_config *c, char *why, size_t cap) {
 
 /* The composition's driver for the next turn: its registry and layers become the loop's.
  * Under store_mu: the system text may read the thread's environment. */
+static const ts_var_layers *tool_layers(void *user, const ts_tool *tool) {
+  const loop *l = user;
+  return l->cx ? ts_compose_tool_layers(l->cx, tool) : NULL;
+}
+
 static int compose_turn(loop *l, char *why, size_t cap) {
   if (!l->cx) return TS_E_OK;
   pthread_mutex_lock(&l->store_mu);
@@ -386,6 +391,7 @@ static int one_turn(loop *l, uint32_t turn, int resuming, int *more, char *why, 
   ts_dispatch_config dc = {.store = c->dispatch_store, .reg = l->reg, .thread = c->thread,
                            .turn = turn + 1, .on_event = on_dispatch_event, .user = l,
                            .pipelined = 1, .layers = l->layers, .stop = c->cancel,
+                           .tool_layers = tool_layers,
                            .resuming = resuming};
   pthread_mutex_lock(&l->turn_mu);
   l->parked = l->stream_done = l->msg_stored = l->early_rc = 0;
@@ -589,7 +595,8 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
      * asked again. A turn without its message is cut: it is streamed again below. */
     ts_dispatch_config pc = {.store = c->dispatch_store, .reg = l.reg, .thread = c->thread,
                              .on_event = on_dispatch_event, .user = &l, .pipelined = 1,
-                             .layers = l.layers, .stop = c->cancel, .resuming = 1};
+                             .layers = l.layers, .stop = c->cancel, .resuming = 1,
+                             .tool_layers = tool_layers};
     uint32_t parked_turn = 0;
     l.msg_stored = 1; /* that turn's message is stored: nothing to store early */
     rc = ts_thread_env_complete_parked(c->dispatch_store, &pc, &parked_turn);

@@ -111,12 +111,12 @@ static void hang_exec(void *user, const ts_call_info *call, const char *args, si
 static const ts_registry *base_reg;
 static void show_var_exec(void *user, const ts_call_info *call, const char *args, size_t len,
                           ts_tool_result *out) {
-  (void)user, (void)args, (void)len;
+  (void)args, (void)len;
   const char *v = NULL;
   size_t n = 0;
   char why[256];
-  int r = call->env_get ? call->env_get(call->env_ctx, ts_registry_find(base_reg, "show_var", 8),
-                                        "COLOR", &v, &n, why, sizeof why)
+  const ts_tool *self = ts_registry_find(base_reg, user, strlen(user));
+  int r = call->env_get ? call->env_get(call->env_ctx, self, "COLOR", &v, &n, why, sizeof why)
                         : 0;
   if (r == 1) ts_tool_result_string(out, v, n);
   else ts_tool_result_string(out, "unset", 5);
@@ -139,8 +139,11 @@ static ts_registry *tools(void) {
   ck_assert_int_eq(ts_registry_add(r, &h, why, sizeof why), 0);
   ts_var_def color = {"COLOR", TS_VAR_TEXT, 0, 0, "a colour"};
   ts_tool_spec v = {.name = "show_var", .description = "shows COLOR", .vars = &color,
-                    .n_vars = 1, .execute = show_var_exec};
+                    .n_vars = 1, .execute = show_var_exec, .user = "show_var"};
   ck_assert_int_eq(ts_registry_add(r, &v, why, sizeof why), 0);
+  ts_tool_spec v2 = {.name = "show_var2", .description = "shows COLOR too", .vars = &color,
+                     .n_vars = 1, .execute = show_var_exec, .user = "show_var2"};
+  ck_assert_int_eq(ts_registry_add(r, &v2, why, sizeof why), 0);
   base_reg = r;
   return r;
 }
@@ -470,6 +473,25 @@ START_TEST(test_variable_layers_of_a_driver) {
     ts_defs_free(defs);
     ts_test_rm_rf(dir);
   }
+}
+END_TEST
+
+/* Each tools entry's env is its own tool's: two entries giving one variable two values. */
+START_TEST(test_entry_env_is_per_tool) {
+  fresh("compose-entryenv");
+  turn_call("main", 1, "show_var", "{}");
+  turn_call("main", 2, "show_var2", "{}");
+  turn_text("main", 3, "ok");
+  run_main("{\"kind\":\"prompt\",\"name\":\"main\",\"prompt\":\"m\",\"tools\":["
+           "{\"name\":\"show_var\",\"env\":{\"COLOR\":\"one\"}},"
+           "{\"name\":\"show_var2\",\"env\":{\"COLOR\":\"two\"}}],"
+           "\"env\":{\"COLOR\":\"prompt\"}}",
+           "e1", __LINE__);
+  thread_dump d = dump("e1");
+  HAS(sb_str(&d.results), "show_var|c_main_1|\"one\"\n");
+  HAS(sb_str(&d.results), "show_var2|c_main_2|\"two\"\n");
+  dump_free(&d);
+  ts_test_rm_rf(dir);
 }
 END_TEST
 
@@ -1161,6 +1183,7 @@ int main(void) {
   tcase_add_test(tc, test_child_id);
   tcase_add_test(tc, test_function_tool_and_the_driving_prompt);
   tcase_add_test(tc, test_variable_layers_of_a_driver);
+  tcase_add_test(tc, test_entry_env_is_per_tool);
   tcase_add_test(tc, test_system_text_refuses_a_secret_and_unknown_drivers);
   tcase_add_test(tc, test_prompt_tool_defaults);
   tcase_add_test(tc, test_prompt_tool_arguments_are_validated);
