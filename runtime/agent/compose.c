@@ -490,6 +490,36 @@ static int declare(ts_compose *c, const driver_tools *d, char *why, size_t cap) 
   return rc;
 }
 
+/* A required variable of the driving prompt or agent (tools-spec §3: execution cannot go
+ * on until it resolves) without a value stops the run before its turn, naming it. */
+static int check_required(ts_compose *c, const driver_tools *d, ts_vars *vars, char *why,
+                          size_t cap) {
+  for (int k = 0; k < 2; k++) {
+    const ts_var_def *defs = k ? (d->agent ? d->agent->vars : NULL) : d->prompt->vars;
+    size_t n = k ? (d->agent ? d->agent->n_vars : 0) : d->prompt->n_vars;
+    for (size_t i = 0; i < n; i++) {
+      if (!defs[i].required) continue;
+      ts_var_value val;
+      memset(&val, 0, sizeof val);
+      int rc = ts_vars_locate(vars, c->cfg->thread, &defs[i], &d->sys_layers, &val);
+      int found = val.source != TS_VAR_FROM_NONE;
+      ts_var_value_fini(&val);
+      if (rc) {
+        snprintf(why, cap, "variable %s: %s", defs[i].name, ts_vars_errmsg(vars));
+        return rc;
+      }
+      if (!found) {
+        snprintf(why, cap, "%s \"%s\" requires the variable %s, which has no value on thread "
+                 "%s (set it with `toolstream env set`, then --resume)",
+                 k ? "agent" : "prompt", k ? d->agent->name : d->prompt->name, defs[i].name,
+                 c->cfg->thread);
+        return TS_E_INVAL;
+      }
+    }
+  }
+  return TS_E_OK;
+}
+
 int ts_compose_driver_get(ts_compose *c, ts_compose_driver *out, char *why, size_t cap) {
   driver_tools *d = NULL;
   for (size_t i = 0; i < c->ndt && !d; i++)
@@ -511,6 +541,7 @@ int ts_compose_driver_get(ts_compose *c, ts_compose_driver *out, char *why, size
   ts_buf_reset(&c->system);
   ts_vars *vars = NULL;
   int rc = ts_vars_open(c->cfg->store, NULL, &vars);
+  if (!rc) rc = check_required(c, d, vars, why, cap);
   if (!rc) rc = system_parts(c, c->prompt, vars, &d->sys_layers, 0, why, cap);
   ts_vars_free(vars);
   if (rc) return rc;

@@ -495,6 +495,31 @@ START_TEST(test_entry_env_is_per_tool) {
 }
 END_TEST
 
+/* A prompt's required variable must resolve before its turn runs. */
+START_TEST(test_required_prompt_variable) {
+  fresh("compose-required");
+  turn_text("main", 1, "ok");
+  const char *json = "{\"kind\":\"prompt\",\"name\":\"main\",\"prompt\":\"m\",\"variables\":"
+                     "[{\"name\":\"REGION\",\"type\":\"text\",\"required\":true,"
+                     "\"description\":\"where\"}]%s}";
+  char buf[1024];
+  snprintf(buf, sizeof buf, json, "");
+  ts_defs *defs = load(buf);
+  ts_registry *reg = tools();
+  char why[512];
+  run_opts o = {.prompt_name = "main", .prompt = "go"};
+  ck_assert_int_eq(run(defs, reg, "q1", &o, why, sizeof why), TS_E_INVAL);
+  HAS(why, "prompt \"main\" requires the variable REGION");
+  ts_defs_free(defs);
+  snprintf(buf, sizeof buf, json, ",\"env\":{\"REGION\":\"eu\"}");
+  defs = load(buf);
+  ck_assert_msg(run(defs, reg, "q2", &o, why, sizeof why) == 0, "%s", why);
+  ts_registry_free(reg);
+  ts_defs_free(defs);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
 /* A secret is for tools: a system text part naming one stops the run; so does a driver
  * that is not defined. */
 START_TEST(test_system_text_refuses_a_secret_and_unknown_drivers) {
@@ -1184,6 +1209,7 @@ int main(void) {
   tcase_add_test(tc, test_function_tool_and_the_driving_prompt);
   tcase_add_test(tc, test_variable_layers_of_a_driver);
   tcase_add_test(tc, test_entry_env_is_per_tool);
+  tcase_add_test(tc, test_required_prompt_variable);
   tcase_add_test(tc, test_system_text_refuses_a_secret_and_unknown_drivers);
   tcase_add_test(tc, test_prompt_tool_defaults);
   tcase_add_test(tc, test_prompt_tool_arguments_are_validated);
