@@ -107,8 +107,8 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
       str_field(b, "var_type", r->var_secret ? (ts_view){"secret", 6} : (ts_view){"text", 4});
       break;
     case TS_EVENT_HANDOFF:
-      str_field(b, "from", r->from);
-      str_field(b, "to", r->to);
+      str_field(b, "from", r->handoff_from);
+      str_field(b, "to", r->handoff_to);
       break;
     case TS_EVENT_TURN_FINISHED:
       if (e->stop_reason.len) str_field(b, "stop_reason", e->stop_reason);

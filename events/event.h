@@ -72,7 +72,8 @@ typedef struct {
   ts_view var_name;        /* VARIABLE_REQUIRED: the variable */
   ts_view var_description; /* VARIABLE_REQUIRED: its description (may be empty) */
   uint8_t var_secret;      /* VARIABLE_REQUIRED: type 'secret' (else 'text') */
-  ts_view from, to;        /* HANDOFF: the agent (or prompt) that had the thread, the new one */
+  ts_view handoff_from, handoff_to; /* HANDOFF: the agent (or prompt) that had the thread,
+                                     * the agent that has it now */
 } ts_event;
 
 /* Appends the event's JSON object to `out`. Returns TS_E_OK or the buffer's error. */

@@ -351,8 +351,8 @@ static void emit_handoff(loop *l, const char *from, const char *to) {
   ts_event ev;
   memset(&ev, 0, sizeof ev);
   ev.body.type = TS_EVENT_HANDOFF;
-  ev.from = (ts_view){from, strlen(from)};
-  ev.to = (ts_view){to, strlen(to)};
+  ev.handoff_from = (ts_view){from, strlen(from)};
+  ev.handoff_to = (ts_view){to, strlen(to)};
   ts_sink_emit(l->sink, &ev);
 }
 
