@@ -368,9 +368,10 @@ static int add_function_tool(ts_registry *reg, const ts_registry *base,
   return ts_registry_add(reg, &s, why, cap);
 }
 
-/* The lifecycle hook (compose.h): the subagents work of issue 14 fills this in (or moves
- * it to its own module); until then a side's relationships add no tools. */
-int ts__compose_lifecycle_tools(ts_registry *reg, const ts_defs *defs,
+/* The lifecycle hook (compose.h): the subagents module (agent/subagents.c) defines it; this
+ * weak default (a side's relationships add no tools) only stands while that module is not
+ * linked, and goes once it has landed. */
+__attribute__((weak)) int ts__compose_lifecycle_tools(ts_registry *reg, const ts_defs *defs,
                                 const ts_defs_agent *agent, const ts_defs_side *side,
                                 const ts_agent_config *cfg, char *why, size_t cap) {
   (void)reg, (void)defs, (void)agent, (void)side, (void)cfg, (void)why, (void)cap;
