@@ -314,13 +314,15 @@ static void child_exec(void *user, const ts_call_info *call, const char *args, s
 }
 
 static int add_call_tool(ts_registry *reg, ts_compose *c, const ts_defs_tool_entry *e,
-                         char *why, size_t cap) {
+                         ts_defs_target tg, char *why, size_t cap) {
   call_tool *ct = calloc(1, sizeof *ct);
   if (!ct) return TS_E_NOMEM;
   ct->c = c;
   ct->entry = e;
   const char *desc = NULL;
-  const ts_defs_prompt *p = ts_defs_find_prompt(c->defs, e->name);
+  /* what ts_defs_check resolved (an agent that is not exposed may share a prompt's name) */
+  const ts_defs_prompt *p = tg == TS_DEFS_TARGET_PROMPT ? ts_defs_find_prompt(c->defs, e->name)
+                                                        : NULL;
   const ts_defs_agent *a = p ? NULL : ts_defs_find_agent(c->defs, e->name);
   if (p) {
     ct->callee = p;
@@ -411,7 +413,7 @@ static int build_tools(ts_compose *c, driver_tools *d, char *why, size_t cap) {
         el->layers.n_tool = e->n_env;
       }
     } else {
-      rc = add_call_tool(d->reg, c, e, why, cap);
+      rc = add_call_tool(d->reg, c, e, tg, why, cap);
     }
   }
   if (!rc && d->agent) {
