@@ -567,7 +567,7 @@ static char *sub_defs(const char *entry, const char *helper_extra) {
   static char buf[4096];
   snprintf(buf, sizeof buf,
            "[{\"kind\":\"prompt\",\"name\":\"main\",\"prompt\":\"main\",\"tools\":[%s]},"
-           " {\"kind\":\"prompt\",\"name\":\"helper\",\"prompt\":\"I help.\","
+           " {\"kind\":\"prompt\",\"name\":\"helper\",\"prompt\":\"I help.\",\"model\":\"small\","
            "\"toolDescription\":\"helps with a task\",\"requiredSchema\":{\"type\":\"object\","
            "\"properties\":{\"task\":{\"type\":\"string\"},\"files\":{\"type\":\"array\","
            "\"items\":{\"type\":\"string\"}}},\"required\":[\"task\"]},"
@@ -632,6 +632,8 @@ START_TEST(test_prompt_tool_defaults) {
   /* its model sees its own system text and tools, nothing of the caller's conversation */
   const char *body = body_of(&r, "p1/t1c0");
   HAS(body, "{\"role\":\"system\",\"content\":\"I help.\"}");
+  HAS(body, "{\"model\":\"small\","); /* its own model; the caller has the run's */
+  HAS(body_of(&r, "p1"), "{\"model\":\"m\",");
   HASNT(body, "\"content\":\"go\"");
   HAS(body, "\"name\":\"fail\"");
   HASNT(body, "\"name\":\"helper\"");
