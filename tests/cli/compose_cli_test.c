@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "support/model_server.h"
 #include "support/proc.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -169,6 +170,54 @@ START_TEST(test_handoff_survives_resume) {
 }
 END_TEST
 
+/* Over HTTP: one endpoint for the whole tree, each prompt's request with its own model,
+ * system text and tools. The server plays its files in arrival order: the coordinator's
+ * turn, the researcher's, the coordinator's again. */
+START_TEST(test_http_each_prompt_its_model_and_system_text) {
+  put_in("prompts/defs.json",
+         "[{\"name\":\"coordinator\",\"prompt\":\"You coordinate.\",\"tools\":["
+         "{\"name\":\"researcher\",\"initUserMessageProperty\":\"question\"}]},"
+         " {\"name\":\"researcher\",\"toolDescription\":\"Answers one question\","
+         "\"prompt\":\"You research.\",\"model\":\"small-model\",\"toolChoice\":\"none\","
+         "\"requiredSchema\":{\"type\":\"object\",\"properties\":{\"question\":"
+         "{\"type\":\"string\"}},\"required\":[\"question\"]}}]");
+  call_turn("srv/1.sse", "r1", "researcher", "{\\\"question\\\":\\\"Why?\\\"}");
+  text_turn("srv/2.sse", "because");
+  text_turn("srv/3.sse", "all done");
+  ts_test_server srv;
+  ts_test_server_start(&srv, ts_test_at(base, "srv"), NULL, NULL);
+  char url[128], ws[128], data[128], prompts[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", srv.port);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  snprintf(prompts, sizeof prompts, "%s/prompts", base);
+  mkdir(ws, 0755);
+  const char *argv[] = {"toolstream", "run", "--prompts", prompts, "--prompt-name",
+                        "coordinator", "--model-url", url, "--model", "big-model",
+                        "--provider", "openai", "--workspace", ws, "--data-dir", data,
+                        "--thread", "x1", "--json", "go", NULL};
+  result r = run_bin(BINARY, argv, NULL, 0);
+  ts_test_server_stop(&srv);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err.p ? r.err.p : "");
+  size_t len;
+  char *q1 = ts_test_read_file(ts_test_at(base, "srv/requests/1.json"), &len);
+  char *q2 = ts_test_read_file(ts_test_at(base, "srv/requests/2.json"), &len);
+  ck_assert_ptr_nonnull(q1);
+  ck_assert_ptr_nonnull(q2);
+  HAS(q1, "{\"model\":\"big-model\",");
+  HAS(q1, "{\"role\":\"system\",\"content\":\"You coordinate.\"}");
+  HAS(q1, "\"name\":\"researcher\",\"description\":\"Answers one question\"");
+  HAS(q2, "{\"model\":\"small-model\",");
+  HAS(q2, "{\"role\":\"system\",\"content\":\"You research.\"},{\"role\":\"user\","
+          "\"content\":\"Why?\"}");
+  ck_assert_ptr_null(strstr(q2, "You coordinate."));
+  HAS(r.out.p, "\"text\":\"because\"");
+  free(q1);
+  free(q2);
+  result_free(&r);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("compose_cli");
   TCase *tc = tcase_create("core");
@@ -176,6 +225,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_coordinator_calls_a_sub_prompt_with_an_attachment);
   tcase_add_test(tc, test_handoff_survives_resume);
+  tcase_add_test(tc, test_http_each_prompt_its_model_and_system_text);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
