@@ -983,6 +983,48 @@ START_TEST(test_dual_ai_max_session_turns_and_fail_tool) {
 }
 END_TEST
 
+/* A chain of prompt tools deeper than TS_COMPOSE_MAX_DEPTH ends in an error result at the
+ * limit, and every level above still answers. */
+START_TEST(test_nesting_is_bounded) {
+  fresh("compose-depth");
+  enum { N = TS_COMPOSE_MAX_DEPTH + 2 };
+  char json[8192] = "[", name[16], next[16];
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "p%d", i);
+    snprintf(next, sizeof next, "p%d", i + 1);
+    size_t at = strlen(json);
+    snprintf(json + at, sizeof json - at,
+             "%s{\"kind\":\"prompt\",\"name\":\"%s\",\"prompt\":\"level\","
+             "\"toolDescription\":\"the next level\",\"tools\":[%s%s%s]}",
+             i ? "," : "", name, i + 1 < N ? "\"" : "", i + 1 < N ? next : "",
+             i + 1 < N ? "\"" : "");
+    if (i + 1 < N) turn_call(name, 1, next, "{}");
+    turn_text(name, i + 1 < N ? 2 : 1, "up");
+  }
+  strcat(json, "]");
+  ts_defs *defs = load(json);
+  ts_registry *reg = tools();
+  char why[512];
+  run_opts o = {.prompt_name = "p0", .prompt = "go"};
+  ck_assert_msg(run(defs, reg, "n", &o, why, sizeof why) == 0, "%s", why);
+  /* the thread at depth TS_COMPOSE_MAX_DEPTH cannot start another level */
+  char deepest[TS_THREAD_ID_MAX + 1] = "n";
+  for (int i = 0; i < TS_COMPOSE_MAX_DEPTH; i++) strcat(deepest, "/t1c0");
+  thread_dump d = dump(deepest);
+  HAS(sb_str(&d.results), "nest deeper than");
+  char below[TS_THREAD_ID_MAX + 8];
+  snprintf(below, sizeof below, "%.200s/t1c0", deepest);
+  ck_assert_int_eq(row(below).found, 0);
+  thread_dump top = dump("n");
+  HAS(sb_str(&top.results), "\"status\":\"done\",\"text\":\"up\"");
+  dump_free(&d);
+  dump_free(&top);
+  ts_registry_free(reg);
+  ts_defs_free(defs);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
 /* ---- replay per prompt directory ---------------------------------------------------------- */
 
 START_TEST(test_replay_needs_the_prompt_directory_for_a_child) {
@@ -1223,6 +1265,7 @@ int main(void) {
   tcase_add_test(tc, test_dual_ai_stop_tool);
   tcase_add_test(tc, test_dual_ai_max_session_turns_and_fail_tool);
   tcase_add_test(tc, test_replay_needs_the_prompt_directory_for_a_child);
+  tcase_add_test(tc, test_nesting_is_bounded);
   tcase_add_test(tc, test_resume_parent_killed_while_child_runs);
   tcase_add_test(tc, test_tree_survives_random_kills);
   suite_add_tcase(s, tc);
