@@ -72,6 +72,7 @@ typedef struct {
   const char *history; /* the caller's thread, for includeChat / includePastTools */
   unsigned depth;
   ts_buf call_names; /* the turn's calls' tool names, NUL-separated */
+  char workspace[4096]; /* the thread's filesystem, for its calls ("": none recorded) */
 } loop;
 
 static int id_in(const ts_buf *b, const char *id, size_t len);
@@ -172,8 +173,14 @@ static const char *progress_of(void *user, const char *tool, size_t len, size_t 
   return a;
 }
 
+typedef struct {
+  char *parent, *workspace; /* TS_THREAD_ID_MAX + 1 and 4096 bytes */
+} thread_home;
+
 static int grab_parent(void *user, const ts_store_thread *t) {
-  snprintf(user, TS_THREAD_ID_MAX + 1, "%s", t->parent ? t->parent : "");
+  thread_home *h = user;
+  snprintf(h->parent, TS_THREAD_ID_MAX + 1, "%s", t->parent ? t->parent : "");
+  snprintf(h->workspace, 4096, "%s", t->workspace ? t->workspace : "");
   return 0;
 }
 
@@ -392,6 +399,7 @@ static int one_turn(loop *l, uint32_t turn, int resuming, int *more, char *why, 
                            .turn = turn + 1, .on_event = on_dispatch_event, .user = l,
                            .pipelined = 1, .layers = l->layers, .stop = c->cancel,
                            .tool_layers = tool_layers,
+                           .workspace = l->workspace[0] ? l->workspace : NULL,
                            .resuming = resuming};
   pthread_mutex_lock(&l->turn_mu);
   l->parked = l->stream_done = l->msg_stored = l->early_rc = 0;
@@ -547,8 +555,8 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
     snprintf(why, cap, "%s", ts_store_errmsg(c->store));
     return rc;
   }
-  if (c->resume) ts_store_thread_get(c->store, c->thread, grab_parent, parent);
-  else if (c->parent) snprintf(parent, sizeof parent, "%s", c->parent);
+  thread_home home = {parent, l.workspace};
+  ts_store_thread_get(c->store, c->thread, grab_parent, &home);
   if (c->prepare && c->prepare(c->prepare_user, c->store, c->thread)) {
     ts_store_thread_set_state(c->store, c->thread, "failed");
     why[0] = '\0';
@@ -596,7 +604,8 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
     ts_dispatch_config pc = {.store = c->dispatch_store, .reg = l.reg, .thread = c->thread,
                              .on_event = on_dispatch_event, .user = &l, .pipelined = 1,
                              .layers = l.layers, .stop = c->cancel, .resuming = 1,
-                             .tool_layers = tool_layers};
+                             .tool_layers = tool_layers,
+                             .workspace = l.workspace[0] ? l.workspace : NULL};
     uint32_t parked_turn = 0;
     l.msg_stored = 1; /* that turn's message is stored: nothing to store early */
     rc = ts_thread_env_complete_parked(c->dispatch_store, &pc, &parked_turn);

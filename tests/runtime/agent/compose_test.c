@@ -35,6 +35,7 @@
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/definitions.h"
+#include "tools/demo_tools.h"
 #include "tools/registry.h"
 #include "tools/variables.h"
 
@@ -585,6 +586,16 @@ static void helper_session(const char *args) {
   turn_text("helper", 3, "helped");
 }
 
+/* Replaces the first `from` in `buf` (a string of `cap` bytes at most) with `to`. */
+static void replace_in(char *buf, size_t cap, const char *from, const char *to) {
+  char *at = strstr(buf, from);
+  ck_assert_ptr_nonnull(at);
+  size_t fl = strlen(from), tl = strlen(to), rest = strlen(at + fl);
+  ck_assert_uint_lt((size_t)(at - buf) + tl + rest, cap);
+  memmove(at + tl, at + fl, rest + 1);
+  memcpy(at, to, tl);
+}
+
 static char result_of(const char *results, const char *tool, char *out, size_t cap) {
   const char *p = strstr(results, tool);
   ck_assert_ptr_nonnull(p);
@@ -732,6 +743,51 @@ START_TEST(test_init_user_message_and_attachments) {
 }
 END_TEST
 
+/* The child's tools work in the child's filesystem: its read_file finds the copy there. */
+START_TEST(test_child_tools_work_in_the_child_filesystem) {
+  fresh("compose-childfs");
+  char p[400];
+  snprintf(p, sizeof p, "%s/docs", ws);
+  ck_assert_int_eq(mkdir(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/docs/notes.txt", ws);
+  ts_test_put(p, "the notes");
+  turn_call("main", 1, "helper", "{\\\"task\\\":\\\"t\\\",\\\"files\\\":[\\\"/docs/notes.txt\\\"]}");
+  turn_text("main", 2, "main done");
+  turn_call("helper", 1, "read_file", "{\\\"path\\\":\\\"attachments/notes.txt\\\"}");
+  turn_call("helper", 2, "write_file", "{\\\"description\\\":\\\"d\\\",\\\"path\\\":\\\"out.txt\\\","
+            "\\\"content\\\":\\\"mine\\\"}");
+  turn_text("helper", 3, "read it");
+  char json[4096];
+  snprintf(json, sizeof json, "%s",
+           sub_defs("{\"name\":\"helper\",\"initAttachmentsProperty\":\"files\"}", ""));
+  replace_in(json, sizeof json, "\"tools\":[\"echo\",\"fail\"]",
+             "\"tools\":[\"read_file\",\"write_file\"]");
+  ts_defs *defs = load(json);
+  ts_registry *reg = tools();
+  ts_demo_tools *demo = NULL;
+  char why[512];
+  ck_assert_int_eq(ts_demo_tools_add(reg, ws, &demo, why, sizeof why), 0);
+  run_opts o = {.prompt_name = "main", .prompt = "go"};
+  ck_assert_msg(run(defs, reg, "fs1", &o, why, sizeof why) == 0, "%s", why);
+  thread_dump cd = dump("fs1/t1c0");
+  HAS(sb_str(&cd.results), "read_file|c_helper_1|\"the notes\"");
+  snprintf(p, sizeof p, "%s/threads/t1c0/out.txt", ws);
+  size_t len;
+  char *mine = ts_test_read_file(p, &len);
+  ck_assert_ptr_nonnull(mine);
+  ck_assert_str_eq(mine, "mine");
+  free(mine);
+  snprintf(p, sizeof p, "%s/out.txt", ws);
+  struct stat st;
+  ck_assert_int_ne(stat(p, &st), 0); /* nothing written in the caller's */
+  dump_free(&cd);
+  ts_registry_free(reg);
+  ts_demo_tools_free(demo);
+  ts_defs_free(defs);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
 /* A path the caller's filesystem does not hold is an error result, never a copy. */
 static const struct {
   int line;
@@ -762,12 +818,9 @@ START_TEST(test_bad_attachments_are_error_results) {
     snprintf(json, sizeof json, "%s",
              sub_defs("{\"name\":\"helper\",\"initAttachmentsProperty\":\"files\"}", ""));
     /* any value for files: the runtime's own checks, not the schema's */
-    char *items = strstr(json, "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}");
-    ck_assert_ptr_nonnull(items);
-    const char *loose = "\"files\":{}";
-    memmove(items + strlen(loose), items + strlen("\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}"),
-            strlen(items + strlen("\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}")) + 1);
-    memcpy(items, loose, strlen(loose));
+    replace_in(json, sizeof json,
+               "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}",
+               "\"files\":{}");
     run_main(json, "b1", bad_attachments[i].line);
     thread_dump d = dump("b1");
     char res[4096];
@@ -1055,9 +1108,8 @@ START_TEST(test_resume_parent_killed_while_child_runs) {
   char defs_json[4096];
   snprintf(defs_json, sizeof defs_json, "%s", sub_defs("\"helper\"", ""));
   /* helper may also hang */
-  char *at = strstr(defs_json, "\"tools\":[\"echo\",\"fail\"]");
-  ck_assert_ptr_nonnull(at);
-  memcpy(at, "\"tools\":[\"echo\",\"hang\"]", strlen("\"tools\":[\"echo\",\"hang\"]"));
+  replace_in(defs_json, sizeof defs_json, "\"tools\":[\"echo\",\"fail\"]",
+             "\"tools\":[\"echo\",\"hang\"]");
   fflush(stdout);
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
@@ -1260,6 +1312,7 @@ int main(void) {
   tcase_add_test(tc, test_subprompt_include_fields);
   tcase_add_test(tc, test_init_user_message_and_attachments);
   tcase_add_test(tc, test_bad_attachments_are_error_results);
+  tcase_add_test(tc, test_child_tools_work_in_the_child_filesystem);
   tcase_add_test(tc, test_include_chat_and_past_tools);
   tcase_add_test(tc, test_handoff);
   tcase_add_test(tc, test_dual_ai_stop_tool);
