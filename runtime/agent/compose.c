@@ -683,7 +683,11 @@ static int copy_durable(const char *from, const char *to) {
   size_t len;
   if (ts_file_read(from, TS_COMPOSE_MAX_ATTACHMENT_BYTES, &buf, &len)) return -1;
   char tmp[PATH_MAX];
-  snprintf(tmp, sizeof tmp, "%s.part", to);
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.part", to) >= sizeof tmp) {
+    free(buf);
+    errno = ENAMETOOLONG;
+    return -1;
+  }
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   int rc = fd < 0 ? -1 : 0;
   for (size_t at = 0; !rc && at < len;) {
@@ -735,7 +739,10 @@ static int attach(const char *from_ws, const char *to_ws, jdoc *a, const char *p
     return -1;
   }
   char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/attachments", to_ws ? to_ws : "");
+  if ((size_t)snprintf(dir, sizeof dir, "%s/attachments", to_ws ? to_ws : "") >= sizeof dir) {
+    snprintf(why, cap, "argument %s: the callee's filesystem path is too long", prop);
+    return -1;
+  }
   int e = arr ? ts_jv_first(&a->v, v) : v;
   for (int k = 0; k < n; k++, e = ts_jv_skip(&a->v, e)) {
     ts_view p;
@@ -745,18 +752,22 @@ static int attach(const char *from_ws, const char *to_ws, jdoc *a, const char *p
       return -1;
     }
     char path[PATH_MAX], src[PATH_MAX], dst[PATH_MAX];
+    if (p.len >= sizeof path) {
+      snprintf(why, cap, "argument %s: an attachment path is too long", prop);
+      return -1;
+    }
     snprintf(path, sizeof path, "%.*s", (int)p.len, p.p);
     struct stat st;
     if (resolve_in(from_ws, path, src, sizeof src) || stat(src, &st) || !S_ISREG(st.st_mode)) {
-      snprintf(why, cap, "attachment %s: no such file in this thread's filesystem", path);
+      snprintf(why, cap, "attachment %.600s: no such file in this thread's filesystem", path);
       return -1;
     }
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     if (mkdirs(dir) || (size_t)snprintf(dst, sizeof dst, "%s/%s", dir, base) >= sizeof dst ||
         copy_durable(src, dst)) {
-      snprintf(why, cap, "attachment %s: cannot copy it into the callee's filesystem: %s", path,
-               strerror(errno));
+      snprintf(why, cap, "attachment %.600s: cannot copy it into the callee's filesystem: %s",
+               path, strerror(errno));
       return -1;
     }
     ts_buf_puts(msg, k ? "\n" : "\n\n");
