@@ -249,7 +249,7 @@ START_TEST(test_responses) {
       {TS_REQ_ASSISTANT, V("ok"), calls, 1, {NULL, 0}, 0},
       {TS_REQ_TOOL, V("1"), NULL, 0, V("c1"), 0},
   };
-  ts_request r2 = {"m", 50, m2, 3, NULL, 0};
+  ts_request r2 = {"m", 50, m2, 3, NULL, 0, NULL, -1};
   check_body(TS_FORMAT_OPENAI_RESPONSES, &r2,
              "{\"model\":\"m\",\"stream\":true,\"store\":false,\"max_output_tokens\":50,\"input\":["
              "{\"type\":\"message\",\"role\":\"user\",\"content\":\"go\"},"
@@ -288,7 +288,7 @@ START_TEST(test_gemini) {
       {TS_REQ_ASSISTANT, {"", 0}, NULL, 0, {NULL, 0}, 0},
       {TS_REQ_USER, V("hello?"), NULL, 0, {NULL, 0}, 0},
   };
-  ts_request r2 = {"m", 100, m2, 6, NULL, 0};
+  ts_request r2 = {"m", 100, m2, 6, NULL, 0, NULL, -1};
   check_body(TS_FORMAT_GEMINI, &r2,
              "{\"contents\":["
              "{\"role\":\"user\",\"parts\":[{\"text\":\"go\"}]},"
@@ -328,7 +328,7 @@ START_TEST(test_bedrock) {
       {TS_REQ_ASSISTANT, {"", 0}, NULL, 0, {NULL, 0}, 0},
       {TS_REQ_USER, V("again"), NULL, 0, {NULL, 0}, 0},
   };
-  ts_request r2 = {"m", 7, m2, 6, NULL, 0};
+  ts_request r2 = {"m", 7, m2, 6, NULL, 0, NULL, -1};
   check_body(TS_FORMAT_BEDROCK, &r2,
              "{\"messages\":["
              "{\"role\":\"user\",\"content\":[{\"text\":\"go\"}]},"
