@@ -411,13 +411,7 @@ static int chat_request(const ts_request *r, ts_buf *b) {
   }
   ts_buf_putc(b, ']');
   ts__provider_tools(b, r, 1, "parameters");
-  if (r->ntools && r->tool_choice) {
-    ts_buf_puts(b, ",\"tool_choice\":");
-    ts_buf_append_json_string(b, r->tool_choice, strlen(r->tool_choice));
-  }
-  if (r->ntools && r->parallel_tool_calls >= 0)
-    ts_buf_puts(b, r->parallel_tool_calls ? ",\"parallel_tool_calls\":true"
-                                          : ",\"parallel_tool_calls\":false");
+  ts__provider_tool_choice_openai(b, r);
   ts_buf_putc(b, '}');
   return b->err;
 }

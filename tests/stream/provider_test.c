@@ -342,6 +342,52 @@ START_TEST(test_bedrock) {
 END_TEST
 
 /* Where each of the three sends its request, the model id a path segment of its own. */
+/* A prompt's toolChoice and parallelToolCalls (agent/compose.h), in each provider's
+ * words; nothing of them without tools, and nothing for a provider without the setting. */
+static const struct {
+  int line;
+  ts_format f;
+  const char *choice;
+  int parallel;
+  const char *want; /* NULL: neither key written */
+} choice_rows[] = {
+    {__LINE__, TS_FORMAT_OPENAI_CHAT, "required", 0,
+     "}}],\"tool_choice\":\"required\",\"parallel_tool_calls\":false}"},
+    {__LINE__, TS_FORMAT_OPENAI_CHAT, NULL, 1, "}}],\"parallel_tool_calls\":true}"},
+    {__LINE__, TS_FORMAT_OPENAI_CHAT, NULL, -1, NULL},
+    {__LINE__, TS_FORMAT_OPENAI_RESPONSES, "none", -1, ",\"strict\":false}],\"tool_choice\":\"none\"}"},
+    {__LINE__, TS_FORMAT_ANTHROPIC, "required", 0,
+     ",\"tool_choice\":{\"type\":\"any\",\"disable_parallel_tool_use\":true}}"},
+    {__LINE__, TS_FORMAT_ANTHROPIC, "none", 0, ",\"tool_choice\":{\"type\":\"none\"}}"},
+    {__LINE__, TS_FORMAT_ANTHROPIC, NULL, 0,
+     ",\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":true}}"},
+    {__LINE__, TS_FORMAT_GEMINI, "required", -1,
+     ",\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"ANY\"}}"},
+    {__LINE__, TS_FORMAT_BEDROCK, "required", 0, NULL},
+};
+
+START_TEST(test_tool_choice) {
+  for (size_t i = 0; i < sizeof choice_rows / sizeof choice_rows[0]; i++) {
+    for (int with_tools = 0; with_tools < 2; with_tools++) {
+      ts_request req = {"m-1", 10, msgs, 6, with_tools ? tools : NULL, (size_t)with_tools,
+                        choice_rows[i].choice, choice_rows[i].parallel};
+      ts_buf b;
+      ts_buf_init(&b, 1 << 20);
+      ck_assert_int_eq(ts_provider_request(ts_provider_get(choice_rows[i].f), &req, &b), TS_E_OK);
+      ts_buf_putc(&b, '\0');
+      int has = strstr(b.p, "tool_choice") || strstr(b.p, "parallel_tool") ||
+                strstr(b.p, "toolConfig\":{\"function");
+      if (with_tools && choice_rows[i].want)
+        ck_assert_msg(strstr(b.p, choice_rows[i].want), "line %d: %s", choice_rows[i].line, b.p);
+      else
+        ck_assert_msg(!has, "line %d: %s", choice_rows[i].line, b.p);
+      ck_assert_msg(ts_test_json_valid(b.p, b.len - 1), "line %d: not JSON", choice_rows[i].line);
+      ts_buf_fini(&b);
+    }
+  }
+}
+END_TEST
+
 START_TEST(test_request_urls) {
   char out[512];
   const ts_provider *bedrock = ts_provider_get(TS_FORMAT_BEDROCK);
@@ -558,6 +604,7 @@ int main(void) {
   tcase_add_test(tc, test_responses);
   tcase_add_test(tc, test_gemini);
   tcase_add_test(tc, test_bedrock);
+  tcase_add_test(tc, test_tool_choice);
   tcase_add_test(tc, test_request_urls);
   tcase_add_test(tc, test_request_out_of_memory);
   tcase_add_test(tc, test_tool_schemas);
