@@ -1078,6 +1078,38 @@ START_TEST(test_nesting_is_bounded) {
 }
 END_TEST
 
+/* A dual_ai agent driving a root thread, stopped when a side has no recorded turn, then
+ * resumed: the session goes on with the side whose turn it was, counting the replies
+ * already given. */
+START_TEST(test_dual_ai_session_resumes_where_it_stopped) {
+  fresh("compose-dualresume");
+  turn_text("pro", 1, "pro one");
+  turn_text("con", 1, "con one");
+  turn_text("pro", 2, "pro two");
+  ts_defs *defs = load(dual_defs(4));
+  ts_registry *reg = tools();
+  char why[512];
+  run_opts o = {.agent = "debate", .prompt = "tea?"};
+  ck_assert_int_eq(run(defs, reg, "dr", &o, why, sizeof why), TS_E_IO);
+  HAS(why, "no recorded turn 2 in");
+  turn_text("con", 2, "con two");
+  run_opts o2 = {.agent = "debate", .resume = 1};
+  ck_assert_msg(run(defs, reg, "dr", &o2, why, sizeof why) == 0, "%s", why);
+  thread_dump d = dump("dr");
+  ck_assert_str_eq(sb_str(&d.roles), "uaaaa"); /* four replies: maxSessionTurns */
+  HAS(sb_str(&d.assistant), "\"prompt\":\"con\",\"side\":\"b\",\"text\":\"con two\"");
+  /* resuming the ended session runs nothing */
+  ck_assert_msg(run(defs, reg, "dr", &o2, why, sizeof why) == 0, "%s", why);
+  thread_dump d2 = dump("dr");
+  ck_assert_str_eq(sb_str(&d2.roles), "uaaaa");
+  dump_free(&d);
+  dump_free(&d2);
+  ts_registry_free(reg);
+  ts_defs_free(defs);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
 /* ---- replay per prompt directory ---------------------------------------------------------- */
 
 START_TEST(test_replay_needs_the_prompt_directory_for_a_child) {
@@ -1317,6 +1349,7 @@ int main(void) {
   tcase_add_test(tc, test_handoff);
   tcase_add_test(tc, test_dual_ai_stop_tool);
   tcase_add_test(tc, test_dual_ai_max_session_turns_and_fail_tool);
+  tcase_add_test(tc, test_dual_ai_session_resumes_where_it_stopped);
   tcase_add_test(tc, test_replay_needs_the_prompt_directory_for_a_child);
   tcase_add_test(tc, test_nesting_is_bounded);
   tcase_add_test(tc, test_resume_parent_killed_while_child_runs);
