@@ -340,7 +340,7 @@ static int build_body(const bench *b, const bench_request *q, ts_buf *out) {
     tools[i].description = (ts_view){d->description, strlen(d->description)};
     tools[i].schema = (ts_view){schema, strlen(schema)};
   }
-  ts_request req = {b->a->hm.model, b->a->hm.max_tokens, m, nm, tools, b->defs.n};
+  ts_request req = {b->a->hm.model, b->a->hm.max_tokens, m, nm, tools, b->defs.n, NULL, -1};
   int rc = ts_provider_request(b->a->hm.provider, &req, out);
   free(tools);
   return rc;

@@ -159,8 +159,9 @@ static int http_turn(void *user, const ts_agent_turn *t, ts_tap *tap, char *why,
   const ts_http_model *m = user;
   ts_buf body;
   ts_buf_init(&body, (size_t)256 << 20);
-  int rc = ts_conversation_request(t->store, t->thread, t->reg, m->provider, m->model,
-                                   m->max_tokens, &body);
+  /* the driving prompt's model, when it names one (agent/compose.h), goes in the body on
+   * the same endpoint (ts_conversation_request_turn uses t->model over m->model) */
+  int rc = ts_conversation_request_turn(t, m->provider, m->model, m->max_tokens, &body);
   if (rc) {
     snprintf(why, why_cap, "the model request failed: cannot build the request: %s",
              ts_err_message(rc));

@@ -28,6 +28,7 @@ const char *ts_event_type_name(int type) {
     case TS_EVENT_TOOL_EXECUTION_STARTED: return "tool_execution_started";
     case TS_EVENT_TOOL_RESULT: return "tool_result";
     case TS_EVENT_VARIABLE_REQUIRED: return "variable_required";
+    case TS_EVENT_HANDOFF: return "handoff";
   }
   return ts_tap_type_name(type); /* the tap's own, or "unknown" */
 }
@@ -104,6 +105,10 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
       str_field(b, "name", r->var_name);
       str_field(b, "description", r->var_description);
       str_field(b, "var_type", r->var_secret ? (ts_view){"secret", 6} : (ts_view){"text", 4});
+      break;
+    case TS_EVENT_HANDOFF:
+      str_field(b, "from", r->handoff_from);
+      str_field(b, "to", r->handoff_to);
       break;
     case TS_EVENT_TURN_FINISHED:
       if (e->stop_reason.len) str_field(b, "stop_reason", e->stop_reason);

@@ -44,6 +44,8 @@ typedef enum {
   TS_EVENT_TOOL_RESULT,
   /* a call waits for a required variable without a value (tools-spec §3): parked */
   TS_EVENT_VARIABLE_REQUIRED,
+  /* the thread passed from one agent to another (an agent tool, agent/compose.h) */
+  TS_EVENT_HANDOFF,
 } ts_event_type;
 
 /* The event name as it appears on the wire ("tool_call_started", "tool_result", ...);
@@ -70,6 +72,8 @@ typedef struct {
   ts_view var_name;        /* VARIABLE_REQUIRED: the variable */
   ts_view var_description; /* VARIABLE_REQUIRED: its description (may be empty) */
   uint8_t var_secret;      /* VARIABLE_REQUIRED: type 'secret' (else 'text') */
+  ts_view handoff_from, handoff_to; /* HANDOFF: the agent (or prompt) that had the thread,
+                                     * the agent that has it now */
 } ts_event;
 
 /* Appends the event's JSON object to `out`. Returns TS_E_OK or the buffer's error. */

@@ -230,6 +230,16 @@ void ts__provider_tools(ts_buf *b, const ts_request *r, int function_wrapper, co
   ts__provider_tools_as(b, r, &shape);
 }
 
+void ts__provider_tool_choice_openai(ts_buf *b, const ts_request *r) {
+  if (r->ntools && r->tool_choice) {
+    ts_buf_puts(b, ",\"tool_choice\":");
+    ts_buf_append_json_string(b, r->tool_choice, strlen(r->tool_choice));
+  }
+  if (r->ntools && r->parallel_tool_calls >= 0)
+    ts_buf_puts(b, r->parallel_tool_calls ? ",\"parallel_tool_calls\":true"
+                                          : ",\"parallel_tool_calls\":false");
+}
+
 void ts__provider_result_text(ts_buf *b, const ts_req_message *m) {
   if (!m->is_error) {
     ts_buf_append_json_string(b, m->text.p, m->text.len);

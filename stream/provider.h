@@ -95,6 +95,14 @@ typedef struct {
   size_t nmessages;
   const ts_req_tool *tools;
   size_t ntools;
+  /* How the model may use the tools (a prompt's toolChoice / parallelToolCalls,
+   * agent/compose.h), written by the providers that have the setting, with tools only:
+   * Chat Completions and Responses (tool_choice, parallel_tool_calls), Anthropic
+   * (tool_choice.type auto|any|none, disable_parallel_tool_use), Gemini (toolConfig's
+   * mode AUTO|ANY|NONE); the others keep their defaults. NULL: the provider's default;
+   * "auto", "none", "required". parallel_tool_calls: -1 the provider's default, 0 or 1. */
+  const char *tool_choice;
+  int parallel_tool_calls;
 } ts_request;
 
 /* ---- where a request body declares its tools' schemas -------------------------------
@@ -278,5 +286,10 @@ void ts__provider_tools_as(ts_buf *b, const ts_request *r, const ts__tool_shape 
 /* For the provider files: writes a tool result's text as a JSON string, "Error: " before
  * it when the result is an error (for formats that have no error flag). */
 void ts__provider_result_text(ts_buf *b, const ts_req_message *m);
+
+/* OpenAI's tool settings (Chat Completions and Responses name them alike): ,"tool_choice":
+ * "auto"|"none"|"required" and ,"parallel_tool_calls":bool, each when `r` sets it and has
+ * tools. */
+void ts__provider_tool_choice_openai(ts_buf *b, const ts_request *r);
 
 #endif /* TS_PROVIDER_H */

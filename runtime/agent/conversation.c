@@ -89,9 +89,16 @@ typedef struct {
   size_t nturns;
 } req_list;
 
+/* What of a thread's history a request shows: the texts (`chat`), the calls with their
+ * results (`tools`), and, for a dual_ai session, whose side the model speaks for (0: no
+ * session): the other side's replies come to it as user messages, without their calls. */
+typedef struct {
+  int chat, tools, side;
+} view_filter;
+
 /* Adds assistant message `a` and, after it, the results of its calls; a call without a
  * result is left out (the model is told nothing false). Returns TS_E_OK or TS_E_NOMEM. */
-static int add_turn(req_list *r, msgs *l, msg *a) {
+static int add_turn(req_list *r, msgs *l, msg *a, const view_filter *f) {
   turn *t = &r->turns[r->nturns];
   memset(t, 0, sizeof *t);
   t->js = malloc(a->len + 1);
@@ -109,8 +116,16 @@ static int add_turn(req_list *r, msgs *l, msg *a) {
     return TS_E_OK;
   }
   ts_jv *v = &t->v;
+  int sd = ts_jv_get(v, 0, "side");
+  if (f->side && sd >= 0 && !ts_jv_eq(v, sd, f->side == 'b' ? "b" : "a")) {
+    /* the other side's reply: what it said is this side's next user message */
+    m->role = TS_REQ_USER;
+    int ti = ts_jv_get(v, 0, "text");
+    if (ti < 0 || ts_jv_str(v, ti, &m->text) || !m->text.len) r->n--;
+    return TS_E_OK;
+  }
   int calls = ts_jv_get(v, 0, "tool_calls");
-  int ncalls = ts_jv_type_of(v, calls) == TS_JV_ARRAY ? ts_jv_size(v, calls) : 0;
+  int ncalls = ts_jv_type_of(v, calls) == TS_JV_ARRAY && f->tools ? ts_jv_size(v, calls) : 0;
   t->calls = calloc(ncalls ? (size_t)ncalls : 1, sizeof *t->calls);
   if (!t->calls) return TS_E_NOMEM;
   /* raw views first: decoding strings in place would spoil them */
@@ -138,43 +153,73 @@ static int add_turn(req_list *r, msgs *l, msg *a) {
     rm->is_error = res->is_error;
   }
   int ti = ts_jv_get(v, 0, "text");
-  if (ti >= 0) ts_jv_str(v, ti, &m->text);
+  if (ti >= 0 && f->chat) ts_jv_str(v, ti, &m->text);
   m->calls = t->calls;
   m->ncalls = kept;
+  if (!m->text.len && !kept && !(f->chat && f->tools)) { /* filtered to nothing: left out */
+    memmove(m, m + 1, (size_t)(&r->v[r->n] - (m + 1)) * sizeof *m);
+    r->n--;
+  }
   return TS_E_OK;
 }
 
-int ts_conversation_request(ts_store *s, const char *thread, const ts_registry *reg,
-                            const ts_provider *provider, const char *model, unsigned max_tokens,
-                            ts_buf *out) {
+static void free_msgs(msgs *l) {
+  for (size_t i = 0; i < l->n; i++) {
+    free(l->v[i].content);
+    free(l->v[i].call_id);
+  }
+  free(l->v);
+}
+
+/* The request messages of one thread's stored messages, filtered. */
+static int add_thread(req_list *r, msgs *l, const view_filter *f) {
+  int rc = TS_E_OK;
+  for (size_t i = 0; i < l->n && rc == TS_E_OK; i++) {
+    msg *m = &l->v[i];
+    if ((m->role == TS_STORE_USER && f->chat) || (m->role == TS_STORE_SYSTEM && f->chat)) {
+      ts_req_message *q = &r->v[r->n++];
+      memset(q, 0, sizeof *q);
+      q->role = m->role == TS_STORE_USER ? TS_REQ_USER : TS_REQ_SYSTEM;
+      q->text = (ts_view){m->content, m->len};
+    } else if (m->role == TS_STORE_ASSISTANT && (f->chat || f->tools)) {
+      rc = add_turn(r, l, m, f);
+    }
+  }
+  return rc;
+}
+
+/* The request: the system text, the history thread's messages as `hf` lets through, then
+ * the thread's own. */
+static int build(ts_store *s, const char *thread, const ts_registry *reg,
+                 const ts_provider *provider, const char *model, unsigned max_tokens,
+                 const char *system, const char *history, const view_filter *hf, int side,
+                 const char *tool_choice, int parallel, ts_buf *out) {
   if (!provider || !provider->request) return TS_E_INVAL;
-  msgs l = {0};
+  msgs l = {0}, h = {0};
   req_list r = {0};
   ts_req_tool *tools = NULL;
-  int rc = ts_store_messages(s, thread, 0, collect, &l);
-  if (l.oom) rc = TS_E_NOMEM;
+  int rc = history ? ts_store_messages(s, history, 0, collect, &h) : 0;
+  if (rc >= 0) rc = ts_store_messages(s, thread, 0, collect, &l);
+  if (l.oom || h.oom) rc = TS_E_NOMEM;
   if (rc < 0) goto out;
   rc = TS_E_OK;
   /* each stored message is at most one request message, plus one per result */
-  r.v = calloc(l.n * 2 + 1, sizeof *r.v);
-  r.turns = calloc(l.n + 1, sizeof *r.turns);
+  r.v = calloc((l.n + h.n) * 2 + 2, sizeof *r.v);
+  r.turns = calloc(l.n + h.n + 1, sizeof *r.turns);
   size_t ntools = ts_registry_count(reg);
   tools = calloc(ntools + 1, sizeof *tools);
   if (!r.v || !r.turns || !tools) {
     rc = TS_E_NOMEM;
     goto out;
   }
-  for (size_t i = 0; i < l.n && rc == TS_E_OK; i++) {
-    msg *m = &l.v[i];
-    if (m->role == TS_STORE_USER || m->role == TS_STORE_SYSTEM) {
-      ts_req_message *q = &r.v[r.n++];
-      memset(q, 0, sizeof *q);
-      q->role = m->role == TS_STORE_USER ? TS_REQ_USER : TS_REQ_SYSTEM;
-      q->text = (ts_view){m->content, m->len};
-    } else if (m->role == TS_STORE_ASSISTANT) {
-      rc = add_turn(&r, &l, m);
-    }
+  if (system && *system) {
+    ts_req_message *q = &r.v[r.n++];
+    q->role = TS_REQ_SYSTEM;
+    q->text = (ts_view){system, strlen(system)};
   }
+  view_filter own = {1, 1, side};
+  if (history) rc = add_thread(&r, &h, hf);
+  if (rc == TS_E_OK) rc = add_thread(&r, &l, &own);
   if (rc != TS_E_OK) goto out;
   for (size_t i = 0; i < ntools; i++) {
     const ts_tool *t = ts_registry_at(reg, i);
@@ -184,19 +229,31 @@ int ts_conversation_request(ts_store *s, const char *thread, const ts_registry *
     tools[i].description = (ts_view){ts_tool_description(t), strlen(ts_tool_description(t))};
     tools[i].schema = (ts_view){schema, strlen(schema)};
   }
-  ts_request req = {model, max_tokens, r.v, r.n, tools, ntools};
+  ts_request req = {model, max_tokens, r.v, r.n, tools, ntools, tool_choice, parallel};
   rc = ts_provider_request(provider, &req, out);
 out:
   for (size_t i = 0; i < r.nturns; i++) turn_fini(&r.turns[i]);
   free(r.turns);
   free(r.v);
   free(tools);
-  for (size_t i = 0; i < l.n; i++) {
-    free(l.v[i].content);
-    free(l.v[i].call_id);
-  }
-  free(l.v);
+  free_msgs(&l);
+  free_msgs(&h);
   return rc;
+}
+
+int ts_conversation_request(ts_store *s, const char *thread, const ts_registry *reg,
+                            const ts_provider *provider, const char *model, unsigned max_tokens,
+                            ts_buf *out) {
+  return build(s, thread, reg, provider, model, max_tokens, NULL, NULL, NULL, 0, NULL, -1, out);
+}
+
+int ts_conversation_request_turn(const ts_agent_turn *t, const ts_provider *provider,
+                                 const char *model, unsigned max_tokens, ts_buf *out) {
+  view_filter hf = {t->include_chat, t->include_past_tools, 0};
+  return build(t->store, t->thread, t->reg, provider, t->model ? t->model : model, max_tokens,
+               t->system, t->history && (hf.chat || hf.tools) ? t->history : NULL, &hf,
+               t->side, t->tool_choice, t->parallel_tool_calls ? t->parallel_tool_calls - 1 : -1,
+               out);
 }
 
 /* ---- one turn's calls ---------------------------------------------------------------- */

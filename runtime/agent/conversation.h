@@ -26,6 +26,7 @@
 #include "stream/provider.h"
 #include "base/view.h"
 #include "tools/registry.h"
+#include "agent/run.h"
 
 /* Appends the streaming request body for `provider` (a row of the provider table that
  * writes requests) to `out`. Returns TS_E_OK, TS_E_INVAL (no provider, or one `run`
@@ -34,6 +35,16 @@
 int ts_conversation_request(ts_store *s, const char *thread, const ts_registry *reg,
                             const ts_provider *provider, const char *model, unsigned max_tokens,
                             ts_buf *out);
+
+/* The request for turn `t` of the agent loop (agent/run.h): as ts_conversation_request,
+ * with the composition's view of it (agent/compose.h): t->system as the first (system)
+ * message; t->history's conversation before the thread's own, its texts (user messages and
+ * the assistant's text) when t->include_chat, its calls with their results when
+ * t->include_past_tools, nothing of it otherwise; in a dual_ai session (t->side), the other
+ * side's replies as user messages without their calls. t->model, when set, replaces
+ * `model`. Returns as ts_conversation_request. */
+int ts_conversation_request_turn(const ts_agent_turn *t, const ts_provider *provider,
+                                 const char *model, unsigned max_tokens, ts_buf *out);
 
 /* Calls cb for each tool call of the stored assistant message of turn `turn_no` (1-based, as
  * in its "turn" field), in index order: its index, call id, tool name and arguments (raw

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/clock.h"
 #include "base/file.h"
@@ -44,12 +45,40 @@ static int turn_file(const char *dir, uint32_t n, char *path, size_t cap) {
   return rc;
 }
 
-static int has_turn(void *user, const ts_agent_turn *t, char *why, size_t cap) {
-  const ts_replay_model *r = user;
-  char path[4096];
-  if (turn_file(r->dir, t->turn, path, sizeof path) == 0) return 0;
-  snprintf(why, cap, "no recorded turn %u in %s", t->turn + 1, r->dir);
+/* Where the turn's recording is: DIR/<prompt>/ and the prompt's own turn count when a
+ * prompt drives the turn and that directory exists; else DIR and the thread's turn. A
+ * child thread (nested) has no DIR fallback: the caller's turns are not its own. */
+static int turn_dir(const ts_replay_model *r, const ts_agent_turn *t, char *dir, size_t cap,
+                    uint32_t *n) {
+  struct stat st;
+  if (t->prompt && (size_t)snprintf(dir, cap, "%s/%s", r->dir, t->prompt) < cap &&
+      !stat(dir, &st) && S_ISDIR(st.st_mode)) {
+    *n = t->prompt_turn;
+    return 0;
+  }
+  if (t->nested) return -1;
+  snprintf(dir, cap, "%s", r->dir);
+  *n = t->turn;
+  return 0;
+}
+
+static int find_turn(const ts_replay_model *r, const ts_agent_turn *t, char *path, size_t cap,
+                     char *why, size_t why_cap) {
+  char dir[4096];
+  uint32_t n = 0;
+  if (turn_dir(r, t, dir, sizeof dir, &n)) {
+    snprintf(why, why_cap, "no recorded turns for prompt %s: no directory %s/%s", t->prompt,
+             r->dir, t->prompt);
+    return -1;
+  }
+  if (turn_file(dir, n, path, cap) == 0) return 0;
+  snprintf(why, why_cap, "no recorded turn %u in %s", n + 1, dir);
   return -1;
+}
+
+static int has_turn(void *user, const ts_agent_turn *t, char *why, size_t cap) {
+  char path[4096];
+  return find_turn(user, t, path, sizeof path, why, cap);
 }
 
 typedef struct {
@@ -202,10 +231,7 @@ static int feed_tap(void *user, char *buf, size_t len) { return ts_tap_feed(user
 static int play(void *user, const ts_agent_turn *t, ts_tap *tap, char *why, size_t cap) {
   const ts_replay_model *r = user;
   char path[4096];
-  if (turn_file(r->dir, t->turn, path, sizeof path)) {
-    snprintf(why, cap, "no recorded turn %u in %s", t->turn + 1, r->dir);
-    return -1;
-  }
+  if (find_turn(r, t, path, sizeof path, why, cap)) return -1;
   return ts_replay_play(path, r->rate, NULL, feed_tap, tap, t->cancel, why, cap);
 }
 

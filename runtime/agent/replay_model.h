@@ -9,6 +9,12 @@
  * event boundaries found by the SSE framer (stream/sse.h: LF, CR LF and lone CR line
  * ends alike).
  *
+ * Composition (agent/compose.h): a turn driven by a prompt plays DIR/<prompt>/ when that
+ * directory exists, the N-th file there for the prompt's N-th turn in the thread (so a
+ * sub-prompt's child thread, both sides of a dual_ai session and the agent a thread was
+ * handed off to each have their own recording, and a whole tree runs with no network);
+ * else DIR itself by the thread's turn. A child thread's prompt needs its directory.
+ *
  * Limits: at most TS_REPLAY_MAX_FILES files are looked at; a file over
  * TS_REPLAY_MAX_FILE_BYTES is refused (the turn fails with a reason).
  */

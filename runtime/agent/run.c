@@ -42,6 +42,7 @@
 
 #include "base/clock.h"
 #include "base/strbuf.h"
+#include "agent/compose.h"
 #include "agent/thread_env.h"
 #include "tools/dispatch.h"
 
@@ -63,6 +64,15 @@ typedef struct {
   uint64_t started_off[TS_TAP_MAX_CALLS];
   ts_agent_stats *st;
   ts_buf settled_ids; /* resuming a cut turn: ids of its calls with a result (NUL-separated) */
+  /* composition (agent/compose.h): who drives this turn; else reg/layers are the config's */
+  ts_compose *cx;
+  ts_compose_driver drv;
+  const ts_registry *reg;
+  const ts_var_layers *layers;
+  const char *history; /* the caller's thread, for includeChat / includePastTools */
+  unsigned depth;
+  ts_buf call_names; /* the turn's calls' tool names, NUL-separated */
+  char workspace[4096]; /* the thread's filesystem, for its calls ("": none recorded) */
 } loop;
 
 static int id_in(const ts_buf *b, const char *id, size_t len);
@@ -75,7 +85,7 @@ static int cancelled(const loop *l) { return l->cfg->cancel && *l->cfg->cancel; 
 static void on_emitted(void *user, const ts_event *ev, const char *json, size_t len) {
   loop *l = user;
   if (ev->body.type != TS_EVENT_TOOL_CALL_STARTED) return;
-  const ts_tool *t = ts_registry_find(l->cfg->reg, ev->body.tool.p, ev->body.tool.len);
+  const ts_tool *t = ts_registry_find(l->reg, ev->body.tool.p, ev->body.tool.len);
   char why[512] = "";
   if (ts_tool_call_started(t, json, len, why, sizeof why) < 0)
     fprintf(stderr, "toolstream: tool_call_started hook: %s\n", why);
@@ -129,6 +139,8 @@ static int on_tap_event(void *user, const ts_tap_event *e) {
   int settled = e->is_call && l->settled_ids.len && id_in(&l->settled_ids, e->call_id.p,
                                                           e->call_id.len);
   if (e->type == TS_TAP_TOOL_CALL_READY || e->type == TS_TAP_TOOL_CALL_ERROR) {
+    ts_buf_append(&l->call_names, e->tool.p, e->tool.len);
+    ts_buf_putc(&l->call_names, '\0');
     if (l->ncalls++) ts_buf_putc(&l->calls, ',');
     ts_buf_puts(&l->calls, "{\"id\":");
     ts_buf_append_json_string(&l->calls, e->call_id.p, e->call_id.len);
@@ -155,14 +167,20 @@ static const char *progress_of(void *user, const char *tool, size_t len, size_t 
       return d->progress_arg;
     }
   }
-  const ts_tool *t = ts_registry_find(l->cfg->reg, tool, len);
+  const ts_tool *t = ts_registry_find(l->reg, tool, len);
   const char *a = t ? ts_tool_progress_arg(t) : NULL;
   if (a) *arg_len = strlen(a);
   return a;
 }
 
+typedef struct {
+  char *parent, *workspace; /* TS_THREAD_ID_MAX + 1 and 4096 bytes */
+} thread_home;
+
 static int grab_parent(void *user, const ts_store_thread *t) {
-  snprintf(user, TS_THREAD_ID_MAX + 1, "%s", t->parent ? t->parent : "");
+  thread_home *h = user;
+  snprintf(h->parent, TS_THREAD_ID_MAX + 1, "%s", t->parent ? t->parent : "");
+  snprintf(h->workspace, 4096, "%s", t->workspace ? t->workspace : "");
   return 0;
 }
 
@@ -254,6 +272,12 @@ static int store_assistant(loop *l, uint32_t turn) {
   ts_buf_init(&msg, (size_t)96 << 20);
   ts_buf_puts(&msg, "{\"turn\":");
   ts_buf_append_u64(&msg, turn);
+  if (l->cx) { /* who drove it: per-prompt replay and a dual_ai session read it back */
+    ts_buf_puts(&msg, ",\"prompt\":");
+    ts_buf_append_json_string(&msg, l->drv.prompt->name, strlen(l->drv.prompt->name));
+    if (l->drv.agent && l->drv.agent->type == TS_DEFS_DUAL_AI)
+      ts_buf_puts(&msg, l->drv.side ? ",\"side\":\"b\"" : ",\"side\":\"a\"");
+  }
   ts_buf_puts(&msg, ",\"text\":");
   ts_buf_append_json_string(&msg, l->text.p ? l->text.p : "", l->text.len);
   ts_buf_puts(&msg, ",\"tool_calls\":[");
@@ -275,20 +299,107 @@ static void interrupted_why(const ts_agent_config *c, char *why, size_t cap) {
                      "--resume", c->thread);
 }
 
+/* The composition's driver for the next turn: its registry and layers become the loop's.
+ * Under store_mu: the system text may read the thread's environment. */
+static const ts_var_layers *tool_layers(void *user, const ts_tool *tool) {
+  const loop *l = user;
+  return l->cx ? ts_compose_tool_layers(l->cx, tool) : NULL;
+}
+
+static int compose_turn(loop *l, char *why, size_t cap) {
+  if (!l->cx) return TS_E_OK;
+  pthread_mutex_lock(&l->store_mu);
+  int rc = ts_compose_driver_get(l->cx, &l->drv, why, cap);
+  pthread_mutex_unlock(&l->store_mu);
+  if (rc) return rc;
+  l->reg = l->drv.reg;
+  l->layers = l->drv.layers;
+  return TS_E_OK;
+}
+
+typedef struct {
+  const char *needle;
+  size_t len;
+  uint32_t n;
+} prompt_count;
+
+static int count_prompt(void *user, const ts_store_message *m) {
+  prompt_count *p = user;
+  size_t head = m->content_len < 160 ? m->content_len : 160; /* {"turn":N,"prompt":"..." */
+  if (m->role != TS_STORE_ASSISTANT) return 0;
+  for (size_t i = 0; i + p->len <= head; i++)
+    if (!memcmp(m->content + i, p->needle, p->len)) {
+      p->n++;
+      break;
+    }
+  return 0;
+}
+
+/* Turns of this thread the driving prompt drove before (a per-prompt replay directory
+ * plays its own turn-N files in order: agent/replay_model.h). */
+static uint32_t prompt_turns(loop *l) {
+  ts_buf nd;
+  ts_buf_init(&nd, 512);
+  ts_buf_puts(&nd, ",\"prompt\":");
+  ts_buf_append_json_string(&nd, l->drv.prompt->name, strlen(l->drv.prompt->name));
+  ts_buf_putc(&nd, ',');
+  prompt_count p = {nd.p, nd.len, 0};
+  if (!nd.err) {
+    pthread_mutex_lock(&l->store_mu);
+    ts_store_messages(l->cfg->store, l->cfg->thread, 0, count_prompt, &p);
+    pthread_mutex_unlock(&l->store_mu);
+  }
+  ts_buf_fini(&nd);
+  return p.n;
+}
+
+/* The thread passed to another agent: the handoff event (events/event.h). */
+static void emit_handoff(loop *l, const char *from, const char *to) {
+  ts_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.body.type = TS_EVENT_HANDOFF;
+  ev.handoff_from = (ts_view){from, strlen(from)};
+  ev.handoff_to = (ts_view){to, strlen(to)};
+  ts_sink_emit(l->sink, &ev);
+}
+
 /* One turn. Returns TS_E_OK with *more = 1 when the model called tools (another turn
  * follows), or the reason the loop stops. `resuming`: the turn may have been cut before
  * (the first turn of --resume), see the essay. */
 static int one_turn(loop *l, uint32_t turn, int resuming, int *more, char *why, size_t cap) {
   const ts_agent_config *c = l->cfg;
-  ts_agent_turn t = {c->store, c->thread, c->reg, turn, l->sink, c->cancel};
   *more = 0;
+  int rc = compose_turn(l, why, cap);
+  if (rc) return rc;
+  ts_agent_turn t = {.store = c->store, .thread = c->thread, .reg = l->reg, .turn = turn,
+                     .sink = l->sink, .cancel = c->cancel};
+  if (l->cx) {
+    t.prompt = l->drv.prompt->name;
+    t.prompt_turn = prompt_turns(l);
+    t.nested = l->depth > 0;
+    t.model = l->drv.model;
+    t.system = l->drv.system;
+    t.history = l->history;
+    t.include_chat = l->drv.prompt->include_chat;
+    t.include_past_tools = l->drv.prompt->include_past_tools;
+    if (l->drv.agent && l->drv.agent->type == TS_DEFS_DUAL_AI) t.side = l->drv.side ? 'b' : 'a';
+    static const char *const choice[] = {"auto", "none", "required"};
+    ts_defs_tool_choice tc = l->drv.prompt->tool_choice;
+    t.tool_choice = tc >= TS_DEFS_CHOICE_AUTO && tc <= TS_DEFS_CHOICE_REQUIRED ? choice[tc] : NULL;
+    t.parallel_tool_calls = l->drv.prompt->parallel_tool_calls < 0 ? 0
+                            : l->drv.prompt->parallel_tool_calls    ? 2
+                                                                    : 1;
+  }
   if (c->model.has_turn && c->model.has_turn(c->model.user, &t, why, cap)) return TS_E_IO;
   ts_buf_reset(&l->text);
   ts_buf_reset(&l->calls);
+  ts_buf_reset(&l->call_names);
   l->ncalls = 0;
-  ts_dispatch_config dc = {.store = c->dispatch_store, .reg = c->reg, .thread = c->thread,
+  ts_dispatch_config dc = {.store = c->dispatch_store, .reg = l->reg, .thread = c->thread,
                            .turn = turn + 1, .on_event = on_dispatch_event, .user = l,
-                           .pipelined = 1, .layers = c->layers, .stop = c->cancel,
+                           .pipelined = 1, .layers = l->layers, .stop = c->cancel,
+                           .tool_layers = tool_layers,
+                           .workspace = l->workspace[0] ? l->workspace : NULL,
                            .resuming = resuming};
   pthread_mutex_lock(&l->turn_mu);
   l->parked = l->stream_done = l->msg_stored = l->early_rc = 0;
@@ -393,7 +504,20 @@ static int store_prompt(loop *l, char *why, size_t cap) {
   return rc;
 }
 
+static int run_loop(const ts_agent_config *c, unsigned depth, const char *history,
+                    ts_buf *outcome, ts_agent_stats *stats, char *why, size_t cap);
+
 int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, size_t cap) {
+  return run_loop(c, 0, NULL, NULL, stats, why, cap);
+}
+
+int ts__agent_run_nested(const ts_agent_config *c, unsigned depth, const char *history,
+                         ts_buf *outcome, char *why, size_t cap) {
+  return run_loop(c, depth, history, outcome, NULL, why, cap);
+}
+
+static int run_loop(const ts_agent_config *c, unsigned depth, const char *history,
+                    ts_buf *outcome, ts_agent_stats *stats, char *why, size_t cap) {
   ts_agent_stats local;
   ts_agent_stats *st = stats ? stats : &local;
   memset(st, 0, sizeof *st);
@@ -401,6 +525,10 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   memset(&l, 0, sizeof l);
   l.cfg = c;
   l.st = st;
+  l.reg = c->reg;
+  l.layers = c->layers;
+  l.history = history;
+  l.depth = depth;
   why[0] = '\0';
   if (!c->store || !c->dispatch_store || !c->reg || !c->model.turn || !c->thread ||
       !ts_thread_id_valid(c->thread, strlen(c->thread))) {
@@ -427,8 +555,8 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
     snprintf(why, cap, "%s", ts_store_errmsg(c->store));
     return rc;
   }
-  if (c->resume) ts_store_thread_get(c->store, c->thread, grab_parent, parent);
-  else if (c->parent) snprintf(parent, sizeof parent, "%s", c->parent);
+  thread_home home = {parent, l.workspace};
+  ts_store_thread_get(c->store, c->thread, grab_parent, &home);
   if (c->prepare && c->prepare(c->prepare_user, c->store, c->thread)) {
     ts_store_thread_set_state(c->store, c->thread, "failed");
     why[0] = '\0';
@@ -437,6 +565,7 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   ts_store_thread_set_state(c->store, c->thread, "running");
   pthread_mutex_init(&l.store_mu, NULL);
   pthread_mutex_init(&l.turn_mu, NULL);
+  ts_buf_init(&l.call_names, (size_t)1 << 20);
   ts_buf_init(&l.text, (size_t)16 << 20);
   ts_buf_init(&l.calls, (size_t)64 << 20);
   ts_buf_init(&l.settled_ids, (size_t)16 << 20);
@@ -452,6 +581,10 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
     snprintf(why, cap, "cannot set up the event sink: %s", ts_err_message(rc));
     goto out;
   }
+  /* a thread run by an agent or a prompt: the composition drives it (agent/compose.h) */
+  if (c->defs && (c->agent || c->prompt_name) &&
+      ((rc = ts_compose_new(&l.cx, c, depth, why, cap)) || (rc = compose_turn(&l, why, cap))))
+    goto out;
   uint32_t turn = 0;
   ts_store_messages(c->store, c->thread, 0, count_assistant, &turn);
   double t0 = ts_clock_ms();
@@ -460,7 +593,7 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
   if (c->resume) {
     /* calls that started but never finished (a crash) are resolved first */
     uint32_t resolved = 0;
-    if ((rc = ts_dispatch_resume_env(c->dispatch_store, c->reg, c->thread, c->layers,
+    if ((rc = ts_dispatch_resume_env(c->dispatch_store, l.reg, c->thread, l.layers,
                                      on_dispatch_event, &l, &resolved))) {
       snprintf(why, cap, "resume failed: %s", ts_store_errmsg(c->dispatch_store));
       goto out;
@@ -468,9 +601,11 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
     /* A turn whose call waited for a variable after its stream ended has its assistant
      * message (stored early, run.h): it goes on from the parked call, the model is not
      * asked again. A turn without its message is cut: it is streamed again below. */
-    ts_dispatch_config pc = {.store = c->dispatch_store, .reg = c->reg, .thread = c->thread,
+    ts_dispatch_config pc = {.store = c->dispatch_store, .reg = l.reg, .thread = c->thread,
                              .on_event = on_dispatch_event, .user = &l, .pipelined = 1,
-                             .layers = c->layers, .stop = c->cancel, .resuming = 1};
+                             .layers = l.layers, .stop = c->cancel, .resuming = 1,
+                             .tool_layers = tool_layers,
+                             .workspace = l.workspace[0] ? l.workspace : NULL};
     uint32_t parked_turn = 0;
     l.msg_stored = 1; /* that turn's message is stored: nothing to store early */
     rc = ts_thread_env_complete_parked(c->dispatch_store, &pc, &parked_turn);
@@ -496,7 +631,9 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
      * or not) belong to a whole turn; others are a cut turn's */
     cut = ts.foreign;
     own_tail = ts.tail && !ts.foreign;
-    if (ts.assistant_seen && !ts.last_called && !ts.tail && !c->prompt) {
+    int finished = ts.assistant_seen && !ts.last_called && !ts.tail;
+    if (l.cx && ts_compose_driver_is_dual(l.cx)) finished = ts_compose_ended(l.cx) && !ts.foreign;
+    if (finished && !c->prompt) {
       st->elapsed_ms = ts_clock_ms() - t0; /* finished: nothing to continue */
       goto out;
     }
@@ -519,6 +656,15 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
     int more;
     rc = one_turn(&l, turn, c->resume && st->turns == 0 && !own_tail, &more, why, cap);
     turn++;
+    if (!rc && l.cx) { /* who answers next (agent/compose.h) */
+      const char *from, *to;
+      switch (ts_compose_after_turn(l.cx, more, l.call_names.p, l.call_names.len, &from, &to)) {
+        case TS_COMPOSE_HANDOFF: emit_handoff(&l, from, to); break;
+        case TS_COMPOSE_NEXT_SIDE: more = 1; break;
+        case TS_COMPOSE_SESSION_END: more = 0; break;
+        default: break;
+      }
+    }
     if (!rc && cut && c->prompt) { /* the cut turn is finished: now the prompt */
       cut = 0;
       if ((rc = store_prompt(&l, why, cap))) break;
@@ -532,6 +678,9 @@ out:
                                                  : rc == TS_E_ABORTED ? "interrupted"
                                                                       : "failed");
   redact_why(&l, why, cap);
+  if (l.cx && outcome && ts_compose_driver_is_dual(l.cx)) ts_compose_session_outcome(l.cx, outcome);
+  ts_compose_free(l.cx);
+  ts_buf_fini(&l.call_names);
   ts_sink_free(l.sink);
   ts_buf_fini(&l.text);
   ts_buf_fini(&l.calls);

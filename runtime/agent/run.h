@@ -70,6 +70,18 @@ typedef struct {
   uint32_t turn;             /* 0-based: turns already stored in the thread */
   ts_sink *sink;             /* for a stream_error event the backend reports itself */
   const volatile sig_atomic_t *cancel;
+  /* Composition (agent/compose.h); all NULL / 0 for a thread run without definitions. */
+  const char *prompt;      /* the prompt driving this turn */
+  uint32_t prompt_turn;    /* 0-based: turns of this thread that prompt drove before */
+  int nested;              /* 1: a child thread run by a prompt or agent tool */
+  const char *model;       /* the prompt's model; NULL: the backend's own */
+  const char *system;      /* the system text; NULL or "": none */
+  const char *history;     /* a thread whose conversation the model sees first (the
+                            * caller's, for includeChat / includePastTools); NULL: none */
+  int include_chat, include_past_tools;
+  int side;                /* a dual_ai session: 'a' or 'b' (whose turn); 0: none */
+  const char *tool_choice; /* the prompt's toolChoice ("auto", "none", "required"); NULL */
+  int parallel_tool_calls; /* the prompt's parallelToolCalls + 1: 0 unset, 1 false, 2 true */
 } ts_agent_turn;
 
 typedef struct {

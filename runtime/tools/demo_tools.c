@@ -50,8 +50,18 @@ static char *arg_str(const char *args, size_t len, const char *key, size_t *out_
   return res;
 }
 
-/* Resolves `rel` inside the workspace into `full`; returns NULL on success or a reason. */
-static const char *confine(const ts_demo_tools *d, const char *rel, char *full, size_t cap) {
+/* The root a call works in: the calling thread's filesystem when the dispatcher names one
+ * (a child thread's own: ts_call_info.workspace), else the workspace given at setup. */
+static const char *root_of(const ts_demo_tools *d, const ts_call_info *call, char *buf) {
+  if (call && call->workspace && *call->workspace)
+    return realpath(call->workspace, buf) ? buf : NULL;
+  return d->root;
+}
+
+/* Resolves `rel` inside the workspace `root` into `full`; returns NULL on success or a
+ * reason. */
+static const char *confine(const char *root, const char *rel, char *full, size_t cap) {
+  if (!root) return "the thread's workspace cannot be resolved";
   if (!rel[0]) rel = ".";
   if (rel[0] == '/') return "absolute paths are not allowed; give a path inside the workspace";
   if (strlen(rel) > 1024) return "path too long";
@@ -63,7 +73,7 @@ static const char *confine(const ts_demo_tools *d, const char *rel, char *full, 
     p += n;
     while (*p == '/') p++;
   }
-  if ((size_t)snprintf(full, cap, "%s/%s", d->root, rel) >= cap) return "path too long";
+  if ((size_t)snprintf(full, cap, "%s/%s", root, rel) >= cap) return "path too long";
   /* physical: the deepest existing ancestor must resolve inside the root */
   char probe[PATH_MAX], real[PATH_MAX];
   snprintf(probe, sizeof probe, "%s", full);
@@ -73,8 +83,8 @@ static const char *confine(const ts_demo_tools *d, const char *rel, char *full, 
     if (!slash || slash == probe) return "cannot resolve the path";
     *slash = '\0';
   }
-  size_t rl = strlen(d->root);
-  if (strncmp(real, d->root, rl) != 0 || (real[rl] != '\0' && real[rl] != '/'))
+  size_t rl = strlen(root);
+  if (strncmp(real, root, rl) != 0 || (real[rl] != '\0' && real[rl] != '/'))
     return "the path leads outside the workspace";
   return NULL;
 }
@@ -92,17 +102,18 @@ static int mkdirs(char *path) { /* creates the parents of `path` */
 
 static void write_file(void *user, const ts_call_info *call, const char *args, size_t len,
                        ts_tool_result *out) {
-  (void)call;
   ts_demo_tools *d = user;
+  char rootbuf[PATH_MAX];
+  const char *root = root_of(d, call, rootbuf);
   size_t clen = 0;
   char *path = arg_str(args, len, "path", NULL), *content = arg_str(args, len, "content", &clen);
   char full[PATH_MAX], tmp[PATH_MAX + 32];
   const char *why;
   if (!path || !content) {
     ts_tool_result_error(out, "write_file needs string arguments \"path\" and \"content\"");
-  } else if ((why = confine(d, path, full, sizeof full))) {
+  } else if ((why = confine(root, path, full, sizeof full))) {
     ts_tool_result_error(out, "%s: %s", path, why);
-  } else if (mkdirs(full) || confine(d, path, full, sizeof full)) {
+  } else if (mkdirs(full) || confine(root, path, full, sizeof full)) {
     ts_tool_result_error(out, "%s: cannot create its directory: %s", path, strerror(errno));
   } else {
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", full, (long)getpid());
@@ -136,14 +147,15 @@ static void write_file(void *user, const ts_call_info *call, const char *args, s
 
 static void read_file(void *user, const ts_call_info *call, const char *args, size_t len,
                       ts_tool_result *out) {
-  (void)call;
   ts_demo_tools *d = user;
+  char rootbuf[PATH_MAX];
+  const char *root = root_of(d, call, rootbuf);
   char *path = arg_str(args, len, "path", NULL);
   char full[PATH_MAX];
   const char *why;
   if (!path) {
     ts_tool_result_error(out, "read_file needs a string argument \"path\"");
-  } else if ((why = confine(d, path, full, sizeof full))) {
+  } else if ((why = confine(root, path, full, sizeof full))) {
     ts_tool_result_error(out, "%s: %s", path, why);
   } else {
     int fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -168,11 +180,12 @@ static int cmp_str(const void *a, const void *b) {
 
 static void list_dir(void *user, const ts_call_info *call, const char *args, size_t len,
                      ts_tool_result *out) {
-  (void)call;
   ts_demo_tools *d = user;
+  char rootbuf[PATH_MAX];
+  const char *root = root_of(d, call, rootbuf);
   char *path = arg_str(args, len, "path", NULL);
   char full[PATH_MAX];
-  const char *why = confine(d, path ? path : ".", full, sizeof full);
+  const char *why = confine(root, path ? path : ".", full, sizeof full);
   DIR *dir = why ? NULL : opendir(full);
   if (why) {
     ts_tool_result_error(out, "%s: %s", path ? path : ".", why);

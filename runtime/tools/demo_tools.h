@@ -5,7 +5,9 @@
  *   read_file  {path}
  *   list_dir   {path}  (default ".")
  *
- * Paths are relative to the workspace. A path that is absolute, contains a `..`
+ * The workspace is the calling thread's filesystem when the dispatcher names one
+ * (ts_call_info.workspace: a child thread works in its own), else the one given to
+ * ts_demo_tools_add. Paths are relative to the workspace. A path that is absolute, contains a `..`
  * component, or resolves (through a symbolic link) outside the workspace is refused with
  * an error result; nothing outside the workspace is read or written. write_file creates
  * missing parent directories inside the workspace and replaces the file atomically

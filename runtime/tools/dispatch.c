@@ -159,6 +159,9 @@ typedef struct {
   const volatile sig_atomic_t *stop;
   uint32_t poll_ms;
   int resuming; /* a call that already has its result keeps it (ts_dispatch_config) */
+  const ts_var_layers *(*tool_layers)(void *user, const ts_tool *tool); /* may be NULL */
+  void *layers_user;
+  const char *workspace; /* ts_call_info.workspace */
 } wait_opts;
 
 /* The first required variable of `tool` without a value, or NULL (def of it). */
@@ -252,7 +255,8 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
   call_env env;
   memset(&env, 0, sizeof env);
   env.vars = w->vars;
-  env.layers = w->layers;
+  env.layers = w->tool_layers && tool ? w->tool_layers(w->layers_user, tool) : NULL;
+  if (!env.layers) env.layers = w->layers;
   env.thread = thread;
   if (valid && w->vars && record_start) {
     rc = await_vars(store, &env, tool, turn, index, call_id, args, args_len, w, on_event, user,
@@ -288,7 +292,7 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
     ts_tool_result_error(&res, "%s", var_err);
   } else {
     ts_call_info info = {thread, turn, index, call_id ? call_id : "", tool_name, w->cancel, queue,
-                         0, w->vars ? env_get : NULL, &env};
+                         0, w->vars ? env_get : NULL, &env, w->workspace};
     ts_tool_execute(tool, &info, args, args_len, &res);
   }
   env_finish(&env, &res); /* secrets out of the result before it is stored or sent */
@@ -335,7 +339,8 @@ static void *worker(void *arg) {
       forced = known ? "the call's arguments never completed before the turn ended"
                      : "the call never arrived before the turn ended";
     wait_opts w = {d->vars, d->cfg.layers, &d->cancel, d->cfg.stop,
-                   d->cfg.poll_ms ? d->cfg.poll_ms : TS_DISPATCH_POLL_MS, d->cfg.resuming};
+                   d->cfg.poll_ms ? d->cfg.poll_ms : TS_DISPATCH_POLL_MS, d->cfg.resuming,
+                   d->cfg.tool_layers, d->cfg.user, d->cfg.workspace};
     int rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn, index, call_id, tool,
                      args, args_len, state == C_FAILED ? error : NULL, forced, d->cfg.on_event,
                      d->cfg.user, 1, &d->queue, &w);
@@ -584,7 +589,7 @@ int ts_dispatch_resume_env(ts_store *store, const ts_registry *reg, const char *
   uint32_t count = 0;
   static const int no_cancel = 0;
   /* a call another process committed meanwhile keeps its result */
-  wait_opts w = {vars, layers, &no_cancel, NULL, TS_DISPATCH_POLL_MS, 1};
+  wait_opts w = {vars, layers, &no_cancel, NULL, TS_DISPATCH_POLL_MS, 1, NULL, NULL, NULL};
   for (size_t i = 0; i < l.n && rc == TS_E_OK; i++) {
     ts_store_call *c = &l.v[i];
     const ts_tool *tool = ts_registry_find(reg, c->tool, strlen(c->tool));

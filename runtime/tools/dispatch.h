@@ -84,6 +84,12 @@ typedef struct {
    * looks for its value (0: TS_DISPATCH_POLL_MS). */
   const ts_var_layers *layers;
   uint32_t poll_ms;
+  /* May be NULL. The layers one tool's calls resolve with instead of `layers` (a prompt's
+   * tools entry gives its tool its own `env`: agent/compose.h), called with `user`;
+   * returning NULL means `layers`. */
+  const ts_var_layers *(*tool_layers)(void *user, const ts_tool *tool);
+  /* May be NULL: the thread's filesystem, handed to each call (ts_call_info.workspace). */
+  const char *workspace;
   /* May be NULL. A flag a signal handler sets (Ctrl-C, SIGTERM): the dispatcher watches it
    * (every TS_DISPATCH_STOP_POLL_MS, on a thread of its own) and, once it is nonzero, acts
    * as ts_dispatch_cancel: the running tool sees ts_call_info.cancel, nothing new starts,

@@ -71,6 +71,9 @@ typedef struct ts_call_info {
   int (*env_get)(void *env_ctx, const struct ts_tool *tool, const char *name,
                  const char **value, size_t *len, char *why, size_t why_cap);
   void *env_ctx;
+  /* The calling thread's filesystem (its workspace directory, tools-spec §6), where a
+   * tool that works on files works (tools/demo_tools.h); NULL: the tool's own default. */
+  const char *workspace;
 } ts_call_info;
 
 /* A tool's answer: success with a JSON value, or an error with a message. */

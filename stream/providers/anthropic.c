@@ -368,6 +368,17 @@ static int anthropic_request(const ts_request *r, ts_buf *b) {
   }
   ts_buf_putc(b, ']');
   ts__provider_tools(b, r, 0, "input_schema");
+  /* Anthropic's names: "required" is {"type":"any"}; no parallel use is a flag on it */
+  if (r->ntools && (r->tool_choice || r->parallel_tool_calls == 0)) {
+    const char *t = !r->tool_choice                         ? "auto"
+                    : !strcmp(r->tool_choice, "required") ? "any"
+                                                          : r->tool_choice;
+    ts_buf_puts(b, ",\"tool_choice\":{\"type\":");
+    ts_buf_append_json_string(b, t, strlen(t));
+    if (r->parallel_tool_calls == 0 && strcmp(t, "none"))
+      ts_buf_puts(b, ",\"disable_parallel_tool_use\":true");
+    ts_buf_putc(b, '}');
+  }
   ts_buf_putc(b, '}');
   return b->err;
 }

@@ -686,6 +686,14 @@ static int gemini_request(const ts_request *r, ts_buf *b) {
   static const ts__tool_shape shape = {",\"tools\":[{\"functionDeclarations\":[", "{",
                                        "\"parametersJsonSchema\":", "}", "]}]"};
   ts__provider_tools_as(b, r, &shape);
+  if (r->ntools && r->tool_choice) { /* Gemini's modes: AUTO, NONE, ANY (= required) */
+    const char *mode = !strcmp(r->tool_choice, "none")       ? "NONE"
+                       : !strcmp(r->tool_choice, "required") ? "ANY"
+                                                             : "AUTO";
+    ts_buf_puts(b, ",\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"");
+    ts_buf_puts(b, mode);
+    ts_buf_puts(b, "\"}}");
+  }
   if (r->max_tokens) {
     ts_buf_puts(b, ",\"generationConfig\":{\"maxOutputTokens\":");
     ts_buf_append_u64(b, r->max_tokens);

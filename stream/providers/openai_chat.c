@@ -411,6 +411,7 @@ static int chat_request(const ts_request *r, ts_buf *b) {
   }
   ts_buf_putc(b, ']');
   ts__provider_tools(b, r, 1, "parameters");
+  ts__provider_tool_choice_openai(b, r);
   ts_buf_putc(b, '}');
   return b->err;
 }

@@ -314,6 +314,7 @@ static int responses_request(const ts_request *r, ts_buf *b) {
   static const ts__tool_shape shape = {",\"tools\":[", "{\"type\":\"function\",",
                                        "\"parameters\":", ",\"strict\":false}", "]"};
   ts__provider_tools_as(b, r, &shape);
+  ts__provider_tool_choice_openai(b, r);
   ts_buf_putc(b, '}');
   return b->err;
 }

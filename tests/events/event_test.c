@@ -164,6 +164,14 @@ START_TEST(test_events) {
   ev.result = (ts_view){"no \"such\" file", 14};
   ck_assert_ptr_nonnull(strstr(encode(&ev, &b),
                                ",\"is_error\":true,\"duration_ms\":0.005,\"error\":\"no \\\"such\\\" file\"}"));
+  /* a handoff is the thread's, not a call's: no call fields */
+  memset(&ev.body, 0, sizeof ev.body);
+  ev.body.type = TS_EVENT_HANDOFF;
+  ev.handoff_from = (ts_view){"front", 5};
+  ev.handoff_to = (ts_view){"bill\"ing", 8};
+  ck_assert_str_eq(encode(&ev, &b),
+                   "{\"v\":1,\"type\":\"handoff\",\"thread\":\"t\\\"1\",\"seq\":7,\"offset\":0,"
+                   "\"from\":\"front\",\"to\":\"bill\\\"ing\"}");
   ts_buf_fini(&b);
 }
 END_TEST

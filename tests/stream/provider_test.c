@@ -155,7 +155,7 @@ static void check_body(ts_format f, const ts_request *req, const char *want) {
 }
 
 static void check_request(ts_format f, unsigned max_tokens, const char *want) {
-  ts_request req = {"m-1", max_tokens, msgs, 6, tools, 1};
+  ts_request req = {"m-1", max_tokens, msgs, 6, tools, 1, NULL, -1};
   check_body(f, &req, want);
 }
 
@@ -215,7 +215,7 @@ START_TEST(test_request_bodies) {
                 "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"read\","
                 "\"description\":\"Reads\",\"parameters\":{\"type\":\"object\"}}}]}");
   /* a row without a request writer says so (every row of the table has one now) */
-  ts_request req = {"m", 0, msgs, 1, NULL, 0};
+  ts_request req = {"m", 0, msgs, 1, NULL, 0, NULL, -1};
   ts_buf b;
   ts_buf_init(&b, 1024);
   const ts_provider none = {.name = "none"};
@@ -249,7 +249,7 @@ START_TEST(test_responses) {
       {TS_REQ_ASSISTANT, V("ok"), calls, 1, {NULL, 0}, 0},
       {TS_REQ_TOOL, V("1"), NULL, 0, V("c1"), 0},
   };
-  ts_request r2 = {"m", 50, m2, 3, NULL, 0};
+  ts_request r2 = {"m", 50, m2, 3, NULL, 0, NULL, -1};
   check_body(TS_FORMAT_OPENAI_RESPONSES, &r2,
              "{\"model\":\"m\",\"stream\":true,\"store\":false,\"max_output_tokens\":50,\"input\":["
              "{\"type\":\"message\",\"role\":\"user\",\"content\":\"go\"},"
@@ -288,7 +288,7 @@ START_TEST(test_gemini) {
       {TS_REQ_ASSISTANT, {"", 0}, NULL, 0, {NULL, 0}, 0},
       {TS_REQ_USER, V("hello?"), NULL, 0, {NULL, 0}, 0},
   };
-  ts_request r2 = {"m", 100, m2, 6, NULL, 0};
+  ts_request r2 = {"m", 100, m2, 6, NULL, 0, NULL, -1};
   check_body(TS_FORMAT_GEMINI, &r2,
              "{\"contents\":["
              "{\"role\":\"user\",\"parts\":[{\"text\":\"go\"}]},"
@@ -328,7 +328,7 @@ START_TEST(test_bedrock) {
       {TS_REQ_ASSISTANT, {"", 0}, NULL, 0, {NULL, 0}, 0},
       {TS_REQ_USER, V("again"), NULL, 0, {NULL, 0}, 0},
   };
-  ts_request r2 = {"m", 7, m2, 6, NULL, 0};
+  ts_request r2 = {"m", 7, m2, 6, NULL, 0, NULL, -1};
   check_body(TS_FORMAT_BEDROCK, &r2,
              "{\"messages\":["
              "{\"role\":\"user\",\"content\":[{\"text\":\"go\"}]},"
@@ -342,6 +342,52 @@ START_TEST(test_bedrock) {
 END_TEST
 
 /* Where each of the three sends its request, the model id a path segment of its own. */
+/* A prompt's toolChoice and parallelToolCalls (agent/compose.h), in each provider's
+ * words; nothing of them without tools, and nothing for a provider without the setting. */
+static const struct {
+  int line;
+  ts_format f;
+  const char *choice;
+  int parallel;
+  const char *want; /* NULL: neither key written */
+} choice_rows[] = {
+    {__LINE__, TS_FORMAT_OPENAI_CHAT, "required", 0,
+     "}}],\"tool_choice\":\"required\",\"parallel_tool_calls\":false}"},
+    {__LINE__, TS_FORMAT_OPENAI_CHAT, NULL, 1, "}}],\"parallel_tool_calls\":true}"},
+    {__LINE__, TS_FORMAT_OPENAI_CHAT, NULL, -1, NULL},
+    {__LINE__, TS_FORMAT_OPENAI_RESPONSES, "none", -1, ",\"strict\":false}],\"tool_choice\":\"none\"}"},
+    {__LINE__, TS_FORMAT_ANTHROPIC, "required", 0,
+     ",\"tool_choice\":{\"type\":\"any\",\"disable_parallel_tool_use\":true}}"},
+    {__LINE__, TS_FORMAT_ANTHROPIC, "none", 0, ",\"tool_choice\":{\"type\":\"none\"}}"},
+    {__LINE__, TS_FORMAT_ANTHROPIC, NULL, 0,
+     ",\"tool_choice\":{\"type\":\"auto\",\"disable_parallel_tool_use\":true}}"},
+    {__LINE__, TS_FORMAT_GEMINI, "required", -1,
+     ",\"toolConfig\":{\"functionCallingConfig\":{\"mode\":\"ANY\"}}"},
+    {__LINE__, TS_FORMAT_BEDROCK, "required", 0, NULL},
+};
+
+START_TEST(test_tool_choice) {
+  for (size_t i = 0; i < sizeof choice_rows / sizeof choice_rows[0]; i++) {
+    for (int with_tools = 0; with_tools < 2; with_tools++) {
+      ts_request req = {"m-1", 10, msgs, 6, with_tools ? tools : NULL, (size_t)with_tools,
+                        choice_rows[i].choice, choice_rows[i].parallel};
+      ts_buf b;
+      ts_buf_init(&b, 1 << 20);
+      ck_assert_int_eq(ts_provider_request(ts_provider_get(choice_rows[i].f), &req, &b), TS_E_OK);
+      ts_buf_putc(&b, '\0');
+      int has = strstr(b.p, "tool_choice") || strstr(b.p, "parallel_tool") ||
+                strstr(b.p, "toolConfig\":{\"function");
+      if (with_tools && choice_rows[i].want)
+        ck_assert_msg(strstr(b.p, choice_rows[i].want), "line %d: %s", choice_rows[i].line, b.p);
+      else
+        ck_assert_msg(!has, "line %d: %s", choice_rows[i].line, b.p);
+      ck_assert_msg(ts_test_json_valid(b.p, b.len - 1), "line %d: not JSON", choice_rows[i].line);
+      ts_buf_fini(&b);
+    }
+  }
+}
+END_TEST
+
 START_TEST(test_request_urls) {
   char out[512];
   const ts_provider *bedrock = ts_provider_get(TS_FORMAT_BEDROCK);
@@ -379,7 +425,7 @@ END_TEST
  * or a body that is still valid JSON (Gemini's check of a result's JSON needs memory of
  * its own; without it the result goes as a string), never a crash or a leak. */
 START_TEST(test_request_out_of_memory) {
-  ts_request req = {"m-1", 10, msgs, 6, tools, 1};
+  ts_request req = {"m-1", 10, msgs, 6, tools, 1, NULL, -1};
   for (size_t i = 0; i < ts_provider_count(); i++) {
     const ts_provider *p = ts_provider_at(i);
     int done = 0;
@@ -558,6 +604,7 @@ int main(void) {
   tcase_add_test(tc, test_responses);
   tcase_add_test(tc, test_gemini);
   tcase_add_test(tc, test_bedrock);
+  tcase_add_test(tc, test_tool_choice);
   tcase_add_test(tc, test_request_urls);
   tcase_add_test(tc, test_request_out_of_memory);
   tcase_add_test(tc, test_tool_schemas);

@@ -1,0 +1,235 @@
+/*
+ * compose_cli_test.c: `toolstream run --prompts DIR` with prompt and agent definitions, as a
+ * user runs it: a coordinator that writes a file and calls a sub-prompt with it attached
+ * (the child thread in the store, the copy in the child's filesystem, the child's events
+ * on standard output with their parent), and a handoff kept across --resume. The model is
+ * the replay backend, one recorded directory per prompt (DIR/<prompt>/turn-N.sse).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "support/model_server.h"
+#include "support/proc.h"
+#include "support/tempdir.h"
+#include "support/test_support.h"
+
+#define BINARY TS_BINARY_DIR "/toolstream"
+
+static char base[64];
+
+static void put_in(const char *rel, const char *text) {
+  char d[256];
+  snprintf(d, sizeof d, "%s", ts_test_at(base, rel));
+  char *slash = strrchr(d, '/');
+  *slash = '\0';
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", d);
+  ck_assert_int_eq(system(cmd), 0);
+  ts_test_put(ts_test_at(base, rel), text);
+}
+
+static void call_turn(const char *rel, const char *id, const char *tool, const char *args) {
+  char buf[4096];
+  snprintf(buf, sizeof buf,
+           "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"%s\","
+           "\"type\":\"function\",\"function\":{\"name\":\"%s\",\"arguments\":\"%s\"}}]}}]}\n\n"
+           "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+           "data: [DONE]\n\n",
+           id, tool, args);
+  put_in(rel, buf);
+}
+
+static void text_turn(const char *rel, const char *text) {
+  char buf[1024];
+  snprintf(buf, sizeof buf,
+           "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"}}]}\n\n"
+           "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+           "data: [DONE]\n\n",
+           text);
+  put_in(rel, buf);
+}
+
+static void setup(void) { ts_test_tempdir(base, sizeof base, "compose-cli"); }
+
+static void teardown(void) {
+  if (base[0]) ts_test_rm_rf(base);
+}
+
+static result run_with(const char *thread, const char *const *extra, int resume) {
+  char rec[128], ws[128], data[128], prompts[128];
+  snprintf(rec, sizeof rec, "%s/rec", base);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  snprintf(prompts, sizeof prompts, "%s/prompts", base);
+  mkdir(ws, 0755);
+  const char *argv[32] = {"toolstream", "run", "--prompts", prompts, "--model-replay", rec,
+                          "--workspace", ws, "--data-dir", data, "--rate", "10000",
+                          "--thread", thread, "--json"};
+  int n = 15;
+  if (resume) argv[n++] = "--resume";
+  for (int i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  return run_bin(BINARY, argv, NULL, 0);
+}
+
+typedef struct {
+  char parent[300], workspace[600];
+  int found;
+} row;
+
+static int grab_row(void *user, const ts_store_thread *t) {
+  row *r = user;
+  r->found = 1;
+  snprintf(r->parent, sizeof r->parent, "%s", t->parent ? t->parent : "");
+  snprintf(r->workspace, sizeof r->workspace, "%s", t->workspace ? t->workspace : "");
+  return 0;
+}
+
+static row thread_row(const char *thread) {
+  row r;
+  memset(&r, 0, sizeof r);
+  char data[128], why[256];
+  snprintf(data, sizeof data, "%s/data", base);
+  ts_store *s;
+  ck_assert_int_eq(ts_store_open(data, &s, why, sizeof why), 0);
+  ts_store_thread_get(s, thread, grab_row, &r);
+  ts_store_close(s);
+  return r;
+}
+
+#define HAS(hay, needle) ck_assert_msg(strstr((hay), (needle)), "no %s in:\n%s", (needle), (hay))
+
+START_TEST(test_coordinator_calls_a_sub_prompt_with_an_attachment) {
+  put_in("prompts/coordinator.json",
+         "{\"name\":\"coordinator\",\"prompt\":\"You coordinate.\",\"tools\":[\"write_file\","
+         "{\"name\":\"researcher\",\"includeToolCalls\":false,"
+         "\"initUserMessageProperty\":\"question\",\"initAttachmentsProperty\":\"files\"}]}");
+  put_in("prompts/researcher.json",
+         "{\"name\":\"researcher\",\"toolDescription\":\"Answers one question\","
+         "\"prompt\":\"You research.\",\"tools\":[\"read_file\"],\"requiredSchema\":{"
+         "\"type\":\"object\",\"properties\":{\"question\":{\"type\":\"string\"},"
+         "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
+         "\"required\":[\"question\"]}}");
+  call_turn("rec/coordinator/turn-1.sse", "w1", "write_file",
+            "{\\\"description\\\":\\\"notes\\\",\\\"path\\\":\\\"attachments/notes.md\\\","
+            "\\\"content\\\":\\\"the notes\\\"}");
+  call_turn("rec/coordinator/turn-2.sse", "r1", "researcher",
+            "{\\\"question\\\":\\\"What changed?\\\",\\\"files\\\":[\\\"/attachments/notes.md\\\"]}");
+  text_turn("rec/coordinator/turn-3.sse", "all done");
+  text_turn("rec/researcher/turn-1.sse", "nothing changed");
+  const char *extra[] = {"--prompt-name", "coordinator", NULL};
+  result r = run_with("c1", extra, 0);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err.p ? r.err.p : "");
+  /* the child's events, on the same output, with their parent */
+  HAS(r.out.p, "\"thread\":\"c1/t2c0\",\"parent\":\"c1\"");
+  /* the sub-prompt's result, shaped by the entry: text, no calls, errors */
+  HAS(r.out.p, "\"result\":{\"thread\":\"c1/t2c0\",\"status\":\"done\",\"text\":\"nothing "
+               "changed\",\"errors\":[]}");
+  row c = thread_row("c1/t2c0");
+  ck_assert_int_eq(c.found, 1);
+  ck_assert_str_eq(c.parent, "c1");
+  char p[700];
+  snprintf(p, sizeof p, "%s/attachments/notes.md", c.workspace);
+  size_t len;
+  char *copied = ts_test_read_file(p, &len);
+  ck_assert_msg(copied != NULL, "no copy at %s", p);
+  ck_assert_str_eq(copied, "the notes");
+  free(copied);
+  result_free(&r);
+}
+END_TEST
+
+START_TEST(test_handoff_survives_resume) {
+  put_in("prompts/defs.json",
+         "[{\"kind\":\"prompt\",\"name\":\"triage\",\"prompt\":\"Route.\",\"tools\":[\"billing\"]},"
+         " {\"kind\":\"prompt\",\"name\":\"billing_desk\",\"prompt\":\"Billing.\",\"tools\":"
+         "[\"read_file\"]},"
+         " {\"kind\":\"agent\",\"name\":\"front\",\"sideA\":{\"prompt\":\"triage\"}},"
+         " {\"kind\":\"agent\",\"name\":\"billing\",\"exposeAsTool\":true,"
+         "\"toolDescription\":\"To billing\",\"sideA\":{\"prompt\":\"billing_desk\"}}]");
+  call_turn("rec/triage/turn-1.sse", "h1", "billing", "{}");
+  text_turn("rec/billing_desk/turn-1.sse", "billing here");
+  text_turn("rec/billing_desk/turn-2.sse", "still billing");
+  const char *extra[] = {"--agent", "front", "go", NULL};
+  result r = run_with("h1", extra, 0);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err.p ? r.err.p : "");
+  HAS(r.out.p, "\"type\":\"handoff\",\"thread\":\"h1\"");
+  HAS(r.out.p, "\"from\":\"front\",\"to\":\"billing\"");
+  HAS(r.out.p, "billing here");
+  result_free(&r);
+  const char *extra2[] = {"--agent", "front", "and now?", NULL};
+  r = run_with("h1", extra2, 1);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err.p ? r.err.p : "");
+  HAS(r.out.p, "still billing"); /* billing_desk's second turn: the driver was kept */
+  result_free(&r);
+}
+END_TEST
+
+/* Over HTTP: one endpoint for the whole tree, each prompt's request with its own model,
+ * system text and tools. The server plays its files in arrival order: the coordinator's
+ * turn, the researcher's, the coordinator's again. */
+START_TEST(test_http_each_prompt_its_model_and_system_text) {
+  put_in("prompts/defs.json",
+         "[{\"name\":\"coordinator\",\"prompt\":\"You coordinate.\",\"tools\":["
+         "{\"name\":\"researcher\",\"initUserMessageProperty\":\"question\"}]},"
+         " {\"name\":\"researcher\",\"toolDescription\":\"Answers one question\","
+         "\"prompt\":\"You research.\",\"model\":\"small-model\",\"toolChoice\":\"none\","
+         "\"requiredSchema\":{\"type\":\"object\",\"properties\":{\"question\":"
+         "{\"type\":\"string\"}},\"required\":[\"question\"]}}]");
+  call_turn("srv/1.sse", "r1", "researcher", "{\\\"question\\\":\\\"Why?\\\"}");
+  text_turn("srv/2.sse", "because");
+  text_turn("srv/3.sse", "all done");
+  ts_test_server srv;
+  ts_test_server_start(&srv, ts_test_at(base, "srv"), NULL, NULL);
+  char url[128], ws[128], data[128], prompts[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", srv.port);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  snprintf(prompts, sizeof prompts, "%s/prompts", base);
+  mkdir(ws, 0755);
+  const char *argv[] = {"toolstream", "run", "--prompts", prompts, "--prompt-name",
+                        "coordinator", "--model-url", url, "--model", "big-model",
+                        "--provider", "openai", "--workspace", ws, "--data-dir", data,
+                        "--thread", "x1", "--json", "go", NULL};
+  result r = run_bin(BINARY, argv, NULL, 0);
+  ts_test_server_stop(&srv);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err.p ? r.err.p : "");
+  size_t len;
+  char *q1 = ts_test_read_file(ts_test_at(base, "srv/requests/1.json"), &len);
+  char *q2 = ts_test_read_file(ts_test_at(base, "srv/requests/2.json"), &len);
+  ck_assert_ptr_nonnull(q1);
+  ck_assert_ptr_nonnull(q2);
+  HAS(q1, "{\"model\":\"big-model\",");
+  HAS(q1, "{\"role\":\"system\",\"content\":\"You coordinate.\"}");
+  HAS(q1, "\"name\":\"researcher\",\"description\":\"Answers one question\"");
+  HAS(q2, "{\"model\":\"small-model\",");
+  HAS(q2, "{\"role\":\"system\",\"content\":\"You research.\"},{\"role\":\"user\","
+          "\"content\":\"Why?\"}");
+  ck_assert_ptr_null(strstr(q2, "You coordinate."));
+  HAS(r.out.p, "\"text\":\"because\"");
+  free(q1);
+  free(q2);
+  result_free(&r);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("compose_cli");
+  TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_coordinator_calls_a_sub_prompt_with_an_attachment);
+  tcase_add_test(tc, test_handoff_survives_resume);
+  tcase_add_test(tc, test_http_each_prompt_its_model_and_system_text);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
