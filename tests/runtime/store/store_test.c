@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/strbuf.h"
 #include "store/store.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -669,7 +670,7 @@ START_TEST(test_migration_from_release) {
    * the new columns and tables appear, and the old thread is a root that is idle. */
   copy_file(ts_test_path("tests/runtime/store/fixtures/v1-release.db"), sub("toolstream.db"));
   ts_store *s = open_ok(tmp);
-  ck_assert_int_eq(ts_store_schema_version(s), 2);
+  ck_assert_int_eq(ts_store_schema_version(s), TS_STORE_SCHEMA_VERSION);
   ck_assert_int_eq(ts_store_thread_exists(s, "fx1"), 1);
   ck_assert_int_eq(count_msgs(s, "fx1"), 4);
   uint64_t last = 0;
@@ -1009,6 +1010,200 @@ START_TEST(test_commit_cost) {
 }
 END_TEST
 
+
+/* ---- the inbox, subagent instances, tags (schema 3) ---------------------------------------- */
+
+static int see_env_count(void *user, const ts_store_env_value *e) {
+  (void)user;
+  return strcmp(e->name, "REGION") || e->len != 2;
+}
+
+START_TEST(test_migration_from_v2) {
+  /* A store written by the release with the thread tree (schema 2): the tree, the
+   * environment and the messages stay; the inbox, instances and tags appear and work. */
+  copy_file(ts_test_path("tests/runtime/store/fixtures/v2-release.db"), sub("toolstream.db"));
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_schema_version(s), 3);
+  threads_seen v;
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_threads(s, see_thread, &v), 2);
+  ck_assert_str_eq(v.id[0], "fx2");
+  ck_assert_str_eq(v.id[1], "fx2.kid");
+  ck_assert_str_eq(v.parent[1], "fx2");
+  ck_assert_str_eq(v.state[1], "done");
+  ck_assert_int_eq(count_msgs(s, "fx2"), 4);
+  ck_assert_int_eq(count_msgs(s, "fx2.kid"), 4);
+  ck_assert_int_eq(ts_store_env_list(s, "fx2", see_env_count, NULL), 1);
+  ck_assert_int_eq(ts_store_inbox_push(s, "fx2", "fx2.kid", "hi", 2, NULL), 0);
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "fx2", NULL, NULL), 1);
+  ck_assert_int_eq(count_msgs(s, "fx2"), 5);
+  ts_store_close(s);
+}
+END_TEST
+
+typedef struct {
+  int n;
+  char text[8][128];
+  uint64_t seq[8], delivered[8];
+} inbox_seen;
+
+static int see_item(void *user, const ts_store_inbox_item *it) {
+  inbox_seen *v = user;
+  if (v->n == 8) return 1;
+  snprintf(v->text[v->n], sizeof v->text[0], "%s:%s", it->sender ? it->sender : "-",
+           it->content);
+  v->seq[v->n] = it->seq;
+  v->delivered[v->n] = it->delivered_seq;
+  v->n++;
+  return 0;
+}
+
+typedef struct {
+  ts_buf b;
+} msgs_text;
+
+static int see_msg_text(void *user, const ts_store_message *m) {
+  msgs_text *t = user;
+  ts_buf_puts(&t->b, ts_store_role_name(m->role));
+  ts_buf_putc(&t->b, '=');
+  ts_buf_puts(&t->b, m->content);
+  ts_buf_putc(&t->b, ';');
+  return 0;
+}
+
+START_TEST(test_inbox) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, "p", NULL), 0);
+  ck_assert_int_eq(ts_store_thread_create_child(s, "c", "p", NULL, NULL), 0);
+  uint64_t seq = 0;
+  ck_assert_int_eq(ts_store_append_message(s, "p", TS_STORE_USER, "start", 5, NULL, NULL, 0, NULL), 0);
+  /* a busy receiver: three items queue in order, nothing reaches the conversation */
+  ck_assert_int_eq(ts_store_inbox_push(s, "p", "c", "one", 3, &seq), 0);
+  ck_assert_uint_eq(seq, 1);
+  ck_assert_int_eq(ts_store_inbox_push(s, "p", NULL, "two", 3, &seq), 0);
+  ck_assert_uint_eq(seq, 2);
+  ck_assert_int_eq(ts_store_inbox_push(s, "p", "c", "th\0ree", 6, &seq), 0);
+  ck_assert_int_eq(count_msgs(s, "p"), 1);
+  inbox_seen v;
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_inbox(s, "p", 1, see_item, &v), 3);
+  ck_assert_str_eq(v.text[0], "c:one");
+  ck_assert_str_eq(v.text[1], "-:two");
+  /* reopened (a crash): still queued */
+  ts_store_close(s);
+  s = open_ok(tmp);
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "p", see_item, &v), 1);
+  ck_assert_int_eq(v.n, 1);
+  ck_assert_str_eq(v.text[0], "c:one");
+  ck_assert_uint_eq(v.delivered[0], 2); /* the thread's second message */
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "p", NULL, NULL), 1);
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "p", NULL, NULL), 1);
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "p", NULL, NULL), 0); /* empty */
+  msgs_text t;
+  ts_buf_init(&t.b, 1 << 16);
+  ck_assert_int_eq(ts_store_messages(s, "p", 0, see_msg_text, &t), 4);
+  ck_assert_str_eq(t.b.p, "user=start;user=one;user=two;user=th;");
+  ts_buf_fini(&t.b);
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_inbox(s, "p", 0, see_item, &v), 3);
+  ck_assert_uint_eq(v.delivered[2], 4);
+  ck_assert_int_eq(ts_store_inbox(s, "p", 1, see_item, &v), 0);
+  /* bad input */
+  ck_assert_int_eq(ts_store_inbox_push(s, "nope", NULL, "x", 1, NULL), TS_E_STORE_NO_THREAD);
+  ck_assert_int_eq(ts_store_inbox_push(s, "p", "bad id", "x", 1, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_inbox_push(s, "p", NULL, NULL, 1, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "nope", NULL, NULL), 0);
+  ts_store_close(s);
+}
+END_TEST
+
+typedef struct {
+  int n;
+  char text[8][256];
+} subs_seen;
+
+static int see_sub(void *user, const ts_store_subagent *a) {
+  subs_seen *v = user;
+  if (v->n == 8) return 1;
+  snprintf(v->text[v->n++], sizeof v->text[0], "%s<%s %s/%s/%s b%d %u.%u %s q%u r%u %s",
+           a->thread, a->parent, a->agent, a->relationship, a->name, a->blocking, a->turn,
+           a->idx, a->state, a->queued, a->reports, a->outcome ? a->outcome : "-");
+  return 0;
+}
+
+static int see_tags(void *user, const ts_store_thread *t) {
+  snprintf(user, 128, "%s", t->tags);
+  return 0;
+}
+
+START_TEST(test_subagent_instances) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, "p", NULL), 0);
+  ts_store_subagent_new n = {.thread = "p.s1", .parent = "p", .workspace = "/w/s1",
+                             .agent = "researcher", .relationship = "research", .name = "alpha",
+                             .blocking = 1, .turn = 1, .idx = 0, .message = "go", .message_len = 2};
+  uint64_t item = 0;
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, &item), 0);
+  ck_assert_uint_eq(item, 1);
+  /* the same call again: refused, nothing changes */
+  n.thread = "p.s1b";
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), TS_E_STORE_THREAD_EXISTS);
+  ck_assert_int_eq(ts_store_thread_exists(s, "p.s1b"), 0);
+  n.thread = "p.s2", n.idx = 1, n.name = "beta", n.blocking = 0;
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), 0);
+  /* an existing thread id, a missing parent, bad fields */
+  n.idx = 2;
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), TS_E_STORE_THREAD_EXISTS);
+  n.thread = "x", n.parent = "nope";
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), TS_E_STORE_NO_THREAD);
+  n.parent = "p", n.name = "";
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), TS_E_INVAL);
+  n.name = "x", n.parent = "x";
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_exists(s, "x"), 0);
+
+  subs_seen v;
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_subagents(s, "p", see_sub, &v), 2);
+  ck_assert_str_eq(v.text[0], "p.s1<p researcher/research/alpha b1 1.0 idle q1 r0 -");
+  ck_assert_str_eq(v.text[1], "p.s2<p researcher/research/beta b0 1.1 idle q1 r0 -");
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_subagent_by_call(s, "p", 1, 1, see_sub, &v), 1);
+  ck_assert_int_eq(ts_store_subagent_by_call(s, "p", 1, 7, see_sub, &v), 0);
+  ck_assert_int_eq(ts_store_subagent_get(s, "p", see_sub, &v), 0);
+  char tags[128];
+  ck_assert_int_eq(ts_store_thread_get(s, "p.s1", see_tags, tags), 1);
+  ck_assert_str_eq(tags, "[\"name:alpha\"]");
+  ck_assert_int_eq(ts_store_thread_tag(s, "p.s1", "ui:pinned"), 0);
+  ck_assert_int_eq(ts_store_thread_tag(s, "p.s1", "ui:pinned"), 0);
+  ck_assert_int_eq(ts_store_thread_get(s, "p.s1", see_tags, tags), 1);
+  ck_assert_str_eq(tags, "[\"name:alpha\",\"ui:pinned\"]");
+  ck_assert_int_eq(ts_store_thread_get(s, "p", see_tags, tags), 1);
+  ck_assert_str_eq(tags, "[]");
+  ck_assert_int_eq(ts_store_thread_tag(s, "p", ""), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_tag(s, "nope", "a"), TS_E_STORE_NO_THREAD);
+
+  /* the child takes its first message; a blocking outcome is recorded, not queued; a
+   * non-blocking one is queued to the parent in the same transaction */
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "p.s1", NULL, NULL), 1);
+  ck_assert_int_eq(ts_store_subagent_report(s, "p.s1", "{\"text\":\"a\"}", 12, 0, NULL), 0);
+  ck_assert_int_eq(ts_store_subagent_report(s, "p.s2", "{\"text\":\"b\"}", 12, 1, &item), 0);
+  ck_assert_uint_eq(item, 1);
+  ck_assert_int_eq(ts_store_subagent_report(s, "p.s2", "not json", 8, 1, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_subagent_report(s, "p", "{}", 2, 1, NULL), TS_E_STORE_NO_THREAD);
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_subagents(s, "p", see_sub, &v), 2);
+  ck_assert_str_eq(v.text[0], "p.s1<p researcher/research/alpha b1 1.0 idle q0 r1 {\"text\":\"a\"}");
+  ck_assert_str_eq(v.text[1], "p.s2<p researcher/research/beta b0 1.1 idle q1 r1 {\"text\":\"b\"}");
+  inbox_seen iv;
+  memset(&iv, 0, sizeof iv);
+  ck_assert_int_eq(ts_store_inbox(s, "p", 1, see_item, &iv), 1);
+  ck_assert_str_eq(iv.text[0], "p.s2:{\"text\":\"b\"}");
+  ts_store_close(s);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *su = suite_create("store");
   TCase *tc = tcase_create("store");
@@ -1025,6 +1220,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_migrations);
   tcase_add_test(tc, test_migration_from_release);
   tcase_add_test(tc, test_thread_tree);
+  tcase_add_test(tc, test_migration_from_v2);
+  tcase_add_test(tc, test_inbox);
+  tcase_add_test(tc, test_subagent_instances);
   tcase_add_test(tc, test_environment);
   tcase_add_test(tc, test_parked_calls);
   tcase_add_test(tc, test_bad_inputs);
