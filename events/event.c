@@ -28,6 +28,9 @@ const char *ts_event_type_name(int type) {
     case TS_EVENT_TOOL_EXECUTION_STARTED: return "tool_execution_started";
     case TS_EVENT_TOOL_RESULT: return "tool_result";
     case TS_EVENT_VARIABLE_REQUIRED: return "variable_required";
+    case TS_EVENT_THREAD_CREATED: return "thread_created";
+    case TS_EVENT_SUBAGENT_MESSAGE: return "subagent_message";
+    case TS_EVENT_THREAD_FINISHED: return "thread_finished";
   }
   return ts_tap_type_name(type); /* the tap's own, or "unknown" */
 }
@@ -104,6 +107,25 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
       str_field(b, "name", r->var_name);
       str_field(b, "description", r->var_description);
       str_field(b, "var_type", r->var_secret ? (ts_view){"secret", 6} : (ts_view){"text", 4});
+      break;
+    case TS_EVENT_THREAD_CREATED:
+      str_field(b, "agent", r->agent);
+      str_field(b, "name", r->name);
+      str_field(b, "relationship", r->relationship);
+      key(b, "blocking");
+      ts_buf_puts(b, r->blocking ? "true" : "false");
+      break;
+    case TS_EVENT_SUBAGENT_MESSAGE:
+      if (r->from.len) str_field(b, "from", r->from);
+      num_field(b, "inbox_seq", r->inbox_seq);
+      str_field(b, "message", r->message);
+      break;
+    case TS_EVENT_THREAD_FINISHED:
+      str_field(b, "status", r->status);
+      if (r->outcome.len) {
+        key(b, "outcome");
+        ts_buf_append_json_compact(b, r->outcome.p, r->outcome.len);
+      }
       break;
     case TS_EVENT_TURN_FINISHED:
       if (e->stop_reason.len) str_field(b, "stop_reason", e->stop_reason);

@@ -44,6 +44,12 @@ typedef enum {
   TS_EVENT_TOOL_RESULT,
   /* a call waits for a required variable without a value (tools-spec §3): parked */
   TS_EVENT_VARIABLE_REQUIRED,
+  /* the thread tree (tools-spec §5, agent/subagents.h): a child thread was made (on the
+   * child's own stream, so it carries `parent`), a queued message was taken into a
+   * thread's conversation, a child's session ended with its outcome */
+  TS_EVENT_THREAD_CREATED,
+  TS_EVENT_SUBAGENT_MESSAGE,
+  TS_EVENT_THREAD_FINISHED,
 } ts_event_type;
 
 /* The event name as it appears on the wire ("tool_call_started", "tool_result", ...);
@@ -70,6 +76,18 @@ typedef struct {
   ts_view var_name;        /* VARIABLE_REQUIRED: the variable */
   ts_view var_description; /* VARIABLE_REQUIRED: its description (may be empty) */
   uint8_t var_secret;      /* VARIABLE_REQUIRED: type 'secret' (else 'text') */
+  /* THREAD_CREATED: the agent the child runs, the instance's name, the relationship, and
+   * whether the parent waits for it */
+  ts_view agent, name, relationship;
+  uint8_t blocking;
+  /* SUBAGENT_MESSAGE: the sending thread (empty: from outside the tree), the item's number
+   * in the receiver's inbox, and the message as the receiver's conversation got it */
+  ts_view from;
+  uint64_t inbox_seq;
+  ts_view message;
+  /* THREAD_FINISHED: the child's state ("done", "failed", "interrupted") and its outcome
+   * (JSON text, as reported to the parent; empty: none) */
+  ts_view status, outcome;
 } ts_event;
 
 /* Appends the event's JSON object to `out`. Returns TS_E_OK or the buffer's error. */
