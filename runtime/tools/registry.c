@@ -122,7 +122,7 @@ static int make_tool(const ts_tool_spec *spec, ts_tool **out, char *why, size_t 
     return TS_E_INVAL;
   }
   for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
-    if (!strcmp(spec->name, reserved[i])) {
+    if (!strcmp(spec->name, reserved[i]) && !spec->lifecycle) {
       snprintf(why, why_cap, "tool name \"%s\" is reserved for subagent relationships",
                spec->name);
       return TS_E_INVAL;
