@@ -500,8 +500,11 @@ int ts_agent_run(const ts_agent_config *c, ts_agent_stats *stats, char *why, siz
      * or not) belong to a whole turn; others are a cut turn's */
     cut = ts.foreign;
     own_tail = ts.tail && !ts.foreign;
+    /* finished, unless something waits for an answer: a message after the last reply, a
+     * queued one, or a non-blocking child (restarted for this run) that will report */
     if (ts.assistant_seen && !ts.last_called && !ts.tail && !ts.user_after && !c->prompt &&
-        !ts_store_inbox(c->store, c->thread, 1, no_item, NULL)) {
+        !ts_store_inbox(c->store, c->thread, 1, no_item, NULL) &&
+        ts_subagents_between_turns(c->store, c->thread, l.sink, 1, c->cancel) <= 0) {
       st->elapsed_ms = ts_clock_ms() - t0; /* finished: nothing to continue */
       goto out;
     }
