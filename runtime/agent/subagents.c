@@ -539,18 +539,25 @@ typedef struct {
   int ok;
 } args_doc;
 
-static int args_open(args_doc *a, const char *args, size_t len) {
-  memset(a, 0, sizeof *a);
-  a->doc = malloc(len + 1);
-  if (!a->doc || ts_jv_init(&a->v, ARG_TOKENS)) return 0;
-  memcpy(a->doc, args, len);
-  a->ok = ts_jv_parse(&a->v, a->doc, len) == TS_E_OK && ts_jv_type_of(&a->v, 0) == TS_JV_OBJECT;
-  return a->ok;
-}
-
 static void args_close(args_doc *a) {
   ts_jv_fini(&a->v);
   free(a->doc);
+}
+
+/* Parses the call's arguments; on failure sets `tool`'s error result and returns 0. */
+static int args_open(args_doc *a, const char *args, size_t len, const char *tool,
+                     ts_tool_result *out) {
+  memset(a, 0, sizeof *a);
+  a->doc = malloc(len + 1);
+  if (a->doc && !ts_jv_init(&a->v, ARG_TOKENS)) {
+    memcpy(a->doc, args, len);
+    a->ok = ts_jv_parse(&a->v, a->doc, len) == TS_E_OK && ts_jv_type_of(&a->v, 0) == TS_JV_OBJECT;
+  }
+  if (!a->ok) {
+    args_close(a);
+    ts_tool_result_error(out, "%s: the arguments are not a JSON object", tool);
+  }
+  return a->ok;
 }
 
 /* String member `key` decoded, or {NULL, 0}. */
@@ -686,11 +693,7 @@ static void tool_create(void *user, const ts_call_info *call, const char *args, 
   sa_ctx *c = user;
   args_doc a;
   char why[1024] = "";
-  if (!args_open(&a, args, len)) {
-    args_close(&a);
-    ts_tool_result_error(out, "subagent_create: the arguments are not a JSON object");
-    return;
-  }
+  if (!args_open(&a, args, len, "subagent_create", out)) return;
   ts_view rel_name = arg_str(&a, "agent"), name = arg_str(&a, "name");
   const ts_defs_subagent *rel = NULL;
   size_t visible = 0;
@@ -818,11 +821,7 @@ static void tool_message(void *user, const ts_call_info *call, const char *args,
   sa_ctx *c = user;
   args_doc a;
   char why[1024] = "";
-  if (!args_open(&a, args, len)) {
-    args_close(&a);
-    ts_tool_result_error(out, "subagent_message: the arguments are not a JSON object");
-    return;
-  }
+  if (!args_open(&a, args, len, "subagent_message", out)) return;
   ts_view id = arg_str(&a, "id");
   char child[TS_THREAD_ID_MAX + 1];
   if (!id.p || !ts_thread_id_valid(id.p, id.len)) {

@@ -34,6 +34,7 @@
 #include "store/store.h"
 #include "support/crash_tools.h"
 #include "support/exec_log.h"
+#include "support/sse_text.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -41,37 +42,6 @@
 #define RATE 2000
 
 static char dir[64], data[128], session[128], exec_log[160];
-
-static void write_turn(const char *who, int n, const char *const *calls, size_t ncalls,
-                       const char *text) {
-  ts_buf b;
-  ts_buf_init(&b, 1 << 20);
-  for (size_t i = 0; i < ncalls; i++) {
-    char head[256];
-    snprintf(head, sizeof head,
-             "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%zu,\"id\":"
-             "\"%s_%d_%zu\",\"type\":\"function\",\"function\":{\"name\":\"%s\",\"arguments\":",
-             i, who, n, i, calls[2 * i]);
-    ts_buf_puts(&b, head);
-    ts_buf_append_json_string(&b, calls[2 * i + 1], strlen(calls[2 * i + 1]));
-    ts_buf_puts(&b, "}}]}}]}\n\n");
-  }
-  if (text) {
-    ts_buf_puts(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":");
-    ts_buf_append_json_string(&b, text, strlen(text));
-    ts_buf_puts(&b, "}}]}\n\n");
-  }
-  ts_buf_puts(&b, ncalls ? "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
-                           "\"tool_calls\"}]}\n\ndata: [DONE]\n\n"
-                         : "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
-                           "\"stop\"}]}\n\ndata: [DONE]\n\n");
-  char d[256], f[300];
-  snprintf(d, sizeof d, "%s/%s", session, who);
-  mkdir(d, 0755);
-  snprintf(f, sizeof f, "%s/turn-%d.sse", d, n);
-  ts_test_put(f, b.p);
-  ts_buf_fini(&b);
-}
 
 static char dirs[3][200];
 static ts_replay_model models[3];
@@ -218,14 +188,14 @@ START_TEST(test_tree_survives_sigkill) {
   const char *t2[] = {"subagent_create", "{\"agent\":\"write\",\"name\":\"beta\",\"message\":\"b\"}",
                       "once", "{\"n\":1}", "idem", "{\"n\":2}"};
   const char *kid[] = {"once", "{\"n\":0}", "idem", "{\"n\":1}", "once", "{\"n\":2}"};
-  write_turn("coord", 1, t1, 1, NULL);
-  write_turn("coord", 2, t2, 3, NULL);
-  for (int n = 3; n <= 9; n++) write_turn("coord", n, NULL, 0, "noted");
-  write_turn("researcher", 1, kid, 3, NULL);
-  write_turn("writer", 1, kid, 3, NULL);
+  ts_test_chat_turn(session, "coord", 1, t1, 1, NULL);
+  ts_test_chat_turn(session, "coord", 2, t2, 3, NULL);
+  for (int n = 3; n <= 9; n++) ts_test_chat_turn(session, "coord", n, NULL, 0, "noted");
+  ts_test_chat_turn(session, "researcher", 1, kid, 3, NULL);
+  ts_test_chat_turn(session, "writer", 1, kid, 3, NULL);
   for (int n = 2; n <= 5; n++) {
-    write_turn("researcher", n, NULL, 0, "alpha done");
-    write_turn("writer", n, NULL, 0, "beta done");
+    ts_test_chat_turn(session, "researcher", n, NULL, 0, "alpha done");
+    ts_test_chat_turn(session, "writer", n, NULL, 0, "beta done");
   }
   const char *who[3] = {"coord", "researcher", "writer"};
   for (int i = 0; i < 3; i++) {

@@ -28,43 +28,12 @@
 #include "agent/subagents.h"
 #include "base/strbuf.h"
 #include "store/store.h"
+#include "support/sse_text.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
 
 static char dir[64], data[128], session[128], pws[160];
-
-/* One recorded turn: the calls given as {name, JSON args} pairs, or a text reply. */
-static void write_turn(const char *who, int n, const char *const *calls, size_t ncalls,
-                       const char *text) {
-  ts_buf b;
-  ts_buf_init(&b, 1 << 20);
-  for (size_t i = 0; i < ncalls; i++) {
-    char head[256];
-    snprintf(head, sizeof head,
-             "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%zu,\"id\":"
-             "\"%s_%d_%zu\",\"type\":\"function\",\"function\":{\"name\":\"%s\",\"arguments\":",
-             i, who, n, i, calls[2 * i]);
-    ts_buf_puts(&b, head);
-    ts_buf_append_json_string(&b, calls[2 * i + 1], strlen(calls[2 * i + 1]));
-    ts_buf_puts(&b, "}}]}}]}\n\n");
-  }
-  if (text) {
-    ts_buf_puts(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":");
-    ts_buf_append_json_string(&b, text, strlen(text));
-    ts_buf_puts(&b, "}}]}\n\n");
-  }
-  ts_buf_puts(&b, ncalls ? "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
-                           "\"tool_calls\"}]}\n\ndata: [DONE]\n\n"
-                         : "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":"
-                           "\"stop\"}]}\n\ndata: [DONE]\n\n");
-  char d[256], f[300];
-  snprintf(d, sizeof d, "%s/%s", session, who);
-  mkdir(d, 0755);
-  snprintf(f, sizeof f, "%s/turn-%d.sse", d, n);
-  ts_test_put(f, b.p);
-  ts_buf_fini(&b);
-}
 
 /* The children's model: the recorded turns of their agent. */
 typedef struct {
@@ -168,14 +137,14 @@ START_TEST(test_tree_of_subagents) {
   const char *t4[] = {"subagents", "{}", "subagent_create",
                       "{\"agent\":\"research\",\"name\":\"gamma\",\"message\":\"x\","
                       "\"attachments\":[\"/../../etc/passwd\"]}"};
-  write_turn("coord", 1, t1, 1, NULL);
-  write_turn("coord", 2, t2, 1, NULL);
-  write_turn("coord", 3, t3, 2, NULL);
-  write_turn("coord", 4, t4, 2, NULL);
-  for (int n = 5; n <= 8; n++) write_turn("coord", n, NULL, 0, "noted");
-  write_turn("researcher", 1, NULL, 0, "found it: see /attachments/brief.txt.");
-  write_turn("researcher", 2, NULL, 0, "nothing more");
-  write_turn("writer", 1, NULL, 0, "written");
+  ts_test_chat_turn(session, "coord", 1, t1, 1, NULL);
+  ts_test_chat_turn(session, "coord", 2, t2, 1, NULL);
+  ts_test_chat_turn(session, "coord", 3, t3, 2, NULL);
+  ts_test_chat_turn(session, "coord", 4, t4, 2, NULL);
+  for (int n = 5; n <= 8; n++) ts_test_chat_turn(session, "coord", n, NULL, 0, "noted");
+  ts_test_chat_turn(session, "researcher", 1, NULL, 0, "found it: see /attachments/brief.txt.");
+  ts_test_chat_turn(session, "researcher", 2, NULL, 0, "nothing more");
+  ts_test_chat_turn(session, "writer", 1, NULL, 0, "written");
   snprintf(mods.dirs[0], sizeof mods.dirs[0], "%s/researcher", session);
   snprintf(mods.dirs[1], sizeof mods.dirs[1], "%s/writer", session);
   mods.rm[0] = (ts_replay_model){mods.dirs[0], 0};
