@@ -1019,3 +1019,9 @@ int ts_subagents_add_tools(ts_registry *reg, const ts_defs *defs, const ts_defs_
   ctx_free(c);
   return rc;
 }
+
+int ts__compose_lifecycle_tools(ts_registry *reg, const ts_defs *defs, const ts_defs_agent *agent,
+                                const ts_defs_side *side, const ts_agent_config *cfg,
+                                char *why, size_t cap) {
+  return ts_subagents_add_tools(reg, defs, agent, side, cfg, NULL, why, cap);
+}

@@ -103,6 +103,13 @@ int ts_subagents_add_tools(ts_registry *reg, const ts_defs *defs, const ts_defs_
                            const ts_defs_side *side, const ts_agent_config *cfg,
                            const ts_subagents_runner *runner, char *why, size_t why_cap);
 
+/* The composition's hook (agent/compose.h declares it too, with this prototype): the
+ * lifecycle tools of an agent side, the child run by ts_agent_run (with the child's agent
+ * set, the composition drives it). Returns as ts_subagents_add_tools. */
+int ts__compose_lifecycle_tools(ts_registry *reg, const ts_defs *defs, const ts_defs_agent *agent,
+                                const ts_defs_side *side, const ts_agent_config *cfg,
+                                char *why, size_t why_cap);
+
 /* Between two turns of `thread` (the loop's store connection, no call running): delivers
  * every message queued to the thread into its conversation, in order, each with a
  * `subagent_message` event through `sink`. With `idle` (the model ended its reply), when

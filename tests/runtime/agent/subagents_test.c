@@ -256,6 +256,71 @@ START_TEST(test_tree_of_subagents) {
 }
 END_TEST
 
+/* Which sides get the three tools, and what their schemas offer. */
+START_TEST(test_tools_injected) {
+  ts_test_tempdir(dir, sizeof dir, "subagents-tools");
+  snprintf(data, sizeof data, "%s/data", dir);
+  ts_store *s;
+  char why[512];
+  ck_assert_int_eq(ts_store_open(data, &s, why, sizeof why), 0);
+  ts_agent_config ac = {.store = s, .thread = "t"};
+  ts_defs_subagent two[2] = {{.agent = "a1", .name = "first", .blocking = 1},
+                             {.agent = "a2", .name = "second", .hidden = 1}};
+  struct {
+    int line;
+    ts_defs_side side;
+    size_t want_tools;
+    const char *in_schema, *not_in_schema;
+  } rows[] = {
+      {__LINE__, {.prompt = "p", .subagents = rels, .n_subagents = 2}, 3,
+       "\"enum\":[\"research\",\"write\"]", NULL},
+      {__LINE__, {.prompt = "p", .subagents = rels, .n_subagents = 2}, 3,
+       "\"required\":[\"agent\",\"name\",\"message\"]", NULL},
+      {__LINE__, {.prompt = "p", .subagents = two, .n_subagents = 2}, 3,
+       "\"required\":[\"name\",\"message\"]", "second"},
+      {__LINE__, {.prompt = NULL, .subagents = rels, .n_subagents = 2}, 0, NULL, NULL}, /* human */
+      {__LINE__, {.prompt = "p", .subagents = two + 1, .n_subagents = 1}, 0, NULL, NULL}, /* hidden */
+      {__LINE__, {.prompt = "p", .subagents = NULL, .n_subagents = 0}, 0, NULL, NULL},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    ts_registry *reg = ts_registry_new();
+    int rc = ts__compose_lifecycle_tools(reg, NULL, &agent, &rows[i].side, &ac, why, sizeof why);
+    ck_assert_msg(rc == 0, "line %d: %s", rows[i].line, why);
+    ck_assert_msg(ts_registry_count(reg) == rows[i].want_tools, "line %d: %zu tools",
+                  rows[i].line, ts_registry_count(reg));
+    if (rows[i].want_tools) {
+      const ts_tool *c = ts_registry_find(reg, "subagent_create", 15);
+      ck_assert_ptr_nonnull(c);
+      ck_assert_ptr_nonnull(ts_registry_find(reg, "subagents", 9));
+      ck_assert_ptr_nonnull(ts_registry_find(reg, "subagent_message", 16));
+      ck_assert_int_eq(ts_tool_idempotent(c), 1); /* a re-run finds its instance */
+      const char *sc = ts_tool_args_schema(c);
+      if (rows[i].in_schema)
+        ck_assert_msg(strstr(sc, rows[i].in_schema), "line %d: %s", rows[i].line, sc);
+      if (rows[i].not_in_schema)
+        ck_assert_msg(!strstr(sc, rows[i].not_in_schema) &&
+                          !strstr(ts_tool_description(c), rows[i].not_in_schema),
+                      "line %d: a hidden relationship shows: %s", rows[i].line, sc);
+      const char *d = ts_tool_description(c);
+      ck_assert_msg(strstr(d, "- research (blocking") || strstr(d, "- first (blocking"),
+                    "line %d: %s", rows[i].line, d);
+      /* valid and invalid arguments, as the dispatcher checks them */
+      ck_assert_int_eq(ts_tool_validate(c, "{\"name\":\"\",\"message\":\"m\"}", 26, why, sizeof why) != 0, 1);
+      ck_assert_int_eq(ts_tool_validate(ts_registry_find(reg, "subagents", 9), "{\"x\":1}", 7, why,
+                                        sizeof why) != 0, 1);
+    }
+    ts_registry_free(reg);
+  }
+  /* a user tool still cannot take the names */
+  ts_registry *reg = ts_registry_new();
+  ts_tool_spec sp = {.name = "subagent_create"};
+  ck_assert_int_eq(ts_registry_add(reg, &sp, why, sizeof why), TS_E_INVAL);
+  ts_registry_free(reg);
+  ts_store_close(s);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_child_ids) {
   char out[TS_THREAD_ID_MAX + 1], again[TS_THREAD_ID_MAX + 1];
   ts_subagents_child_id("root", 3, 1, out);
@@ -278,6 +343,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_tree_of_subagents);
   tcase_add_test(tc, test_child_ids);
+  tcase_add_test(tc, test_tools_injected);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
