@@ -1529,10 +1529,17 @@ int ts_store_inbox_deliver(ts_store *s, const char *thread, ts_store_inbox_cb cb
   int r = enter(s, thread, what);
   if (r) return r;
   if ((r = get(s, ST_INBOX_NEXT, &next, what)) || (r = get(s, ST_MSG_INSERT, &ins, what)) ||
-      (r = get(s, ST_INBOX_MARK, &mark, what)) || (r = run(s, ST_BEGIN, what)))
+      (r = get(s, ST_INBOX_MARK, &mark, what)))
     return r;
+  /* a read first: an empty inbox (the common case, every turn) takes no write lock */
   bind_str(next, 1, thread);
   int rc = sqlite3_step(next);
+  done(next);
+  if (rc == SQLITE_DONE) return 0;
+  if (rc != SQLITE_ROW) return sql_fail(s, rc, what, thread);
+  if ((r = run(s, ST_BEGIN, what))) return r;
+  bind_str(next, 1, thread);
+  rc = sqlite3_step(next);
   int64_t item = 0, msg = 0;
   if (rc == SQLITE_ROW) {
     item = sqlite3_column_int64(next, 0);
