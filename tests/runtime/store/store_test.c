@@ -1047,6 +1047,93 @@ typedef struct {
   uint64_t seq[8], delivered[8];
 } inbox_seen;
 
+typedef struct {
+  int n, prefix_ok, queued_seen;
+  uint64_t next_seq;
+  char content[4096][16];
+  uint64_t delivered[4096];
+} inbox_all;
+
+static int see_all_items(void *user, const ts_store_inbox_item *it) {
+  inbox_all *v = user;
+  if (v->n == 4096) return 1;
+  if (it->seq != v->next_seq++) v->prefix_ok = 0; /* dense, in order */
+  if (!it->delivered_seq) v->queued_seen = 1;
+  else if (v->queued_seen) v->prefix_ok = 0; /* delivered after a queued one */
+  snprintf(v->content[v->n], sizeof v->content[0], "%.*s", (int)it->content_len, it->content);
+  v->delivered[v->n++] = it->delivered_seq;
+  return 0;
+}
+
+/* Killed while pushing and delivering: every item is queued or delivered once, the
+ * delivered ones a prefix in order, each the message its delivered_seq names. */
+START_TEST(test_inbox_killed_at_random_points) {
+  srand((unsigned)time(NULL) ^ (unsigned)getpid());
+  int delivered_total = 0;
+  for (int round = 0; round < 6; round++) {
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/i%d", tmp, round);
+    ts_store *s = open_ok(dir);
+    ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+    ts_store_close(s);
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+      close(pfd[0]);
+      if (ts_store_open(dir, &s, NULL, 0)) _exit(3);
+      if (write(pfd[1], "r", 1) != 1) _exit(3);
+      for (unsigned i = 1; i < 4000; i++) {
+        char m[16];
+        int n = snprintf(m, sizeof m, "m%u", i);
+        if (ts_store_inbox_push(s, "t", NULL, m, (size_t)n, NULL)) _exit(5);
+        if (i % 2 == 0 && ts_store_inbox_deliver(s, "t", NULL, NULL) != 1) _exit(6);
+      }
+      _exit(0);
+    }
+    close(pfd[1]);
+    char b;
+    ck_assert_int_eq(read(pfd[0], &b, 1), 1);
+    close(pfd[0]);
+    struct timespec d = {0, (long)(rand() % 200000) * 1000}; /* 0..200 ms: a few commits */
+    nanosleep(&d, NULL);
+    kill(pid, SIGKILL);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    s = open_ok(dir);
+    static inbox_all v;
+    memset(&v, 0, sizeof v);
+    v.prefix_ok = 1;
+    v.next_seq = 1;
+    int n = ts_store_inbox(s, "t", 0, see_all_items, &v);
+    ck_assert_int_ge(n, 0);
+    ck_assert_msg(v.prefix_ok, "round %d: the inbox is not dense, or delivery skipped", round);
+    msgs c = {0};
+    int nm = ts_store_messages(s, "t", 0, collect_msg, &c);
+    int delivered = 0;
+    for (int i = 0; i < v.n; i++) {
+      char want[16];
+      snprintf(want, sizeof want, "m%d", i + 1);
+      ck_assert_str_eq(v.content[i], want);
+      if (v.delivered[i]) {
+        ck_assert_uint_eq(v.delivered[i], (uint64_t)delivered + 1); /* the k-th message */
+        if (delivered < 16) ck_assert_str_eq(c.content[delivered], want);
+        delivered++;
+      }
+    }
+    ck_assert_int_eq(nm, delivered); /* no message without its item, none twice */
+    delivered_total += delivered;
+    /* what was left queued is delivered now, in order, after the rest */
+    while (ts_store_inbox_deliver(s, "t", NULL, NULL) == 1) {
+    }
+    ck_assert_int_eq(count_msgs(s, "t"), v.n);
+    ts_store_close(s);
+  }
+  printf("store: inbox kills: %d items delivered before the kills\n", delivered_total);
+}
+END_TEST
+
 static int see_item(void *user, const ts_store_inbox_item *it) {
   inbox_seen *v = user;
   if (v->n == 8) return 1;
@@ -1222,6 +1309,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_thread_tree);
   tcase_add_test(tc, test_migration_from_v2);
   tcase_add_test(tc, test_inbox);
+  tcase_add_test(tc, test_inbox_killed_at_random_points);
   tcase_add_test(tc, test_subagent_instances);
   tcase_add_test(tc, test_environment);
   tcase_add_test(tc, test_parked_calls);
