@@ -85,7 +85,7 @@ typedef struct {
   ts_view from;
   uint64_t inbox_seq;
   ts_view message;
-  /* THREAD_FINISHED: the child's state ("done", "failed", "interrupted") and its outcome
+  /* THREAD_FINISHED: how the session ended ("done", "failed", "max_turns") and its outcome
    * (JSON text, as reported to the parent; empty: none) */
   ts_view status, outcome;
 } ts_event;

@@ -461,14 +461,19 @@ static int run_session(const sa_ctx *c, const char *child, const volatile sig_at
                      : ts_agent_run(&cc, NULL, rwhy, sizeof rwhy);
   ts_buf_reset(o);
   outcome_of(s1, &in, pr.has_ws ? pr.ws : NULL, rc, o);
-  int qrc = o->err ? o->err
-                   : ts_store_subagent_report(s1, child, o->p, o->len, !in.blocking, NULL);
-  ts_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.body.type = TS_EVENT_THREAD_FINISHED;
-  ev.status = v_of(status_of(rc));
-  if (!o->err) ev.outcome = (ts_view){o->p, o->len};
-  emit_on(c, s1, child, in.parent, &ev);
+  int qrc = 0;
+  /* A stopped session is not over (--resume continues it): nothing is reported then, so
+   * the parent hears once, when it ends. */
+  if (rc != TS_E_ABORTED) {
+    qrc = o->err ? o->err
+                 : ts_store_subagent_report(s1, child, o->p, o->len, !in.blocking, NULL);
+    ts_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.body.type = TS_EVENT_THREAD_FINISHED;
+    ev.status = v_of(status_of(rc));
+    if (!o->err) ev.outcome = (ts_view){o->p, o->len};
+    emit_on(c, s1, child, in.parent, &ev);
+  }
   if (rc && rwhy[0]) snprintf(why, cap, "%s", rwhy);
   if (qrc) snprintf(why, cap, "recording the outcome failed: %s", ts_store_errmsg(s1));
   ts_store_close(s1);

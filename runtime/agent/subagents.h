@@ -24,7 +24,7 @@
  *                      returns the child's next outcome; non-blocking: {"id","queued":true}.
  *
  * The outcome (the blocking result, the queued message):
- *   {"id","name","agent","relationship","status":"done"|"failed"|"interrupted"|"max_turns",
+ *   {"id","name","agent","relationship","status":"done"|"failed"|"max_turns",
  *    "text": the child's last reply, "attachments":[parent-local path...]}
  * where every `/attachments/NAME` path the child's reply names in its own filesystem is
  * copied into the parent's and the text says the parent-local path instead.
