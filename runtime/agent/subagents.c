@@ -859,14 +859,14 @@ static void tool_message(void *user, const ts_call_info *call, const char *args,
                        sizeof why);
   args_close(&a);
   uint64_t seq = 0;
-  int was_running = 0;
+  int was_running = 0, not_started = 0;
   if (!rc) { /* pushed under the job lock: a job ending now sees it (the essay) */
     pthread_mutex_lock(&jobs_mu);
     rc = ts_store_inbox_push(s, child, call->thread, msg.p ? msg.p : "", msg.len, &seq);
     if (rc) snprintf(why, sizeof why, "%s", ts_store_errmsg(s));
     for (job *j = jobs; j; j = j->next) was_running |= j->running && !strcmp(j->child, child);
     if (!rc && !in.blocking && !was_running && start_job(c, child, in.parent))
-      snprintf(why, sizeof why, "queued; the child starts when fewer subagents run");
+      not_started = 1; /* too many running: it waits in the inbox for the next run */
     pthread_mutex_unlock(&jobs_mu);
   }
   ts_buf_fini(&msg);
@@ -885,7 +885,9 @@ static void tool_message(void *user, const ts_call_info *call, const char *args,
   ts_buf_append_json_string(&b, child, strlen(child));
   ts_buf_puts(&b, ",\"queued\":true,\"inbox_seq\":");
   ts_buf_append_u64(&b, seq);
-  ts_buf_puts(&b, was_running ? ",\"status\":\"running\"}" : ",\"status\":\"started\"}");
+  ts_buf_puts(&b, was_running   ? ",\"status\":\"running\"}"
+                  : not_started ? ",\"status\":\"queued\"}"
+                                : ",\"status\":\"started\"}");
   ts_tool_result_json(out, b.p, b.len);
   ts_buf_fini(&b);
 }

@@ -250,6 +250,34 @@ START_TEST(test_tree_of_subagents) {
   ts_store_messages(s, "p", 0, see, &w);
   ck_assert_str_eq(w.all.p, v.all.p);
   ts_buf_fini(&w.all);
+  /* the parent comes back with a new prompt and messages beta, which has finished: beta
+   * runs again, and its second outcome reaches the parent as a message */
+  int turns = 0;
+  for (const char *q = v.all.p; (q = strstr(q, "assistant=")); q++) turns++;
+  ts_store_close(s);
+  const char *tm[] = {"subagent_message", "{\"id\":\"p/t2c0\",\"message\":\"ping\"}"};
+  ts_test_chat_turn(session, "coord", turns + 1, tm, 1, NULL);
+  for (int k = turns + 2; k <= 9; k++) /* the replay takes files in name order: one digit */
+    ts_test_chat_turn(session, "coord", k, NULL, 0, "ok");
+  ts_test_chat_turn(session, "writer", 2, NULL, 0, "second answer");
+  rc = run_parent(1, "again", why, sizeof why);
+  ck_assert_msg(rc == TS_E_OK, "resume with a prompt: %d %s", rc, why);
+  ck_assert_int_eq(ts_store_open(data, &s, why, sizeof why), 0);
+  memset(&w, 0, sizeof w);
+  ts_buf_init(&w.all, 1 << 22);
+  ts_store_messages(s, "p", 0, see, &w);
+  ck_assert_msg(w.outcome_msgs == 2 && strstr(w.all.p, "\"text\":\"second answer\""), "%s",
+                w.all.p);
+  ck_assert_msg(strstr(w.res[6], "\"queued\":true") && strstr(w.res[6], "\"status\":\"started\""),
+                "%s", w.res[6]);
+  ts_buf_fini(&w.all);
+  memset(&w, 0, sizeof w);
+  ts_buf_init(&w.all, 1 << 20);
+  ts_store_messages(s, "p/t2c0", 0, see, &w);
+  ck_assert_msg(strstr(w.all.p, "user=write it up\n") && strstr(w.all.p, "user=ping\n") &&
+                    strstr(w.all.p, "second answer"),
+                "%s", w.all.p);
+  ts_buf_fini(&w.all);
   ts_store_close(s);
   ts_buf_fini(&v.all);
   ts_test_rm_rf(dir);
