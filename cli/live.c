@@ -116,7 +116,11 @@ static void mark_line(ts_live *w, ts_live_item *it) {
   const ts_live_thread *t = &w->threads[w->cur];
   if (!t->depth) return;
   it->depth = t->depth;
-  snprintf(it->label, sizeof it->label, "%s", t->name[0] ? t->name : t->id);
+  const char *who = t->name[0] ? t->name : t->id; /* a long id is cut to the label */
+  size_t n = strlen(who) < sizeof it->label - 1 ? strlen(who) : sizeof it->label - 1;
+  while (n && n < strlen(who) && ((unsigned char)who[n] & 0xC0) == 0x80) n--;
+  memcpy(it->label, who, n);
+  it->label[n] = '\0';
 }
 
 static int thread_index(ts_live *w, const char *id, const char *parent) {
