@@ -390,44 +390,58 @@ END_TEST
 
 /* A child runs calls back to back (start, finish, start, ...) and is SIGKILLed from
  * outside at a random moment; afterwards the dispatcher's invariants hold. */
+/* One round of a kill test: a fresh store in `dir` with thread "t", a child process that
+ * opens it, says it is ready and runs `work` on it until killed; the parent kills it a
+ * random 0..max_us after ready and reaps it. Returns the child's wait status. */
+static int kill_round(const char *dir, void (*work)(ts_store *s), long max_us) {
+  ts_store *s = open_ok(dir);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+  ts_store_close(s);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(pfd[0]);
+    if (ts_store_open(dir, &s, NULL, 0)) _exit(3);
+    if (write(pfd[1], "r", 1) != 1) _exit(3);
+    work(s);
+    _exit(0);
+  }
+  close(pfd[1]);
+  char b;
+  ck_assert_int_eq(read(pfd[0], &b, 1), 1);
+  close(pfd[0]);
+  long us = rand() % max_us;
+  struct timespec d = {us / 1000000L, (us % 1000000L) * 1000L};
+  nanosleep(&d, NULL);
+  kill(pid, SIGKILL);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+static void calls_forever(ts_store *s) {
+  for (uint32_t i = 0;; i++) {
+    char res[32];
+    int n = snprintf(res, sizeof res, "result %u", (unsigned)i);
+    if (ts_store_call_started(s, "t", i, 0, "c", "tool", "{}", 2, NULL) ||
+        ts_store_call_finished(s, "t", i, 0, res, (size_t)n, 0, NULL))
+      _exit(5);
+    ts_store_append_event(s, "t", i + 1, "{\"v\":1}", 7);
+  }
+}
+
 START_TEST(test_killed_at_random_points) {
   srand((unsigned)time(NULL) ^ (unsigned)getpid());
   int results = 0, in_flight = 0;
   for (int round = 0; round < 6; round++) {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/r%d", tmp, round);
-    ts_store *s = open_ok(dir);
-    ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
-    ts_store_close(s);
-    int pfd[2];
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-      close(pfd[0]);
-      if (ts_store_open(dir, &s, NULL, 0)) _exit(3);
-      if (write(pfd[1], "r", 1) != 1) _exit(3);
-      for (uint32_t i = 0;; i++) {
-        char res[32];
-        int n = snprintf(res, sizeof res, "result %u", (unsigned)i);
-        if (ts_store_call_started(s, "t", i, 0, "c", "tool", "{}", 2, NULL) ||
-            ts_store_call_finished(s, "t", i, 0, res, (size_t)n, 0, NULL))
-          _exit(5);
-        ts_store_append_event(s, "t", i + 1, "{\"v\":1}", 7);
-      }
-    }
-    close(pfd[1]);
-    char b;
-    ck_assert_int_eq(read(pfd[0], &b, 1), 1);
-    close(pfd[0]);
-    struct timespec d = {0, (long)(rand() % 40000) * 1000}; /* 0..40 ms */
-    nanosleep(&d, NULL);
-    kill(pid, SIGKILL);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    int status = kill_round(dir, calls_forever, 40000); /* 0..40 ms */
     ck_assert_msg(WIFSIGNALED(status), "child exited with %d", WEXITSTATUS(status));
 
-    s = open_ok(dir);
+    ts_store *s = open_ok(dir);
     msgs c = {0};
     int n = ts_store_messages(s, "t", 0, collect_msg, &c);
     ck_assert_int_ge(n, 0);
@@ -1065,6 +1079,15 @@ static int see_all_items(void *user, const ts_store_inbox_item *it) {
   return 0;
 }
 
+static void inbox_work(ts_store *s) {
+  for (unsigned i = 1; i < 4000; i++) {
+    char m[16];
+    int n = snprintf(m, sizeof m, "m%u", i);
+    if (ts_store_inbox_push(s, "t", NULL, m, (size_t)n, NULL)) _exit(5);
+    if (i % 2 == 0 && ts_store_inbox_deliver(s, "t", NULL, NULL) != 1) _exit(6);
+  }
+}
+
 /* Killed while pushing and delivering: every item is queued or delivered once, the
  * delivered ones a prefix in order, each the message its delivered_seq names. */
 START_TEST(test_inbox_killed_at_random_points) {
@@ -1073,35 +1096,8 @@ START_TEST(test_inbox_killed_at_random_points) {
   for (int round = 0; round < 6; round++) {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/i%d", tmp, round);
+    kill_round(dir, inbox_work, 200000); /* 0..200 ms: a few commits */
     ts_store *s = open_ok(dir);
-    ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
-    ts_store_close(s);
-    int pfd[2];
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-      close(pfd[0]);
-      if (ts_store_open(dir, &s, NULL, 0)) _exit(3);
-      if (write(pfd[1], "r", 1) != 1) _exit(3);
-      for (unsigned i = 1; i < 4000; i++) {
-        char m[16];
-        int n = snprintf(m, sizeof m, "m%u", i);
-        if (ts_store_inbox_push(s, "t", NULL, m, (size_t)n, NULL)) _exit(5);
-        if (i % 2 == 0 && ts_store_inbox_deliver(s, "t", NULL, NULL) != 1) _exit(6);
-      }
-      _exit(0);
-    }
-    close(pfd[1]);
-    char b;
-    ck_assert_int_eq(read(pfd[0], &b, 1), 1);
-    close(pfd[0]);
-    struct timespec d = {0, (long)(rand() % 200000) * 1000}; /* 0..200 ms: a few commits */
-    nanosleep(&d, NULL);
-    kill(pid, SIGKILL);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    s = open_ok(dir);
     static inbox_all v;
     memset(&v, 0, sizeof v);
     v.prefix_ok = 1;
