@@ -115,7 +115,13 @@
   X(SANDBOX_TERMINATED, -702, "sandbox_terminated", "the script was terminated by the caller") \
   X(SANDBOX_OOM, -703, "sandbox_oom", "the script exceeded its memory limit")   \
   X(SANDBOX_INPUT, -704, "sandbox_input", "the sandbox input is not valid JSON") \
-  X(SANDBOX_VALUE, -705, "sandbox_value", "the script's value cannot be converted to JSON")
+  X(SANDBOX_VALUE, -705, "sandbox_value", "the script's value cannot be converted to JSON") \
+  /* Attachments between thread filesystems (agent/attachments.h) */             \
+  X(ATTACH_PATH, -2000, "attach_path", "attachment path is empty, too long, or holds '..', a control byte or a NUL") \
+  X(ATTACH_MISSING, -2001, "attach_missing", "no such file in the thread's filesystem") \
+  X(ATTACH_ESCAPE, -2002, "attach_escape", "attachment path goes through a symbolic link") \
+  X(ATTACH_NOT_FILE, -2003, "attach_not_file", "attachment path is not a regular file") \
+  X(ATTACH_TOO_BIG, -2004, "attach_too_big", "attachment larger than the size limit")
 
 typedef enum {
 #define TS_X(c, v, n, m) TS_E_##c = (v),

@@ -42,8 +42,11 @@ static void print_item(const ts_live *w, const ts_live_item *it) {
   const char *dim = w->color ? "\033[2m" : "", *off = w->color ? "\033[0m" : "";
   const char *cyan = w->color ? "\033[36m" : "", *green = w->color ? "\033[32m" : "";
   const char *red = w->color ? "\033[31m" : "", *bold = w->color ? "\033[1m" : "";
+  char pre[TS_LIVE_LABEL + 48];
+  snprintf(pre, sizeof pre, "%*s%s%s", 2 * (it->depth > 8 ? 8 : it->depth), "", it->label,
+           it->label[0] ? ": " : "");
   if (it->kind == TS_LIVE_NOTE) {
-    printf("\r\033[2K%s%s%s\n", w->color && it->color ? it->color : "", it->progress, off);
+    printf("\r\033[2K%s%s%s%s\n", pre, w->color && it->color ? it->color : "", it->progress, off);
     return;
   }
   const char *mark, *col;
@@ -55,7 +58,7 @@ static void print_item(const ts_live *w, const ts_live_item *it) {
     case 5: mark = "failed"; col = red; break;
     default: mark = spinner[w->frame % 4]; col = cyan;
   }
-  printf("\r\033[2K%s%-7s%s %s%s%s #%ld %s%s%s%s%s%s%s%s%s%s%s\n", col, mark, off, bold, it->tool,
+  printf("\r\033[2K%s%s%-7s%s %s%s%s #%ld %s%s%s%s%s%s%s%s%s%s%s\n", pre, col, mark, off, bold, it->tool,
          off, it->index, it->progress[0] ? "\"" : "", it->progress, it->progress[0] ? "\"" : "",
          dim, it->detail[0] ? "  " : "", it->detail, off, it->result[0] ? "  -> " : "",
          it->state == 5 || it->state == 2 ? red : "", it->result, off);
@@ -89,8 +92,45 @@ static ts_live_item *push(ts_live *w, int kind) {
   return it;
 }
 
+/* The thread's entry (made when new: a child one deeper than its parent); NULL when the
+ * table is full. */
+static ts_live_thread *thread_of(ts_live *w, const char *id, const char *parent) {
+  for (int i = 0; i < w->nthreads; i++)
+    if (!strcmp(w->threads[i].id, id)) return &w->threads[i];
+  int depth = 0;
+  if (parent && parent[0]) {
+    ts_live_thread *p = thread_of(w, parent, NULL);
+    depth = p ? p->depth + 1 : 1;
+  }
+  if (w->nthreads == TS_LIVE_MAX_THREADS) return NULL;
+  ts_live_thread *t = &w->threads[w->nthreads++];
+  snprintf(t->id, sizeof t->id, "%s", id);
+  t->name[0] = '\0';
+  t->depth = depth;
+  return t;
+}
+
+/* A new line belongs to the thread of the event being fed: its depth and name. */
+static void mark_line(ts_live *w, ts_live_item *it) {
+  if (w->cur < 0 || w->cur >= w->nthreads) return;
+  const ts_live_thread *t = &w->threads[w->cur];
+  if (!t->depth) return;
+  it->depth = t->depth;
+  const char *who = t->name[0] ? t->name : t->id; /* a long id is cut to the label */
+  size_t n = strlen(who) < sizeof it->label - 1 ? strlen(who) : sizeof it->label - 1;
+  while (n && n < strlen(who) && ((unsigned char)who[n] & 0xC0) == 0x80) n--;
+  memcpy(it->label, who, n);
+  it->label[n] = '\0';
+}
+
+static int thread_index(ts_live *w, const char *id, const char *parent) {
+  ts_live_thread *t = id[0] ? thread_of(w, id, parent) : NULL;
+  return t ? (int)(t - w->threads) : -1;
+}
+
 static void note(ts_live *w, const char *color, const char *text) {
   ts_live_item *it = push(w, TS_LIVE_NOTE);
+  mark_line(w, it);
   it->color = color;
   size_t n = strlen(text);
   if (n >= sizeof it->progress) n = sizeof it->progress - 1;
@@ -99,10 +139,14 @@ static void note(ts_live *w, const char *color, const char *text) {
   it->progress[n] = '\0';
 }
 
-/* The model's text so far becomes a line of its own (before a call, a turn's end). */
+/* The model's text so far becomes a line of its own (before a call, a turn's end), on the
+ * line of the thread that wrote it. */
 static void flush_text(ts_live *w) {
   if (!w->text[0]) return;
+  int cur = w->cur;
+  w->cur = thread_index(w, w->text_thread, NULL);
   note(w, NULL, w->text);
+  w->cur = cur;
   w->text[0] = '\0';
 }
 
@@ -116,6 +160,7 @@ static ts_live_item *find_call(ts_live *w, const char *thread, long turn, long i
   }
   flush_text(w);
   ts_live_item *it = push(w, TS_LIVE_CALL);
+  mark_line(w, it);
   snprintf(it->thread, sizeof it->thread, "%s", thread);
   snprintf(it->tool, sizeof it->tool, "%s", tool);
   snprintf(it->call_id, sizeof it->call_id, "%s", call_id);
@@ -145,8 +190,11 @@ void ts_live_event(ts_live *w, const char *json, size_t len) {
   if (rc) return;
   ts_jv *jv = &w->jv;
   char type[32], thread[TS_THREAD_ID_MAX + 1], tool[64], text[TS_LIVE_TEXT];
+  char parent[TS_THREAD_ID_MAX + 1];
   copy_str(jv, ts_jv_get(jv, 0, "type"), type, sizeof type);
   copy_str(jv, ts_jv_get(jv, 0, "thread"), thread, sizeof thread);
+  copy_str(jv, ts_jv_get(jv, 0, "parent"), parent, sizeof parent);
+  w->cur = thread_index(w, thread, parent);
   int64_t index = -1, bytes = 0, turn = 0;
   int ii = ts_jv_get(jv, 0, "index");
   if (ii >= 0 && ts_jv_int(jv, ii, &index) == 0 && index >= 0) {
@@ -186,6 +234,8 @@ void ts_live_event(ts_live *w, const char *json, size_t len) {
   }
   if (!strcmp(type, "text_delta")) {
     copy_str(jv, ts_jv_get(jv, 0, "text"), text, sizeof text);
+    if (w->text[0] && strcmp(w->text_thread, thread)) flush_text(w); /* another thread's */
+    snprintf(w->text_thread, sizeof w->text_thread, "%s", thread);
     size_t have = strlen(w->text), add = strlen(text);
     if (have + add >= sizeof w->text - 1) { /* a long text goes out in lines */
       flush_text(w);
@@ -200,6 +250,34 @@ void ts_live_event(ts_live *w, const char *json, size_t len) {
     char line[TS_LIVE_TEXT + TS_THREAD_ID_MAX + 64];
     snprintf(line, sizeof line, "stream error (%s): %s", thread, text);
     note(w, "\033[31m", line);
+  } else if (!strcmp(type, "thread_created")) {
+    flush_text(w);
+    char name[TS_LIVE_LABEL], agent[64], rel[64];
+    copy_str(jv, ts_jv_get(jv, 0, "name"), name, sizeof name);
+    copy_str(jv, ts_jv_get(jv, 0, "agent"), agent, sizeof agent);
+    copy_str(jv, ts_jv_get(jv, 0, "relationship"), rel, sizeof rel);
+    if (w->cur >= 0 && name[0]) snprintf(w->threads[w->cur].name, TS_LIVE_LABEL, "%s", name);
+    char line[1024];
+    snprintf(line, sizeof line, "+ %s: agent %s (%s, %s), under %s", thread, agent, rel,
+             ts_jv_is_true(jv, ts_jv_get(jv, 0, "blocking")) ? "blocking" : "non-blocking",
+             parent[0] ? parent : "-");
+    note(w, "\033[35m", line);
+  } else if (!strcmp(type, "subagent_message")) {
+    flush_text(w);
+    char from[TS_THREAD_ID_MAX + 1];
+    copy_str(jv, ts_jv_get(jv, 0, "from"), from, sizeof from);
+    copy_str(jv, ts_jv_get(jv, 0, "message"), text, sizeof text);
+    char line[TS_LIVE_TEXT + TS_THREAD_ID_MAX + 64];
+    snprintf(line, sizeof line, "< message from %s: %s", from[0] ? from : "outside", text);
+    note(w, "\033[35m", line);
+  } else if (!strcmp(type, "thread_finished")) {
+    flush_text(w);
+    char status[32];
+    copy_str(jv, ts_jv_get(jv, 0, "status"), status, sizeof status);
+    copy_str(jv, ts_jv_get(jv, ts_jv_get(jv, 0, "outcome"), "text"), text, sizeof text);
+    char line[TS_LIVE_TEXT + 64];
+    snprintf(line, sizeof line, "= finished: %s%s%s", status, text[0] ? ": " : "", text);
+    note(w, strcmp(status, "done") ? "\033[31m" : "\033[35m", line);
   } else if (!strcmp(type, "turn_finished")) {
     flush_text(w);
     copy_str(jv, ts_jv_get(jv, 0, "stop_reason"), text, sizeof text);
@@ -214,6 +292,7 @@ void ts_live_event(ts_live *w, const char *json, size_t len) {
 
 int ts_live_init(ts_live *w) {
   memset(w, 0, sizeof *w);
+  w->cur = -1;
   const char *nc = getenv("NO_COLOR");
   w->color = !(nc && nc[0]);
   return ts_jv_init(&w->jv, 4096) != TS_E_OK;

@@ -10,6 +10,12 @@
  * redrawn in place with ANSI cursor movement, so a turn's line always sits after its calls
  * and before the next turn's. Colours unless NO_COLOR is set.
  *
+ * The thread tree: events of a child thread carry `parent`, so the view knows each
+ * thread's depth; every line of a child is indented two spaces per level and starts with
+ * the child's name (its subagent instance name from `thread_created`, else its id), and
+ * `thread_created`, `subagent_message` and `thread_finished` are lines of their own, so one
+ * screen shows a whole tree at work.
+ *
  * Feed it each event's JSON (ts_live_event); call ts_live_tick every ~100 ms to turn the
  * spinners. Not thread-safe: callers that feed and tick from two threads hold a lock.
  */
@@ -23,6 +29,8 @@
 
 #define TS_LIVE_MAX_ITEMS 64 /* lines kept for redrawing; past it the oldest is made final */
 #define TS_LIVE_TEXT 160
+#define TS_LIVE_MAX_THREADS 64 /* threads whose depth and name are remembered */
+#define TS_LIVE_LABEL 48
 
 typedef enum {
   TS_LIVE_CALL = 1,
@@ -42,7 +50,15 @@ typedef struct {
   const char *color; /* NOTE */
   int state; /* CALL: 0 streaming, 1 ready, 2 error, 3 running, 4 done, 5 failed */
   int sticky; /* CALL: ready is final only when no result will follow (no dispatcher) */
+  int depth;  /* the thread's depth in the tree (0: a root) */
+  char label[TS_LIVE_LABEL]; /* a child thread's name (empty for a root) */
 } ts_live_item;
+
+typedef struct {
+  char id[TS_THREAD_ID_MAX + 1];
+  char name[TS_LIVE_LABEL];
+  int depth;
+} ts_live_thread;
 
 typedef struct {
   int color;
@@ -53,6 +69,9 @@ typedef struct {
   int executes; /* calls get results (set by run; learnt from tool_execution_started) */
   char text[TS_LIVE_TEXT]; /* the model's text since the last line */
   char text_thread[TS_THREAD_ID_MAX + 1];
+  ts_live_thread threads[TS_LIVE_MAX_THREADS];
+  int nthreads;
+  int cur; /* the thread of the event being fed (an index of threads), -1: none */
   ts_jv jv;
   char *scratch;
   size_t scratch_cap;

@@ -37,8 +37,10 @@ const ts_cli_command ts_cli_cmd_threads = {
     "the threads of the store as a tree; 'threads show ID' for one thread",
     "Lists the threads of the store as a tree: id, parent, created, last activity, turns,\n"
     "tool calls and state (idle, running, waiting_for_variable, done, failed,\n"
-    "interrupted). 'show ID' prints one thread: its messages, its calls with their\n"
-    "durations and results, the calls waiting for a variable, and its children.",
+    "interrupted), each subagent instance with its name. 'show ID' prints one thread:\n"
+    "its messages, its calls with their durations and results, the calls waiting for a\n"
+    "variable, the messages queued to it, what it is as a subagent (agent, relationship,\n"
+    "name, outcome), and the tree of threads below it.",
     threads_groups,
     "Times are UTC. Exit status: 0; 1 an error (no such thread, the store); 2 usage.",
     ts_cli_threads,
@@ -104,6 +106,8 @@ static void thread_json(ts_buf *b, const ts_store_thread *t) {
   json_str(b, "workspace", t->workspace);
   ts_buf_putc(b, ',');
   json_str(b, "state", t->state);
+  ts_buf_puts(b, ",\"tags\":");
+  ts_buf_puts(b, t->tags && *t->tags ? t->tags : "[]");
   ts_buf_putc(b, ',');
   json_num(b, "created_at_ms", t->created_at_ms);
   ts_buf_putc(b, ',');
@@ -119,9 +123,68 @@ static void thread_json(ts_buf *b, const ts_store_thread *t) {
   ts_buf_putc(b, '}');
 }
 
+/* The value of the thread's "name:" tag (a subagent instance's name), or NULL. */
+static const char *name_tag(const ts_store_thread *t, char *buf, size_t cap) {
+  const char *p = t->tags ? strstr(t->tags, "\"name:") : NULL;
+  if (!p) return NULL;
+  p += 6;
+  size_t n = 0;
+  while (p[n] && p[n] != '"' && n + 1 < cap) n++; /* a name with escapes shows them */
+  memcpy(buf, p, n);
+  buf[n] = '\0';
+  return buf;
+}
+
+/* The rows of a tree listing (depth first, as the store gives them), drawn at the end. */
+typedef struct {
+  char id[TS_THREAD_ID_MAX + 1];
+  char name[128];
+  char line[512]; /* what follows the id */
+  uint32_t depth;
+} tree_row;
+
+typedef struct {
+  tree_row *v;
+  size_t n, cap;
+  uint32_t base; /* the depth drawn at the left edge */
+} tree;
+
+static int tree_add(tree *tr, const ts_store_thread *t, const char *line) {
+  if (tr->n == tr->cap) {
+    size_t cap = tr->cap ? tr->cap * 2 : 64;
+    tree_row *v = realloc(tr->v, cap * sizeof *v);
+    if (!v) return -1;
+    tr->v = v, tr->cap = cap;
+  }
+  tree_row *r = &tr->v[tr->n++];
+  snprintf(r->id, sizeof r->id, "%s", t->id);
+  char nb[128];
+  const char *nm = name_tag(t, nb, sizeof nb);
+  snprintf(r->name, sizeof r->name, "%s", nm ? nm : "");
+  snprintf(r->line, sizeof r->line, "%s", line);
+  r->depth = t->depth;
+  return 0;
+}
+
+/* Draws the rows, each indented two spaces per level below `base` (a tree read top down,
+ * children under their parent); `width` pads the id column, else `sep` follows the id. */
+static void tree_draw(const tree *tr, ts_buf *out, int width, const char *sep) {
+  for (size_t i = 0; i < tr->n; i++) {
+    const tree_row *r = &tr->v[i];
+    uint32_t rel = r->depth - tr->base;
+    char id[700];
+    snprintf(id, sizeof id, "%*s%s%s%s%s", (int)(2 * (rel > 16 ? 16 : rel)), "", r->id,
+             r->name[0] ? " (" : "", r->name, r->name[0] ? ")" : "");
+    char line[1400];
+    snprintf(line, sizeof line, "%-*s%s%s\n", width, id, sep, r->line);
+    ts_buf_puts(out, line);
+  }
+}
+
 typedef struct {
   ts_buf *out;
-  int json, n;
+  int json, n, failed;
+  tree tr;
 } listing;
 
 static int list_row(void *user, const ts_store_thread *t) {
@@ -130,13 +193,12 @@ static int list_row(void *user, const ts_store_thread *t) {
     if (l->n) ts_buf_putc(l->out, ',');
     thread_json(l->out, t);
   } else {
-    char c[32], a[32], line[1200], id[300];
+    char c[32], a[32], line[600];
     when(t->created_at_ms, c, sizeof c);
     when(t->last_activity_ms, a, sizeof a);
-    snprintf(id, sizeof id, "%*s%s", (int)(2 * (t->depth > 16 ? 16 : t->depth)), "", t->id);
-    snprintf(line, sizeof line, "%-28s %-20s %-19s  %-19s  %5u %5u  %s\n", id,
-             t->parent ? t->parent : "-", c, a, t->turns, t->calls, t->state);
-    ts_buf_puts(l->out, line);
+    snprintf(line, sizeof line, "%-20s %-19s  %-19s  %5u %5u  %s", t->parent ? t->parent : "-",
+             c, a, t->turns, t->calls, t->state);
+    if (tree_add(&l->tr, t, line)) return 1;
   }
   l->n++;
   return 0;
@@ -277,10 +339,85 @@ static int show_child(void *user, const ts_store_thread *t) {
   if (s->json) {
     if (s->n) ts_buf_putc(s->out, ',');
     thread_json(s->out, t);
+  }
+  s->n++;
+  return 0;
+}
+
+/* The subtree below the shown thread (every descendant, drawn as a tree). */
+typedef struct {
+  const char *root;
+  int in, done;
+  uint32_t depth;
+  tree tr;
+} subtree;
+
+static int subtree_row(void *user, const ts_store_thread *t) {
+  subtree *st = user;
+  if (st->done) return 0;
+  if (!st->in) {
+    if (!strcmp(t->id, st->root)) st->in = 1, st->depth = t->depth;
+    return 0;
+  }
+  if (t->depth <= st->depth) {
+    st->done = 1;
+    return 0;
+  }
+  char line[256];
+  snprintf(line, sizeof line, "%u turns, %u calls, %s", t->turns, t->calls, t->state);
+  return tree_add(&st->tr, t, line) ? 1 : 0;
+}
+
+static int show_instance(void *user, const ts_store_subagent *a) {
+  shower *s = user;
+  if (s->json) {
+    ts_buf_puts(s->out, ",\"subagent\":{");
+    json_str(s->out, "agent", a->agent);
+    ts_buf_putc(s->out, ',');
+    json_str(s->out, "relationship", a->relationship);
+    ts_buf_putc(s->out, ',');
+    json_str(s->out, "name", a->name);
+    ts_buf_puts(s->out, a->blocking ? ",\"blocking\":true," : ",\"blocking\":false,");
+    json_num(s->out, "created_by_turn", a->turn);
+    ts_buf_putc(s->out, ',');
+    json_num(s->out, "created_by_index", a->idx);
+    ts_buf_putc(s->out, ',');
+    json_num(s->out, "reports", a->reports);
+    ts_buf_puts(s->out, ",\"outcome\":");
+    if (a->outcome) ts_buf_append_json_compact(s->out, a->outcome, strlen(a->outcome));
+    else ts_buf_puts(s->out, "null");
+    ts_buf_putc(s->out, '}');
   } else {
-    char line[600];
-    snprintf(line, sizeof line, "  %s  %u turns, %u calls, %s\n", t->id, t->turns, t->calls,
-             t->state);
+    char line[900];
+    snprintf(line, sizeof line,
+             "  subagent: %s of agent %s (relationship %s, %s), created by call %u/%u of %s, "
+             "%u outcome%s reported\n",
+             a->name, a->agent, a->relationship, a->blocking ? "blocking" : "non-blocking",
+             a->turn, a->idx, a->parent, a->reports, a->reports == 1 ? "" : "s");
+    ts_buf_puts(s->out, line);
+  }
+  s->n++;
+  return 0;
+}
+
+static int show_inbox(void *user, const ts_store_inbox_item *it) {
+  shower *s = user;
+  if (s->json) {
+    if (s->n) ts_buf_putc(s->out, ',');
+    ts_buf_putc(s->out, '{');
+    json_num(s->out, "seq", (int64_t)it->seq);
+    ts_buf_putc(s->out, ',');
+    json_str(s->out, "from", it->sender);
+    ts_buf_puts(s->out, ",\"content\":");
+    ts_buf_append_json_string(s->out, it->content, it->content_len);
+    ts_buf_putc(s->out, ',');
+    json_num(s->out, "created_at_ms", it->created_at_ms);
+    ts_buf_putc(s->out, '}');
+  } else {
+    char c[32], body[240], line[700];
+    when(it->created_at_ms, c, sizeof c);
+    snprintf(line, sizeof line, "  %4llu %s from %s: %s\n", (unsigned long long)it->seq, c,
+             it->sender ? it->sender : "-", clip(it->content, it->content_len, body, sizeof body));
     ts_buf_puts(s->out, line);
   }
   s->n++;
@@ -297,10 +434,11 @@ static int show_head(void *user, const ts_store_thread *t) {
     when(t->created_at_ms, c, sizeof c);
     when(t->last_activity_ms, a, sizeof a);
     snprintf(line, sizeof line,
-             "thread %s\n  parent: %s\n  workspace: %s\n  state: %s\n  created: %s, last "
-             "activity: %s\n  %u turns, %u tool calls, %u children\n",
-             t->id, t->parent ? t->parent : "-", t->workspace ? t->workspace : "-", t->state, c,
-             a, t->turns, t->calls, t->children);
+             "thread %s\n  parent: %s\n  workspace: %s\n  state: %s\n  tags: %s\n  created: %s, "
+             "last activity: %s\n  %u turns, %u tool calls, %u children\n",
+             t->id, t->parent ? t->parent : "-", t->workspace ? t->workspace : "-", t->state,
+             t->tags && strcmp(t->tags, "[]") ? t->tags : "-", c, a, t->turns, t->calls,
+             t->children);
     ts_buf_puts(s->out, line);
   }
   return 0;
@@ -313,11 +451,13 @@ static int show(ts_store *st, const char *id, int json, ts_buf *out) {
     fprintf(stderr, "toolstream threads: no thread %s in %s\n", id, ts_store_path(st));
     return 1;
   }
+  if (r >= 0) r = ts_store_subagent_get(st, id, show_instance, &s);
   struct {
     const char *key, *title;
   } parts[] = {{"messages", "messages"}, {"calls", "calls"},
-               {"waiting", "waiting for a variable"}, {"children", "children"}};
-  for (int k = 0; r >= 0 && k < 4; k++) {
+               {"waiting", "waiting for a variable"},
+               {"inbox", "queued messages (delivered between turns)"}, {"children", "children"}};
+  for (int k = 0; r >= 0 && k < 5; k++) {
     if (json) {
       ts_buf_puts(out, ",\"");
       ts_buf_puts(out, parts[k].key);
@@ -330,7 +470,27 @@ static int show(ts_store *st, const char *id, int json, ts_buf *out) {
     r = k == 0   ? ts_store_messages(st, id, 0, show_msg, &s)
         : k == 1 ? ts_store_calls(st, id, show_call, &s)
         : k == 2 ? ts_store_parked_calls(st, id, show_parked, &s)
-                 : ts_store_thread_children(st, id, show_child, &s);
+        : k == 3 ? ts_store_inbox(st, id, 1, show_inbox, &s)
+        : json   ? ts_store_thread_children(st, id, show_child, &s)
+                 : 0;
+    if (k == 4 && !json && r >= 0) { /* the whole subtree, drawn */
+      subtree sub = {id, 0, 0, 0, {0}};
+      r = ts_store_threads(st, subtree_row, &sub);
+      sub.tr.base = sub.depth + 1;
+      ts_buf tmp;
+      ts_buf_init(&tmp, (size_t)64 << 20);
+      tree_draw(&sub.tr, &tmp, 0, "  ");
+      for (size_t i = 0; i < tmp.len;) { /* two spaces before each line */
+        const char *nl = memchr(tmp.p + i, '\n', tmp.len - i);
+        size_t n = nl ? (size_t)(nl - (tmp.p + i)) + 1 : tmp.len - i;
+        ts_buf_puts(out, "  ");
+        ts_buf_append(out, tmp.p + i, n);
+        i += n;
+      }
+      ts_buf_fini(&tmp);
+      s.n = (int)sub.tr.n;
+      free(sub.tr.v);
+    }
     if (json) ts_buf_putc(out, ']');
     else if (s.n == 0) ts_buf_puts(out, "  (none)\n");
   }
@@ -372,7 +532,7 @@ int ts_cli_threads(int argc, char **argv) {
   if (npos == 2) {
     rc = show(s, pos[1], json, &out);
   } else {
-    listing l = {&out, json, 0};
+    listing l = {&out, json, 0, 0, {0}};
     if (json) ts_buf_putc(&out, '[');
     else
       ts_buf_puts(&out, "ID                           PARENT               CREATED              "
@@ -380,6 +540,8 @@ int ts_cli_threads(int argc, char **argv) {
     r = ts_store_threads(s, list_row, &l);
     if (json) ts_buf_puts(&out, "]\n");
     else if (!l.n) ts_buf_puts(&out, "(no threads)\n");
+    else tree_draw(&l.tr, &out, 28, " ");
+    free(l.tr.v);
     if (r < 0) {
       fprintf(stderr, "toolstream threads: %s\n", ts_store_errmsg(s));
       rc = 1;

@@ -29,6 +29,9 @@ const char *ts_event_type_name(int type) {
     case TS_EVENT_TOOL_RESULT: return "tool_result";
     case TS_EVENT_VARIABLE_REQUIRED: return "variable_required";
     case TS_EVENT_HANDOFF: return "handoff";
+    case TS_EVENT_THREAD_CREATED: return "thread_created";
+    case TS_EVENT_SUBAGENT_MESSAGE: return "subagent_message";
+    case TS_EVENT_THREAD_FINISHED: return "thread_finished";
   }
   return ts_tap_type_name(type); /* the tap's own, or "unknown" */
 }
@@ -109,6 +112,25 @@ int ts_event_encode(const ts_event *ev, ts_buf *b) {
     case TS_EVENT_HANDOFF:
       str_field(b, "from", r->handoff_from);
       str_field(b, "to", r->handoff_to);
+      break;
+    case TS_EVENT_THREAD_CREATED:
+      str_field(b, "agent", r->agent);
+      str_field(b, "name", r->name);
+      str_field(b, "relationship", r->relationship);
+      key(b, "blocking");
+      ts_buf_puts(b, r->blocking ? "true" : "false");
+      break;
+    case TS_EVENT_SUBAGENT_MESSAGE:
+      if (r->from.len) str_field(b, "from", r->from);
+      num_field(b, "inbox_seq", r->inbox_seq);
+      str_field(b, "message", r->message);
+      break;
+    case TS_EVENT_THREAD_FINISHED:
+      str_field(b, "status", r->status);
+      if (r->outcome.len) {
+        key(b, "outcome");
+        ts_buf_append_json_compact(b, r->outcome.p, r->outcome.len);
+      }
       break;
     case TS_EVENT_TURN_FINISHED:
       if (e->stop_reason.len) str_field(b, "stop_reason", e->stop_reason);

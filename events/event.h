@@ -46,6 +46,12 @@ typedef enum {
   TS_EVENT_VARIABLE_REQUIRED,
   /* the thread passed from one agent to another (an agent tool, agent/compose.h) */
   TS_EVENT_HANDOFF,
+  /* the thread tree (tools-spec §5, agent/subagents.h): a child thread was made (on the
+   * child's own stream, so it carries `parent`), a queued message was taken into a
+   * thread's conversation, a child's session ended with its outcome */
+  TS_EVENT_THREAD_CREATED,
+  TS_EVENT_SUBAGENT_MESSAGE,
+  TS_EVENT_THREAD_FINISHED,
 } ts_event_type;
 
 /* The event name as it appears on the wire ("tool_call_started", "tool_result", ...);
@@ -74,6 +80,18 @@ typedef struct {
   uint8_t var_secret;      /* VARIABLE_REQUIRED: type 'secret' (else 'text') */
   ts_view handoff_from, handoff_to; /* HANDOFF: the agent (or prompt) that had the thread,
                                      * the agent that has it now */
+  /* THREAD_CREATED: the agent the child runs, the instance's name, the relationship, and
+   * whether the parent waits for it */
+  ts_view agent, name, relationship;
+  uint8_t blocking;
+  /* SUBAGENT_MESSAGE: the sending thread (empty: from outside the tree), the item's number
+   * in the receiver's inbox, and the message as the receiver's conversation got it */
+  ts_view from;
+  uint64_t inbox_seq;
+  ts_view message;
+  /* THREAD_FINISHED: how the session ended ("done", "failed", "max_turns") and its outcome
+   * (JSON text, as reported to the parent; empty: none) */
+  ts_view status, outcome;
 } ts_event;
 
 /* Appends the event's JSON object to `out`. Returns TS_E_OK or the buffer's error. */

@@ -40,6 +40,8 @@
           a.href = "?thread=" + encodeURIComponent(t.id) + (token ? "&token=" + encodeURIComponent(token) : "");
           if (t.id === state.thread) a.setAttribute("aria-current", "true");
           li.append(a);
+          const tag = (t.tags || []).find((g) => typeof g === "string" && g.startsWith("name:"));
+          if (tag) li.append(el("span", "name", " (" + tag.slice(5) + ")")); // a subagent's name
           if (byParent.has(t.id)) li.append(render(t.id));
           ul.append(li);
         }

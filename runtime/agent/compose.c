@@ -23,7 +23,7 @@
  * serves one thread) and its own event sink with the caller as `parent`, writing to the
  * caller's destinations; the caller's cancel flag (the call's) stops it.
  */
-#define _XOPEN_SOURCE 700 /* realpath */
+#define _XOPEN_SOURCE 700 /* fsync, mkdir with modes, strdup */
 #include "agent/compose.h"
 
 #include <errno.h>
@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/attachments.h"
 #include "agent/thread_env.h"
 #include "base/file.h"
 #include "base/thread_id.h"
@@ -370,16 +371,6 @@ static int add_function_tool(ts_registry *reg, const ts_registry *base,
   return ts_registry_add(reg, &s, why, cap);
 }
 
-/* The lifecycle hook (compose.h): the subagents module (agent/subagents.c) defines it; this
- * weak default (a side's relationships add no tools) only stands while that module is not
- * linked, and goes once it has landed. */
-__attribute__((weak)) int ts__compose_lifecycle_tools(ts_registry *reg, const ts_defs *defs,
-                                const ts_defs_agent *agent, const ts_defs_side *side,
-                                const ts_agent_config *cfg, char *why, size_t cap) {
-  (void)reg, (void)defs, (void)agent, (void)side, (void)cfg, (void)why, (void)cap;
-  return TS_E_OK;
-}
-
 static int build_tools(ts_compose *c, driver_tools *d, char *why, size_t cap) {
   const ts_defs_prompt *p = d->prompt;
   d->reg = ts_registry_new();
@@ -657,65 +648,6 @@ static int mkdirs(const char *path) {
   return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
 }
 
-/* A thread-filesystem path ("/attachments/a.txt", or relative) inside `root`: refused
- * when it is empty, has a ".." component or leaves the root through a symbolic link. */
-static int resolve_in(const char *root, const char *path, char *out, size_t cap) {
-  if (!*path) return -1;
-  for (const char *p = path; *p;) {
-    while (*p == '/') p++;
-    const char *e = strchr(p, '/');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    if (n == 2 && p[0] == '.' && p[1] == '.') return -1;
-    p += n;
-  }
-  while (*path == '/') path++;
-  if ((size_t)snprintf(out, cap, "%s/%s", root, path) >= cap) return -1;
-  char real[PATH_MAX], rroot[PATH_MAX];
-  if (!realpath(out, real) || !realpath(root, rroot)) return -1;
-  size_t rl = strlen(rroot);
-  return strncmp(real, rroot, rl) || (real[rl] && real[rl] != '/') ? -1 : 0;
-}
-
-/* Copies `from` to `to` durably (the data and the directory entry are on disk before it
- * returns). Replaced by the attachments module's copy when it lands (issue 14). */
-static int copy_durable(const char *from, const char *to) {
-  char *buf;
-  size_t len;
-  if (ts_file_read(from, TS_COMPOSE_MAX_ATTACHMENT_BYTES, &buf, &len)) return -1;
-  char tmp[PATH_MAX];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s.part", to) >= sizeof tmp) {
-    free(buf);
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  int rc = fd < 0 ? -1 : 0;
-  for (size_t at = 0; !rc && at < len;) {
-    ssize_t w = write(fd, buf + at, len - at);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) rc = -1;
-    else at += (size_t)w;
-  }
-  if (!rc && fsync(fd)) rc = -1;
-  if (fd >= 0) close(fd);
-  free(buf);
-  if (!rc && rename(tmp, to)) rc = -1;
-  if (rc) {
-    unlink(tmp);
-    return -1;
-  }
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", to);
-  char *slash = strrchr(dir, '/');
-  if (slash) *slash = '\0';
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
-  return 0;
-}
-
 /* The attachments of a call: each path (a string or an array of strings at `prop`) is
  * copied from the caller's filesystem into the child's /attachments/, its new path
  * appended to `msg`. Returns 0, or -1 with why (nothing is handed to the child then). */
@@ -738,41 +670,27 @@ static int attach(const char *from_ws, const char *to_ws, jdoc *a, const char *p
     snprintf(why, cap, "argument %s: the thread has no filesystem to attach from", prop);
     return -1;
   }
-  char dir[PATH_MAX];
-  if ((size_t)snprintf(dir, sizeof dir, "%s/attachments", to_ws ? to_ws : "") >= sizeof dir) {
-    snprintf(why, cap, "argument %s: the callee's filesystem path is too long", prop);
-    return -1;
-  }
+  ts_attach_batch batch = {0};
+  batch.limits.files_max = TS_COMPOSE_MAX_ATTACHMENTS;
+  batch.limits.file_max = TS_COMPOSE_MAX_ATTACHMENT_BYTES;
   int e = arr ? ts_jv_first(&a->v, v) : v;
   for (int k = 0; k < n; k++, e = ts_jv_skip(&a->v, e)) {
     ts_view p;
-    if (ts_jv_type_of(&a->v, e) != TS_JV_STRING || ts_jv_str(&a->v, e, &p) ||
-        memchr(p.p, '\0', p.len)) {
+    if (ts_jv_type_of(&a->v, e) != TS_JV_STRING || ts_jv_str(&a->v, e, &p)) {
       snprintf(why, cap, "argument %s: an attachment path must be a string", prop);
       return -1;
     }
-    char path[PATH_MAX], src[PATH_MAX], dst[PATH_MAX];
-    if (p.len >= sizeof path) {
-      snprintf(why, cap, "argument %s: an attachment path is too long", prop);
-      return -1;
-    }
-    snprintf(path, sizeof path, "%.*s", (int)p.len, p.p);
-    struct stat st;
-    if (resolve_in(from_ws, path, src, sizeof src) || stat(src, &st) || !S_ISREG(st.st_mode)) {
-      snprintf(why, cap, "attachment %.600s: no such file in this thread's filesystem", path);
-      return -1;
-    }
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (mkdirs(dir) || (size_t)snprintf(dst, sizeof dst, "%s/%s", dir, base) >= sizeof dst ||
-        copy_durable(src, dst)) {
-      snprintf(why, cap, "attachment %.600s: cannot copy it into the callee's filesystem: %s",
-               path, strerror(errno));
+    /* the attachments module (agent/attachments.h): the path resolves inside the caller's
+     * filesystem only, the copy never overwrites and is durable before the child sees it */
+    char local[TS_ATTACH_PATH_MAX], err[512];
+    if (ts_attach_copy(from_ws, p.p, p.len, to_ws, &batch, local, sizeof local, err,
+                       sizeof err)) {
+      snprintf(why, cap, "%s", err); /* it names the path */
       return -1;
     }
     ts_buf_puts(msg, k ? "\n" : "\n\n");
-    ts_buf_puts(msg, "[attachment: /attachments/");
-    ts_buf_puts(msg, base);
+    ts_buf_puts(msg, "[attachment: ");
+    ts_buf_puts(msg, local);
     ts_buf_puts(msg, "]");
   }
   return 0;

@@ -43,6 +43,7 @@
 #include "base/clock.h"
 #include "base/strbuf.h"
 #include "agent/compose.h"
+#include "agent/subagents.h"
 #include "agent/thread_env.h"
 #include "tools/dispatch.h"
 
@@ -229,7 +230,7 @@ static int call_id_taken(void *user, const char *id, size_t len) { return id_in(
  * message are a cut turn's (`foreign`: results of calls that message does not list) or
  * only its own (the message was stored early for a parked call, run.h). */
 typedef struct {
-  int assistant_seen, last_called, tail, foreign;
+  int assistant_seen, last_called, tail, foreign, user_after;
   ts_buf last; /* the last assistant message's content */
 } thread_state;
 
@@ -247,6 +248,11 @@ static int lists_call(const ts_buf *content, const char *id) {
   return found;
 }
 
+static int no_item(void *user, const ts_store_inbox_item *it) {
+  (void)user, (void)it;
+  return 0;
+}
+
 static int scan_state(void *user, const ts_store_message *m) {
   thread_state *t = user;
   if (m->role == TS_STORE_ASSISTANT) {
@@ -255,9 +261,11 @@ static int scan_state(void *user, const ts_store_message *m) {
     size_t n = sizeof none - 1;
     t->assistant_seen = 1;
     t->last_called = !(m->content_len >= n && !memcmp(m->content + m->content_len - n, none, n));
-    t->tail = t->foreign = 0;
+    t->tail = t->foreign = t->user_after = 0;
     ts_buf_reset(&t->last);
     ts_buf_append(&t->last, m->content, m->content_len);
+  } else if (m->role == TS_STORE_USER) {
+    t->user_after = 1; /* a message (a prompt, a delivered inbox item) waits for a reply */
   } else if (m->role == TS_STORE_TOOL) {
     t->tail = 1;
     if (!t->assistant_seen || !m->tool_call_id || !lists_call(&t->last, m->tool_call_id))
@@ -633,7 +641,11 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
     own_tail = ts.tail && !ts.foreign;
     int finished = ts.assistant_seen && !ts.last_called && !ts.tail;
     if (l.cx && ts_compose_driver_is_dual(l.cx)) finished = ts_compose_ended(l.cx) && !ts.foreign;
-    if (finished && !c->prompt) {
+    /* finished, unless something waits for an answer: a message after the last reply, a
+     * queued one, or a non-blocking child (restarted for this run) that will report */
+    if (finished && !ts.user_after && !c->prompt &&
+        !ts_store_inbox(c->store, c->thread, 1, no_item, NULL) &&
+        ts_subagents_between_turns(c->store, c->thread, l.sink, 1, c->cancel) <= 0) {
       st->elapsed_ms = ts_clock_ms() - t0; /* finished: nothing to continue */
       goto out;
     }
@@ -642,6 +654,7 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
    * belong to the model's message before it), so it waits until the turn is finished. */
   if (c->prompt && !cut && (rc = store_prompt(&l, why, cap))) goto out;
   uint32_t max_turns = c->max_turns ? c->max_turns : TS_AGENT_MAX_TURNS;
+  int first_cut = cut;
   for (;;) {
     if (st->turns >= max_turns) {
       snprintf(why, cap, "stopped after --max-turns %u; --resume continues", max_turns);
@@ -651,6 +664,13 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
     if (cancelled(&l)) { /* between turns: the last one is whole, the next not begun */
       interrupted_why(c, why, cap);
       rc = TS_E_ABORTED;
+      break;
+    }
+    /* messages queued to the thread (subagents: agent/subagents.h) join the conversation
+     * between turns; not before a cut turn streamed again (its results pair with it) */
+    if (!(first_cut && st->turns == 0) &&
+        (rc = ts_subagents_between_turns(c->store, c->thread, l.sink, 0, c->cancel)) < 0) {
+      snprintf(why, cap, "the store failed: %s", ts_store_errmsg(c->store));
       break;
     }
     int more;
@@ -670,10 +690,21 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
       if ((rc = store_prompt(&l, why, cap))) break;
       more = 1;
     }
+    /* the model is done: unless a child of this thread has more to say (not once a dual_ai
+     * session has ended: its outcome is final) */
+    if (!rc && !more && !(l.cx && ts_compose_ended(l.cx))) {
+      int n = ts_subagents_between_turns(c->store, c->thread, l.sink, 1, c->cancel);
+      if (n < 0) {
+        rc = n;
+        snprintf(why, cap, "the store failed: %s", ts_store_errmsg(c->store));
+      }
+      more = n > 0;
+    }
     if (rc || !more) break; /* an error, or the model ended its turn without tool calls */
   }
   st->elapsed_ms = ts_clock_ms() - t0;
 out:
+  ts_subagents_join(c->thread); /* what the run lent its children outlives them */
   ts_store_thread_set_state(c->store, c->thread, rc == TS_E_OK        ? "done"
                                                  : rc == TS_E_ABORTED ? "interrupted"
                                                                       : "failed");

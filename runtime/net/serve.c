@@ -395,6 +395,8 @@ static int thread_row(void *user, const ts_store_thread *t) {
   ts_buf_append_u64(b, t->children);
   ts_buf_puts(b, ",\"depth\":");
   ts_buf_append_u64(b, t->depth);
+  ts_buf_puts(b, ",\"tags\":"); /* a JSON array from the store ("name:<instance>") */
+  ts_buf_puts(b, t->tags && *t->tags ? t->tags : "[]");
   ts_buf_putc(b, '}');
   return b->err != 0;
 }

@@ -130,6 +130,36 @@ static const char *const migrations[] = {
     "CREATE TABLE settings("
     "  name TEXT PRIMARY KEY NOT NULL,"
     "  value TEXT NOT NULL);",
+    /* 2 -> 3: subagents (tools-spec §5): each thread's durable inbox of messages queued to
+     * it, the subagent instances (a child thread of a related agent, created by one call
+     * of its parent), and thread tags ("name:<value>" for UIs). */
+    "CREATE TABLE inbox("
+    "  thread TEXT NOT NULL REFERENCES threads(id),"
+    "  seq INTEGER NOT NULL CHECK (seq > 0),"
+    "  sender TEXT,"
+    "  content TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  delivered_seq INTEGER,"
+    "  PRIMARY KEY (thread, seq));"
+    "CREATE INDEX inbox_queued ON inbox(thread, seq) WHERE delivered_seq IS NULL;"
+    "CREATE TABLE subagents("
+    "  thread TEXT PRIMARY KEY NOT NULL REFERENCES threads(id),"
+    "  parent TEXT NOT NULL REFERENCES threads(id),"
+    "  agent TEXT NOT NULL,"
+    "  relationship TEXT NOT NULL,"
+    "  name TEXT NOT NULL CHECK (length(name) > 0),"
+    "  blocking INTEGER NOT NULL CHECK (blocking IN (0, 1)),"
+    "  turn INTEGER NOT NULL,"
+    "  idx INTEGER NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  outcome TEXT CHECK (outcome IS NULL OR json_valid(outcome)),"
+    "  reports INTEGER NOT NULL DEFAULT 0,"
+    "  reported_seq INTEGER NOT NULL DEFAULT 0,"
+    "  UNIQUE (parent, turn, idx));"
+    "CREATE TABLE thread_tags("
+    "  thread TEXT NOT NULL REFERENCES threads(id),"
+    "  tag TEXT NOT NULL CHECK (length(tag) BETWEEN 1 AND 512),"
+    "  PRIMARY KEY (thread, tag));",
 };
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
 _Static_assert(NMIGRATIONS == TS_STORE_SCHEMA_VERSION, "one migration per schema version");
@@ -171,6 +201,17 @@ enum {
   ST_DECL_LIST,
   ST_SETTING_GET,
   ST_SETTING_SET,
+  ST_INBOX_PUSH,
+  ST_INBOX_NEXT,
+  ST_INBOX_MARK,
+  ST_INBOX_LIST,
+  ST_INBOX_GET,
+  ST_SUB_INSERT,
+  ST_SUB_LIST,
+  ST_SUB_GET,
+  ST_SUB_BY_CALL,
+  ST_SUB_REPORT,
+  ST_TAG_INSERT,
   ST_COUNT
 };
 
@@ -184,9 +225,20 @@ enum {
   "call_starts c WHERE c.thread = t.id), 0), coalesce((SELECT max(parked_at) FROM "         \
   "call_waits w WHERE w.thread = t.id), 0)), (SELECT count(*) FROM messages m WHERE "       \
   "m.thread = t.id AND m.role = 'assistant'), (SELECT count(*) FROM call_starts c WHERE "   \
-  "c.thread = t.id), (SELECT count(*) FROM threads k WHERE k.parent = t.id)"
+  "c.thread = t.id), (SELECT count(*) FROM threads k WHERE k.parent = t.id), "              \
+  "(SELECT json_group_array(tag) FROM (SELECT tag FROM thread_tags g WHERE g.thread = t.id " \
+  "ORDER BY tag))"
 
 #define ENV_COLS "thread, name, type, value, origin, set_at"
+#define INBOX_COLS "seq, sender, content, created_at, coalesce(delivered_seq, 0)"
+/* A parked call overrides the recorded state, as in THREAD_COLS. */
+#define SUB_COLS                                                                           \
+  "s.thread, s.parent, s.agent, s.relationship, s.name, s.blocking, s.turn, s.idx, "       \
+  "CASE WHEN EXISTS (SELECT 1 FROM call_waits w WHERE w.thread = s.thread) THEN "           \
+  "'waiting_for_variable' ELSE t.state END, s.outcome, s.reports, s.reported_seq, "         \
+  "(SELECT coalesce(max(seq), 0) FROM messages m WHERE m.thread = s.thread), "              \
+  "(SELECT count(*) FROM inbox i WHERE i.thread = s.thread AND i.delivered_seq IS NULL), "   \
+  "s.created_at, t.workspace"
 #define DECL_COLS "thread, name, type, required, scoped, description, declared_by"
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -271,6 +323,27 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SETTING_GET] = "SELECT value FROM settings WHERE name = ?1",
     [ST_SETTING_SET] = "INSERT INTO settings(name, value) VALUES (?1, ?2) ON CONFLICT (name) "
                        "DO UPDATE SET value = excluded.value",
+    [ST_INBOX_PUSH] = "INSERT INTO inbox(thread, seq, sender, content, created_at) VALUES (?1, "
+                      "(SELECT coalesce(max(seq), 0) + 1 FROM inbox WHERE thread = ?1), ?2, ?3, "
+                      "?4) RETURNING seq",
+    [ST_INBOX_NEXT] = "SELECT seq, sender, content FROM inbox WHERE thread = ?1 AND "
+                      "delivered_seq IS NULL ORDER BY seq LIMIT 1",
+    [ST_INBOX_MARK] = "UPDATE inbox SET delivered_seq = ?3 WHERE thread = ?1 AND seq = ?2",
+    [ST_INBOX_LIST] = "SELECT " INBOX_COLS " FROM inbox WHERE thread = ?1 AND (?2 IS NULL OR "
+                      "delivered_seq IS NULL) ORDER BY seq",
+    [ST_INBOX_GET] = "SELECT " INBOX_COLS " FROM inbox WHERE thread = ?1 AND seq = ?2",
+    [ST_SUB_INSERT] = "INSERT INTO subagents(thread, parent, agent, relationship, name, blocking, "
+                      "turn, idx, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [ST_SUB_LIST] = "SELECT " SUB_COLS " FROM subagents s JOIN threads t ON t.id = s.thread "
+                    "WHERE s.parent = ?1 ORDER BY t.rowid",
+    [ST_SUB_GET] = "SELECT " SUB_COLS " FROM subagents s JOIN threads t ON t.id = s.thread "
+                   "WHERE s.thread = ?1",
+    [ST_SUB_BY_CALL] = "SELECT " SUB_COLS " FROM subagents s JOIN threads t ON t.id = s.thread "
+                       "WHERE s.parent = ?1 AND s.turn = ?2 AND s.idx = ?3",
+    [ST_SUB_REPORT] = "UPDATE subagents SET outcome = ?2, reports = reports + 1, reported_seq = "
+                      "(SELECT coalesce(max(seq), 0) FROM messages WHERE thread = ?1) "
+                      "WHERE thread = ?1 RETURNING parent",
+    [ST_TAG_INSERT] = "INSERT INTO thread_tags(thread, tag) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
 };
 
 struct ts_store {
@@ -728,6 +801,8 @@ typedef struct { /* ISO C: function pointers cannot travel through void * */
   ts_store_parked_cb parked;
   ts_store_env_cb env;
   ts_store_decl_cb decl;
+  ts_store_inbox_cb inbox;
+  ts_store_subagent_cb sub;
   void *user;
 } callbacks;
 
@@ -1039,7 +1114,8 @@ static int thread_row(sqlite3_stmt *st, const callbacks *cb) {
   t.turns = (uint32_t)sqlite3_column_int64(st, 6);
   t.calls = (uint32_t)sqlite3_column_int64(st, 7);
   t.children = (uint32_t)sqlite3_column_int64(st, 8);
-  t.depth = (uint32_t)sqlite3_column_int64(st, 9);
+  col_text(st, 9, &t.tags);
+  t.depth = (uint32_t)sqlite3_column_int64(st, 10);
   return cb->thread(cb->user, &t);
 }
 
@@ -1362,5 +1438,283 @@ int ts_store_data_version(ts_store *s, uint64_t *out) {
   if (s->in_cb) return fail(s, TS_E_STORE_REENTRANT, "data version", NULL);
   int v = 0, r = pragma_int(s, "PRAGMA data_version", &v);
   if (!r) *out = (uint64_t)(unsigned)v;
+  return r;
+}
+
+/* ---- inbox, subagent instances, tags (schema 3) ---------------------------------------- */
+
+/* Steps a writing statement that may return one row (RETURNING): its first column goes to
+ * *val (may be NULL). *had_row says whether a row came. Resets the statement. */
+static int step_write(ts_store *s, sqlite3_stmt *st, const char *what, const char *thread,
+                      int64_t *val, int *had_row) {
+  int r = 0, rc = sqlite3_step(st), row = 0;
+  if (rc == SQLITE_ROW) {
+    row = 1;
+    if (val) *val = sqlite3_column_int64(st, 0);
+    rc = sqlite3_step(st);
+  }
+  if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
+  done(st);
+  if (had_row) *had_row = row;
+  return r;
+}
+
+int ts_store_thread_tag(ts_store *s, const char *thread, const char *tag) {
+  static const char what[] = "tag thread";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!tag || !*tag || strlen(tag) > TS_STORE_TAG_MAX)
+    return fail(s, TS_E_INVAL, what, "a tag is 1 to 512 bytes");
+  if ((r = get(s, ST_TAG_INSERT, &st, what))) return r;
+  bind_str(st, 1, thread);
+  bind_str(st, 2, tag);
+  return step_write(s, st, what, thread, NULL, NULL);
+}
+
+/* The push of an inbox item, inside the caller's transaction or as its own. */
+static int inbox_push(ts_store *s, const char *thread, const char *sender, const char *content,
+                      size_t len, uint64_t *seq_out, const char *what) {
+  sqlite3_stmt *st = NULL;
+  int r = get(s, ST_INBOX_PUSH, &st, what);
+  if (r) return r;
+  bind_str(st, 1, thread);
+  bind_str(st, 2, sender);
+  bind_text(st, 3, content ? content : "", len);
+  sqlite3_bind_int64(st, 4, now_ms());
+  int64_t seq = 0;
+  if ((r = step_write(s, st, what, thread, &seq, NULL))) return r;
+  if (seq_out) *seq_out = (uint64_t)seq;
+  return 0;
+}
+
+int ts_store_inbox_push(ts_store *s, const char *thread, const char *sender, const char *content,
+                        size_t len, uint64_t *seq_out) {
+  static const char what[] = "queue message";
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!content && len) return fail(s, TS_E_INVAL, what, "content is NULL");
+  if (sender && !ts_thread_id_valid(sender, strlen(sender)))
+    return fail(s, TS_E_INVAL, what, "the sender's thread id is malformed");
+  return inbox_push(s, thread, sender, content, len, seq_out, what);
+}
+
+static int inbox_row(sqlite3_stmt *st, const callbacks *cb) {
+  ts_store_inbox_item it;
+  memset(&it, 0, sizeof it);
+  it.seq = (uint64_t)sqlite3_column_int64(st, 0);
+  it.sender = col_opt(st, 1);
+  it.content_len = col_text(st, 2, &it.content);
+  it.created_at_ms = sqlite3_column_int64(st, 3);
+  it.delivered_seq = (uint64_t)sqlite3_column_int64(st, 4);
+  return cb->inbox(cb->user, &it);
+}
+
+int ts_store_inbox(ts_store *s, const char *thread, int queued_only, ts_store_inbox_cb cb,
+                   void *user) {
+  static const char what[] = "list inbox";
+  if (!cb) return s ? fail(s, TS_E_INVAL, what, "callback is NULL") : TS_E_INVAL;
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r || (r = get(s, ST_INBOX_LIST, &st, what))) return r;
+  bind_str(st, 1, thread);
+  if (queued_only) sqlite3_bind_int(st, 2, 1);
+  callbacks c = {.inbox = cb, .user = user};
+  return iterate(s, st, inbox_row, &c, what, thread);
+}
+
+int ts_store_inbox_deliver(ts_store *s, const char *thread, ts_store_inbox_cb cb, void *user) {
+  static const char what[] = "deliver message";
+  sqlite3_stmt *next = NULL, *ins = NULL, *mark = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if ((r = get(s, ST_INBOX_NEXT, &next, what)) || (r = get(s, ST_MSG_INSERT, &ins, what)) ||
+      (r = get(s, ST_INBOX_MARK, &mark, what)))
+    return r;
+  /* a read first: an empty inbox (the common case, every turn) takes no write lock */
+  bind_str(next, 1, thread);
+  int rc = sqlite3_step(next);
+  done(next);
+  if (rc == SQLITE_DONE) return 0;
+  if (rc != SQLITE_ROW) return sql_fail(s, rc, what, thread);
+  if ((r = run(s, ST_BEGIN, what))) return r;
+  bind_str(next, 1, thread);
+  rc = sqlite3_step(next);
+  int64_t item = 0, msg = 0;
+  if (rc == SQLITE_ROW) {
+    item = sqlite3_column_int64(next, 0);
+    const char *content;
+    size_t len = col_text(next, 2, &content);
+    bind_str(ins, 1, thread);
+    bind_str(ins, 2, "user");
+    bind_text(ins, 3, content, len); /* SQLITE_STATIC: `next` is stepped no further first */
+    sqlite3_bind_int(ins, 6, 0);
+    sqlite3_bind_int64(ins, 7, now_ms());
+    r = step_write(s, ins, what, thread, &msg, NULL);
+  } else if (rc != SQLITE_DONE) {
+    r = sql_fail(s, rc, what, thread);
+  }
+  done(next);
+  if (!r && item) {
+    bind_str(mark, 1, thread);
+    sqlite3_bind_int64(mark, 2, item);
+    sqlite3_bind_int64(mark, 3, msg);
+    r = step_write(s, mark, what, thread, NULL, NULL);
+  }
+  if (!r) r = run(s, ST_COMMIT, what);
+  if (r) {
+    rollback(s);
+    return r;
+  }
+  if (!item) return 0;
+  if (cb) {
+    sqlite3_stmt *st = NULL;
+    if ((r = get(s, ST_INBOX_GET, &st, what))) return r;
+    bind_str(st, 1, thread);
+    sqlite3_bind_int64(st, 2, item);
+    callbacks c = {.inbox = cb, .user = user};
+    r = iterate(s, st, inbox_row, &c, what, thread);
+    if (r < 0) return r;
+  }
+  return 1;
+}
+
+int ts_store_subagent_create(ts_store *s, const ts_store_subagent_new *n, uint64_t *inbox_seq) {
+  static const char what[] = "create subagent";
+  if (!n) return s ? fail(s, TS_E_INVAL, what, "no subagent") : TS_E_INVAL;
+  int r = enter(s, n->thread, what);
+  if (r) return r;
+  if (!n->parent || !ts_thread_id_valid(n->parent, strlen(n->parent)) ||
+      !strcmp(n->parent, n->thread))
+    return fail(s, TS_E_INVAL, what, "the parent's thread id is malformed or the child's own");
+  if (!n->agent || !*n->agent || !n->relationship || !*n->relationship || !n->name ||
+      !*n->name || strlen(n->name) + 5 > TS_STORE_TAG_MAX)
+    return fail(s, TS_E_INVAL, what, "agent, relationship or name missing (or name too long)");
+  if (!n->message && n->message_len) return fail(s, TS_E_INVAL, what, "message is NULL");
+  sqlite3_stmt *th = NULL, *sub = NULL, *tag = NULL;
+  if ((r = get(s, ST_THREAD_INSERT, &th, what)) || (r = get(s, ST_SUB_INSERT, &sub, what)) ||
+      (r = get(s, ST_TAG_INSERT, &tag, what)) || (r = run(s, ST_BEGIN, what)))
+    return r;
+  int64_t now = now_ms();
+  bind_str(th, 1, n->thread);
+  sqlite3_bind_int64(th, 2, now);
+  bind_str(th, 4, n->parent);
+  bind_str(th, 5, n->workspace);
+  int rc = sqlite3_step(th);
+  if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+    say(s->err, sizeof s->err, "%s: thread \"%s\" exists", what, n->thread);
+    r = TS_E_STORE_THREAD_EXISTS;
+  } else if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
+    say(s->err, sizeof s->err, "%s: no parent thread \"%s\"", what, n->parent);
+    r = TS_E_STORE_NO_THREAD;
+  } else if (rc != SQLITE_DONE) {
+    r = sql_fail(s, rc, what, n->thread);
+  }
+  done(th);
+  if (!r) {
+    bind_str(sub, 1, n->thread);
+    bind_str(sub, 2, n->parent);
+    bind_str(sub, 3, n->agent);
+    bind_str(sub, 4, n->relationship);
+    bind_str(sub, 5, n->name);
+    sqlite3_bind_int(sub, 6, n->blocking != 0);
+    sqlite3_bind_int64(sub, 7, n->turn);
+    sqlite3_bind_int64(sub, 8, n->idx);
+    sqlite3_bind_int64(sub, 9, now);
+    rc = sqlite3_step(sub);
+    if (rc == SQLITE_CONSTRAINT_UNIQUE) {
+      say(s->err, sizeof s->err, "%s: call %u/%u of \"%s\" created a subagent already", what,
+          (unsigned)n->turn, (unsigned)n->idx, n->parent);
+      r = TS_E_STORE_THREAD_EXISTS;
+    } else if (rc != SQLITE_DONE) {
+      r = sql_fail(s, rc, what, n->thread);
+    }
+    done(sub);
+  }
+  if (!r) {
+    char t[TS_STORE_TAG_MAX + 1];
+    snprintf(t, sizeof t, "name:%s", n->name);
+    bind_str(tag, 1, n->thread);
+    bind_str(tag, 2, t);
+    r = step_write(s, tag, what, n->thread, NULL, NULL);
+  }
+  if (!r) r = inbox_push(s, n->thread, n->parent, n->message, n->message_len, inbox_seq, what);
+  if (!r) r = run(s, ST_COMMIT, what);
+  if (r) rollback(s);
+  return r;
+}
+
+static int sub_row(sqlite3_stmt *st, const callbacks *cb) {
+  ts_store_subagent a;
+  memset(&a, 0, sizeof a);
+  col_text(st, 0, &a.thread);
+  col_text(st, 1, &a.parent);
+  col_text(st, 2, &a.agent);
+  col_text(st, 3, &a.relationship);
+  col_text(st, 4, &a.name);
+  a.blocking = sqlite3_column_int(st, 5) != 0;
+  a.turn = (uint32_t)sqlite3_column_int64(st, 6);
+  a.idx = (uint32_t)sqlite3_column_int64(st, 7);
+  col_text(st, 8, &a.state);
+  a.outcome = col_opt(st, 9);
+  a.reports = (uint32_t)sqlite3_column_int64(st, 10);
+  a.reported_seq = (uint64_t)sqlite3_column_int64(st, 11);
+  a.last_seq = (uint64_t)sqlite3_column_int64(st, 12);
+  a.queued = (uint32_t)sqlite3_column_int64(st, 13);
+  a.created_at_ms = sqlite3_column_int64(st, 14);
+  a.workspace = col_opt(st, 15);
+  return cb->sub(cb->user, &a);
+}
+
+int ts_store_subagents(ts_store *s, const char *parent, ts_store_subagent_cb cb, void *user) {
+  if (!cb) return s ? fail(s, TS_E_INVAL, "subagents", "callback is NULL") : TS_E_INVAL;
+  callbacks c = {.sub = cb, .user = user};
+  return list(s, ST_SUB_LIST, parent, NULL, sub_row, &c, "subagents");
+}
+
+int ts_store_subagent_get(ts_store *s, const char *thread, ts_store_subagent_cb cb, void *user) {
+  if (!cb) return s ? fail(s, TS_E_INVAL, "subagent", "callback is NULL") : TS_E_INVAL;
+  callbacks c = {.sub = cb, .user = user};
+  return list(s, ST_SUB_GET, thread, NULL, sub_row, &c, "subagent");
+}
+
+int ts_store_subagent_by_call(ts_store *s, const char *parent, uint32_t turn, uint32_t idx,
+                              ts_store_subagent_cb cb, void *user) {
+  static const char what[] = "subagent of a call";
+  if (!cb) return s ? fail(s, TS_E_INVAL, what, "callback is NULL") : TS_E_INVAL;
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, parent, what);
+  if (r || (r = get(s, ST_SUB_BY_CALL, &st, what))) return r;
+  bind_call(st, parent, turn, idx);
+  callbacks c = {.sub = cb, .user = user};
+  return iterate(s, st, sub_row, &c, what, parent);
+}
+
+int ts_store_subagent_report(ts_store *s, const char *thread, const char *outcome, size_t len,
+                             int queue, uint64_t *inbox_seq) {
+  static const char what[] = "report subagent outcome";
+  sqlite3_stmt *st = NULL;
+  int r = enter(s, thread, what);
+  if (r) return r;
+  if (!outcome) return fail(s, TS_E_INVAL, what, "outcome is NULL");
+  if ((r = get(s, ST_SUB_REPORT, &st, what)) || (r = run(s, ST_BEGIN, what))) return r;
+  bind_str(st, 1, thread);
+  bind_text(st, 2, outcome, len);
+  char parent[TS_THREAD_ID_MAX + 1] = "";
+  int rc = sqlite3_step(st), row = 0;
+  if (rc == SQLITE_ROW) {
+    row = 1;
+    snprintf(parent, sizeof parent, "%s", (const char *)sqlite3_column_text(st, 0));
+    rc = sqlite3_step(st);
+  }
+  if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
+  done(st);
+  if (!r && !row) {
+    say(s->err, sizeof s->err, "%s: thread \"%s\" is no subagent", what, thread);
+    r = TS_E_STORE_NO_THREAD;
+  }
+  if (!r && queue) r = inbox_push(s, parent, thread, outcome, len, inbox_seq, what);
+  if (!r) r = run(s, ST_COMMIT, what);
+  if (r) rollback(s);
   return r;
 }

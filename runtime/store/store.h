@@ -57,7 +57,7 @@
 
 /* The schema version this code writes (SQLite's user_version). A database with a
  * higher one is refused with TS_E_STORE_VERSION: it was written by a newer toolstream. */
-#define TS_STORE_SCHEMA_VERSION 2
+#define TS_STORE_SCHEMA_VERSION 3
 
 /* How long a write waits for another process's write transaction. */
 #define TS_STORE_BUSY_MS 5000
@@ -155,6 +155,7 @@ typedef struct {
   uint32_t calls;           /* call start records (each call once, however many attempts) */
   uint32_t children;
   uint32_t depth; /* 0 for a root; filled by ts_store_threads only (0 elsewhere) */
+  const char *tags; /* the thread's tags as a JSON array of strings, sorted ("[]": none) */
 } ts_store_thread;
 
 typedef int (*ts_store_thread_cb)(void *user, const ts_store_thread *t);
@@ -390,5 +391,109 @@ int ts_store_setting_set(ts_store *s, const char *name, const char *value);
  * commits to the database: a cheap way to poll for `env set` from outside (SQLite's
  * data_version). Stores it in *out; returns 0 or a negative ts_err. */
 int ts_store_data_version(ts_store *s, uint64_t *out);
+
+/* ---- tags ------------------------------------------------------------------------ */
+
+/* The longest tag (bytes). */
+#define TS_STORE_TAG_MAX 512
+
+/* Adds `tag` (1..TS_STORE_TAG_MAX bytes) to the thread; adding it again changes nothing.
+ * Tags are for UIs ("name:<value>" names a subagent instance); ts_store_thread.tags lists
+ * them. TS_E_STORE_NO_THREAD; TS_E_INVAL. */
+int ts_store_thread_tag(ts_store *s, const char *thread, const char *tag);
+
+/* ---- the inbox: messages queued to a thread (tools-spec §5) ------------------------------
+ *
+ * A message to a thread that may be busy (a subagent's parent, a child being messaged) is
+ * queued durably in the receiver's inbox, numbered per receiver (1, 2, ... in the order
+ * pushed), and becomes a user message of the receiver's conversation only when the
+ * receiver takes it, between its turns (ts_store_inbox_deliver). Delivery is one
+ * transaction: the user message is appended and the item marked delivered with that
+ * message's seq, so after a crash an item is either still queued or delivered once,
+ * never both nor lost, and items are delivered in their order. */
+
+typedef struct {
+  uint64_t seq;          /* the item's number in the receiver's inbox */
+  const char *sender;    /* the sending thread; NULL: from outside the tree */
+  const char *content;   /* content_len bytes, then a NUL */
+  size_t content_len;
+  int64_t created_at_ms;
+  uint64_t delivered_seq; /* the user message it became; 0 while queued */
+} ts_store_inbox_item;
+
+typedef int (*ts_store_inbox_cb)(void *user, const ts_store_inbox_item *it);
+
+/* Queues `len` bytes of `content` to `thread` from `sender` (may be NULL) and stores the
+ * item's seq in *seq_out (may be NULL). Durable on return. TS_E_STORE_NO_THREAD. */
+int ts_store_inbox_push(ts_store *s, const char *thread, const char *sender, const char *content,
+                        size_t len, uint64_t *seq_out);
+
+/* Delivers the oldest queued item of `thread`: in ONE transaction appends its content as
+ * a user message and marks it delivered. Then, after the commit, calls cb (may be NULL)
+ * with the item (delivered_seq set). Returns 1 when an item was delivered, 0 when none was
+ * queued, or a negative ts_err (nothing delivered). */
+int ts_store_inbox_deliver(ts_store *s, const char *thread, ts_store_inbox_cb cb, void *user);
+
+/* The thread's inbox in seq order: every item, or (queued_only) those not delivered yet.
+ * Returns the number delivered, TS_E_ABORTED, or another negative ts_err. */
+int ts_store_inbox(ts_store *s, const char *thread, int queued_only, ts_store_inbox_cb cb,
+                   void *user);
+
+/* ---- subagent instances (tools-spec §5) ------------------------------------------------ */
+
+/* A subagent instance: a child thread running a related agent, created by call
+ * (turn, idx) of its parent (subagent_create). At most one instance per call, so a
+ * creating call run again after a crash finds its instance instead of making another. */
+typedef struct {
+  const char *thread, *parent, *workspace;
+  const char *agent, *relationship, *name;
+  int blocking;
+  uint32_t turn, idx;
+  const char *message; /* the first message (message_len bytes), queued to the child */
+  size_t message_len;
+} ts_store_subagent_new;
+
+/* In ONE transaction: creates the child thread (parent, workspace), tags it
+ * "name:<name>", records the instance and queues the first message to the child's inbox
+ * (sender: the parent; its item seq in *inbox_seq, may be NULL). TS_E_STORE_THREAD_EXISTS
+ * when the thread exists or the call (parent, turn, idx) made an instance already;
+ * TS_E_STORE_NO_THREAD for a missing parent; TS_E_INVAL. */
+int ts_store_subagent_create(ts_store *s, const ts_store_subagent_new *n, uint64_t *inbox_seq);
+
+typedef struct {
+  const char *thread, *parent, *workspace; /* workspace NULL when none recorded */
+  const char *agent, *relationship, *name;
+  int blocking;
+  uint32_t turn, idx;    /* the parent's creating call */
+  const char *state;     /* the child thread's state (TS_STORE_STATES) */
+  const char *outcome;   /* the last reported outcome (JSON text), NULL: none yet */
+  uint32_t reports;      /* outcomes reported so far */
+  uint64_t reported_seq; /* the child's last message seq at the last report */
+  uint64_t last_seq;     /* the child's last message seq now */
+  uint32_t queued;       /* items queued in the child's inbox, not delivered */
+  int64_t created_at_ms;
+} ts_store_subagent;
+
+typedef int (*ts_store_subagent_cb)(void *user, const ts_store_subagent *a);
+
+/* The instances whose parent is `parent`, in creation order. Returns the number
+ * delivered, TS_E_ABORTED, or another negative ts_err. */
+int ts_store_subagents(ts_store *s, const char *parent, ts_store_subagent_cb cb, void *user);
+
+/* The instance running in `thread`: 1 after calling cb, 0 when the thread is none. */
+int ts_store_subagent_get(ts_store *s, const char *thread, ts_store_subagent_cb cb, void *user);
+
+/* The instance created by call (turn, idx) of `parent`: 1 after calling cb, 0 when none. */
+int ts_store_subagent_by_call(ts_store *s, const char *parent, uint32_t turn, uint32_t idx,
+                              ts_store_subagent_cb cb, void *user);
+
+/* Records the instance's outcome (`len` bytes of JSON) as of the child's last message,
+ * and, when `queue` is nonzero, queues the same text to the parent's inbox (sender: the
+ * child; its item seq in *inbox_seq, may be NULL), in ONE transaction: an outcome is
+ * queued to the parent once per report, never lost nor doubled by a crash.
+ * TS_E_STORE_NO_THREAD when `thread` is no subagent; TS_E_INVAL for JSON the schema
+ * rejects. */
+int ts_store_subagent_report(ts_store *s, const char *thread, const char *outcome, size_t len,
+                             int queue, uint64_t *inbox_seq);
 
 #endif /* TS_STORE_H */

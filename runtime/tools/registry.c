@@ -120,7 +120,7 @@ static int make_tool(const ts_tool_spec *spec, ts_tool **out, char *why, size_t 
     snprintf(why, why_cap, "a tool needs a name");
     return TS_E_INVAL;
   }
-  if (ts_defs_name_reserved(spec->name, strlen(spec->name))) {
+  if (ts_defs_name_reserved(spec->name, strlen(spec->name)) && !spec->lifecycle) {
     snprintf(why, why_cap, "tool name \"%s\" is reserved for subagent relationships",
              spec->name);
     return TS_E_INVAL;

@@ -119,6 +119,9 @@ typedef struct {
   /* Called with `user` when the tool is freed (with the registry). Ownership of `user`
    * moves to the registry only when ts_registry_add succeeds. NULL: the caller owns it. */
   void (*user_free)(void *user);
+  /* 1: one of the runtime's own subagent lifecycle tools (agent/subagents.h), the only
+   * tools that may take the reserved names. */
+  int lifecycle;
 } ts_tool_spec;
 
 typedef struct ts_tool ts_tool;

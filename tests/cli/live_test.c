@@ -113,11 +113,56 @@ START_TEST(test_errors_and_no_executor) {
 }
 END_TEST
 
+/* A tree: a parent's call creates a child, whose lines are indented under it with its
+ * name; a grandchild goes one level deeper; a queued message and each end are lines too. */
+#define TEV(type, thread, parent, rest)                                                       \
+  "{\"v\":1,\"type\":\"" type "\",\"thread\":\"" thread "\"" parent ",\"seq\":1,\"offset\":0" rest "}\n"
+#define P(x) ",\"parent\":\"" x "\""
+#define SC ",\"call_id\":\"s0\",\"tool\":\"subagent_create\",\"index\":0,\"turn\":1"
+#define KC ",\"call_id\":\"k0\",\"tool\":\"search\",\"index\":0,\"turn\":1"
+
+START_TEST(test_tree) {
+  char *s = screen(
+      TEV("tool_call_started", "p", "", SC)
+      TEV("tool_call_ready", "p", "", SC ",\"arguments\":{}")
+      TEV("tool_execution_started", "p", "", SC)
+      TEV("thread_created", "p/t1c0", P("p"), ",\"agent\":\"researcher\",\"name\":\"alpha\","
+          "\"relationship\":\"research\",\"blocking\":true")
+      TEV("subagent_message", "p/t1c0", P("p"), ",\"from\":\"p\",\"inbox_seq\":1,\"message\":\"look\"")
+      TEV("text_delta", "p/t1c0", P("p"), ",\"text\":\"Searching.\"")
+      TEV("tool_call_started", "p/t1c0", P("p"), KC)
+      TEV("tool_call_ready", "p/t1c0", P("p"), KC ",\"arguments\":{}")
+      TEV("thread_created", "p/t1c0/t1c0", P("p/t1c0"), ",\"agent\":\"helper\",\"name\":\"gamma\","
+          "\"relationship\":\"help\",\"blocking\":false")
+      TEV("tool_execution_started", "p/t1c0", P("p"), KC)
+      TEV("tool_result", "p/t1c0", P("p"), KC ",\"is_error\":false,\"duration_ms\":2.000,\"result\":1")
+      TEV("thread_finished", "p/t1c0/t1c0", P("p/t1c0"), ",\"status\":\"failed\"")
+      TEV("thread_finished", "p/t1c0", P("p"), ",\"status\":\"done\",\"outcome\":{\"text\":\"found\"}")
+      TEV("tool_result", "p", "", SC ",\"is_error\":false,\"duration_ms\":9.000,\"result\":{}")
+      TEV("turn_finished", "p", "", ",\"stop_reason\":\"tool_calls\""),
+      1);
+  /* the call's line stays where it started (running while its child works below it) */
+  const char *want =
+      "done    subagent_create #0   9.000 ms  -> {}\n"
+      "  alpha: + p/t1c0: agent researcher (research, blocking), under p\n"
+      "  alpha: < message from p: look\n"
+      "  alpha: Searching.\n"
+      "  alpha: done    search #0   2.000 ms  -> 1\n"
+      "    gamma: + p/t1c0/t1c0: agent helper (help, non-blocking), under p/t1c0\n"
+      "    gamma: = finished: failed\n"
+      "  alpha: = finished: done: found\n"
+      "turn finished (p): tool_calls\n";
+  ck_assert_str_eq(s, want);
+  free(s);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("live");
   TCase *tc = tcase_create("live");
   tcase_add_test(tc, test_run_order);
   tcase_add_test(tc, test_errors_and_no_executor);
+  tcase_add_test(tc, test_tree);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

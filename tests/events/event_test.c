@@ -172,6 +172,38 @@ START_TEST(test_events) {
   ck_assert_str_eq(encode(&ev, &b),
                    "{\"v\":1,\"type\":\"handoff\",\"thread\":\"t\\\"1\",\"seq\":7,\"offset\":0,"
                    "\"from\":\"front\",\"to\":\"bill\\\"ing\"}");
+  /* the thread tree: a child's creation, a queued message taken in, a child's end */
+  memset(&ev, 0, sizeof ev);
+  ev.thread = (ts_view){"p/1.0", 5};
+  ev.parent = (ts_view){"p", 1};
+  ev.seq = 1;
+  ev.body.type = TS_EVENT_THREAD_CREATED;
+  ev.agent = (ts_view){"researcher", 10};
+  ev.name = (ts_view){"alpha \"one\"", 11};
+  ev.relationship = (ts_view){"research", 8};
+  ev.blocking = 1;
+  ck_assert_str_eq(encode(&ev, &b),
+                   "{\"v\":1,\"type\":\"thread_created\",\"thread\":\"p/1.0\",\"parent\":\"p\","
+                   "\"seq\":1,\"offset\":0,\"agent\":\"researcher\",\"name\":\"alpha \\\"one\\\"\","
+                   "\"relationship\":\"research\",\"blocking\":true}");
+  ev.body.type = TS_EVENT_SUBAGENT_MESSAGE;
+  ev.from = (ts_view){"p", 1};
+  ev.inbox_seq = 2;
+  ev.message = (ts_view){"go\non", 5};
+  ck_assert_ptr_nonnull(strstr(encode(&ev, &b),
+                               ",\"from\":\"p\",\"inbox_seq\":2,\"message\":\"go\\non\"}"));
+  ev.from = (ts_view){NULL, 0};
+  ck_assert_ptr_null(strstr(encode(&ev, &b), "\"from\""));
+  ev.body.type = TS_EVENT_THREAD_FINISHED;
+  ev.status = (ts_view){"done", 4};
+  ev.outcome = (ts_view){"{ \"text\": \"ok\" }", 16};
+  ck_assert_ptr_nonnull(strstr(encode(&ev, &b),
+                               "\"type\":\"thread_finished\""));
+  ck_assert_ptr_nonnull(strstr(encode(&ev, &b),
+                               ",\"status\":\"done\",\"outcome\":{\"text\":\"ok\"}}"));
+  ev.outcome = (ts_view){NULL, 0};
+  ck_assert_ptr_nonnull(strstr(encode(&ev, &b), ",\"status\":\"done\"}"));
+  ck_assert_str_eq(ts_event_type_name(TS_EVENT_SUBAGENT_MESSAGE), "subagent_message");
   ts_buf_fini(&b);
 }
 END_TEST

@@ -10,13 +10,22 @@
  * support/exec_log.h) to the log path given to ts_test_crash_registry, sleeps 0-2 ms
  * (rand()) so that kills land inside tools too, and returns {"i":INDEX,"t":"THREAD"}
  * (ts_test_crash_result gives the same text, for comparison).
+ *
+ * The kill loop the crash tests share: ts_test_crash_span measures one whole run of the
+ * child here (machines and sanitizers vary), and ts_test_crash_kill forks the child for one
+ * round and SIGKILLs it: on even rounds at a random point of that span, on odd rounds just
+ * after the k-th tool execution read from the log (of the thread and its subtree), so the
+ * kills land before, inside and after the calls however fast the machine is.
  */
 #ifndef TS_TEST_CRASH_TOOLS_H
 #define TS_TEST_CRASH_TOOLS_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "support/exec_log.h"
 #include "tools/registry.h"
@@ -48,6 +57,66 @@ static inline ts_registry *ts_test_crash_registry(const char *exec_log) {
   if (!r || ts_registry_add(r, &a, why, sizeof why) || ts_registry_add(r, &b, why, sizeof why))
     abort();
   return r;
+}
+
+/* The process a crash test kills: runs `thread` with rand() seeded by `seed`, then _exit()s
+ * (0 when the run succeeded). */
+typedef void (*ts_test_crash_child_fn)(const char *thread, unsigned seed);
+
+/* How long one whole run of `child` ("probe", seed 1) takes here, in µs (at least 1000);
+ * -1 when the probe did not exit 0. */
+static inline long ts_test_crash_span(ts_test_crash_child_fn child) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) child("probe", 1);
+  int st;
+  waitpid(pid, &st, 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
+  long us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000L;
+  return us < 1000 ? 1000 : us;
+}
+
+typedef struct {
+  const char *exec_log;
+  long span_us; /* ts_test_crash_span */
+  int max_k;    /* odd rounds: after the k-th execution, k = 1..max_k ... */
+  long after_us; /* ... plus up to this long */
+} ts_test_kill_plan;
+
+/* One round: forks child(thread, rand()), kills it (see the top of this file), reaps it.
+ * Returns the child's wait status (a child that ended by itself exited; else SIGKILL). */
+static inline int ts_test_crash_kill(const ts_test_kill_plan *p, int round, const char *thread,
+                                     ts_test_crash_child_fn child) {
+  unsigned seed = (unsigned)rand();
+  long delay_us = rand() % p->span_us;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) abort();
+  if (pid == 0) child(thread, seed);
+  int st = 0, reaped = 0;
+  if (round % 2) {
+    int k = 1 + rand() % p->max_k;
+    for (int waited = 0; waited < 50000; waited++) {
+      if (ts_test_log_total(p->exec_log, thread) >= k) break;
+      if (waitpid(pid, &st, WNOHANG) == pid) {
+        reaped = 1;
+        break;
+      }
+      struct timespec ps = {0, 200000L};
+      nanosleep(&ps, NULL);
+    }
+    delay_us = rand() % p->after_us;
+  }
+  struct timespec d = {delay_us / 1000000L, (delay_us % 1000000L) * 1000L};
+  nanosleep(&d, NULL);
+  if (reaped) return st;
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return st;
 }
 
 #endif /* TS_TEST_CRASH_TOOLS_H */

@@ -24,3 +24,16 @@ void ts_test_log_count(const char *path, const char *thread, int *counts, int n)
     if (!strcmp(t, thread) && idx < (unsigned)n) counts[idx]++;
   fclose(f);
 }
+
+int ts_test_log_total(const char *path, const char *thread) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char t[300];
+  unsigned idx;
+  int n = 0;
+  size_t len = strlen(thread);
+  while (fscanf(f, "%299s %u", t, &idx) == 2)
+    n += !strncmp(t, thread, len) && (t[len] == '\0' || t[len] == '/');
+  fclose(f);
+  return n;
+}

@@ -16,4 +16,8 @@ void ts_test_log_append(const char *path, const char *line);
 /* counts[i] = how many lines "THREAD i" `path` holds, for i < n (0 when there is no file). */
 void ts_test_log_count(const char *path, const char *thread, int *counts, int n);
 
+/* How many lines `path` holds for `thread` and for every thread below it in the tree (ids
+ * "THREAD/..."): the executions of a whole tree. */
+int ts_test_log_total(const char *path, const char *thread);
+
 #endif /* TS_TEST_EXEC_LOG_H */

@@ -31,4 +31,11 @@ size_t ts_test_event_ends(const char *s, size_t n, uint64_t *ends, size_t max);
  * call. For tests that pace a stream fragment by fragment. */
 void ts_test_chat_args_chunk(sb *out, int first, const char *escaped);
 
+/* Writes turn `n` of `who`'s recorded OpenAI Chat turns, DIR/WHO/turn-N.sse (the replay
+ * backend's layout; WHO is made when missing): the calls given as (tool, JSON arguments)
+ * pairs, `ncalls` of them, ids "WHO_N_I", each in one chunk, then the text `text` (may be
+ * NULL), then the finish reason ("tool_calls" with calls, else "stop") and [DONE]. */
+void ts_test_chat_turn(const char *dir, const char *who, int n, const char *const *calls,
+                       size_t ncalls, const char *text);
+
 #endif

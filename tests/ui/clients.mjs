@@ -93,6 +93,7 @@ try {
   const list = await r.json();
   const row = list.threads.find((t) => t.id === 'ui1');
   check(row && row.turns >= 1 && row.calls === 1 && !row.parent, 'GET /threads lists the thread', JSON.stringify(row));
+  check(row && Array.isArray(row.tags) && row.tags.length === 0, 'GET /threads gives a thread\'s tags (none here)', JSON.stringify(row));
 
   // security
   r = await fetch(`${base}?follow=0`, { headers: { Origin: 'http://evil.example' } });

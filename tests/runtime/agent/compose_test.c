@@ -795,10 +795,10 @@ static const struct {
   const char *error;
 } bad_attachments[] = {
     {__LINE__, "[\\\"/attachments/missing.txt\\\"]", "no such file"},
-    {__LINE__, "[\\\"/../outside.txt\\\"]", "no such file"},
-    {__LINE__, "[\\\"/attachments/../../outside.txt\\\"]", "no such file"},
+    {__LINE__, "[\\\"/../outside.txt\\\"]", "holds '..'"},
+    {__LINE__, "[\\\"/attachments/../../outside.txt\\\"]", "holds '..'"},
     {__LINE__, "[7]", "must be a string"},
-    {__LINE__, "\\\"/attachments\\\"", "no such file"},
+    {__LINE__, "\\\"/attachments\\\"", "not a regular file"},
 };
 
 START_TEST(test_bad_attachments_are_error_results) {

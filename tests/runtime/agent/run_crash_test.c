@@ -158,46 +158,15 @@ START_TEST(test_resume_finishes_a_killed_turn) {
   printf("run_crash_test: seed 0x%x (set TS_TEST_SEED to change)\n", seed);
 
   /* How long one whole run takes here (machine and sanitizers vary). */
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  pid_t probe = fork();
-  ck_assert_int_ge(probe, 0);
-  if (probe == 0) child("probe", 1);
-  int pst;
-  waitpid(probe, &pst, 0);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  ck_assert_msg(WIFEXITED(pst) && WEXITSTATUS(pst) == 0, "the probe run failed (%d)", pst);
-  long span_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000L;
-  if (span_us < 1000) span_us = 1000;
+  long span_us = ts_test_crash_span(child);
+  ck_assert_msg(span_us > 0, "the probe run failed");
+  ts_test_kill_plan plan = {exec_log, span_us, CALLS, 3000};
 
   int mid_turn = 0, interrupted = 0, reran = 0;
   for (int round = 0; round < ROUNDS; round++) {
     char thread[32];
     snprintf(thread, sizeof thread, "r%d", round);
-    unsigned child_seed = (unsigned)rand();
-    long delay_us = rand() % span_us;
-    fflush(stdout);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) child(thread, child_seed);
-    if (round % 2) {
-      /* after the k-th execution (k = 1..CALLS), plus a little */
-      int k = 1 + rand() % CALLS, counts[CALLS];
-      for (int waited = 0; waited < 50000; waited++) {
-        ts_test_log_count(exec_log, thread, counts, CALLS);
-        int total = 0;
-        for (int i = 0; i < CALLS; i++) total += counts[i];
-        if (total >= k || waitpid(pid, NULL, WNOHANG) == pid) break;
-        struct timespec p = {0, 200000L};
-        nanosleep(&p, NULL);
-      }
-      delay_us = rand() % 3000;
-    }
-    struct timespec d = {delay_us / 1000000L, (delay_us % 1000000L) * 1000L};
-    nanosleep(&d, NULL);
-    kill(pid, SIGKILL);
-    int st;
-    waitpid(pid, &st, 0);
+    int st = ts_test_crash_kill(&plan, round, thread, child);
     ck_assert_msg(!WIFEXITED(st) || WEXITSTATUS(st) == 0, "round %d: child failed with %d", round,
                   WEXITSTATUS(st));
 

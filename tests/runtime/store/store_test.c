@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/strbuf.h"
 #include "store/store.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -389,44 +390,58 @@ END_TEST
 
 /* A child runs calls back to back (start, finish, start, ...) and is SIGKILLed from
  * outside at a random moment; afterwards the dispatcher's invariants hold. */
+/* One round of a kill test: a fresh store in `dir` with thread "t", a child process that
+ * opens it, says it is ready and runs `work` on it until killed; the parent kills it a
+ * random 0..max_us after ready and reaps it. Returns the child's wait status. */
+static int kill_round(const char *dir, void (*work)(ts_store *s), long max_us) {
+  ts_store *s = open_ok(dir);
+  ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
+  ts_store_close(s);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(pfd[0]);
+    if (ts_store_open(dir, &s, NULL, 0)) _exit(3);
+    if (write(pfd[1], "r", 1) != 1) _exit(3);
+    work(s);
+    _exit(0);
+  }
+  close(pfd[1]);
+  char b;
+  ck_assert_int_eq(read(pfd[0], &b, 1), 1);
+  close(pfd[0]);
+  long us = rand() % max_us;
+  struct timespec d = {us / 1000000L, (us % 1000000L) * 1000L};
+  nanosleep(&d, NULL);
+  kill(pid, SIGKILL);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+static void calls_forever(ts_store *s) {
+  for (uint32_t i = 0;; i++) {
+    char res[32];
+    int n = snprintf(res, sizeof res, "result %u", (unsigned)i);
+    if (ts_store_call_started(s, "t", i, 0, "c", "tool", "{}", 2, NULL) ||
+        ts_store_call_finished(s, "t", i, 0, res, (size_t)n, 0, NULL))
+      _exit(5);
+    ts_store_append_event(s, "t", i + 1, "{\"v\":1}", 7);
+  }
+}
+
 START_TEST(test_killed_at_random_points) {
   srand((unsigned)time(NULL) ^ (unsigned)getpid());
   int results = 0, in_flight = 0;
   for (int round = 0; round < 6; round++) {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/r%d", tmp, round);
-    ts_store *s = open_ok(dir);
-    ck_assert_int_eq(ts_store_thread_create(s, "t", NULL), 0);
-    ts_store_close(s);
-    int pfd[2];
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-      close(pfd[0]);
-      if (ts_store_open(dir, &s, NULL, 0)) _exit(3);
-      if (write(pfd[1], "r", 1) != 1) _exit(3);
-      for (uint32_t i = 0;; i++) {
-        char res[32];
-        int n = snprintf(res, sizeof res, "result %u", (unsigned)i);
-        if (ts_store_call_started(s, "t", i, 0, "c", "tool", "{}", 2, NULL) ||
-            ts_store_call_finished(s, "t", i, 0, res, (size_t)n, 0, NULL))
-          _exit(5);
-        ts_store_append_event(s, "t", i + 1, "{\"v\":1}", 7);
-      }
-    }
-    close(pfd[1]);
-    char b;
-    ck_assert_int_eq(read(pfd[0], &b, 1), 1);
-    close(pfd[0]);
-    struct timespec d = {0, (long)(rand() % 40000) * 1000}; /* 0..40 ms */
-    nanosleep(&d, NULL);
-    kill(pid, SIGKILL);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    int status = kill_round(dir, calls_forever, 40000); /* 0..40 ms */
     ck_assert_msg(WIFSIGNALED(status), "child exited with %d", WEXITSTATUS(status));
 
-    s = open_ok(dir);
+    ts_store *s = open_ok(dir);
     msgs c = {0};
     int n = ts_store_messages(s, "t", 0, collect_msg, &c);
     ck_assert_int_ge(n, 0);
@@ -669,7 +684,7 @@ START_TEST(test_migration_from_release) {
    * the new columns and tables appear, and the old thread is a root that is idle. */
   copy_file(ts_test_path("tests/runtime/store/fixtures/v1-release.db"), sub("toolstream.db"));
   ts_store *s = open_ok(tmp);
-  ck_assert_int_eq(ts_store_schema_version(s), 2);
+  ck_assert_int_eq(ts_store_schema_version(s), TS_STORE_SCHEMA_VERSION);
   ck_assert_int_eq(ts_store_thread_exists(s, "fx1"), 1);
   ck_assert_int_eq(count_msgs(s, "fx1"), 4);
   uint64_t last = 0;
@@ -1009,6 +1024,269 @@ START_TEST(test_commit_cost) {
 }
 END_TEST
 
+
+/* ---- the inbox, subagent instances, tags (schema 3) ---------------------------------------- */
+
+static int see_env_count(void *user, const ts_store_env_value *e) {
+  (void)user;
+  return strcmp(e->name, "REGION") || e->len != 2;
+}
+
+START_TEST(test_migration_from_v2) {
+  /* A store written by the release with the thread tree (schema 2): the tree, the
+   * environment and the messages stay; the inbox, instances and tags appear and work. */
+  copy_file(ts_test_path("tests/runtime/store/fixtures/v2-release.db"), sub("toolstream.db"));
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_schema_version(s), 3);
+  threads_seen v;
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_threads(s, see_thread, &v), 2);
+  ck_assert_str_eq(v.id[0], "fx2");
+  ck_assert_str_eq(v.id[1], "fx2.kid");
+  ck_assert_str_eq(v.parent[1], "fx2");
+  ck_assert_str_eq(v.state[1], "done");
+  ck_assert_int_eq(count_msgs(s, "fx2"), 4);
+  ck_assert_int_eq(count_msgs(s, "fx2.kid"), 4);
+  ck_assert_int_eq(ts_store_env_list(s, "fx2", see_env_count, NULL), 1);
+  ck_assert_int_eq(ts_store_inbox_push(s, "fx2", "fx2.kid", "hi", 2, NULL), 0);
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "fx2", NULL, NULL), 1);
+  ck_assert_int_eq(count_msgs(s, "fx2"), 5);
+  ts_store_close(s);
+}
+END_TEST
+
+typedef struct {
+  int n;
+  char text[8][128];
+  uint64_t seq[8], delivered[8];
+} inbox_seen;
+
+typedef struct {
+  int n, prefix_ok, queued_seen;
+  uint64_t next_seq;
+  char content[4096][16];
+  uint64_t delivered[4096];
+} inbox_all;
+
+static int see_all_items(void *user, const ts_store_inbox_item *it) {
+  inbox_all *v = user;
+  if (v->n == 4096) return 1;
+  if (it->seq != v->next_seq++) v->prefix_ok = 0; /* dense, in order */
+  if (!it->delivered_seq) v->queued_seen = 1;
+  else if (v->queued_seen) v->prefix_ok = 0; /* delivered after a queued one */
+  snprintf(v->content[v->n], sizeof v->content[0], "%.*s", (int)it->content_len, it->content);
+  v->delivered[v->n++] = it->delivered_seq;
+  return 0;
+}
+
+static void inbox_work(ts_store *s) {
+  for (unsigned i = 1; i < 4000; i++) {
+    char m[16];
+    int n = snprintf(m, sizeof m, "m%u", i);
+    if (ts_store_inbox_push(s, "t", NULL, m, (size_t)n, NULL)) _exit(5);
+    if (i % 2 == 0 && ts_store_inbox_deliver(s, "t", NULL, NULL) != 1) _exit(6);
+  }
+}
+
+/* Killed while pushing and delivering: every item is queued or delivered once, the
+ * delivered ones a prefix in order, each the message its delivered_seq names. */
+START_TEST(test_inbox_killed_at_random_points) {
+  srand((unsigned)time(NULL) ^ (unsigned)getpid());
+  int delivered_total = 0;
+  for (int round = 0; round < 6; round++) {
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/i%d", tmp, round);
+    kill_round(dir, inbox_work, 200000); /* 0..200 ms: a few commits */
+    ts_store *s = open_ok(dir);
+    static inbox_all v;
+    memset(&v, 0, sizeof v);
+    v.prefix_ok = 1;
+    v.next_seq = 1;
+    int n = ts_store_inbox(s, "t", 0, see_all_items, &v);
+    ck_assert_int_ge(n, 0);
+    ck_assert_msg(v.prefix_ok, "round %d: the inbox is not dense, or delivery skipped", round);
+    msgs c = {0};
+    int nm = ts_store_messages(s, "t", 0, collect_msg, &c);
+    int delivered = 0;
+    for (int i = 0; i < v.n; i++) {
+      char want[16];
+      snprintf(want, sizeof want, "m%d", i + 1);
+      ck_assert_str_eq(v.content[i], want);
+      if (v.delivered[i]) {
+        ck_assert_uint_eq(v.delivered[i], (uint64_t)delivered + 1); /* the k-th message */
+        if (delivered < 16) ck_assert_str_eq(c.content[delivered], want);
+        delivered++;
+      }
+    }
+    ck_assert_int_eq(nm, delivered); /* no message without its item, none twice */
+    delivered_total += delivered;
+    /* what was left queued is delivered now, in order, after the rest */
+    while (ts_store_inbox_deliver(s, "t", NULL, NULL) == 1) {
+    }
+    ck_assert_int_eq(count_msgs(s, "t"), v.n);
+    ts_store_close(s);
+  }
+  printf("store: inbox kills: %d items delivered before the kills\n", delivered_total);
+}
+END_TEST
+
+static int see_item(void *user, const ts_store_inbox_item *it) {
+  inbox_seen *v = user;
+  if (v->n == 8) return 1;
+  snprintf(v->text[v->n], sizeof v->text[0], "%s:%s", it->sender ? it->sender : "-",
+           it->content);
+  v->seq[v->n] = it->seq;
+  v->delivered[v->n] = it->delivered_seq;
+  v->n++;
+  return 0;
+}
+
+typedef struct {
+  ts_buf b;
+} msgs_text;
+
+static int see_msg_text(void *user, const ts_store_message *m) {
+  msgs_text *t = user;
+  ts_buf_puts(&t->b, ts_store_role_name(m->role));
+  ts_buf_putc(&t->b, '=');
+  ts_buf_puts(&t->b, m->content);
+  ts_buf_putc(&t->b, ';');
+  return 0;
+}
+
+START_TEST(test_inbox) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, "p", NULL), 0);
+  ck_assert_int_eq(ts_store_thread_create_child(s, "c", "p", NULL, NULL), 0);
+  uint64_t seq = 0;
+  ck_assert_int_eq(ts_store_append_message(s, "p", TS_STORE_USER, "start", 5, NULL, NULL, 0, NULL), 0);
+  /* a busy receiver: three items queue in order, nothing reaches the conversation */
+  ck_assert_int_eq(ts_store_inbox_push(s, "p", "c", "one", 3, &seq), 0);
+  ck_assert_uint_eq(seq, 1);
+  ck_assert_int_eq(ts_store_inbox_push(s, "p", NULL, "two", 3, &seq), 0);
+  ck_assert_uint_eq(seq, 2);
+  ck_assert_int_eq(ts_store_inbox_push(s, "p", "c", "th\0ree", 6, &seq), 0);
+  ck_assert_int_eq(count_msgs(s, "p"), 1);
+  inbox_seen v;
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_inbox(s, "p", 1, see_item, &v), 3);
+  ck_assert_str_eq(v.text[0], "c:one");
+  ck_assert_str_eq(v.text[1], "-:two");
+  /* reopened (a crash): still queued */
+  ts_store_close(s);
+  s = open_ok(tmp);
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "p", see_item, &v), 1);
+  ck_assert_int_eq(v.n, 1);
+  ck_assert_str_eq(v.text[0], "c:one");
+  ck_assert_uint_eq(v.delivered[0], 2); /* the thread's second message */
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "p", NULL, NULL), 1);
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "p", NULL, NULL), 1);
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "p", NULL, NULL), 0); /* empty */
+  msgs_text t;
+  ts_buf_init(&t.b, 1 << 16);
+  ck_assert_int_eq(ts_store_messages(s, "p", 0, see_msg_text, &t), 4);
+  ck_assert_str_eq(t.b.p, "user=start;user=one;user=two;user=th;");
+  ts_buf_fini(&t.b);
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_inbox(s, "p", 0, see_item, &v), 3);
+  ck_assert_uint_eq(v.delivered[2], 4);
+  ck_assert_int_eq(ts_store_inbox(s, "p", 1, see_item, &v), 0);
+  /* bad input */
+  ck_assert_int_eq(ts_store_inbox_push(s, "nope", NULL, "x", 1, NULL), TS_E_STORE_NO_THREAD);
+  ck_assert_int_eq(ts_store_inbox_push(s, "p", "bad id", "x", 1, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_inbox_push(s, "p", NULL, NULL, 1, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "nope", NULL, NULL), 0);
+  ts_store_close(s);
+}
+END_TEST
+
+typedef struct {
+  int n;
+  char text[8][256];
+} subs_seen;
+
+static int see_sub(void *user, const ts_store_subagent *a) {
+  subs_seen *v = user;
+  if (v->n == 8) return 1;
+  snprintf(v->text[v->n++], sizeof v->text[0], "%s<%s %s/%s/%s b%d %u.%u %s q%u r%u %s",
+           a->thread, a->parent, a->agent, a->relationship, a->name, a->blocking, a->turn,
+           a->idx, a->state, a->queued, a->reports, a->outcome ? a->outcome : "-");
+  return 0;
+}
+
+static int see_tags(void *user, const ts_store_thread *t) {
+  snprintf(user, 128, "%s", t->tags);
+  return 0;
+}
+
+START_TEST(test_subagent_instances) {
+  ts_store *s = open_ok(tmp);
+  ck_assert_int_eq(ts_store_thread_create(s, "p", NULL), 0);
+  ts_store_subagent_new n = {.thread = "p.s1", .parent = "p", .workspace = "/w/s1",
+                             .agent = "researcher", .relationship = "research", .name = "alpha",
+                             .blocking = 1, .turn = 1, .idx = 0, .message = "go", .message_len = 2};
+  uint64_t item = 0;
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, &item), 0);
+  ck_assert_uint_eq(item, 1);
+  /* the same call again: refused, nothing changes */
+  n.thread = "p.s1b";
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), TS_E_STORE_THREAD_EXISTS);
+  ck_assert_int_eq(ts_store_thread_exists(s, "p.s1b"), 0);
+  n.thread = "p.s2", n.idx = 1, n.name = "beta", n.blocking = 0;
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), 0);
+  /* an existing thread id, a missing parent, bad fields */
+  n.idx = 2;
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), TS_E_STORE_THREAD_EXISTS);
+  n.thread = "x", n.parent = "nope";
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), TS_E_STORE_NO_THREAD);
+  n.parent = "p", n.name = "";
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), TS_E_INVAL);
+  n.name = "x", n.parent = "x";
+  ck_assert_int_eq(ts_store_subagent_create(s, &n, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_exists(s, "x"), 0);
+
+  subs_seen v;
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_subagents(s, "p", see_sub, &v), 2);
+  ck_assert_str_eq(v.text[0], "p.s1<p researcher/research/alpha b1 1.0 idle q1 r0 -");
+  ck_assert_str_eq(v.text[1], "p.s2<p researcher/research/beta b0 1.1 idle q1 r0 -");
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_subagent_by_call(s, "p", 1, 1, see_sub, &v), 1);
+  ck_assert_int_eq(ts_store_subagent_by_call(s, "p", 1, 7, see_sub, &v), 0);
+  ck_assert_int_eq(ts_store_subagent_get(s, "p", see_sub, &v), 0);
+  char tags[128];
+  ck_assert_int_eq(ts_store_thread_get(s, "p.s1", see_tags, tags), 1);
+  ck_assert_str_eq(tags, "[\"name:alpha\"]");
+  ck_assert_int_eq(ts_store_thread_tag(s, "p.s1", "ui:pinned"), 0);
+  ck_assert_int_eq(ts_store_thread_tag(s, "p.s1", "ui:pinned"), 0);
+  ck_assert_int_eq(ts_store_thread_get(s, "p.s1", see_tags, tags), 1);
+  ck_assert_str_eq(tags, "[\"name:alpha\",\"ui:pinned\"]");
+  ck_assert_int_eq(ts_store_thread_get(s, "p", see_tags, tags), 1);
+  ck_assert_str_eq(tags, "[]");
+  ck_assert_int_eq(ts_store_thread_tag(s, "p", ""), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_thread_tag(s, "nope", "a"), TS_E_STORE_NO_THREAD);
+
+  /* the child takes its first message; a blocking outcome is recorded, not queued; a
+   * non-blocking one is queued to the parent in the same transaction */
+  ck_assert_int_eq(ts_store_inbox_deliver(s, "p.s1", NULL, NULL), 1);
+  ck_assert_int_eq(ts_store_subagent_report(s, "p.s1", "{\"text\":\"a\"}", 12, 0, NULL), 0);
+  ck_assert_int_eq(ts_store_subagent_report(s, "p.s2", "{\"text\":\"b\"}", 12, 1, &item), 0);
+  ck_assert_uint_eq(item, 1);
+  ck_assert_int_eq(ts_store_subagent_report(s, "p.s2", "not json", 8, 1, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_store_subagent_report(s, "p", "{}", 2, 1, NULL), TS_E_STORE_NO_THREAD);
+  memset(&v, 0, sizeof v);
+  ck_assert_int_eq(ts_store_subagents(s, "p", see_sub, &v), 2);
+  ck_assert_str_eq(v.text[0], "p.s1<p researcher/research/alpha b1 1.0 idle q0 r1 {\"text\":\"a\"}");
+  ck_assert_str_eq(v.text[1], "p.s2<p researcher/research/beta b0 1.1 idle q1 r1 {\"text\":\"b\"}");
+  inbox_seen iv;
+  memset(&iv, 0, sizeof iv);
+  ck_assert_int_eq(ts_store_inbox(s, "p", 1, see_item, &iv), 1);
+  ck_assert_str_eq(iv.text[0], "p.s2:{\"text\":\"b\"}");
+  ts_store_close(s);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *su = suite_create("store");
   TCase *tc = tcase_create("store");
@@ -1025,6 +1303,10 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_migrations);
   tcase_add_test(tc, test_migration_from_release);
   tcase_add_test(tc, test_thread_tree);
+  tcase_add_test(tc, test_migration_from_v2);
+  tcase_add_test(tc, test_inbox);
+  tcase_add_test(tc, test_inbox_killed_at_random_points);
+  tcase_add_test(tc, test_subagent_instances);
   tcase_add_test(tc, test_environment);
   tcase_add_test(tc, test_parked_calls);
   tcase_add_test(tc, test_bad_inputs);

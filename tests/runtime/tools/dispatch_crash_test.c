@@ -112,47 +112,16 @@ START_TEST(test_sigkill_at_random_points) {
   printf("dispatch_crash_test: seed 0x%x (set TS_TEST_SEED to change)\n", seed);
   int killed_mid = 0, interrupted = 0, reran = 0;
   ts_registry *reg = ts_test_crash_registry(exec_log);
-  /* Even rounds: how long one whole turn takes here (machine and sanitizers vary); those
-   * kills are spread over that span, so they land before, during and after the calls. */
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  pid_t probe = fork();
-  ck_assert_int_ge(probe, 0);
-  if (probe == 0) child("probe", 1);
-  int pst;
-  waitpid(probe, &pst, 0);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  ck_assert_msg(WIFEXITED(pst) && WEXITSTATUS(pst) == 0, "the probe turn failed (%d)", pst);
-  long span_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000L;
-  if (span_us < 1000) span_us = 1000;
+  /* How long one whole turn takes here (machine and sanitizers vary): even rounds' kills
+   * are spread over that span, odd rounds' come just after the k-th tool execution, so
+   * they land before, during and after the calls (support/crash_tools.h). */
+  long span_us = ts_test_crash_span(child);
+  ck_assert_msg(span_us > 0, "the probe turn failed");
+  ts_test_kill_plan plan = {exec_log, span_us, CALLS - 1, 2000};
   for (int round = 0; round < ROUNDS; round++) {
     char thread[32];
     snprintf(thread, sizeof thread, "r%d", round);
-    unsigned child_seed = (unsigned)rand();
-    long delay_us = rand() % span_us;
-    fflush(stdout);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) child(thread, child_seed);
-    if (round % 2) {
-      /* Odd rounds: after the k-th tool execution, plus a little, so that most of these
-       * kills land inside the turn whatever the machine's speed. */
-      int k = 1 + rand() % (CALLS - 1), counts[CALLS];
-      for (int waited = 0; waited < 25000; waited++) {
-        ts_test_log_count(exec_log, thread, counts, CALLS);
-        int total = 0;
-        for (int i = 0; i < CALLS; i++) total += counts[i];
-        if (total >= k) break;
-        struct timespec p = {0, 200000L};
-        nanosleep(&p, NULL);
-      }
-      delay_us = rand() % 2000;
-    }
-    struct timespec d = {0, (long)delay_us * 1000L};
-    nanosleep(&d, NULL);
-    kill(pid, SIGKILL);
-    int st;
-    waitpid(pid, &st, 0);
+    int st = ts_test_crash_kill(&plan, round, thread, child);
     ck_assert_msg(!WIFEXITED(st) || WEXITSTATUS(st) == 0, "round %d: child failed with %d", round,
                   WEXITSTATUS(st));
 
