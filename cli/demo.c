@@ -1,24 +1,35 @@
 /*
  * demo.c: `toolstream demo`: what toolstream is for, in a few seconds.
  *
- * It records a three-turn OpenAI Chat Completions session in which a model calls
- * `write_file` (each call's `description` first, then kilobytes of content; two calls in
- * parallel in the first turn), and runs `toolstream run` on it with the replay backend,
- * paced like a model, in a fresh directory: the live view shows each call's label while
- * its content streams, the dispatcher writes the files in order, and the summary says how
- * much earlier tool_call_started came than each call's complete arguments.
+ * A small team, defined as prompts and agents (docs/composition.md) and run by `toolstream
+ * run --prompts DIR --agent lead` on recorded turns (one directory per prompt, replayed
+ * paced like a model, agent/replay_model.h), in a fresh directory:
+ *
+ *   1. the coordinator writes a brief through write_file: kilobytes of content, its label
+ *      (`description`) first, so the live view shows what the call does while the content
+ *      still streams;
+ *   2. it calls the `researcher` prompt as a tool (a sub-prompt, tools-spec §4), handing
+ *      it the brief as an attachment (initAttachmentsProperty): the researcher runs in a
+ *      child thread with its own filesystem, the brief copied into it;
+ *   3. it creates a `writer` subagent (subagent_create, tools-spec §5) with the brief
+ *      attached; the writer's reply names a file of its own filesystem, which is copied
+ *      back into the coordinator's (§6);
+ *   4. it reads that copy and ends its turn.
+ *
+ * The tree of threads (the coordinator, its sub-prompt's child, its subagent) is in the
+ * live view as it runs and in the store afterwards (`toolstream threads`).
  */
 #define _XOPEN_SOURCE 700 /* nftw */
+#include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#include "cli/cli.h"
 #include "base/strbuf.h"
+#include "cli/cli.h"
 
 enum { O_RATE = 1, O_JSON, O_KEEP };
 
@@ -36,12 +47,15 @@ static const ts_cli_group *const demo_groups[] = {&demo_group, NULL};
 const ts_cli_command ts_cli_cmd_demo = {
     "demo",
     "[options]",
-    "stream a sample session of write_file calls through run, paced like a model",
-    "Runs `toolstream run` on a bundled three-turn session (recorded SSE, replayed paced\n"
-    "like a model): the model writes three files through write_file, two of them as\n"
-    "parallel calls. Everything goes to a fresh directory under $TMPDIR (default /tmp):\n"
-    "session, workspace, store; it is removed when the demo ends, however it ends,\n"
-    "unless --keep is given.",
+    "run a small team of prompts and agents on recorded turns, paced like a model",
+    "Runs `toolstream run --prompts DIR --agent lead` on a bundled session (recorded SSE,\n"
+    "one directory per prompt, replayed paced like a model): a coordinator writes a brief\n"
+    "(its label shows while kilobytes of content stream), calls a researcher prompt as a\n"
+    "tool with the brief attached, creates a writer subagent with the brief attached,\n"
+    "gets the writer's file back, and reads it. Each runs in its own thread with its own\n"
+    "filesystem; the live view shows the tree. Everything goes to a fresh directory under\n"
+    "$TMPDIR (default /tmp): definitions, session, workspace, store; it is removed when\n"
+    "the demo ends, however it ends, unless --keep is given.",
     demo_groups,
     "Exit status: as for run (0 when the session completed).",
     ts_cli_demo,
@@ -72,15 +86,45 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 /* Removes the demo's directory tree (never following a link out of it). */
 static void remove_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-/* One chat chunk carrying an argument fragment for call `index`. */
-static void chunk_args(ts_buf *out, int index, const char *id, const char *frag, size_t n) {
+/* ---- the team ------------------------------------------------------------------------- */
+
+/* The definitions, as a user would write them (docs/composition.md). */
+static const char team_json[] =
+    "[\n"
+    "  {\"kind\": \"prompt\", \"name\": \"coordinator\",\n"
+    "   \"prompt\": \"You coordinate a small team that builds a web page.\",\n"
+    "   \"tools\": [\"write_file\", \"read_file\",\n"
+    "             {\"name\": \"researcher\", \"includeToolCalls\": false,\n"
+    "              \"initUserMessageProperty\": \"question\", \"initAttachmentsProperty\": \"files\"}]},\n"
+    "  {\"kind\": \"prompt\", \"name\": \"researcher\",\n"
+    "   \"toolDescription\": \"Answers one question about the files it is given\",\n"
+    "   \"prompt\": \"You research. Answer from the attached files.\",\n"
+    "   \"requiredSchema\": {\"type\": \"object\",\n"
+    "     \"properties\": {\"question\": {\"type\": \"string\"},\n"
+    "                    \"files\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}},\n"
+    "     \"required\": [\"question\"]}},\n"
+    "  {\"kind\": \"prompt\", \"name\": \"writer\",\n"
+    "   \"prompt\": \"You write pages from briefs and hand back what you wrote.\",\n"
+    "   \"tools\": [\"read_file\", \"write_file\"]},\n"
+    "  {\"kind\": \"agent\", \"name\": \"lead\", \"description\": \"Builds a page with help\",\n"
+    "   \"sideA\": {\"prompt\": \"coordinator\",\n"
+    "             \"subagents\": [{\"agent\": \"page_writer\", \"name\": \"writer\",\n"
+    "                             \"description\": \"Writes a page from a brief\"}]}},\n"
+    "  {\"kind\": \"agent\", \"name\": \"page_writer\", \"sideA\": {\"prompt\": \"writer\"}}\n"
+    "]\n";
+
+/* One chat chunk carrying an argument fragment for call `index` (its first names it). */
+static void chunk_args(ts_buf *out, int index, const char *id, const char *tool, const char *frag,
+                       size_t n) {
   ts_buf_puts(out, "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
                    "\"delta\":{\"tool_calls\":[{\"index\":");
   ts_buf_append_u64(out, (uint64_t)index);
   if (id) {
     ts_buf_puts(out, ",\"id\":\"");
     ts_buf_puts(out, id);
-    ts_buf_puts(out, "\",\"type\":\"function\",\"function\":{\"name\":\"write_file\",\"arguments\":");
+    ts_buf_puts(out, "\",\"type\":\"function\",\"function\":{\"name\":\"");
+    ts_buf_puts(out, tool);
+    ts_buf_puts(out, "\",\"arguments\":");
   } else {
     ts_buf_puts(out, ",\"function\":{\"arguments\":");
   }
@@ -88,63 +132,127 @@ static void chunk_args(ts_buf *out, int index, const char *id, const char *frag,
   ts_buf_puts(out, "}}]},\"finish_reason\":null}]}\n\n");
 }
 
-/* The arguments JSON of one write_file call with `lines` lines of generated content. */
-static void make_args(ts_buf *a, const char *desc, const char *path, int lines) {
-  ts_buf content;
-  ts_buf_init(&content, 1 << 22);
+/* Generated content, as the JSON string's escaped text: the brief (`page` 0) or the page
+ * (1), `lines` lines each. */
+static void content(ts_buf *c, int page, int lines) {
+  ts_buf_puts(c, page ? "<h1>Caf\xC3\xA9</h1>\\n" : "# Brief: the caf\xC3\xA9 page\\n\\n");
   for (int i = 0; i < lines; i++) {
-    char line[128];
-    snprintf(line, sizeof line, "  <p class=\"row-%d\">Caf\xC3\xA9 item %d: \\o/ \"fresh\"</p>\n", i, i);
-    ts_buf_puts(&content, line);
+    char line[160];
+    if (page)
+      snprintf(line, sizeof line, "<p class=\\\"row-%d\\\">%s item %d: \\\"fresh\\\"</p>\\n", i,
+               i % 3 == 0 ? "Menu" : i % 3 == 1 ? "Hours" : "Contact", i);
+    else
+      snprintf(line, sizeof line, "- item %d: \\\"fresh\\\" caf\xC3\xA9 special \\\\o/\\n", i);
+    ts_buf_puts(c, line);
   }
-  ts_buf_puts(a, "{\"description\":");
-  ts_buf_append_json_string(a, desc, strlen(desc));
-  ts_buf_puts(a, ",\"path\":");
-  ts_buf_append_json_string(a, path, strlen(path));
-  ts_buf_puts(a, ",\"content\":");
-  ts_buf_append_json_string(a, content.p, content.len);
-  ts_buf_puts(a, "}");
-  ts_buf_fini(&content);
 }
 
-/* Writes `sse` to dir/name. */
-static int write_turn(const char *dir, const char *name, const ts_buf *sse) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  if (!f) return -1;
-  size_t n = fwrite(sse->p, 1, sse->len, f);
-  return (fclose(f) != 0 || n != sse->len) ? -1 : 0;
-}
+typedef struct {
+  const char *tool, *args; /* args: JSON text; "@BRIEF" / "@PAGE" inside: generated content */
+} demo_call;
 
-/* One turn: `ncalls` write_file calls streamed in 12-byte deltas, calls interleaved two
- * at a time (parallel calls), then finish_reason tool_calls and [DONE]. */
-static void make_turn(ts_buf *sse, const char *text, int ncalls, const char *const *desc,
-                      const char *const *path, const int *lines) {
-  ts_buf_puts(sse, "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
-                   "\"delta\":{\"role\":\"assistant\",\"content\":");
-  ts_buf_append_json_string(sse, text, strlen(text));
-  ts_buf_puts(sse, "},\"finish_reason\":null}]}\n\n");
+/* One turn: optional text, then the calls streamed in 12-byte deltas, then the finish. */
+static void make_turn(ts_buf *sse, const char *prefix, int turn, const char *text,
+                      const demo_call *calls, int ncalls) {
+  if (text) {
+    ts_buf_puts(sse, "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+                     "\"delta\":{\"role\":\"assistant\",\"content\":");
+    ts_buf_append_json_string(sse, text, strlen(text));
+    ts_buf_puts(sse, "},\"finish_reason\":null}]}\n\n");
+  }
   for (int c = 0; c < ncalls; c++) {
     ts_buf args;
     ts_buf_init(&args, 1 << 22);
-    make_args(&args, desc[c], path[c], lines[c]);
-    char id[32];
-    snprintf(id, sizeof id, "call_%s", path[c]);
-    for (size_t at = 0; at < args.len;) {
-      size_t k = args.len - at < 12 ? args.len - at : 12;
-      while (at + k < args.len && ((unsigned char)args.p[at + k] & 0xC0) == 0x80) k++;
-      chunk_args(sse, c, at == 0 ? id : NULL, args.p + at, k);
-      at += k;
+    const char *at = strstr(calls[c].args, "@BRIEF"), *pg = strstr(calls[c].args, "@PAGE");
+    if (at || pg) {
+      const char *m = at ? at : pg;
+      ts_buf_append(&args, calls[c].args, (size_t)(m - calls[c].args));
+      content(&args, pg != NULL, at ? 300 : 200);
+      ts_buf_puts(&args, m + (at ? 6 : 5));
+    } else {
+      ts_buf_puts(&args, calls[c].args);
+    }
+    char id[64];
+    snprintf(id, sizeof id, "call_%s_%d_%d", prefix, turn, c);
+    for (size_t p = 0; p < args.len;) {
+      size_t k = args.len - p < 12 ? args.len - p : 12;
+      while (p + k < args.len && ((unsigned char)args.p[p + k] & 0xC0) == 0x80) k++;
+      chunk_args(sse, c, p == 0 ? id : NULL, calls[c].tool, args.p + p, k);
+      p += k;
     }
     ts_buf_fini(&args);
   }
-  if (ncalls)
-    ts_buf_puts(sse, "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
-                     "\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n");
-  else
-    ts_buf_puts(sse, "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
-                     "\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+  ts_buf_puts(sse, "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,"
+                   "\"delta\":{},\"finish_reason\":\"");
+  ts_buf_puts(sse, ncalls ? "tool_calls" : "stop");
+  ts_buf_puts(sse, "\"}]}\n\ndata: [DONE]\n\n");
+}
+
+/* Writes `len` bytes to path. */
+static int write_text(const char *path, const char *p, size_t len) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  size_t n = fwrite(p, 1, len, f);
+  return (fclose(f) != 0 || n != len) ? -1 : 0;
+}
+
+/* A prompt's recorded turns: session/<prompt>/turn-N.sse. */
+static int write_turns(const char *session, const char *prompt, int nturns,
+                       const char *const *texts, const demo_call *const *calls,
+                       const int *ncalls) {
+  char dir[700], path[760];
+  snprintf(dir, sizeof dir, "%s/%s", session, prompt);
+  if (mkdir(dir, 0755) && errno != EEXIST) return -1;
+  int bad = 0;
+  for (int t = 0; t < nturns && !bad; t++) {
+    ts_buf sse;
+    ts_buf_init(&sse, 1 << 24);
+    make_turn(&sse, prompt, t + 1, texts[t], calls[t], ncalls[t]);
+    snprintf(path, sizeof path, "%s/turn-%d.sse", dir, t + 1);
+    bad = sse.err || write_text(path, sse.p, sse.len);
+    ts_buf_fini(&sse);
+  }
+  return bad ? -1 : 0;
+}
+
+static int write_session(const char *session) {
+  /* the coordinator: write the brief, ask the researcher, create the writer, read what
+   * came back, done */
+  static const demo_call c1[] = {
+      {"write_file", "{\"description\":\"writing brief.md\",\"path\":\"brief.md\",\"content\":\"@BRIEF\"}"}};
+  static const demo_call c2[] = {
+      {"researcher", "{\"question\":\"Which three sections should the page have?\",\"files\":[\"/brief.md\"]}"}};
+  static const demo_call c3[] = {
+      {"subagent_create", "{\"agent\":\"writer\",\"name\":\"page writer\",\"message\":\"Write the "
+                          "page from the attached brief, with the sections Menu, Hours and "
+                          "Contact.\",\"attachments\":[\"/brief.md\"]}"}};
+  static const demo_call c4[] = {{"read_file", "{\"path\":\"attachments/page.html\"}"}};
+  static const char *const ct[] = {"I'll write the brief first.", "Now a question for the researcher.",
+                                   "The writer takes it from here.", "Let me read what came back.",
+                                   "Done: the brief is written, the researcher chose the sections, "
+                                   "and the writer's copy is back in my files."};
+  static const demo_call *const cc[] = {c1, c2, c3, c4, NULL};
+  static const int cn[] = {1, 1, 1, 1, 0};
+  /* the researcher (a sub-prompt, in a child thread): one answer */
+  static const char *const rt[] = {"Three sections: Menu, Hours and Contact (from the brief "
+                                   "attached at /attachments/brief.md)."};
+  static const demo_call *const rc[] = {NULL};
+  static const int rn[] = {0};
+  /* the writer (a subagent, in its own filesystem): reads its copy of the brief, writes
+   * the page there, and names it in its reply, which brings the page to the coordinator */
+  static const demo_call w1[] = {
+      {"read_file", "{\"path\":\"attachments/brief.md\"}"},
+      {"write_file", "{\"description\":\"writing page.html\",\"path\":\"attachments/page.html\","
+                     "\"content\":\"@PAGE\"}"}};
+  static const char *const wt[] = {"Reading the brief.", "The page is written: /attachments/page.html "
+                                                         "(Menu, Hours and Contact)"};
+  static const demo_call *const wc[] = {w1, NULL};
+  static const int wn[] = {2, 0};
+  if (write_turns(session, "coordinator", 5, ct, cc, cn) ||
+      write_turns(session, "researcher", 1, rt, rc, rn) ||
+      write_turns(session, "writer", 2, wt, wc, wn))
+    return -1;
+  return 0;
 }
 
 int ts_cli_demo(int argc, char **argv) {
@@ -164,60 +272,45 @@ int ts_cli_demo(int argc, char **argv) {
     fprintf(stderr, "toolstream demo: cannot make a temporary directory: %s\n", strerror(errno));
     return 1;
   }
-  char session[600], workspace[600], data[600];
+  char session[600], workspace[600], data[600], prompts[600], team[640];
   snprintf(session, sizeof session, "%s/session", base);
   snprintf(workspace, sizeof workspace, "%s/workspace", base);
   snprintf(data, sizeof data, "%s/data", base);
-  mkdir(session, 0755);
-  mkdir(workspace, 0755);
-
-  /* The bundled session: two turns of write_file calls (the first with two parallel calls),
-   * then a turn that ends without tool calls. */
-  static const char *const d1[] = {"writing index.html", "writing menu.html"};
-  static const char *const p1[] = {"index.html", "menu.html"};
-  static const int l1[] = {400, 250};
-  static const char *const d2[] = {"writing notes/README.md"};
-  static const char *const p2[] = {"notes/README.md"};
-  static const int l2[] = {200};
-  ts_buf sse;
-  ts_buf_init(&sse, 1 << 24);
-  make_turn(&sse, "I'll create the two pages.", 2, d1, p1, l1);
-  int bad = write_turn(session, "turn-1.sse", &sse);
-  ts_buf_reset(&sse);
-  make_turn(&sse, "Now the notes.", 1, d2, p2, l2);
-  bad |= write_turn(session, "turn-2.sse", &sse);
-  ts_buf_reset(&sse);
-  make_turn(&sse, "Done: index.html, menu.html and notes/README.md are written.", 0, NULL, NULL,
-            NULL);
-  bad |= write_turn(session, "turn-3.sse", &sse);
-  ts_buf_fini(&sse);
+  snprintf(prompts, sizeof prompts, "%s/prompts", base);
+  snprintf(team, sizeof team, "%s/team.json", prompts);
+  int bad = mkdir(session, 0755) || mkdir(workspace, 0755) || mkdir(prompts, 0755) ||
+            write_text(team, team_json, sizeof team_json - 1) || write_session(session);
   if (bad) {
-    fprintf(stderr, "toolstream demo: cannot write the session into %s\n", session);
+    fprintf(stderr, "toolstream demo: cannot write the session into %s: %s\n", base,
+            strerror(errno));
     if (!a.keep) remove_tree(base);
     return 1;
   }
   /* With --json, standard output holds JSON lines only: the words go to standard error. */
   FILE *say = json ? stderr : stdout;
   fprintf(say,
-          "toolstream demo: a model writes three files over three turns (recorded in %s),\n"
-          "streamed at %s SSE events/s through `toolstream run`. Watch each call's label appear\n"
-          "while its content is still streaming.\n\n",
-          session, rate);
+          "toolstream demo: a coordinator writes a brief, asks a researcher prompt about it\n"
+          "(a sub-prompt in a child thread, the brief attached), and has a writer subagent\n"
+          "make a page from it (the brief goes to the writer's filesystem, the page comes\n"
+          "back to the coordinator's). Recorded\n"
+          "in %s, streamed at %s SSE events/s through `toolstream run --prompts %s --agent\n"
+          "lead`. Watch the brief's label appear while its content is still streaming.\n\n",
+          session, rate, prompts);
   fflush(say);
-  const char *args[] = {"run", "--model-replay", session, "--workspace", workspace, "--data-dir",
-                        data, "--rate", rate, json ? "--json" : NULL, NULL};
-  int n = json ? 10 : 9;
+  const char *args[] = {"run",       "--prompts",  prompts, "--agent", "lead",
+                        "--model-replay", session, "--workspace", workspace, "--data-dir",
+                        data,        "--rate",     rate,    "--thread", "demo",
+                        "Build the cafe page.", json ? "--json" : NULL, NULL};
+  int n = json ? 17 : 16;
   rc = ts_cli_run(n, (char **)args);
-  if (rc == 0) {
-    fprintf(say, "\nFiles written to %s:\n", workspace);
+  if (rc == 0 && !json) { /* with --json, standard output holds events only */
+    fprintf(say, "\nThe threads (each with its own filesystem; toolstream threads --data-dir %s):\n",
+            data);
     fflush(say);
-    const char *files[] = {"index.html", "menu.html", "notes/README.md"};
-    for (int i = 0; i < 3; i++) {
-      char p[700];
-      struct stat stt;
-      snprintf(p, sizeof p, "%s/%s", workspace, files[i]);
-      if (stat(p, &stt) == 0) fprintf(say, "  %-16s %lld bytes\n", files[i], (long long)stt.st_size);
-    }
+    const char *targs[] = {"threads", "--data-dir", data, NULL};
+    ts_cli_threads(3, (char **)targs);
+  }
+  if (rc == 0) {
     if (!a.keep) fprintf(say, "(%s is removed now; --keep keeps it)\n", base);
     fflush(say);
   }
