@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "agent/attachments.h"
+#include "agent/subagents.h"
 #include "agent/thread_env.h"
 #include "base/file.h"
 #include "base/thread_id.h"
@@ -636,6 +637,29 @@ static int grab_user(void *user, const ts_store_message *m) {
   return 0;
 }
 
+/* A prompt or agent tool's child: its thread_created event (agent/run.h, `prepare`). */
+typedef struct {
+  const ts_sink_config *sink;
+  const char *parent, *agent, *name, *kind;
+  int fresh; /* the child is new (not a resumed one) */
+} child_created;
+
+static ts_view view_of(const char *s) { return (ts_view){s, strlen(s)}; }
+
+static int on_child_created(void *user, ts_store *store, const char *thread) {
+  child_created *cr = user;
+  if (!cr->fresh) return 0;
+  ts_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.body.type = TS_EVENT_THREAD_CREATED;
+  ev.agent = view_of(cr->agent);
+  ev.name = view_of(cr->name);
+  ev.relationship = view_of(cr->kind);
+  ev.blocking = 1;
+  ts_subagents_emit_on(cr->sink, store, thread, cr->parent, &ev);
+  return 0;
+}
+
 static int mkdirs(const char *path) {
   char tmp[PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s", path);
@@ -859,7 +883,6 @@ static void run_child(call_tool *ct, const ts_call_info *call, const char *args,
   cc.prompt = kid.has_user ? NULL : msg.p;
   cc.parent = call->thread;
   cc.workspace = parent.has_ws || kid.has_ws ? ws : NULL;
-  cc.prepare = NULL;
   cc.layers = pc->layers;
   cc.cancel = (const volatile sig_atomic_t *)call->cancel;
   cc.agent = ct->agent ? ct->agent->name : NULL;
@@ -871,11 +894,42 @@ static void run_child(call_tool *ct, const ts_call_info *call, const char *args,
   }
   const char *history =
       ct->callee->include_chat || ct->callee->include_past_tools ? call->thread : NULL;
+  /* the tree on the bus (docs/events.md): a new child's first event names what it runs
+   * (a prompt or agent tool's child is a blocking one, its relationship the kind of tool),
+   * emitted once the loop has made the thread and before its own events are numbered */
+  child_created cr = {.sink = &pc->sink,
+                      .parent = call->thread,
+                      .agent = ct->agent ? ct->agent->name : ct->callee->name,
+                      .name = ct->entry->name,
+                      .kind = ct->agent ? "agent_tool" : "prompt_tool",
+                      .fresh = !exists};
+  cc.prepare = on_child_created;
+  cc.prepare_user = &cr;
+  ts_event tev;
   ts_buf outcome;
   ts_buf_init(&outcome, 4096);
   char cwhy[1024] = "";
   int rc = ts__agent_run_nested(&cc, c->depth + 1, history, &outcome, cwhy,
                                         sizeof cwhy);
+  if (rc != TS_E_ABORTED) { /* a stopped child is not finished: --resume continues it */
+    memset(&tev, 0, sizeof tev);
+    tev.body.type = TS_EVENT_THREAD_FINISHED;
+    const char *st = rc == TS_E_OK ? "done" : rc == TS_E_LIMIT ? "max_turns" : "failed";
+    tev.status = (ts_view){st, strlen(st)};
+    if (outcome.len && !outcome.err) {
+      /* the dual_ai outcome members, as an object */
+      ts_buf ob;
+      ts_buf_init(&ob, outcome.len + 2);
+      ts_buf_putc(&ob, '{');
+      ts_buf_append(&ob, outcome.p, outcome.len);
+      ts_buf_putc(&ob, '}');
+      if (!ob.err) tev.outcome = (ts_view){ob.p, ob.len};
+      ts_subagents_emit_on(&pc->sink, s1, child, call->thread, &tev);
+      ts_buf_fini(&ob);
+    } else {
+      ts_subagents_emit_on(&pc->sink, s1, child, call->thread, &tev);
+    }
+  }
   ts_buf_fini(&msg);
   if (rc == TS_E_ABORTED) {
     ts_buf_fini(&outcome);

@@ -181,11 +181,9 @@ static int store_event(void *user, const char *thread, uint64_t seq, const char 
   return ts_store_append_event(user, thread, seq, json, len);
 }
 
-/* One event on `thread`'s stream, numbered after its stored events, through a sink of its
- * own (used only while no run of that thread is emitting). */
-static void emit_on(const sa_ctx *c, ts_store *s, const char *thread, const char *parent,
-                    ts_event *ev) {
-  ts_sink_config sc = c->cfg.sink;
+void ts_subagents_emit_on(const ts_sink_config *base, ts_store *s, const char *thread,
+                          const char *parent, ts_event *ev) {
+  ts_sink_config sc = *base;
   sc.thread = thread;
   sc.parent = parent && *parent ? parent : NULL;
   sc.store = store_event;
@@ -198,6 +196,11 @@ static void emit_on(const sa_ctx *c, ts_store *s, const char *thread, const char
     ts_sink_emit(sink, ev);
     ts_sink_free(sink);
   }
+}
+
+static void emit_on(const sa_ctx *c, ts_store *s, const char *thread, const char *parent,
+                    ts_event *ev) {
+  ts_subagents_emit_on(&c->cfg.sink, s, thread, parent, ev);
 }
 
 static ts_view v_of(const char *s) { return (ts_view){s, s ? strlen(s) : 0}; }

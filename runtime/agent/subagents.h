@@ -120,6 +120,13 @@ int ts__compose_lifecycle_tools(ts_registry *reg, const ts_defs *defs, const ts_
 int ts_subagents_between_turns(ts_store *store, const char *thread, ts_sink *sink, int idle,
                                const volatile sig_atomic_t *cancel);
 
+/* One event on `thread`'s own stream (child of `parent`, may be NULL), numbered after its
+ * stored events and stored, written and published as `base` says, through a sink of its
+ * own: for the tree events of a child (thread_created, thread_finished) while no run of
+ * that thread is emitting. A failure to emit is the sink's to report. */
+void ts_subagents_emit_on(const ts_sink_config *base, ts_store *s, const char *thread,
+                          const char *parent, ts_event *ev);
+
 /* Waits until no non-blocking child of `thread` runs in this process (they see the run's
  * cancel flag), and releases them. */
 void ts_subagents_join(const char *thread);

@@ -196,12 +196,15 @@ START_TEST(test_usage_and_demo) {
   ck_assert_int_eq(r.status, 0);
   ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "--max-turns"));
   result_free(&r);
-  /* the demo: three files written, three turns */
+  /* the demo: a coordinator's five turns and four calls (a sub-prompt, a subagent), the
+   * page the subagent wrote read back by the coordinator, the tree of threads */
   const char *a4[] = {"toolstream", "demo", "--rate", "20000", NULL};
   r = run_bin(BINARY, a4, NULL, 0);
   ck_assert_msg(r.status == 0, "demo exit %d: %s", r.status, sb_str(&r.err));
-  ck_assert_ptr_nonnull(strstr(sb_str(&r.err), "3 turns, 3 tool calls"));
-  ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "notes/README.md"));
+  ck_assert_msg(strstr(sb_str(&r.err), "5 turns, 4 tool calls") != NULL, "%s", sb_str(&r.err));
+  ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "attachments/page.html"));
+  ck_assert_msg(strstr(sb_str(&r.out), "(page writer)") || strstr(sb_str(&r.err), "(page writer)"),
+                "no tree of threads: %s", sb_str(&r.err));
   result_free(&r);
 }
 END_TEST

@@ -656,6 +656,18 @@ START_TEST(test_prompt_tool_defaults) {
   events("p1/t1c0", &ev);
   HAS(sb_str(&ev), "\"thread\":\"p1/t1c0\",\"parent\":\"p1\"");
   HAS(sb_str(&ev), "\"type\":\"tool_result\"");
+  /* the tree on the bus: the child's first event says what it runs, its last that it
+   * finished */
+  const char *first = strstr(sb_str(&ev), "\"seq\":1,");
+  ck_assert_msg(first && strstr(sb_str(&ev), "\"type\":\"thread_created\"") &&
+                    strstr(sb_str(&ev), "\"type\":\"thread_created\"") < strchr(first, '\n'),
+                "the first event is not thread_created: %s", sb_str(&ev));
+  HAS(sb_str(&ev), "\"agent\":\"helper\",\"name\":\"helper\",\"relationship\":\"prompt_tool\","
+                   "\"blocking\":true");
+  const char *fin = strstr(sb_str(&ev), "\"type\":\"thread_finished\"");
+  ck_assert_msg(fin && !strstr(fin, "\"type\":\"tool_result\""), "thread_finished is not last: %s",
+                sb_str(&ev));
+  HAS(fin, "\"status\":\"done\"");
   sb_free(&ev);
   dump_free(&d);
   dump_free(&cd);
