@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "agent/attachments.h"
+#include "agent/compose.h"
 #include "base/thread_id.h"
 #include "stream/json_view.h"
 
@@ -83,17 +84,6 @@ static void ctx_free(void *user) {
 }
 
 /* ---- small helpers ---------------------------------------------------------------------- */
-
-void ts_subagents_child_id(const char *thread, uint32_t turn, uint32_t index, char *out) {
-  int n = snprintf(out, TS_THREAD_ID_MAX + 1, "%s/t%uc%u", thread, (unsigned)turn,
-                   (unsigned)index);
-  if (n > 0 && n <= TS_THREAD_ID_MAX) return;
-  uint64_t h = 1469598103934665603ull; /* FNV-1a over the three */
-  for (const char *p = thread; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  h = (h ^ turn) * 1099511628211ull;
-  h = (h ^ index) * 1099511628211ull;
-  snprintf(out, TS_THREAD_ID_MAX + 1, "sa_%016llx", (unsigned long long)h);
-}
 
 static int open_stores(const sa_ctx *c, ts_store **a, ts_store **b, char *why, size_t cap) {
   *a = NULL;
@@ -749,7 +739,7 @@ static void tool_create(void *user, const ts_call_info *call, const char *args, 
   }
   if (rc == 0) {
     char child[TS_THREAD_ID_MAX + 1], ws[TS_STORE_PATH_MAX];
-    ts_subagents_child_id(call->thread, call->turn, call->index, child);
+    ts_compose_child_id(call->thread, call->turn, call->index, child);
     thread_row pr = {0};
     ts_store_thread_get(s, call->thread, grab_thread, &pr);
     /* the child's own filesystem: under the parent's, else under the data directory */

@@ -131,9 +131,7 @@ void ts_subagents_emit_on(const ts_sink_config *base, ts_store *s, const char *t
  * cancel flag), and releases them. */
 void ts_subagents_join(const char *thread);
 
-/* The child thread id for call (turn, index) of `thread`: thread + "/t<turn>c<index>"
- * when it fits in TS_THREAD_ID_MAX, else "sa_" + 16 hex digits of a hash of the three.
- * `out` holds TS_THREAD_ID_MAX + 1 bytes. */
-void ts_subagents_child_id(const char *thread, uint32_t turn, uint32_t index, char *out);
+/* A subagent's child thread is named by its creating call, as a prompt tool's child is:
+ * ts_compose_child_id (agent/compose.h), so a re-run of the call finds the same child. */
 
 #endif /* TS_AGENT_SUBAGENTS_H */

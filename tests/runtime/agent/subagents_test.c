@@ -25,6 +25,7 @@
 
 #include "agent/replay_model.h"
 #include "agent/run.h"
+#include "agent/compose.h"
 #include "agent/subagents.h"
 #include "base/strbuf.h"
 #include "store/store.h"
@@ -351,16 +352,16 @@ END_TEST
 
 START_TEST(test_child_ids) {
   char out[TS_THREAD_ID_MAX + 1], again[TS_THREAD_ID_MAX + 1];
-  ts_subagents_child_id("root", 3, 1, out);
+  ts_compose_child_id("root", 3, 1, out);
   ck_assert_str_eq(out, "root/t3c1");
   char longid[TS_THREAD_ID_MAX + 1];
   memset(longid, 'x', TS_THREAD_ID_MAX);
   longid[TS_THREAD_ID_MAX] = '\0';
-  ts_subagents_child_id(longid, 3, 1, out);
-  ts_subagents_child_id(longid, 3, 1, again);
+  ts_compose_child_id(longid, 3, 1, out);
+  ts_compose_child_id(longid, 3, 1, again);
   ck_assert_str_eq(out, again);
-  ck_assert_int_eq(strncmp(out, "sa_", 3), 0);
-  ts_subagents_child_id(longid, 3, 2, again);
+  ck_assert_int_eq(strncmp(out, "th_", 3), 0);
+  ts_compose_child_id(longid, 3, 2, again);
   ck_assert_str_ne(out, again);
 }
 END_TEST
