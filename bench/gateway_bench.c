@@ -115,15 +115,21 @@ static int make_event(char *out, size_t cap, int s, int i, uint64_t t) {
 /* One upstream connection. It serves requests one after another (keep-alive): a proxy
  * with an upstream pool sends the next request on the same connection once a reply has
  * ended, so the request is parsed whole (head + Content-Length body) each time. */
-typedef struct {
+typedef struct up_conn {
   struct bufferevent *bev;
   struct event *timer;
   int s, i, streaming;
+  struct up_conn *prev, *next; /* every open one, to free them all at the end */
 } up_conn;
+
+static up_conn *up_all;
 
 #define UP_MAX_REQUEST 16384 /* our clients send about 150 bytes; past this, a bug */
 
 static void up_free(up_conn *u) {
+  if (u->prev) u->prev->next = u->next;
+  else up_all = u->next;
+  if (u->next) u->next->prev = u->prev;
   if (u->timer) event_free(u->timer);
   bufferevent_free(u->bev);
   free(u);
@@ -222,6 +228,9 @@ static void up_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     return;
   }
   u->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+  u->next = up_all;
+  if (up_all) up_all->prev = u;
+  up_all = u;
   bufferevent_setcb(u->bev, up_read, NULL, up_event, u);
   bufferevent_enable(u->bev, EV_READ);
 }
@@ -414,12 +423,26 @@ static void connect_some(evutil_socket_t fd, short what, void *arg) {
   }
 }
 
-/* Lets the loop settle what a phase left: upstream connections closing, timers. */
-static void drain_loop(int ms) {
-  struct timeval tv = {ms / 1000, (suseconds_t)(ms % 1000) * 1000};
-  event_base_loopexit(base, &tv);
-  event_base_dispatch(base);
+static void deadline_cb(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  (void)arg;
+  event_base_loopexit(base, NULL);
 }
+
+/* Runs the loop until something calls event_base_loopexit(base, NULL) or ms pass. The
+ * deadline is an event of its own, deleted on the way out: a timed event_base_loopexit
+ * would outlive a loop that ended early and cut a later phase short. */
+static void run_loop(int ms) {
+  struct event *deadline = evtimer_new(base, deadline_cb, NULL);
+  struct timeval tv = {ms / 1000, (suseconds_t)(ms % 1000) * 1000};
+  evtimer_add(deadline, &tv);
+  event_base_dispatch(base);
+  event_free(deadline);
+}
+
+/* Lets the loop settle what a phase left: upstream connections closing, timers. */
+static void drain_loop(int ms) { run_loop(ms); }
 
 /* ---- phases -------------------------------------------------------------------------- */
 
@@ -468,9 +491,7 @@ static phase_result run_phase(int port, int n) {
   connect_some(-1, 0, conn);
   uint64_t t0 = now_ns();
   /* a deadline: the streams take nchunks / rate seconds, plus ramp-up and slack */
-  struct timeval limit = {nchunks / rate + 30, 0};
-  event_base_loopexit(base, &limit);
-  event_base_dispatch(base);
+  run_loop((nchunks / rate + 30) * 1000);
   phase_result r;
   memset(&r, 0, sizeof r);
   r.wall_s = (double)(now_ns() - t0) / 1e9;
@@ -927,7 +948,7 @@ static cell cells[MAX_COUNTS][MAX_PROXIES];
 static idle_cell idles[MAX_PROXIES];
 static sys_cell syscells[MAX_PROXIES];
 static FILE *tsv;
-static int idle_n = 1000, sys_streams = 100, sys_chunks = 0; /* 0: as --chunks */
+static int idle_n = 1000, idle_ms = 1000, sys_streams = 20, sys_chunks = 0; /* 0: as --chunks */
 static int do_idle = 1, do_sys = 1;
 
 static void emit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1013,11 +1034,9 @@ static void measure_idle(int pi) {
   clients_start(p.port, idle_n);
   struct event *conn = evtimer_new(base, connect_some, event_self_cbarg());
   connect_some(-1, 0, conn);
-  struct timeval limit = {30, 0};
-  event_base_loopexit(base, &limit);
-  event_base_dispatch(base);
+  run_loop(30000);
   c->ready = idle_ready;
-  drain_loop(1000); /* idle for a second, the loop still answering */
+  drain_loop(idle_ms); /* idle for a while, the loop still answering */
   c->after_kb = mem_kb(&p, "VmRSS");
   event_free(conn);
   clients_free();
@@ -1112,12 +1131,18 @@ static void print_count(int ci) {
     if (d->kind == P_DIRECT)
       printf("| %s | %d/%d | %d | %zu | %.0f | %.0f | %.0f | | | | | | | | | | |\n", d->label,
              r->completed, s, r->corrupted, r->samples, r->p50_us, r->p99_us, r->p999_us);
-    else
-      printf("| %s | %d/%d | %d | %zu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | "
+    else {
+      /* user and sys: "-" when the phase did not last a clock tick of the proxy's CPU */
+      char us[16] = "-", ss[16] = "-";
+      if (c->user_us >= 0) {
+        snprintf(us, sizeof us, "%.2f", c->user_us);
+        snprintf(ss, sizeof ss, "%.2f", c->sys_us);
+      }
+      printf("| %s | %d/%d | %d | %zu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %s | %.2f | "
              "%s | %s | %s | %.1f |\n",
              d->label, r->completed, s, r->corrupted, r->samples, r->p50_us, r->p99_us, r->p999_us,
-             a50, a99, a999, c->user_us, c->sys_us, c->cpu_us, rs, rb, rp, (double)c->hwm_kb / 1024);
-    /* (user and sys read -1.00 when the phase did not last a clock tick of the proxy's CPU) */
+             a50, a99, a999, us, ss, c->cpu_us, rs, rb, rp, (double)c->hwm_kb / 1024);
+    }
     emit("cell\tstreams=%d\tproxy=%s\tworkers=%d\ttap=%d\tcompleted=%d\tcorrupted=%d\tchunks=%zu\t"
          "p50_us=%.0f\tp99_us=%.0f\tp999_us=%.0f\tadded_p50_us=%.0f\tadded_p99_us=%.0f\t"
          "added_p999_us=%.0f\tuser_us_per_chunk=%.3f\tsys_us_per_chunk=%.3f\tcpu_us_per_chunk=%.3f\t"
@@ -1215,7 +1240,9 @@ static void usage(FILE *f) {
           "  --chunks N          chunks per stream (default 250)\n"
           "  --rate HZ           chunks per second per stream (default 50)\n"
           "  --idle-streams N    streams held idle for RSS per stream (default 1000; 0: skip)\n"
-          "  --sys-streams N     streams of the strace run (default 100; 0: skip)\n"
+          "  --idle-ms MS        how long they stay idle before RSS is read (default 1000)\n"
+          "  --sys-streams N     streams of the strace run (default 20, few enough that a traced\n"
+          "                      proxy keeps up; 0: skip)\n"
           "  --sys-chunks N      chunks per stream in the strace run (default: --chunks)\n"
           "  --nginx PATH        the nginx binary (default: nginx on PATH, else /usr/sbin/nginx;\n"
           "                      'none' skips the nginx cells)\n"
@@ -1311,6 +1338,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--chunks")) bad = parse_int(v, 2, 100000, &nchunks);
     else if (!strcmp(o, "--rate")) bad = parse_int(v, 1, 10000, &rate);
     else if (!strcmp(o, "--idle-streams")) bad = parse_int(v, 0, 100000, &idle_n);
+    else if (!strcmp(o, "--idle-ms")) bad = parse_int(v, 0, 600000, &idle_ms);
     else if (!strcmp(o, "--sys-streams")) bad = parse_int(v, 0, 100000, &sys_streams);
     else if (!strcmp(o, "--sys-chunks")) bad = parse_int(v, 2, 100000, &sys_chunks);
     else if (!strcmp(o, "--nginx")) nginx_arg = v;
@@ -1447,9 +1475,9 @@ int main(int argc, char **argv) {
   }
 
   if (do_idle) {
-    printf("\nRSS per idle stream: %d streams, the reply head received, then 1 s of nothing; "
+    printf("\nRSS per idle stream: %d streams, the reply head received, then %d ms of nothing; "
            "VmRSS delta over the fresh proxy (nginx: master + workers)\n\n",
-           idle_n);
+           idle_n, idle_ms);
     printf("| proxy | idle streams | RSS before KiB | RSS with them KiB | KiB per idle stream |\n");
     printf("|---|---:|---:|---:|---:|\n");
     for (int pi = 1; pi < nproxies; pi++) {
@@ -1504,6 +1532,15 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (do_sys) {
+    int behind = 0;
+    for (int pi = 1; pi < nproxies; pi++)
+      if (syscells[pi].run && (double)syscells[pi].c.reads < 0.9 * (double)syscells[pi].chunks) behind = 1;
+    printf("\n%s\n", behind ? "note: a proxy read fewer than 0.9 times per chunk: under strace it fell behind and "
+                              "read several chunks at once, so its counts are lower than at full speed "
+                              "(try fewer --sys-streams)"
+                            : "every traced proxy read about once per chunk: it kept up under strace");
+  }
   targets();
   printf("load average at the end: %s\n", load_now());
 
@@ -1515,6 +1552,7 @@ int main(int argc, char **argv) {
       if (!c->run && c->why != nginx_missing) ok = 0;
     }
   drain_loop(50);
+  while (up_all) up_free(up_all);
   evconnlistener_free(l);
   event_base_free(base);
   free(samples);
