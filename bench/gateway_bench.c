@@ -679,19 +679,10 @@ static int gateway_start(const proxy_def *d, proxy_run *p) {
   snprintf(workers, sizeof workers, "%d", d->workers);
   /* every stream comes from 127.0.0.1: the per-client cap must not be the limit */
   snprintf(maxc, sizeof maxc, "%d", max_streams + 64);
-  const char *argv[24];
-  int a = 0;
-  argv[a++] = "toolstream";
-  argv[a++] = "gateway";
-  argv[a++] = "--listen";
-  argv[a++] = "127.0.0.1:0";
-  argv[a++] = "--upstream";
-  argv[a++] = up;
-  argv[a++] = "--quiet";
-  argv[a++] = "--max-connections";
-  argv[a++] = maxc;
-  argv[a++] = "--max-per-client";
-  argv[a++] = maxc;
+  const char *argv[24] = {"toolstream", "gateway",           "--listen", "127.0.0.1:0",
+                          "--upstream", up,                  "--quiet",  "--max-connections",
+                          maxc,         "--max-per-client",  maxc};
+  int a = 11;
   if (gw_has_workers) {
     argv[a++] = "--workers";
     argv[a++] = workers;
@@ -874,15 +865,9 @@ static int traced(pid_t pid) {
 }
 
 static pid_t strace_start(const proxy_run *p, const char *out) {
-  const char *argv[8 + 2 * MAX_PROCS];
+  const char *argv[8 + 2 * MAX_PROCS] = {"strace", "-c", "-f", "-qq", "-o", out};
   char pids[MAX_PROCS][16];
-  int a = 0;
-  argv[a++] = "strace";
-  argv[a++] = "-c";
-  argv[a++] = "-f";
-  argv[a++] = "-qq";
-  argv[a++] = "-o";
-  argv[a++] = out;
+  int a = 6;
   for (int k = 0; k < p->nprocs; k++) {
     snprintf(pids[k], sizeof pids[k], "%d", (int)p->procs[k]);
     argv[a++] = "-p";
