@@ -597,7 +597,21 @@ static int write_file(const char *path, const char *text) {
  * nothing under /etc or /var. Run as root (CI is), the master keeps root and the
  * workers drop to nobody:nogroup (Debian has no group "nobody", nginx's default); as
  * another user, nginx runs as that user. */
-static int nginx_start(const proxy_def *d, proxy_run *p) {
+/* Up to n lines of nginx's error log (what is not a [notice]) on standard error. */
+static void nginx_log(const char *dir, int n) {
+  char path[200], line[512];
+  snprintf(path, sizeof path, "%s/error.log", dir);
+  FILE *f = fopen(path, "r");
+  for (int k = 0; f && k < n && fgets(line, sizeof line, f);) {
+    if (strstr(line, "[notice]")) continue;
+    fprintf(stderr, "    nginx: %s", line);
+    k++;
+  }
+  if (f) fclose(f);
+}
+
+/* One try; 1 when nginx exited at start (the free port may have been taken meanwhile). */
+static int nginx_start_once(const proxy_def *d, proxy_run *p) {
   snprintf(p->dir, sizeof p->dir, "/tmp/ts-gwbench-nginx-XXXXXX");
   if (!mkdtemp(p->dir)) return -1;
   int root = geteuid() == 0;
@@ -654,20 +668,36 @@ static int nginx_start(const proxy_def *d, proxy_run *p) {
     execl(nginx_binary, "nginx", "-p", p->dir, "-c", path, "-e", elog, (char *)NULL);
     _exit(127);
   }
-  /* up when it accepts and all its workers exist */
-  for (int k = 0; k < 500; k++) {
+  /* up when it accepts and all its workers exist (a backstop of 30 s: a loaded machine) */
+  for (int k = 0; k < 3000; k++) {
     int st;
     if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
-      fprintf(stderr, "gateway_bench: nginx exited at start; see %s\n", elog);
+      fprintf(stderr, "gateway_bench: nginx exited at start:\n");
+      nginx_log(p->dir, 5);
       p->pid = 0;
-      return -1;
+      return 1;
     }
     proxy_procs(p);
     if (p->nprocs == 1 + d->workers && can_connect(p->port)) return 0;
     sleep_ms(10);
   }
-  fprintf(stderr, "gateway_bench: nginx did not come up in 5 s; see %s\n", elog);
+  fprintf(stderr, "gateway_bench: nginx did not come up in 30 s:\n");
+  nginx_log(p->dir, 5);
   return -1;
+}
+
+static void rm_tree(const char *dir);
+
+static int nginx_start(const proxy_def *d, proxy_run *p) {
+  int rc = 1;
+  for (int tries = 0; rc == 1 && tries < 3; tries++) {
+    if (tries) {
+      rm_tree(p->dir);
+      memset(p, 0, sizeof *p);
+    }
+    rc = nginx_start_once(d, p);
+  }
+  return rc ? -1 : 0;
 }
 
 static int gateway_start(const proxy_def *d, proxy_run *p) {
@@ -882,7 +912,7 @@ static pid_t strace_start(const proxy_run *p, const char *out) {
     execvp("strace", (char *const *)argv);
     _exit(127);
   }
-  for (int k = 0; k < 500; k++) { /* attached when every process has a tracer */
+  for (int k = 0; k < 3000; k++) { /* attached when every process has a tracer (30 s backstop) */
     int all = 1;
     for (int j = 0; j < p->nprocs; j++) all &= traced(p->procs[j]);
     if (all) {
@@ -979,17 +1009,7 @@ static void measure_cell(int ci, int pi) {
   c->r = run_phase(p.port, counts[ci]);
   cpu_snap b = cpu_read(&p);
   c->hwm_kb = mem_kb(&p, "VmHWM");
-  if (c->r.lost && d->kind == P_NGINX) { /* say why, from its own log */
-    char path[200], line[512];
-    snprintf(path, sizeof path, "%s/error.log", p.dir);
-    FILE *f = fopen(path, "r");
-    for (int k = 0; f && k < 3 && fgets(line, sizeof line, f);) {
-      if (strstr(line, "[notice]")) continue;
-      fprintf(stderr, "    nginx: %s", line);
-      k++;
-    }
-    if (f) fclose(f);
-  }
+  if (c->r.lost && d->kind == P_NGINX) nginx_log(p.dir, 3); /* say why, from its own log */
   proxy_stop(&p);
   c->run = 1;
   snprintf(c->load, sizeof c->load, "%.*s", (int)strcspn(load_now(), " "), load_now());
