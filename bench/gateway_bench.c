@@ -1360,6 +1360,16 @@ int main(int argc, char **argv) {
       streams_arg = "1,100,1000,5000";
       continue;
     }
+    static const char *const with_value[] = {"--streams",    "--chunks",   "--rate",
+                                             "--deadline",   "--idle-streams", "--idle-ms",
+                                             "--sys-streams", "--sys-chunks", "--nginx",
+                                             "--only",       "--tsv"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++) known |= !strcmp(o, with_value[k]);
+    if (!known) {
+      fprintf(stderr, "gateway_bench: unknown option %s (--help)\n", o);
+      return 2;
+    }
     if (!v) {
       fprintf(stderr, "gateway_bench: %s needs a value (--help)\n", o);
       return 2;
