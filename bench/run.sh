@@ -328,8 +328,8 @@ sandbox
 # workers when it has --workers), all in one run: CPU per chunk (user, system), added
 # latency p50/p99/p99.9, peak RSS, RSS per idle stream, system calls per chunk (strace -c,
 # a separate smaller run), every chunk checked byte for byte, the targets of issue 19.
-# Quick by default (100 and 1,000 streams, about 2 minutes); GATEWAY_BENCH_FULL=1 runs the
-# issue's matrix (1, 100, 1,000 and 5,000 streams, about 4 minutes). One cell per line in
+# Quick by default (100 and 1,000 streams, about 2.5 minutes); GATEWAY_BENCH_FULL=1 runs the
+# issue's matrix (1, 100, 1,000 and 5,000 streams, 3 to 6 minutes). One cell per line in
 # gateway.tsv, for the docs.
 
 gateway() {
