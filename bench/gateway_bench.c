@@ -1226,7 +1226,7 @@ static int targets(void) {
       const cell *same = si >= 0 ? &cells[ci][si] : NULL;
       if (!c->run || !best || !same || !same->run) {
         printf("  %s at %d streams: CPU <= %.2fx nginx: not measured (%s)\n", d->label, counts[ci], lim,
-               !c->run ? (c->why ? c->why : "?") : nginx_missing);
+               !c->run ? (c->why ? c->why : "?") : nginx_binary ? "nginx not run (--only)" : nginx_missing);
       } else {
         double xs = c->cpu_us / same->cpu_us, xb = c->cpu_us / best;
         printf("  %s at %d streams: CPU <= %.2fx nginx: %s (%.2fx nginx %dw, %.2fx its best; %.2f against %.2f µs)\n",
@@ -1235,7 +1235,8 @@ static int targets(void) {
       }
       const cell *dc = &cells[ci][0];
       if (!c->run || !b || !b->run) {
-        printf("  %s at %d streams: added p99 <= 1.2x nginx 2w: not measured\n", d->label, counts[ci]);
+        printf("  %s at %d streams: added p99 <= 1.2x nginx 2w: not measured (%s)\n", d->label, counts[ci],
+               !c->run ? (c->why ? c->why : "?") : nginx_binary ? "nginx 2w not run (--only)" : nginx_missing);
       } else {
         double ga = c->r.p99_us - dc->r.p99_us, na = b->r.p99_us - dc->r.p99_us;
         int met = na > 0 ? ga <= 1.2 * na : ga <= 0;
