@@ -1527,6 +1527,10 @@ int main(int argc, char **argv) {
   printf("load average at start: %s\n", load_now());
   fflush(stdout);
 
+  for (int pi = 0; pi < nproxies; pi++) { /* what a skipped part says in the targets */
+    if (!do_sys) syscells[pi].why = "skipped: --sys-streams 0";
+    if (!do_idle) idles[0][pi].why = idles[1][pi].why = "skipped: --idle-streams 0";
+  }
   for (int ci = 0; ci < ncounts; ci++) {
     for (int pi = 0; pi < nproxies; pi++) {
       fprintf(stderr, "gateway_bench: %d streams, %s\n", counts[ci], proxies[pi].label);
