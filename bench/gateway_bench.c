@@ -29,8 +29,9 @@
  *   - peak RSS: VmHWM summed over the proxy's processes;
  *   - streams completed and corrupted: every chunk is regenerated from its stream, index
  *     and time fields and compared byte for byte; every stream must complete.
- * Then, per proxy: RSS per idle stream (N streams whose reply head has arrived and then
- * nothing for a second: VmRSS delta / N), and system calls per chunk from a separate,
+ * Then, per proxy: RSS per idle stream (N streams, then nothing for a second: VmRSS
+ * delta / N; once waiting for the reply, its head received, and once paused inside it,
+ * head and first chunk received), and system calls per chunk from a separate,
  * smaller run with `strace -c -f -p` attached to the proxy's processes (call counts do
  * not depend on timing, except epoll_wait, which one wake-up shares among all the
  * streams ready at once: fewer per chunk the busier the proxy).
