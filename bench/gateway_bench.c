@@ -1062,7 +1062,7 @@ static void measure_idle(int pi, int kind) {
     proxy_stop(&p);
     return;
   }
-  sleep_ms(200);
+  sleep_ms(idle_ms < 200 ? idle_ms : 200); /* let it settle after its start */
   c->before_kb = mem_kb(&p, "VmRSS");
   idle_mode = 1 + kind;
   clients_start(p.port, idle_n);
