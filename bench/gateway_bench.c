@@ -843,6 +843,26 @@ static cpu_snap cpu_read(const proxy_run *p) {
   return s;
 }
 
+/* TcpExt ListenOverflows from /proc/net/netstat: connections the kernel dropped because a
+ * listener's accept queue was full (machine-wide: other processes count too). -1 when
+ * unreadable. */
+static long long listen_overflows(void) {
+  FILE *f = fopen("/proc/net/netstat", "r");
+  if (!f) return -1;
+  char names[4096], values[4096];
+  long long v = -1;
+  while (fgets(names, sizeof names, f) && fgets(values, sizeof values, f)) {
+    if (strncmp(names, "TcpExt:", 7)) continue;
+    char *sn, *sv;
+    char *n = strtok_r(names, " \n", &sn), *x = strtok_r(values, " \n", &sv);
+    for (; n && x; n = strtok_r(NULL, " \n", &sn), x = strtok_r(NULL, " \n", &sv))
+      if (!strcmp(n, "ListenOverflows")) v = atoll(x);
+    break;
+  }
+  fclose(f);
+  return v;
+}
+
 /* The sum over the proxy's processes of a /proc/PID/status field in KiB (VmRSS, VmHWM). */
 static long mem_kb(const proxy_run *p, const char *field) {
   long sum = 0;
@@ -956,6 +976,7 @@ typedef struct {
   long ticks_user, ticks_sys;     /* clock ticks over the phase, as read */
   long hwm_kb, start_kb;
   char load[32]; /* the load average (1 min) when the cell ended */
+  long long overflows; /* listen queue overflows during the cell (machine-wide), -1: unknown */
 } cell;
 
 typedef struct {
@@ -1020,9 +1041,12 @@ static void measure_cell(int ci, int pi) {
     return;
   }
   c->start_kb = mem_kb(&p, "VmRSS");
+  long long ov0 = listen_overflows();
   cpu_snap a = cpu_read(&p);
   c->r = run_phase(p.port, counts[ci]);
   cpu_snap b = cpu_read(&p);
+  long long ov1 = listen_overflows();
+  c->overflows = ov0 >= 0 && ov1 >= 0 ? ov1 - ov0 : -1;
   c->hwm_kb = mem_kb(&p, "VmHWM");
   if (c->r.lost && d->kind == P_NGINX) nginx_log(p.dir, 3); /* say why, from its own log */
   proxy_stop(&p);
@@ -1183,11 +1207,18 @@ static void print_count(int ci) {
          "p50_us=%.0f\tp99_us=%.0f\tp999_us=%.0f\tadded_p50_us=%.0f\tadded_p99_us=%.0f\t"
          "added_p999_us=%.0f\tuser_us_per_chunk=%.3f\tsys_us_per_chunk=%.3f\tcpu_us_per_chunk=%.3f\t"
          "cpu_ratio_same=%s\tcpu_ratio_best=%s\tp99_ratio_nginx2=%s\tpeak_rss_kib=%ld\twall_s=%.1f\t"
-         "ticks_user=%ld\tticks_sys=%ld\tload=%s",
+         "ticks_user=%ld\tticks_sys=%ld\tload=%s\tlisten_overflows=%lld",
          s, d->id, d->workers, d->pub, r->completed, r->lost, r->unfinished, r->corrupted, r->samples, r->p50_us, r->p99_us,
          r->p999_us, d->kind == P_DIRECT ? 0 : a50, d->kind == P_DIRECT ? 0 : a99,
          d->kind == P_DIRECT ? 0 : a999, c->user_us, c->sys_us, c->cpu_us, rs, rb, rp, c->hwm_kb,
-         r->wall_s, c->ticks_user, c->ticks_sys, c->load);
+         r->wall_s, c->ticks_user, c->ticks_sys, c->load, c->overflows);
+  }
+  for (int pi = 0; pi < nproxies; pi++) {
+    const cell *c = &cells[ci][pi];
+    if (c->run && c->overflows > 0)
+      printf("(%s: %lld connections dropped by a full accept queue during the cell, machine-wide "
+             "(TcpExt ListenOverflows): the clients retry them, later)\n",
+             proxies[pi].label, c->overflows);
   }
   fflush(stdout);
 }
