@@ -1026,20 +1026,27 @@ static const char *nginx_missing = "nginx not found";
 static const char *load_now(void);
 static const char *find_on_path(const char *name, char *buf, size_t cap);
 
+/* Starts the proxy of a measurement, or says in *why why not (nginx missing, a failed
+ * start). 0 when it runs. */
+static int start_for(const proxy_def *d, proxy_run *p, const char **why) {
+  if (d->kind == P_NGINX && !nginx_binary) {
+    *why = nginx_missing;
+    return -1;
+  }
+  if (proxy_start(d, p)) {
+    fprintf(stderr, "gateway_bench: cannot start %s\n", d->label);
+    *why = "did not start";
+    proxy_stop(p);
+    return -1;
+  }
+  return 0;
+}
+
 static void measure_cell(int ci, int pi) {
   const proxy_def *d = &proxies[pi];
   cell *c = &cells[ci][pi];
-  if (d->kind == P_NGINX && !nginx_binary) {
-    c->why = nginx_missing;
-    return;
-  }
   proxy_run p;
-  if (proxy_start(d, &p)) {
-    fprintf(stderr, "gateway_bench: cannot start %s\n", d->label);
-    c->why = "did not start";
-    proxy_stop(&p);
-    return;
-  }
+  if (start_for(d, &p, &c->why)) return;
   c->start_kb = mem_kb(&p, "VmRSS");
   long long ov0 = listen_overflows();
   cpu_snap a = cpu_read(&p);
@@ -1076,16 +1083,8 @@ static void measure_cell(int ci, int pi) {
 static void measure_idle(int pi, int kind) {
   const proxy_def *d = &proxies[pi];
   idle_cell *c = &idles[kind][pi];
-  if (d->kind == P_NGINX && !nginx_binary) {
-    c->why = nginx_missing;
-    return;
-  }
   proxy_run p;
-  if (proxy_start(d, &p)) {
-    c->why = "did not start";
-    proxy_stop(&p);
-    return;
-  }
+  if (start_for(d, &p, &c->why)) return;
   sleep_ms(idle_ms < 200 ? idle_ms : 200); /* let it settle after its start */
   c->before_kb = mem_kb(&p, "VmRSS");
   idle_mode = 1 + kind;
@@ -1107,21 +1106,13 @@ static void measure_idle(int pi, int kind) {
 static void measure_sys(int pi) {
   const proxy_def *d = &proxies[pi];
   sys_cell *c = &syscells[pi];
-  if (d->kind == P_NGINX && !nginx_binary) {
-    c->why = nginx_missing;
-    return;
-  }
   char sbuf[512];
   if (!find_on_path("strace", sbuf, sizeof sbuf)) {
     c->why = "strace not installed (Debian: apt-get install strace)";
     return;
   }
   proxy_run p;
-  if (proxy_start(d, &p)) {
-    c->why = "did not start";
-    proxy_stop(&p);
-    return;
-  }
+  if (start_for(d, &p, &c->why)) return;
   char out[128];
   snprintf(out, sizeof out, "/tmp/ts-gwbench-strace-%d.txt", (int)getpid());
   pid_t sp = strace_start(&p, out);
