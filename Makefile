@@ -52,7 +52,8 @@ fuzz: deps
 test-fuzz:
 	$(MAKE) fuzz FUZZ_SECONDS=20
 
-bench: deps
+bench:
+	@bash scripts/install-deps.sh --bench
 	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTS_BENCH=ON -DTS_TESTS=OFF >/dev/null
 	cmake --build build-bench -j $(JOBS)
 	bash bench/run.sh build-bench

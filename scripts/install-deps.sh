@@ -2,7 +2,16 @@
 # Installs the Debian packages toolstream builds, tests and benchmarks with.
 # Idempotent: it asks apt only for what is missing, so a second run is a no-op.
 # Runs as root on Debian 12 (CI and developers are root); with sudo otherwise.
+#   install-deps.sh          what make build / make test need
+#   install-deps.sh --bench  that, plus what only make bench uses (bench_packages below)
 set -euo pipefail
+
+bench=0
+case "${1:-}" in
+  "") ;;
+  --bench) bench=1 ;;
+  *) echo "usage: install-deps.sh [--bench]" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake pkg-config
@@ -16,6 +25,13 @@ packages=(
   go-md2man man-db           # toolstream-events(7) from docs/events.md; the man pages' test
   zsh                        # the zsh completion's test
 )
+
+# Only for make bench, so the test job never needs them: the reverse proxy the gateway is
+# measured against (bench/gateway_bench.c runs it unprivileged with its own config, port
+# and temp directory; where an init system runs, Debian also starts its packaged service,
+# which the bench never touches), and strace for the system calls per chunk.
+bench_packages=(nginx strace)
+if [ "$bench" -eq 1 ]; then packages+=("${bench_packages[@]}"); fi
 
 missing=()
 # Node.js and npm run the SDK tests (tests/sdk) and the benchmark peers (bench/node). The
