@@ -49,7 +49,8 @@ enum {
   S_COLON,          /* after a key */
   S_AFTER,          /* after a value inside a container: ',' or the close */
   S_DONE,           /* after the top-level value: whitespace only */
-  S_STR,            /* inside a string or key body (sub-state in t->sub) */
+  S_STR,            /* inside a string or key body, between characters */
+  S_STR_SUB,        /* inside a string, within an escape or a UTF-8 character (t->sub) */
   S_NUM_MINUS,      /* number: after '-' */
   S_NUM_ZERO,       /* number: after a leading 0 */
   S_NUM_INT,        /* number: in the integer digits */
@@ -209,6 +210,190 @@ int ts_json_tok_done(const ts_json_tok *t) {
   return (t->state == S_DONE || t->state == S_FINISHED) && !t->err;
 }
 
+/* ---- string bodies ---------------------------------------------------------------------
+ * One lexer for string bodies serves both the machine and feed's string fast path. The
+ * plain part is inline: scan to the next stop byte, step over a one-character escape.
+ * Everything else goes out of line: str_special accepts a \u escape (or a surrogate
+ * pair) or a UTF-8 character held whole in the chunk with a few tests, and hands
+ * anything cut by the chunk's end or wrong to str_sub_run, the byte-at-a-time machine
+ * that keeps its place in t->sub (and t->uacc, t->lit, t->utf8_*) between chunks and
+ * finds an error at the same byte whatever the chunking. */
+
+static inline int hex4(const char *p) {
+  int a = hexval((uint8_t)p[0]), b = hexval((uint8_t)p[1]), c = hexval((uint8_t)p[2]),
+      d = hexval((uint8_t)p[3]);
+  return (a | b | c | d) < 0 ? -1 : (a << 12) | (b << 8) | (c << 4) | d;
+}
+
+/* 1 for the characters of a one-character escape (after the backslash). */
+static const uint8_t esc_simple[256] = {
+    ['"'] = 1, ['\\'] = 1, ['/'] = 1, ['b'] = 1, ['f'] = 1, ['n'] = 1, ['r'] = 1, ['t'] = 1,
+};
+
+/* Continues the string body at p, one byte at a time, from sub-state t->sub (which may
+ * be STR_PLAIN with p at a backslash, a control byte or a non-ASCII byte). Returns the
+ * byte after the escape or character once t->sub is back to STR_PLAIN, or end (t->sub
+ * says where the next chunk resumes), or, with *err set, the offending byte. */
+__attribute__((noinline)) static const char *str_sub_run(ts_json_tok *t, const char *p,
+                                                         const char *end, int *err) {
+  unsigned sub = t->sub;
+  while (p < end) {
+    const uint8_t c = (uint8_t)*p;
+    switch (sub) {
+      case STR_PLAIN:
+        if (c == '\\') {
+          sub = STR_ESC;
+          break;
+        }
+        if (c < 0x20) {
+          *err = TS_E_JSON_CTRL;
+          goto stop;
+        }
+        /* UTF-8 lead byte: how many continuation bytes follow and the range of the
+         * first one (which excludes overlong forms, encoded surrogates and code points
+         * above U+10FFFF) */
+        t->utf8_lo = 0x80, t->utf8_hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) {
+          t->utf8_need = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+          t->utf8_need = 2;
+          if (c == 0xE0) t->utf8_lo = 0xA0;
+          if (c == 0xED) t->utf8_hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+          t->utf8_need = 3;
+          if (c == 0xF0) t->utf8_lo = 0x90;
+          if (c == 0xF4) t->utf8_hi = 0x8F;
+        } else {
+          *err = TS_E_JSON_UTF8;
+          goto stop;
+        }
+        sub = STR_UTF8;
+        break;
+      case STR_UTF8:
+        if (c < t->utf8_lo || c > t->utf8_hi) {
+          *err = TS_E_JSON_UTF8;
+          goto stop;
+        }
+        t->utf8_lo = 0x80, t->utf8_hi = 0xBF;
+        if (--t->utf8_need == 0) sub = STR_PLAIN;
+        break;
+      case STR_ESC:
+        if (c == 'u') {
+          sub = STR_U;
+          t->uacc = 0;
+          t->lit = 0; /* digits seen (lit is free inside strings) */
+        } else if (esc_simple[c]) {
+          sub = STR_PLAIN;
+        } else {
+          *err = TS_E_JSON_ESCAPE;
+          goto stop;
+        }
+        break;
+      case STR_U: {
+        int h = hexval(c);
+        if (h < 0) {
+          *err = TS_E_JSON_ESCAPE;
+          goto stop;
+        }
+        t->uacc = (uint16_t)((t->uacc << 4) | (unsigned)h);
+        if (++t->lit < 4) break;
+        uint16_t u = t->uacc;
+        if (t->hi_surrogate) {
+          if (u < 0xDC00 || u > 0xDFFF) {
+            *err = TS_E_JSON_SURROGATE;
+            goto stop;
+          }
+          t->hi_surrogate = 0;
+          sub = STR_PLAIN;
+        } else if (u >= 0xD800 && u <= 0xDBFF) {
+          t->hi_surrogate = u;
+          sub = STR_SURR_BS;
+        } else if (u >= 0xDC00 && u <= 0xDFFF) {
+          *err = TS_E_JSON_SURROGATE;
+          goto stop;
+        } else {
+          sub = STR_PLAIN;
+        }
+        break;
+      }
+      case STR_SURR_BS:
+        if (c != '\\') {
+          *err = TS_E_JSON_SURROGATE;
+          goto stop;
+        }
+        sub = STR_SURR_U;
+        break;
+      case STR_SURR_U:
+        if (c != 'u') {
+          *err = TS_E_JSON_SURROGATE;
+          goto stop;
+        }
+        sub = STR_U;
+        t->uacc = 0;
+        t->lit = 0;
+        break;
+    }
+    p++;
+    if (sub == STR_PLAIN) break;
+  }
+stop:
+  t->sub = (uint8_t)sub;
+  return p;
+}
+
+/* p is at a stop byte other than the quote and a one-character escape, with t->sub ==
+ * STR_PLAIN. Accepts a \u escape, a surrogate pair or a UTF-8 character held whole in
+ * [p, end) and returns the byte after it; anything else goes to str_sub_run. */
+__attribute__((noinline)) static const char *str_special(ts_json_tok *t, const char *p,
+                                                         const char *end, int *err) {
+  const unsigned c = (uint8_t)*p;
+  if (c == '\\') {
+    if (end - p >= 6 && p[1] == 'u') {
+      const int u = hex4(p + 2);
+      if (u >= 0 && (u < 0xD800 || u > 0xDFFF)) return p + 6;
+      if (u >= 0xD800 && u <= 0xDBFF && end - p >= 12 && p[6] == '\\' && p[7] == 'u') {
+        const int lo = hex4(p + 8);
+        if (lo >= 0xDC00 && lo <= 0xDFFF) return p + 12;
+      }
+    }
+  } else if (c >= 0xC2 && c <= 0xF4) {
+    const unsigned need = c < 0xE0 ? 1u : c < 0xF0 ? 2u : 3u;
+    if ((size_t)(end - p) > need) {
+      const unsigned d = (uint8_t)p[1];
+      const unsigned lo = c == 0xE0 ? 0xA0u : c == 0xF0 ? 0x90u : 0x80u;
+      const unsigned hi = c == 0xED ? 0x9Fu : c == 0xF4 ? 0x8Fu : 0xBFu;
+      if (d >= lo && d <= hi && (need < 2 || ((uint8_t)p[2] & 0xC0) == 0x80) &&
+          (need < 3 || ((uint8_t)p[3] & 0xC0) == 0x80))
+        return p + need + 1;
+    }
+  }
+  return str_sub_run(t, p, end, err);
+}
+
+/* Lexes a string body from p (t->sub says where it stands). Returns the closing quote,
+ * or end (the chunk ended inside the string; t->sub says where), or, with *err set, the
+ * offending byte. `buf` is the chunk's start (see scan_string). */
+static inline __attribute__((always_inline)) const char *
+str_body(ts_json_tok *t, const char *p, const char *end, const char *buf, int *err) {
+  if (__builtin_expect(t->sub != STR_PLAIN, 0)) goto special;
+  for (;;) {
+    p = scan_string(p, end, buf);
+    if (p == end) return p;
+    if (*p == '"') return p;
+    if (*p == '\\' && end - p >= 2 && esc_simple[(uint8_t)p[1]]) {
+      p += 2;
+      continue;
+    }
+    if (t->sub == STR_PLAIN) {
+      p = str_special(t, p, end, err);
+    } else {
+    special:
+      p = str_sub_run(t, p, end, err);
+    }
+    if (*err || t->sub != STR_PLAIN) return p;
+  }
+}
+
 /* The state machine. `sp`, if not NULL, says that the chunk begins inside a plain
  * string body whose scan already stopped at sp. Grammar points are labels; the common
  * transitions jump straight to the next one, and each label saves its own state when
@@ -230,9 +415,8 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   const uint64_t bias = base - (uint64_t)(uintptr_t)buf;
   uint32_t depth = t->depth;
   unsigned obj = t->in_obj;     /* the innermost container is an object */
-  unsigned first = t->first;    /* TS_JSON_FIRST until the open token reports a fragment */
-  unsigned skind = t->str_kind; /* TS_JSON_KEY or TS_JSON_STRING */
-  unsigned sub = STR_PLAIN;
+  unsigned first = t->tok.flags; /* TS_JSON_FIRST until the open token reports a fragment */
+  unsigned skind = t->tok.kind;  /* TS_JSON_KEY or TS_JSON_STRING, inside a string */
   const char *frag = buf; /* start of the key/string/number text in this chunk */
   int err = 0;
   uint8_t c;
@@ -268,8 +452,8 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   }
 
   if (sp) {
-    p = sp;
-    goto str_stop;
+    p = sp; /* a string's closing quote */
+    goto str_quote;
   }
   switch (state) {
     case S_VALUE: goto g_value;
@@ -280,9 +464,7 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
     case S_AFTER: goto g_after;
     case S_DONE: goto g_done;
     case S_STR:
-      sub = t->sub;
-      if (sub == STR_PLAIN) goto str_plain;
-      goto str_sub;
+    case S_STR_SUB: goto str_resume;
     case S_NUM_MINUS: goto n_minus;
     case S_NUM_ZERO: goto n_zero;
     case S_NUM_INT: goto n_int;
@@ -421,126 +603,19 @@ str_open:
   p++;
   frag = p;
   first = TS_JSON_FIRST;
-str_plain:
-  p = scan_string(p, end, buf);
-  if (p == end) {
-    sub = STR_PLAIN;
-    goto str_chunk_end;
-  }
-str_stop:
-  c = (uint8_t)*p;
-  if (c == '"') {
-    EMIT_FRAG(skind, p, 1);
-    p++;
-    if (skind == TS_JSON_KEY) goto g_colon;
-    goto after_value;
-  }
-  if (c == '\\') {
-    p++;
-    sub = STR_ESC;
-    if (p == end) goto str_chunk_end;
-    c = (uint8_t)*p;
-    if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' ||
-        c == 't') {
-      p++;
-      goto str_plain;
-    }
-    goto str_sub_c;
-  }
-  if (c < 0x20) FAIL(TS_E_JSON_CTRL);
-  {
-    /* UTF-8 lead byte: how many continuation bytes follow and the range of the first
-     * one (which excludes overlong forms, encoded surrogates and code points above
-     * U+10FFFF). */
-    unsigned need, lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      need = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      need = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      FAIL(TS_E_JSON_UTF8);
-    }
-    p++;
-    for (;;) {
-      if (p == end) {
-        t->utf8_need = (uint8_t)need, t->utf8_lo = (uint8_t)lo, t->utf8_hi = (uint8_t)hi;
-        sub = STR_UTF8;
-        goto str_chunk_end;
-      }
-      uint8_t d = (uint8_t)*p;
-      if (d < lo || d > hi) FAIL(TS_E_JSON_UTF8);
-      lo = 0x80, hi = 0xBF;
-      p++;
-      if (--need == 0) goto str_plain;
-    }
-  }
-
-str_sub: /* inside an escape or a UTF-8 character: one byte at a time */
+  t->sub = STR_PLAIN;
+str_resume:
+  p = str_body(t, p, end, buf, &err);
+  if (err) goto fail;
   if (p == end) goto str_chunk_end;
-  c = (uint8_t)*p;
-str_sub_c:
-  switch (sub) {
-    case STR_UTF8:
-      if (c < t->utf8_lo || c > t->utf8_hi) FAIL(TS_E_JSON_UTF8);
-      t->utf8_lo = 0x80, t->utf8_hi = 0xBF;
-      if (--t->utf8_need == 0) sub = STR_PLAIN;
-      break;
-    case STR_ESC:
-      if (c == 'u') {
-        sub = STR_U;
-        t->uacc = 0;
-        t->lit = 0; /* digits seen (lit is free inside strings) */
-      } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' ||
-                 c == 'r' || c == 't') {
-        sub = STR_PLAIN;
-      } else {
-        FAIL(TS_E_JSON_ESCAPE);
-      }
-      break;
-    case STR_U: {
-      int h = hexval(c);
-      if (h < 0) FAIL(TS_E_JSON_ESCAPE);
-      t->uacc = (uint16_t)((t->uacc << 4) | (unsigned)h);
-      if (++t->lit < 4) break;
-      uint16_t u = t->uacc;
-      if (t->hi_surrogate) {
-        if (u < 0xDC00 || u > 0xDFFF) FAIL(TS_E_JSON_SURROGATE);
-        t->hi_surrogate = 0;
-        sub = STR_PLAIN;
-      } else if (u >= 0xD800 && u <= 0xDBFF) {
-        t->hi_surrogate = u;
-        sub = STR_SURR_BS;
-      } else if (u >= 0xDC00 && u <= 0xDFFF) {
-        FAIL(TS_E_JSON_SURROGATE);
-      } else {
-        sub = STR_PLAIN;
-      }
-      break;
-    }
-    case STR_SURR_BS:
-      if (c != '\\') FAIL(TS_E_JSON_SURROGATE);
-      sub = STR_SURR_U;
-      break;
-    case STR_SURR_U:
-      if (c != 'u') FAIL(TS_E_JSON_SURROGATE);
-      sub = STR_U;
-      t->uacc = 0;
-      t->lit = 0;
-      break;
-  }
+str_quote:
+  EMIT_FRAG(skind, p, 1);
   p++;
-  if (sub == STR_PLAIN) goto str_plain;
-  goto str_sub;
+  if (skind == TS_JSON_KEY) goto g_colon;
+  goto after_value;
 
 str_chunk_end:
-  t->sub = (uint8_t)sub;
-  state = S_STR;
+  state = t->sub == STR_PLAIN ? S_STR : S_STR_SUB;
   if (p != frag) EMIT_FRAG(skind, p, 0);
   goto out;
 
@@ -668,8 +743,10 @@ out:
   t->state = (uint8_t)state;
   t->depth = depth;
   t->in_obj = (uint8_t)obj;
-  t->first = (uint8_t)first;
-  t->str_kind = (uint8_t)skind;
+  /* the open token, for the next call (kind matters only inside a string) */
+  t->tok.flags = (uint8_t)first;
+  t->tok.kind = (uint8_t)skind;
+  t->tok.depth = depth;
   t->pos = base + len;
   return TS_E_OK;
 
@@ -687,40 +764,93 @@ fail:
 #undef SKIP_WS
 }
 
-/* The fast path's one fragment: the whole chunk [buf, buf + len) is string body. Out of
- * line so that feed itself needs no stack frame. */
-__attribute__((noinline)) static int feed_whole_fragment(ts_json_tok *t, const char *buf,
-                                                         size_t len) {
-  const uint64_t pos = t->pos;
-  ts_json_token ft;
-  ft.text = buf;
-  ft.len = len;
-  ft.offset = pos;
-  ft.depth = t->depth;
-  ft.kind = t->str_kind;
-  ft.flags = t->first;
-  t->first = 0;
-  if (t->cb(t->user, &ft)) {
-    t->state = S_ERROR;
-    t->err = TS_E_ABORTED;
-    t->err_offset = pos + len;
-    t->pos = pos + len;
-    return TS_E_ABORTED;
-  }
-  t->pos = pos + len;
+/* ---- the string fast path ------------------------------------------------------------
+ * A long string arriving in small deltas is the common case (a file's content inside a
+ * write_file call), and there the cost of a call matters more than the cost of a byte.
+ * A chunk that continues a string goes through the three functions below and never
+ * through the machine: the token in progress lives in t->tok (kind, depth, first-ness),
+ * so reporting the chunk writes only its view. Escapes and UTF-8 characters held whole
+ * in the chunk are checked here too; anything else (the closing quote, an escape or a
+ * character cut by the chunk's end, a surrogate pair, a byte in error) hands the rest
+ * of the chunk to the machine at the byte that needs it, with nothing reported yet. */
+
+/* The callback stopped the tokenizer during a fast-path fragment. Cold. */
+__attribute__((noinline, cold)) static int fast_aborted(ts_json_tok *t, size_t len) {
+  t->state = S_ERROR;
+  t->err = TS_E_ABORTED;
+  t->err_offset = t->pos + len;
+  t->pos += len;
+  return TS_E_ABORTED;
+}
+
+/* Reports the whole chunk [buf, buf + len) as the next fragment of the open string. */
+static inline int str_fragment(ts_json_tok *t, const char *buf, size_t len) {
+  t->tok.text = buf;
+  t->tok.len = len;
+  t->tok.offset = t->pos;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) return fast_aborted(t, len);
+  t->tok.flags = 0;
+  t->pos += t->tok.len; /* the callback cannot change it; no need to keep len alive */
   return TS_E_OK;
 }
 
-int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
-  /* Fast path for the common case of a long string arriving in small deltas: the
-   * whole chunk is plain string body. One scan, one fragment, no state change. The
-   * state test also excludes the error and finished states. */
-  if (t->state == S_STR && t->sub == STR_PLAIN && len) {
-    const char *const end = buf + len;
-    const char *s = scan_string(buf, end, buf);
-    if (s == end) return feed_whole_fragment(t, buf, len);
-    return feed_machine(t, buf, len, s);
+/* 1 if [buf, buf + len), 0 < len <= 16, holds a byte a string body must stop at. */
+static inline int short_has_stop(const char *buf, size_t len) {
+#if defined(__SSE2__)
+  const char *const end = buf + len;
+  __m128i v;
+  unsigned keep = 0xFFFF;
+  if (len >= 8) {
+    /* two overlapping words cover the chunk */
+    v = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)buf),
+                           _mm_loadl_epi64((const __m128i *)(const void *)(end - 8)));
+  } else if (len >= 4) {
+    uint32_t a, b;
+    memcpy(&a, buf, 4);
+    memcpy(&b, end - 4, 4);
+    v = _mm_cvtsi64_si128((long long)(a | (uint64_t)b << 32));
+    keep = 0xFF; /* the upper lanes are zero, which would count as control bytes */
+  } else {
+    return scan_short(buf, end) != end;
   }
+  const __m128i stop =
+      _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                   _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+  return ((unsigned)_mm_movemask_epi8(stop) & keep) != 0;
+#else
+  return scan_short(buf, buf + len) != buf + len;
+#endif
+}
+
+/* The chunk [buf, buf + len) continues a string (t->state is S_STR or S_STR_SUB).
+ * If it holds no closing quote and no error, it is one fragment; otherwise the machine
+ * takes over at the quote, or the error is recorded here. */
+__attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, size_t len) {
+  const char *const end = buf + len;
+  int err = 0;
+  const char *p = str_body(t, buf, end, buf, &err);
+  if (__builtin_expect(err != 0, 0)) {
+    t->state = S_ERROR;
+    t->err = err;
+    t->err_offset = t->pos + (uint64_t)(p - buf);
+    t->pos += len;
+    return err;
+  }
+  if (p == end) {
+    t->state = t->sub == STR_PLAIN ? S_STR : S_STR_SUB;
+    return str_fragment(t, buf, len);
+  }
+  return feed_machine(t, buf, len, p);
+}
+
+int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
+  /* Inside a string between characters (which also excludes the error and finished
+   * states): scan the chunk; all string body is one fragment, no state changes. */
+  const unsigned state = t->state;
+  if (state == S_STR && len && len <= 16 && !short_has_stop(buf, len))
+    return str_fragment(t, buf, len);
+  if ((state == S_STR || state == S_STR_SUB) && len) return str_more(t, buf, len);
   return feed_machine(t, buf, len, NULL);
 }
 
@@ -737,8 +867,8 @@ int ts_json_tok_finish(ts_json_tok *t) {
                            .offset = t->pos,
                            .depth = 0,
                            .kind = TS_JSON_NUMBER,
-                           .flags = (uint8_t)(t->first | TS_JSON_LAST)};
-      t->first = 0;
+                           .flags = (uint8_t)(t->tok.flags | TS_JSON_LAST)};
+      t->tok.flags = 0;
       if (t->cb(t->user, &tok)) {
         err = TS_E_ABORTED;
       } else {

@@ -130,13 +130,15 @@ typedef struct ts_json_tok {
   uint8_t utf8_need;   /* continuation bytes still expected in the current character */
   uint8_t utf8_lo;     /* allowed range of the next continuation byte */
   uint8_t utf8_hi;
-  uint8_t str_kind;    /* TS_JSON_KEY or TS_JSON_STRING: what the string being lexed is */
   uint8_t lit;         /* which literal is being matched */
   uint8_t in_obj;      /* the innermost open container is an object */
-  uint8_t first;       /* TS_JSON_FIRST until the current key/string/number reports a fragment */
-  uint64_t tok_start;  /* absolute offset where the current literal began */
   uint16_t uacc;       /* \u code unit being accumulated */
   uint16_t hi_surrogate; /* pending high surrogate, 0 if none */
+  uint64_t tok_start;  /* absolute offset where the current literal began */
+  /* The open key/string/number's token, kept between calls: kind and depth of the
+   * token, flags TS_JSON_FIRST until it has reported a fragment. A chunk that only
+   * continues a string rewrites its view (text, len, offset) and reports it as is. */
+  ts_json_token tok;
   uint8_t stack[TS_JSON_MAX_DEPTH_CAP / 8]; /* 1 bit per open container: 1 = object */
 } ts_json_tok;
 
