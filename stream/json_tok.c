@@ -49,8 +49,7 @@ enum {
   S_COLON,          /* after a key */
   S_AFTER,          /* after a value inside a container: ',' or the close */
   S_DONE,           /* after the top-level value: whitespace only */
-  S_STR,            /* inside a string or key body, between characters */
-  S_STR_SUB,        /* inside a string, within an escape or a UTF-8 character (t->sub) */
+  S_STR,            /* inside a string or key body (t->sub: the DFA state, see below) */
   S_NUM_MINUS,      /* number: after '-' */
   S_NUM_ZERO,       /* number: after a leading 0 */
   S_NUM_INT,        /* number: in the integer digits */
@@ -64,15 +63,87 @@ enum {
   S_ERROR,          /* t->err is set; nothing more is reported */
 };
 
-/* Sub-states inside a string body. */
-enum {
-  STR_PLAIN = 0,
-  STR_ESC,     /* after a backslash */
-  STR_U,       /* in \u digits: t->uacc holds them, t->lit counts them */
-  STR_SURR_BS, /* a high surrogate was read: a backslash must follow */
-  STR_SURR_U,  /* ... then 'u' */
-  STR_UTF8,    /* t->utf8_need continuation bytes still due */
+/* Inside a string body, t->sub is the state of a small DFA that checks escapes and
+ * UTF-8 one byte at a time (the plain runs between them are skipped 16 bytes at a time,
+ * see scan_string). A state says exactly what the next byte may be:
+ *   PL   between characters
+ *   ES   after a backslash
+ *   U1 U2 U3 U4   \u seen, the next is the 1st..4th hex digit (U2D: the 1st was d/D)
+ *   LO3 LO4       \uD[c-f]: a lone low surrogate, an error once its 4th digit is read
+ *   H3 H4         \uD[8-b]: a high surrogate; HBS then HU: its "\u" must follow
+ *   L1 L2 L3 L4   the low surrogate's digits (L2X L3X L4X: not in DC00-DFFF, an error
+ *                 at its 4th digit)
+ *   C1 C2 C3      1, 2, 3 UTF-8 continuation bytes (80-BF) due
+ *   E0 ED F0 F4   the first continuation byte after that lead, which has a narrower
+ *                 range (no overlong forms, no encoded surrogates, nothing above
+ *                 U+10FFFF)
+ * and five exits, which absorb every later byte: QT (the closing quote) and the errors
+ * XC (a control byte), XU (bad UTF-8), XE (a bad escape), XS (a bad surrogate). Errors
+ * are thus found at the same byte whatever the chunking. */
+enum { C_Q, C_BS, C_CT, C_AS, C_U, C_EL, C_H07, C_H89, C_HAB, C_Hb, C_HC, C_HD, C_HEF, C_Hf, C_K80, C_K90, C_KA0, C_LC2, C_LE0, C_LE1, C_LED, C_LF0, C_LF1, C_LF4, C_BAD };
+enum { D_PL, D_ES, D_U1, D_U2, D_U2D, D_U3, D_U4, D_LO3, D_LO4, D_H3, D_H4, D_HBS, D_HU, D_L1, D_L2, D_L2X, D_L3, D_L3X, D_L4, D_L4X, D_C1, D_C2, D_C3, D_E0, D_ED, D_F0, D_F4, D_QT, D_XC, D_XU, D_XE, D_XS, D_NSTATES };
+static const int16_t str_exit_err[5] = {0, TS_E_JSON_CTRL, TS_E_JSON_UTF8, TS_E_JSON_ESCAPE,
+                                        TS_E_JSON_SURROGATE};
+
+/* Byte classes (see the DFA below). Generated; rows of 16 bytes. */
+static const uint8_t str_class[256] = {
+    C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT,
+    C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT,
+    C_AS, C_AS, C_Q, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_EL,
+    C_H07, C_H07, C_H07, C_H07, C_H07, C_H07, C_H07, C_H07, C_H89, C_H89, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS,
+    C_AS, C_HAB, C_HAB, C_HC, C_HD, C_HEF, C_HEF, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS,
+    C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_BS, C_AS, C_AS, C_AS,
+    C_AS, C_HAB, C_Hb, C_HC, C_HD, C_HEF, C_Hf, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_EL, C_AS,
+    C_AS, C_AS, C_EL, C_AS, C_EL, C_U, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS,
+    C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80,
+    C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90,
+    C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0,
+    C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0,
+    C_BAD, C_BAD, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2,
+    C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2,
+    C_LE0, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LED, C_LE1, C_LE1,
+    C_LF0, C_LF1, C_LF1, C_LF1, C_LF4, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD,
 };
+
+/* str_dfa[32 * state + class] is 32 times the next state: states are kept scaled (in
+ * t->sub too), so the next index is one addition away. The exits absorb every byte, so
+ * a short chunk can be run without a test per byte. Columns: Q BS CT AS U EL H07 H89 HAB Hb HC HD HEF Hf K80 K90 KA0 LC2 LE0 LE1 LED LF0 LF1 LF4 BAD. */
+#define X(st) (st * 32)
+static const uint16_t str_dfa[D_NSTATES * 32] = {
+    /* PL  */ X(D_QT), X(D_ES), X(D_XC), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_XU), X(D_XU), X(D_XU), X(D_C1), X(D_E0), X(D_C2), X(D_ED), X(D_F0), X(D_C3), X(D_F4), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* ES  */ X(D_PL), X(D_PL), X(D_XE), X(D_XE), X(D_U1), X(D_PL), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* U1  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_U2), X(D_U2), X(D_U2), X(D_U2), X(D_U2), X(D_U2D), X(D_U2), X(D_U2), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* U2  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_U3), X(D_U3), X(D_U3), X(D_U3), X(D_U3), X(D_U3), X(D_U3), X(D_U3), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* U2D */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_U3), X(D_H3), X(D_H3), X(D_H3), X(D_LO3), X(D_LO3), X(D_LO3), X(D_LO3), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* U3  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_U4), X(D_U4), X(D_U4), X(D_U4), X(D_U4), X(D_U4), X(D_U4), X(D_U4), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* U4  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* LO3 */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_LO4), X(D_LO4), X(D_LO4), X(D_LO4), X(D_LO4), X(D_LO4), X(D_LO4), X(D_LO4), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* LO4 */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* H3  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_H4), X(D_H4), X(D_H4), X(D_H4), X(D_H4), X(D_H4), X(D_H4), X(D_H4), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* H4  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_HBS), X(D_HBS), X(D_HBS), X(D_HBS), X(D_HBS), X(D_HBS), X(D_HBS), X(D_HBS), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* HBS */ X(D_XS), X(D_HU), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* HU  */ X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_L1), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L1  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_L2X), X(D_L2X), X(D_L2X), X(D_L2X), X(D_L2X), X(D_L2), X(D_L2X), X(D_L2X), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L2  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3), X(D_L3), X(D_L3), X(D_L3), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L2X */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L3  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_L4), X(D_L4), X(D_L4), X(D_L4), X(D_L4), X(D_L4), X(D_L4), X(D_L4), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L3X */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_L4X), X(D_L4X), X(D_L4X), X(D_L4X), X(D_L4X), X(D_L4X), X(D_L4X), X(D_L4X), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L4  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L4X */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* C1  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* C2  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C1), X(D_C1), X(D_C1), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* C3  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C2), X(D_C2), X(D_C2), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* E0  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C1), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* ED  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C1), X(D_C1), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* F0  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C2), X(D_C2), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* F4  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C2), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* QT  */ X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* XC  */ X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* XU  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* XE  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* XS  */ X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+};
+#undef X
 
 static const char *const lit_text[3] = {"true", "false", "null"};
 static const uint8_t lit_len[3] = {4, 5, 4};
@@ -211,187 +282,44 @@ int ts_json_tok_done(const ts_json_tok *t) {
 }
 
 /* ---- string bodies ---------------------------------------------------------------------
- * One lexer for string bodies serves both the machine and feed's string fast path. The
- * plain part is inline: scan to the next stop byte, step over a one-character escape.
- * Everything else goes out of line: str_special accepts a \u escape (or a surrogate
- * pair) or a UTF-8 character held whole in the chunk with a few tests, and hands
- * anything cut by the chunk's end or wrong to str_sub_run, the byte-at-a-time machine
- * that keeps its place in t->sub (and t->uacc, t->lit, t->utf8_*) between chunks and
- * finds an error at the same byte whatever the chunking. */
+ * One lexer for string bodies serves both the machine and feed's string fast path:
+ * plain runs are skipped by scan_string, and from each stop byte the DFA above runs a
+ * byte at a time until it is back between characters (PL) or exits. */
 
-static inline int hex4(const char *p) {
-  int a = hexval((uint8_t)p[0]), b = hexval((uint8_t)p[1]), c = hexval((uint8_t)p[2]),
-      d = hexval((uint8_t)p[3]);
-  return (a | b | c | d) < 0 ? -1 : (a << 12) | (b << 8) | (c << 4) | d;
-}
-
-/* 1 for the characters of a one-character escape (after the backslash). */
-static const uint8_t esc_simple[256] = {
-    ['"'] = 1, ['\\'] = 1, ['/'] = 1, ['b'] = 1, ['f'] = 1, ['n'] = 1, ['r'] = 1, ['t'] = 1,
-};
-
-/* Continues the string body at p, one byte at a time, from sub-state t->sub (which may
- * be STR_PLAIN with p at a backslash, a control byte or a non-ASCII byte). Returns the
- * byte after the escape or character once t->sub is back to STR_PLAIN, or end (t->sub
- * says where the next chunk resumes), or, with *err set, the offending byte. */
-__attribute__((noinline)) static const char *str_sub_run(ts_json_tok *t, const char *p,
-                                                         const char *end, int *err) {
-  unsigned sub = t->sub;
-  while (p < end) {
-    const uint8_t c = (uint8_t)*p;
-    switch (sub) {
-      case STR_PLAIN:
-        if (c == '\\') {
-          sub = STR_ESC;
-          break;
-        }
-        if (c < 0x20) {
-          *err = TS_E_JSON_CTRL;
-          goto stop;
-        }
-        /* UTF-8 lead byte: how many continuation bytes follow and the range of the
-         * first one (which excludes overlong forms, encoded surrogates and code points
-         * above U+10FFFF) */
-        t->utf8_lo = 0x80, t->utf8_hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) {
-          t->utf8_need = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-          t->utf8_need = 2;
-          if (c == 0xE0) t->utf8_lo = 0xA0;
-          if (c == 0xED) t->utf8_hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-          t->utf8_need = 3;
-          if (c == 0xF0) t->utf8_lo = 0x90;
-          if (c == 0xF4) t->utf8_hi = 0x8F;
-        } else {
-          *err = TS_E_JSON_UTF8;
-          goto stop;
-        }
-        sub = STR_UTF8;
-        break;
-      case STR_UTF8:
-        if (c < t->utf8_lo || c > t->utf8_hi) {
-          *err = TS_E_JSON_UTF8;
-          goto stop;
-        }
-        t->utf8_lo = 0x80, t->utf8_hi = 0xBF;
-        if (--t->utf8_need == 0) sub = STR_PLAIN;
-        break;
-      case STR_ESC:
-        if (c == 'u') {
-          sub = STR_U;
-          t->uacc = 0;
-          t->lit = 0; /* digits seen (lit is free inside strings) */
-        } else if (esc_simple[c]) {
-          sub = STR_PLAIN;
-        } else {
-          *err = TS_E_JSON_ESCAPE;
-          goto stop;
-        }
-        break;
-      case STR_U: {
-        int h = hexval(c);
-        if (h < 0) {
-          *err = TS_E_JSON_ESCAPE;
-          goto stop;
-        }
-        t->uacc = (uint16_t)((t->uacc << 4) | (unsigned)h);
-        if (++t->lit < 4) break;
-        uint16_t u = t->uacc;
-        if (t->hi_surrogate) {
-          if (u < 0xDC00 || u > 0xDFFF) {
-            *err = TS_E_JSON_SURROGATE;
-            goto stop;
-          }
-          t->hi_surrogate = 0;
-          sub = STR_PLAIN;
-        } else if (u >= 0xD800 && u <= 0xDBFF) {
-          t->hi_surrogate = u;
-          sub = STR_SURR_BS;
-        } else if (u >= 0xDC00 && u <= 0xDFFF) {
-          *err = TS_E_JSON_SURROGATE;
-          goto stop;
-        } else {
-          sub = STR_PLAIN;
-        }
-        break;
-      }
-      case STR_SURR_BS:
-        if (c != '\\') {
-          *err = TS_E_JSON_SURROGATE;
-          goto stop;
-        }
-        sub = STR_SURR_U;
-        break;
-      case STR_SURR_U:
-        if (c != 'u') {
-          *err = TS_E_JSON_SURROGATE;
-          goto stop;
-        }
-        sub = STR_U;
-        t->uacc = 0;
-        t->lit = 0;
-        break;
-    }
-    p++;
-    if (sub == STR_PLAIN) break;
-  }
-stop:
-  t->sub = (uint8_t)sub;
+/* Runs the DFA from state *sp over [p, end) until it is back at PL or exits; returns
+ * the byte after the last one it took. Needs p < end and *sp != PL or p at a stop. */
+static inline const char *dfa_run(unsigned *sp, const char *p, const char *end) {
+  unsigned s = *sp;
+  do {
+    s = str_dfa[s + str_class[(uint8_t)*p++]];
+  } while (s - 32u < 32u * (D_QT - 1) && p < end);
+  *sp = s;
   return p;
 }
 
-/* p is at a stop byte other than the quote and a one-character escape, with t->sub ==
- * STR_PLAIN. Accepts a \u escape, a surrogate pair or a UTF-8 character held whole in
- * [p, end) and returns the byte after it; anything else goes to str_sub_run. */
-__attribute__((noinline)) static const char *str_special(ts_json_tok *t, const char *p,
-                                                         const char *end, int *err) {
-  const unsigned c = (uint8_t)*p;
-  if (c == '\\') {
-    if (end - p >= 6 && p[1] == 'u') {
-      const int u = hex4(p + 2);
-      if (u >= 0 && (u < 0xD800 || u > 0xDFFF)) return p + 6;
-      if (u >= 0xD800 && u <= 0xDBFF && end - p >= 12 && p[6] == '\\' && p[7] == 'u') {
-        const int lo = hex4(p + 8);
-        if (lo >= 0xDC00 && lo <= 0xDFFF) return p + 12;
-      }
-    }
-  } else if (c >= 0xC2 && c <= 0xF4) {
-    const unsigned need = c < 0xE0 ? 1u : c < 0xF0 ? 2u : 3u;
-    if ((size_t)(end - p) > need) {
-      const unsigned d = (uint8_t)p[1];
-      const unsigned lo = c == 0xE0 ? 0xA0u : c == 0xF0 ? 0x90u : 0x80u;
-      const unsigned hi = c == 0xED ? 0x9Fu : c == 0xF4 ? 0x8Fu : 0xBFu;
-      if (d >= lo && d <= hi && (need < 2 || ((uint8_t)p[2] & 0xC0) == 0x80) &&
-          (need < 3 || ((uint8_t)p[3] & 0xC0) == 0x80))
-        return p + need + 1;
-    }
-  }
-  return str_sub_run(t, p, end, err);
-}
-
-/* Lexes a string body from p (t->sub says where it stands). Returns the closing quote,
- * or end (the chunk ended inside the string; t->sub says where), or, with *err set, the
- * offending byte. `buf` is the chunk's start (see scan_string). */
+/* Lexes a string body from p, in DFA state t->sub. Returns the closing quote (t->sub is
+ * PL), or end (the chunk ended inside the string; t->sub says where), or, with *err
+ * set, the offending byte. `buf` is the chunk's start (see scan_string). */
 static inline __attribute__((always_inline)) const char *
 str_body(ts_json_tok *t, const char *p, const char *end, const char *buf, int *err) {
-  if (__builtin_expect(t->sub != STR_PLAIN, 0)) goto special;
+  unsigned s = t->sub;
   for (;;) {
-    p = scan_string(p, end, buf);
-    if (p == end) return p;
-    if (*p == '"') return p;
-    if (*p == '\\' && end - p >= 2 && esc_simple[(uint8_t)p[1]]) {
-      p += 2;
-      continue;
+    if (s == 32 * D_PL) {
+      p = scan_string(p, end, buf);
+      if (p == end) break;
+      if (*p == '"') return p;
     }
-    if (t->sub == STR_PLAIN) {
-      p = str_special(t, p, end, err);
-    } else {
-    special:
-      p = str_sub_run(t, p, end, err);
+    if (p == end) break;
+    p = dfa_run(&s, p, end);
+    if (s >= 32 * D_QT) {
+      /* not D_QT: from a stop byte other than '"' the DFA never reads a closing quote
+       * before it is back at PL */
+      *err = str_exit_err[(s >> 5) - D_QT];
+      return p - 1;
     }
-    if (*err || t->sub != STR_PLAIN) return p;
   }
+  t->sub = (uint16_t)s;
+  return end;
 }
 
 /* The state machine. `sp`, if not NULL, says that the chunk begins inside a plain
@@ -463,8 +391,7 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
     case S_COLON: goto g_colon;
     case S_AFTER: goto g_after;
     case S_DONE: goto g_done;
-    case S_STR:
-    case S_STR_SUB: goto str_resume;
+    case S_STR: goto str_resume;
     case S_NUM_MINUS: goto n_minus;
     case S_NUM_ZERO: goto n_zero;
     case S_NUM_INT: goto n_int;
@@ -603,7 +530,7 @@ str_open:
   p++;
   frag = p;
   first = TS_JSON_FIRST;
-  t->sub = STR_PLAIN;
+  t->sub = 32 * D_PL;
 str_resume:
   p = str_body(t, p, end, buf, &err);
   if (err) goto fail;
@@ -615,7 +542,7 @@ str_quote:
   goto after_value;
 
 str_chunk_end:
-  state = t->sub == STR_PLAIN ? S_STR : S_STR_SUB;
+  state = S_STR;
   if (p != frag) EMIT_FRAG(skind, p, 0);
   goto out;
 
@@ -731,7 +658,7 @@ lit_resume: {
     p++;
   }
   if (k < n) {
-    t->sub = (uint8_t)k;
+    t->sub = (uint16_t)k;
     state = S_LIT;
     goto out;
   }
@@ -775,7 +702,8 @@ fail:
  * of the chunk to the machine at the byte that needs it, with nothing reported yet. */
 
 /* The callback stopped the tokenizer during a fast-path fragment. Cold. */
-__attribute__((noinline, cold)) static int fast_aborted(ts_json_tok *t, size_t len) {
+__attribute__((noinline, cold)) static int fast_aborted(ts_json_tok *t) {
+  const size_t len = t->tok.len;
   t->state = S_ERROR;
   t->err = TS_E_ABORTED;
   t->err_offset = t->pos + len;
@@ -788,44 +716,36 @@ static inline int str_fragment(ts_json_tok *t, const char *buf, size_t len) {
   t->tok.text = buf;
   t->tok.len = len;
   t->tok.offset = t->pos;
-  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) return fast_aborted(t, len);
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) return fast_aborted(t);
   t->tok.flags = 0;
   t->pos += t->tok.len; /* the callback cannot change it; no need to keep len alive */
   return TS_E_OK;
 }
 
-/* 1 if [buf, buf + len), 0 < len <= 16, holds a byte a string body must stop at. */
+/* 1 if [buf, buf + len), 4 <= len <= 8, holds a byte a string body must stop at (the
+ * chunk is covered by two overlapping 4-byte words). */
 static inline int short_has_stop(const char *buf, size_t len) {
+  uint32_t a, b;
+  memcpy(&a, buf, 4);
+  memcpy(&b, buf + len - 4, 4);
 #if defined(__SSE2__)
-  const char *const end = buf + len;
-  __m128i v;
-  unsigned keep = 0xFFFF;
-  if (len >= 8) {
-    /* two overlapping words cover the chunk */
-    v = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(const void *)buf),
-                           _mm_loadl_epi64((const __m128i *)(const void *)(end - 8)));
-  } else if (len >= 4) {
-    uint32_t a, b;
-    memcpy(&a, buf, 4);
-    memcpy(&b, end - 4, 4);
-    v = _mm_cvtsi64_si128((long long)(a | (uint64_t)b << 32));
-    keep = 0xFF; /* the upper lanes are zero, which would count as control bytes */
-  } else {
-    return scan_short(buf, end) != end;
-  }
+  const __m128i v = _mm_cvtsi64_si128((long long)(a | (uint64_t)b << 32));
   const __m128i stop =
       _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-                   _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
-  return ((unsigned)_mm_movemask_epi8(stop) & keep) != 0;
+                   _mm_cmpgt_epi8(_mm_set1_epi8(0x20), v)); /* signed: also 0x80-0xff */
+  /* the upper 8 lanes are zero, which would count as control bytes */
+  return ((unsigned)_mm_movemask_epi8(stop) & 0xFF) != 0;
+#elif defined(TS_SWAR)
+  return stop_bits64(a | (uint64_t)b << 32) != 0;
 #else
   return scan_short(buf, buf + len) != buf + len;
 #endif
 }
 
-/* The chunk [buf, buf + len) continues a string (t->state is S_STR or S_STR_SUB).
- * If it holds no closing quote and no error, it is one fragment; otherwise the machine
- * takes over at the quote, or the error is recorded here. */
+/* The chunk [buf, buf + len) continues a string. If it holds no closing quote and no
+ * error, it is one fragment; otherwise the machine takes over at the quote, or the
+ * error is recorded here. */
 __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, size_t len) {
   const char *const end = buf + len;
   int err = 0;
@@ -837,20 +757,37 @@ __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, s
     t->pos += len;
     return err;
   }
-  if (p == end) {
-    t->state = t->sub == STR_PLAIN ? S_STR : S_STR_SUB;
-    return str_fragment(t, buf, len);
-  }
+  if (p == end) return str_fragment(t, buf, len);
   return feed_machine(t, buf, len, p);
 }
 
+/* Chunks up to this long that continue a string run through the DFA whole, without a
+ * test per byte (the exits absorb); longer ones are scanned 16 bytes at a time. */
+#define SHORT_CHUNK 8
+
 int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
-  /* Inside a string between characters (which also excludes the error and finished
-   * states): scan the chunk; all string body is one fragment, no state changes. */
-  const unsigned state = t->state;
-  if (state == S_STR && len && len <= 16 && !short_has_stop(buf, len))
-    return str_fragment(t, buf, len);
-  if ((state == S_STR || state == S_STR_SUB) && len) return str_more(t, buf, len);
+  /* Inside a string (which also excludes the error and finished states), a short chunk
+   * that holds no closing quote and no error is one fragment: the DFA's last state is
+   * all that changes. Anything else goes to str_more, which starts again from t->sub. */
+  if (t->state == S_STR) {
+    if (len - 1 < SHORT_CHUNK) { /* 1 ..= SHORT_CHUNK bytes */
+      unsigned s = t->sub;
+      const char *p = buf, *const end = buf + len;
+      /* between characters, a chunk of 4 to 8 bytes with nothing to stop at takes one
+       * word test rather than a DFA step per byte */
+      if (s == 32 * D_PL && len >= 4 && !short_has_stop(buf, len)) return str_fragment(t, buf, len);
+      if (len & 1) s = str_dfa[s + str_class[(uint8_t)*p++]];
+      for (; p < end; p += 2) { /* two bytes a turn: half the loop's own cost */
+        s = str_dfa[s + str_class[(uint8_t)p[0]]];
+        s = str_dfa[s + str_class[(uint8_t)p[1]]];
+      }
+      if (s < 32 * D_QT) {
+        t->sub = (uint16_t)s;
+        return str_fragment(t, buf, len);
+      }
+    }
+    if (len) return str_more(t, buf, len);
+  }
   return feed_machine(t, buf, len, NULL);
 }
 

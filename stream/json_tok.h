@@ -126,14 +126,9 @@ typedef struct ts_json_tok {
   uint32_t max_depth;
   int32_t err;         /* sticky ts_err, 0 while healthy */
   uint8_t state;       /* grammar / lexer state, see json_tok.c */
-  uint8_t sub;         /* state inside a token: literal letters matched, \u digits seen, ... */
-  uint8_t utf8_need;   /* continuation bytes still expected in the current character */
-  uint8_t utf8_lo;     /* allowed range of the next continuation byte */
-  uint8_t utf8_hi;
   uint8_t lit;         /* which literal is being matched */
   uint8_t in_obj;      /* the innermost open container is an object */
-  uint16_t uacc;       /* \u code unit being accumulated */
-  uint16_t hi_surrogate; /* pending high surrogate, 0 if none */
+  uint16_t sub;        /* state inside a token: the string DFA's state, literal letters matched */
   uint64_t tok_start;  /* absolute offset where the current literal began */
   /* The open key/string/number's token, kept between calls: kind and depth of the
    * token, flags TS_JSON_FIRST until it has reported a fragment. A chunk that only
