@@ -18,7 +18,8 @@ packages=(
   libnng-dev nng-utils libevent-dev libssl-dev duktape-dev check libsubunit-dev
   libjsmn-dev libsqlite3-dev libsodium-dev libpcre2-dev
   json-schema-test-suite      # the JSON Schema Test Suite, run by the schema tests
-  libyajl-dev libjson-c-dev   # benchmark peers only
+  libyajl-dev libjson-c-dev   # benchmark peers only (make bench)
+  libsimdjson-dev             # benchmark peer only: simdjson (C++, bench/json_bench_simdjson.cpp)
   valgrind openssl
   clang libclang-rt-14-dev   # the fuzz targets (make fuzz, and the smoke in make test)
   chromium                   # the live page's browser tests (tests/ui/page.mjs)
