@@ -297,12 +297,12 @@ static inline const char *dfa_run(unsigned *sp, const char *p, const char *end) 
   return p;
 }
 
-/* Lexes a string body from p, in DFA state t->sub. Returns the closing quote (t->sub is
+/* Lexes a string body from p, in DFA state s (scaled). Returns the closing quote (t->sub is
  * PL), or end (the chunk ended inside the string; t->sub says where), or, with *err
  * set, the offending byte. `buf` is the chunk's start (see scan_string). */
 static inline __attribute__((always_inline)) const char *
-str_body(ts_json_tok *t, const char *p, const char *end, const char *buf, int *err) {
-  unsigned s = t->sub;
+str_body(ts_json_tok *t, unsigned s, const char *p, const char *end, const char *buf,
+         int *err) {
   for (;;) {
     if (s == 32 * D_PL) {
       p = scan_string(p, end, buf);
@@ -530,9 +530,12 @@ str_open:
   p++;
   frag = p;
   first = TS_JSON_FIRST;
-  t->sub = 32 * D_PL;
+  /* between characters (t->sub is written when a chunk ends inside the string) */
+  p = str_body(t, 32 * D_PL, p, end, buf, &err);
+  goto str_lexed;
 str_resume:
-  p = str_body(t, p, end, buf, &err);
+  p = str_body(t, t->sub, p, end, buf, &err);
+str_lexed:
   if (err) goto fail;
   if (p == end) goto str_chunk_end;
 str_quote:
@@ -722,25 +725,34 @@ static inline int str_fragment(ts_json_tok *t, const char *buf, size_t len) {
   return TS_E_OK;
 }
 
-/* 1 if [buf, buf + len), 4 <= len <= 8, holds a byte a string body must stop at (the
- * chunk is covered by two overlapping 4-byte words). */
-static inline int short_has_stop(const char *buf, size_t len) {
+/* The first byte in [buf, buf + len), 4 <= len <= 8, that a string body must stop at,
+ * or end: the chunk is covered by two overlapping 4-byte words, tested as one. */
+static inline const char *short_stop(const char *buf, size_t len) {
   uint32_t a, b;
   memcpy(&a, buf, 4);
   memcpy(&b, buf + len - 4, 4);
+  const uint64_t w = a | (uint64_t)b << 32;
+  unsigned i;
 #if defined(__SSE2__)
-  const __m128i v = _mm_cvtsi64_si128((long long)(a | (uint64_t)b << 32));
+  const __m128i v = _mm_cvtsi64_si128((long long)w);
   const __m128i stop =
       _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
                    _mm_cmpgt_epi8(_mm_set1_epi8(0x20), v)); /* signed: also 0x80-0xff */
   /* the upper 8 lanes are zero, which would count as control bytes */
-  return ((unsigned)_mm_movemask_epi8(stop) & 0xFF) != 0;
+  const unsigned m = (unsigned)_mm_movemask_epi8(stop) & 0xFF;
+  if (!m) return buf + len;
+  i = (unsigned)__builtin_ctz(m);
 #elif defined(TS_SWAR)
-  return stop_bits64(a | (uint64_t)b << 32) != 0;
+  const uint64_t h = stop_bits64(w);
+  if (!h) return buf + len;
+  i = (unsigned)__builtin_ctzll(h) >> 3;
 #else
-  return scan_short(buf, buf + len) != buf + len;
+  (void)w;
+  return scan_short(buf, buf + len);
 #endif
+  /* lanes 4-7 are the last four bytes (those the first word also covered hold no stop) */
+  return i < 4 ? buf + i : buf + len - 8 + i;
 }
 
 /* The chunk [buf, buf + len) continues a string. If it holds no closing quote and no
@@ -749,7 +761,7 @@ static inline int short_has_stop(const char *buf, size_t len) {
 __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, size_t len) {
   const char *const end = buf + len;
   int err = 0;
-  const char *p = str_body(t, buf, end, buf, &err);
+  const char *p = str_body(t, t->sub, buf, end, buf, &err);
   if (__builtin_expect(err != 0, 0)) {
     t->state = S_ERROR;
     t->err = err;
@@ -768,15 +780,24 @@ __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, s
 int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
   /* Inside a string (which also excludes the error and finished states), a short chunk
    * that holds no closing quote and no error is one fragment: the DFA's last state is
-   * all that changes. Anything else goes to str_more, which starts again from t->sub. */
+   * all that changes. Anything else goes to the machine or str_more, which start again
+   * from t->sub. */
   if (t->state == S_STR) {
+    unsigned s = t->sub;
+    const char *p = buf, *const end = buf + len;
+    if (len - 4 <= SHORT_CHUNK - 4 && s == 32 * D_PL) {
+      /* between characters, 4 to 8 bytes with nothing to stop at take one word test
+       * rather than a DFA step per byte */
+      const char *q = short_stop(buf, len);
+      if (q == end) return str_fragment(t, buf, len);
+      /* the first stop is the closing quote: the rest of the chunk is grammar */
+      if (*q == '"') return feed_machine(t, buf, len, q);
+      p = q; /* the bytes before it leave the DFA at PL */
+      goto dfa;
+    }
     if (len - 1 < SHORT_CHUNK) { /* 1 ..= SHORT_CHUNK bytes */
-      unsigned s = t->sub;
-      const char *p = buf, *const end = buf + len;
-      /* between characters, a chunk of 4 to 8 bytes with nothing to stop at takes one
-       * word test rather than a DFA step per byte */
-      if (s == 32 * D_PL && len >= 4 && !short_has_stop(buf, len)) return str_fragment(t, buf, len);
-      if (len & 1) s = str_dfa[s + str_class[(uint8_t)*p++]];
+    dfa:
+      if ((end - p) & 1) s = str_dfa[s + str_class[(uint8_t)*p++]];
       for (; p < end; p += 2) { /* two bytes a turn: half the loop's own cost */
         s = str_dfa[s + str_class[(uint8_t)p[0]]];
         s = str_dfa[s + str_class[(uint8_t)p[1]]];
