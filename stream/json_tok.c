@@ -3,9 +3,9 @@
  *
  * The design in one paragraph. All state lives in a small struct: a grammar state
  * (what may come next: a value, a key, a colon, a comma or a close), a lexer state for
- * the token in progress (inside a string, after a backslash, k of 4 \u digits, a
- * pending high surrogate, n UTF-8 continuation bytes still due, which part of a number,
- * how many letters of a literal), the nesting depth and one bit per open container
+ * the token in progress (inside a string: the state of a small DFA over escapes and
+ * UTF-8; which part of a number; how many letters of a literal), the open token's kind,
+ * depth and first-ness (t->tok), the nesting depth and one bit per open container
  * (object or array). feed() loads that state into locals, jumps (one `switch`) to the
  * label that resumes exactly where the last chunk stopped, and stores it back. Each
  * grammar point is a label and the common transitions (key, colon, value, comma) jump
@@ -18,16 +18,23 @@
  * The hot path is a string body (a file's content inside a write_file call). It is
  * scanned 16 bytes at a time with SSE2 for the only bytes that need attention: `"`,
  * `\`, control bytes and non-ASCII bytes (one signed compare catches the last two).
- * Escapes and UTF-8 sequences are then checked byte by byte by a small state machine
- * and the fast scan resumes. Elsewhere a word-at-a-time scan does the same job, and it
- * also covers the last bytes of a short chunk (two overlapping words), so a 4-byte delta
- * inside a string costs one word test rather than a loop over a table.
+ * From each such byte a table-driven DFA (str_dfa: 27 states, 25 byte classes, one
+ * table load per byte) checks the escape or UTF-8 character byte by byte, and the fast
+ * scan resumes once it is back between characters. The DFA's state is all a string
+ * needs between chunks, and its error exits find an error at the same byte whatever
+ * the chunking. Elsewhere a word-at-a-time scan does the scanning.
  *
- * Per-call cost matters as much as per-byte cost (deltas of a few bytes). feed itself
- * is a frameless test: a chunk that is all plain string body goes to a small function
- * that reports it as one fragment; everything else goes to the state machine. The
- * error and finished conditions are states too (S_ERROR, S_FINISHED), so the healthy
- * path tests only `state`.
+ * Per-call cost matters as much as per-byte cost: models send deltas of a few bytes,
+ * and there the fixed cost of a call is most of the cost. So a chunk that continues a
+ * string does not enter the machine at all (ts_json_tok_feed, at the end): the open
+ * token lives in the struct (t->tok: kind, depth, flags), so reporting the chunk as its
+ * next fragment writes only the view (text, len, offset) and calls back. A chunk of 4
+ * to 8 bytes between characters takes one word test for stop bytes; one with a stop,
+ * or of 1 to 3 bytes, or starting inside an escape, runs through the DFA whole (two
+ * table loads a byte, no test per byte: the exits absorb); only a closing quote or an
+ * error sends it to the machine, at the byte concerned. The error and finished
+ * conditions are states too (S_ERROR, S_FINISHED), so the healthy path tests only
+ * `state`.
  *
  * Errors record the code and the absolute offset of the offending byte and become
  * sticky; no token is reported from that byte on.
