@@ -18,8 +18,7 @@ packages=(
   libnng-dev nng-utils libevent-dev libssl-dev duktape-dev check libsubunit-dev
   libjsmn-dev libsqlite3-dev libsodium-dev libpcre2-dev
   json-schema-test-suite      # the JSON Schema Test Suite, run by the schema tests
-  libyajl-dev libjson-c-dev   # benchmark peers only (make bench)
-  libsimdjson-dev             # benchmark peer only: simdjson (C++, bench/json_bench_simdjson.cpp)
+  libyajl-dev libjson-c-dev   # benchmark peers only
   valgrind openssl
   clang libclang-rt-14-dev   # the fuzz targets (make fuzz, and the smoke in make test)
   chromium                   # the live page's browser tests (tests/ui/page.mjs)
@@ -30,8 +29,9 @@ packages=(
 # Only for make bench, so the test job never needs them: the reverse proxy the gateway is
 # measured against (bench/gateway_bench.c runs it unprivileged with its own config, port
 # and temp directory; where an init system runs, Debian also starts its packaged service,
-# which the bench never touches), and strace for the system calls per chunk.
-bench_packages=(nginx strace)
+# which the bench never touches), strace for the system calls per chunk, and simdjson, the
+# JSON tokenizer's whole-document peer (C++, bench/json_bench_simdjson.cpp).
+bench_packages=(nginx strace libsimdjson-dev)
 if [ "$bench" -eq 1 ]; then packages+=("${bench_packages[@]}"); fi
 
 missing=()
