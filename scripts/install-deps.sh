@@ -29,8 +29,9 @@ packages=(
 # Only for make bench, so the test job never needs them: the reverse proxy the gateway is
 # measured against (bench/gateway_bench.c runs it unprivileged with its own config, port
 # and temp directory; where an init system runs, Debian also starts its packaged service,
-# which the bench never touches), and strace for the system calls per chunk.
-bench_packages=(nginx strace)
+# which the bench never touches), strace for the system calls per chunk, and simdjson, the
+# JSON tokenizer's whole-document peer (C++, bench/json_bench_simdjson.cpp).
+bench_packages=(nginx strace libsimdjson-dev)
 if [ "$bench" -eq 1 ]; then packages+=("${bench_packages[@]}"); fi
 
 missing=()

@@ -3,9 +3,9 @@
  *
  * The design in one paragraph. All state lives in a small struct: a grammar state
  * (what may come next: a value, a key, a colon, a comma or a close), a lexer state for
- * the token in progress (inside a string, after a backslash, k of 4 \u digits, a
- * pending high surrogate, n UTF-8 continuation bytes still due, which part of a number,
- * how many letters of a literal), the nesting depth and one bit per open container
+ * the token in progress (inside a string: the state of a small DFA over escapes and
+ * UTF-8; which part of a number; how many letters of a literal), the open token's kind,
+ * depth and first-ness (t->tok), the nesting depth and one bit per open container
  * (object or array). feed() loads that state into locals, jumps (one `switch`) to the
  * label that resumes exactly where the last chunk stopped, and stores it back. Each
  * grammar point is a label and the common transitions (key, colon, value, comma) jump
@@ -18,16 +18,23 @@
  * The hot path is a string body (a file's content inside a write_file call). It is
  * scanned 16 bytes at a time with SSE2 for the only bytes that need attention: `"`,
  * `\`, control bytes and non-ASCII bytes (one signed compare catches the last two).
- * Escapes and UTF-8 sequences are then checked byte by byte by a small state machine
- * and the fast scan resumes. Elsewhere a word-at-a-time scan does the same job, and it
- * also covers the last bytes of a short chunk (two overlapping words), so a 4-byte delta
- * inside a string costs one word test rather than a loop over a table.
+ * From each such byte a table-driven DFA (str_dfa: 27 states, 25 byte classes, one
+ * table load per byte) checks the escape or UTF-8 character byte by byte, and the fast
+ * scan resumes once it is back between characters. The DFA's state is all a string
+ * needs between chunks, and its error exits find an error at the same byte whatever
+ * the chunking. Elsewhere a word-at-a-time scan does the scanning.
  *
- * Per-call cost matters as much as per-byte cost (deltas of a few bytes). feed itself
- * is a frameless test: a chunk that is all plain string body goes to a small function
- * that reports it as one fragment; everything else goes to the state machine. The
- * error and finished conditions are states too (S_ERROR, S_FINISHED), so the healthy
- * path tests only `state`.
+ * Per-call cost matters as much as per-byte cost: models send deltas of a few bytes,
+ * and there the fixed cost of a call is most of the cost. So a chunk that continues a
+ * string does not enter the machine at all (ts_json_tok_feed, at the end): the open
+ * token lives in the struct (t->tok: kind, depth, flags), so reporting the chunk as its
+ * next fragment writes only the view (text, len, offset) and calls back. A chunk of 4
+ * to 8 bytes between characters takes one word test for stop bytes; one with a stop,
+ * or of 1 to 3 bytes, or starting inside an escape, runs through the DFA whole (two
+ * table loads a byte, no test per byte: the exits absorb); only a closing quote or an
+ * error sends it to the machine, at the byte concerned. The error and finished
+ * conditions are states too (S_ERROR, S_FINISHED), so the healthy path tests only
+ * `state`.
  *
  * Errors record the code and the absolute offset of the offending byte and become
  * sticky; no token is reported from that byte on.
@@ -49,7 +56,7 @@ enum {
   S_COLON,          /* after a key */
   S_AFTER,          /* after a value inside a container: ',' or the close */
   S_DONE,           /* after the top-level value: whitespace only */
-  S_STR,            /* inside a string or key body (sub-state in t->sub) */
+  S_STR,            /* inside a string or key body (t->sub: the DFA state, see below) */
   S_NUM_MINUS,      /* number: after '-' */
   S_NUM_ZERO,       /* number: after a leading 0 */
   S_NUM_INT,        /* number: in the integer digits */
@@ -63,15 +70,87 @@ enum {
   S_ERROR,          /* t->err is set; nothing more is reported */
 };
 
-/* Sub-states inside a string body. */
-enum {
-  STR_PLAIN = 0,
-  STR_ESC,     /* after a backslash */
-  STR_U,       /* in \u digits: t->uacc holds them, t->lit counts them */
-  STR_SURR_BS, /* a high surrogate was read: a backslash must follow */
-  STR_SURR_U,  /* ... then 'u' */
-  STR_UTF8,    /* t->utf8_need continuation bytes still due */
+/* Inside a string body, t->sub is the state of a small DFA that checks escapes and
+ * UTF-8 one byte at a time (the plain runs between them are skipped 16 bytes at a time,
+ * see scan_string). A state says exactly what the next byte may be:
+ *   PL   between characters
+ *   ES   after a backslash
+ *   U1 U2 U3 U4   \u seen, the next is the 1st..4th hex digit (U2D: the 1st was d/D)
+ *   LO3 LO4       \uD[c-f]: a lone low surrogate, an error once its 4th digit is read
+ *   H3 H4         \uD[8-b]: a high surrogate; HBS then HU: its "\u" must follow
+ *   L1 L2 L3 L4   the low surrogate's digits (L2X L3X L4X: not in DC00-DFFF, an error
+ *                 at its 4th digit)
+ *   C1 C2 C3      1, 2, 3 UTF-8 continuation bytes (80-BF) due
+ *   E0 ED F0 F4   the first continuation byte after that lead, which has a narrower
+ *                 range (no overlong forms, no encoded surrogates, nothing above
+ *                 U+10FFFF)
+ * and five exits, which absorb every later byte: QT (the closing quote) and the errors
+ * XC (a control byte), XU (bad UTF-8), XE (a bad escape), XS (a bad surrogate). Errors
+ * are thus found at the same byte whatever the chunking. */
+enum { C_Q, C_BS, C_CT, C_AS, C_U, C_EL, C_H07, C_H89, C_HAB, C_Hb, C_HC, C_HD, C_HEF, C_Hf, C_K80, C_K90, C_KA0, C_LC2, C_LE0, C_LE1, C_LED, C_LF0, C_LF1, C_LF4, C_BAD };
+enum { D_PL, D_ES, D_U1, D_U2, D_U2D, D_U3, D_U4, D_LO3, D_LO4, D_H3, D_H4, D_HBS, D_HU, D_L1, D_L2, D_L2X, D_L3, D_L3X, D_L4, D_L4X, D_C1, D_C2, D_C3, D_E0, D_ED, D_F0, D_F4, D_QT, D_XC, D_XU, D_XE, D_XS, D_NSTATES };
+static const int16_t str_exit_err[5] = {0, TS_E_JSON_CTRL, TS_E_JSON_UTF8, TS_E_JSON_ESCAPE,
+                                        TS_E_JSON_SURROGATE};
+
+/* Byte classes (see the DFA below). Generated; rows of 16 bytes. */
+static const uint8_t str_class[256] = {
+    C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT,
+    C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT, C_CT,
+    C_AS, C_AS, C_Q, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_EL,
+    C_H07, C_H07, C_H07, C_H07, C_H07, C_H07, C_H07, C_H07, C_H89, C_H89, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS,
+    C_AS, C_HAB, C_HAB, C_HC, C_HD, C_HEF, C_HEF, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS,
+    C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_BS, C_AS, C_AS, C_AS,
+    C_AS, C_HAB, C_Hb, C_HC, C_HD, C_HEF, C_Hf, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_EL, C_AS,
+    C_AS, C_AS, C_EL, C_AS, C_EL, C_U, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS, C_AS,
+    C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80, C_K80,
+    C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90, C_K90,
+    C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0,
+    C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0, C_KA0,
+    C_BAD, C_BAD, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2,
+    C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2, C_LC2,
+    C_LE0, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LE1, C_LED, C_LE1, C_LE1,
+    C_LF0, C_LF1, C_LF1, C_LF1, C_LF4, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD, C_BAD,
 };
+
+/* str_dfa[32 * state + class] is 32 times the next state: states are kept scaled (in
+ * t->sub too), so the next index is one addition away. The exits absorb every byte, so
+ * a short chunk can be run without a test per byte. Columns: Q BS CT AS U EL H07 H89 HAB Hb HC HD HEF Hf K80 K90 KA0 LC2 LE0 LE1 LED LF0 LF1 LF4 BAD. */
+#define X(st) (st * 32)
+static const uint16_t str_dfa[D_NSTATES * 32] = {
+    /* PL  */ X(D_QT), X(D_ES), X(D_XC), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_XU), X(D_XU), X(D_XU), X(D_C1), X(D_E0), X(D_C2), X(D_ED), X(D_F0), X(D_C3), X(D_F4), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* ES  */ X(D_PL), X(D_PL), X(D_XE), X(D_XE), X(D_U1), X(D_PL), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* U1  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_U2), X(D_U2), X(D_U2), X(D_U2), X(D_U2), X(D_U2D), X(D_U2), X(D_U2), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* U2  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_U3), X(D_U3), X(D_U3), X(D_U3), X(D_U3), X(D_U3), X(D_U3), X(D_U3), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* U2D */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_U3), X(D_H3), X(D_H3), X(D_H3), X(D_LO3), X(D_LO3), X(D_LO3), X(D_LO3), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* U3  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_U4), X(D_U4), X(D_U4), X(D_U4), X(D_U4), X(D_U4), X(D_U4), X(D_U4), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* U4  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* LO3 */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_LO4), X(D_LO4), X(D_LO4), X(D_LO4), X(D_LO4), X(D_LO4), X(D_LO4), X(D_LO4), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* LO4 */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* H3  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_H4), X(D_H4), X(D_H4), X(D_H4), X(D_H4), X(D_H4), X(D_H4), X(D_H4), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* H4  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_HBS), X(D_HBS), X(D_HBS), X(D_HBS), X(D_HBS), X(D_HBS), X(D_HBS), X(D_HBS), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* HBS */ X(D_XS), X(D_HU), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* HU  */ X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_L1), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L1  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_L2X), X(D_L2X), X(D_L2X), X(D_L2X), X(D_L2X), X(D_L2), X(D_L2X), X(D_L2X), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L2  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3), X(D_L3), X(D_L3), X(D_L3), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L2X */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_L3X), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L3  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_L4), X(D_L4), X(D_L4), X(D_L4), X(D_L4), X(D_L4), X(D_L4), X(D_L4), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L3X */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_L4X), X(D_L4X), X(D_L4X), X(D_L4X), X(D_L4X), X(D_L4X), X(D_L4X), X(D_L4X), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L4  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* L4X */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* C1  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* C2  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C1), X(D_C1), X(D_C1), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* C3  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C2), X(D_C2), X(D_C2), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* E0  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C1), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* ED  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C1), X(D_C1), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* F0  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C2), X(D_C2), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* F4  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_C2), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* QT  */ X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_QT), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* XC  */ X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_XC), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* XU  */ X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_XU), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* XE  */ X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_XE), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+    /* XS  */ X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_XS), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL), X(D_PL),
+};
+#undef X
 
 static const char *const lit_text[3] = {"true", "false", "null"};
 static const uint8_t lit_len[3] = {4, 5, 4};
@@ -183,12 +262,6 @@ static inline const char *scan_string(const char *p, const char *end, const char
 
 static inline int is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-static inline int hexval(uint8_t c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  c |= 0x20;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
 
 int ts_json_tok_init(ts_json_tok *t, uint32_t max_depth, ts_json_tok_cb cb, void *user) {
   if (!t) return TS_E_INVAL;
@@ -207,6 +280,47 @@ int ts_json_tok_init(ts_json_tok *t, uint32_t max_depth, ts_json_tok_cb cb, void
 
 int ts_json_tok_done(const ts_json_tok *t) {
   return (t->state == S_DONE || t->state == S_FINISHED) && !t->err;
+}
+
+/* ---- string bodies ---------------------------------------------------------------------
+ * One lexer for string bodies serves both the machine and feed's string fast path:
+ * plain runs are skipped by scan_string, and from each stop byte the DFA above runs a
+ * byte at a time until it is back between characters (PL) or exits. */
+
+/* Runs the DFA from state *sp over [p, end) until it is back at PL or exits; returns
+ * the byte after the last one it took. Needs p < end and *sp != PL or p at a stop. */
+static inline const char *dfa_run(unsigned *sp, const char *p, const char *end) {
+  unsigned s = *sp;
+  do {
+    s = str_dfa[s + str_class[(uint8_t)*p++]];
+  } while (s - 32u < 32u * (D_QT - 1) && p < end);
+  *sp = s;
+  return p;
+}
+
+/* Lexes a string body from p, in DFA state s (scaled). Returns the closing quote (t->sub is
+ * PL), or end (the chunk ended inside the string; t->sub says where), or, with *err
+ * set, the offending byte. `buf` is the chunk's start (see scan_string). */
+static inline __attribute__((always_inline)) const char *
+str_body(ts_json_tok *t, unsigned s, const char *p, const char *end, const char *buf,
+         int *err) {
+  for (;;) {
+    if (s == 32 * D_PL) {
+      p = scan_string(p, end, buf);
+      if (p == end) break;
+      if (*p == '"') return p;
+    }
+    if (p == end) break;
+    p = dfa_run(&s, p, end);
+    if (s >= 32 * D_QT) {
+      /* not D_QT: from a stop byte other than '"' the DFA never reads a closing quote
+       * before it is back at PL */
+      *err = str_exit_err[(s >> 5) - D_QT];
+      return p - 1;
+    }
+  }
+  t->sub = (uint16_t)s;
+  return end;
 }
 
 /* The state machine. `sp`, if not NULL, says that the chunk begins inside a plain
@@ -230,9 +344,8 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   const uint64_t bias = base - (uint64_t)(uintptr_t)buf;
   uint32_t depth = t->depth;
   unsigned obj = t->in_obj;     /* the innermost container is an object */
-  unsigned first = t->first;    /* TS_JSON_FIRST until the open token reports a fragment */
-  unsigned skind = t->str_kind; /* TS_JSON_KEY or TS_JSON_STRING */
-  unsigned sub = STR_PLAIN;
+  unsigned first = t->tok.flags; /* TS_JSON_FIRST until the open token reports a fragment */
+  unsigned skind = t->tok.kind;  /* TS_JSON_KEY or TS_JSON_STRING, inside a string */
   const char *frag = buf; /* start of the key/string/number text in this chunk */
   int err = 0;
   uint8_t c;
@@ -268,8 +381,8 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   }
 
   if (sp) {
-    p = sp;
-    goto str_stop;
+    p = sp; /* a string's closing quote */
+    goto str_quote;
   }
   switch (state) {
     case S_VALUE: goto g_value;
@@ -279,10 +392,7 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
     case S_COLON: goto g_colon;
     case S_AFTER: goto g_after;
     case S_DONE: goto g_done;
-    case S_STR:
-      sub = t->sub;
-      if (sub == STR_PLAIN) goto str_plain;
-      goto str_sub;
+    case S_STR: goto str_resume;
     case S_NUM_MINUS: goto n_minus;
     case S_NUM_ZERO: goto n_zero;
     case S_NUM_INT: goto n_int;
@@ -421,125 +531,21 @@ str_open:
   p++;
   frag = p;
   first = TS_JSON_FIRST;
-str_plain:
-  p = scan_string(p, end, buf);
-  if (p == end) {
-    sub = STR_PLAIN;
-    goto str_chunk_end;
-  }
-str_stop:
-  c = (uint8_t)*p;
-  if (c == '"') {
-    EMIT_FRAG(skind, p, 1);
-    p++;
-    if (skind == TS_JSON_KEY) goto g_colon;
-    goto after_value;
-  }
-  if (c == '\\') {
-    p++;
-    sub = STR_ESC;
-    if (p == end) goto str_chunk_end;
-    c = (uint8_t)*p;
-    if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' ||
-        c == 't') {
-      p++;
-      goto str_plain;
-    }
-    goto str_sub_c;
-  }
-  if (c < 0x20) FAIL(TS_E_JSON_CTRL);
-  {
-    /* UTF-8 lead byte: how many continuation bytes follow and the range of the first
-     * one (which excludes overlong forms, encoded surrogates and code points above
-     * U+10FFFF). */
-    unsigned need, lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      need = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      need = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      FAIL(TS_E_JSON_UTF8);
-    }
-    p++;
-    for (;;) {
-      if (p == end) {
-        t->utf8_need = (uint8_t)need, t->utf8_lo = (uint8_t)lo, t->utf8_hi = (uint8_t)hi;
-        sub = STR_UTF8;
-        goto str_chunk_end;
-      }
-      uint8_t d = (uint8_t)*p;
-      if (d < lo || d > hi) FAIL(TS_E_JSON_UTF8);
-      lo = 0x80, hi = 0xBF;
-      p++;
-      if (--need == 0) goto str_plain;
-    }
-  }
-
-str_sub: /* inside an escape or a UTF-8 character: one byte at a time */
+  /* between characters (t->sub is written when a chunk ends inside the string) */
+  p = str_body(t, 32 * D_PL, p, end, buf, &err);
+  goto str_lexed;
+str_resume:
+  p = str_body(t, t->sub, p, end, buf, &err);
+str_lexed:
+  if (err) goto fail;
   if (p == end) goto str_chunk_end;
-  c = (uint8_t)*p;
-str_sub_c:
-  switch (sub) {
-    case STR_UTF8:
-      if (c < t->utf8_lo || c > t->utf8_hi) FAIL(TS_E_JSON_UTF8);
-      t->utf8_lo = 0x80, t->utf8_hi = 0xBF;
-      if (--t->utf8_need == 0) sub = STR_PLAIN;
-      break;
-    case STR_ESC:
-      if (c == 'u') {
-        sub = STR_U;
-        t->uacc = 0;
-        t->lit = 0; /* digits seen (lit is free inside strings) */
-      } else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' ||
-                 c == 'r' || c == 't') {
-        sub = STR_PLAIN;
-      } else {
-        FAIL(TS_E_JSON_ESCAPE);
-      }
-      break;
-    case STR_U: {
-      int h = hexval(c);
-      if (h < 0) FAIL(TS_E_JSON_ESCAPE);
-      t->uacc = (uint16_t)((t->uacc << 4) | (unsigned)h);
-      if (++t->lit < 4) break;
-      uint16_t u = t->uacc;
-      if (t->hi_surrogate) {
-        if (u < 0xDC00 || u > 0xDFFF) FAIL(TS_E_JSON_SURROGATE);
-        t->hi_surrogate = 0;
-        sub = STR_PLAIN;
-      } else if (u >= 0xD800 && u <= 0xDBFF) {
-        t->hi_surrogate = u;
-        sub = STR_SURR_BS;
-      } else if (u >= 0xDC00 && u <= 0xDFFF) {
-        FAIL(TS_E_JSON_SURROGATE);
-      } else {
-        sub = STR_PLAIN;
-      }
-      break;
-    }
-    case STR_SURR_BS:
-      if (c != '\\') FAIL(TS_E_JSON_SURROGATE);
-      sub = STR_SURR_U;
-      break;
-    case STR_SURR_U:
-      if (c != 'u') FAIL(TS_E_JSON_SURROGATE);
-      sub = STR_U;
-      t->uacc = 0;
-      t->lit = 0;
-      break;
-  }
+str_quote:
+  EMIT_FRAG(skind, p, 1);
   p++;
-  if (sub == STR_PLAIN) goto str_plain;
-  goto str_sub;
+  if (skind == TS_JSON_KEY) goto g_colon;
+  goto after_value;
 
 str_chunk_end:
-  t->sub = (uint8_t)sub;
   state = S_STR;
   if (p != frag) EMIT_FRAG(skind, p, 0);
   goto out;
@@ -656,7 +662,7 @@ lit_resume: {
     p++;
   }
   if (k < n) {
-    t->sub = (uint8_t)k;
+    t->sub = (uint16_t)k;
     state = S_LIT;
     goto out;
   }
@@ -668,8 +674,10 @@ out:
   t->state = (uint8_t)state;
   t->depth = depth;
   t->in_obj = (uint8_t)obj;
-  t->first = (uint8_t)first;
-  t->str_kind = (uint8_t)skind;
+  /* the open token, for the next call (kind matters only inside a string) */
+  t->tok.flags = (uint8_t)first;
+  t->tok.kind = (uint8_t)skind;
+  t->tok.depth = depth;
   t->pos = base + len;
   return TS_E_OK;
 
@@ -687,39 +695,120 @@ fail:
 #undef SKIP_WS
 }
 
-/* The fast path's one fragment: the whole chunk [buf, buf + len) is string body. Out of
- * line so that feed itself needs no stack frame. */
-__attribute__((noinline)) static int feed_whole_fragment(ts_json_tok *t, const char *buf,
-                                                         size_t len) {
-  const uint64_t pos = t->pos;
-  ts_json_token ft;
-  ft.text = buf;
-  ft.len = len;
-  ft.offset = pos;
-  ft.depth = t->depth;
-  ft.kind = t->str_kind;
-  ft.flags = t->first;
-  t->first = 0;
-  if (t->cb(t->user, &ft)) {
-    t->state = S_ERROR;
-    t->err = TS_E_ABORTED;
-    t->err_offset = pos + len;
-    t->pos = pos + len;
-    return TS_E_ABORTED;
-  }
-  t->pos = pos + len;
+/* ---- the string fast path ------------------------------------------------------------
+ * A long string arriving in small deltas is the common case (a file's content inside a
+ * write_file call), and there the cost of a call matters more than the cost of a byte.
+ * A chunk that continues a string goes through the three functions below and never
+ * through the machine: the token in progress lives in t->tok (kind, depth, first-ness),
+ * so reporting the chunk writes only its view. Escapes and UTF-8 characters held whole
+ * in the chunk are checked here too; anything else (the closing quote, an escape or a
+ * character cut by the chunk's end, a surrogate pair, a byte in error) hands the rest
+ * of the chunk to the machine at the byte that needs it, with nothing reported yet. */
+
+/* The callback stopped the tokenizer during a fast-path fragment. Cold. */
+__attribute__((noinline, cold)) static int fast_aborted(ts_json_tok *t) {
+  const size_t len = t->tok.len;
+  t->state = S_ERROR;
+  t->err = TS_E_ABORTED;
+  t->err_offset = t->pos + len;
+  t->pos += len;
+  return TS_E_ABORTED;
+}
+
+/* Reports the whole chunk [buf, buf + len) as the next fragment of the open string. */
+static inline int str_fragment(ts_json_tok *t, const char *buf, size_t len) {
+  t->tok.text = buf;
+  t->tok.len = len;
+  t->tok.offset = t->pos;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) return fast_aborted(t);
+  t->tok.flags = 0;
+  t->pos += t->tok.len; /* the callback cannot change it; no need to keep len alive */
   return TS_E_OK;
 }
 
+/* The first byte in [buf, buf + len), 4 <= len <= 8, that a string body must stop at,
+ * or end: the chunk is covered by two overlapping 4-byte words, tested as one. */
+static inline const char *short_stop(const char *buf, size_t len) {
+  uint32_t a, b;
+  memcpy(&a, buf, 4);
+  memcpy(&b, buf + len - 4, 4);
+  const uint64_t w = a | (uint64_t)b << 32;
+  unsigned i;
+#if defined(__SSE2__)
+  const __m128i v = _mm_cvtsi64_si128((long long)w);
+  const __m128i stop =
+      _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                   _mm_cmpgt_epi8(_mm_set1_epi8(0x20), v)); /* signed: also 0x80-0xff */
+  /* the upper 8 lanes are zero, which would count as control bytes */
+  const unsigned m = (unsigned)_mm_movemask_epi8(stop) & 0xFF;
+  if (!m) return buf + len;
+  i = (unsigned)__builtin_ctz(m);
+#elif defined(TS_SWAR)
+  const uint64_t h = stop_bits64(w);
+  if (!h) return buf + len;
+  i = (unsigned)__builtin_ctzll(h) >> 3;
+#else
+  (void)w;
+  return scan_short(buf, buf + len);
+#endif
+  /* lanes 4-7 are the last four bytes (those the first word also covered hold no stop) */
+  return i < 4 ? buf + i : buf + len - 8 + i;
+}
+
+/* The chunk [buf, buf + len) continues a string. If it holds no closing quote and no
+ * error, it is one fragment; otherwise the machine takes over at the quote, or the
+ * error is recorded here. */
+__attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, size_t len) {
+  const char *const end = buf + len;
+  int err = 0;
+  const char *p = str_body(t, t->sub, buf, end, buf, &err);
+  if (__builtin_expect(err != 0, 0)) {
+    t->state = S_ERROR;
+    t->err = err;
+    t->err_offset = t->pos + (uint64_t)(p - buf);
+    t->pos += len;
+    return err;
+  }
+  if (p == end) return str_fragment(t, buf, len);
+  return feed_machine(t, buf, len, p);
+}
+
+/* Chunks up to this long that continue a string run through the DFA whole, without a
+ * test per byte (the exits absorb); longer ones are scanned 16 bytes at a time. */
+#define SHORT_CHUNK 8
+
 int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
-  /* Fast path for the common case of a long string arriving in small deltas: the
-   * whole chunk is plain string body. One scan, one fragment, no state change. The
-   * state test also excludes the error and finished states. */
-  if (t->state == S_STR && t->sub == STR_PLAIN && len) {
-    const char *const end = buf + len;
-    const char *s = scan_string(buf, end, buf);
-    if (s == end) return feed_whole_fragment(t, buf, len);
-    return feed_machine(t, buf, len, s);
+  /* Inside a string (which also excludes the error and finished states), a short chunk
+   * that holds no closing quote and no error is one fragment: the DFA's last state is
+   * all that changes. Anything else goes to the machine or str_more, which start again
+   * from t->sub. */
+  if (t->state == S_STR) {
+    unsigned s = t->sub;
+    const char *p = buf, *const end = buf + len;
+    if (len - 4 <= SHORT_CHUNK - 4 && s == 32 * D_PL) {
+      /* between characters, 4 to 8 bytes with nothing to stop at take one word test
+       * rather than a DFA step per byte */
+      const char *q = short_stop(buf, len);
+      if (q == end) return str_fragment(t, buf, len);
+      /* the first stop is the closing quote: the rest of the chunk is grammar */
+      if (*q == '"') return feed_machine(t, buf, len, q);
+      p = q; /* the bytes before it leave the DFA at PL */
+      goto dfa;
+    }
+    if (len - 1 < SHORT_CHUNK) { /* 1 ..= SHORT_CHUNK bytes */
+    dfa:
+      if ((end - p) & 1) s = str_dfa[s + str_class[(uint8_t)*p++]];
+      for (; p < end; p += 2) { /* two bytes a turn: half the loop's own cost */
+        s = str_dfa[s + str_class[(uint8_t)p[0]]];
+        s = str_dfa[s + str_class[(uint8_t)p[1]]];
+      }
+      if (s < 32 * D_QT) {
+        t->sub = (uint16_t)s;
+        return str_fragment(t, buf, len);
+      }
+    }
+    if (len) return str_more(t, buf, len);
   }
   return feed_machine(t, buf, len, NULL);
 }
@@ -737,8 +826,8 @@ int ts_json_tok_finish(ts_json_tok *t) {
                            .offset = t->pos,
                            .depth = 0,
                            .kind = TS_JSON_NUMBER,
-                           .flags = (uint8_t)(t->first | TS_JSON_LAST)};
-      t->first = 0;
+                           .flags = (uint8_t)(t->tok.flags | TS_JSON_LAST)};
+      t->tok.flags = 0;
       if (t->cb(t->user, &tok)) {
         err = TS_E_ABORTED;
       } else {

@@ -68,7 +68,10 @@
  * Cost
  *   Each byte is examined a bounded number of times whatever the chunking. String
  *   bodies are scanned many bytes at a time (SSE2 on x86-64, a portable word-at-a-time
- *   scan elsewhere). The per-call cost of feed is a few loads and stores of state.
+ *   scan elsewhere). A chunk that only continues a string (the common case for a long
+ *   argument arriving in deltas) is reported without entering the grammar machine;
+ *   a call costs about 31 instructions more than its bytes do, the callback not
+ *   counted (docs/performance.md has the figures).
  */
 #ifndef TS_JSON_TOK_H
 #define TS_JSON_TOK_H
@@ -126,17 +129,14 @@ typedef struct ts_json_tok {
   uint32_t max_depth;
   int32_t err;         /* sticky ts_err, 0 while healthy */
   uint8_t state;       /* grammar / lexer state, see json_tok.c */
-  uint8_t sub;         /* state inside a token: literal letters matched, \u digits seen, ... */
-  uint8_t utf8_need;   /* continuation bytes still expected in the current character */
-  uint8_t utf8_lo;     /* allowed range of the next continuation byte */
-  uint8_t utf8_hi;
-  uint8_t str_kind;    /* TS_JSON_KEY or TS_JSON_STRING: what the string being lexed is */
   uint8_t lit;         /* which literal is being matched */
   uint8_t in_obj;      /* the innermost open container is an object */
-  uint8_t first;       /* TS_JSON_FIRST until the current key/string/number reports a fragment */
+  uint16_t sub;        /* state inside a token: the string DFA's state, literal letters matched */
   uint64_t tok_start;  /* absolute offset where the current literal began */
-  uint16_t uacc;       /* \u code unit being accumulated */
-  uint16_t hi_surrogate; /* pending high surrogate, 0 if none */
+  /* The open key/string/number's token, kept between calls: kind and depth of the
+   * token, flags TS_JSON_FIRST until it has reported a fragment. A chunk that only
+   * continues a string rewrites its view (text, len, offset) and reports it as is. */
+  ts_json_token tok;
   uint8_t stack[TS_JSON_MAX_DEPTH_CAP / 8]; /* 1 bit per open container: 1 = object */
 } ts_json_tok;
 

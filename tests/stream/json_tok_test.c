@@ -1029,8 +1029,10 @@ END_TEST
 
 /* Aborting from the callback, at every callback of a document, in a few splits. */
 START_TEST(test_abort) {
-  static const char doc[] = "{\"a\":[1,\"xy\",true],\"b\":-2.5}";
-  static const size_t ks[] = {1, 2, 7, 64};
+  /* "c" is long enough for small chunks to take feed's string fast path */
+  static const char doc[] =
+      "{\"a\":[1,\"xy\",true],\"b\":-2.5,\"c\":\"a long string: \\n \\u00e9 \xC3\xA9 and more\"}";
+  static const size_t ks[] = {1, 2, 4, 5, 7, 8, 64};
   size_t len = sizeof doc - 1;
   int any = 1;
   for (uint64_t at = 1; any; at++) {
@@ -1396,6 +1398,59 @@ START_TEST(test_string_scan) {
 }
 END_TEST
 
+/* A string that continues across many feeds, with every kind of escape and UTF-8
+ * character in it (and, in the bad variants, every kind of error), cut at every pair of
+ * places: so every escape and character is split at every byte, into two and three
+ * feeds, and chunks of every length start and end inside and between them. Feeds of a
+ * few bytes inside a string take json_tok.c's fast path (whole chunk through the DFA,
+ * or one word test), longer ones the machine: both must agree with the reference. */
+START_TEST(test_string_across_feeds) {
+  static const char *const pieces[] = {
+      "\\n", "\\\"", "\\\\", "\\/", "\\u00e9", "\\uD83D\\uDE00", "\xC3\xA9", "\xE2\x82\xAC",
+      "\xF0\x9F\x98\x80", "\xED\x9F\xBF", "\xF4\x8F\xBF\xBF", "\\uFFFF",
+  };
+  static const char *const bad[] = {
+      "\\uD83D\\u0041", "\\uDE00x", "\\uD83Dx", "\\x", "\\u12G4", "\xC3\x28", "\xED\xA0\x80",
+      "\xE0\x80\x80", "\xF4\x90\x80\x80", "\x01", "\xC0\xAF", "\xFF",
+  };
+  sb s = {0};
+  for (int variant = 0; variant < 2; variant++) {
+    size_t n = variant ? sizeof bad / sizeof bad[0] : 1;
+    for (size_t b = 0; b < n; b++) {
+      s.len = 0;
+      sb_puts(&s, "{\"k\":\"ab");
+      for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
+        sb_puts(&s, pieces[i]);
+        sb_putc(&s, (char)('c' + i % 20));
+        if (variant && i == 5) sb_puts(&s, bad[b]);
+      }
+      sb_puts(&s, "yz\",\"n\":1}");
+      run_t ref;
+      ref_parse(s.p, s.len, 0, &ref);
+      CHECK((ref.err != 0) == variant, "string across feeds %d/%zu: reference err %d", variant,
+            b, ref.err);
+      char label[96];
+      snprintf(label, sizeof label, "string across feeds %d/%zu", variant, b);
+      check_all_splits(s.p, s.len, 0, &ref, label);
+      /* three feeds, cut at every pair of places */
+      for (size_t i = 1; i < s.len; i++) {
+        for (size_t j = i; j < s.len; j++) {
+          size_t cuts[2] = {i, j};
+          run_t r;
+          char what[200];
+          snprintf(what, sizeof what, "%s, cut at %zu and %zu", label, i, j);
+          run_doc(s.p, s.len, 0, cuts, i == j ? 1 : 2, 0, &r, what);
+          same_runs(&ref, &r, what);
+          run_free(&r);
+        }
+      }
+      run_free(&ref);
+    }
+  }
+  free(s.p);
+}
+END_TEST
+
 /* A long document in large chunks: many tokens, no allocation, the same as the reference. */
 START_TEST(test_large) {
   rng = 7;
@@ -1436,6 +1491,7 @@ int main(void) {
   tcase_set_timeout(tr, 240);
   tcase_add_test(tr, test_random);
   tcase_add_test(tr, test_string_scan);
+  tcase_add_test(tr, test_string_across_feeds);
   tcase_add_test(tr, test_large);
   suite_add_tcase(s, tr);
   SRunner *sr = srunner_create(s);
