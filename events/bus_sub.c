@@ -155,6 +155,7 @@ struct ts_sub {
   sthread **threads;
   size_t n, cap;
   uint64_t clock;
+  sthread *recent; /* the thread find() returned last (NULL after it was forgotten) */
 
   pitem *pend;
   size_t phead, pn, pcap;
@@ -209,6 +210,7 @@ static int held_push(sthread *t, nng_msg *m, uint64_t seq, const char *json, siz
 }
 
 static void forget(ts_sub *s, sthread *t) {
+  if (s->recent == t) s->recent = NULL;
   ts_hmap_remove(&s->map, &t->node.h);
   s->threads[t->idx] = s->threads[--s->n];
   s->threads[t->idx]->idx = t->idx;
@@ -220,8 +222,14 @@ static void forget(ts_sub *s, sthread *t) {
   free(t);
 }
 
+/* Most live messages belong to the thread of the one before (a turn streams its deltas
+ * back to back), so the last thread found is compared first, before hashing. */
 static sthread *find(ts_sub *s, const char *id, size_t len) {
-  return (sthread *)ts_hmap_find(&s->map, id, len);
+  sthread *t = s->recent;
+  if (t && t->node.klen == len && !memcmp(t->node.key, id, len)) return t;
+  t = (sthread *)ts_hmap_find(&s->map, id, len);
+  if (t) s->recent = t;
+  return t;
 }
 
 static sthread *create(ts_sub *s, const char *id, size_t len, uint64_t last) {
@@ -866,11 +874,10 @@ int ts_sub_next(ts_sub *s, ts_sub_item *item, int timeout_ms) {
         if (r == TS_E_NOMEM) return r;
         if (r == 0) s->synced = 1;
         if (r == REQ_PENDING && s->synced) s->sync_wait = 1;
-        s->last_sync = nng_clock();
+        s->last_sync = now = nng_clock();
         if (s->qhead || s->pn) continue;
       }
     }
-    now = nng_clock();
     nng_duration wait = deadline > now ? (nng_duration)(deadline - now) : 0;
     if (s->have_req && wait > SYNC_IDLE_MS) wait = SYNC_IDLE_MS;
     if (s->sync_wait && wait > SYNC_POLL_MS) wait = SYNC_POLL_MS;
