@@ -73,6 +73,9 @@
  * before them). Past it newer live messages are dropped and fetched from replay later:
  * a publisher far ahead of a slow replay must not grow our memory without bound. */
 #define HOLD_MAX 4096
+/* A catch-up waits for replay's answer this long (ms) at a time, reading the live socket
+ * in between. */
+#define CATCH_SLICE_MS 2
 /* Live messages read between two replay answers at most (bounded work per turn). */
 #define DRAIN_MAX 8192
 /* The after_seq of a sync's "get" for one thread: above any seq, so the answer is
@@ -483,10 +486,14 @@ static int catch_step(ts_sub *s, nng_time deadline) {
   if (!s->have_req) return finish(s, t, 1);
   char q[REQ_MAX];
   int ql = snprintf(q, sizeof q, "get %llu %s", (unsigned long long)t->last, t->node.key);
-  /* The answer is awaited only until the caller's deadline: the request stays in
-   * flight, and the next call picks it up where this one stopped. */
+  /* The answer is awaited in slices of CATCH_SLICE_MS, and never past the caller's
+   * deadline: the request stays in flight, and the caller's loop reads the live socket
+   * (drain_live) before it looks again. Waiting the whole deadline instead left the live
+   * queue unread for a replay round trip; under load that is longer than the queues
+   * last at a high rate, and what overflowed then was one more gap to fetch. */
   nng_msg *a;
-  r = request(s, q, (size_t)ql, deadline, &a);
+  nng_time slice = nng_clock() + CATCH_SLICE_MS;
+  r = request(s, q, (size_t)ql, slice < deadline ? slice : deadline, &a);
   if (r == TS_E_NOMEM) return r;
   if (r != 0) {
     /* No answer yet. That is not a loss: a loaded replay service answers late, not
