@@ -915,13 +915,19 @@ void ts_sub_close(ts_sub *s) {
   if (!s) return;
   nng_close(s->sock);
   if (s->aio) {
+    /* The request in flight (often a sync: those are not waited for) is cancelled and
+     * its callback awaited before the socket closes, so that nng_close(req) never meets
+     * an operation of ours still running on it (nng 1.5.2 was seen to hang in that
+     * close, under load, with a request outstanding). */
     nng_mtx_lock(s->mu);
+    if (s->rq_busy) rq_drop(s);
     s->rq_abandon = 1;
     nng_mtx_unlock(s->mu);
+    nng_aio_stop(s->aio);
   }
   if (s->have_req) nng_close(s->req);
   if (s->aio) {
-    nng_aio_free(s->aio); /* aborts what is in flight and waits for the callback */
+    nng_aio_free(s->aio);
     if (s->rq_ans) nng_msg_free(s->rq_ans);
     nng_cv_free(s->cv);
     nng_mtx_free(s->mu);
