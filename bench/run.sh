@@ -289,13 +289,15 @@ tap_instructions
 # ==== event bus =========================================================================
 # tap -> ts_pub -> ts_sub over ipc:// and tcp://127.0.0.1 with 1 and 8 subscribers, at
 # 10,000 events/s and at saturation, beside raw nng pub0/sub0 carrying the same bytes
-# (bench/bus_bench.c; about 40 s). Latency percentiles, delivered events/s, losses
-# before and after replay, then the targets (MET / NOT MET). Wall-clock latencies on a
-# shared 2-CPU VM move with the load: the load average is printed before and after.
+# (bench/bus_bench.c). Every cell is measured BUS_RUNS times (default 5, about 40 s a
+# run), toolstream and raw nng side by side in each run; the summary gives per cell the
+# p99 ratios, their median and spread and MET / NOT MET / UNMEASURABLE, and a BUSCELL
+# line each for scripts. Wall-clock latencies on a shared 2-CPU VM move with the load:
+# the load average is printed before every run and after the last.
 
 event_bus() {
-  step "event bus: $bin/bus_bench"
-  "$bin/bus_bench" | tee "$results/bus_bench.txt"
+  step "event bus: $bin/bus_bench --runs ${BUS_RUNS:-5}"
+  "$bin/bus_bench" --runs "${BUS_RUNS:-5}" | tee "$results/bus_bench.txt"
   local rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || { echo "bus_bench failed (exit $rc)"; status=1; }
 }

@@ -59,6 +59,7 @@ struct ts_pub {
   ts_hmap map;
   hthread **threads;
   size_t nthreads, threads_cap;
+  hthread *recent; /* the thread of the last send (NULL after its eviction) */
   size_t bytes;
   uint64_t clock;
   ts_pub_stats st;
@@ -77,6 +78,7 @@ static void drop_oldest(ts_pub *p, hthread *t) {
 }
 
 static void evict(ts_pub *p, hthread *t) {
+  if (p->recent == t) p->recent = NULL;
   while (t->n) drop_oldest(p, t);
   ts_hmap_remove(&p->map, &t->node.h);
   p->threads[t->idx] = p->threads[--p->nthreads];
@@ -95,9 +97,13 @@ static hthread *lru(ts_pub *p, const hthread *keep) {
   return best;
 }
 
+/* The thread of the previous send is compared first: a turn publishes its events back
+ * to back, so most sends skip the hash. */
 static hthread *thread_get(ts_pub *p, const char *id, size_t len) {
-  hthread *t = (hthread *)ts_hmap_find(&p->map, id, len);
-  if (t) return t;
+  hthread *t = p->recent;
+  if (t && t->node.klen == len && !memcmp(t->node.key, id, len)) return t;
+  t = (hthread *)ts_hmap_find(&p->map, id, len);
+  if (t) return p->recent = t;
   while (p->nthreads >= p->o.history_threads) evict(p, lru(p, NULL));
   if (p->nthreads == p->threads_cap) {
     size_t cap = p->threads_cap ? p->threads_cap * 2 : 16;
@@ -114,7 +120,7 @@ static hthread *thread_get(ts_pub *p, const char *id, size_t len) {
   }
   t->idx = p->nthreads;
   p->threads[p->nthreads++] = t;
-  return t;
+  return p->recent = t;
 }
 
 /* Appends under p->mu. Returns 0 or a ts_err (nothing changed then). */

