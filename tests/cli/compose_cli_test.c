@@ -19,6 +19,7 @@
 #include "support/model_server.h"
 #include "support/evs_frame.h"
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/sigv4_check.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -353,18 +354,12 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("compose_cli");
-  TCase *tc = tcase_create("core");
+  TCase *tc = ts_test_tcase(s, "core", 120);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_coordinator_calls_a_sub_prompt_with_an_attachment);
   tcase_add_test(tc, test_handoff_survives_resume);
   tcase_add_test(tc, test_http_each_prompt_its_model_and_system_text);
   tcase_add_loop_test(tc, test_http_sub_prompt_url_names_its_model, 0,
                       (int)(sizeof url_rows / sizeof url_rows[0]));
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

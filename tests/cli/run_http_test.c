@@ -20,6 +20,7 @@
 #include "support/evs_frame.h"
 #include "support/model_server.h"
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/sigv4_check.h"
 #include "support/tempdir.h"
 #include "store/store.h"
@@ -634,9 +635,5 @@ int main(void) {
   tcase_add_test(tc, test_bedrock_two_turns);
   tcase_add_test(tc, test_bedrock_api_key);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }
