@@ -176,6 +176,27 @@ START_TEST(test_handoff_survives_resume) {
 }
 END_TEST
 
+/* Runs the coordinator prompt of prompts/ over HTTP on the model server serving srv/ (run
+ * --model-url http://127.0.0.1:PORT + url_path --model big-model --provider PROVIDER), as
+ * thread `thread`, and stops the server. */
+static result run_coordinator_http(const char *provider, const char *url_path, const char *thread) {
+  ts_test_server srv;
+  ts_test_server_start(&srv, ts_test_at(base, "srv"), NULL, NULL);
+  char url[256], ws[128], data[128], prompts[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", srv.port, url_path);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  snprintf(prompts, sizeof prompts, "%s/prompts", base);
+  mkdir(ws, 0755);
+  const char *argv[] = {"toolstream", "run", "--prompts", prompts, "--prompt-name",
+                        "coordinator", "--model-url", url, "--model", "big-model",
+                        "--provider", provider, "--workspace", ws, "--data-dir", data,
+                        "--thread", thread, "--json", "go", NULL};
+  result r = run_bin(BINARY, argv, NULL, 0);
+  ts_test_server_stop(&srv);
+  return r;
+}
+
 /* Over HTTP: one endpoint for the whole tree, each prompt's request with its own model,
  * system text and tools. The server plays its files in arrival order: the coordinator's
  * turn, the researcher's, the coordinator's again. */
@@ -190,20 +211,7 @@ START_TEST(test_http_each_prompt_its_model_and_system_text) {
   call_turn("srv/1.sse", "r1", "researcher", "{\\\"question\\\":\\\"Why?\\\"}");
   text_turn("srv/2.sse", "because");
   text_turn("srv/3.sse", "all done");
-  ts_test_server srv;
-  ts_test_server_start(&srv, ts_test_at(base, "srv"), NULL, NULL);
-  char url[128], ws[128], data[128], prompts[128];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", srv.port);
-  snprintf(ws, sizeof ws, "%s/ws", base);
-  snprintf(data, sizeof data, "%s/data", base);
-  snprintf(prompts, sizeof prompts, "%s/prompts", base);
-  mkdir(ws, 0755);
-  const char *argv[] = {"toolstream", "run", "--prompts", prompts, "--prompt-name",
-                        "coordinator", "--model-url", url, "--model", "big-model",
-                        "--provider", "openai", "--workspace", ws, "--data-dir", data,
-                        "--thread", "x1", "--json", "go", NULL};
-  result r = run_bin(BINARY, argv, NULL, 0);
-  ts_test_server_stop(&srv);
+  result r = run_coordinator_http("openai", "/v1", "x1");
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err.p ? r.err.p : "");
   size_t len;
   char *q1 = ts_test_read_file(ts_test_at(base, "srv/requests/1.json"), &len);
@@ -317,20 +325,7 @@ START_TEST(test_http_sub_prompt_url_names_its_model) {
   } else {
     gemini_turns();
   }
-  ts_test_server srv;
-  ts_test_server_start(&srv, ts_test_at(base, "srv"), NULL, NULL);
-  char url[256], ws[128], data[128], prompts[128];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", srv.port, u->url_path);
-  snprintf(ws, sizeof ws, "%s/ws", base);
-  snprintf(data, sizeof data, "%s/data", base);
-  snprintf(prompts, sizeof prompts, "%s/prompts", base);
-  mkdir(ws, 0755);
-  const char *argv[] = {"toolstream", "run", "--prompts", prompts, "--prompt-name",
-                        "coordinator", "--model-url", url, "--model", "big-model",
-                        "--provider", u->provider, "--workspace", ws, "--data-dir", data,
-                        "--thread", "u1", "--json", "go", NULL};
-  result r = run_bin(BINARY, argv, NULL, 0);
-  ts_test_server_stop(&srv);
+  result r = run_coordinator_http(u->provider, u->url_path, "u1");
   ck_assert_msg(r.status == 0, "row %d: exit %d: %s", u->line, r.status,
                 r.err.p ? r.err.p : "");
   HAS(r.out.p, "\"text\":\"because\"");
