@@ -121,14 +121,35 @@ static int request_headers(const ts_http_model *m, const char *url, const char *
   return (int)nh;
 }
 
-int ts_http_model_post(const ts_http_model *m, const char *body, size_t len,
-                       int (*on_chunk)(void *user, const char *data, size_t len), void *user,
-                       const volatile int *cancel, ts_http_response_info *info, char *why,
-                       size_t why_cap) {
+/* The URL of a request for `model`: the provider's path for it on m's URL
+ * (ts_provider_url). When m's URL already ends with the provider's path for m's own model
+ * (--model-url given whole: .../models/big:streamGenerateContent?alt=sse), that path is
+ * swapped for the one of `model` instead of a second one appended. */
+static int model_url(const ts_http_model *m, const char *model, char *out, size_t cap) {
+  const ts_provider *p = m->provider;
+  if (!strcmp(model, m->model)) return ts_provider_url(p, m->url, model, out, cap);
+  char own[1024], other[1024]; /* the provider's paths alone, for each model */
+  int rc = ts_provider_url(p, "", m->model, own, sizeof own);
+  if (rc == TS_E_OK) rc = ts_provider_url(p, "", model, other, sizeof other);
+  if (rc != TS_E_OK) return rc;
+  own[strcspn(own, "?")] = other[strcspn(other, "?")] = '\0';
+  const char *q = strchr(m->url, '?');
+  size_t bl = q ? (size_t)(q - m->url) : strlen(m->url), ol = strlen(own);
+  if (!ol || bl < ol || memcmp(m->url + bl - ol, own, ol))
+    return ts_provider_url(p, m->url, model, out, cap);
+  int w = snprintf(out, cap, "%.*s%s%s", (int)(bl - ol), m->url, other, q ? q : "");
+  return w >= 0 && (size_t)w < cap ? TS_E_OK : TS_E_LIMIT;
+}
+
+/* ts_http_model_post for `model` (the request's own, in its body) on m's endpoint. */
+static int post_as(const ts_http_model *m, const char *model, const char *body, size_t len,
+                   int (*on_chunk)(void *user, const char *data, size_t len), void *user,
+                   const volatile int *cancel, ts_http_response_info *info, char *why,
+                   size_t why_cap) {
   if (info) memset(info, 0, sizeof *info);
   /* A base URL gets the provider's path; a query string stays at the end. */
   char url[2048];
-  if (ts_provider_url(m->provider, m->url, m->model, url, sizeof url) != TS_E_OK) {
+  if (model_url(m, model, url, sizeof url) != TS_E_OK) {
     snprintf(why, why_cap, "the model URL is too long");
     return TS_E_INVAL;
   }
@@ -151,17 +172,28 @@ int ts_http_model_post(const ts_http_model *m, const char *body, size_t len,
   return rc;
 }
 
+int ts_http_model_post(const ts_http_model *m, const char *body, size_t len,
+                       int (*on_chunk)(void *user, const char *data, size_t len), void *user,
+                       const volatile int *cancel, ts_http_response_info *info, char *why,
+                       size_t why_cap) {
+  return post_as(m, m->model, body, len, on_chunk, user, cancel, info, why, why_cap);
+}
+
 /* One model turn over HTTP: the stored conversation as the request, the streamed reply
  * through the tap. Returns 0, or -1 (why filled; after emitting a stream_error event when
  * the request went out and failed). */
 static int http_turn(void *user, const ts_agent_turn *t, ts_tap *tap, char *why,
                      size_t why_cap) {
   const ts_http_model *m = user;
+  /* The driving prompt's model, when it names one (agent/compose.h), is this turn's model
+   * wherever the provider names it: in the body (ts_conversation_request_turn takes
+   * t->model over m->model) and in the URL, which for Gemini (models/MODEL:...) and
+   * Bedrock (/model/MODEL/..., signed as sent) carries it too. One endpoint serves the
+   * whole tree; only the model differs. */
+  const char *model = t->model && *t->model ? t->model : m->model;
   ts_buf body;
   ts_buf_init(&body, (size_t)256 << 20);
-  /* the driving prompt's model, when it names one (agent/compose.h), goes in the body on
-   * the same endpoint (ts_conversation_request_turn uses t->model over m->model) */
-  int rc = ts_conversation_request_turn(t, m->provider, m->model, m->max_tokens, &body);
+  int rc = ts_conversation_request_turn(t, m->provider, model, m->max_tokens, &body);
   if (rc) {
     snprintf(why, why_cap, "the model request failed: cannot build the request: %s",
              ts_err_message(rc));
@@ -170,7 +202,7 @@ static int http_turn(void *user, const ts_agent_turn *t, ts_tap *tap, char *why,
   }
   ts_http_response_info info;
   http_feed f = {tap, NULL, 0, t->cancel, &info};
-  rc = ts_http_model_post(m, body.p, body.len, on_http_chunk, &f, t->cancel, &info, why, why_cap);
+  rc = post_as(m, model, body.p, body.len, on_http_chunk, &f, t->cancel, &info, why, why_cap);
   free(f.scratch);
   ts_buf_fini(&body);
   int cancelled = t->cancel && *t->cancel;

@@ -14,6 +14,12 @@
  * AWS_SESSION_TOKEN and the region (the one the endpoint's host names, else AWS_REGION or
  * AWS_DEFAULT_REGION; none is an error of the turn); without those credentials the
  * request goes unsigned (a local server).
+ *
+ * A turn driven by a prompt with its own `model` (agent/compose.h: ts_agent_turn.model)
+ * asks that model on the same endpoint: in the body and, for the providers whose URL
+ * names the model (Gemini, Bedrock), in the URL, which is what Bedrock signs. When `url`
+ * already ends with the provider's path for `model` (the whole URL given), that path is
+ * swapped for the turn model's.
  */
 #ifndef TS_CLI_MODEL_HTTP_H
 #define TS_CLI_MODEL_HTTP_H

@@ -181,28 +181,39 @@ static void tree_draw(const tree *tr, ts_buf *out, int width, const char *sep) {
   }
 }
 
+/* Where rows go: with `json`, elements of a JSON array into out (n so far); else rows of
+ * a tree to draw (tr), each a thread's id and what follows it: the listing's columns
+ * (parent, created, last activity, turns, calls, state) with `columns`, else the short
+ * form of show's subtree ("3 turns, 5 calls, finished"). */
 typedef struct {
   ts_buf *out;
-  int json, n, failed;
+  int json, n;
+  int columns;
   tree tr;
-} listing;
+} rows;
 
-static int list_row(void *user, const ts_store_thread *t) {
-  listing *l = user;
-  if (l->json) {
-    if (l->n) ts_buf_putc(l->out, ',');
-    thread_json(l->out, t);
+/* One thread as the next row: the one row printer of the listing, show's children (JSON)
+ * and show's subtree (text). Returns 0, or 1 when out of memory. */
+static int thread_row(rows *r, const ts_store_thread *t) {
+  if (r->json) {
+    if (r->n) ts_buf_putc(r->out, ',');
+    thread_json(r->out, t);
   } else {
-    char c[32], a[32], line[600];
+    char c[32], a[32], line[sizeof r->tr.v->line];
     when(t->created_at_ms, c, sizeof c);
     when(t->last_activity_ms, a, sizeof a);
-    snprintf(line, sizeof line, "%-20s %-19s  %-19s  %5u %5u  %s", t->parent ? t->parent : "-",
-             c, a, t->turns, t->calls, t->state);
-    if (tree_add(&l->tr, t, line)) return 1;
+    if (r->columns)
+      snprintf(line, sizeof line, "%-20s %-19s  %-19s  %5u %5u  %s", t->parent ? t->parent : "-",
+               c, a, t->turns, t->calls, t->state);
+    else
+      snprintf(line, sizeof line, "%u turns, %u calls, %s", t->turns, t->calls, t->state);
+    if (tree_add(&r->tr, t, line)) return 1;
   }
-  l->n++;
+  r->n++;
   return 0;
 }
+
+static int list_row(void *user, const ts_store_thread *t) { return thread_row(user, t); }
 
 /* ---- show -------------------------------------------------------------------------------- */
 
@@ -223,10 +234,7 @@ static const char *clip(const char *s, size_t len, char *buf, size_t cap) {
   return buf;
 }
 
-typedef struct {
-  ts_buf *out;
-  int json, n;
-} shower;
+typedef rows shower; /* show's sections: out, json and the count n of each */
 
 static int show_msg(void *user, const ts_store_message *m) {
   shower *s = user;
@@ -334,22 +342,15 @@ static int show_parked(void *user, const ts_store_parked *p) {
   return 0;
 }
 
-static int show_child(void *user, const ts_store_thread *t) {
-  shower *s = user;
-  if (s->json) {
-    if (s->n) ts_buf_putc(s->out, ',');
-    thread_json(s->out, t);
-  }
-  s->n++;
-  return 0;
-}
+/* The shown thread's children, in JSON. */
+static int show_child(void *user, const ts_store_thread *t) { return thread_row(user, t); }
 
 /* The subtree below the shown thread (every descendant, drawn as a tree). */
 typedef struct {
   const char *root;
   int in, done;
   uint32_t depth;
-  tree tr;
+  rows r;
 } subtree;
 
 static int subtree_row(void *user, const ts_store_thread *t) {
@@ -363,9 +364,7 @@ static int subtree_row(void *user, const ts_store_thread *t) {
     st->done = 1;
     return 0;
   }
-  char line[256];
-  snprintf(line, sizeof line, "%u turns, %u calls, %s", t->turns, t->calls, t->state);
-  return tree_add(&st->tr, t, line) ? 1 : 0;
+  return thread_row(&st->r, t);
 }
 
 static int show_instance(void *user, const ts_store_subagent *a) {
@@ -445,7 +444,7 @@ static int show_head(void *user, const ts_store_thread *t) {
 }
 
 static int show(ts_store *st, const char *id, int json, ts_buf *out) {
-  shower s = {out, json, 0};
+  shower s = {out, json, 0, 0, {0}};
   int r = ts_store_thread_get(st, id, show_head, &s);
   if (r == 0) {
     fprintf(stderr, "toolstream threads: no thread %s in %s\n", id, ts_store_path(st));
@@ -474,12 +473,12 @@ static int show(ts_store *st, const char *id, int json, ts_buf *out) {
         : json   ? ts_store_thread_children(st, id, show_child, &s)
                  : 0;
     if (k == 4 && !json && r >= 0) { /* the whole subtree, drawn */
-      subtree sub = {id, 0, 0, 0, {0}};
+      subtree sub = {id, 0, 0, 0, {NULL, 0, 0, 0, {0}}};
       r = ts_store_threads(st, subtree_row, &sub);
-      sub.tr.base = sub.depth + 1;
+      sub.r.tr.base = sub.depth + 1;
       ts_buf tmp;
       ts_buf_init(&tmp, (size_t)64 << 20);
-      tree_draw(&sub.tr, &tmp, 0, "  ");
+      tree_draw(&sub.r.tr, &tmp, 0, "  ");
       for (size_t i = 0; i < tmp.len;) { /* two spaces before each line */
         const char *nl = memchr(tmp.p + i, '\n', tmp.len - i);
         size_t n = nl ? (size_t)(nl - (tmp.p + i)) + 1 : tmp.len - i;
@@ -488,8 +487,8 @@ static int show(ts_store *st, const char *id, int json, ts_buf *out) {
         i += n;
       }
       ts_buf_fini(&tmp);
-      s.n = (int)sub.tr.n;
-      free(sub.tr.v);
+      s.n = sub.r.n;
+      free(sub.r.tr.v);
     }
     if (json) ts_buf_putc(out, ']');
     else if (s.n == 0) ts_buf_puts(out, "  (none)\n");
@@ -532,7 +531,7 @@ int ts_cli_threads(int argc, char **argv) {
   if (npos == 2) {
     rc = show(s, pos[1], json, &out);
   } else {
-    listing l = {&out, json, 0, 0, {0}};
+    rows l = {&out, json, 0, 1, {0}};
     if (json) ts_buf_putc(&out, '[');
     else
       ts_buf_puts(&out, "ID                           PARENT               CREATED              "

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "support/runner.h"
 
 static const struct {
   int code;
@@ -61,9 +62,5 @@ int main(void) {
   tcase_add_test(tc, test_table);
   tcase_add_test(tc, test_unknown);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/file.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -75,9 +76,5 @@ int main(void) {
   tcase_add_test(tc, test_list);
   tcase_add_test(tc, test_out_of_memory);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

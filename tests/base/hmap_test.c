@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/hmap.h"
+#include "support/runner.h"
 #include "support/test_support.h"
 
 typedef struct {
@@ -123,9 +124,5 @@ int main(void) {
   tcase_add_test(tc, test_keyed_per_map);
   tcase_add_test(tc, test_growth_out_of_memory);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

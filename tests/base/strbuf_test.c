@@ -14,6 +14,7 @@
 
 #include "base/strbuf.h"
 #include "support/json_check.h"
+#include "support/runner.h"
 #include "support/test_support.h"
 
 typedef struct {
@@ -189,9 +190,5 @@ int main(void) {
   tcase_add_test(tc, test_out_of_memory);
   tcase_add_test(tc, test_numbers_and_growth);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/thread_id.h"
+#include "support/runner.h"
 
 typedef struct {
   int line;
@@ -74,9 +75,5 @@ int main(void) {
   tcase_add_test(tc, test_limit);
   tcase_add_test(tc, test_new);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

@@ -27,6 +27,7 @@
 
 #include "support/model_server.h"
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -625,9 +626,5 @@ int main(void) {
   tcase_add_test(tc, compare_two_runs);
   tcase_add_test(tc, usage_errors);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/sse_text.h"
 #include "support/test_support.h"
 
@@ -238,9 +239,5 @@ int main(void) {
   tcase_add_test(tc, test_usage);
   tcase_add_test(tc, test_help);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -3,8 +3,11 @@
  * user runs it: a coordinator that writes a file and calls a sub-prompt with it attached
  * (the child thread in the store, the copy in the child's filesystem, the child's events
  * on standard output with their parent), and a handoff kept across --resume. The model is
- * the replay backend, one recorded directory per prompt (DIR/<prompt>/turn-N.sse).
+ * the replay backend, one recorded directory per prompt (DIR/<prompt>/turn-N.sse), or the
+ * model server over HTTP, where each prompt's request names its own model: in the body,
+ * and in the URL for the providers whose URL carries it (Gemini, Bedrock, signed as sent).
  */
+#define _GNU_SOURCE /* strptime, timegm (support/sigv4_check.h) */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +17,10 @@
 
 #include "store/store.h"
 #include "support/model_server.h"
+#include "support/evs_frame.h"
 #include "support/proc.h"
+#include "support/runner.h"
+#include "support/sigv4_check.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -170,6 +176,27 @@ START_TEST(test_handoff_survives_resume) {
 }
 END_TEST
 
+/* Runs the coordinator prompt of prompts/ over HTTP on the model server serving srv/ (run
+ * --model-url http://127.0.0.1:PORT + url_path --model big-model --provider PROVIDER), as
+ * thread `thread`, and stops the server. */
+static result run_coordinator_http(const char *provider, const char *url_path, const char *thread) {
+  ts_test_server srv;
+  ts_test_server_start(&srv, ts_test_at(base, "srv"), NULL, NULL);
+  char url[256], ws[128], data[128], prompts[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", srv.port, url_path);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  snprintf(prompts, sizeof prompts, "%s/prompts", base);
+  mkdir(ws, 0755);
+  const char *argv[] = {"toolstream", "run", "--prompts", prompts, "--prompt-name",
+                        "coordinator", "--model-url", url, "--model", "big-model",
+                        "--provider", provider, "--workspace", ws, "--data-dir", data,
+                        "--thread", thread, "--json", "go", NULL};
+  result r = run_bin(BINARY, argv, NULL, 0);
+  ts_test_server_stop(&srv);
+  return r;
+}
+
 /* Over HTTP: one endpoint for the whole tree, each prompt's request with its own model,
  * system text and tools. The server plays its files in arrival order: the coordinator's
  * turn, the researcher's, the coordinator's again. */
@@ -184,20 +211,7 @@ START_TEST(test_http_each_prompt_its_model_and_system_text) {
   call_turn("srv/1.sse", "r1", "researcher", "{\\\"question\\\":\\\"Why?\\\"}");
   text_turn("srv/2.sse", "because");
   text_turn("srv/3.sse", "all done");
-  ts_test_server srv;
-  ts_test_server_start(&srv, ts_test_at(base, "srv"), NULL, NULL);
-  char url[128], ws[128], data[128], prompts[128];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", srv.port);
-  snprintf(ws, sizeof ws, "%s/ws", base);
-  snprintf(data, sizeof data, "%s/data", base);
-  snprintf(prompts, sizeof prompts, "%s/prompts", base);
-  mkdir(ws, 0755);
-  const char *argv[] = {"toolstream", "run", "--prompts", prompts, "--prompt-name",
-                        "coordinator", "--model-url", url, "--model", "big-model",
-                        "--provider", "openai", "--workspace", ws, "--data-dir", data,
-                        "--thread", "x1", "--json", "go", NULL};
-  result r = run_bin(BINARY, argv, NULL, 0);
-  ts_test_server_stop(&srv);
+  result r = run_coordinator_http("openai", "/v1", "x1");
   ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err.p ? r.err.p : "");
   size_t len;
   char *q1 = ts_test_read_file(ts_test_at(base, "srv/requests/1.json"), &len);
@@ -218,18 +232,129 @@ START_TEST(test_http_each_prompt_its_model_and_system_text) {
 }
 END_TEST
 
+
+/* The providers whose URL names the model: a sub-prompt's request goes to its own model's
+ * URL on the same endpoint (and, for Bedrock, is signed for that path), whether
+ * --model-url is the base or the whole URL of the run's own model. The coordinator
+ * (big-model, from --model) calls the researcher (its own model, with a ':' that the
+ * path carries as %3A), which answers; the coordinator ends. */
+typedef struct {
+  int line;
+  const char *provider, *url_path; /* --model-url: http://127.0.0.1:PORT + url_path */
+  const char *big, *small;         /* the request lines of each model's requests */
+} url_row;
+
+static const url_row url_rows[] = {
+    {__LINE__, "gemini", "/v1beta", "POST /v1beta/models/big-model:streamGenerateContent?alt=sse\n",
+     "POST /v1beta/models/anthropic.small-v1%3A0:streamGenerateContent?alt=sse\n"},
+    {__LINE__, "gemini", "/v1beta/models/big-model:streamGenerateContent?alt=sse",
+     "POST /v1beta/models/big-model:streamGenerateContent?alt=sse\n",
+     "POST /v1beta/models/anthropic.small-v1%3A0:streamGenerateContent?alt=sse\n"},
+    {__LINE__, "bedrock", "", "POST /model/big-model/converse-stream\n",
+     "POST /model/anthropic.small-v1%3A0/converse-stream\n"},
+    {__LINE__, "bedrock", "/model/big-model/converse-stream?x=1",
+     "POST /model/big-model/converse-stream?x=1\n",
+     "POST /model/anthropic.small-v1%3A0/converse-stream?x=1\n"},
+};
+
+static void gemini_turns(void) {
+  put_in("srv/1.sse", "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":["
+                      "{\"functionCall\":{\"name\":\"researcher\",\"args\":{\"question\":"
+                      "\"Why?\"}}}]},\"finishReason\":\"STOP\"}]}\r\n\r\n");
+  put_in("srv/2.sse", "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":["
+                      "{\"text\":\"because\"}]},\"finishReason\":\"STOP\"}]}\r\n\r\n");
+  put_in("srv/3.sse", "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":["
+                      "{\"text\":\"all done\"}]},\"finishReason\":\"STOP\"}]}\r\n\r\n");
+}
+
+static void bedrock_text(const char *rel, const char *text) {
+  sb t = {0}, d = {0};
+  sb_printf(&d, "{\"contentBlockIndex\":0,\"delta\":{\"text\":\"%s\"}}", text);
+  ts_test_evs_frame(&t, "event", "messageStart", "{\"role\":\"assistant\"}");
+  ts_test_evs_frame(&t, "event", "contentBlockDelta", sb_str(&d));
+  ts_test_evs_frame(&t, "event", "contentBlockStop", "{\"contentBlockIndex\":0}");
+  ts_test_evs_frame(&t, "event", "messageStop", "{\"stopReason\":\"end_turn\"}");
+  ts_test_write_file(ts_test_at(base, rel), t.p, t.len);
+  sb_free(&t);
+  sb_free(&d);
+}
+
+static void bedrock_turns(void) {
+  mkdir(ts_test_at(base, "srv"), 0755);
+  sb t = {0};
+  ts_test_evs_frame(&t, "event", "messageStart", "{\"role\":\"assistant\"}");
+  ts_test_evs_frame(&t, "event", "contentBlockStart",
+                    "{\"contentBlockIndex\":0,\"start\":{\"toolUse\":{\"toolUseId\":\"tu_1\","
+                    "\"name\":\"researcher\"}}}");
+  ts_test_evs_frame(&t, "event", "contentBlockDelta",
+                    "{\"contentBlockIndex\":0,\"delta\":{\"toolUse\":{\"input\":"
+                    "\"{\\\"question\\\":\\\"Why?\\\"}\"}}}");
+  ts_test_evs_frame(&t, "event", "contentBlockStop", "{\"contentBlockIndex\":0}");
+  ts_test_evs_frame(&t, "event", "messageStop", "{\"stopReason\":\"tool_use\"}");
+  ts_test_write_file(ts_test_at(base, "srv/1.bin"), t.p, t.len);
+  sb_free(&t);
+  bedrock_text("srv/2.bin", "because");
+  bedrock_text("srv/3.bin", "all done");
+}
+
+static char *request_file(int n, const char *ext, size_t *len) {
+  char rel[64];
+  snprintf(rel, sizeof rel, "srv/requests/%d.%s", n, ext);
+  char *p = ts_test_read_file(ts_test_at(base, rel), len);
+  ck_assert_msg(p != NULL, "no %s", rel);
+  return p;
+}
+
+START_TEST(test_http_sub_prompt_url_names_its_model) {
+  const url_row *u = &url_rows[_i];
+  put_in("prompts/defs.json",
+         "[{\"name\":\"coordinator\",\"prompt\":\"You coordinate.\",\"tools\":["
+         "{\"name\":\"researcher\",\"initUserMessageProperty\":\"question\"}]},"
+         " {\"name\":\"researcher\",\"toolDescription\":\"Answers one question\","
+         "\"prompt\":\"You research.\",\"model\":\"anthropic.small-v1:0\","
+         "\"requiredSchema\":{\"type\":\"object\",\"properties\":{\"question\":"
+         "{\"type\":\"string\"}},\"required\":[\"question\"]}}]");
+  int bedrock = !strcmp(u->provider, "bedrock");
+  if (bedrock) {
+    bedrock_turns();
+    setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "compose-secret", 1);
+    setenv("AWS_REGION", "eu-west-1", 1);
+    unsetenv("AWS_SESSION_TOKEN");
+    unsetenv("AWS_BEARER_TOKEN_BEDROCK");
+  } else {
+    gemini_turns();
+  }
+  result r = run_coordinator_http(u->provider, u->url_path, "u1");
+  ck_assert_msg(r.status == 0, "row %d: exit %d: %s", u->line, r.status,
+                r.err.p ? r.err.p : "");
+  HAS(r.out.p, "\"text\":\"because\"");
+  HAS(r.out.p, "\"text\":\"all done\"");
+  const char *want[] = {u->big, u->small, u->big};
+  for (int n = 1; n <= 3; n++) {
+    size_t hl, bl;
+    char *head = request_file(n, "txt", &hl), *body = request_file(n, "json", &bl);
+    ck_assert_msg(!strncmp(head, want[n - 1], strlen(want[n - 1])), "row %d, request %d: %s",
+                  u->line, n, head);
+    if (bedrock) {
+      const ts_sigv4_key k = {"AKIDEXAMPLE", "compose-secret", NULL, "eu-west-1", "bedrock"};
+      ts_test_assert_signed_as_sent(head, body, bl, &k);
+    }
+    free(head);
+    free(body);
+  }
+  result_free(&r);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("compose_cli");
-  TCase *tc = tcase_create("core");
+  TCase *tc = ts_test_tcase(s, "core", 120);
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_coordinator_calls_a_sub_prompt_with_an_attachment);
   tcase_add_test(tc, test_handoff_survives_resume);
   tcase_add_test(tc, test_http_each_prompt_its_model_and_system_text);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  tcase_add_loop_test(tc, test_http_sub_prompt_url_names_its_model, 0,
+                      (int)(sizeof url_rows / sizeof url_rows[0]));
+  return ts_test_run(s, 0);
 }

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
@@ -213,9 +214,5 @@ int main(void) {
   tcase_add_loop_test(tc, test_rows, 0, (int)(sizeof rows / sizeof rows[0]));
   tcase_add_test(tc, test_help);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

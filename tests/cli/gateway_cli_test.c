@@ -32,6 +32,7 @@
 #include "support/cert.h"
 #include "support/model_server.h"
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/sse_text.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -1557,9 +1558,5 @@ int main(void) {
   tcase_add_test(tc, test_client_leaves_before_headers);
   tcase_add_test(tc, test_upstream_cuts_a_chunk);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

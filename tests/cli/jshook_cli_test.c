@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "store/store.h"
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -211,9 +212,5 @@ int main(void) {
   tcase_add_test(tc, test_hook_at_the_event);
   tcase_add_test(tc, test_hook_that_throws);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "store/store.h"
 
@@ -120,9 +121,5 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_run_with_js_tools);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/live.h"
+#include "support/runner.h"
 
 /* Runs events (one JSON object per line) through a view with colours off; returns what a
  * terminal would finally show, one line each. */
@@ -164,9 +165,5 @@ int main(void) {
   tcase_add_test(tc, test_errors_and_no_executor);
   tcase_add_test(tc, test_tree);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -24,6 +24,7 @@
 #include "cli/opts.h"
 #include "store/store.h"
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
@@ -627,9 +628,5 @@ int main(void) {
   tcase_add_test(tc, test_stdout_closed);
   tcase_add_test(tc, test_run_progress_arg);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

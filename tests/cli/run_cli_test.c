@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "support/proc.h"
 #include "store/store.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -527,9 +528,5 @@ int main(void) {
   tcase_add_test(tc, test_sigterm_stops_running_tool);
   tcase_add_test(tc, test_ctrl_c_mid_streaming_call_then_resume);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -20,6 +20,8 @@
 #include "support/evs_frame.h"
 #include "support/model_server.h"
 #include "support/proc.h"
+#include "support/runner.h"
+#include "support/sigv4_check.h"
 #include "support/tempdir.h"
 #include "store/store.h"
 #include "support/test_support.h"
@@ -316,22 +318,6 @@ static void write_args(char *out, size_t cap, const char *who, int escaped) {
              who, who, who);
 }
 
-/* The value of header `name` in a recorded request head (N.txt), copied into out. */
-static int head_value(const char *head, const char *name, char *out, size_t cap) {
-  size_t nl = strlen(name);
-  for (const char *l = head; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-    if (!strncasecmp(l, name, nl) && l[nl] == ':' && l[nl + 1] == ' ') {
-      const char *v = l + nl + 2, *e = strchr(v, '\n');
-      size_t n = e ? (size_t)(e - v) : strlen(v);
-      if (n >= cap) return 0;
-      memcpy(out, v, n);
-      out[n] = '\0';
-      return 1;
-    }
-  }
-  return 0;
-}
-
 /* The body of request n as the server recorded it contains `want`. */
 static void assert_request_has(int n, const char *want) {
   char name[64];
@@ -496,30 +482,22 @@ START_TEST(test_bedrock_two_turns) {
                 "%s", head);
   ck_assert_ptr_nonnull(strstr(head, "X-Amz-Security-Token: <present>"));
   char auth[1024], date[32], host[128], ctype[128], accept[128];
-  ck_assert(head_value(head, "Authorization", auth, sizeof auth));
-  ck_assert(head_value(head, "X-Amz-Date", date, sizeof date));
-  ck_assert(head_value(head, "Host", host, sizeof host));
-  ck_assert(head_value(head, "Content-Type", ctype, sizeof ctype));
-  ck_assert(head_value(head, "Accept", accept, sizeof accept));
+  ck_assert(ts_test_head_value(head, "Authorization", auth, sizeof auth));
+  ck_assert(ts_test_head_value(head, "X-Amz-Date", date, sizeof date));
+  ck_assert(ts_test_head_value(head, "Host", host, sizeof host));
+  ck_assert(ts_test_head_value(head, "Content-Type", ctype, sizeof ctype));
+  ck_assert(ts_test_head_value(head, "Accept", accept, sizeof accept));
   ck_assert_str_eq(accept, "application/vnd.amazon.eventstream");
   ck_assert_msg(!strncmp(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/", 40) &&
                     strstr(auth, "/us-west-2/bedrock/aws4_request, SignedHeaders=accept;content-type;"
                                  "host;x-amz-date;x-amz-security-token, Signature="),
                 "%s", auth);
-  struct tm tm;
-  memset(&tm, 0, sizeof tm);
-  ck_assert_ptr_nonnull(strptime(date, "%Y%m%dT%H%M%SZ", &tm));
   size_t blen;
   char bpath[256];
   snprintf(bpath, sizeof bpath, "%s/session/requests/1.json", base);
   char *body1 = ts_test_read_file(bpath, &blen);
-  const ts_sigv4_header sh[] = {{"Host", host}, {"Content-Type", ctype}, {"Accept", accept}};
-  ts_sigv4_key k = {"AKIDEXAMPLE", AWS_SECRET, AWS_TOKEN, "us-west-2", "bedrock"};
-  ts_sigv4_request sr = {"POST", "/v1/model/anthropic.claude-v2%3A1/converse-stream", NULL, sh, 3,
-                         body1, blen};
-  ts_sigv4_result want_sig;
-  ck_assert_int_eq(ts_sigv4_sign(&k, &sr, timegm(&tm), &want_sig), TS_E_OK);
-  ck_assert_str_eq(auth, want_sig.authorization);
+  const ts_sigv4_key k = {"AKIDEXAMPLE", AWS_SECRET, AWS_TOKEN, "us-west-2", "bedrock"};
+  ts_test_assert_signed_as_sent(head, body1, blen, &k);
   free(body1);
   free(head);
 
@@ -657,9 +635,5 @@ int main(void) {
   tcase_add_test(tc, test_bedrock_two_turns);
   tcase_add_test(tc, test_bedrock_api_key);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

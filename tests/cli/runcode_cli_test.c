@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
@@ -119,9 +120,5 @@ int main(void) {
   tcase_add_test(tc, test_rows);
   tcase_add_test(tc, test_ctrl_c_terminates);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

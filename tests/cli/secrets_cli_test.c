@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "store/store.h"
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
@@ -118,9 +119,5 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_secret_variables_redacted);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -39,6 +39,7 @@
 #include "support/gold.h"
 #include "support/json_check.h"
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
@@ -674,10 +675,7 @@ int main(void) {
   tcase_set_timeout(big, 900);
   tcase_add_test(big, test_huge_call);
   suite_add_tcase(s, big);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
+  int rc = ts_test_run(s, 0);
   ts_test_gold_free(golds, ngolds);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return rc;
 }

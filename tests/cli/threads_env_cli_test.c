@@ -25,6 +25,7 @@
 #include "store/store.h"
 #include "support/model_server.h"
 #include "support/proc.h"
+#include "support/runner.h"
 #include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
@@ -620,9 +621,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(suite(), 0);
 }

@@ -28,6 +28,7 @@
 #include "events/bus_wire.h"
 #include "base/error.h"
 #include "support/cert.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -252,8 +253,12 @@ static void roundtrip(const char *url, const char *replay_url, const ts_pub_opts
     sleep_us(10000);
   }
   for (uint64_t i = 21; i <= 100; i++) {
-    send_ev(p, "t1", i);
+    /* the noise first: over ws and tcp every message reaches this subscriber's pipe (the
+     * topic is filtered on its side), in order, so once t1's last event has arrived no
+     * t10 message is still on its way to be caught mid-send by the close (nng 1.5.2's
+     * ws pipe leaks such a message) */
     send_ev(p, "t10", i);
+    send_ev(p, "t1", i);
     ts_sub_item it;
     while ((r = ts_sub_next(s, &it, 0)) == 1) tally_item(&t, &it);
     ck_assert_int_ge(r, 0);
@@ -896,10 +901,15 @@ typedef struct {
   ts_sub *s;
   ts_sub_stats st;
   int ready;
+  _Atomic int *published; /* set when the publisher has sent every event */
 } flood_arg;
 
 static void *flood_sub(void *arg) {
   flood_arg *f = arg;
+  /* The slow one reads nothing until everything is published: its 64-message queues
+   * overflow whatever the machine's speed (reading slowly instead only falls behind a
+   * publisher that a loaded machine does not slow down more). */
+  while (f->slow && !*f->published) sleep_us(1000);
   double end = now_s() + 40;
   while (f->t.next <= FLOOD_EVENTS && now_s() < end) {
     ts_sub_item it;
@@ -907,7 +917,6 @@ static void *flood_sub(void *arg) {
     if (r < 0) break;
     if (r == 1) {
       tally_item(&f->t, &it);
-      if (f->slow) sleep_us(150); /* ~6,600 events/s at best: it falls behind */
     }
   }
   ts_sub_get_stats(f->s, &f->st);
@@ -923,8 +932,10 @@ START_TEST(test_flood) {
   ck_assert_int_eq(ts_pub_open(a, b, &po, &p), 0);
   flood_arg f[FLOOD_SUBS];
   pthread_t th[FLOOD_SUBS];
+  _Atomic int published = 0;
   for (int i = 0; i < FLOOD_SUBS; i++) {
-    f[i] = (flood_arg){.url = a, .replay = b, .slow = i == 0, .t = {.thread = "flood", .next = 1}};
+    f[i] = (flood_arg){.url = a, .replay = b, .slow = i == 0, .t = {.thread = "flood", .next = 1},
+                       .published = &published};
     ts_sub_opts so = {.recv_buffer = 64};
     ck_assert_int_eq(ts_sub_open(a, b, i % 2 ? "flood" : NULL, &so, &f[i].s), 0);
   }
@@ -941,6 +952,7 @@ START_TEST(test_flood) {
     }
   }
   double took = now_s() - t0;
+  published = 1;
   for (int i = 0; i < FLOOD_SUBS; i++) pthread_join(th[i], NULL);
   uint64_t replayed = 0;
   for (int i = 0; i < FLOOD_SUBS; i++) {
@@ -1063,15 +1075,15 @@ static void tail_loss(const char *thread) {
   drain(s, &t, 20, 5);
   ck_assert_uint_eq(t.next, 21);
   for (uint64_t i = 21; i <= 2000; i++) send_ev(p, "tail", i); /* not read: most dropped */
-  sleep_us(50000);
+  /* No live message after the loss shows it: only the periodic sync can (after its grace
+   * time). The deadline is a backstop for a sync that never comes, not a speed limit. */
   double t0 = now_s();
-  drain(s, &t, 2000, 10);
+  drain(s, &t, 2000, 20);
   double took = now_s() - t0;
   assert_clean(&t, 2000);
   ts_sub_stats st;
   ts_sub_get_stats(s, &st);
   ck_assert_uint_gt(st.replayed, 0);
-  ck_assert_msg(took < 5, "tail found after %.2f s", took);
   fprintf(stderr, "tail loss (%s): %llu live, %llu replayed, found in %.2f s\n",
           thread ? "one thread" : "all threads", (unsigned long long)st.live,
           (unsigned long long)st.replayed, took);
@@ -1332,9 +1344,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_ENV);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(suite(), 0);
 }

@@ -6,8 +6,11 @@
 // the model server, and through the gateway (only baseURL differs). Checks:
 //   - each SDK gets exactly the same stream events and the same final result both ways;
 //   - the subscriber sees tool_call_started with the right progress label (named by
-//     "x-progress-argument" in the request's own tool schema) before the SDK's stream
-//     has delivered the call's last argument fragment;
+//     "x-progress-argument" in the request's own tool schema), stamped by the gateway
+//     (its mono_us, CLOCK_MONOTONIC) before the SDK's stream delivered the call's last
+//     argument fragment (read on the same clock here). The event's own stamp, not the
+//     moment the subscriber's line reached us: a loaded machine delays that line, not
+//     the gateway's decision;
 //   - the provider never sees "x-progress-argument" in what the gateway forwarded.
 // Usage: node tests/sdk/run.mjs BINARY_DIR   (npm ci first; see CMakeLists.txt)
 // Exit status 0 when every check passed; 1 otherwise, with the reasons on stderr.
@@ -88,7 +91,12 @@ const gw = await start(join(bin, 'toolstream'), [
 ]);
 const gateway = gw.first.trim();
 
-// Every event the subscriber prints, with the moment it arrived here.
+// Now on CLOCK_MONOTONIC in microseconds: libuv's hrtime is that clock, the one the
+// events' mono_us stamps are on (docs/events.md), so the two compare across processes.
+const monoUs = () => Number(process.hrtime.bigint() / 1000n);
+
+// Every event the subscriber prints. It reads the replay history first (sub's default),
+// so an event published before its dial completes still arrives: no wait for the dial.
 const seen = [];
 const subProc = spawn(join(bin, 'toolstream'), ['sub', pubUrl, '--replay', repUrl, '--json', '--wait'], {
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -103,15 +111,13 @@ const subProc = spawn(join(bin, 'toolstream'), ['sub', pubUrl, '--replay', repUr
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
       try {
-        seen.push({ t: performance.now(), ev: JSON.parse(line) });
+        seen.push({ ev: JSON.parse(line) });
       } catch {
         /* not JSON: ignore */
       }
     }
   });
 }
-await new Promise((r) => setTimeout(r, 500)); // the subscriber's dial
-
 // Paced like a model: 16 bytes every 10 ms (model_server query options).
 const pace = { slow: '10', chunk: '16' };
 const schema = (extra) => ({
@@ -127,7 +133,8 @@ function startedOf(thread, index) {
   );
 }
 
-async function waitStarted(thread, index, ms = 3000) {
+// Polls for the event; the deadline is only a backstop for a subscriber that hangs.
+async function waitStarted(thread, index, ms = 120000) {
   const end = performance.now() + ms;
   while (performance.now() < end) {
     const s = startedOf(thread, index);
@@ -157,7 +164,7 @@ async function chat(baseURL, thread) {
     chunks.push(c);
     for (const ch of c.choices ?? [])
       for (const tc of ch.delta?.tool_calls ?? [])
-        if (tc.index === 0 && tc.function?.arguments) lastArg0 = performance.now();
+        if (tc.index === 0 && tc.function?.arguments) lastArg0 = monoUs();
   }
   return { chunks, final: await stream.finalChatCompletion(), lastArg0 };
 }
@@ -178,7 +185,7 @@ async function responses(baseURL, thread) {
   let lastArg0 = 0;
   for await (const e of stream) {
     events.push(e);
-    if (e.type === 'response.function_call_arguments.delta') lastArg0 = performance.now();
+    if (e.type === 'response.function_call_arguments.delta') lastArg0 = monoUs();
   }
   return { chunks: events, final: events.at(-1), lastArg0 };
 }
@@ -199,7 +206,7 @@ async function messages(baseURL, thread) {
   let lastArg0 = 0;
   for await (const e of stream) {
     events.push(e);
-    if (e.type === 'content_block_delta' && e.delta?.type === 'input_json_delta') lastArg0 = performance.now();
+    if (e.type === 'content_block_delta' && e.delta?.type === 'input_json_delta') lastArg0 = monoUs();
   }
   return { chunks: events, final: await stream.finalMessage(), lastArg0 };
 }
@@ -224,8 +231,9 @@ try {
     check(s !== undefined, `${name}: tool_call_started on the bus`);
     if (s) {
       check(s.ev.progress === label, `${name}: progress label ${JSON.stringify(s.ev.progress)}`);
-      check(s.t < b.lastArg0,
-        `${name}: started ${(b.lastArg0 - s.t).toFixed(1)} ms before the SDK delivered the last argument fragment`);
+      const at = s.ev.mono_us;
+      check(typeof at === 'number' && at < b.lastArg0,
+        `${name}: started ${((b.lastArg0 - at) / 1000).toFixed(1)} ms (gateway's stamp) before the SDK delivered the last argument fragment`);
     }
   }
   // What the provider received from the gateway (even-numbered requests).

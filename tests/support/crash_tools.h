@@ -11,18 +11,24 @@
  * (rand()) so that kills land inside tools too, and returns {"i":INDEX,"t":"THREAD"}
  * (ts_test_crash_result gives the same text, for comparison).
  *
- * The kill loop the crash tests share: ts_test_crash_span measures one whole run of the
- * child here (machines and sanitizers vary), and ts_test_crash_kill forks the child for one
- * round and SIGKILLs it: on even rounds at a random point of that span, on odd rounds just
- * after the k-th tool execution read from the log (of the thread and its subtree), so the
- * kills land before, inside and after the calls however fast the machine is.
+ * The kill loop the crash tests share: ts_test_crash_seed seeds rand() (TS_TEST_SEED
+ * replays a run), ts_test_crash_span measures one whole run of the child here (machines
+ * and sanitizers vary), and ts_test_crash_kill forks the child for one round and SIGKILLs
+ * it: on even rounds at a random point of that span, on odd rounds just after the k-th
+ * tool execution read from the log (of the thread and its subtree), so the kills land
+ * before, inside and after the calls however fast the machine is. After the resume,
+ * ts_test_crash_check_result checks each call's result against what the log says ran,
+ * and ts_test_crash_report ends the test: one line of what the kills hit, and the check
+ * that enough of them landed where they mean something.
  */
 #ifndef TS_TEST_CRASH_TOOLS_H
 #define TS_TEST_CRASH_TOOLS_H
 
+#include <check.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,6 +65,15 @@ static inline ts_registry *ts_test_crash_registry(const char *exec_log) {
   return r;
 }
 
+/* Seeds rand() with TS_TEST_SEED (any C base) or else `dflt`, and prints which, so a
+ * failing run can be replayed. */
+static inline void ts_test_crash_seed(const char *test, unsigned dflt) {
+  const char *env = getenv("TS_TEST_SEED");
+  unsigned seed = env ? (unsigned)strtoul(env, NULL, 0) : dflt;
+  srand(seed);
+  printf("%s: seed 0x%x (set TS_TEST_SEED to change)\n", test, seed);
+}
+
 /* The process a crash test kills: runs `thread` with rand() seeded by `seed`, then _exit()s
  * (0 when the run succeeded). */
 typedef void (*ts_test_crash_child_fn)(const char *thread, unsigned seed);
@@ -81,14 +96,15 @@ static inline long ts_test_crash_span(ts_test_crash_child_fn child) {
 }
 
 typedef struct {
-  const char *exec_log;
-  long span_us; /* ts_test_crash_span */
+  const char *exec_log; /* NULL: every round kills at a random point of the span */
+  long span_us;         /* ts_test_crash_span */
   int max_k;    /* odd rounds: after the k-th execution, k = 1..max_k ... */
   long after_us; /* ... plus up to this long */
 } ts_test_kill_plan;
 
 /* One round: forks child(thread, rand()), kills it (see the top of this file), reaps it.
- * Returns the child's wait status (a child that ended by itself exited; else SIGKILL). */
+ * A child that ended by itself must have exited 0 (the test fails otherwise). Returns its
+ * wait status. */
 static inline int ts_test_crash_kill(const ts_test_kill_plan *p, int round, const char *thread,
                                      ts_test_crash_child_fn child) {
   unsigned seed = (unsigned)rand();
@@ -98,7 +114,7 @@ static inline int ts_test_crash_kill(const ts_test_kill_plan *p, int round, cons
   if (pid < 0) abort();
   if (pid == 0) child(thread, seed);
   int st = 0, reaped = 0;
-  if (round % 2) {
+  if (round % 2 && p->exec_log) {
     int k = 1 + rand() % p->max_k;
     for (int waited = 0; waited < 50000; waited++) {
       if (ts_test_log_total(p->exec_log, thread) >= k) break;
@@ -113,10 +129,51 @@ static inline int ts_test_crash_kill(const ts_test_kill_plan *p, int round, cons
   }
   struct timespec d = {delay_us / 1000000L, (delay_us % 1000000L) * 1000L};
   nanosleep(&d, NULL);
-  if (reaped) return st;
-  kill(pid, SIGKILL);
-  waitpid(pid, &st, 0);
+  if (!reaped) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+  }
+  ck_assert_msg(!WIFEXITED(st) || WEXITSTATUS(st) == 0, "round %d: child failed with %d", round,
+                WEXITSTATUS(st));
   return st;
+}
+
+/* The result of call `index` of `thread`, stored after the resume (is_error, content), of
+ * the crash tool `tool` that the log says ran `ran` times in all: an ordinary tool ("once")
+ * ran at most once, and has its own result after one run or, caught running, the
+ * "interrupted" error (counted in *interrupted); an idempotent one ("idem") ran and has
+ * its own result. */
+static inline void ts_test_crash_check_result(int round, const char *thread, unsigned index,
+                                              const char *tool, int ran, int is_error,
+                                              const char *content, int *interrupted) {
+  char want[128];
+  ts_test_crash_result(want, sizeof want, index, thread);
+  if (!strcmp(tool, "once")) {
+    ck_assert_msg(ran <= 1, "round %d %s call %u: an ordinary tool ran %d times", round, thread,
+                  index, ran);
+    if (is_error) {
+      ck_assert_msg(!strncmp(content, "interrupted:", 12), "round %d %s call %u: %s", round,
+                    thread, index, content);
+      (*interrupted)++;
+      return;
+    }
+  }
+  ck_assert_msg(ran >= 1, "round %d %s call %u: a result without a run", round, thread, index);
+  ck_assert_msg(!is_error && !strcmp(content, want), "round %d %s call %u: '%s'", round, thread,
+                index, content);
+}
+
+/* The end of a crash test: what the kills hit, on one line, and the check that at least
+ * min_landed of the rounds' kills landed `where` ("inside turn 1"): kills that all miss
+ * prove nothing. interrupted, reran: counts to print, or -1 when the test keeps none. */
+static inline void ts_test_crash_report(const char *test, long span_us, int rounds, int landed,
+                                        int min_landed, const char *where, int interrupted,
+                                        int reran) {
+  printf("%s: a run takes %ld us; %d rounds, %d killed %s", test, span_us, rounds, landed, where);
+  if (interrupted >= 0) printf(", %d interrupted results", interrupted);
+  if (reran >= 0) printf(", %d idempotent re-runs", reran);
+  printf("\n");
+  ck_assert_msg(landed >= min_landed, "only %d of %d kills landed %s", landed, rounds, where);
 }
 
 #endif /* TS_TEST_CRASH_TOOLS_H */

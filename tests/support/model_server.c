@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void ts_test_server_start(ts_test_server *s, const char *dir, const char *tls_cert,
                           const char *tls_key) {
@@ -33,4 +34,30 @@ void ts_test_server_stop(ts_test_server *s) {
   finish_child(&s->proc, &s->out);
   result_free(&s->out);
   s->port = 0;
+}
+
+int ts_test_head_value(const char *head, const char *name, char *out, size_t cap) {
+  size_t nl = strlen(name);
+  for (const char *l = head; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    if (!strncasecmp(l, name, nl) && l[nl] == ':' && l[nl + 1] == ' ') {
+      const char *v = l + nl + 2, *e = strchr(v, '\n');
+      size_t n = e ? (size_t)(e - v) : strlen(v);
+      if (n >= cap) return 0;
+      memcpy(out, v, n);
+      out[n] = '\0';
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int ts_test_head_uri(const char *head, char *out, size_t cap) {
+  const char *sp = head ? strchr(head, ' ') : NULL;
+  if (!sp) return 0;
+  const char *e = strchr(sp + 1, '\n');
+  size_t n = e ? (size_t)(e - sp - 1) : strlen(sp + 1);
+  if (n >= cap) return 0;
+  memcpy(out, sp + 1, n);
+  out[n] = '\0';
+  return 1;
 }

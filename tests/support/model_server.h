@@ -27,4 +27,13 @@ void ts_test_server_start(ts_test_server *s, const char *dir, const char *tls_ce
 /* Stops a started server (a stopped or never started one is a no-op). */
 void ts_test_server_stop(ts_test_server *s);
 
+/* The value of header `name` (case-insensitive) in a recorded request head (the text of
+ * DIR/requests/N.txt), copied NUL-terminated into out. 1, or 0 when the head has no such
+ * header or its value does not fit in cap. */
+int ts_test_head_value(const char *head, const char *name, char *out, size_t cap);
+
+/* The URI of a recorded request head ("POST /v1/x?y=1" gives "/v1/x?y=1"), into out as
+ * ts_test_head_value. */
+int ts_test_head_uri(const char *head, char *out, size_t cap);
+
 #endif

@@ -16,6 +16,7 @@
 
 #include "agent/attachments.h"
 #include "base/error.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -217,9 +218,5 @@ int main(void) {
   tcase_add_test(tc, test_batch_limits);
   tcase_add_test(tc, test_receiver_checks);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -31,6 +31,8 @@
 #include "agent/run.h"
 #include "store/store.h"
 #include "stream/provider.h"
+#include "support/crash_tools.h"
+#include "support/runner.h"
 #include "support/sb.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -1225,6 +1227,20 @@ static int count_results(const char *results, const char *tool) {
   return n;
 }
 
+/* The run the kills interrupt: the definitions, and one whole run of `thread` in a child
+ * process (support/crash_tools.h), paced so that it lasts long enough to be hit. */
+static char kills_defs[4096];
+static const run_opts kills_run = {.prompt_name = "main", .prompt = "go", .rate = 300};
+
+static void kills_child(const char *thread, unsigned seed) {
+  srand(seed);
+  ts_defs *defs = load(kills_defs);
+  ts_registry *reg = tools();
+  char why[512];
+  run_opts o = kills_run;
+  _exit(run(defs, reg, thread, &o, why, sizeof why) == 0 ? 0 : 80);
+}
+
 START_TEST(test_tree_survives_random_kills) {
   fresh("compose-kills");
   turn_call("main", 1, "helper", "{\\\"task\\\":\\\"t\\\"}");
@@ -1232,49 +1248,19 @@ START_TEST(test_tree_survives_random_kills) {
   turn_call("helper", 1, "echo", "{\\\"n\\\":1}");
   turn_call("helper", 2, "echo", "{\\\"n\\\":2}");
   turn_text("helper", 3, "helped");
-  const char *json = sub_defs("\"helper\"", "");
-  char defs_json[4096];
-  snprintf(defs_json, sizeof defs_json, "%s", json);
-  unsigned seed = 0xC0DEu;
-  const char *env = getenv("TS_TEST_SEED");
-  if (env) seed = (unsigned)strtoul(env, NULL, 0);
-  srand(seed);
-  printf("compose_test: seed 0x%x (set TS_TEST_SEED to change)\n", seed);
-  /* how long a whole run takes here */
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  run_opts po = {.prompt_name = "main", .prompt = "go", .rate = 300};
-  {
-    ts_defs *defs = load(defs_json);
-    ts_registry *reg = tools();
-    char why[512];
-    ck_assert_msg(run(defs, reg, "probe", &po, why, sizeof why) == 0, "%s", why);
-    ts_registry_free(reg);
-    ts_defs_free(defs);
-  }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  long span_us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000L;
-  if (span_us < 1000) span_us = 1000;
+  snprintf(kills_defs, sizeof kills_defs, "%s", sub_defs("\"helper\"", ""));
+  const char *defs_json = kills_defs;
+  ts_test_crash_seed("compose_test", 0xC0DEu);
+  /* how long a whole run takes here; every kill lands at a random point of it */
+  long span_us = ts_test_crash_span(kills_child);
+  ck_assert_msg(span_us > 0, "the probe run failed");
+  ts_test_kill_plan plan = {NULL, span_us, 0, 0};
   int in_child = 0, child_partial = 0;
   for (int round = 0; round < 12; round++) {
     char thread[32], child[64];
     snprintf(thread, sizeof thread, "kk%d", round);
     snprintf(child, sizeof child, "kk%d/t1c0", round);
-    long delay_us = rand() % span_us;
-    fflush(stdout);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-      ts_defs *defs = load(defs_json);
-      ts_registry *reg = tools();
-      char why[512];
-      _exit(run(defs, reg, thread, &po, why, sizeof why) == 0 ? 0 : 80);
-    }
-    struct timespec d = {delay_us / 1000000L, (delay_us % 1000000L) * 1000L};
-    nanosleep(&d, NULL);
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
+    ts_test_crash_kill(&plan, round, thread, kills_child);
     ts_defs *defs = load(defs_json);
     ts_registry *reg = tools();
     char why[512];
@@ -1367,9 +1353,5 @@ int main(void) {
   tcase_add_test(tc, test_resume_parent_killed_while_child_runs);
   tcase_add_test(tc, test_tree_survives_random_kills);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

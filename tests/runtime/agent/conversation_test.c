@@ -16,6 +16,7 @@
 
 #include "agent/conversation.h"
 #include "support/json_check.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -259,9 +260,5 @@ int main(void) {
   tcase_add_test(tc, test_threads);
   tcase_add_test(tc, test_limit);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

@@ -23,6 +23,7 @@
 #include "base/error.h"
 #include "base/strbuf.h"
 #include "store/store.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
@@ -243,9 +244,5 @@ int main(void) {
   tcase_add_test(tc, test_callback_without_progress);
   tcase_add_test(tc, test_no_callback);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

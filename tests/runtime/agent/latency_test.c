@@ -16,6 +16,7 @@
 #include "agent/latency_probe.h"
 #include "base/error.h"
 #include "events/event.h"
+#include "support/runner.h"
 #include "support/split.h"
 #include "support/test_support.h"
 
@@ -468,9 +469,5 @@ int main(void) {
   tcase_add_test(tc, probe_times_from_arrival);
   tcase_add_test(tc, probe_out_of_memory);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

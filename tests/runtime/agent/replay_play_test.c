@@ -12,6 +12,7 @@
 
 #include "agent/replay_model.h"
 #include "base/clock.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 
 static char dir[64];
@@ -122,9 +123,5 @@ int main(void) {
   tcase_add_test(tc, recorded_times);
   tcase_add_test(tc, refused);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

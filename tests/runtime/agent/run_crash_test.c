@@ -34,6 +34,7 @@
 #include "store/store.h"
 #include "support/crash_tools.h"
 #include "support/exec_log.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
@@ -151,11 +152,7 @@ START_TEST(test_resume_finishes_a_killed_turn) {
   ck_assert_int_eq(mkdir(session, 0755), 0);
   snprintf(exec_log, sizeof exec_log, "%s/exec.log", dir);
   write_session();
-  unsigned seed = 0x5EED0u;
-  const char *env = getenv("TS_TEST_SEED");
-  if (env) seed = (unsigned)strtoul(env, NULL, 0);
-  srand(seed);
-  printf("run_crash_test: seed 0x%x (set TS_TEST_SEED to change)\n", seed);
+  ts_test_crash_seed("run_crash_test", 0x5EED0u);
 
   /* How long one whole run takes here (machine and sanitizers vary). */
   long span_us = ts_test_crash_span(child);
@@ -166,9 +163,7 @@ START_TEST(test_resume_finishes_a_killed_turn) {
   for (int round = 0; round < ROUNDS; round++) {
     char thread[32];
     snprintf(thread, sizeof thread, "r%d", round);
-    int st = ts_test_crash_kill(&plan, round, thread, child);
-    ck_assert_msg(!WIFEXITED(st) || WEXITSTATUS(st) == 0, "round %d: child failed with %d", round,
-                  WEXITSTATUS(st));
+    ts_test_crash_kill(&plan, round, thread, child);
 
     int before[CALLS], after[CALLS], left;
     ts_test_log_count(exec_log, thread, before, CALLS);
@@ -199,26 +194,13 @@ START_TEST(test_resume_finishes_a_killed_turn) {
                     round, i, sd.first_assistant);
     }
     for (int i = 0; i < CALLS; i++) {
-      char want[64];
-      ts_test_crash_result(want, sizeof want, (unsigned)i, thread);
+      const char *tool = tool_of((uint32_t)i);
       ck_assert_msg(sd.n[i] == 1, "round %d call %d: %d results", round, i, sd.n[i]);
-      if (!strcmp(tool_of((uint32_t)i), "once")) {
-        ck_assert_msg(after[i] <= 1, "round %d call %d: an ordinary tool ran %d times", round, i,
-                      after[i]);
-        if (sd.err[i]) {
-          ck_assert_msg(!strncmp(sd.content[i], "interrupted:", 12), "round %d call %d: %s",
-                        round, i, sd.content[i]);
-          ck_assert_msg(before[i] <= 1 && after[i] == before[i], "round %d call %d", round, i);
-          interrupted++;
-        } else {
-          ck_assert_msg(after[i] == 1 && !strcmp(sd.content[i], want), "round %d call %d: '%s'",
-                        round, i, sd.content[i]);
-        }
-      } else {
-        if (after[i] > 1) reran++;
-        ck_assert_msg(after[i] >= 1 && !sd.err[i] && !strcmp(sd.content[i], want),
-                      "round %d call %d: '%s'", round, i, sd.content[i]);
-      }
+      ts_test_crash_check_result(round, thread, (unsigned)i, tool, after[i], sd.err[i],
+                                 sd.content[i], &interrupted);
+      if (sd.err[i]) /* interrupted: the resume did not run it */
+        ck_assert_msg(after[i] == before[i], "round %d call %d", round, i);
+      reran += !strcmp(tool, "idem") && after[i] > 1;
     }
     /* a finished thread: resuming it again runs nothing and succeeds */
     rc = run_thread(thread, 1, &ast, why, sizeof why);
@@ -227,25 +209,15 @@ START_TEST(test_resume_finishes_a_killed_turn) {
     stored again = read_thread(thread, &left);
     ck_assert_str_eq(again.roles, sd.roles);
   }
-  printf("run_crash_test: a run takes %ld us; %d rounds, %d killed inside turn 1, %d "
-         "interrupted results, %d idempotent re-runs\n",
-         span_us, ROUNDS, mid_turn, interrupted, reran);
-  /* the kills must land inside the turn for the test to mean anything */
-  ck_assert_msg(mid_turn >= 8, "only %d of %d kills landed inside turn 1", mid_turn, ROUNDS);
+  ts_test_crash_report("run_crash_test", span_us, ROUNDS, mid_turn, 8, "inside turn 1",
+                       interrupted, reran);
   ts_test_rm_rf(dir);
 }
 END_TEST
 
 int main(void) {
   Suite *s = suite_create("run_crash");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 280);
+  TCase *tc = ts_test_tcase(s, "core", 280);
   tcase_add_test(tc, test_resume_finishes_a_killed_turn);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, TS_TEST_NOFORK);
 }

@@ -34,6 +34,7 @@
 #include "store/store.h"
 #include "support/crash_tools.h"
 #include "support/exec_log.h"
+#include "support/runner.h"
 #include "support/sse_text.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -157,24 +158,11 @@ static void read_thread(ts_store *s, const char *thread, const char *outcome_of,
   ts_store_unfinished_calls(s, thread, count_cb, unfinished);
 }
 
-/* A crash tool's result: its own, or (an ordinary call caught running) "interrupted". */
+/* The k-th result of v, of call `index` of `thread` made to crash tool `tool`. */
 static void check_tool_result(int round, const char *thread, const seen *v, int k, int index,
                               const char *tool, int ran, int *interrupted) {
-  char want[128];
-  ts_test_crash_result(want, sizeof want, (unsigned)index, thread);
-  if (!strcmp(tool, "once")) {
-    ck_assert_msg(ran <= 1, "round %d %s call %d: an ordinary tool ran %d times", round, thread,
-                  index, ran);
-    if (v->res_err[k]) {
-      ck_assert_msg(!strncmp(v->res[k], "interrupted:", 12), "round %d %s call %d: %s", round,
-                    thread, index, v->res[k]);
-      (*interrupted)++;
-      return;
-    }
-    ck_assert_msg(ran == 1, "round %d %s call %d: a result without a run", round, thread, index);
-  }
-  ck_assert_msg(!v->res_err[k] && !strcmp(v->res[k], want), "round %d %s call %d: '%s'", round,
-                thread, index, v->res[k]);
+  ts_test_crash_check_result(round, thread, (unsigned)index, tool, ran, v->res_err[k], v->res[k],
+                             interrupted);
 }
 
 START_TEST(test_tree_survives_sigkill) {
@@ -202,11 +190,7 @@ START_TEST(test_tree_survives_sigkill) {
     snprintf(dirs[i], sizeof dirs[i], "%s/%s", session, who[i]);
     models[i] = (ts_replay_model){dirs[i], RATE};
   }
-  unsigned seed = 0x7EE5u;
-  const char *env = getenv("TS_TEST_SEED");
-  if (env) seed = (unsigned)strtoul(env, NULL, 0);
-  srand(seed);
-  printf("subagents_crash_test: seed 0x%x (set TS_TEST_SEED to change)\n", seed);
+  ts_test_crash_seed("subagents_crash_test", 0x7EE5u);
   long span_us = ts_test_crash_span(child);
   ck_assert_msg(span_us > 0, "the probe run failed");
   ts_test_kill_plan plan = {exec_log, span_us, 8, 3000};
@@ -217,9 +201,7 @@ START_TEST(test_tree_survives_sigkill) {
     snprintf(thread, sizeof thread, "r%d", round);
     snprintf(alpha, sizeof alpha, "%s/t1c0", thread);
     snprintf(beta, sizeof beta, "%s/t2c0", thread);
-    int st = ts_test_crash_kill(&plan, round, thread, child);
-    ck_assert_msg(!WIFEXITED(st) || WEXITSTATUS(st) == 0, "round %d: child failed with %d",
-                  round, WEXITSTATUS(st));
+    ts_test_crash_kill(&plan, round, thread, child);
     int ran_before = ts_test_log_total(exec_log, thread);
     if (ran_before > 0 && ran_before < 8) mid++;
 
@@ -287,24 +269,15 @@ START_TEST(test_tree_survives_sigkill) {
     ts_buf_fini(&p.all);
     ts_store_close(s);
   }
-  printf("subagents_crash_test: a run takes %ld us; %d rounds, %d killed inside the tree's "
-         "calls, %d interrupted results\n",
-         span_us, ROUNDS, mid, interrupted);
-  ck_assert_msg(mid >= 8, "only %d of %d kills landed inside the tree's calls", mid, ROUNDS);
+  ts_test_crash_report("subagents_crash_test", span_us, ROUNDS, mid, 8, "inside the tree's calls",
+                       interrupted, -1);
   ts_test_rm_rf(dir);
 }
 END_TEST
 
 int main(void) {
   Suite *s = suite_create("subagents_crash");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 280);
+  TCase *tc = ts_test_tcase(s, "core", 280);
   tcase_add_test(tc, test_tree_survives_sigkill);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_NOFORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, TS_TEST_NOFORK);
 }

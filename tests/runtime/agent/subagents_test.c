@@ -29,6 +29,7 @@
 #include "agent/subagents.h"
 #include "base/strbuf.h"
 #include "store/store.h"
+#include "support/runner.h"
 #include "support/sse_text.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
@@ -374,9 +375,5 @@ int main(void) {
   tcase_add_test(tc, test_child_ids);
   tcase_add_test(tc, test_tools_injected);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "js/sandbox.h"
+#include "support/runner.h"
 #include "support/test_support.h"
 
 static int by_name(const void *a, const void *b) {
@@ -100,9 +101,5 @@ int main(void) {
   tcase_add_test(tc, test_corpus);
   tcase_add_test(tc, test_console_of_snippet);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "js/jstools.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/definitions.h"
@@ -262,9 +263,5 @@ int main(void) {
   tcase_add_loop_test(tc, test_refused, 0, (int)(sizeof bad / sizeof bad[0]));
   tcase_add_test(tc, test_no_defs);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

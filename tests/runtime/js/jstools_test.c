@@ -19,6 +19,7 @@
 #include "js/jstools.h"
 #include "js/sandbox.h"
 #include "store/store.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
@@ -834,9 +835,5 @@ int main(void) {
   tcase_add_test(tc, test_variable_definitions_registered);
   tcase_add_test(tc, test_queue_order_and_errors_persisted);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

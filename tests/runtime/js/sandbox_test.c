@@ -33,6 +33,7 @@
 
 #include "base/error.h"
 #include "js/sandbox.h"
+#include "support/runner.h"
 #include "support/test_support.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -721,9 +722,5 @@ int main(void) {
   tcase_add_test(tc, test_no_leak);
   tcase_add_test(tc, test_isolation);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "js/sandbox.h"
+#include "support/runner.h"
 
 static const struct {
   int line;
@@ -129,9 +130,5 @@ int main(void) {
   tcase_add_test(tc, test_rows);
   tcase_add_test(tc, test_misuse);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

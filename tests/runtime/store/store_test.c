@@ -21,6 +21,7 @@
 #include "base/error.h"
 #include "base/strbuf.h"
 #include "store/store.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -1317,9 +1318,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(suite(), 0);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/definitions.h"
@@ -607,9 +608,5 @@ int main(void) {
   tcase_add_test(tc, test_load_dir_and_file);
   tcase_add_test(tc, test_out_of_memory);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

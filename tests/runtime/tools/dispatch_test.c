@@ -13,6 +13,7 @@
 
 #include "tools/dispatch.h"
 #include "store/store.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
@@ -619,9 +620,5 @@ int main(void) {
   tcase_add_test(tc, test_stop_flag_cancels_the_running_tool);
   tcase_add_test(tc, test_resuming_keeps_committed_results);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return ts_test_run(s, 0);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tools/dotenv.h"
+#include "support/runner.h"
 
 typedef struct {
   char out[1024];
@@ -91,9 +92,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(suite(), 0);
 }

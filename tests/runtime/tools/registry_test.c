@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tools/registry.h"
+#include "support/runner.h"
 #include "support/test_support.h"
 
 typedef struct {
@@ -376,9 +377,5 @@ int main(void) {
   tcase_add_test(tc, test_call_queue);
   tcase_add_test(tc, test_out_of_memory);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "stream/json_view.h"
+#include "support/runner.h"
 #include "support/test_support.h"
 #include "tools/schema.h"
 
@@ -214,9 +215,5 @@ int main(void) {
   tcase_add_test(tc, test_draft7_required);
   tcase_add_test(tc, test_draft7_optional);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

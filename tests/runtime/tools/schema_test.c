@@ -18,6 +18,7 @@
 
 #include "tools/registry.h"
 #include "tools/schema.h"
+#include "support/runner.h"
 #include "support/test_support.h"
 
 static char *q(const char *s) {
@@ -1032,9 +1033,5 @@ int main(void) {
   tcase_add_test(tc, test_registry_nomem);
   tcase_add_test(tc, test_large_args);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

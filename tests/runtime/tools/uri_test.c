@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "support/runner.h"
 #include "support/test_support.h"
 #include "tools/uri.h"
 
@@ -114,9 +115,5 @@ int main(void) {
   tcase_add_test(tc, test_strip_fragment);
   tcase_add_test(tc, test_nomem);
   suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "support/runner.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/dispatch.h"
@@ -657,9 +658,5 @@ static Suite *suite(void) {
 }
 
 int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(suite(), 0);
 }
