@@ -125,6 +125,20 @@ static const char *scan_number(const char *p, const char *end) {
   return p;
 }
 
+/* A literal or number at p (not a string or container): returns its end, or NULL. */
+static const char *scan_scalar(const char *p, const char *end) {
+  switch (*p) {
+  case 't':
+    return end - p >= 4 && memcmp(p, "true", 4) == 0 ? p + 4 : NULL;
+  case 'f':
+    return end - p >= 5 && memcmp(p, "false", 5) == 0 ? p + 5 : NULL;
+  case 'n':
+    return end - p >= 4 && memcmp(p, "null", 4) == 0 ? p + 4 : NULL;
+  default:
+    return (*p == '-' || is_digit(*p)) ? scan_number(p, end) : NULL;
+  }
+}
+
 static int fail(ts_json_scan *s, int code) {
   s->state = code == TS_E_LIMIT ? ST_ERR_LIMIT : ST_ERR;
   return code;
@@ -144,10 +158,18 @@ static int close_container(ts_json_scan *s, const char *p, ts_json_item *it) {
   return 1;
 }
 
-int ts_json_scan_next(ts_json_scan *s, ts_json_item *it) {
-  const char *end = s->end, *p = skip_ws(s->p, end);
-  unsigned depth = s->depth;
-  int in_array = s->in_array;
+/* One item; inside an object, a member whose key's bit (TS_JSON_KEY_BIT) is not in
+ * `want` is read, checked and passed over, and the next member is tried. */
+static inline __attribute__((always_inline)) int scan_next(ts_json_scan *s, ts_json_item *it,
+                                                           uint64_t want) {
+  const char *end, *p;
+  unsigned depth;
+  int in_array;
+again:
+  end = s->end;
+  p = skip_ws(s->p, end);
+  depth = s->depth;
+  in_array = s->in_array;
   if (s->state == ST_AFTER) {
     if (p < end && *p == ',' && depth) {
       p = skip_ws(p + 1, end);
@@ -177,6 +199,43 @@ int ts_json_scan_next(ts_json_scan *s, ts_json_item *it) {
     p = skip_ws(q + 1, end);
     if (p >= end || *p != ':') return fail(s, TS_E_JV_BAD_JSON);
     p = skip_ws(p + 1, end);
+    if (want != UINT64_MAX && !(want & ts__json_key_bit(it->key.p, it->key.len))) {
+      if (p >= end) return fail(s, TS_E_JV_BAD_JSON);
+      /* not wanted: pass over the value (a container through skip) and go on */
+      switch (*p) {
+      case '"': {
+        int esc = 0;
+        q = scan_string(p + 1, end, &esc);
+        if (!q) return fail(s, TS_E_JV_BAD_JSON);
+        s->p = q + 1;
+        break;
+      }
+      case '{':
+      case '[':
+        if (depth >= TS_JSON_SCAN_MAX_DEPTH) return fail(s, TS_E_LIMIT);
+        s->open[depth] = p;
+        if (*p == '[')
+          s->arrays |= UINT64_C(1) << depth;
+        else
+          s->arrays &= ~(UINT64_C(1) << depth);
+        s->depth = depth + 1;
+        s->in_array = *p == '[';
+        s->p = p + 1;
+        s->state = ST_FIRST;
+        {
+          int rc = ts__json_scan_skip(s, NULL);
+          if (rc != 1) return rc;
+        }
+        goto again;
+      default:
+        q = scan_scalar(p, end);
+        if (!q) return fail(s, TS_E_JV_BAD_JSON);
+        s->p = q;
+        break;
+      }
+      s->state = ST_AFTER;
+      goto again;
+    }
   } else {
     it->key = (ts_view){NULL, 0};
     it->key_escaped = 0;
@@ -239,6 +298,12 @@ int ts_json_scan_next(ts_json_scan *s, ts_json_item *it) {
   s->p = p;
   s->state = ST_AFTER;
   return 1;
+}
+
+int ts_json_scan_next(ts_json_scan *s, ts_json_item *it) { return scan_next(s, it, UINT64_MAX); }
+
+int ts_json_scan_next_in(ts_json_scan *s, ts_json_item *it, uint64_t want) {
+  return scan_next(s, it, want);
 }
 
 int ts__json_scan_skip(ts_json_scan *s, ts_view *raw) {

@@ -43,6 +43,10 @@
 #include <assert.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 enum { S_BOM = 0, S_LINE_START, S_NAME, S_SPACE, S_VALUE, S_SKIP_LINE };
 enum { F_NONE = 0, F_DATA, F_EVENT, F_ID, F_RETRY };
 enum { D_NONE = 0, D_BUF, D_VIEW };
@@ -342,6 +346,66 @@ static int finish_line(ts_sse *s, const run_ctx *r, char *q) {
   return TS_E_OK;
 }
 
+/* The first CR or LF in [p, end), or NULL: one pass for both (two memchr calls cost
+ * their set-up twice per line, and a provider's lines are a few hundred bytes). */
+static char *find_eol_once(char *p, char *end) {
+#if defined(__SSE2__)
+  const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+  while (end - p >= 32) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+    unsigned ma = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(a, lf), _mm_cmpeq_epi8(a, cr)));
+    unsigned mb = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(b, lf), _mm_cmpeq_epi8(b, cr)));
+    unsigned m = ma | (mb << 16);
+    if (m) return p + __builtin_ctz(m);
+    p += 32;
+  }
+  if (end - p >= 16) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(a, lf), _mm_cmpeq_epi8(a, cr)));
+    if (m) return p + __builtin_ctz(m);
+    p += 16;
+  }
+#endif
+  for (; p < end; p++)
+    if (*p == '\n' || *p == '\r') return p;
+  return NULL;
+}
+
+/* A whole `data:` or `event:` line at p (the state is S_LINE_START, not skipping, no CR
+ * pending), its ending in this chunk: the same steps as the machine would take byte by
+ * byte (begin_field at the colon, the space dropped, add_value, finish_line, the
+ * ending), with one scan for the line's end. Returns the byte after the ending, or NULL
+ * (nothing done) for any other line: the machine reads it. After an error (the state
+ * is S_SKIP_LINE) returns the byte where the machine goes on. */
+static char *whole_line(ts_sse *s, run_ctx *r, char *p, int *rc) {
+  char *end = r->end, *q = find_eol_once(p, end), *v;
+  if (!q || (size_t)(q - p) > s->max_line) return NULL; /* the machine says what is wrong */
+  if (q - p >= 5 && memcmp(p, "data:", 5) == 0) {
+    memcpy(s->fname, "data", 4);
+    s->fname_len = 4;
+    v = p + 5;
+  } else if (q - p >= 6 && memcmp(p, "event:", 6) == 0) {
+    memcpy(s->fname, "event", 5);
+    s->fname_len = 5;
+    v = p + 6;
+  } else {
+    return NULL;
+  }
+  s->line_start = off(r, p);
+  s->state = S_SPACE;
+  *rc = begin_field(s, off(r, v - 1));
+  if (*rc || s->state != S_SPACE) return v;
+  if (v < q && *v == ' ') v++;
+  s->state = S_VALUE;
+  if (v < q) {
+    *rc = add_value(s, r, v, (size_t)(q - v));
+    if (*rc || s->state == S_SKIP_LINE) return q; /* SKIP_LINE consumes the ending */
+  }
+  /* finish_line has nothing to do for these two fields */
+  return line_end(s, r, q);
+}
+
 /* Runs the bytes [start, end) through the machine; s->pos is the offset of start. */
 static int run(ts_sse *s, char *start, char *end) {
   run_ctx r = {start, end, s->pos, NULL, NULL};
@@ -373,6 +437,13 @@ static int run(ts_sse *s, char *start, char *end) {
           rc = dispatch(s, off(&r, p));
         }
         continue;
+      }
+      if (!s->skipping && (*p == 'd' || *p == 'e')) {
+        char *after = whole_line(s, &r, p, &rc);
+        if (after) {
+          p = after;
+          continue;
+        }
       }
       if (s->skipping) {
         s->state = S_SKIP_LINE;

@@ -173,24 +173,30 @@ static int fast_str(const ts_json_item *it, fstr *out) {
   return it->type == TS_JSON_SCAN_NULL;
 }
 
-/* The members of the object just entered, until its end: calls `member` for each (which
- * returns 1 to go on, 0 for "not the regular shape"), skipping what it leaves. */
-#define MEMBERS(c, it, body)                                   \
-  for (;;) {                                                   \
-    if (ts_json_scan_next(&(c)->s, &(it)) != 1) return 0;      \
-    if ((it).type == TS_JSON_SCAN_END) break;                  \
-    body                                                       \
-    if (ts_json_scan_skip(&(c)->s, NULL) != 1) return 0;       \
+/* The members of the object just entered, until its end: `body` for each member whose
+ * key's bit is in `want` (the others are passed over by the scanner,
+ * ts_json_scan_next_in), which may `return 0` for "not the regular shape"; what it leaves
+ * of a container is skipped. */
+#define MEMBERS(c, it, want, body)                                    \
+  for (;;) {                                                          \
+    if (ts_json_scan_next_in(&(c)->s, &(it), (want)) != 1) return 0;  \
+    if ((it).type == TS_JSON_SCAN_END) break;                         \
+    body                                                              \
+    if (ts_json_scan_skip(&(c)->s, NULL) != 1) return 0;              \
   }
+
+/* A member's key against a name, once its length is known to match (the switches below
+ * go by length first). */
+#define KEY(it, lit) (__builtin_memcmp((it).key.p, (lit), sizeof(lit) - 1) == 0)
 
 static int fast_function(fchunk *c, fcall *fc) {
   ts_json_item it;
   unsigned seen = 0;
-  MEMBERS(c, it, {
-    if (ts_json_scan_key_is(it.key, "name", 4)) {
+  MEMBERS(c, it, TS_JSON_KEY_BIT("name") | TS_JSON_KEY_BIT("arguments"), {
+    if (it.key.len == 4 && KEY(it, "name")) {
       TS__SCAN_ONCE(seen, 1);
       if (!fast_str(&it, &fc->name)) return 0;
-    } else if (ts_json_scan_key_is(it.key, "arguments", 9)) {
+    } else if (it.key.len == 9 && KEY(it, "arguments")) {
       TS__SCAN_ONCE(seen, 2);
       if (it.type == TS_JSON_SCAN_OBJECT) {
         if (ts_json_scan_skip(&c->s, &fc->args_obj) != 1) return 0;
@@ -204,8 +210,12 @@ static int fast_function(fchunk *c, fcall *fc) {
 
 static int fast_index(const ts_json_item *it, int64_t *out) {
   int64_t n;
-  if (it->type == TS_JSON_SCAN_NUMBER && ts_json_scan_int(it->raw, &n) == 0) *out = n;
-  return 1; /* anything else counts as no index, as ts_jv_int says */
+  if (it->type != TS_JSON_SCAN_NUMBER) return 1; /* anything else counts as no index, as ts_jv_int says */
+  if (it->raw.len == 1) /* the usual one digit */
+    *out = it->raw.p[0] - '0';
+  else if (ts_json_scan_int(it->raw, &n) == 0)
+    *out = n;
+  return 1;
 }
 
 static int fast_tool_calls(fchunk *c) {
@@ -218,14 +228,14 @@ static int fast_tool_calls(fchunk *c) {
     memset(fc, 0, sizeof *fc);
     int64_t index = -1;
     unsigned seen = 0;
-    MEMBERS(c, it, {
-      if (ts_json_scan_key_is(it.key, "index", 5)) {
+    MEMBERS(c, it, TS_JSON_KEY_BIT("index") | TS_JSON_KEY_BIT("id") | TS_JSON_KEY_BIT("function"), {
+      if (it.key.len == 5 && KEY(it, "index")) {
         TS__SCAN_ONCE(seen, 1);
         fast_index(&it, &index);
-      } else if (ts_json_scan_key_is(it.key, "id", 2)) {
+      } else if (it.key.len == 2 && KEY(it, "id")) {
         TS__SCAN_ONCE(seen, 2);
         if (!fast_str(&it, &fc->id)) return 0;
-      } else if (ts_json_scan_key_is(it.key, "function", 8)) {
+      } else if (it.key.len == 8 && KEY(it, "function")) {
         TS__SCAN_ONCE(seen, 4);
         if (it.type == TS_JSON_SCAN_OBJECT) {
           if (!fast_function(c, fc)) return 0;
@@ -241,18 +251,19 @@ static int fast_tool_calls(fchunk *c) {
 static int fast_delta(fchunk *c, fchoice *ch) {
   ts_json_item it;
   unsigned seen = 0;
-  MEMBERS(c, it, {
-    if (ts_json_scan_key_is(it.key, "content", 7)) {
-      TS__SCAN_ONCE(seen, 1);
-      if (!fast_str(&it, &ch->content)) return 0;
-    } else if (ts_json_scan_key_is(it.key, "tool_calls", 10)) {
+  MEMBERS(c, it,
+          TS_JSON_KEY_BIT("content") | TS_JSON_KEY_BIT("tool_calls") | TS_JSON_KEY_BIT("function_call"), {
+    if (it.key.len == 10 && KEY(it, "tool_calls")) {
       TS__SCAN_ONCE(seen, 2);
       if (it.type == TS_JSON_SCAN_ARRAY) {
         if (!fast_tool_calls(c)) return 0;
       } else if (it.type != TS_JSON_SCAN_NULL) {
         return 0;
       }
-    } else if (ts_json_scan_key_is(it.key, "function_call", 13)) {
+    } else if (it.key.len == 7 && KEY(it, "content")) {
+      TS__SCAN_ONCE(seen, 1);
+      if (!fast_str(&it, &ch->content)) return 0;
+    } else if (it.key.len == 13 && KEY(it, "function_call")) {
       if (it.type != TS_JSON_SCAN_NULL) return 0; /* the legacy call: the general way */
     }
   })
@@ -269,18 +280,18 @@ static int fast_choices(fchunk *c) {
     memset(ch, 0, sizeof *ch);
     ch->first_call = c->n_calls;
     unsigned seen = 0;
-    MEMBERS(c, it, {
-      if (ts_json_scan_key_is(it.key, "index", 5)) {
+    MEMBERS(c, it, TS_JSON_KEY_BIT("index") | TS_JSON_KEY_BIT("delta") | TS_JSON_KEY_BIT("finish_reason"), {
+      if (it.key.len == 5 && KEY(it, "index")) {
         TS__SCAN_ONCE(seen, 1);
         fast_index(&it, &ch->index);
-      } else if (ts_json_scan_key_is(it.key, "delta", 5)) {
+      } else if (it.key.len == 5 && KEY(it, "delta")) {
         TS__SCAN_ONCE(seen, 2);
         if (it.type == TS_JSON_SCAN_OBJECT) {
           if (!fast_delta(c, ch)) return 0;
         } else if (it.type != TS_JSON_SCAN_NULL) {
           return 0;
         }
-      } else if (ts_json_scan_key_is(it.key, "finish_reason", 13)) {
+      } else if (it.key.len == 13 && KEY(it, "finish_reason")) {
         TS__SCAN_ONCE(seen, 4);
         if (!fast_str(&it, &ch->finish)) return 0;
       }
@@ -307,18 +318,18 @@ static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   ts_json_scan_init(&c.s, text, len);
   if (ts_json_scan_next(&c.s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
   unsigned seen = 0;
-  MEMBERS(&c, it, {
-    if (ts_json_scan_key_is(it.key, "choices", 7)) {
+  MEMBERS(&c, it, TS_JSON_KEY_BIT("choices") | TS_JSON_KEY_BIT("error") | TS_JSON_KEY_BIT("usage"), {
+    if (it.key.len == 7 && KEY(it, "choices")) {
       TS__SCAN_ONCE(seen, 1);
       if (it.type == TS_JSON_SCAN_ARRAY) {
         if (!fast_choices(&c)) return 0;
       } else if (it.type != TS_JSON_SCAN_NULL) {
         return 0;
       }
-    } else if (ts_json_scan_key_is(it.key, "error", 5)) {
+    } else if (it.key.len == 5 && KEY(it, "error")) {
       if (it.type != TS_JSON_SCAN_NULL) return 0; /* the provider's error: the general way */
       TS__SCAN_ONCE(seen, 2);
-    } else if (ts_json_scan_key_is(it.key, "usage", 5)) {
+    } else if (it.key.len == 5 && KEY(it, "usage")) {
       TS__SCAN_ONCE(seen, 4);
       if (it.type == TS_JSON_SCAN_OBJECT && ts_json_scan_skip(&c.s, &c.usage) != 1) return 0;
     }
