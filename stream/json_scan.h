@@ -78,23 +78,6 @@ void ts_json_scan_init(ts_json_scan *s, const char *text, size_t len);
  * or an error every further call returns the same. */
 int ts_json_scan_next(ts_json_scan *s, ts_json_item *it);
 
-/* Keys by a 6-bit hash of their length and first two bytes, for ts_json_scan_next_in: a
- * reader ORs together the bits of the keys it reads (TS_JSON_KEY_BIT("choices") | ...;
- * for a literal the compiler folds it to a constant). Different keys may share a bit: a
- * member handed out is still compared by name. */
-static inline uint64_t ts__json_key_bit(const char *k, size_t len) {
-  unsigned c0 = len ? (unsigned char)k[0] : 0, c1 = len > 1 ? (unsigned char)k[1] : c0;
-  return (uint64_t)1 << ((len + c0 * 3u + c1 * 5u) & 63);
-}
-#define TS_JSON_KEY_BIT(lit) ts__json_key_bit((lit), sizeof(lit) - 1)
-
-/* As ts_json_scan_next, except that inside an object a member whose key's bit is not in
- * `want` is not handed out: its value is read and checked (a container whole) and the
- * scan goes on to the next member, so a reader that wants three members of twenty pays
- * for the others only the scan of their text. Elements of arrays, the root and END items
- * are handed out as by next(). The same errors, at the same place, as next(). */
-int ts_json_scan_next_in(ts_json_scan *s, ts_json_item *it, uint64_t want);
-
 /* After next() returned an item: when it was a container's start, reads (and checks) the
  * whole container and returns 1 with *raw (may be NULL) set to its text, brackets
  * included; the next item is what follows it. After any other item nothing is skipped

@@ -24,6 +24,7 @@
 
 #include "stream/adapter.h"
 #include "stream/json_scan.h"
+#include "stream/json_scan_impl.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -173,16 +174,15 @@ static int fast_str(const ts_json_item *it, fstr *out) {
   return it->type == TS_JSON_SCAN_NULL;
 }
 
-/* The members of the object just entered, until its end: `body` for each member whose
- * key's bit is in `want` (the others are passed over by the scanner,
- * ts_json_scan_next_in), which may `return 0` for "not the regular shape"; what it leaves
- * of a container is skipped. */
-#define MEMBERS(c, it, want, body)                                    \
-  for (;;) {                                                          \
-    if (ts_json_scan_next_in(&(c)->s, &(it), (want)) != 1) return 0;  \
-    if ((it).type == TS_JSON_SCAN_END) break;                         \
-    body                                                              \
-    if (ts_json_scan_skip(&(c)->s, NULL) != 1) return 0;              \
+/* The members of the object just entered, until its end: `body` for each, which may
+ * `return 0` for "not the regular shape"; what it leaves of a container is skipped. The
+ * scanner's steps are inline here (json_scan_impl.h). */
+#define MEMBERS(c, it, body)                                        \
+  for (;;) {                                                        \
+    if (ts__json_scan_next_inline(&(c)->s, &(it)) != 1) return 0;   \
+    if ((it).type == TS_JSON_SCAN_END) break;                       \
+    body                                                            \
+    if (ts_json_scan_skip(&(c)->s, NULL) != 1) return 0;            \
   }
 
 /* A member's key against a name, once its length is known to match (the switches below
@@ -190,9 +190,9 @@ static int fast_str(const ts_json_item *it, fstr *out) {
 #define KEY(it, lit) (__builtin_memcmp((it).key.p, (lit), sizeof(lit) - 1) == 0)
 
 static int fast_function(fchunk *c, fcall *fc) {
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   unsigned seen = 0;
-  MEMBERS(c, it, TS_JSON_KEY_BIT("name") | TS_JSON_KEY_BIT("arguments"), {
+  MEMBERS(c, it, {
     if (it.key.len == 4 && KEY(it, "name")) {
       TS__SCAN_ONCE(seen, 1);
       if (!fast_str(&it, &fc->name)) return 0;
@@ -219,16 +219,16 @@ static int fast_index(const ts_json_item *it, int64_t *out) {
 }
 
 static int fast_tool_calls(fchunk *c) {
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   for (;;) {
-    if (ts_json_scan_next(&c->s, &it) != 1) return 0;
+    if (ts__json_scan_next_inline(&c->s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) return 1;
     if (it.type != TS_JSON_SCAN_OBJECT || c->n_calls == FAST_CALLS) return 0;
     fcall *fc = &c->calls[c->n_calls++];
     memset(fc, 0, sizeof *fc);
     int64_t index = -1;
     unsigned seen = 0;
-    MEMBERS(c, it, TS_JSON_KEY_BIT("index") | TS_JSON_KEY_BIT("id") | TS_JSON_KEY_BIT("function"), {
+    MEMBERS(c, it, {
       if (it.key.len == 5 && KEY(it, "index")) {
         TS__SCAN_ONCE(seen, 1);
         fast_index(&it, &index);
@@ -249,10 +249,9 @@ static int fast_tool_calls(fchunk *c) {
 }
 
 static int fast_delta(fchunk *c, fchoice *ch) {
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   unsigned seen = 0;
-  MEMBERS(c, it,
-          TS_JSON_KEY_BIT("content") | TS_JSON_KEY_BIT("tool_calls") | TS_JSON_KEY_BIT("function_call"), {
+  MEMBERS(c, it, {
     if (it.key.len == 10 && KEY(it, "tool_calls")) {
       TS__SCAN_ONCE(seen, 2);
       if (it.type == TS_JSON_SCAN_ARRAY) {
@@ -271,16 +270,16 @@ static int fast_delta(fchunk *c, fchoice *ch) {
 }
 
 static int fast_choices(fchunk *c) {
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   for (;;) {
-    if (ts_json_scan_next(&c->s, &it) != 1) return 0;
+    if (ts__json_scan_next_inline(&c->s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) return 1;
     if (it.type != TS_JSON_SCAN_OBJECT || c->n_ch == FAST_CHOICES) return 0;
     fchoice *ch = &c->ch[c->n_ch++];
     memset(ch, 0, sizeof *ch);
     ch->first_call = c->n_calls;
     unsigned seen = 0;
-    MEMBERS(c, it, TS_JSON_KEY_BIT("index") | TS_JSON_KEY_BIT("delta") | TS_JSON_KEY_BIT("finish_reason"), {
+    MEMBERS(c, it, {
       if (it.key.len == 5 && KEY(it, "index")) {
         TS__SCAN_ONCE(seen, 1);
         fast_index(&it, &ch->index);
@@ -314,11 +313,11 @@ static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   fchunk c;
   c.n_ch = c.n_calls = 0;
   c.usage = (ts_view){NULL, 0};
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&c.s, text, len);
-  if (ts_json_scan_next(&c.s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
+  if (ts__json_scan_next_inline(&c.s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
   unsigned seen = 0;
-  MEMBERS(&c, it, TS_JSON_KEY_BIT("choices") | TS_JSON_KEY_BIT("error") | TS_JSON_KEY_BIT("usage"), {
+  MEMBERS(&c, it, {
     if (it.key.len == 7 && KEY(it, "choices")) {
       TS__SCAN_ONCE(seen, 1);
       if (it.type == TS_JSON_SCAN_ARRAY) {
@@ -334,7 +333,7 @@ static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
       if (it.type == TS_JSON_SCAN_OBJECT && ts_json_scan_skip(&c.s, &c.usage) != 1) return 0;
     }
   })
-  if (ts_json_scan_next(&c.s, &it) != 0) return 0; /* one value, then only whitespace */
+  if (ts__json_scan_next_inline(&c.s, &it) != 0) return 0; /* one value, then only whitespace */
 
   for (int k = 0; k < c.n_ch; k++) {
     const fchoice *ch = &c.ch[k];

@@ -37,6 +37,7 @@
 
 #include "stream/adapter.h"
 #include "stream/json_scan.h"
+#include "stream/json_scan_impl.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -283,11 +284,11 @@ typedef struct {
 /* The members of a function_call item (the scanner just entered it). 1: read, and it is
  * a function_call; 0: anything else. */
 static int rf_read_item(ts_json_scan *s, rf_item *fi) {
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   unsigned seen = 0;
   int is_call = 0;
   for (;;) {
-    if (ts_json_scan_next(s, &it) != 1) return 0;
+    if (ts__json_scan_next_inline(s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) break;
     ts_view k = it.key;
     if (ts_json_scan_key_is(k, "id", 2)) {
@@ -326,16 +327,16 @@ static void rf_end_call(ts_adapter *a, const rstr *key_s, const rstr *args_s) {
 
 static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
   ts_json_scan s;
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&s, text, len);
-  if (ts_json_scan_next(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
+  if (ts__json_scan_next_inline(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
   rstr item_id = {{NULL, 0}, 0}, delta = item_id, args = item_id;
   rf_item item;
   memset(&item, 0, sizeof item);
   int kind = -1, have_item = 0;
   unsigned seen = 0;
   for (;;) {
-    if (ts_json_scan_next(&s, &it) != 1) return 0;
+    if (ts__json_scan_next_inline(&s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) break;
     ts_view k = it.key;
     switch (k.len) {
@@ -374,7 +375,7 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
     }
     if (ts_json_scan_skip(&s, NULL) != 1) return 0;
   }
-  if (ts_json_scan_next(&s, &it) != 0) return 0; /* one value, then only whitespace */
+  if (ts__json_scan_next_inline(&s, &it) != 0) return 0; /* one value, then only whitespace */
   if (kind < 0) kind = rf_kind(event); /* no `type`: the event's name says */
 
   ts_view v, key, id, name;

@@ -241,7 +241,7 @@ START_TEST(test_string_blocks) {
   for (size_t e = 0; e < sizeof escapes / sizeof escapes[0]; e++) {
     size_t el = strlen(escapes[e]);
     for (size_t n = 0; n + el <= 40; n++) {
-      for (size_t at = 0; at <= n; at++) {
+      for (size_t at = 0; at <= n; at = n <= 17 || at + 1 >= n || at == 0 ? at + 1 : at < n / 2 ? n / 2 : n - 1) {
         memset(body, 'x', n + el);
         memcpy(body + at, escapes[e], el);
         size_t bl = n + el;
@@ -267,7 +267,8 @@ START_TEST(test_string_blocks) {
           ck_assert_int_eq(esc, 1);
           /* cut anywhere inside the string or before the end: an error (at a few
            * offsets: the cuts move the text's end across the blocks anyway) */
-          for (size_t cut = body_at; pad % 6 == 0 && cut < len; cut++)
+          int cuts = (pad == 0 || pad == 9) && (at == 0 || at == n / 2 || at == n);
+          for (size_t cut = body_at; cuts && cut < len; cut++)
             ck_assert_int_lt(scan_one_string(doc, cut, &raw, &esc), 0);
           /* the escape made invalid */
           doc[body_at + at + 1] = 'x';
@@ -283,64 +284,6 @@ START_TEST(test_string_blocks) {
       }
     }
   }
-}
-END_TEST
-
-/* ts_json_scan_next_in against next() and skip(): walking with next(), passing over
- * every member whose key's bit is not wanted, must give the same items, the same end and
- * the same error, for every row and many key sets. */
-static void walk(const char *p, size_t len, uint64_t want, int filtered, sb *out) {
-  ts_json_scan s;
-  ts_json_item it;
-  ts_json_scan_init(&s, p, len);
-  int rc;
-  for (;;) {
-    rc = filtered ? ts_json_scan_next_in(&s, &it, want) : ts_json_scan_next(&s, &it);
-    if (rc != 1) break;
-    int member = it.key.p != NULL;
-    if (!filtered && member && !(want & ts__json_key_bit(it.key.p, it.key.len))) {
-      rc = ts_json_scan_skip(&s, NULL);
-      if (rc != 1) break;
-      continue;
-    }
-    sb_printf(out, "%u:%s", it.depth, type_name(it.type));
-    if (member) sb_printf(out, "|k=%.*s|", (int)it.key.len, it.key.p);
-    sb_printf(out, "|%.*s|%d%d ", (int)it.raw.len, it.raw.p, it.escaped, it.key_escaped);
-  }
-  sb_printf(out, "rc=%d", rc);
-}
-
-START_TEST(test_next_in) {
-  static const char *const docs[] = {
-      "{\"id\":\"c1\",\"object\":\"chunk\",\"created\":17,\"choices\":[{\"index\":0,\"delta\":"
-      "{\"role\":null,\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"a\"}}]},"
-      "\"logprobs\":{\"x\":[1,{\"y\":true}]},\"finish_reason\":null}],\"usage\":null,\"o\":\"z\"}",
-      " { \"a\" : [ 1 , { \"b\" : { } } ] , \"c\" : -1.5e3 , \"\" : false } ",
-      "{\"a\":{\"b\":{\"c\":[[[]]]}},\"a\\\"\":\"\\u00e9\",\"d\":[1,2,]}",
-      "{\"a\":1,\"b\":tru}",
-      "{\"a\":\"x\" \"b\":1}",
-      "{\"k\":[1 2]}",
-  };
-  for (size_t r = 0; r < sizeof rows / sizeof rows[0] + sizeof docs / sizeof docs[0]; r++) {
-    const char *doc = r < sizeof rows / sizeof rows[0] ? rows[r].in : docs[r - sizeof rows / sizeof rows[0]];
-    size_t len = strlen(doc);
-    uint64_t seed = 0x9e3779b97f4a7c15u * (r + 1);
-    for (int k = 0; k < 40; k++) {
-      seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-      uint64_t want = k == 0 ? 0 : k == 1 ? UINT64_MAX : seed & (seed >> 3);
-      sb a = {0}, b = {0};
-      walk(doc, len, want, 1, &a);
-      walk(doc, len, want, 0, &b);
-      ck_assert_msg(strcmp(a.p, b.p) == 0, "%s want %llx:\n next_in: %s\n    next: %s", doc,
-                    (unsigned long long)want, a.p, b.p);
-      free(a.p);
-      free(b.p);
-    }
-  }
-  /* the bits of literal keys are the bits of the same keys in a text */
-  ck_assert(TS_JSON_KEY_BIT("choices") == ts__json_key_bit("choices", 7));
-  ck_assert(TS_JSON_KEY_BIT("") == ts__json_key_bit("", 0));
-  ck_assert(TS_JSON_KEY_BIT("a") == ts__json_key_bit("a\"", 1));
 }
 END_TEST
 
@@ -376,11 +319,11 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("json_scan");
   TCase *tc = tcase_create("scan");
+  tcase_set_timeout(tc, 60); /* test_string_blocks: some 100,000 scans, slower under ASan */
   tcase_add_loop_test(tc, test_rows, 0, (int)(sizeof rows / sizeof rows[0]));
   tcase_add_test(tc, test_depth_limit);
   tcase_add_test(tc, test_nul_byte);
   tcase_add_test(tc, test_string_blocks);
-  tcase_add_test(tc, test_next_in);
   tcase_add_test(tc, test_int);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
