@@ -256,17 +256,19 @@ item:
 value:
   if (p >= end) return scan_fail(s, TS_E_JV_BAD_JSON);
   it->depth = depth;
-  it->escaped = 0;
-  switch (*p) {
-  case '"':
+  if (*p == '"') { /* most values are strings: before the switch's jump */
     esc = 0;
     q = scan_string(p + 1, end, depth ? s->open[0] : p, &esc);
     if (!q) return scan_fail(s, TS_E_JV_BAD_JSON);
     it->escaped = esc;
     it->type = TS_JSON_SCAN_STRING;
     it->raw = (ts_view){p + 1, (size_t)(q - p - 1)};
-    p = q + 1;
-    break;
+    s->p = q + 1;
+    s->state = ST_AFTER;
+    return 1;
+  }
+  it->escaped = 0;
+  switch (*p) {
   case '{':
   case '[':
     if (depth >= TS_JSON_SCAN_MAX_DEPTH) return scan_fail(s, TS_E_LIMIT);
