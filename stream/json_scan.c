@@ -26,6 +26,7 @@ void ts_json_scan_init(ts_json_scan *s, const char *text, size_t len) {
   s->depth = 0;
   s->in_array = 0;
   s->state = ST_ROOT;
+  s->open[0] = text; /* until the root opens: the text's start, for scan_string's `lo` */
 }
 
 int ts_json_scan_next(ts_json_scan *s, ts_json_item *it) { return scan_next(s, it); }

@@ -156,6 +156,15 @@ static const char *scan_number(const char *p, const char *end) {
 static inline const char *scan_num(const char *p, const char *end) {
   if (*p >= '1' && *p <= '9') {
     const char *q = p + 1;
+    while (end - q >= 8) { /* eight digits a step (times and token counts are long) */
+      uint64_t w;
+      memcpy(&w, q, 8);
+      if (((w & UINT64_C(0xF0F0F0F0F0F0F0F0)) | (((w + UINT64_C(0x0606060606060606)) &
+                                                   UINT64_C(0xF0F0F0F0F0F0F0F0)) >> 4)) !=
+          UINT64_C(0x3333333333333333))
+        break;
+      q += 8;
+    }
     while (q < end && scan_is_digit(*q)) q++;
     if (q == end || (*q != '.' && *q != 'e' && *q != 'E')) return q;
   }
@@ -238,7 +247,7 @@ item:
       if (p >= end || *p != '"') return scan_fail(s, TS_E_JV_BAD_JSON);
     }
     esc = 0;
-    q = scan_string(p + 1, end, depth ? s->open[0] : p, &esc);
+    q = scan_string(p + 1, end, s->open[0], &esc);
     if (!q) return scan_fail(s, TS_E_JV_BAD_JSON);
     it->key_escaped = esc;
     it->key = (ts_view){p + 1, (size_t)(q - p - 1)};
@@ -258,7 +267,7 @@ value:
   it->depth = depth;
   if (*p == '"') { /* most values are strings: before the switch's jump */
     esc = 0;
-    q = scan_string(p + 1, end, depth ? s->open[0] : p, &esc);
+    q = scan_string(p + 1, end, s->open[0], &esc);
     if (!q) return scan_fail(s, TS_E_JV_BAD_JSON);
     it->escaped = esc;
     it->type = TS_JSON_SCAN_STRING;

@@ -225,7 +225,8 @@ static int fast_tool_calls(fchunk *c) {
     if (it.type == TS_JSON_SCAN_END) return 1;
     if (it.type != TS_JSON_SCAN_OBJECT || c->n_calls == FAST_CALLS) return 0;
     fcall *fc = &c->calls[c->n_calls++];
-    memset(fc, 0, sizeof *fc);
+    fc->id.raw.p = fc->name.raw.p = fc->args.raw.p = fc->args_obj.p = NULL; /* all absent */
+    fc->args_obj.len = 0;
     int64_t index = -1;
     unsigned seen = 0;
     MEMBERS(c, it, {
@@ -276,7 +277,8 @@ static int fast_choices(fchunk *c) {
     if (it.type == TS_JSON_SCAN_END) return 1;
     if (it.type != TS_JSON_SCAN_OBJECT || c->n_ch == FAST_CHOICES) return 0;
     fchoice *ch = &c->ch[c->n_ch++];
-    memset(ch, 0, sizeof *ch);
+    ch->index = 0;
+    ch->content.raw.p = ch->finish.raw.p = NULL; /* absent */
     ch->first_call = c->n_calls;
     unsigned seen = 0;
     MEMBERS(c, it, {

@@ -67,6 +67,13 @@ static const row rows[] = {
      "0:[ 1:n|=|0| 1:n|=|-0| 1:n|=|1.25| 1:n|=|1e9| 1:n|=|1E-2| 1:n|=|-3.0e+7| 0:end|[0,-0,1.25,1e9,"
      "1E-2,-3.0e+7]| end",
      NULL},
+    {__LINE__, "long integers, eight digits a step, and what ends them",
+     "[1755868211,12345678,123456789012345678,12345678.5,123456789e3,1234567x]",
+     "0:[ 1:n|=|1755868211| 1:n|=|12345678| 1:n|=|123456789012345678| 1:n|=|12345678.5| "
+     "1:n|=|123456789e3| 1:n|=|1234567| error",
+     NULL},
+    {__LINE__, "a long integer at the very end", "123456789012", "0:n|=|123456789012| end", NULL},
+    {__LINE__, "a digit run cut by a colon", "{\"a\":12345678:}", "0:{ 1:n|k=a|=|12345678| error", NULL},
     {__LINE__, "raw control bytes and UTF-8 pass in strings", "[\"a\tb\xc3\xa9\"]",
      "0:[ 1:s|=|a\tb\xc3\xa9| 0:end|[\"a\tb\xc3\xa9\"]| end", NULL},
     /* errors */
