@@ -92,7 +92,9 @@ static inline __attribute__((always_inline)) const char *scan_string(const char 
     }
   }
   /* The last bytes of the text, fewer than 16: the block that ends at `end` (the bytes
-   * before p in it belong to the text, which starts at lo), its bits before p dropped. */
+   * before p in it belong to the text, which starts at lo), its bits before p dropped.
+   * The same steps as the loop above, written out again: folded into the loop (a block
+   * chosen per step) they cost Chat 4% more instructions in all. */
   if (p < end && end - lo >= 16) {
     const char *block = end - 16;
     __m128i v = _mm_loadu_si128((const __m128i *)(const void *)block);

@@ -140,19 +140,14 @@ static void chat_event(ts_adapter *a, ts_jv *jv, ts_view event) {
 #define FAST_CALLS 16
 
 typedef struct {
-  ts_view raw; /* p NULL: absent or null */
-  int escaped;
-} fstr;
-
-typedef struct {
   int64_t index; /* -1: none */
-  fstr id, name, args;
+  ts_json_scan_str id, name, args;
   ts_view args_obj; /* p set: arguments sent as an object */
 } fcall;
 
 typedef struct {
   int64_t index; /* 0 unless a plain integer said otherwise */
-  fstr content, finish;
+  ts_json_scan_str content, finish;
   int first_call, n_calls;
 } fchoice;
 
@@ -164,15 +159,6 @@ typedef struct {
   ts_view usage;
 } fchunk;
 
-/* A string member: its raw view, or null. Anything else is not the regular shape. */
-static int fast_str(const ts_json_item *it, fstr *out) {
-  if (it->type == TS_JSON_SCAN_STRING) {
-    out->raw = it->raw;
-    out->escaped = it->escaped;
-    return 1;
-  }
-  return it->type == TS_JSON_SCAN_NULL;
-}
 
 /* The members of the object just entered, until its end: `body` for each, which may
  * `return 0` for "not the regular shape"; what it leaves of a container is skipped. The
@@ -195,12 +181,12 @@ static int fast_function(fchunk *c, fcall *fc) {
   MEMBERS(c, it, {
     if (it.key.len == 4 && KEY(it, "name")) {
       TS__SCAN_ONCE(seen, 1);
-      if (!fast_str(&it, &fc->name)) return 0;
+      if (!ts_json_scan_take_str(&it, &fc->name)) return 0;
     } else if (it.key.len == 9 && KEY(it, "arguments")) {
       TS__SCAN_ONCE(seen, 2);
       if (it.type == TS_JSON_SCAN_OBJECT) {
         if (ts_json_scan_skip(&c->s, &fc->args_obj) != 1) return 0;
-      } else if (!fast_str(&it, &fc->args)) {
+      } else if (!ts_json_scan_take_str(&it, &fc->args)) {
         return 0;
       }
     }
@@ -235,7 +221,7 @@ static int fast_tool_calls(fchunk *c) {
         fast_index(&it, &index);
       } else if (it.key.len == 2 && KEY(it, "id")) {
         TS__SCAN_ONCE(seen, 2);
-        if (!fast_str(&it, &fc->id)) return 0;
+        if (!ts_json_scan_take_str(&it, &fc->id)) return 0;
       } else if (it.key.len == 8 && KEY(it, "function")) {
         TS__SCAN_ONCE(seen, 4);
         if (it.type == TS_JSON_SCAN_OBJECT) {
@@ -262,7 +248,7 @@ static int fast_delta(fchunk *c, fchoice *ch) {
       }
     } else if (it.key.len == 7 && KEY(it, "content")) {
       TS__SCAN_ONCE(seen, 1);
-      if (!fast_str(&it, &ch->content)) return 0;
+      if (!ts_json_scan_take_str(&it, &ch->content)) return 0;
     } else if (it.key.len == 13 && KEY(it, "function_call")) {
       if (it.type != TS_JSON_SCAN_NULL) return 0; /* the legacy call: the general way */
     }
@@ -294,20 +280,11 @@ static int fast_choices(fchunk *c) {
         }
       } else if (it.key.len == 13 && KEY(it, "finish_reason")) {
         TS__SCAN_ONCE(seen, 4);
-        if (!fast_str(&it, &ch->finish)) return 0;
+        if (!ts_json_scan_take_str(&it, &ch->finish)) return 0;
       }
     })
     ch->n_calls = c->n_calls - ch->first_call;
   }
-}
-
-/* Decodes a collected string in place, as ts__adapter_string does: 0 absent or null,
- * 1 with *out set, -1 after reporting a bad escape. */
-static int fast_decode(ts_adapter *a, const fstr *f, ts_view *out) {
-  out->p = "";
-  out->len = 0;
-  if (!f->raw.p) return 0;
-  return ts__adapter_decode(a, f->raw, f->escaped, out);
 }
 
 static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
@@ -341,20 +318,20 @@ static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
     const fchoice *ch = &c.ch[k];
     if (ch->index != 0) continue; /* choice 0 only */
     ts_view v;
-    if (fast_decode(a, &ch->content, &v) > 0) ts__adapter_text(a, v);
+    if (ts__adapter_decode_str(a, &ch->content, &v) > 0) ts__adapter_text(a, v);
     for (int j = ch->first_call; j < ch->first_call + ch->n_calls; j++) {
       const fcall *fc = &c.calls[j];
       ts_view id, nm;
-      if (fast_decode(a, &fc->id, &id) < 0) continue;
-      if (fast_decode(a, &fc->name, &nm) < 0) continue;
+      if (ts__adapter_decode_str(a, &fc->id, &id) < 0) continue;
+      if (ts__adapter_decode_str(a, &fc->name, &nm) < 0) continue;
       int slot = call_slot(a, fc->index, id, nm);
       if (slot < 0) continue;
       if (fc->args_obj.p)
         ts__adapter_call_args(a, slot, fc->args_obj);
-      else if (fast_decode(a, &fc->args, &v) > 0)
+      else if (ts__adapter_decode_str(a, &fc->args, &v) > 0)
         ts__adapter_call_args(a, slot, v);
     }
-    if (fast_decode(a, &ch->finish, &v) > 0) {
+    if (ts__adapter_decode_str(a, &ch->finish, &v) > 0) {
       ts__adapter_end_all(a);
       ts__adapter_set_stop(a, v);
     }

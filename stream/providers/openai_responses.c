@@ -254,31 +254,7 @@ static int rf_kind(ts_view t) {
 }
 
 typedef struct {
-  ts_view raw; /* p NULL: absent or null */
-  int escaped;
-} rstr;
-
-/* A string member, or null; anything else is not the regular shape. */
-static int rf_str(const ts_json_item *it, rstr *out) {
-  if (it->type == TS_JSON_SCAN_STRING) {
-    out->raw = it->raw;
-    out->escaped = it->escaped;
-    return 1;
-  }
-  return it->type == TS_JSON_SCAN_NULL;
-}
-
-/* Decodes a collected string in place, as ts__adapter_string does: 0 absent or null
- * (*out empty), 1 with *out set, -1 after reporting a bad escape. */
-static int rf_decode(ts_adapter *a, const rstr *f, ts_view *out) {
-  out->p = "";
-  out->len = 0;
-  if (!f->raw.p) return 0;
-  return ts__adapter_decode(a, f->raw, f->escaped, out);
-}
-
-typedef struct {
-  rstr id, call_id, name, args;
+  ts_json_scan_str id, call_id, name, args;
 } rf_item;
 
 /* The members of a function_call item (the scanner just entered it). 1: read, and it is
@@ -293,7 +269,7 @@ static int rf_read_item(ts_json_scan *s, rf_item *fi) {
     ts_view k = it.key;
     if (ts_json_scan_key_is(k, "id", 2)) {
       TS__SCAN_ONCE(seen, 1);
-      if (!rf_str(&it, &fi->id)) return 0;
+      if (!ts_json_scan_take_str(&it, &fi->id)) return 0;
     } else if (ts_json_scan_key_is(k, "type", 4)) {
       TS__SCAN_ONCE(seen, 2);
       if (it.type != TS_JSON_SCAN_STRING || it.escaped) return 0;
@@ -301,13 +277,13 @@ static int rf_read_item(ts_json_scan *s, rf_item *fi) {
       if (!is_call) return 0; /* other items: the general way */
     } else if (ts_json_scan_key_is(k, "call_id", 7)) {
       TS__SCAN_ONCE(seen, 4);
-      if (!rf_str(&it, &fi->call_id)) return 0;
+      if (!ts_json_scan_take_str(&it, &fi->call_id)) return 0;
     } else if (ts_json_scan_key_is(k, "name", 4)) {
       TS__SCAN_ONCE(seen, 8);
-      if (!rf_str(&it, &fi->name)) return 0;
+      if (!ts_json_scan_take_str(&it, &fi->name)) return 0;
     } else if (ts_json_scan_key_is(k, "arguments", 9)) {
       TS__SCAN_ONCE(seen, 16);
-      if (!rf_str(&it, &fi->args)) return 0;
+      if (!ts_json_scan_take_str(&it, &fi->args)) return 0;
     }
     if (ts_json_scan_skip(s, NULL) != 1) return 0;
   }
@@ -315,12 +291,12 @@ static int rf_read_item(ts_json_scan *s, rf_item *fi) {
 }
 
 /* end_call's reading with collected strings. */
-static void rf_end_call(ts_adapter *a, const rstr *key_s, const rstr *args_s) {
+static void rf_end_call(ts_adapter *a, const ts_json_scan_str *key_s, const ts_json_scan_str *args_s) {
   ts_view key, args;
-  if (rf_decode(a, key_s, &key) <= 0) return;
+  if (ts__adapter_decode_str(a, key_s, &key) <= 0) return;
   int slot = ts__adapter_call_by_key(a, key);
   if (slot < 0 || ts__adapter_call_ended(a, slot)) return;
-  if (!ts__adapter_call_has_args(a, slot) && rf_decode(a, args_s, &args) > 0)
+  if (!ts__adapter_call_has_args(a, slot) && ts__adapter_decode_str(a, args_s, &args) > 0)
     ts__adapter_call_args(a, slot, args);
   ts__adapter_call_end(a, slot);
 }
@@ -330,7 +306,7 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
   ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&s, text, len);
   if (ts__json_scan_next_inline(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
-  rstr item_id = {{NULL, 0}, 0}, delta = item_id, args = item_id;
+  ts_json_scan_str item_id = {{NULL, 0}, 0}, delta = item_id, args = item_id;
   rf_item item;
   memset(&item, 0, sizeof item);
   int kind = -1, have_item = 0;
@@ -355,19 +331,19 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
     case 5: /* delta */
       if (ts_json_scan_key_is(k, "delta", 5)) {
         TS__SCAN_ONCE(seen, 4);
-        if (!rf_str(&it, &delta)) return 0;
+        if (!ts_json_scan_take_str(&it, &delta)) return 0;
       }
       break;
     case 7: /* item_id */
       if (ts_json_scan_key_is(k, "item_id", 7)) {
         TS__SCAN_ONCE(seen, 8);
-        if (!rf_str(&it, &item_id)) return 0;
+        if (!ts_json_scan_take_str(&it, &item_id)) return 0;
       }
       break;
     case 9: /* arguments */
       if (ts_json_scan_key_is(k, "arguments", 9)) {
         TS__SCAN_ONCE(seen, 16);
-        if (!rf_str(&it, &args)) return 0;
+        if (!ts_json_scan_take_str(&it, &args)) return 0;
       }
       break;
     default:
@@ -382,23 +358,23 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
   int slot;
   switch (kind) {
   case RF_TEXT:
-    if (rf_decode(a, &delta, &v) > 0) ts__adapter_text(a, v);
+    if (ts__adapter_decode_str(a, &delta, &v) > 0) ts__adapter_text(a, v);
     return 1;
   case RF_ARGS_DELTA:
-    if (rf_decode(a, &item_id, &key) <= 0) return 1;
+    if (ts__adapter_decode_str(a, &item_id, &key) <= 0) return 1;
     slot = ts__adapter_call_by_key(a, key);
-    if (slot >= 0 && rf_decode(a, &delta, &v) > 0) ts__adapter_call_args(a, slot, v);
+    if (slot >= 0 && ts__adapter_decode_str(a, &delta, &v) > 0) ts__adapter_call_args(a, slot, v);
     return 1;
   case RF_ARGS_DONE:
     rf_end_call(a, &item_id, &args);
     return 1;
   case RF_ITEM_ADDED:
     if (!have_item) return 0;
-    if (rf_decode(a, &item.id, &key) < 0) return 1;
-    if (rf_decode(a, &item.call_id, &id) < 0) return 1;
-    if (rf_decode(a, &item.name, &name) < 0) return 1;
+    if (ts__adapter_decode_str(a, &item.id, &key) < 0) return 1;
+    if (ts__adapter_decode_str(a, &item.call_id, &id) < 0) return 1;
+    if (ts__adapter_decode_str(a, &item.name, &name) < 0) return 1;
     slot = ts__adapter_call_begin(a, -1, key, id, name);
-    if (slot >= 0 && rf_decode(a, &item.args, &v) > 0) ts__adapter_call_args(a, slot, v);
+    if (slot >= 0 && ts__adapter_decode_str(a, &item.args, &v) > 0) ts__adapter_call_args(a, slot, v);
     return 1;
   case RF_ITEM_DONE:
     if (!have_item) return 0;
