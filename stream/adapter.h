@@ -102,6 +102,7 @@
 
 #include "base/error.h"
 #include "base/view.h"
+#include "stream/json_scan.h"
 #include "stream/provider.h"
 
 typedef enum {
@@ -256,6 +257,16 @@ int ts__adapter_string(ts_adapter *a, struct ts_jv *jv, int i, ts_view *out);
  * undecoded body in the adapter's payload, `escaped` whether it holds a backslash.
  * Decodes in place; returns 1 with *out set, or -1 after reporting a bad escape. */
 int ts__adapter_decode(ts_adapter *a, ts_view raw, int escaped, ts_view *out);
+
+/* The same for a collected string (json_scan.h, ts_json_scan_str), as ts__adapter_string
+ * answers: 0 when absent or null (*out empty), 1 with *out set, -1 after reporting a bad
+ * escape. */
+static inline int ts__adapter_decode_str(ts_adapter *a, const ts_json_scan_str *f, ts_view *out) {
+  out->p = "";
+  out->len = 0;
+  if (!f->raw.p) return 0;
+  return ts__adapter_decode(a, f->raw, f->escaped, out);
+}
 
 /* In a one-pass reader (provider.h, fast_event): a member read at most once. The general
  * way reads the first of duplicate keys, so a reader that meets a key it uses a second

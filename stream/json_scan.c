@@ -6,28 +6,23 @@
  * exactly one item. The open containers are a stack of their first bytes (for the raw
  * text of a container handed out at its end) and one bit each saying array or object.
  *
+ * The machine itself lives in json_scan_impl.h, so that the readers of the hottest
+ * payloads can have it inline; this file holds the out-of-line entry points.
+ *
  * Where the time goes on a provider's payload: string bodies (ids, names, models, the
  * argument fragment) are most of the bytes, so the string scan looks at 16 bytes at a
  * time (SSE2 on x86-64, which every x86-64 has; a plain loop elsewhere) for the three
- * bytes that matter inside a string: the closing quote, a backslash and NUL. Everything
- * else costs a few instructions per item.
+ * bytes that matter inside a string: the closing quote, a backslash and NUL. An escape
+ * found in a block is checked there and the search goes on in the same block (argument
+ * fragments are full of `\"`), and a string's last bytes, fewer than 16, are searched
+ * in the block that ends at the text's end (never a byte past it; the text's start is
+ * kept in open[0] for that test). Integers, the other common value, go eight digits a
+ * step. Everything else costs a few instructions per item; at about 27 items per Chat
+ * payload the items, not the bytes, are most of the cost (docs/performance.md).
  */
 #include "stream/json_scan.h"
 
-#include <string.h>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-enum {
-  ST_ROOT = 0,
-  ST_FIRST = TS__JSON_SCAN_FIRST,
-  ST_AFTER = TS__JSON_SCAN_AFTER,
-  ST_DONE,
-  ST_ERR,
-  ST_ERR_LIMIT
-};
+#include "stream/json_scan_impl.h"
 
 void ts_json_scan_init(ts_json_scan *s, const char *text, size_t len) {
   s->p = text;
@@ -36,210 +31,10 @@ void ts_json_scan_init(ts_json_scan *s, const char *text, size_t len) {
   s->depth = 0;
   s->in_array = 0;
   s->state = ST_ROOT;
+  s->open[0] = text; /* until the root opens: the text's start, for scan_string's `lo` */
 }
 
-static const char *skip_ws_slow(const char *p, const char *end) {
-  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
-  return p;
-}
-
-/* Payloads from providers are compact: the common case is one comparison. */
-static inline const char *skip_ws(const char *p, const char *end) {
-  return p < end && (unsigned char)*p <= ' ' ? skip_ws_slow(p, end) : p;
-}
-
-static inline int is_hex(char c) {
-  return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
-}
-
-/* p is just after an opening quote: returns the closing quote, or NULL when the string
- * is malformed or unterminated. *escaped becomes 1 when a backslash is seen. */
-static inline __attribute__((always_inline)) const char *scan_string(const char *p,
-                                                                     const char *end,
-                                                                     int *escaped) {
-  for (;;) {
-#if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
-                  zero = _mm_setzero_si128();
-    while (end - p >= 16) {
-      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-      __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-                                 _mm_cmpeq_epi8(v, zero));
-      unsigned m = (unsigned)_mm_movemask_epi8(hit);
-      if (m) {
-        p += __builtin_ctz(m);
-        goto special;
-      }
-      p += 16;
-    }
-#endif
-    while (p < end && *p != '"' && *p != '\\' && *p != '\0') p++;
-#if defined(__SSE2__)
-  special:
-#endif
-    if (p >= end || *p == '\0') return NULL;
-    if (*p == '"') return p;
-    /* a backslash: one escape */
-    *escaped = 1;
-    if (end - p < 2) return NULL;
-    switch (p[1]) {
-    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-      p += 2;
-      break;
-    case 'u':
-      if (end - p < 6 || !is_hex(p[2]) || !is_hex(p[3]) || !is_hex(p[4]) || !is_hex(p[5]))
-        return NULL;
-      p += 6;
-      break;
-    default:
-      return NULL;
-    }
-  }
-}
-
-static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
-
-/* RFC 8259 number at p: returns its end, or NULL. */
-static const char *scan_number(const char *p, const char *end) {
-  if (*p == '-') p++;
-  if (p >= end) return NULL;
-  if (*p == '0') {
-    p++;
-  } else if (*p >= '1' && *p <= '9') {
-    while (p < end && is_digit(*p)) p++;
-  } else {
-    return NULL;
-  }
-  if (p < end && *p == '.') {
-    const char *d = ++p;
-    while (p < end && is_digit(*p)) p++;
-    if (p == d) return NULL;
-  }
-  if (p < end && (*p == 'e' || *p == 'E')) {
-    p++;
-    if (p < end && (*p == '+' || *p == '-')) p++;
-    const char *d = p;
-    while (p < end && is_digit(*p)) p++;
-    if (p == d) return NULL;
-  }
-  return p;
-}
-
-static int fail(ts_json_scan *s, int code) {
-  s->state = code == TS_E_LIMIT ? ST_ERR_LIMIT : ST_ERR;
-  return code;
-}
-
-/* The container at the top of the stack closes at p (its closing bracket). */
-static int close_container(ts_json_scan *s, const char *p, ts_json_item *it) {
-  s->depth--;
-  s->in_array = s->depth && ((s->arrays >> (s->depth - 1)) & 1);
-  it->type = TS_JSON_SCAN_END;
-  it->depth = s->depth;
-  it->key = (ts_view){NULL, 0};
-  it->raw = (ts_view){s->open[s->depth], (size_t)(p + 1 - s->open[s->depth])};
-  it->escaped = it->key_escaped = 0;
-  s->p = p + 1;
-  s->state = ST_AFTER;
-  return 1;
-}
-
-int ts_json_scan_next(ts_json_scan *s, ts_json_item *it) {
-  const char *end = s->end, *p = skip_ws(s->p, end);
-  unsigned depth = s->depth;
-  int in_array = s->in_array;
-  if (s->state == ST_AFTER) {
-    if (p < end && *p == ',' && depth) {
-      p = skip_ws(p + 1, end);
-    } else if (depth == 0) {
-      if (p != end) return fail(s, TS_E_JV_BAD_JSON);
-      s->state = ST_DONE;
-      return 0;
-    } else if (p < end && *p == (in_array ? ']' : '}')) {
-      return close_container(s, p, it);
-    } else {
-      return fail(s, TS_E_JV_BAD_JSON);
-    }
-  } else if (s->state == ST_FIRST) {
-    if (p < end && *p == (in_array ? ']' : '}')) return close_container(s, p, it);
-  } else if (s->state != ST_ROOT) {
-    return s->state == ST_DONE ? 0 : s->state == ST_ERR_LIMIT ? TS_E_LIMIT : TS_E_JV_BAD_JSON;
-  }
-
-  it->escaped = 0;
-  if (depth && !in_array) { /* a member: key, colon */
-    if (p >= end || *p != '"') return fail(s, TS_E_JV_BAD_JSON);
-    int kesc = 0;
-    const char *q = scan_string(p + 1, end, &kesc);
-    if (!q) return fail(s, TS_E_JV_BAD_JSON);
-    it->key_escaped = kesc;
-    it->key = (ts_view){p + 1, (size_t)(q - p - 1)};
-    p = skip_ws(q + 1, end);
-    if (p >= end || *p != ':') return fail(s, TS_E_JV_BAD_JSON);
-    p = skip_ws(p + 1, end);
-  } else {
-    it->key = (ts_view){NULL, 0};
-    it->key_escaped = 0;
-  }
-  if (p >= end) return fail(s, TS_E_JV_BAD_JSON);
-  it->depth = depth;
-  const char *q;
-  switch (*p) {
-  case '"': {
-    int esc = 0;
-    q = scan_string(p + 1, end, &esc);
-    if (!q) return fail(s, TS_E_JV_BAD_JSON);
-    it->escaped = esc;
-    it->type = TS_JSON_SCAN_STRING;
-    it->raw = (ts_view){p + 1, (size_t)(q - p - 1)};
-    p = q + 1;
-    break;
-  }
-  case '{':
-  case '[':
-    if (depth >= TS_JSON_SCAN_MAX_DEPTH) return fail(s, TS_E_LIMIT);
-    s->open[depth] = p;
-    if (*p == '[')
-      s->arrays |= UINT64_C(1) << depth;
-    else
-      s->arrays &= ~(UINT64_C(1) << depth);
-    s->depth = depth + 1;
-    s->in_array = *p == '[';
-    it->type = *p == '[' ? TS_JSON_SCAN_ARRAY : TS_JSON_SCAN_OBJECT;
-    it->raw = (ts_view){p, 1};
-    s->p = p + 1;
-    s->state = ST_FIRST;
-    return 1;
-  case 't':
-    if (end - p < 4 || memcmp(p, "true", 4) != 0) return fail(s, TS_E_JV_BAD_JSON);
-    it->type = TS_JSON_SCAN_TRUE;
-    it->raw = (ts_view){p, 4};
-    p += 4;
-    break;
-  case 'f':
-    if (end - p < 5 || memcmp(p, "false", 5) != 0) return fail(s, TS_E_JV_BAD_JSON);
-    it->type = TS_JSON_SCAN_FALSE;
-    it->raw = (ts_view){p, 5};
-    p += 5;
-    break;
-  case 'n':
-    if (end - p < 4 || memcmp(p, "null", 4) != 0) return fail(s, TS_E_JV_BAD_JSON);
-    it->type = TS_JSON_SCAN_NULL;
-    it->raw = (ts_view){p, 4};
-    p += 4;
-    break;
-  default:
-    q = (*p == '-' || is_digit(*p)) ? scan_number(p, end) : NULL;
-    if (!q) return fail(s, TS_E_JV_BAD_JSON);
-    it->type = TS_JSON_SCAN_NUMBER;
-    it->raw = (ts_view){p, (size_t)(q - p)};
-    p = q;
-    break;
-  }
-  s->p = p;
-  s->state = ST_AFTER;
-  return 1;
-}
+int ts_json_scan_next(ts_json_scan *s, ts_json_item *it) { return scan_next(s, it); }
 
 int ts__json_scan_skip(ts_json_scan *s, ts_view *raw) {
   if (s->state != TS__JSON_SCAN_FIRST) /* the last item was no container's start */
@@ -248,7 +43,7 @@ int ts__json_scan_skip(ts_json_scan *s, ts_view *raw) {
   ts_json_item it;
   for (;;) {
     int rc = ts_json_scan_next(s, &it);
-    if (rc != 1) return rc < 0 ? rc : fail(s, TS_E_JV_BAD_JSON);
+    if (rc != 1) return rc < 0 ? rc : scan_fail(s, TS_E_JV_BAD_JSON);
     if (it.type == TS_JSON_SCAN_END && it.depth == depth) break;
   }
   if (raw) *raw = it.raw;
@@ -265,7 +60,7 @@ int ts_json_scan_int(ts_view raw, int64_t *out) {
   if (p == e) return -1;
   uint64_t acc = 0;
   for (; p < e; p++) {
-    if (!is_digit(*p)) return -1;
+    if (!scan_is_digit(*p)) return -1;
     if (acc > (UINT64_C(1) << 63) / 10) return -1;
     acc = acc * 10 + (unsigned)(*p - '0');
   }

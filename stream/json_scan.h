@@ -93,6 +93,24 @@ static inline int ts_json_scan_skip(ts_json_scan *s, ts_view *raw) {
  * that fits: 0 and *out set; -1 otherwise. */
 int ts_json_scan_int(ts_view raw, int64_t *out);
 
+/* For readers that collect values to report once the whole payload is read: a string
+ * member's raw body (p NULL: absent or null) and whether it holds a backslash. */
+typedef struct {
+  ts_view raw;
+  int escaped;
+} ts_json_scan_str;
+
+/* Takes item `it` as a string or null into *out: 1 (for null, *out untouched); 0 for any
+ * other type. */
+static inline int ts_json_scan_take_str(const ts_json_item *it, ts_json_scan_str *out) {
+  if (it->type == TS_JSON_SCAN_STRING) {
+    out->raw = it->raw;
+    out->escaped = it->escaped;
+    return 1;
+  }
+  return it->type == TS_JSON_SCAN_NULL;
+}
+
 /* 1 when the raw key `key` is exactly the bytes of `lit` (raw: an escaped key is
  * compared as written, as json_view.h compares keys). */
 static inline int ts_json_scan_key_is(ts_view key, const char *lit, size_t lit_len) {

@@ -36,6 +36,7 @@
 #include "stream/adapter.h"
 #include "stream/json_members.h"
 #include "stream/json_scan.h"
+#include "stream/json_scan_impl.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -215,15 +216,15 @@ static void anthropic_event(ts_adapter *a, ts_jv *jv, ts_view event) {
 
 static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
   ts_json_scan s;
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&s, text, len);
-  if (ts_json_scan_next(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
+  if (ts__json_scan_next_inline(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
   ts_view type = event, dtype = {NULL, 0}, frag = {NULL, 0};
   int frag_esc = 0, have_index = 0;
   int64_t index = 0;
   unsigned seen = 0;
   for (;;) {
-    if (ts_json_scan_next(&s, &it) != 1) return 0;
+    if (ts__json_scan_next_inline(&s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) break;
     if (ts_json_scan_key_is(it.key, "type", 4)) {
       TS__SCAN_ONCE(seen, 1);
@@ -237,7 +238,7 @@ static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
       if (it.type != TS_JSON_SCAN_OBJECT) return 0;
       unsigned dseen = 0;
       for (;;) {
-        if (ts_json_scan_next(&s, &it) != 1) return 0;
+        if (ts__json_scan_next_inline(&s, &it) != 1) return 0;
         if (it.type == TS_JSON_SCAN_END) break;
         if (ts_json_scan_key_is(it.key, "type", 4)) {
           if (dseen & 1 || it.type != TS_JSON_SCAN_STRING) return 0;
@@ -256,7 +257,7 @@ static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
     }
     if (ts_json_scan_skip(&s, NULL) != 1) return 0;
   }
-  if (ts_json_scan_next(&s, &it) != 0) return 0; /* one value, then only whitespace */
+  if (ts__json_scan_next_inline(&s, &it) != 0) return 0; /* one value, then only whitespace */
 
   int slot = have_index ? ts__adapter_call_by_nkey(a, index) : -1;
   if (type_is(type, "content_block_delta")) {

@@ -24,6 +24,7 @@
 
 #include "stream/adapter.h"
 #include "stream/json_scan.h"
+#include "stream/json_scan_impl.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -139,19 +140,14 @@ static void chat_event(ts_adapter *a, ts_jv *jv, ts_view event) {
 #define FAST_CALLS 16
 
 typedef struct {
-  ts_view raw; /* p NULL: absent or null */
-  int escaped;
-} fstr;
-
-typedef struct {
   int64_t index; /* -1: none */
-  fstr id, name, args;
+  ts_json_scan_str id, name, args;
   ts_view args_obj; /* p set: arguments sent as an object */
 } fcall;
 
 typedef struct {
   int64_t index; /* 0 unless a plain integer said otherwise */
-  fstr content, finish;
+  ts_json_scan_str content, finish;
   int first_call, n_calls;
 } fchoice;
 
@@ -163,38 +159,34 @@ typedef struct {
   ts_view usage;
 } fchunk;
 
-/* A string member: its raw view, or null. Anything else is not the regular shape. */
-static int fast_str(const ts_json_item *it, fstr *out) {
-  if (it->type == TS_JSON_SCAN_STRING) {
-    out->raw = it->raw;
-    out->escaped = it->escaped;
-    return 1;
-  }
-  return it->type == TS_JSON_SCAN_NULL;
-}
 
-/* The members of the object just entered, until its end: calls `member` for each (which
- * returns 1 to go on, 0 for "not the regular shape"), skipping what it leaves. */
-#define MEMBERS(c, it, body)                                   \
-  for (;;) {                                                   \
-    if (ts_json_scan_next(&(c)->s, &(it)) != 1) return 0;      \
-    if ((it).type == TS_JSON_SCAN_END) break;                  \
-    body                                                       \
-    if (ts_json_scan_skip(&(c)->s, NULL) != 1) return 0;       \
+/* The members of the object just entered, until its end: `body` for each, which may
+ * `return 0` for "not the regular shape"; what it leaves of a container is skipped. The
+ * scanner's steps are inline here (json_scan_impl.h). */
+#define MEMBERS(c, it, body)                                        \
+  for (;;) {                                                        \
+    if (ts__json_scan_next_inline(&(c)->s, &(it)) != 1) return 0;   \
+    if ((it).type == TS_JSON_SCAN_END) break;                       \
+    body                                                            \
+    if (ts_json_scan_skip(&(c)->s, NULL) != 1) return 0;            \
   }
+
+/* A member's key against a name, once its length is known to match (the switches below
+ * go by length first). */
+#define KEY(it, lit) (__builtin_memcmp((it).key.p, (lit), sizeof(lit) - 1) == 0)
 
 static int fast_function(fchunk *c, fcall *fc) {
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   unsigned seen = 0;
   MEMBERS(c, it, {
-    if (ts_json_scan_key_is(it.key, "name", 4)) {
+    if (it.key.len == 4 && KEY(it, "name")) {
       TS__SCAN_ONCE(seen, 1);
-      if (!fast_str(&it, &fc->name)) return 0;
-    } else if (ts_json_scan_key_is(it.key, "arguments", 9)) {
+      if (!ts_json_scan_take_str(&it, &fc->name)) return 0;
+    } else if (it.key.len == 9 && KEY(it, "arguments")) {
       TS__SCAN_ONCE(seen, 2);
       if (it.type == TS_JSON_SCAN_OBJECT) {
         if (ts_json_scan_skip(&c->s, &fc->args_obj) != 1) return 0;
-      } else if (!fast_str(&it, &fc->args)) {
+      } else if (!ts_json_scan_take_str(&it, &fc->args)) {
         return 0;
       }
     }
@@ -204,28 +196,33 @@ static int fast_function(fchunk *c, fcall *fc) {
 
 static int fast_index(const ts_json_item *it, int64_t *out) {
   int64_t n;
-  if (it->type == TS_JSON_SCAN_NUMBER && ts_json_scan_int(it->raw, &n) == 0) *out = n;
-  return 1; /* anything else counts as no index, as ts_jv_int says */
+  if (it->type != TS_JSON_SCAN_NUMBER) return 1; /* anything else counts as no index, as ts_jv_int says */
+  if (it->raw.len == 1) /* the usual one digit */
+    *out = it->raw.p[0] - '0';
+  else if (ts_json_scan_int(it->raw, &n) == 0)
+    *out = n;
+  return 1;
 }
 
 static int fast_tool_calls(fchunk *c) {
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   for (;;) {
-    if (ts_json_scan_next(&c->s, &it) != 1) return 0;
+    if (ts__json_scan_next_inline(&c->s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) return 1;
     if (it.type != TS_JSON_SCAN_OBJECT || c->n_calls == FAST_CALLS) return 0;
     fcall *fc = &c->calls[c->n_calls++];
-    memset(fc, 0, sizeof *fc);
+    fc->id.raw.p = fc->name.raw.p = fc->args.raw.p = fc->args_obj.p = NULL; /* all absent */
+    fc->args_obj.len = 0;
     int64_t index = -1;
     unsigned seen = 0;
     MEMBERS(c, it, {
-      if (ts_json_scan_key_is(it.key, "index", 5)) {
+      if (it.key.len == 5 && KEY(it, "index")) {
         TS__SCAN_ONCE(seen, 1);
         fast_index(&it, &index);
-      } else if (ts_json_scan_key_is(it.key, "id", 2)) {
+      } else if (it.key.len == 2 && KEY(it, "id")) {
         TS__SCAN_ONCE(seen, 2);
-        if (!fast_str(&it, &fc->id)) return 0;
-      } else if (ts_json_scan_key_is(it.key, "function", 8)) {
+        if (!ts_json_scan_take_str(&it, &fc->id)) return 0;
+      } else if (it.key.len == 8 && KEY(it, "function")) {
         TS__SCAN_ONCE(seen, 4);
         if (it.type == TS_JSON_SCAN_OBJECT) {
           if (!fast_function(c, fc)) return 0;
@@ -239,20 +236,20 @@ static int fast_tool_calls(fchunk *c) {
 }
 
 static int fast_delta(fchunk *c, fchoice *ch) {
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   unsigned seen = 0;
   MEMBERS(c, it, {
-    if (ts_json_scan_key_is(it.key, "content", 7)) {
-      TS__SCAN_ONCE(seen, 1);
-      if (!fast_str(&it, &ch->content)) return 0;
-    } else if (ts_json_scan_key_is(it.key, "tool_calls", 10)) {
+    if (it.key.len == 10 && KEY(it, "tool_calls")) {
       TS__SCAN_ONCE(seen, 2);
       if (it.type == TS_JSON_SCAN_ARRAY) {
         if (!fast_tool_calls(c)) return 0;
       } else if (it.type != TS_JSON_SCAN_NULL) {
         return 0;
       }
-    } else if (ts_json_scan_key_is(it.key, "function_call", 13)) {
+    } else if (it.key.len == 7 && KEY(it, "content")) {
+      TS__SCAN_ONCE(seen, 1);
+      if (!ts_json_scan_take_str(&it, &ch->content)) return 0;
+    } else if (it.key.len == 13 && KEY(it, "function_call")) {
       if (it.type != TS_JSON_SCAN_NULL) return 0; /* the legacy call: the general way */
     }
   })
@@ -260,42 +257,34 @@ static int fast_delta(fchunk *c, fchoice *ch) {
 }
 
 static int fast_choices(fchunk *c) {
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   for (;;) {
-    if (ts_json_scan_next(&c->s, &it) != 1) return 0;
+    if (ts__json_scan_next_inline(&c->s, &it) != 1) return 0;
     if (it.type == TS_JSON_SCAN_END) return 1;
     if (it.type != TS_JSON_SCAN_OBJECT || c->n_ch == FAST_CHOICES) return 0;
     fchoice *ch = &c->ch[c->n_ch++];
-    memset(ch, 0, sizeof *ch);
+    ch->index = 0;
+    ch->content.raw.p = ch->finish.raw.p = NULL; /* absent */
     ch->first_call = c->n_calls;
     unsigned seen = 0;
     MEMBERS(c, it, {
-      if (ts_json_scan_key_is(it.key, "index", 5)) {
+      if (it.key.len == 5 && KEY(it, "index")) {
         TS__SCAN_ONCE(seen, 1);
         fast_index(&it, &ch->index);
-      } else if (ts_json_scan_key_is(it.key, "delta", 5)) {
+      } else if (it.key.len == 5 && KEY(it, "delta")) {
         TS__SCAN_ONCE(seen, 2);
         if (it.type == TS_JSON_SCAN_OBJECT) {
           if (!fast_delta(c, ch)) return 0;
         } else if (it.type != TS_JSON_SCAN_NULL) {
           return 0;
         }
-      } else if (ts_json_scan_key_is(it.key, "finish_reason", 13)) {
+      } else if (it.key.len == 13 && KEY(it, "finish_reason")) {
         TS__SCAN_ONCE(seen, 4);
-        if (!fast_str(&it, &ch->finish)) return 0;
+        if (!ts_json_scan_take_str(&it, &ch->finish)) return 0;
       }
     })
     ch->n_calls = c->n_calls - ch->first_call;
   }
-}
-
-/* Decodes a collected string in place, as ts__adapter_string does: 0 absent or null,
- * 1 with *out set, -1 after reporting a bad escape. */
-static int fast_decode(ts_adapter *a, const fstr *f, ts_view *out) {
-  out->p = "";
-  out->len = 0;
-  if (!f->raw.p) return 0;
-  return ts__adapter_decode(a, f->raw, f->escaped, out);
 }
 
 static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
@@ -303,46 +292,46 @@ static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   fchunk c;
   c.n_ch = c.n_calls = 0;
   c.usage = (ts_view){NULL, 0};
-  ts_json_item it;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&c.s, text, len);
-  if (ts_json_scan_next(&c.s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
+  if (ts__json_scan_next_inline(&c.s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
   unsigned seen = 0;
   MEMBERS(&c, it, {
-    if (ts_json_scan_key_is(it.key, "choices", 7)) {
+    if (it.key.len == 7 && KEY(it, "choices")) {
       TS__SCAN_ONCE(seen, 1);
       if (it.type == TS_JSON_SCAN_ARRAY) {
         if (!fast_choices(&c)) return 0;
       } else if (it.type != TS_JSON_SCAN_NULL) {
         return 0;
       }
-    } else if (ts_json_scan_key_is(it.key, "error", 5)) {
+    } else if (it.key.len == 5 && KEY(it, "error")) {
       if (it.type != TS_JSON_SCAN_NULL) return 0; /* the provider's error: the general way */
       TS__SCAN_ONCE(seen, 2);
-    } else if (ts_json_scan_key_is(it.key, "usage", 5)) {
+    } else if (it.key.len == 5 && KEY(it, "usage")) {
       TS__SCAN_ONCE(seen, 4);
       if (it.type == TS_JSON_SCAN_OBJECT && ts_json_scan_skip(&c.s, &c.usage) != 1) return 0;
     }
   })
-  if (ts_json_scan_next(&c.s, &it) != 0) return 0; /* one value, then only whitespace */
+  if (ts__json_scan_next_inline(&c.s, &it) != 0) return 0; /* one value, then only whitespace */
 
   for (int k = 0; k < c.n_ch; k++) {
     const fchoice *ch = &c.ch[k];
     if (ch->index != 0) continue; /* choice 0 only */
     ts_view v;
-    if (fast_decode(a, &ch->content, &v) > 0) ts__adapter_text(a, v);
+    if (ts__adapter_decode_str(a, &ch->content, &v) > 0) ts__adapter_text(a, v);
     for (int j = ch->first_call; j < ch->first_call + ch->n_calls; j++) {
       const fcall *fc = &c.calls[j];
       ts_view id, nm;
-      if (fast_decode(a, &fc->id, &id) < 0) continue;
-      if (fast_decode(a, &fc->name, &nm) < 0) continue;
+      if (ts__adapter_decode_str(a, &fc->id, &id) < 0) continue;
+      if (ts__adapter_decode_str(a, &fc->name, &nm) < 0) continue;
       int slot = call_slot(a, fc->index, id, nm);
       if (slot < 0) continue;
       if (fc->args_obj.p)
         ts__adapter_call_args(a, slot, fc->args_obj);
-      else if (fast_decode(a, &fc->args, &v) > 0)
+      else if (ts__adapter_decode_str(a, &fc->args, &v) > 0)
         ts__adapter_call_args(a, slot, v);
     }
-    if (fast_decode(a, &ch->finish, &v) > 0) {
+    if (ts__adapter_decode_str(a, &ch->finish, &v) > 0) {
       ts__adapter_end_all(a);
       ts__adapter_set_stop(a, v);
     }

@@ -36,6 +36,8 @@
 #include <string.h>
 
 #include "stream/adapter.h"
+#include "stream/json_scan.h"
+#include "stream/json_scan_impl.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -220,6 +222,169 @@ static void responses_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   }
 }
 
+/* ---- the one-pass reader ------------------------------------------------------------
+ * Nearly every event of a call is `response.function_call_arguments.delta` (a few bytes
+ * of arguments in a ~200-byte envelope); the call's `output_item.added` and `.done`
+ * events, `function_call_arguments.done` (when it is not skipped unread, responses_keep)
+ * and text deltas come once or rarely. These are read in one pass of the scanner
+ * (stream/json_scan.h) with exactly responses_event's result: the values it needs are
+ * collected as views, nothing is reported until the whole payload has been read, and
+ * anything else (another type, an item that is not a function_call, a member of an
+ * unexpected type, a duplicate of a member it reads, an escaped `type`, text that is not
+ * JSON) returns 0 with nothing reported, for the general way. An unknown `type` seen as
+ * the first member (as the API sends it) hands back at once, unread. */
+
+enum { RF_NONE = 0, RF_TEXT, RF_ARGS_DELTA, RF_ARGS_DONE, RF_ITEM_ADDED, RF_ITEM_DONE };
+
+/* The events this reader takes, by their type; RF_NONE for the rest. */
+static int rf_kind(ts_view t) {
+  switch (t.len) {
+  case 26:
+    return name_is(t, "response.output_text.delta") ? RF_TEXT
+           : name_is(t, "response.output_item.added") ? RF_ITEM_ADDED : RF_NONE;
+  case 25:
+    return name_is(t, "response.output_item.done") ? RF_ITEM_DONE : RF_NONE;
+  case 38:
+    return name_is(t, "response.function_call_arguments.delta") ? RF_ARGS_DELTA : RF_NONE;
+  case 37:
+    return name_is(t, "response.function_call_arguments.done") ? RF_ARGS_DONE : RF_NONE;
+  default:
+    return RF_NONE;
+  }
+}
+
+typedef struct {
+  ts_json_scan_str id, call_id, name, args;
+} rf_item;
+
+/* The members of a function_call item (the scanner just entered it). 1: read, and it is
+ * a function_call; 0: anything else. */
+static int rf_read_item(ts_json_scan *s, rf_item *fi) {
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
+  unsigned seen = 0;
+  int is_call = 0;
+  for (;;) {
+    if (ts__json_scan_next_inline(s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) break;
+    ts_view k = it.key;
+    if (ts_json_scan_key_is(k, "id", 2)) {
+      TS__SCAN_ONCE(seen, 1);
+      if (!ts_json_scan_take_str(&it, &fi->id)) return 0;
+    } else if (ts_json_scan_key_is(k, "type", 4)) {
+      TS__SCAN_ONCE(seen, 2);
+      if (it.type != TS_JSON_SCAN_STRING || it.escaped) return 0;
+      is_call = name_is(it.raw, "function_call");
+      if (!is_call) return 0; /* other items: the general way */
+    } else if (ts_json_scan_key_is(k, "call_id", 7)) {
+      TS__SCAN_ONCE(seen, 4);
+      if (!ts_json_scan_take_str(&it, &fi->call_id)) return 0;
+    } else if (ts_json_scan_key_is(k, "name", 4)) {
+      TS__SCAN_ONCE(seen, 8);
+      if (!ts_json_scan_take_str(&it, &fi->name)) return 0;
+    } else if (ts_json_scan_key_is(k, "arguments", 9)) {
+      TS__SCAN_ONCE(seen, 16);
+      if (!ts_json_scan_take_str(&it, &fi->args)) return 0;
+    }
+    if (ts_json_scan_skip(s, NULL) != 1) return 0;
+  }
+  return is_call;
+}
+
+/* end_call's reading with collected strings. */
+static void rf_end_call(ts_adapter *a, const ts_json_scan_str *key_s, const ts_json_scan_str *args_s) {
+  ts_view key, args;
+  if (ts__adapter_decode_str(a, key_s, &key) <= 0) return;
+  int slot = ts__adapter_call_by_key(a, key);
+  if (slot < 0 || ts__adapter_call_ended(a, slot)) return;
+  if (!ts__adapter_call_has_args(a, slot) && ts__adapter_decode_str(a, args_s, &args) > 0)
+    ts__adapter_call_args(a, slot, args);
+  ts__adapter_call_end(a, slot);
+}
+
+static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
+  ts_json_scan s;
+  ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
+  ts_json_scan_init(&s, text, len);
+  if (ts__json_scan_next_inline(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
+  ts_json_scan_str item_id = {{NULL, 0}, 0}, delta = item_id, args = item_id;
+  rf_item item;
+  memset(&item, 0, sizeof item);
+  int kind = -1, have_item = 0;
+  unsigned seen = 0;
+  for (;;) {
+    if (ts__json_scan_next_inline(&s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) break;
+    ts_view k = it.key;
+    switch (k.len) {
+    case 4: /* type, item */
+      if (k.p[0] == 't' && ts_json_scan_key_is(k, "type", 4)) {
+        TS__SCAN_ONCE(seen, 1);
+        if (it.type != TS_JSON_SCAN_STRING) return 0;
+        kind = rf_kind(it.raw);
+        if (kind == RF_NONE) return 0;
+      } else if (k.p[0] == 'i' && ts_json_scan_key_is(k, "item", 4)) {
+        TS__SCAN_ONCE(seen, 2);
+        if (it.type != TS_JSON_SCAN_OBJECT || !rf_read_item(&s, &item)) return 0;
+        have_item = 1;
+      }
+      break;
+    case 5: /* delta */
+      if (ts_json_scan_key_is(k, "delta", 5)) {
+        TS__SCAN_ONCE(seen, 4);
+        if (!ts_json_scan_take_str(&it, &delta)) return 0;
+      }
+      break;
+    case 7: /* item_id */
+      if (ts_json_scan_key_is(k, "item_id", 7)) {
+        TS__SCAN_ONCE(seen, 8);
+        if (!ts_json_scan_take_str(&it, &item_id)) return 0;
+      }
+      break;
+    case 9: /* arguments */
+      if (ts_json_scan_key_is(k, "arguments", 9)) {
+        TS__SCAN_ONCE(seen, 16);
+        if (!ts_json_scan_take_str(&it, &args)) return 0;
+      }
+      break;
+    default:
+      break;
+    }
+    if (ts_json_scan_skip(&s, NULL) != 1) return 0;
+  }
+  if (ts__json_scan_next_inline(&s, &it) != 0) return 0; /* one value, then only whitespace */
+  if (kind < 0) kind = rf_kind(event); /* no `type`: the event's name says */
+
+  ts_view v, key, id, name;
+  int slot;
+  switch (kind) {
+  case RF_TEXT:
+    if (ts__adapter_decode_str(a, &delta, &v) > 0) ts__adapter_text(a, v);
+    return 1;
+  case RF_ARGS_DELTA:
+    if (ts__adapter_decode_str(a, &item_id, &key) <= 0) return 1;
+    slot = ts__adapter_call_by_key(a, key);
+    if (slot >= 0 && ts__adapter_decode_str(a, &delta, &v) > 0) ts__adapter_call_args(a, slot, v);
+    return 1;
+  case RF_ARGS_DONE:
+    rf_end_call(a, &item_id, &args);
+    return 1;
+  case RF_ITEM_ADDED:
+    if (!have_item) return 0;
+    if (ts__adapter_decode_str(a, &item.id, &key) < 0) return 1;
+    if (ts__adapter_decode_str(a, &item.call_id, &id) < 0) return 1;
+    if (ts__adapter_decode_str(a, &item.name, &name) < 0) return 1;
+    slot = ts__adapter_call_begin(a, -1, key, id, name);
+    if (slot >= 0 && ts__adapter_decode_str(a, &item.args, &v) > 0) ts__adapter_call_args(a, slot, v);
+    return 1;
+  case RF_ITEM_DONE:
+    if (!have_item) return 0;
+    rf_end_call(a, &item.id, &item.args);
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 /* The terminal event echoes the whole response (tools, output) and can outgrow the token
  * array; its name alone still ends the turn (without usage). */
 static int responses_oversized(ts_adapter *a, ts_view name) {
@@ -329,6 +494,7 @@ const ts_provider ts_provider_openai_responses = {
     .name = "openai-responses",
     .detect_name = responses_name,
     .event = responses_event,
+    .fast_event = responses_fast,
     .skip = responses_skip,
     .oversized = responses_oversized,
     .keep = responses_keep,

@@ -1010,6 +1010,31 @@ START_TEST(test_too_many_tokens) {
 }
 END_TEST
 
+START_TEST(test_too_many_tokens_responses) {
+  /* a delta carrying more tokens than the token array holds: the one-pass reader
+   * (provider.h, fast_event) reads it whole, the general way refuses it */
+  sb b = {0};
+  sb_puts(&b, "event: response.output_item.added\ndata: {`type`:`response.output_item.added`,"
+             "`item`:{`id`:`fc_1`,`type`:`function_call`,`call_id`:`c1`,`name`:`f`}}\n\n");
+  sb_puts(&b, "event: response.function_call_arguments.delta\ndata: {`type`:"
+             "`response.function_call_arguments.delta`,`item_id`:`fc_1`,`delta`:`{}`,`x`:[0");
+  for (int i = 0; i < TS_ADAPTER_MAX_TOKENS; i++) sb_puts(&b, ",0");
+  sb_puts(&b, "]}\n\nevent: response.completed\ndata: {`type`:`response.completed`}\n\n");
+  char *t = tick(b.p);
+  free(b.p);
+  R.abort_at = 0;
+  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
+  expect_trace(__LINE__, "too many tokens, one pass", "responses", &R,
+               "B0 c1 f | A0 '{}' | E0 | T stop=completed");
+  R.general = 1;
+  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
+  R.general = 0;
+  expect_trace(__LINE__, "too many tokens", "responses", &R,
+               "B0 c1 f | !ms_too_many_tokens | E0 | T stop=completed");
+  free(t);
+}
+END_TEST
+
 START_TEST(test_responses_huge_terminal) {
   /* response.completed echoing more than the token array holds still ends the turn */
   sb b = {0};
@@ -1374,6 +1399,49 @@ static const edge_row edge_rows[] = {
     {__LINE__, "a fraction as index counts as none", TS_FORMAT_OPENAI_CHAT,
      TC("{`index`:0.5,`id`:`a`,`function`:{`name`:`f`,`arguments`:`{}`}}") FIN("tool_calls") DONE,
      "B0 a f | A0 '{}' | E0 | T stop=tool_calls"},
+    {__LINE__, "responses: deltas with members in any order and the type from the name", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "")
+     EV("response.function_call_arguments.delta", "{`delta`:`{\\`a`,`sequence_number`:3,`item_id`:`fc_1`,`obfuscation`:`zz`}")
+     EV("response.function_call_arguments.delta", "{`output_index`:0,`item_id`:`fc_1`,`delta`:`\\`:[1,2]}`,`extra`:{`x`:[null,true]}}")
+     DELTA("fc_9", "lost") DELTA("fc_1", "") COMPLETED(""),
+     "B0 call_1 f | A0 '{`a' | A0 '`:[1,2]}' | E0 | T stop=completed"},
+    {__LINE__, "responses: a delta without item_id, or with a null one, is nothing", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "")
+     RE("response.function_call_arguments.delta", "`delta`:`x`")
+     RE("response.function_call_arguments.delta", "`item_id`:null,`delta`:`x`")
+     RE("response.function_call_arguments.delta", "`item_id`:`fc_1`,`delta`:null") COMPLETED(""),
+     "B0 call_1 f | E0 | T stop=completed"},
+    {__LINE__, "responses: members of the wrong type are the general way's errors", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "")
+     RE("response.function_call_arguments.delta", "`item_id`:7,`delta`:`x`")
+     RE("response.function_call_arguments.delta", "`item_id`:`fc_1`,`delta`:[`x`]")
+     RE("response.output_text.delta", "`delta`:{}") COMPLETED(""),
+     "B0 call_1 f | !ms_bad_shape | !ms_bad_shape | !ms_bad_shape | E0 | T stop=completed"},
+    {__LINE__, "responses: a duplicate member, an escaped type, a type that is not a string", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "")
+     RE("response.function_call_arguments.delta", "`item_id`:`fc_1`,`delta`:`a`,`delta`:`b`")
+     EV("response.function_call_arguments.delta", "{`type`:`response.function_call_arguments.delt\\u0061`,`item_id`:`fc_1`,`delta`:`c`}")
+     EV("response.function_call_arguments.delta", "{`type`:1,`item_id`:`fc_1`,`delta`:`d`}")
+     EV("response.function_call_arguments.delta", "{`type`:`response.function_call_arguments.delta`,`type`:`x`,`item_id`:`fc_1`,`delta`:`e`}")
+     COMPLETED(""),
+     "B0 call_1 f | A0 'a' | A0 'd' | A0 'e' | E0 | T stop=completed"},
+    {__LINE__, "responses: items that are not function calls, and items without a type", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.output_item.added", "`item`:{`id`:`ct_1`,`type`:`custom_tool_call`,`call_id`:`c1`,`name`:`patch`}")
+     RE("response.custom_tool_call_input.delta", "`item_id`:`ct_1`,`delta`:`a\\`b`")
+     RE("response.output_item.done", "`item`:{`id`:`ct_1`,`type`:`custom_tool_call`,`input`:`a\\`b`}")
+     RE("response.output_item.added", "`item`:{`id`:`x_1`,`call_id`:`c2`,`name`:`g`}")
+     RE("response.output_item.added", "`item`:[1]")
+     RE("response.output_item.added", "`item`:{`id`:`fc_1`,`type`:`function\\u005fcall`,`call_id`:`c3`,`name`:`h`}")
+     COMPLETED(""),
+     "B0 c1 patch | A0 '{`input`:`' | A0 'a\\`b' | A0 '`}' | E0 | T stop=completed"},
+    {__LINE__, "responses: an added item with arguments, ended by output_item.done; bad escapes", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.output_item.added", "`item`:{`name`:`f`,`call_id`:`call_1`,`arguments`:`{\\`k\\`:1}`,`type`:`function_call`,`id`:`fc_1`,`status`:`in_progress`}")
+     RE("response.output_item.done", "`item`:{`type`:`function_call`,`id`:`fc_1`,`arguments`:`\\ud800`}")
+     RE("response.output_item.added", "`item`:{`type`:`function_call`,`id`:`fc_2`,`call_id`:`call_2`,`name`:`g\\ud800`}")
+     RE("response.output_item.added", "`item`:{`type`:`function_call`,`id`:`fc_3`,`call_id`:`call_3`,`name`:`h`}")
+     RE("response.function_call_arguments.done", "`item_id`:`fc_3`,`arguments`:`\\ud800`")
+     COMPLETED(""),
+     "B0 call_1 f | A0 '{`k`:1}' | E0 | !json_surrogate | B1 call_3 h | !json_surrogate | E1 | T stop=completed"},
     {__LINE__, "anthropic: a text delta and a call's deltas", TS_FORMAT_ANTHROPIC,
      EV("content_block_start", "{`type`:`content_block_start`,`index`:0,`content_block`:{`type`:`tool_use`,`id`:`t`,`name`:`f`,`input`:{}}}")
      EV("content_block_delta", "{`type`:`content_block_delta`,`index`:0,`delta`:{`type`:`input_json_delta`,`partial_json`:`{\\`a\\``}}")
@@ -1461,6 +1529,7 @@ int main(void) {
   tc = tcase_create("openai-chat");
   tcase_add_loop_test(tc, test_chat_rows, 0, NROWS(chat_rows));
   tcase_add_test(tc, test_too_many_tokens);
+  tcase_add_test(tc, test_too_many_tokens_responses);
   tcase_add_test(tc, test_responses_huge_terminal);
   tcase_add_test(tc, test_too_many_calls_chat);
   tcase_add_test(tc, test_field_too_long);

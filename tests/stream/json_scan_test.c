@@ -67,6 +67,13 @@ static const row rows[] = {
      "0:[ 1:n|=|0| 1:n|=|-0| 1:n|=|1.25| 1:n|=|1e9| 1:n|=|1E-2| 1:n|=|-3.0e+7| 0:end|[0,-0,1.25,1e9,"
      "1E-2,-3.0e+7]| end",
      NULL},
+    {__LINE__, "long integers, eight digits a step, and what ends them",
+     "[1755868211,12345678,123456789012345678,12345678.5,123456789e3,1234567x]",
+     "0:[ 1:n|=|1755868211| 1:n|=|12345678| 1:n|=|123456789012345678| 1:n|=|12345678.5| "
+     "1:n|=|123456789e3| 1:n|=|1234567| error",
+     NULL},
+    {__LINE__, "a long integer at the very end", "123456789012", "0:n|=|123456789012| end", NULL},
+    {__LINE__, "a digit run cut by a colon", "{\"a\":12345678:}", "0:{ 1:n|k=a|=|12345678| error", NULL},
     {__LINE__, "raw control bytes and UTF-8 pass in strings", "[\"a\tb\xc3\xa9\"]",
      "0:[ 1:s|=|a\tb\xc3\xa9| 0:end|[\"a\tb\xc3\xa9\"]| end", NULL},
     /* errors */
@@ -209,6 +216,84 @@ START_TEST(test_nul_byte) {
 }
 END_TEST
 
+/* Strings around the 16-byte blocks the scanner reads: a string of every length up to 40
+ * with an escape (each kind) at every position, at every offset in the text, the text
+ * on an exact-size heap copy (ASan: the block at the text's end never reads past it). It
+ * must come back whole, flagged escaped; the same with the escape made invalid, cut
+ * short, or a NUL in its place must be an error. */
+static const char *const escapes[] = {"\\\"", "\\\\", "\\/", "\\n", "\\u00e9", "\\uD83D"};
+
+static int scan_one_string(const char *doc, size_t len, ts_view *raw, int *esc) {
+  char *copy = malloc(len ? len : 1);
+  memcpy(copy, doc, len);
+  ts_json_scan s;
+  ts_json_item it;
+  ts_json_scan_init(&s, copy, len);
+  int rc = ts_json_scan_next(&s, &it);
+  if (rc == 1 && it.type == TS_JSON_SCAN_OBJECT) rc = ts_json_scan_next(&s, &it);
+  if (rc == 1 && it.type == TS_JSON_SCAN_STRING) {
+    *raw = (ts_view){doc + (it.raw.p - copy), it.raw.len};
+    *esc = it.escaped;
+    while ((rc = ts_json_scan_next(&s, &it)) == 1) {
+    }
+  } else if (rc == 1) {
+    rc = -100;
+  }
+  free(copy);
+  return rc;
+}
+
+START_TEST(test_string_blocks) {
+  char body[64], doc[160];
+  for (size_t e = 0; e < sizeof escapes / sizeof escapes[0]; e++) {
+    size_t el = strlen(escapes[e]);
+    for (size_t n = 0; n + el <= 40; n++) {
+      for (size_t at = 0; at <= n; at = n <= 17 || at + 1 >= n || at == 0 ? at + 1 : at < n / 2 ? n / 2 : n - 1) {
+        memset(body, 'x', n + el);
+        memcpy(body + at, escapes[e], el);
+        size_t bl = n + el;
+        for (size_t pad = 0; pad < 18; pad++) {
+          /* {"kkk...":"body"} : pad bytes of key move the string across block edges */
+          size_t len = 0;
+          doc[len++] = '{';
+          doc[len++] = '"';
+          memset(doc + len, 'k', pad);
+          len += pad;
+          memcpy(doc + len, "\":\"", 3);
+          len += 3;
+          size_t body_at = len;
+          memcpy(doc + len, body, bl);
+          len += bl;
+          doc[len++] = '"';
+          doc[len++] = '}';
+          ts_view raw = {NULL, 0};
+          int esc = 0;
+          ck_assert_msg(scan_one_string(doc, len, &raw, &esc) == 0, "%.*s", (int)len, doc);
+          ck_assert_ptr_eq(raw.p, doc + body_at);
+          ck_assert_uint_eq(raw.len, bl);
+          ck_assert_int_eq(esc, 1);
+          /* cut anywhere inside the string or before the end: an error (at a few
+           * offsets: the cuts move the text's end across the blocks anyway) */
+          int cuts = (pad == 0 || pad == 9) && (at == 0 || at == n / 2 || at == n);
+          for (size_t cut = body_at; cuts && cut < len; cut++)
+            ck_assert_int_lt(scan_one_string(doc, cut, &raw, &esc), 0);
+          /* the escape made invalid */
+          doc[body_at + at + 1] = 'x';
+          ck_assert_int_lt(scan_one_string(doc, len, &raw, &esc), 0);
+          /* a NUL where the backslash was */
+          doc[body_at + at + 1] = escapes[e][1];
+          doc[body_at + at] = '\0';
+          ck_assert_int_lt(scan_one_string(doc, len, &raw, &esc), 0);
+          /* a quote where the backslash was ends the string there */
+          doc[body_at + at] = '"';
+          ck_assert_int_lt(scan_one_string(doc, len, &raw, &esc), 0);
+        }
+      }
+    }
+  }
+}
+END_TEST
+
 typedef struct {
   const char *raw;
   int ok;
@@ -241,9 +326,11 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("json_scan");
   TCase *tc = tcase_create("scan");
+  tcase_set_timeout(tc, 60); /* test_string_blocks: some 100,000 scans, slower under ASan */
   tcase_add_loop_test(tc, test_rows, 0, (int)(sizeof rows / sizeof rows[0]));
   tcase_add_test(tc, test_depth_limit);
   tcase_add_test(tc, test_nul_byte);
+  tcase_add_test(tc, test_string_blocks);
   tcase_add_test(tc, test_int);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -372,6 +372,12 @@ START_TEST(test_random) {
     size_t chunk = 1 + rnd() % 16;
     result r = decode(in, n, chunk, (int)(rnd() % 2));
     check_result(&t, &r, "random split", chunk);
+    /* the convenience call, in place: its byte loop for short strings (up to 64 bytes)
+     * hands over to the machine at the first \u; longer ones are the machine's */
+    char buf[400];
+    memcpy(buf, in, n);
+    ssize_t k = ts_json_unescape_all(buf, n, buf);
+    ck_assert_msg(k == (ssize_t)w && memcmp(buf, want, w) == 0, "%s: all() gave %zd", label, k);
   }
 }
 END_TEST
