@@ -22,7 +22,7 @@ enum {
   O_LISTEN = 1, O_UPSTREAM, O_DELTAS, O_TEXT, O_CONNECT_TIMEOUT, O_HEADERS_TIMEOUT,
   O_IDLE_TIMEOUT, O_MAX_HEADER, O_MAX_BODY,
   O_HEAD_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, /* limits against hostile clients */
-  O_SERVE, O_QUIET
+  O_SERVE, O_QUIET, O_NO_TAP
 };
 
 static const ts_cli_opt gw_opts[] = {
@@ -37,6 +37,9 @@ static const ts_cli_opt gw_opts[] = {
     {"quiet", 0, TS_CLI_FLAG, O_QUIET, 0, 0, NULL,
      "no access-log line per request on standard error", NULL},
     {"text", 0, TS_CLI_FLAG, O_TEXT, 0, 0, NULL, "also publish text_delta", NULL},
+    {"no-tap", 0, TS_CLI_FLAG, O_NO_TAP, 0, 0, NULL,
+     "forward only: no tap on any reply, no event published (also\n"
+     "with --pub or --serve)", NULL},
     {"connect-timeout", 0, TS_CLI_MS, O_CONNECT_TIMEOUT, 1, 86400000, "MS",
      "TCP connect to the upstream (default 10000)", NULL},
     {"headers-timeout", 0, TS_CLI_MS, O_HEADERS_TIMEOUT, 1, 86400000, "MS",
@@ -137,6 +140,7 @@ static int gw_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) 
     case O_MAX_PER_CLIENT: a->cfg->max_per_client = (size_t)n; break;
     case O_SERVE: a->serve = val; break;
     case O_QUIET: a->cfg->quiet = 1; break;
+    case O_NO_TAP: a->cfg->no_tap = 1; break;
   }
   return 0;
 }

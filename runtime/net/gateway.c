@@ -168,7 +168,12 @@ struct conn {
   evutil_socket_t ufd;
   struct event *urev, *uwev;
   struct evbuffer *uin, *uout; /* read and not yet used; the request not yet sent */
-  struct event *utimer; /* connect and headers timeouts */
+  /* connect and headers timeouts; after the head, the coarse idle check: armed once for
+   * the idle timeout, it looks at last_read when it fires and re-arms for what is left,
+   * so a read costs no timer re-add (a persistent event's timeout is re-added on every
+   * activation, a heap adjustment per chunk) */
+  struct event *utimer;
+  double last_read; /* CLOCK_MONOTONIC_COARSE seconds of the last upstream read */
   int ustate, uconnected, headers_sent, paused, counted_open, client_dead;
   size_t uscan;
   ts_http_framing uf;
@@ -176,6 +181,10 @@ struct conn {
   ts_chunked udec;
   int out_mode, close_after;
   ts_tap *tap;
+  /* the reply is to be tapped, with this Content-Type: the tap is made at the first body
+   * byte, so a stream that waits for its first byte (or has none) holds no tap */
+  int want_tap;
+  char ctype[256];
   ts_tool_defs defs; /* progress arguments from the request's own tool definitions */
   ts_format format;
   char *scratch;
@@ -192,6 +201,14 @@ struct conn {
 static double mono_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The clock of the idle check, read on every upstream read: the coarse clock is a vDSO
+ * load (no system call, no TSC read), a few ms of resolution against timeouts of seconds. */
+static double coarse_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -277,7 +294,7 @@ static uint32_t next_turn(conn *c) {
 static void publish(conn *c, const ts_tap_event *e) {
   ts_gw *gw = c->gw;
   if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) gw->m.st.tap_errors++;
-  if (!gw->cfg.pub && !gw->cfg.serve) return;
+  if ((!gw->cfg.pub && !gw->cfg.serve) || gw->cfg.no_tap) return;
   ts_sink *sink = c->named_thread ? named_sink(gw, c->thread) : NULL;
   if (!sink) { /* a made-up thread, or the map is full: this request's own numbering */
     c->named_thread = 0;
@@ -365,8 +382,8 @@ static struct evbuffer *up_input(conn *c) {
   return c->ubev ? bufferevent_get_input(c->ubev) : c->uin;
 }
 
-/* Reading from the upstream on or off (backpressure); after the head, with the idle
- * timeout (a persistent event's timeout restarts with every read). */
+/* Reading from the upstream on or off (backpressure). The idle timeout is not on the read
+ * event (utimer checks it coarsely); a resumed read starts the idle time afresh. */
 static void up_reading(conn *c, int on) {
   if (c->ubev) {
     if (on) bufferevent_enable(c->ubev, EV_READ);
@@ -378,9 +395,8 @@ static void up_reading(conn *c, int on) {
     event_del(c->urev);
     return;
   }
-  int ms = c->gw->cfg.idle_timeout_ms;
-  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-  event_add(c->urev, c->headers_sent ? &tv : NULL);
+  c->last_read = coarse_s();
+  event_add(c->urev, NULL);
 }
 
 /* ---- a connection's end ---------------------------------------------------------------- */
@@ -399,8 +415,10 @@ static void upstream_free(conn *c) {
   if (c->utimer) evtimer_del(c->utimer);
   if (c->counted_open) c->gw->m.st.streams_open--;
   c->counted_open = 0;
+  if (c->tap) c->gw->m.st.taps_open--;
   ts_tap_free(c->tap);
   c->tap = NULL;
+  c->want_tap = 0;
   ts_tool_defs_free(&c->defs);
   memset(&c->defs, 0, sizeof c->defs);
 }
@@ -577,6 +595,24 @@ static void cut(conn *c, int code, const char *msg) {
 
 /* ---- the upstream: the response body ---------------------------------------------------- */
 
+/* The tap of a reply start_reply chose to tap, made at its first body byte. */
+static void tap_start(conn *c) {
+  ts_gw *gw = c->gw;
+  c->want_tap = 0;
+  ts_tap_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.format = c->format;
+  cfg.progress_arg = lookup_progress;
+  cfg.progress_user = c;
+  cfg.deltas = gw->cfg.deltas;
+  cfg.text = gw->cfg.text;
+  cfg.content_type = c->ctype; /* the tap decides the framing by it (stream/tap.h) */
+  cfg.turn = next_turn(c);
+  c->tap = NULL;
+  if (ts_tap_new(&c->tap, &cfg, on_tap_event, c) != TS_E_OK) gw->m.st.tap_errors++;
+  else gw->m.st.taps_open++;
+}
+
 /* Decoded body bytes: to the client for OUT_DECODED / OUT_RECHUNK (OUT_RAW forwarded
  * the raw bytes already), then a copy to the tap. */
 static void body_data(conn *c, const char *p, size_t n) {
@@ -590,6 +626,7 @@ static void body_data(conn *c, const char *p, size_t n) {
     client_write(c, "\r\n", 2);
   }
   gw->m.st.bytes_down += n;
+  if (c->want_tap) tap_start(c);
   if (!c->tap) return;
   if (n > c->scratch_cap) {
     char *ns = realloc(c->scratch, n);
@@ -803,20 +840,11 @@ static int start_reply(conn *c) {
   ts_view ct = {NULL, 0};
   ts_http_field_get(h, "Content-Type", &ct);
   int code = h->status;
-  if (code >= 200 && code < 300 && (gw->cfg.pub || gw->cfg.serve) && tapped(c, ct)) {
-    char ctype[256];
-    snprintf(ctype, sizeof ctype, "%.*s", (int)(ct.len < 255 ? ct.len : 255), ct.p ? ct.p : "");
-    ts_tap_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.format = c->format;
-    cfg.progress_arg = lookup_progress;
-    cfg.progress_user = c;
-    cfg.deltas = gw->cfg.deltas;
-    cfg.text = gw->cfg.text;
-    cfg.content_type = ctype; /* the tap decides the framing by it (stream/tap.h) */
-    cfg.turn = next_turn(c);
-    c->tap = NULL;
-    if (ts_tap_new(&c->tap, &cfg, on_tap_event, c) != TS_E_OK) gw->m.st.tap_errors++;
+  if (code >= 200 && code < 300 && (gw->cfg.pub || gw->cfg.serve) && !gw->cfg.no_tap &&
+      tapped(c, ct)) {
+    snprintf(c->ctype, sizeof c->ctype, "%.*s", (int)(ct.len < 255 ? ct.len : 255),
+             ct.p ? ct.p : "");
+    c->want_tap = 1; /* the tap itself comes with the first body byte (tap_start) */
   } else if (code >= 400) {
     char msg[96];
     snprintf(msg, sizeof msg, "the upstream answered %d", code);
@@ -832,8 +860,12 @@ static int start_reply(conn *c) {
     return 1;
   }
   struct timeval tv = {gw->cfg.idle_timeout_ms / 1000, (gw->cfg.idle_timeout_ms % 1000) * 1000};
-  if (c->ubev) bufferevent_set_timeouts(c->ubev, &tv, NULL);
-  else up_reading(c, 1); /* the same read interest, now with the idle timeout */
+  if (c->ubev) {
+    bufferevent_set_timeouts(c->ubev, &tv, NULL);
+  } else { /* read interest stays as it is; the idle check is utimer's, armed once */
+    c->last_read = coarse_s();
+    arm_ms(c->utimer, gw->cfg.idle_timeout_ms);
+  }
   c->ustate = U_BODY;
   return 0;
 }
@@ -928,11 +960,8 @@ static void on_up_event(struct bufferevent *bev, short what, void *arg) {
 /* A plain upstream is readable: one read(2) of at most 64 KiB, as it comes. Body bytes
  * with nothing waiting before them are forwarded from the read buffer itself. */
 static void on_up_raw_read(evutil_socket_t fd, short what, void *arg) {
+  (void)what;
   conn *c = arg;
-  if (what & EV_TIMEOUT) {
-    up_end(c, BEV_EVENT_TIMEOUT | BEV_EVENT_READING);
-    return;
-  }
   char *buf = c->gw->rbuf;
   ssize_t n = recv(fd, buf, sizeof c->gw->rbuf, 0);
   if (n == 0) {
@@ -945,6 +974,7 @@ static void on_up_raw_read(evutil_socket_t fd, short what, void *arg) {
     return;
   }
   c->uconnected = 1;
+  c->last_read = coarse_s();
   if (c->ustate == U_BODY && !evbuffer_get_length(c->uin)) {
     size_t used;
     if (body_segment(c, buf, (size_t)n, &used)) return;
@@ -1016,8 +1046,19 @@ static void on_utimer(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
   conn *c = arg;
-  if (c->headers_sent || !up_active(c)) return;
+  if (!up_active(c)) return;
   ts_gw *gw = c->gw;
+  if (c->headers_sent) { /* the idle check of a plain upstream's body (utimer, above) */
+    double idle = (coarse_s() - c->last_read) * 1000, lim = gw->cfg.idle_timeout_ms;
+    if (c->paused) { /* not reading (a slow client): not idle; the time starts at resume */
+      arm_ms(c->utimer, lim);
+    } else if (idle >= lim) {
+      up_end(c, BEV_EVENT_TIMEOUT | BEV_EVENT_READING);
+    } else {
+      arm_ms(c->utimer, lim - idle);
+    }
+    return;
+  }
   double el = (mono_s() - c->t_start) * 1000;
   char buf[128];
   if (!c->uconnected && el >= gw->cfg.connect_timeout_ms) {

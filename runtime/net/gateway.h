@@ -75,11 +75,13 @@
  *   - A client that disconnects, also before the upstream has answered, closes the
  *     upstream connection at once and is counted in client_aborts.
  *   - Tap format by path (ts_provider_for_path, stream/provider.h). The tap runs only
- *     when events are published, on 2xx answers whose Content-Type is a model stream
+ *     when events are published (and not with no_tap), on 2xx answers whose Content-Type is a model stream
  *     (text/event-stream, application/vnd.amazon.eventstream, application/x-ndjson) or,
  *     on a path that names a provider, text/html, and application/json where that
  *     provider streams JSON (its row's json_stream: Gemini); it is handed the
- *     Content-Type (stream/tap.h, "Content type").
+ *     Content-Type (stream/tap.h, "Content type"). The tap is made at the reply's first
+ *     body byte, not with its head: a stream still waiting for its first byte holds
+ *     none (the taps_open gauge counts them).
  *   - Turns: a thread named by X-Toolstream-Thread counts the replies tapped on it, 1, 2,
  *     3 ... across its requests (the tap's `turn`), so synthesized call ids
  *     ("ts_<turn>_<index>") stay unique within the thread; a made-up thread is turn 1.
@@ -161,6 +163,9 @@ typedef struct {
    * NULL: standard error. */
   void (*log)(void *user, const char *line);
   void *log_user;
+  /* 1: forward only, no tap on any reply and no event published (--no-tap; with no pub
+   * and no serve there is no tap either). */
+  int no_tap;
   int deltas;              /* publish tool_call_delta too */
   int text;                /* publish text_delta too */
   /* The HTTP event endpoint on the same loop (net/serve.h; no store): every event goes to

@@ -70,6 +70,9 @@ int ts_gw_metrics_render(const ts_gw_metrics *m, ts_buf *b) {
           s->head_timeouts);
   counter(b, "accept_errors_total", "counter",
           "Failed accepts (out of file descriptors); accepting backs off.", s->accept_errors);
+  counter(b, "taps_open", "gauge",
+          "Replies being tapped now (a tap is made at a reply's first body byte).",
+          s->taps_open);
   put(b, "# HELP toolstream_gateway_upstream_latency_seconds Time from the request to the "
          "upstream's response headers.\n"
          "# TYPE toolstream_gateway_upstream_latency_seconds histogram\n");

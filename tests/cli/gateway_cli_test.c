@@ -1531,6 +1531,81 @@ START_TEST(test_upstream_cuts_a_chunk) {
 }
 END_TEST
 
+/* ---- forwarding without the tap; the tap made lazily (issue 19) ----------------------- */
+
+/* --no-tap forwards byte for byte and publishes nothing, though --pub is given: no event
+ * on the bus, none counted, no tap made. */
+START_TEST(test_no_tap_publishes_nothing) {
+  size_t len;
+  char *data = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
+  const char *contents[] = {data};
+  size_t lens[] = {len};
+  const char *extra[] = {"--no-tap", NULL};
+  env e;
+  env_start(&e, contents, lens, 1, 0, extra);
+  ts_sub *sub = sub_open(&e, "th_notap");
+  http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions",
+                           "X-Toolstream-Thread: th_notap\r\n", "{}", 2);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert(r.complete);
+  ck_assert_msg(r.body.len == len && !memcmp(r.body.p, data, len), "body differs");
+  resp_free(&r);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_events_published_total"), 0);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_streams_total"), 1);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_taps_open"), 0);
+  sb log;
+  memset(&log, 0, sizeof log);
+  /* nothing can arrive; the wait only gives a wrong gateway the chance to show it */
+  ck_assert_msg(!sub_wait(sub, &log, "\"type\"", 300), "published: %s", sb_str(&log));
+  sb_free(&log);
+  ts_sub_close(sub);
+  env_stop(&e);
+  free(data);
+}
+END_TEST
+
+/* A tapped reply gets its tap at its first body byte: a stream whose upstream sent its
+ * head but no body yet holds none (memory per waiting stream); one whose first chunk
+ * arrived holds one. */
+START_TEST(test_tap_made_at_first_body_byte) {
+  size_t len;
+  char *data = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
+  const char *contents[] = {data, data};
+  size_t lens[] = {len, len};
+  env e;
+  env_start(&e, contents, lens, 2, 0, NULL);
+  /* A: head now, the first body byte in a minute */
+  int a = send_request(e.gw_port, "POST", "/v1/chat/completions?ttfb=60000", NULL, "{}", 2);
+  http_resp ra;
+  memset(&ra, 0, sizeof ra);
+  double end = now_ms() + 30000;
+  while (now_ms() < end && !(ra.raw.p && strstr(ra.raw.p, "\r\n\r\n")) && read_some(a, &ra, 100)) {
+  }
+  ck_assert_msg(ra.raw.p && strstr(ra.raw.p, "\r\n\r\n"), "no head: %s", sb_str(&ra.raw));
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_streams_open"), 1);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_taps_open"), 0);
+  /* B: its first 100 bytes now, the rest in a minute */
+  int b = send_request(e.gw_port, "POST", "/v1/chat/completions?slow=60000&chunk=100", NULL, "{}", 2);
+  http_resp rb;
+  memset(&rb, 0, sizeof rb);
+  end = now_ms() + 30000;
+  for (;;) {
+    parse_resp(&rb);
+    if (rb.body.len >= 100 || now_ms() > end || !read_some(b, &rb, 100)) break;
+  }
+  ck_assert_uint_eq(rb.body.len, 100);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_streams_open"), 2);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_taps_open"), 1);
+  close(a);
+  close(b);
+  resp_free(&ra);
+  resp_free(&rb);
+  kill(e.ms.proc.pid, SIGTERM); /* both replies are a minute from going on */
+  env_stop(&e);
+  free(data);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gateway_cli");
   TCase *tc = tcase_create("core");
@@ -1557,6 +1632,8 @@ int main(void) {
   tcase_add_test(tc, test_fd_limit);
   tcase_add_test(tc, test_client_leaves_before_headers);
   tcase_add_test(tc, test_upstream_cuts_a_chunk);
+  tcase_add_test(tc, test_no_tap_publishes_nothing);
+  tcase_add_test(tc, test_tap_made_at_first_body_byte);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);
 }
