@@ -675,6 +675,15 @@ static int body_segment(conn *c, const char *p, size_t n, size_t *used_out) {
     body_data(c, p, k);
   } else if (c->uf.kind == TS_HTTP_BODY_CHUNKED) {
     const char *why = NULL;
+    if (c->out_mode == OUT_RAW && !c->tap && !c->want_tap) {
+      /* no tap: one pass, which only counts the data; the raw bytes go after it */
+      uint64_t before = c->udec.offset;
+      long used = ts_chunked_feed(&c->udec, p, n, on_chunk_data, c, &done, &why);
+      k = used < 0 ? (size_t)(c->udec.offset - before) : (size_t)used;
+      client_write(c, p, k);
+      if (used < 0) return bad_chunk(c, up_input(c), why);
+      goto fed;
+    }
     if (c->out_mode == OUT_RAW) {
       /* the client gets the raw framing first; a probe finds where the body ends, so
        * nothing after it is forwarded */
@@ -687,6 +696,7 @@ static int body_segment(conn *c, const char *p, size_t n, size_t *used_out) {
     long used = ts_chunked_feed(&c->udec, p, k, on_chunk_data, c, &done, &why);
     if (used < 0) return bad_chunk(c, up_input(c), why);
     k = (size_t)used;
+  fed:;
   } else {
     done = 1;
     k = 0;
