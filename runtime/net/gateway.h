@@ -99,8 +99,14 @@
  * Built-in endpoints (GET): /healthz answers 200 "ok\n"; /metrics the Prometheus text
  * format (see docs/gateway.md for the metric names).
  *
- * Threads: everything runs on the caller's event_base thread; ts_gw_* calls must come
- * from that thread.
+ * Threads: ts_gw_* calls must come from the caller's event_base thread. With workers > 1
+ * the gateway runs threads of its own (one loop each, started by ts_gw_new, stopped and
+ * joined by ts_gw_free); what they share takes one lock, never per forwarded chunk: the
+ * named threads (seq strictly increasing and turns counted across requests on any
+ * worker), every event published (cfg.pub is then used by one thread at a time), and the
+ * connection caps, which count every worker's connections. cfg.log may be called from
+ * any worker's thread. The counters behind /metrics are each worker's, summed when read
+ * (net/gw_metrics.h).
  */
 #ifndef TS_GATEWAY_H
 #define TS_GATEWAY_H
@@ -137,6 +143,12 @@ struct event_base;
  * past it the gateway stops reading from that client until the reply is done. */
 #define TS_GW_PIPELINE_BYTES (64 * 1024)
 #define TS_GW_HEADER_THREAD "X-Toolstream-Thread"
+/* Event loops (threads) at most; `toolstream gateway` defaults to the online CPUs, at
+ * most TS_GW_DEFAULT_WORKERS_CAP (past a few cores the tap's CPU, not the loop, bounds). */
+#define TS_GW_MAX_WORKERS 64
+#define TS_GW_DEFAULT_WORKERS_CAP 8
+#define TS_GW_STR_(x) #x
+#define TS_GW_STR(x) TS_GW_STR_(x)
 
 typedef struct {
   const char *prefix; /* "" or NULL: every path; else a path prefix such as "/v1/messages" */
@@ -171,6 +183,12 @@ typedef struct {
   /* The HTTP event endpoint on the same loop (net/serve.h; no store): every event goes to
    * its live streams as well. May be NULL; borrowed. */
   struct ts_serve *serve;
+  /* Event loops: 0 or 1, one, on the caller's base (the loop and thread ts_gw_new is called
+   * on); N > 1: that one and N - 1 more, each on a thread and an event_base of its own,
+   * every one with its own listener on the same port (SO_REUSEPORT: the kernel spreads
+   * connections over them) and its own connections, upstreams and taps. At most
+   * TS_GW_MAX_WORKERS; only 1 with `serve` (the endpoint lives on the caller's loop). */
+  int workers;
   /* 0: one access-log line per request on standard error ("client \"METHOD /path\"
    * status thread=ID N ms"); 1: none (--quiet). */
   int quiet;

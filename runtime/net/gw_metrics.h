@@ -14,6 +14,7 @@
 
 #include "base/strbuf.h"
 
+/* uint64_t fields only (ts_gw_metrics_sum adds them as an array). */
 typedef struct {
   uint64_t streams_open, streams_total, requests_total;
   uint64_t bytes_up, bytes_down; /* request bodies sent up; response bodies sent down */
@@ -38,8 +39,20 @@ typedef struct {
   uint64_t lat_n;
 } ts_gw_metrics;
 
-/* Records one time from a request's start to the upstream's response headers. */
+/* Threads. A ts_gw_metrics has one writer, the event loop (gateway worker) that owns it;
+ * other threads read it only through ts_gw_metrics_sum. The writer changes a field with
+ * TS_GW_STAT_ADD (a relaxed atomic store of its own plain read: no lock, no bus-locked
+ * add, and a concurrent reader sees the old or the new value, never a torn one). */
+#define TS_GW_STAT_ADD(m, field, n) \
+  __atomic_store_n(&(m)->st.field, (m)->st.field + (uint64_t)(n), __ATOMIC_RELAXED)
+
+/* Records one time from a request's start to the upstream's response headers (the
+ * writer's call, as above). */
 void ts_gw_metrics_latency(ts_gw_metrics *m, double seconds);
+
+/* Adds what m holds to *sum (relaxed atomic loads: safe while m's writer runs on another
+ * thread). The gateway's /metrics is the sum over its workers. */
+void ts_gw_metrics_sum(ts_gw_metrics *sum, const ts_gw_metrics *m);
 
 /* Appends the whole /metrics document to *out. Returns 0 or TS_E_NOMEM (the buffer's
  * sticky error: the document is then incomplete). */
