@@ -1713,6 +1713,9 @@ static void on_worker_stop(evutil_socket_t fd, short what, void *arg) {
 
 static void *worker_main(void *arg) {
   ts_gw *gw = arg;
+  char name[16]; /* what ps and /proc show: "ts-gw-worker-1" */
+  snprintf(name, sizeof name, "ts-gw-worker-%zu", gw->index % 100);
+  pthread_setname_np(pthread_self(), name);
   event_base_dispatch(gw->base);
   return NULL;
 }
