@@ -11,7 +11,8 @@
  * and watchdogs see `tool_call_started` while the client is still reading the call.
  *
  * Its own HTTP/1.1 front (net/http_head.h, net/chunked.h) on libevent bufferevents for
- * the clients, one upstream connection per proxied request (plain, or TLS through
+ * the clients (on one event loop, or one per worker: ts_gw_config.workers), one upstream
+ * connection per proxied request (plain, or TLS through
  * net/upstream.h with verification always on). Its parts: net/gw_route.h (routes, the
  * path-to-format map), net/progress_strip.h (the x-progress-argument rewrite),
  * net/gw_metrics.h (counters and /metrics).
@@ -196,9 +197,12 @@ typedef struct {
 
 typedef struct ts_gw ts_gw;
 
-/* Binds the listener on `base` and validates the upstream URLs. On success stores the
- * gateway in *out and returns 0; otherwise TS_E_INVAL (bad URL or config: `why` says
- * which), TS_E_GW_TLS (CA file unreadable), TS_E_IO (cannot listen) or TS_E_NOMEM. */
+/* Binds the listener on `base` (and, with cfg.workers > 1, one more per worker on the same
+ * port, each on an event_base of its own, and starts their threads) and validates the
+ * upstream URLs. On success stores the gateway in *out and returns 0; otherwise TS_E_INVAL
+ * (bad URL or config, workers over TS_GW_MAX_WORKERS or over 1 with serve: `why` says
+ * which), TS_E_GW_TLS (CA file unreadable), TS_E_IO (cannot listen) or TS_E_NOMEM; then no
+ * thread runs and *out is untouched. */
 int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, char *why,
               size_t why_cap);
 
@@ -208,8 +212,8 @@ int ts_gw_port(const ts_gw *gw);
 /* The counters behind /metrics (net/gw_metrics.h). */
 void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st);
 
-/* Closes the listener and every connection (upstream requests are cancelled) and frees
- * everything. NULL is a no-op. */
+/* Stops and joins the workers' threads, then closes every listener and connection
+ * (upstream requests are cancelled) and frees everything. NULL is a no-op. */
 void ts_gw_free(ts_gw *gw);
 
 #endif /* TS_GATEWAY_H */
