@@ -149,7 +149,20 @@ struct ts_gw {
   ts_gw_metrics m; /* this worker's (gw_metrics.h: one writer); /metrics sums them */
   conn *live;
   char rbuf[64 * 1024]; /* one read from a plain upstream (one per worker's loop) */
+  struct pooled *pool; /* idle kept-alive upstream connections, newest first */
+  size_t npool;
 };
+
+/* An idle upstream connection in a worker's pool: watched for the upstream's close (or a
+ * stray byte, which makes it unusable) and for the idle timeout, either of which closes
+ * it. */
+typedef struct pooled {
+  struct pooled *prev, *next;
+  ts_gw *gw;
+  const ts_gw_route *rt; /* the route it was opened for (its host:port) */
+  evutil_socket_t fd;
+  struct event *ev;
+} pooled;
 
 #define ST_ADD(gw, field, n) TS_GW_STAT_ADD(&(gw)->m, field, n)
 
@@ -195,6 +208,14 @@ struct conn {
   struct event *utimer;
   double last_read; /* CLOCK_MONOTONIC_COARSE seconds of the last upstream read */
   int ustate, uconnected, headers_sent, paused, counted_open, client_dead;
+  /* the keep-alive pool (plain upstreams): up_keep, the reply leaves the connection
+   * reusable (HTTP/1.1, no "Connection: close", a body with its own end); more_after,
+   * bytes follow the body in what was read (then it is not reused); reused, this
+   * connection came from the pool, and ureq keeps the request so that it can go once
+   * more on a fresh connection if the kept one turns out closed before any answer. */
+  int up_keep, more_after, reused;
+  uint64_t ubytes; /* bytes read from this upstream connection for this request */
+  struct evbuffer *ureq;
   size_t uscan;
   ts_http_framing uf;
   uint64_t uleft;
@@ -438,7 +459,10 @@ static void upstream_free(conn *c) {
   c->ufd = -1;
   if (c->uin) evbuffer_free(c->uin);
   if (c->uout) evbuffer_free(c->uout);
-  c->uin = c->uout = NULL;
+  if (c->ureq) evbuffer_free(c->ureq);
+  c->uin = c->uout = c->ureq = NULL;
+  c->up_keep = c->more_after = c->reused = 0;
+  c->ubytes = 0;
   if (c->utimer) evtimer_del(c->utimer);
   if (c->counted_open) ST_ADD(c->gw, streams_open, -1);
   c->counted_open = 0;
@@ -673,8 +697,69 @@ static void body_data(conn *c, const char *p, size_t n) {
 
 static void on_chunk_data(void *user, const char *p, size_t n) { body_data(user, p, n); }
 
+/* ---- the upstream keep-alive pool (one per worker) ----------------------------------------- */
+
+static void pool_unlink(pooled *p) {
+  ts_gw *gw = p->gw;
+  if (p->prev) p->prev->next = p->next;
+  else gw->pool = p->next;
+  if (p->next) p->next->prev = p->prev;
+  gw->npool--;
+  event_free(p->ev);
+}
+
+static void on_pooled(evutil_socket_t fd, short what, void *arg) {
+  (void)what; /* readable (the upstream closed it, or sent what nobody asked) or idle */
+  pooled *p = arg;
+  pool_unlink(p);
+  evutil_closesocket(fd);
+  free(p);
+}
+
+/* After a whole reply: the plain upstream connection goes to the pool when the reply left
+ * it reusable and the pool has room; c no longer owns it then. */
+static void pool_put(conn *c) {
+  ts_gw *gw = c->gw;
+  if (!c->up_keep || c->more_after || c->ufd < 0 || evbuffer_get_length(c->uout) ||
+      gw->npool >= TS_GW_POOL_MAX)
+    return;
+  pooled *p = calloc(1, sizeof *p);
+  if (!p) return;
+  p->gw = gw;
+  p->rt = c->rt;
+  p->fd = c->ufd;
+  p->ev = event_new(gw->base, p->fd, EV_READ, on_pooled, p);
+  struct timeval tv = {TS_GW_POOL_IDLE_MS / 1000, (TS_GW_POOL_IDLE_MS % 1000) * 1000};
+  if (!p->ev || event_add(p->ev, &tv)) {
+    if (p->ev) event_free(p->ev);
+    free(p);
+    return;
+  }
+  p->next = gw->pool;
+  if (gw->pool) gw->pool->prev = p;
+  gw->pool = p;
+  gw->npool++;
+  event_free(c->urev);
+  event_free(c->uwev);
+  c->urev = c->uwev = NULL;
+  c->ufd = -1;
+}
+
+/* An idle connection to rt's upstream from the pool, or -1. */
+static evutil_socket_t pool_take(ts_gw *gw, const ts_gw_route *rt) {
+  for (pooled *p = gw->pool; p; p = p->next) {
+    if (p->rt != rt) continue;
+    evutil_socket_t fd = p->fd;
+    pool_unlink(p);
+    free(p);
+    return fd;
+  }
+  return -1;
+}
+
 /* The response is complete. May free c. */
 static void response_done(conn *c) {
+  pool_put(c);
   if (c->tap) ts_tap_finish(c->tap);
   if (c->out_mode == OUT_RECHUNK) client_write(c, "0\r\n\r\n", 5);
   exchange_done(c, c->close_after);
@@ -697,6 +782,7 @@ static int body_segment(conn *c, const char *p, size_t n, size_t *used_out) {
   size_t k = n;
   int done = 0;
   *used_out = n;
+  if (c->want_tap && n) tap_start(c); /* before the client can see the first byte */
   if (c->uf.kind == TS_HTTP_BODY_LENGTH) {
     if ((uint64_t)k > c->uleft) k = (size_t)c->uleft;
     if (c->out_mode == OUT_RAW) client_write(c, p, k);
@@ -735,6 +821,7 @@ static int body_segment(conn *c, const char *p, size_t n, size_t *used_out) {
     k = 0;
   }
   *used_out = k;
+  if (k < n) c->up_keep = 0; /* bytes after the body: the connection is not reusable */
   if (c->client_dead) {
     ST_ADD(c->gw, client_aborts, 1);
     conn_free(c);
@@ -769,6 +856,7 @@ static int upstream_body(conn *c) {
     struct evbuffer_iovec v;
     if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || !v.iov_len) break;
     size_t used;
+    c->more_after = evbuffer_get_length(in) > v.iov_len;
     if (body_segment(c, v.iov_base, v.iov_len, &used)) return 1;
     evbuffer_drain(in, used);
   }
@@ -858,6 +946,15 @@ static int start_reply(conn *c) {
   }
   }
   if (!c->keep_alive) c->close_after = 1;
+  int up_close = h->minor != 1;
+  for (size_t i = 0; i < h->nfields; i++)
+    if (field_is(h->fields[i].name, "Connection") && ts_http_list_has(h->fields[i].value, "close"))
+      up_close = 1;
+  c->up_keep = !c->ubev && !up_close && c->uf.kind != TS_HTTP_BODY_CLOSE;
+  if (c->ureq) { /* the answer is coming: no second attempt from here on */
+    evbuffer_free(c->ureq);
+    c->ureq = NULL;
+  }
 
   ts_buf out;
   ts_buf_init(&out, gw->cfg.max_header_bytes + 4096);
@@ -956,11 +1053,35 @@ static void on_up_read(struct bufferevent *bev, void *arg) {
   up_process(arg);
 }
 
+static int up_raw_connect(conn *c);
+
 /* The upstream connection ended (BEV_EVENT_EOF, _ERROR or _TIMEOUT in `what`). May free
  * c. */
 static void up_end(conn *c, short what) {
   const char *host = c->rt->up.host_hdr;
   char msg[700];
+  if (c->ustate == U_HEAD && c->reused && !c->ubytes && c->ureq) {
+    /* a kept-alive connection the upstream had closed (its close crossed our request):
+     * nothing was answered, so the request goes once more, on a fresh connection */
+    event_free(c->urev);
+    event_free(c->uwev);
+    c->urev = c->uwev = NULL;
+    evutil_closesocket(c->ufd);
+    c->ufd = -1;
+    c->reused = 0;
+    c->uconnected = 0;
+    evbuffer_drain(c->uout, evbuffer_get_length(c->uout));
+    evbuffer_add_buffer(c->uout, c->ureq);
+    evbuffer_free(c->ureq);
+    c->ureq = NULL;
+    int rc = up_raw_connect(c);
+    if (!rc) return;
+    if (rc == TS_E_NOMEM) {
+      upstream_free(c);
+      reply_error(c, 503, "toolstream gateway: out of memory", 1);
+      return;
+    }
+  }
   if (c->ustate == U_HEAD) {
     char reason[300];
     if (c->rt->up.tls && ts_upstream_tls_failure(c->ubev, reason, sizeof reason)) {
@@ -1018,8 +1139,10 @@ static void on_up_raw_read(evutil_socket_t fd, short what, void *arg) {
   }
   c->uconnected = 1;
   c->last_read = coarse_s();
+  c->ubytes += (uint64_t)n;
   if (c->ustate == U_BODY && !evbuffer_get_length(c->uin)) {
     size_t used;
+    c->more_after = 0;
     if (body_segment(c, buf, (size_t)n, &used)) return;
     body_after_read(c);
     return;
@@ -1056,6 +1179,18 @@ static void on_up_raw_write(evutil_socket_t fd, short what, void *arg) {
   event_del(c->uwev);
 }
 
+/* The plain upstream connection fd is c's: read interest registered once, write interest
+ * until the request is out. Returns 0 or TS_E_NOMEM. */
+static int up_raw_events(conn *c, evutil_socket_t fd) {
+  c->ufd = fd;
+  c->urev = event_new(c->gw->base, fd, EV_READ | EV_PERSIST, on_up_raw_read, c);
+  c->uwev = event_new(c->gw->base, fd, EV_WRITE | EV_PERSIST, on_up_raw_write, c);
+  if (!c->urev || !c->uwev) return TS_E_NOMEM;
+  event_add(c->uwev, NULL);
+  event_add(c->urev, NULL);
+  return 0;
+}
+
 /* Opens a plain upstream connection (the name resolved as libevent would without a DNS
  * base: getaddrinfo, first address). Returns 0, -1 (cannot connect) or TS_E_NOMEM. */
 static int up_raw_connect(conn *c) {
@@ -1076,13 +1211,8 @@ static int up_raw_connect(conn *c) {
     evutil_closesocket(fd);
     return -1;
   }
-  c->ufd = fd;
-  c->urev = event_new(c->gw->base, fd, EV_READ | EV_PERSIST, on_up_raw_read, c);
-  c->uwev = event_new(c->gw->base, fd, EV_WRITE | EV_PERSIST, on_up_raw_write, c);
-  if (!c->urev || !c->uwev) return TS_E_NOMEM;
-  event_add(c->uwev, NULL);
-  event_add(c->urev, NULL);
-  return 0;
+  ST_ADD(c->gw, upstream_connects, 1);
+  return up_raw_events(c, fd);
 }
 
 static void on_utimer(evutil_socket_t fd, short what, void *arg) {
@@ -1170,7 +1300,8 @@ static int write_upstream_request(conn *c, struct evbuffer *o, const char *targe
                      field_is(h->method, "PATCH");
   if (!rc && needs_length) rc = evbuffer_add_printf(o, "Content-Length: %zu\r\n", blen) < 0;
   if (!rc)
-    rc = evbuffer_add_printf(o, "Accept-Encoding: identity\r\nConnection: close\r\n\r\n") < 0;
+    rc = evbuffer_add_printf(o, "Accept-Encoding: identity\r\n%s\r\n",
+                             c->rt->up.tls ? "Connection: close\r\n" : "") < 0;
   if (!rc && blen) rc = evbuffer_add(o, body, blen);
   return rc;
 }
@@ -1286,9 +1417,23 @@ static void dispatch(conn *c) {
   c->head = NULL;
   evbuffer_drain(c->body, blen);
   if (wr) goto nomem;
-  int crc = rt->up.tls ? bufferevent_socket_connect_hostname(c->ubev, NULL, AF_UNSPEC, rt->up.host,
-                                                               rt->up.port)
-                       : up_raw_connect(c);
+  evutil_socket_t kept = rt->up.tls ? -1 : pool_take(gw, rt);
+  int crc;
+  if (kept >= 0) { /* a kept-alive connection: the request is kept for a second attempt */
+    ST_ADD(gw, upstream_reused, 1);
+    c->reused = 1;
+    c->uconnected = 1;
+    size_t rl = evbuffer_get_length(uo);
+    c->ureq = evbuffer_new();
+    crc = !c->ureq || evbuffer_add(c->ureq, evbuffer_pullup(uo, -1), rl) ? TS_E_NOMEM
+                                                                          : up_raw_events(c, kept);
+    if (c->ufd < 0) evutil_closesocket(kept);
+  } else {
+    if (rt->up.tls) ST_ADD(gw, upstream_connects, 1); /* plain ones count in up_raw_connect */
+    crc = rt->up.tls ? bufferevent_socket_connect_hostname(c->ubev, NULL, AF_UNSPEC, rt->up.host,
+                                                           rt->up.port)
+                     : up_raw_connect(c);
+  }
   if (crc == TS_E_NOMEM) goto nomem;
   if (crc) {
     char msg[400];
@@ -1713,15 +1858,19 @@ static void on_worker_stop(evutil_socket_t fd, short what, void *arg) {
 
 static void *worker_main(void *arg) {
   ts_gw *gw = arg;
-  char name[16]; /* what ps and /proc show: "ts-gw-worker-1" */
-  snprintf(name, sizeof name, "ts-gw-worker-%zu", gw->index % 100);
-  pthread_setname_np(pthread_self(), name);
   event_base_dispatch(gw->base);
   return NULL;
 }
 
 static void worker_free(ts_gw *gw) {
   while (gw->live) conn_free(gw->live);
+  while (gw->pool) {
+    pooled *p = gw->pool;
+    evutil_socket_t fd = p->fd;
+    pool_unlink(p);
+    evutil_closesocket(fd);
+    free(p);
+  }
   if (gw->lev) evconnlistener_free(gw->lev);
   if (gw->accept_ev) event_free(gw->accept_ev);
   if (gw->stop_ev) event_free(gw->stop_ev);
@@ -1807,8 +1956,14 @@ int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, cha
       rc = TS_E_NOMEM;
   }
   for (size_t i = 1; !rc && i < g->n; i++) {
-    if (pthread_create(&g->th[i], NULL, worker_main, g->w[i])) rc = TS_E_NOMEM;
-    else g->running = i;
+    if (pthread_create(&g->th[i], NULL, worker_main, g->w[i])) {
+      rc = TS_E_NOMEM;
+    } else {
+      g->running = i;
+      char name[16]; /* what ps and /proc show, named before ts_gw_new returns */
+      snprintf(name, sizeof name, "ts-gw-worker-%zu", i % 100);
+      pthread_setname_np(g->th[i], name);
+    }
   }
   if (rc) {
     group_free(g);

@@ -48,7 +48,14 @@
  *     Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), Content-Length
  *     (one, of the body forwarded), Expect and Accept-Encoding (replaced by `identity`,
  *     so the tap reads plain bytes; the client receives the same bytes it would get
- *     uncompressed); then "Connection: close" (one request per upstream connection).
+ *     uncompressed). A plain (http://) upstream connection is kept alive: after a whole
+ *     reply (HTTP/1.1, no "Connection: close", a body with its own end and nothing after
+ *     it) it goes to its worker's pool (at most TS_GW_POOL_MAX, closed after
+ *     TS_GW_POOL_IDLE_MS idle or when the upstream closes it) and the next request to the
+ *     same route takes it; never after a cut or malformed body or an early answer. A kept
+ *     connection found closed before any byte of an answer gets the request once more on
+ *     a fresh connection. A TLS upstream gets "Connection: close" (one connection per
+ *     request).
  *   - The upstream URL's path is a prefix put before the client's path and query
  *     (upstream http://h:8080 + /v1/chat/completions?x=1 -> http://h:8080/v1/chat/...).
  *   - Tool definitions in the body may carry "x-progress-argument": "NAME" in a tool's
@@ -144,6 +151,11 @@ struct event_base;
  * past it the gateway stops reading from that client until the reply is done. */
 #define TS_GW_PIPELINE_BYTES (64 * 1024)
 #define TS_GW_HEADER_THREAD "X-Toolstream-Thread"
+/* Idle kept-alive connections to plain (http://) upstreams, per worker, and how long one
+ * may stay idle: under the idle timeouts providers and proxies close theirs after (60 s
+ * and more), so a kept connection is rarely closed under a request. */
+#define TS_GW_POOL_MAX 64
+#define TS_GW_POOL_IDLE_MS 20000
 /* Event loops (threads) at most; `toolstream gateway` defaults to the online CPUs, at
  * most TS_GW_DEFAULT_WORKERS_CAP (past a few cores the tap's CPU, not the loop, bounds). */
 #define TS_GW_MAX_WORKERS 64

@@ -85,6 +85,10 @@ int ts_gw_metrics_render(const ts_gw_metrics *m, ts_buf *b) {
           s->head_timeouts);
   counter(b, "accept_errors_total", "counter",
           "Failed accepts (out of file descriptors); accepting backs off.", s->accept_errors);
+  counter(b, "upstream_connections_total", "counter", "Upstream connections opened.",
+          s->upstream_connects);
+  counter(b, "upstream_reused_total", "counter",
+          "Requests sent on a kept-alive upstream connection from the pool.", s->upstream_reused);
   counter(b, "taps_open", "gauge",
           "Replies being tapped now (a tap is made at a reply's first body byte).",
           s->taps_open);

@@ -24,6 +24,8 @@ typedef struct {
   uint64_t requests_refused;    /* malformed, ambiguous or over a limit: 4xx from us */
   uint64_t head_timeouts;       /* request heads not complete within the deadline */
   uint64_t accept_errors;       /* accept() failures (the fd limit) */
+  uint64_t upstream_connects;   /* upstream connections opened */
+  uint64_t upstream_reused;     /* requests sent on a kept-alive upstream connection */
   uint64_t taps_open;           /* replies being tapped now (a tap exists from the first
                                  * body byte of a tapped reply to its end) */
 } ts_gw_stats;

@@ -1714,6 +1714,46 @@ START_TEST(test_workers_named_thread_seq) {
 }
 END_TEST
 
+/* ---- the upstream keep-alive pool ---------------------------------------------------------- */
+
+/* Two requests one after the other (each on a client connection of its own) go up one
+ * upstream connection: the second takes it from the pool, and both replies are byte for
+ * byte. A reply cut by the upstream leaves nothing to reuse: the request after it opens a
+ * fresh connection. One worker, so that every request meets the same pool. */
+START_TEST(test_upstream_pool_reuse) {
+  size_t len;
+  char *data = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
+  const char *contents[] = {data, data, data, data};
+  size_t lens[] = {len, len, len, len};
+  const char *extra[] = {"--workers", "1", NULL};
+  env e;
+  env_start(&e, contents, lens, 4, 0, extra);
+  for (int i = 0; i < 2; i++) {
+    http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions", NULL, "{}", 2);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(r.complete);
+    ck_assert_msg(r.body.len == len && !memcmp(r.body.p, data, len), "reply %d differs", i);
+    resp_free(&r);
+  }
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_upstream_connections_total"), 1);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_upstream_reused_total"), 1);
+  /* cut after 50 body bytes (on the kept connection): it is not kept */
+  http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions?drop-after=50", NULL, "{}", 2);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert(!r.complete);
+  resp_free(&r);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_upstream_reused_total"), 2);
+  r = do_request(e.gw_port, "POST", "/v1/chat/completions", NULL, "{}", 2);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_msg(r.complete && r.body.len == len && !memcmp(r.body.p, data, len), "after the cut");
+  resp_free(&r);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_upstream_connections_total"), 2);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_upstream_reused_total"), 2);
+  env_stop(&e);
+  free(data);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gateway_cli");
   TCase *tc = tcase_create("core");
@@ -1744,6 +1784,7 @@ int main(void) {
   tcase_add_test(tc, test_tap_made_at_first_body_byte);
   tcase_add_test(tc, test_workers_serve_concurrent_clients);
   tcase_add_test(tc, test_workers_named_thread_seq);
+  tcase_add_test(tc, test_upstream_pool_reuse);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);
 }
