@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -22,7 +23,7 @@ enum {
   O_LISTEN = 1, O_UPSTREAM, O_DELTAS, O_TEXT, O_CONNECT_TIMEOUT, O_HEADERS_TIMEOUT,
   O_IDLE_TIMEOUT, O_MAX_HEADER, O_MAX_BODY,
   O_HEAD_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, /* limits against hostile clients */
-  O_SERVE, O_QUIET
+  O_SERVE, O_QUIET, O_NO_TAP, O_WORKERS
 };
 
 static const ts_cli_opt gw_opts[] = {
@@ -37,6 +38,12 @@ static const ts_cli_opt gw_opts[] = {
     {"quiet", 0, TS_CLI_FLAG, O_QUIET, 0, 0, NULL,
      "no access-log line per request on standard error", NULL},
     {"text", 0, TS_CLI_FLAG, O_TEXT, 0, 0, NULL, "also publish text_delta", NULL},
+    {"workers", 0, TS_CLI_NUMBER, O_WORKERS, 1, TS_GW_MAX_WORKERS, "N",
+     "event loops, one thread each, sharing the port (default: the\n"
+     "online CPUs, at most 8; 1 with --serve, which needs one loop)", NULL},
+    {"no-tap", 0, TS_CLI_FLAG, O_NO_TAP, 0, 0, NULL,
+     "forward only: no tap on any reply, no event published (also\n"
+     "with --pub or --serve)", NULL},
     {"connect-timeout", 0, TS_CLI_MS, O_CONNECT_TIMEOUT, 1, 86400000, "MS",
      "TCP connect to the upstream (default 10000)", NULL},
     {"headers-timeout", 0, TS_CLI_MS, O_HEADERS_TIMEOUT, 1, 86400000, "MS",
@@ -137,6 +144,8 @@ static int gw_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) 
     case O_MAX_PER_CLIENT: a->cfg->max_per_client = (size_t)n; break;
     case O_SERVE: a->serve = val; break;
     case O_QUIET: a->cfg->quiet = 1; break;
+    case O_NO_TAP: a->cfg->no_tap = 1; break;
+    case O_WORKERS: a->cfg->workers = (int)n; break;
   }
   return 0;
 }
@@ -195,6 +204,15 @@ int ts_cli_gateway(int argc, char **argv) {
   cfg.upstreams = ups;
   cfg.n_upstreams = nups;
   cfg.tools = &defs;
+  if (a.serve && cfg.workers > 1) {
+    fprintf(stderr, "toolstream gateway: --serve needs one event loop: --workers 1 (or leave it out)\n");
+    goto out;
+  }
+  if (!cfg.workers && !a.serve) { /* the default: a loop per online CPU, capped */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg.workers = cpus < 1 ? 1 : cpus > TS_GW_DEFAULT_WORKERS_CAP ? TS_GW_DEFAULT_WORKERS_CAP
+                                                                   : (int)cpus;
+  }
 
   rc = 1;
   signal(SIGPIPE, SIG_IGN);

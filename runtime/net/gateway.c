@@ -51,12 +51,14 @@
  * them) in a keyed hash map (base/hmap.h). A made-up thread id belongs to one request,
  * whose own sink numbers its events.
  */
-#define _DEFAULT_SOURCE /* struct timeval, getaddrinfo */
+#define _GNU_SOURCE /* pipe2; struct timeval, getaddrinfo */
 #include "net/gateway.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -113,7 +115,26 @@ typedef struct {
 
 typedef struct conn conn;
 
+/* What the workers share. One lock, taken per accepted and per closed connection and per
+ * event published, never per forwarded chunk: it guards the named threads (their sinks
+ * number events, so two requests of one thread on two workers still get strictly
+ * increasing seqs; the sinks share the bus publisher, which is then used by one thread at
+ * a time), the per-address connection counts and the total against max_connections. */
+typedef struct {
+  pthread_mutex_t lock;
+  ts_hmap seqs;  /* seq_node by thread id */
+  ts_hmap peers; /* peer_node by client address */
+  size_t nconns; /* client connections of every worker */
+  ts_gw *w[TS_GW_MAX_WORKERS];
+  pthread_t th[TS_GW_MAX_WORKERS];
+  size_t n, running; /* workers made; threads started (workers 1 .. running) */
+} gw_group;
+
 struct ts_gw {
+  gw_group *grp;
+  size_t index;       /* 0: on the caller's base; else on its own thread and base */
+  int stop_fd[2];     /* workers past 0: a byte in stop_fd[1] ends the worker's loop */
+  struct event *stop_ev;
   struct event_base *base;
   struct evconnlistener *lev;
   struct event *accept_ev; /* re-enables accepting after a back-off */
@@ -125,13 +146,25 @@ struct ts_gw {
   size_t nroutes;
   SSL_CTX *ssl_ctx;
   ts_gw_config cfg;
-  ts_gw_metrics m;
-  ts_hmap seqs;  /* seq_node by thread id */
-  ts_hmap peers; /* peer_node by client address */
+  ts_gw_metrics m; /* this worker's (gw_metrics.h: one writer); /metrics sums them */
   conn *live;
-  size_t nconns;
-  char rbuf[64 * 1024]; /* one read from a plain upstream (the loop is single-threaded) */
+  char rbuf[64 * 1024]; /* one read from a plain upstream (one per worker's loop) */
+  struct pooled *pool; /* idle kept-alive upstream connections, newest first */
+  size_t npool;
 };
+
+/* An idle upstream connection in a worker's pool: watched for the upstream's close (or a
+ * stray byte, which makes it unusable) and for the idle timeout, either of which closes
+ * it. */
+typedef struct pooled {
+  struct pooled *prev, *next;
+  ts_gw *gw;
+  const ts_gw_route *rt; /* the route it was opened for (its host:port) */
+  evutil_socket_t fd;
+  struct event *ev;
+} pooled;
+
+#define ST_ADD(gw, field, n) TS_GW_STAT_ADD(&(gw)->m, field, n)
 
 enum { C_HEAD, C_BODY, C_WAIT, C_CLOSING };
 enum { U_HEAD, U_BODY };
@@ -168,14 +201,31 @@ struct conn {
   evutil_socket_t ufd;
   struct event *urev, *uwev;
   struct evbuffer *uin, *uout; /* read and not yet used; the request not yet sent */
-  struct event *utimer; /* connect and headers timeouts */
+  /* connect and headers timeouts; after the head, the coarse idle check: armed once for
+   * the idle timeout, it looks at last_read when it fires and re-arms for what is left,
+   * so a read costs no timer re-add (a persistent event's timeout is re-added on every
+   * activation, a heap adjustment per chunk) */
+  struct event *utimer;
+  double last_read; /* CLOCK_MONOTONIC_COARSE seconds of the last upstream read */
   int ustate, uconnected, headers_sent, paused, counted_open, client_dead;
+  /* the keep-alive pool (plain upstreams): up_keep, the reply leaves the connection
+   * reusable (HTTP/1.1, no "Connection: close", a body with its own end); more_after,
+   * bytes follow the body in what was read (then it is not reused); reused, this
+   * connection came from the pool, and ureq keeps the request so that it can go once
+   * more on a fresh connection if the kept one turns out closed before any answer. */
+  int up_keep, more_after, reused;
+  uint64_t ubytes; /* bytes read from this upstream connection for this request */
+  struct evbuffer *ureq;
   size_t uscan;
   ts_http_framing uf;
   uint64_t uleft;
   ts_chunked udec;
   int out_mode, close_after;
   ts_tap *tap;
+  /* the reply is to be tapped, with this Content-Type: the tap is made at the first body
+   * byte, so a stream that waits for its first byte (or has none) holds no tap */
+  int want_tap;
+  char ctype[256];
   ts_tool_defs defs; /* progress arguments from the request's own tool definitions */
   ts_format format;
   char *scratch;
@@ -192,6 +242,14 @@ struct conn {
 static double mono_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The clock of the idle check, read on every upstream read: the coarse clock is a vDSO
+ * load (no system call, no TSC read), a few ms of resolution against timeouts of seconds. */
+static double coarse_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -240,14 +298,15 @@ static ts_sink *thread_sink(const ts_gw *gw, const char *thread) {
  * seqs keep increasing) and its turn count. NULL when out of memory or the map is full. */
 static seq_node *named_node(ts_gw *gw, const char *thread) {
   size_t len = strlen(thread);
-  seq_node *n = (seq_node *)ts_hmap_find(&gw->seqs, thread, len);
+  ts_hmap *seqs = &gw->grp->seqs; /* the caller holds gw->grp->lock */
+  seq_node *n = (seq_node *)ts_hmap_find(seqs, thread, len);
   if (n) return n;
-  if (gw->seqs.n >= TS_GW_MAX_NAMED_THREADS) return NULL; /* full */
+  if (seqs->n >= TS_GW_MAX_NAMED_THREADS) return NULL; /* full */
   n = malloc(sizeof *n + len + 1);
   if (!n) return NULL;
   n->turns = 0;
   memcpy(n->key, thread, len + 1);
-  if (!(n->sink = thread_sink(gw, thread)) || ts_hmap_insert(&gw->seqs, &n->h, n->key, len)) {
+  if (!(n->sink = thread_sink(gw, thread)) || ts_hmap_insert(seqs, &n->h, n->key, len)) {
     ts_sink_free(n->sink);
     free(n);
     return NULL;
@@ -264,10 +323,14 @@ static ts_sink *named_sink(ts_gw *gw, const char *thread) {
  * (1, 2, 3 ... across its requests), 1 for a made-up thread (it is this request only) or
  * when the map is full (then the thread's events are numbered per request too). */
 static uint32_t next_turn(conn *c) {
-  seq_node *n = c->named_thread ? named_node(c->gw, c->thread) : NULL;
-  if (!n) return 1;
-  if (n->turns < UINT32_MAX) n->turns++;
-  return n->turns;
+  if (!c->named_thread) return 1;
+  pthread_mutex_lock(&c->gw->grp->lock);
+  seq_node *n = named_node(c->gw, c->thread);
+  uint32_t turn = 1;
+  if (n && n->turns < UINT32_MAX) n->turns++;
+  if (n) turn = n->turns;
+  pthread_mutex_unlock(&c->gw->grp->lock);
+  return turn;
 }
 
 /* ---- publishing ---------------------------------------------------------------------- */
@@ -276,8 +339,9 @@ static uint32_t next_turn(conn *c) {
  * reported once and publishing stops; nothing else depends on it). */
 static void publish(conn *c, const ts_tap_event *e) {
   ts_gw *gw = c->gw;
-  if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) gw->m.st.tap_errors++;
-  if (!gw->cfg.pub && !gw->cfg.serve) return;
+  if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) ST_ADD(gw, tap_errors, 1);
+  if ((!gw->cfg.pub && !gw->cfg.serve) || gw->cfg.no_tap) return;
+  pthread_mutex_lock(&gw->grp->lock); /* the thread's seq and the shared publisher */
   ts_sink *sink = c->named_thread ? named_sink(gw, c->thread) : NULL;
   if (!sink) { /* a made-up thread, or the map is full: this request's own numbering */
     c->named_thread = 0;
@@ -285,7 +349,8 @@ static void publish(conn *c, const ts_tap_event *e) {
     sink = c->sink;
   }
   if (sink && ts_sink_emit_tap(sink, e) == TS_E_OK && !ts_sink_publish_failed(sink))
-    gw->m.st.events_published++;
+    ST_ADD(gw, events_published, 1);
+  pthread_mutex_unlock(&gw->grp->lock);
 }
 
 static void publish_error(conn *c, int code, const char *msg) {
@@ -296,9 +361,9 @@ static void publish_error(conn *c, int code, const char *msg) {
   e.error.p = msg;
   e.error.len = strlen(msg);
   e.offset = c->tap ? ts_tap_offset(c->tap) : 0;
-  c->gw->m.st.upstream_errors++;
+  ST_ADD(c->gw, upstream_errors, 1);
   publish(c, &e);
-  c->gw->m.st.tap_errors--; /* an upstream failure, not the tap's: counted above instead */
+  ST_ADD(c->gw, tap_errors, -1); /* an upstream failure, not the tap's: counted above instead */
 }
 
 static int on_tap_event(void *user, const ts_tap_event *e) {
@@ -365,8 +430,8 @@ static struct evbuffer *up_input(conn *c) {
   return c->ubev ? bufferevent_get_input(c->ubev) : c->uin;
 }
 
-/* Reading from the upstream on or off (backpressure); after the head, with the idle
- * timeout (a persistent event's timeout restarts with every read). */
+/* Reading from the upstream on or off (backpressure). The idle timeout is not on the read
+ * event (utimer checks it coarsely); a resumed read starts the idle time afresh. */
 static void up_reading(conn *c, int on) {
   if (c->ubev) {
     if (on) bufferevent_enable(c->ubev, EV_READ);
@@ -378,9 +443,8 @@ static void up_reading(conn *c, int on) {
     event_del(c->urev);
     return;
   }
-  int ms = c->gw->cfg.idle_timeout_ms;
-  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-  event_add(c->urev, c->headers_sent ? &tv : NULL);
+  c->last_read = coarse_s();
+  event_add(c->urev, NULL);
 }
 
 /* ---- a connection's end ---------------------------------------------------------------- */
@@ -395,12 +459,17 @@ static void upstream_free(conn *c) {
   c->ufd = -1;
   if (c->uin) evbuffer_free(c->uin);
   if (c->uout) evbuffer_free(c->uout);
-  c->uin = c->uout = NULL;
+  if (c->ureq) evbuffer_free(c->ureq);
+  c->uin = c->uout = c->ureq = NULL;
+  c->up_keep = c->more_after = c->reused = 0;
+  c->ubytes = 0;
   if (c->utimer) evtimer_del(c->utimer);
-  if (c->counted_open) c->gw->m.st.streams_open--;
+  if (c->counted_open) ST_ADD(c->gw, streams_open, -1);
   c->counted_open = 0;
+  if (c->tap) ST_ADD(c->gw, taps_open, -1);
   ts_tap_free(c->tap);
   c->tap = NULL;
+  c->want_tap = 0;
   ts_tool_defs_free(&c->defs);
   memset(&c->defs, 0, sizeof c->defs);
 }
@@ -434,12 +503,14 @@ static void conn_free(conn *c) {
   if (c->prev) c->prev->next = c->next;
   else if (gw->live == c) gw->live = c->next;
   if (c->next) c->next->prev = c->prev;
-  gw->nconns--;
-  gw->m.st.connections_open--;
+  ST_ADD(gw, connections_open, -1);
+  pthread_mutex_lock(&gw->grp->lock);
+  gw->grp->nconns--;
   if (c->peer && --c->peer->count == 0) {
-    ts_hmap_remove(&gw->peers, &c->peer->h);
+    ts_hmap_remove(&gw->grp->peers, &c->peer->h);
     free(c->peer);
   }
+  pthread_mutex_unlock(&gw->grp->lock);
   if (c->timer) event_free(c->timer);
   if (c->utimer) event_free(c->utimer);
   if (c->kick) event_free(c->kick);
@@ -542,14 +613,18 @@ static void refuse(conn *c, int status, const char *why) {
   }
   char msg[300];
   snprintf(msg, sizeof msg, "toolstream gateway: %s", why);
-  c->gw->m.st.requests_refused++;
+  ST_ADD(c->gw, requests_refused, 1);
   reply_error(c, status, msg, 1);
 }
 
 static void send_metrics(conn *c) {
   ts_buf text;
   ts_buf_init(&text, 1 << 20);
-  if (ts_gw_metrics_render(&c->gw->m, &text)) reply_error(c, 500, "out of memory", 0);
+  ts_gw_metrics sum;
+  memset(&sum, 0, sizeof sum);
+  gw_group *g = c->gw->grp;
+  for (size_t i = 0; i < g->n; i++) ts_gw_metrics_sum(&sum, &g->w[i]->m);
+  if (ts_gw_metrics_render(&sum, &text)) reply_error(c, 500, "out of memory", 0);
   else reply(c, 200, "text/plain; version=0.0.4; charset=utf-8", text.p, text.len, 0);
   ts_buf_fini(&text);
 }
@@ -577,6 +652,24 @@ static void cut(conn *c, int code, const char *msg) {
 
 /* ---- the upstream: the response body ---------------------------------------------------- */
 
+/* The tap of a reply start_reply chose to tap, made at its first body byte. */
+static void tap_start(conn *c) {
+  ts_gw *gw = c->gw;
+  c->want_tap = 0;
+  ts_tap_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.format = c->format;
+  cfg.progress_arg = lookup_progress;
+  cfg.progress_user = c;
+  cfg.deltas = gw->cfg.deltas;
+  cfg.text = gw->cfg.text;
+  cfg.content_type = c->ctype; /* the tap decides the framing by it (stream/tap.h) */
+  cfg.turn = next_turn(c);
+  c->tap = NULL;
+  if (ts_tap_new(&c->tap, &cfg, on_tap_event, c) != TS_E_OK) ST_ADD(gw, tap_errors, 1);
+  else ST_ADD(gw, taps_open, 1);
+}
+
 /* Decoded body bytes: to the client for OUT_DECODED / OUT_RECHUNK (OUT_RAW forwarded
  * the raw bytes already), then a copy to the tap. */
 static void body_data(conn *c, const char *p, size_t n) {
@@ -589,7 +682,8 @@ static void body_data(conn *c, const char *p, size_t n) {
     client_write(c, p, n);
     client_write(c, "\r\n", 2);
   }
-  gw->m.st.bytes_down += n;
+  ST_ADD(gw, bytes_down, n);
+  if (c->want_tap) tap_start(c);
   if (!c->tap) return;
   if (n > c->scratch_cap) {
     char *ns = realloc(c->scratch, n);
@@ -603,8 +697,69 @@ static void body_data(conn *c, const char *p, size_t n) {
 
 static void on_chunk_data(void *user, const char *p, size_t n) { body_data(user, p, n); }
 
+/* ---- the upstream keep-alive pool (one per worker) ----------------------------------------- */
+
+static void pool_unlink(pooled *p) {
+  ts_gw *gw = p->gw;
+  if (p->prev) p->prev->next = p->next;
+  else gw->pool = p->next;
+  if (p->next) p->next->prev = p->prev;
+  gw->npool--;
+  event_free(p->ev);
+}
+
+static void on_pooled(evutil_socket_t fd, short what, void *arg) {
+  (void)what; /* readable (the upstream closed it, or sent what nobody asked) or idle */
+  pooled *p = arg;
+  pool_unlink(p);
+  evutil_closesocket(fd);
+  free(p);
+}
+
+/* After a whole reply: the plain upstream connection goes to the pool when the reply left
+ * it reusable and the pool has room; c no longer owns it then. */
+static void pool_put(conn *c) {
+  ts_gw *gw = c->gw;
+  if (!c->up_keep || c->more_after || c->ufd < 0 || evbuffer_get_length(c->uout) ||
+      gw->npool >= TS_GW_POOL_MAX)
+    return;
+  pooled *p = calloc(1, sizeof *p);
+  if (!p) return;
+  p->gw = gw;
+  p->rt = c->rt;
+  p->fd = c->ufd;
+  p->ev = event_new(gw->base, p->fd, EV_READ, on_pooled, p);
+  struct timeval tv = {TS_GW_POOL_IDLE_MS / 1000, (TS_GW_POOL_IDLE_MS % 1000) * 1000};
+  if (!p->ev || event_add(p->ev, &tv)) {
+    if (p->ev) event_free(p->ev);
+    free(p);
+    return;
+  }
+  p->next = gw->pool;
+  if (gw->pool) gw->pool->prev = p;
+  gw->pool = p;
+  gw->npool++;
+  event_free(c->urev);
+  event_free(c->uwev);
+  c->urev = c->uwev = NULL;
+  c->ufd = -1;
+}
+
+/* An idle connection to rt's upstream from the pool, or -1. */
+static evutil_socket_t pool_take(ts_gw *gw, const ts_gw_route *rt) {
+  for (pooled *p = gw->pool; p; p = p->next) {
+    if (p->rt != rt) continue;
+    evutil_socket_t fd = p->fd;
+    pool_unlink(p);
+    free(p);
+    return fd;
+  }
+  return -1;
+}
+
 /* The response is complete. May free c. */
 static void response_done(conn *c) {
+  pool_put(c);
   if (c->tap) ts_tap_finish(c->tap);
   if (c->out_mode == OUT_RECHUNK) client_write(c, "0\r\n\r\n", 5);
   exchange_done(c, c->close_after);
@@ -627,6 +782,7 @@ static int body_segment(conn *c, const char *p, size_t n, size_t *used_out) {
   size_t k = n;
   int done = 0;
   *used_out = n;
+  if (c->want_tap && n) tap_start(c); /* before the client can see the first byte */
   if (c->uf.kind == TS_HTTP_BODY_LENGTH) {
     if ((uint64_t)k > c->uleft) k = (size_t)c->uleft;
     if (c->out_mode == OUT_RAW) client_write(c, p, k);
@@ -638,6 +794,15 @@ static int body_segment(conn *c, const char *p, size_t n, size_t *used_out) {
     body_data(c, p, k);
   } else if (c->uf.kind == TS_HTTP_BODY_CHUNKED) {
     const char *why = NULL;
+    if (c->out_mode == OUT_RAW && !c->tap && !c->want_tap) {
+      /* no tap: one pass, which only counts the data; the raw bytes go after it */
+      uint64_t before = c->udec.offset;
+      long used = ts_chunked_feed(&c->udec, p, n, on_chunk_data, c, &done, &why);
+      k = used < 0 ? (size_t)(c->udec.offset - before) : (size_t)used;
+      client_write(c, p, k);
+      if (used < 0) return bad_chunk(c, up_input(c), why);
+      goto fed;
+    }
     if (c->out_mode == OUT_RAW) {
       /* the client gets the raw framing first; a probe finds where the body ends, so
        * nothing after it is forwarded */
@@ -650,13 +815,15 @@ static int body_segment(conn *c, const char *p, size_t n, size_t *used_out) {
     long used = ts_chunked_feed(&c->udec, p, k, on_chunk_data, c, &done, &why);
     if (used < 0) return bad_chunk(c, up_input(c), why);
     k = (size_t)used;
+  fed:;
   } else {
     done = 1;
     k = 0;
   }
   *used_out = k;
+  if (k < n) c->up_keep = 0; /* bytes after the body: the connection is not reusable */
   if (c->client_dead) {
-    c->gw->m.st.client_aborts++;
+    ST_ADD(c->gw, client_aborts, 1);
     conn_free(c);
     return 1;
   }
@@ -689,6 +856,7 @@ static int upstream_body(conn *c) {
     struct evbuffer_iovec v;
     if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || !v.iov_len) break;
     size_t used;
+    c->more_after = evbuffer_get_length(in) > v.iov_len;
     if (body_segment(c, v.iov_base, v.iov_len, &used)) return 1;
     evbuffer_drain(in, used);
   }
@@ -778,6 +946,15 @@ static int start_reply(conn *c) {
   }
   }
   if (!c->keep_alive) c->close_after = 1;
+  int up_close = h->minor != 1;
+  for (size_t i = 0; i < h->nfields; i++)
+    if (field_is(h->fields[i].name, "Connection") && ts_http_list_has(h->fields[i].value, "close"))
+      up_close = 1;
+  c->up_keep = !c->ubev && !up_close && c->uf.kind != TS_HTTP_BODY_CLOSE;
+  if (c->ureq) { /* the answer is coming: no second attempt from here on */
+    evbuffer_free(c->ureq);
+    c->ureq = NULL;
+  }
 
   ts_buf out;
   ts_buf_init(&out, gw->cfg.max_header_bytes + 4096);
@@ -803,20 +980,11 @@ static int start_reply(conn *c) {
   ts_view ct = {NULL, 0};
   ts_http_field_get(h, "Content-Type", &ct);
   int code = h->status;
-  if (code >= 200 && code < 300 && (gw->cfg.pub || gw->cfg.serve) && tapped(c, ct)) {
-    char ctype[256];
-    snprintf(ctype, sizeof ctype, "%.*s", (int)(ct.len < 255 ? ct.len : 255), ct.p ? ct.p : "");
-    ts_tap_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.format = c->format;
-    cfg.progress_arg = lookup_progress;
-    cfg.progress_user = c;
-    cfg.deltas = gw->cfg.deltas;
-    cfg.text = gw->cfg.text;
-    cfg.content_type = ctype; /* the tap decides the framing by it (stream/tap.h) */
-    cfg.turn = next_turn(c);
-    c->tap = NULL;
-    if (ts_tap_new(&c->tap, &cfg, on_tap_event, c) != TS_E_OK) gw->m.st.tap_errors++;
+  if (code >= 200 && code < 300 && (gw->cfg.pub || gw->cfg.serve) && !gw->cfg.no_tap &&
+      tapped(c, ct)) {
+    snprintf(c->ctype, sizeof c->ctype, "%.*s", (int)(ct.len < 255 ? ct.len : 255),
+             ct.p ? ct.p : "");
+    c->want_tap = 1; /* the tap itself comes with the first body byte (tap_start) */
   } else if (code >= 400) {
     char msg[96];
     snprintf(msg, sizeof msg, "the upstream answered %d", code);
@@ -827,13 +995,17 @@ static int start_reply(conn *c) {
   c->headers_sent = 1;
   evtimer_del(c->utimer);
   if (werr) {
-    if (c->client_dead) c->gw->m.st.client_aborts++;
+    if (c->client_dead) ST_ADD(c->gw, client_aborts, 1);
     conn_free(c);
     return 1;
   }
   struct timeval tv = {gw->cfg.idle_timeout_ms / 1000, (gw->cfg.idle_timeout_ms % 1000) * 1000};
-  if (c->ubev) bufferevent_set_timeouts(c->ubev, &tv, NULL);
-  else up_reading(c, 1); /* the same read interest, now with the idle timeout */
+  if (c->ubev) {
+    bufferevent_set_timeouts(c->ubev, &tv, NULL);
+  } else { /* read interest stays as it is; the idle check is utimer's, armed once */
+    c->last_read = coarse_s();
+    arm_ms(c->utimer, gw->cfg.idle_timeout_ms);
+  }
   c->ustate = U_BODY;
   return 0;
 }
@@ -881,11 +1053,35 @@ static void on_up_read(struct bufferevent *bev, void *arg) {
   up_process(arg);
 }
 
+static int up_raw_connect(conn *c);
+
 /* The upstream connection ended (BEV_EVENT_EOF, _ERROR or _TIMEOUT in `what`). May free
  * c. */
 static void up_end(conn *c, short what) {
   const char *host = c->rt->up.host_hdr;
   char msg[700];
+  if (c->ustate == U_HEAD && c->reused && !c->ubytes && c->ureq) {
+    /* a kept-alive connection the upstream had closed (its close crossed our request):
+     * nothing was answered, so the request goes once more, on a fresh connection */
+    event_free(c->urev);
+    event_free(c->uwev);
+    c->urev = c->uwev = NULL;
+    evutil_closesocket(c->ufd);
+    c->ufd = -1;
+    c->reused = 0;
+    c->uconnected = 0;
+    evbuffer_drain(c->uout, evbuffer_get_length(c->uout));
+    evbuffer_add_buffer(c->uout, c->ureq);
+    evbuffer_free(c->ureq);
+    c->ureq = NULL;
+    int rc = up_raw_connect(c);
+    if (!rc) return;
+    if (rc == TS_E_NOMEM) {
+      upstream_free(c);
+      reply_error(c, 503, "toolstream gateway: out of memory", 1);
+      return;
+    }
+  }
   if (c->ustate == U_HEAD) {
     char reason[300];
     if (c->rt->up.tls && ts_upstream_tls_failure(c->ubev, reason, sizeof reason)) {
@@ -928,11 +1124,8 @@ static void on_up_event(struct bufferevent *bev, short what, void *arg) {
 /* A plain upstream is readable: one read(2) of at most 64 KiB, as it comes. Body bytes
  * with nothing waiting before them are forwarded from the read buffer itself. */
 static void on_up_raw_read(evutil_socket_t fd, short what, void *arg) {
+  (void)what;
   conn *c = arg;
-  if (what & EV_TIMEOUT) {
-    up_end(c, BEV_EVENT_TIMEOUT | BEV_EVENT_READING);
-    return;
-  }
   char *buf = c->gw->rbuf;
   ssize_t n = recv(fd, buf, sizeof c->gw->rbuf, 0);
   if (n == 0) {
@@ -945,8 +1138,11 @@ static void on_up_raw_read(evutil_socket_t fd, short what, void *arg) {
     return;
   }
   c->uconnected = 1;
+  c->last_read = coarse_s();
+  c->ubytes += (uint64_t)n;
   if (c->ustate == U_BODY && !evbuffer_get_length(c->uin)) {
     size_t used;
+    c->more_after = 0;
     if (body_segment(c, buf, (size_t)n, &used)) return;
     body_after_read(c);
     return;
@@ -983,6 +1179,18 @@ static void on_up_raw_write(evutil_socket_t fd, short what, void *arg) {
   event_del(c->uwev);
 }
 
+/* The plain upstream connection fd is c's: read interest registered once, write interest
+ * until the request is out. Returns 0 or TS_E_NOMEM. */
+static int up_raw_events(conn *c, evutil_socket_t fd) {
+  c->ufd = fd;
+  c->urev = event_new(c->gw->base, fd, EV_READ | EV_PERSIST, on_up_raw_read, c);
+  c->uwev = event_new(c->gw->base, fd, EV_WRITE | EV_PERSIST, on_up_raw_write, c);
+  if (!c->urev || !c->uwev) return TS_E_NOMEM;
+  event_add(c->uwev, NULL);
+  event_add(c->urev, NULL);
+  return 0;
+}
+
 /* Opens a plain upstream connection (the name resolved as libevent would without a DNS
  * base: getaddrinfo, first address). Returns 0, -1 (cannot connect) or TS_E_NOMEM. */
 static int up_raw_connect(conn *c) {
@@ -1003,21 +1211,27 @@ static int up_raw_connect(conn *c) {
     evutil_closesocket(fd);
     return -1;
   }
-  c->ufd = fd;
-  c->urev = event_new(c->gw->base, fd, EV_READ | EV_PERSIST, on_up_raw_read, c);
-  c->uwev = event_new(c->gw->base, fd, EV_WRITE | EV_PERSIST, on_up_raw_write, c);
-  if (!c->urev || !c->uwev) return TS_E_NOMEM;
-  event_add(c->uwev, NULL);
-  event_add(c->urev, NULL);
-  return 0;
+  ST_ADD(c->gw, upstream_connects, 1);
+  return up_raw_events(c, fd);
 }
 
 static void on_utimer(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
   conn *c = arg;
-  if (c->headers_sent || !up_active(c)) return;
+  if (!up_active(c)) return;
   ts_gw *gw = c->gw;
+  if (c->headers_sent) { /* the idle check of a plain upstream's body (utimer, above) */
+    double idle = (coarse_s() - c->last_read) * 1000, lim = gw->cfg.idle_timeout_ms;
+    if (c->paused) { /* not reading (a slow client): not idle; the time starts at resume */
+      arm_ms(c->utimer, lim);
+    } else if (idle >= lim) {
+      up_end(c, BEV_EVENT_TIMEOUT | BEV_EVENT_READING);
+    } else {
+      arm_ms(c->utimer, lim - idle);
+    }
+    return;
+  }
   double el = (mono_s() - c->t_start) * 1000;
   char buf[128];
   if (!c->uconnected && el >= gw->cfg.connect_timeout_ms) {
@@ -1086,7 +1300,8 @@ static int write_upstream_request(conn *c, struct evbuffer *o, const char *targe
                      field_is(h->method, "PATCH");
   if (!rc && needs_length) rc = evbuffer_add_printf(o, "Content-Length: %zu\r\n", blen) < 0;
   if (!rc)
-    rc = evbuffer_add_printf(o, "Accept-Encoding: identity\r\nConnection: close\r\n\r\n") < 0;
+    rc = evbuffer_add_printf(o, "Accept-Encoding: identity\r\n%s\r\n",
+                             c->rt->up.tls ? "Connection: close\r\n" : "") < 0;
   if (!rc && blen) rc = evbuffer_add(o, body, blen);
   return rc;
 }
@@ -1098,7 +1313,7 @@ static void dispatch(conn *c) {
   evtimer_del(c->timer);
   /* while the request is answered, a client may send ahead only a bounded amount */
   bufferevent_setwatermark(c->bev, EV_READ, 0, TS_GW_PIPELINE_BYTES);
-  gw->m.st.requests_total++;
+  ST_ADD(gw, requests_total, 1);
   ts_http_head *h = &c->h;
   c->t_request = mono_s();
   c->log_status = 0;
@@ -1136,7 +1351,7 @@ static void dispatch(conn *c) {
   }
   const ts_gw_route *rt = ts_gw_route_pick(gw->routes, gw->nroutes, uri);
   if (!rt) {
-    gw->m.st.requests_refused++;
+    ST_ADD(gw, requests_refused, 1);
     reply_error(c, 404, "toolstream gateway: no upstream for this path", 0);
     return;
   }
@@ -1171,8 +1386,8 @@ static void dispatch(conn *c) {
   c->format = ts_provider_for_path(uri, plen);
   c->t_start = mono_s();
   c->ustate = U_HEAD;
-  gw->m.st.streams_total++;
-  gw->m.st.streams_open++;
+  ST_ADD(gw, streams_total, 1);
+  ST_ADD(gw, streams_open, 1);
   c->counted_open = 1;
 
   struct evbuffer *uo;
@@ -1196,15 +1411,29 @@ static void dispatch(conn *c) {
   size_t rlen = 0;
   char *rewritten = blen ? ts_progress_strip(bp, blen, &c->defs, &rlen) : NULL;
   int wr = write_upstream_request(c, uo, uri, rewritten ? rewritten : bp, rewritten ? rlen : blen);
-  gw->m.st.bytes_up += rewritten ? rlen : blen;
+  ST_ADD(gw, bytes_up, rewritten ? rlen : blen);
   free(rewritten);
   free(c->head); /* h's request views are no longer needed; h is reused for the response */
   c->head = NULL;
   evbuffer_drain(c->body, blen);
   if (wr) goto nomem;
-  int crc = rt->up.tls ? bufferevent_socket_connect_hostname(c->ubev, NULL, AF_UNSPEC, rt->up.host,
-                                                               rt->up.port)
-                       : up_raw_connect(c);
+  evutil_socket_t kept = rt->up.tls ? -1 : pool_take(gw, rt);
+  int crc;
+  if (kept >= 0) { /* a kept-alive connection: the request is kept for a second attempt */
+    ST_ADD(gw, upstream_reused, 1);
+    c->reused = 1;
+    c->uconnected = 1;
+    size_t rl = evbuffer_get_length(uo);
+    c->ureq = evbuffer_new();
+    crc = !c->ureq || evbuffer_add(c->ureq, evbuffer_pullup(uo, -1), rl) ? TS_E_NOMEM
+                                                                          : up_raw_events(c, kept);
+    if (c->ufd < 0) evutil_closesocket(kept);
+  } else {
+    if (rt->up.tls) ST_ADD(gw, upstream_connects, 1); /* plain ones count in up_raw_connect */
+    crc = rt->up.tls ? bufferevent_socket_connect_hostname(c->ubev, NULL, AF_UNSPEC, rt->up.host,
+                                                           rt->up.port)
+                     : up_raw_connect(c);
+  }
   if (crc == TS_E_NOMEM) goto nomem;
   if (crc) {
     char msg[400];
@@ -1389,7 +1618,7 @@ static void on_client_event(struct bufferevent *bev, short what, void *arg) {
   conn *c = arg;
   /* EOF or an error: the client is gone. A request in flight upstream is cancelled at
    * once (its connection closed with the conn). */
-  if (c->state == C_WAIT && up_active(c)) c->gw->m.st.client_aborts++;
+  if (c->state == C_WAIT && up_active(c)) ST_ADD(c->gw, client_aborts, 1);
   conn_free(c);
 }
 
@@ -1403,7 +1632,7 @@ static void on_client_timer(evutil_socket_t fd, short what, void *arg) {
       conn_free(c);
       return;
     }
-    gw->m.st.head_timeouts++;
+    ST_ADD(gw, head_timeouts, 1);
     c->keep_alive = 0;
     refuse(c, 408, "the request head did not arrive in time");
     return;
@@ -1436,7 +1665,7 @@ static void refuse_connection(ts_gw *gw, evutil_socket_t fd, const char *why) {
   while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
   }
   evutil_closesocket(fd);
-  gw->m.st.connections_refused++;
+  ST_ADD(gw, connections_refused, 1);
 }
 
 static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
@@ -1444,35 +1673,43 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
   (void)lev;
   (void)salen;
   ts_gw *gw = arg;
+  gw_group *g = gw->grp;
   gw->accept_backoff_ms = 0;
-  if (gw->nconns >= gw->cfg.max_connections) {
-    refuse_connection(gw, fd, "too many connections");
-    return;
-  }
   char addr[INET6_ADDRSTRLEN] = "?";
   if (sa->sa_family == AF_INET)
     inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, addr, sizeof addr);
   else if (sa->sa_family == AF_INET6)
     inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, addr, sizeof addr);
   size_t alen = strlen(addr);
-  peer_node *pn = (peer_node *)ts_hmap_find(&gw->peers, addr, alen);
-  if (pn && pn->count >= gw->cfg.max_per_client) {
-    refuse_connection(gw, fd, "too many connections from your address");
-    return;
-  }
   conn *c = calloc(1, sizeof *c);
-  if (!c) goto nomem;
-  c->ufd = -1;
-  if (!pn) {
+  const char *no = c ? NULL : "out of memory";
+  /* the caps count every worker's connections */
+  pthread_mutex_lock(&g->lock);
+  peer_node *pn = no ? NULL : (peer_node *)ts_hmap_find(&g->peers, addr, alen);
+  if (no) {
+  } else if (g->nconns >= gw->cfg.max_connections) {
+    no = "too many connections";
+  } else if (pn && pn->count >= gw->cfg.max_per_client) {
+    no = "too many connections from your address";
+  } else if (!pn) {
     pn = calloc(1, sizeof *pn);
-    if (!pn) goto nomem;
-    memcpy(pn->key, addr, alen + 1);
-    if (ts_hmap_insert(&gw->peers, &pn->h, pn->key, alen)) {
+    if (pn) memcpy(pn->key, addr, alen + 1);
+    if (!pn || ts_hmap_insert(&g->peers, &pn->h, pn->key, alen)) {
       free(pn);
-      goto nomem;
+      no = "out of memory";
     }
   }
-  pn->count++;
+  if (!no) {
+    pn->count++;
+    g->nconns++;
+  }
+  pthread_mutex_unlock(&g->lock);
+  if (no) {
+    free(c);
+    refuse_connection(gw, fd, no);
+    return;
+  }
+  c->ufd = -1;
   c->peer = pn;
   c->gw = gw;
   c->fd = fd;
@@ -1482,8 +1719,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
   c->next = gw->live;
   if (gw->live) gw->live->prev = c;
   gw->live = c;
-  gw->nconns++;
-  gw->m.st.connections_open++;
+  ST_ADD(gw, connections_open, 1);
   c->bev = bufferevent_socket_new(gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
   c->timer = evtimer_new(gw->base, on_client_timer, c);
   c->utimer = evtimer_new(gw->base, on_utimer, c);
@@ -1498,10 +1734,6 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
   bufferevent_setwatermark(c->bev, EV_READ, 0, gw->cfg.max_header_bytes + TS_GW_PIPELINE_BYTES);
   bufferevent_enable(c->bev, EV_READ | EV_WRITE);
   arm_ms(c->timer, gw->cfg.head_timeout_ms);
-  return;
-nomem:
-  free(c);
-  refuse_connection(gw, fd, "out of memory");
 }
 
 static void on_accept_again(evutil_socket_t fd, short what, void *arg) {
@@ -1517,7 +1749,7 @@ static void on_accept_again(evutil_socket_t fd, short what, void *arg) {
 static void on_accept_error(struct evconnlistener *lev, void *arg) {
   ts_gw *gw = arg;
   int err = EVUTIL_SOCKET_ERROR();
-  gw->m.st.accept_errors++;
+  ST_ADD(gw, accept_errors, 1);
   evconnlistener_disable(lev);
   gw->accept_backoff_ms = gw->accept_backoff_ms ? gw->accept_backoff_ms * 2 : ACCEPT_BACKOFF_MIN_MS;
   if (gw->accept_backoff_ms > ACCEPT_BACKOFF_MAX_MS) gw->accept_backoff_ms = ACCEPT_BACKOFF_MAX_MS;
@@ -1551,67 +1783,59 @@ static size_t default_max_connections(void) {
   return n;
 }
 
-int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, char *why,
-              size_t why_cap) {
-  if (!base || !cfg || !out || !cfg->n_upstreams || cfg->n_upstreams > TS_GW_MAX_UPSTREAMS) {
-    set_why(why, why_cap, "%s", "the gateway needs 1 to 16 upstreams");
-    return TS_E_INVAL;
-  }
+/* Worker i of g on `base`: its routes, timers and listener (on `port`, shared with the
+ * other workers through SO_REUSEPORT when there are several: the kernel spreads the
+ * connections over their listeners). The TLS context is worker 0's, shared (an SSL_CTX may
+ * make SSL objects on several threads). */
+static int worker_new(gw_group *g, struct event_base *base, const ts_gw_config *cfg, int port,
+                      ts_gw **out, char *why, size_t why_cap) {
   ts_gw *gw = calloc(1, sizeof *gw);
   if (!gw) return TS_E_NOMEM;
+  gw->grp = g;
+  gw->index = g->n;
+  gw->stop_fd[0] = gw->stop_fd[1] = -1;
+  g->w[g->n++] = gw;
   gw->base = base;
   gw->cfg = *cfg;
-  if (gw->cfg.connect_timeout_ms <= 0) gw->cfg.connect_timeout_ms = TS_GW_CONNECT_TIMEOUT_MS;
-  if (gw->cfg.headers_timeout_ms <= 0) gw->cfg.headers_timeout_ms = TS_GW_HEADERS_TIMEOUT_MS;
-  if (gw->cfg.idle_timeout_ms <= 0) gw->cfg.idle_timeout_ms = TS_GW_IDLE_TIMEOUT_MS;
-  if (gw->cfg.head_timeout_ms <= 0) gw->cfg.head_timeout_ms = TS_GW_HEAD_TIMEOUT_MS;
-  if (!gw->cfg.max_header_bytes) gw->cfg.max_header_bytes = TS_GW_MAX_HEADER_BYTES;
-  if (!gw->cfg.max_body_bytes) gw->cfg.max_body_bytes = TS_GW_MAX_BODY_BYTES;
-  if (!gw->cfg.max_connections) gw->cfg.max_connections = default_max_connections();
-  if (!gw->cfg.max_per_client)
-    gw->cfg.max_per_client = gw->cfg.max_connections > 1 ? gw->cfg.max_connections / 2 : 1;
-  gw->cfg.upstreams = NULL;
-  int rc = ts_hmap_init(&gw->seqs);
-  if (!rc) rc = ts_hmap_init(&gw->peers);
-  if (rc) goto fail;
+  int rc = 0;
   int need_tls = 0;
   for (size_t i = 0; i < cfg->n_upstreams; i++) {
     if ((rc = ts_gw_route_parse(cfg->upstreams[i].prefix, cfg->upstreams[i].url, &gw->routes[i],
                                 why, why_cap)))
-      goto fail;
+      return rc;
     need_tls |= gw->routes[i].up.tls;
     gw->nroutes++;
   }
-  if (need_tls || cfg->ca_file) {
+  gw->cfg.upstreams = NULL;
+  if (gw->index) {
+    gw->ssl_ctx = g->w[0]->ssl_ctx;
+  } else if (need_tls || cfg->ca_file) {
     rc = ts_upstream_tls_ctx(cfg->ca_file, &gw->ssl_ctx, why, why_cap);
     if (rc == TS_E_HTTP_TLS) rc = TS_E_GW_TLS;
-    if (rc) goto fail;
+    if (rc) return rc;
   }
-  rc = TS_E_NOMEM;
   gw->accept_ev = evtimer_new(base, on_accept_again, gw);
-  if (!gw->accept_ev) goto fail;
-  char port[16];
-  snprintf(port, sizeof port, "%d", cfg->listen_port);
+  if (!gw->accept_ev) return TS_E_NOMEM;
+  char pstr[16];
+  snprintf(pstr, sizeof pstr, "%d", port);
   struct addrinfo hints, *ai = NULL;
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  int gai = getaddrinfo(cfg->listen_host ? cfg->listen_host : "127.0.0.1", port, &hints, &ai);
+  int gai = getaddrinfo(cfg->listen_host ? cfg->listen_host : "127.0.0.1", pstr, &hints, &ai);
   if (gai) {
     set_why(why, why_cap, "cannot listen: %s", gai_strerror(gai));
-    rc = TS_E_IO;
-    goto fail;
+    return TS_E_IO;
   }
-  gw->lev = evconnlistener_new_bind(base, on_accept, gw,
-                                    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                        LEV_OPT_CLOSE_ON_EXEC,
-                                    -1, ai->ai_addr, (int)ai->ai_addrlen);
+  unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
+  if (cfg->workers > 1) flags |= LEV_OPT_REUSEABLE_PORT;
+  gw->lev = evconnlistener_new_bind(base, on_accept, gw, flags, -1, ai->ai_addr,
+                                    (int)ai->ai_addrlen);
   freeaddrinfo(ai);
   if (!gw->lev) {
     set_why(why, why_cap, "cannot listen: %s", strerror(errno));
-    rc = TS_E_IO;
-    goto fail;
+    return TS_E_IO;
   }
   evconnlistener_set_error_cb(gw->lev, on_accept_error);
   struct sockaddr_storage ss;
@@ -1621,27 +1845,143 @@ int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, cha
                                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
   *out = gw;
   return 0;
-fail:
-  ts_gw_free(gw);
-  return rc;
+}
+
+/* A worker past 0 is told to stop: its loop ends where it is (ts_gw_free then frees its
+ * connections on the caller's thread, once the worker's thread has been joined). */
+static void on_worker_stop(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  ts_gw *gw = arg;
+  event_base_loopbreak(gw->base);
+}
+
+static void *worker_main(void *arg) {
+  ts_gw *gw = arg;
+  event_base_dispatch(gw->base);
+  return NULL;
+}
+
+static void worker_free(ts_gw *gw) {
+  while (gw->live) conn_free(gw->live);
+  while (gw->pool) {
+    pooled *p = gw->pool;
+    evutil_socket_t fd = p->fd;
+    pool_unlink(p);
+    evutil_closesocket(fd);
+    free(p);
+  }
+  if (gw->lev) evconnlistener_free(gw->lev);
+  if (gw->accept_ev) event_free(gw->accept_ev);
+  if (gw->stop_ev) event_free(gw->stop_ev);
+  if (gw->stop_fd[0] >= 0) close(gw->stop_fd[0]);
+  if (gw->stop_fd[1] >= 0) close(gw->stop_fd[1]);
+  if (gw->index == 0 && gw->ssl_ctx) SSL_CTX_free(gw->ssl_ctx);
+  if (gw->index && gw->base) event_base_free(gw->base); /* its own */
+  free(gw);
+}
+
+static void group_free(gw_group *g) {
+  for (size_t i = 1; i <= g->running; i++) { /* stop and join every thread first */
+    char b = 1;
+    while (write(g->w[i]->stop_fd[1], &b, 1) < 0 && errno == EINTR) {
+    }
+    pthread_join(g->th[i], NULL);
+  }
+  for (size_t i = g->n; i-- > 0;) worker_free(g->w[i]); /* worker 0 (the TLS context) last */
+  for (ts_hmap_node *n = ts_hmap_next(&g->seqs, NULL), *next; n; n = next) {
+    next = ts_hmap_next(&g->seqs, n);
+    ts_sink_free(((seq_node *)n)->sink);
+    free(n);
+  }
+  ts_hmap_fini(&g->seqs);
+  ts_hmap_fini(&g->peers); /* every peer left with its last connection */
+  pthread_mutex_destroy(&g->lock);
+  free(g);
+}
+
+int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, char *why,
+              size_t why_cap) {
+  if (!base || !cfg || !out || !cfg->n_upstreams || cfg->n_upstreams > TS_GW_MAX_UPSTREAMS) {
+    set_why(why, why_cap, "%s", "the gateway needs 1 to 16 upstreams");
+    return TS_E_INVAL;
+  }
+  if (cfg->workers > TS_GW_MAX_WORKERS) {
+    set_why(why, why_cap, "at most %s workers", TS_GW_STR(TS_GW_MAX_WORKERS));
+    return TS_E_INVAL;
+  }
+  if (cfg->workers > 1 && cfg->serve) {
+    set_why(why, why_cap, "%s", "the event endpoint runs on one loop: one worker with it");
+    return TS_E_INVAL;
+  }
+  ts_gw_config c = *cfg;
+  if (c.workers < 1) c.workers = 1;
+  if (c.connect_timeout_ms <= 0) c.connect_timeout_ms = TS_GW_CONNECT_TIMEOUT_MS;
+  if (c.headers_timeout_ms <= 0) c.headers_timeout_ms = TS_GW_HEADERS_TIMEOUT_MS;
+  if (c.idle_timeout_ms <= 0) c.idle_timeout_ms = TS_GW_IDLE_TIMEOUT_MS;
+  if (c.head_timeout_ms <= 0) c.head_timeout_ms = TS_GW_HEAD_TIMEOUT_MS;
+  if (!c.max_header_bytes) c.max_header_bytes = TS_GW_MAX_HEADER_BYTES;
+  if (!c.max_body_bytes) c.max_body_bytes = TS_GW_MAX_BODY_BYTES;
+  if (!c.max_connections) c.max_connections = default_max_connections();
+  if (!c.max_per_client) c.max_per_client = c.max_connections > 1 ? c.max_connections / 2 : 1;
+  gw_group *g = calloc(1, sizeof *g);
+  if (!g) return TS_E_NOMEM;
+  int rc = pthread_mutex_init(&g->lock, NULL) ? TS_E_NOMEM : 0;
+  if (rc) {
+    free(g);
+    return rc;
+  }
+  rc = ts_hmap_init(&g->seqs);
+  if (!rc) rc = ts_hmap_init(&g->peers);
+  ts_gw *gw0 = NULL;
+  if (!rc) rc = worker_new(g, base, &c, c.listen_port, &gw0, why, why_cap);
+  for (int i = 1; !rc && i < c.workers; i++) {
+    struct event_base *b = event_base_new();
+    ts_gw *w = NULL;
+    if (!b) {
+      rc = TS_E_NOMEM;
+      break;
+    }
+    size_t made = g->n;
+    rc = worker_new(g, b, &c, gw0->port, &w, why, why_cap);
+    if (g->n == made) { /* out of memory before the worker took the base */
+      event_base_free(b);
+      break;
+    }
+    w = g->w[made];
+    if (rc) break;
+    if (pipe2(w->stop_fd, O_CLOEXEC | O_NONBLOCK) ||
+        !(w->stop_ev = event_new(b, w->stop_fd[0], EV_READ, on_worker_stop, w)) ||
+        event_add(w->stop_ev, NULL))
+      rc = TS_E_NOMEM;
+  }
+  for (size_t i = 1; !rc && i < g->n; i++) {
+    if (pthread_create(&g->th[i], NULL, worker_main, g->w[i])) {
+      rc = TS_E_NOMEM;
+    } else {
+      g->running = i;
+      char name[16]; /* what ps and /proc show, named before ts_gw_new returns */
+      snprintf(name, sizeof name, "ts-gw-worker-%zu", i % 100);
+      pthread_setname_np(g->th[i], name);
+    }
+  }
+  if (rc) {
+    group_free(g);
+    return rc;
+  }
+  *out = gw0;
+  return 0;
 }
 
 int ts_gw_port(const ts_gw *gw) { return gw->port; }
 
-void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st) { *st = gw->m.st; }
+void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st) {
+  ts_gw_metrics sum;
+  memset(&sum, 0, sizeof sum);
+  for (size_t i = 0; i < gw->grp->n; i++) ts_gw_metrics_sum(&sum, &gw->grp->w[i]->m);
+  *st = sum.st;
+}
 
 void ts_gw_free(ts_gw *gw) {
-  if (!gw) return;
-  while (gw->live) conn_free(gw->live);
-  if (gw->lev) evconnlistener_free(gw->lev);
-  if (gw->accept_ev) event_free(gw->accept_ev);
-  if (gw->ssl_ctx) SSL_CTX_free(gw->ssl_ctx);
-  for (ts_hmap_node *n = ts_hmap_next(&gw->seqs, NULL), *next; n; n = next) {
-    next = ts_hmap_next(&gw->seqs, n);
-    ts_sink_free(((seq_node *)n)->sink);
-    free(n);
-  }
-  ts_hmap_fini(&gw->seqs);
-  ts_hmap_fini(&gw->peers); /* every peer left with its last connection */
-  free(gw);
+  if (gw) group_free(gw->grp);
 }

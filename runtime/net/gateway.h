@@ -11,7 +11,8 @@
  * and watchdogs see `tool_call_started` while the client is still reading the call.
  *
  * Its own HTTP/1.1 front (net/http_head.h, net/chunked.h) on libevent bufferevents for
- * the clients, one upstream connection per proxied request (plain, or TLS through
+ * the clients (on one event loop, or one per worker: ts_gw_config.workers), one upstream
+ * connection per proxied request (plain, or TLS through
  * net/upstream.h with verification always on). Its parts: net/gw_route.h (routes, the
  * path-to-format map), net/progress_strip.h (the x-progress-argument rewrite),
  * net/gw_metrics.h (counters and /metrics).
@@ -47,7 +48,14 @@
  *     Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade), Content-Length
  *     (one, of the body forwarded), Expect and Accept-Encoding (replaced by `identity`,
  *     so the tap reads plain bytes; the client receives the same bytes it would get
- *     uncompressed); then "Connection: close" (one request per upstream connection).
+ *     uncompressed). A plain (http://) upstream connection is kept alive: after a whole
+ *     reply (HTTP/1.1, no "Connection: close", a body with its own end and nothing after
+ *     it) it goes to its worker's pool (at most TS_GW_POOL_MAX, closed after
+ *     TS_GW_POOL_IDLE_MS idle or when the upstream closes it) and the next request to the
+ *     same route takes it; never after a cut or malformed body or an early answer. A kept
+ *     connection found closed before any byte of an answer gets the request once more on
+ *     a fresh connection. A TLS upstream gets "Connection: close" (one connection per
+ *     request).
  *   - The upstream URL's path is a prefix put before the client's path and query
  *     (upstream http://h:8080 + /v1/chat/completions?x=1 -> http://h:8080/v1/chat/...).
  *   - Tool definitions in the body may carry "x-progress-argument": "NAME" in a tool's
@@ -75,11 +83,13 @@
  *   - A client that disconnects, also before the upstream has answered, closes the
  *     upstream connection at once and is counted in client_aborts.
  *   - Tap format by path (ts_provider_for_path, stream/provider.h). The tap runs only
- *     when events are published, on 2xx answers whose Content-Type is a model stream
+ *     when events are published (and not with no_tap), on 2xx answers whose Content-Type is a model stream
  *     (text/event-stream, application/vnd.amazon.eventstream, application/x-ndjson) or,
  *     on a path that names a provider, text/html, and application/json where that
  *     provider streams JSON (its row's json_stream: Gemini); it is handed the
- *     Content-Type (stream/tap.h, "Content type").
+ *     Content-Type (stream/tap.h, "Content type"). The tap is made at the reply's first
+ *     body byte, not with its head: a stream still waiting for its first byte holds
+ *     none (the taps_open gauge counts them).
  *   - Turns: a thread named by X-Toolstream-Thread counts the replies tapped on it, 1, 2,
  *     3 ... across its requests (the tap's `turn`), so synthesized call ids
  *     ("ts_<turn>_<index>") stay unique within the thread; a made-up thread is turn 1.
@@ -97,8 +107,14 @@
  * Built-in endpoints (GET): /healthz answers 200 "ok\n"; /metrics the Prometheus text
  * format (see docs/gateway.md for the metric names).
  *
- * Threads: everything runs on the caller's event_base thread; ts_gw_* calls must come
- * from that thread.
+ * Threads: ts_gw_* calls must come from the caller's event_base thread. With workers > 1
+ * the gateway runs threads of its own (one loop each, started by ts_gw_new, stopped and
+ * joined by ts_gw_free); what they share takes one lock, never per forwarded chunk: the
+ * named threads (seq strictly increasing and turns counted across requests on any
+ * worker), every event published (cfg.pub is then used by one thread at a time), and the
+ * connection caps, which count every worker's connections. cfg.log may be called from
+ * any worker's thread. The counters behind /metrics are each worker's, summed when read
+ * (net/gw_metrics.h).
  */
 #ifndef TS_GATEWAY_H
 #define TS_GATEWAY_H
@@ -135,6 +151,17 @@ struct event_base;
  * past it the gateway stops reading from that client until the reply is done. */
 #define TS_GW_PIPELINE_BYTES (64 * 1024)
 #define TS_GW_HEADER_THREAD "X-Toolstream-Thread"
+/* Idle kept-alive connections to plain (http://) upstreams, per worker, and how long one
+ * may stay idle: under the idle timeouts providers and proxies close theirs after (60 s
+ * and more), so a kept connection is rarely closed under a request. */
+#define TS_GW_POOL_MAX 64
+#define TS_GW_POOL_IDLE_MS 20000
+/* Event loops (threads) at most; `toolstream gateway` defaults to the online CPUs, at
+ * most TS_GW_DEFAULT_WORKERS_CAP (past a few cores the tap's CPU, not the loop, bounds). */
+#define TS_GW_MAX_WORKERS 64
+#define TS_GW_DEFAULT_WORKERS_CAP 8
+#define TS_GW_STR_(x) #x
+#define TS_GW_STR(x) TS_GW_STR_(x)
 
 typedef struct {
   const char *prefix; /* "" or NULL: every path; else a path prefix such as "/v1/messages" */
@@ -161,11 +188,20 @@ typedef struct {
    * NULL: standard error. */
   void (*log)(void *user, const char *line);
   void *log_user;
+  /* 1: forward only, no tap on any reply and no event published (--no-tap; with no pub
+   * and no serve there is no tap either). */
+  int no_tap;
   int deltas;              /* publish tool_call_delta too */
   int text;                /* publish text_delta too */
   /* The HTTP event endpoint on the same loop (net/serve.h; no store): every event goes to
    * its live streams as well. May be NULL; borrowed. */
   struct ts_serve *serve;
+  /* Event loops: 0 or 1, one, on the caller's base (the loop and thread ts_gw_new is called
+   * on); N > 1: that one and N - 1 more, each on a thread and an event_base of its own,
+   * every one with its own listener on the same port (SO_REUSEPORT: the kernel spreads
+   * connections over them) and its own connections, upstreams and taps. At most
+   * TS_GW_MAX_WORKERS; only 1 with `serve` (the endpoint lives on the caller's loop). */
+  int workers;
   /* 0: one access-log line per request on standard error ("client \"METHOD /path\"
    * status thread=ID N ms"); 1: none (--quiet). */
   int quiet;
@@ -173,9 +209,12 @@ typedef struct {
 
 typedef struct ts_gw ts_gw;
 
-/* Binds the listener on `base` and validates the upstream URLs. On success stores the
- * gateway in *out and returns 0; otherwise TS_E_INVAL (bad URL or config: `why` says
- * which), TS_E_GW_TLS (CA file unreadable), TS_E_IO (cannot listen) or TS_E_NOMEM. */
+/* Binds the listener on `base` (and, with cfg.workers > 1, one more per worker on the same
+ * port, each on an event_base of its own, and starts their threads) and validates the
+ * upstream URLs. On success stores the gateway in *out and returns 0; otherwise TS_E_INVAL
+ * (bad URL or config, workers over TS_GW_MAX_WORKERS or over 1 with serve: `why` says
+ * which), TS_E_GW_TLS (CA file unreadable), TS_E_IO (cannot listen) or TS_E_NOMEM; then no
+ * thread runs and *out is untouched. */
 int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, char *why,
               size_t why_cap);
 
@@ -185,8 +224,8 @@ int ts_gw_port(const ts_gw *gw);
 /* The counters behind /metrics (net/gw_metrics.h). */
 void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st);
 
-/* Closes the listener and every connection (upstream requests are cancelled) and frees
- * everything. NULL is a no-op. */
+/* Stops and joins the workers' threads, then closes every listener and connection
+ * (upstream requests are cancelled) and frees everything. NULL is a no-op. */
 void ts_gw_free(ts_gw *gw);
 
 #endif /* TS_GATEWAY_H */

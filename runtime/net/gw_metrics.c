@@ -17,9 +17,24 @@ static const double lat_bounds[TS_GW_LAT_BUCKETS] = {0.001, 0.0025, 0.005, 0.01,
 void ts_gw_metrics_latency(ts_gw_metrics *m, double lat) {
   size_t b = 0;
   while (b < TS_GW_LAT_BUCKETS && lat > lat_bounds[b]) b++;
-  m->lat_count[b]++;
-  m->lat_sum += lat;
-  m->lat_n++;
+  __atomic_store_n(&m->lat_count[b], m->lat_count[b] + 1, __ATOMIC_RELAXED);
+  double sum = m->lat_sum + lat;
+  __atomic_store(&m->lat_sum, &sum, __ATOMIC_RELAXED);
+  __atomic_store_n(&m->lat_n, m->lat_n + 1, __ATOMIC_RELAXED);
+}
+
+void ts_gw_metrics_sum(ts_gw_metrics *sum, const ts_gw_metrics *m) {
+  /* ts_gw_stats is uint64_t fields only (gw_metrics.h): summed as an array */
+  const uint64_t *src = (const uint64_t *)&m->st;
+  uint64_t *dst = (uint64_t *)&sum->st;
+  for (size_t i = 0; i < sizeof m->st / sizeof(uint64_t); i++)
+    dst[i] += __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+  for (size_t i = 0; i <= TS_GW_LAT_BUCKETS; i++)
+    sum->lat_count[i] += __atomic_load_n(&m->lat_count[i], __ATOMIC_RELAXED);
+  double d;
+  __atomic_load(&m->lat_sum, &d, __ATOMIC_RELAXED);
+  sum->lat_sum += d;
+  sum->lat_n += __atomic_load_n(&m->lat_n, __ATOMIC_RELAXED);
 }
 
 static void put(ts_buf *b, const char *fmt, ...) {
@@ -70,6 +85,13 @@ int ts_gw_metrics_render(const ts_gw_metrics *m, ts_buf *b) {
           s->head_timeouts);
   counter(b, "accept_errors_total", "counter",
           "Failed accepts (out of file descriptors); accepting backs off.", s->accept_errors);
+  counter(b, "upstream_connections_total", "counter", "Upstream connections opened.",
+          s->upstream_connects);
+  counter(b, "upstream_reused_total", "counter",
+          "Requests sent on a kept-alive upstream connection from the pool.", s->upstream_reused);
+  counter(b, "taps_open", "gauge",
+          "Replies being tapped now (a tap is made at a reply's first body byte).",
+          s->taps_open);
   put(b, "# HELP toolstream_gateway_upstream_latency_seconds Time from the request to the "
          "upstream's response headers.\n"
          "# TYPE toolstream_gateway_upstream_latency_seconds histogram\n");

@@ -14,6 +14,7 @@
 
 #include "base/strbuf.h"
 
+/* uint64_t fields only (ts_gw_metrics_sum adds them as an array). */
 typedef struct {
   uint64_t streams_open, streams_total, requests_total;
   uint64_t bytes_up, bytes_down; /* request bodies sent up; response bodies sent down */
@@ -23,6 +24,10 @@ typedef struct {
   uint64_t requests_refused;    /* malformed, ambiguous or over a limit: 4xx from us */
   uint64_t head_timeouts;       /* request heads not complete within the deadline */
   uint64_t accept_errors;       /* accept() failures (the fd limit) */
+  uint64_t upstream_connects;   /* upstream connections opened */
+  uint64_t upstream_reused;     /* requests sent on a kept-alive upstream connection */
+  uint64_t taps_open;           /* replies being tapped now (a tap exists from the first
+                                 * body byte of a tapped reply to its end) */
 } ts_gw_stats;
 
 /* The upstream latency histogram's bucket count (bounds in gw_metrics.c, in seconds:
@@ -36,8 +41,20 @@ typedef struct {
   uint64_t lat_n;
 } ts_gw_metrics;
 
-/* Records one time from a request's start to the upstream's response headers. */
+/* Threads. A ts_gw_metrics has one writer, the event loop (gateway worker) that owns it;
+ * other threads read it only through ts_gw_metrics_sum. The writer changes a field with
+ * TS_GW_STAT_ADD (a relaxed atomic store of its own plain read: no lock, no bus-locked
+ * add, and a concurrent reader sees the old or the new value, never a torn one). */
+#define TS_GW_STAT_ADD(m, field, n) \
+  __atomic_store_n(&(m)->st.field, (m)->st.field + (uint64_t)(n), __ATOMIC_RELAXED)
+
+/* Records one time from a request's start to the upstream's response headers (the
+ * writer's call, as above). */
 void ts_gw_metrics_latency(ts_gw_metrics *m, double seconds);
+
+/* Adds what m holds to *sum (relaxed atomic loads: safe while m's writer runs on another
+ * thread). The gateway's /metrics is the sum over its workers. */
+void ts_gw_metrics_sum(ts_gw_metrics *sum, const ts_gw_metrics *m);
 
 /* Appends the whole /metrics document to *out. Returns 0 or TS_E_NOMEM (the buffer's
  * sticky error: the document is then incomplete). */

@@ -14,6 +14,7 @@
 #define _DEFAULT_SOURCE
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -1531,6 +1532,228 @@ START_TEST(test_upstream_cuts_a_chunk) {
 }
 END_TEST
 
+/* ---- forwarding without the tap; the tap made lazily (issue 19) ----------------------- */
+
+/* --no-tap forwards byte for byte and publishes nothing, though --pub is given: no event
+ * on the bus, none counted, no tap made. */
+START_TEST(test_no_tap_publishes_nothing) {
+  size_t len;
+  char *data = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
+  const char *contents[] = {data};
+  size_t lens[] = {len};
+  const char *extra[] = {"--no-tap", NULL};
+  env e;
+  env_start(&e, contents, lens, 1, 0, extra);
+  ts_sub *sub = sub_open(&e, "th_notap");
+  http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions",
+                           "X-Toolstream-Thread: th_notap\r\n", "{}", 2);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert(r.complete);
+  ck_assert_msg(r.body.len == len && !memcmp(r.body.p, data, len), "body differs");
+  resp_free(&r);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_events_published_total"), 0);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_streams_total"), 1);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_taps_open"), 0);
+  sb log;
+  memset(&log, 0, sizeof log);
+  /* nothing can arrive; the wait only gives a wrong gateway the chance to show it */
+  ck_assert_msg(!sub_wait(sub, &log, "\"type\"", 300), "published: %s", sb_str(&log));
+  sb_free(&log);
+  ts_sub_close(sub);
+  env_stop(&e);
+  free(data);
+}
+END_TEST
+
+/* A tapped reply gets its tap at its first body byte: a stream whose upstream sent its
+ * head but no body yet holds none (memory per waiting stream); one whose first chunk
+ * arrived holds one. */
+START_TEST(test_tap_made_at_first_body_byte) {
+  size_t len;
+  char *data = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
+  const char *contents[] = {data, data};
+  size_t lens[] = {len, len};
+  env e;
+  env_start(&e, contents, lens, 2, 0, NULL);
+  /* A: head now, the first body byte in a minute */
+  int a = send_request(e.gw_port, "POST", "/v1/chat/completions?ttfb=60000", NULL, "{}", 2);
+  http_resp ra;
+  memset(&ra, 0, sizeof ra);
+  double end = now_ms() + 30000;
+  while (now_ms() < end && !(ra.raw.p && strstr(ra.raw.p, "\r\n\r\n")) && read_some(a, &ra, 100)) {
+  }
+  ck_assert_msg(ra.raw.p && strstr(ra.raw.p, "\r\n\r\n"), "no head: %s", sb_str(&ra.raw));
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_streams_open"), 1);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_taps_open"), 0);
+  /* B: its first 100 bytes now, the rest in a minute */
+  int b = send_request(e.gw_port, "POST", "/v1/chat/completions?slow=60000&chunk=100", NULL, "{}", 2);
+  http_resp rb;
+  memset(&rb, 0, sizeof rb);
+  end = now_ms() + 30000;
+  for (;;) {
+    parse_resp(&rb);
+    if (rb.body.len >= 100 || now_ms() > end || !read_some(b, &rb, 100)) break;
+  }
+  ck_assert_uint_eq(rb.body.len, 100);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_streams_open"), 2);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_taps_open"), 1);
+  close(a);
+  close(b);
+  resp_free(&ra);
+  resp_free(&rb);
+  kill(e.ms.proc.pid, SIGTERM); /* both replies are a minute from going on */
+  env_stop(&e);
+  free(data);
+}
+END_TEST
+
+/* ---- several event loops (--workers, issue 19) ------------------------------------------- */
+
+/* Whether the gateway process runs a worker thread of its own ("ts-gw-worker-N"). */
+static int has_worker_thread(pid_t pid) {
+  char path[400], comm[64];
+  int found = 0;
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  if (!d) return 0;
+  struct dirent *de;
+  while (!found && (de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%s/comm", (int)pid, de->d_name);
+    FILE *f = fopen(path, "r");
+    if (f && fgets(comm, sizeof comm, f) && !strncmp(comm, "ts-gw-worker-", 13)) found = 1;
+    if (f) fclose(f);
+  }
+  closedir(d);
+  return found;
+}
+
+/* Two loops serve eight clients at once, every reply byte for byte, every stream counted
+ * once in the summed /metrics. */
+START_TEST(test_workers_serve_concurrent_clients) {
+  enum { N = 8 };
+  const char *contents[N];
+  size_t lens[N];
+  static const char *const files[] = {"openai-chat-two-parallel-calls.sse",
+                                      "anthropic-text-then-tool.sse"};
+  for (int i = 0; i < N; i++) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/corpus/%s", files[i % 2]);
+    contents[i] = ts_test_read_file(ts_test_path(rel), &lens[i]);
+  }
+  const char *extra[] = {"--workers", "2", NULL};
+  env e;
+  env_start(&e, contents, lens, N, 0, extra);
+  ck_assert_msg(has_worker_thread(e.gw.pid), "no worker thread in the gateway");
+  /* all eight open before any is read: 97 bytes every 2 ms keeps them overlapping */
+  int fds[N];
+  for (int i = 0; i < N; i++)
+    fds[i] = send_request(e.gw_port, "POST", "/v1/chat/completions?slow=2&chunk=97", NULL, "{}", 2);
+  size_t len_a = lens[0], len_b = lens[1];
+  int seen_a = 0, seen_b = 0;
+  for (int i = 0; i < N; i++) {
+    http_resp r;
+    memset(&r, 0, sizeof r);
+    read_all(fds[i], &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(r.complete, "reply %d incomplete", i);
+    /* the model server hands out the files in arrival order: each reply is one of them */
+    int a = r.body.len == len_a && !memcmp(r.body.p, contents[0], len_a);
+    int b = r.body.len == len_b && !memcmp(r.body.p, contents[1], len_b);
+    ck_assert_msg(a || b, "reply %d is neither file (%zu bytes)", i, r.body.len);
+    seen_a += a;
+    seen_b += b;
+    resp_free(&r);
+  }
+  ck_assert_int_eq(seen_a, N / 2);
+  ck_assert_int_eq(seen_b, N / 2);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_streams_total"), N);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_streams_open"), 0);
+  env_stop(&e);
+  for (int i = 0; i < N; i++) free((void *)contents[i]);
+}
+END_TEST
+
+/* One thread header over ten requests, each on a connection of its own (the kernel spreads
+ * them over the two loops): one thread on the bus, seq 1, 2, 3 ... without a gap or a
+ * repeat, and ten turns (ts_1_0 .. ts_10_1). */
+START_TEST(test_workers_named_thread_seq) {
+  enum { N = 10 };
+  size_t len;
+  char *data = ts_test_read_file(ts_test_path("tests/corpus/gemini-sse-two-function-calls.sse"), &len);
+  const char *contents[N];
+  size_t lens[N];
+  for (int i = 0; i < N; i++) contents[i] = data, lens[i] = len;
+  const char *extra[] = {"--workers", "2", NULL};
+  env e;
+  env_start(&e, contents, lens, N, 0, extra);
+  ts_sub *sub = sub_open(&e, "th_workers");
+  for (int i = 0; i < N; i++) {
+    http_resp r = do_request(e.gw_port, "POST", "/v1beta/models/g:streamGenerateContent?alt=sse",
+                             "X-Toolstream-Thread: th_workers\r\n", "{}", 2);
+    ck_assert_int_eq(r.status, 200);
+    resp_free(&r);
+  }
+  sb log;
+  memset(&log, 0, sizeof log);
+  char last[32];
+  snprintf(last, sizeof last, "\"seq\":%d,", 5 * N); /* 5 events a turn */
+  ck_assert_msg(sub_wait(sub, &log, last, 60000), "events: %s", sb_str(&log));
+  long want = 1;
+  for (const char *p = log.p; (p = strstr(p, "\"seq\":")); p++, want++)
+    ck_assert_msg(atol(p + 6) == want, "seq %ld where %ld was due:\n%s", atol(p + 6), want, log.p);
+  for (int t = 1; t <= N; t++) {
+    char id[48];
+    snprintf(id, sizeof id, "\"call_id\":\"ts_%d_1\"", t);
+    ck_assert_msg(strstr(log.p, id), "no %s in\n%s", id, log.p);
+  }
+  ts_sub_close(sub);
+  sb_free(&log);
+  env_stop(&e);
+  free(data);
+}
+END_TEST
+
+/* ---- the upstream keep-alive pool ---------------------------------------------------------- */
+
+/* Two requests one after the other (each on a client connection of its own) go up one
+ * upstream connection: the second takes it from the pool, and both replies are byte for
+ * byte. A reply cut by the upstream leaves nothing to reuse: the request after it opens a
+ * fresh connection. One worker, so that every request meets the same pool. */
+START_TEST(test_upstream_pool_reuse) {
+  size_t len;
+  char *data = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
+  const char *contents[] = {data, data, data, data};
+  size_t lens[] = {len, len, len, len};
+  const char *extra[] = {"--workers", "1", NULL};
+  env e;
+  env_start(&e, contents, lens, 4, 0, extra);
+  for (int i = 0; i < 2; i++) {
+    http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions", NULL, "{}", 2);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(r.complete);
+    ck_assert_msg(r.body.len == len && !memcmp(r.body.p, data, len), "reply %d differs", i);
+    resp_free(&r);
+  }
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_upstream_connections_total"), 1);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_upstream_reused_total"), 1);
+  /* cut after 50 body bytes (on the kept connection): it is not kept */
+  http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions?drop-after=50", NULL, "{}", 2);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert(!r.complete);
+  resp_free(&r);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_upstream_reused_total"), 2);
+  r = do_request(e.gw_port, "POST", "/v1/chat/completions", NULL, "{}", 2);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_msg(r.complete && r.body.len == len && !memcmp(r.body.p, data, len), "after the cut");
+  resp_free(&r);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_upstream_connections_total"), 2);
+  ck_assert_int_eq(metric(e.gw_port, "toolstream_gateway_upstream_reused_total"), 2);
+  env_stop(&e);
+  free(data);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gateway_cli");
   TCase *tc = tcase_create("core");
@@ -1557,6 +1780,11 @@ int main(void) {
   tcase_add_test(tc, test_fd_limit);
   tcase_add_test(tc, test_client_leaves_before_headers);
   tcase_add_test(tc, test_upstream_cuts_a_chunk);
+  tcase_add_test(tc, test_no_tap_publishes_nothing);
+  tcase_add_test(tc, test_tap_made_at_first_body_byte);
+  tcase_add_test(tc, test_workers_serve_concurrent_clients);
+  tcase_add_test(tc, test_workers_named_thread_seq);
+  tcase_add_test(tc, test_upstream_pool_reuse);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);
 }

@@ -21,9 +21,11 @@ void __wrap_free(void *p);
 static uint64_t alloc_count;
 static long fail_after = -1;
 
+/* Threads may allocate (the gateway's workers): the count is atomic, and so is the check of
+ * fail_after in its usual unset state; failing the Nth allocation is for one thread. */
 static int should_fail(void) {
-  alloc_count++;
-  if (fail_after < 0) return 0;
+  __atomic_fetch_add(&alloc_count, 1, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&fail_after, __ATOMIC_RELAXED) < 0) return 0;
   if (fail_after > 1) {
     fail_after--;
     return 0;
@@ -37,8 +39,8 @@ void *__wrap_calloc(size_t n, size_t m) { return should_fail() ? NULL : __real_c
 void *__wrap_realloc(void *p, size_t n) { return should_fail() ? NULL : __real_realloc(p, n); }
 void __wrap_free(void *p) { __real_free(p); }
 
-uint64_t ts_test_alloc_count(void) { return alloc_count; }
-void ts_test_alloc_fail_after(long n) { fail_after = n <= 0 ? -1 : n; }
+uint64_t ts_test_alloc_count(void) { return __atomic_load_n(&alloc_count, __ATOMIC_RELAXED); }
+void ts_test_alloc_fail_after(long n) { __atomic_store_n(&fail_after, n <= 0 ? -1 : n, __ATOMIC_RELAXED); }
 
 char *ts_test_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");

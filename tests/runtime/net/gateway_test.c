@@ -224,6 +224,38 @@ START_TEST(test_builtin_endpoints) {
 }
 END_TEST
 
+/* Several loops (cfg.workers): the limits; then four loops answer sixteen connections (the
+ * kernel spreads them; the test runs the first loop, the gateway's threads the others),
+ * the counters summed over the loops, and freeing stops and joins every thread (the
+ * sanitizer build finds a leak or a loop still running). */
+START_TEST(test_workers) {
+  ts_gw_upstream up = {NULL, "http://127.0.0.1:9"};
+  ts_gw *gw = NULL;
+  char why[256] = "";
+  ts_gw_config over = {.upstreams = &up, .n_upstreams = 1, .workers = TS_GW_MAX_WORKERS + 1};
+  ck_assert_int_eq(ts_gw_new(base, &over, &gw, why, sizeof why), TS_E_INVAL);
+  ck_assert_msg(strstr(why, "at most 64 workers"), "%s", why);
+  ts_gw_config with_serve = {.upstreams = &up, .n_upstreams = 1, .workers = 2,
+                             .serve = (struct ts_serve *)&up}; /* refused before any use */
+  ck_assert_int_eq(ts_gw_new(base, &with_serve, &gw, why, sizeof why), TS_E_INVAL);
+  ck_assert_msg(strstr(why, "one worker"), "%s", why);
+  ck_assert_ptr_null(gw);
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1, .workers = 4};
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
+  static const char hz[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  for (int i = 0; i < 16; i++) {
+    sb r = {0};
+    exchange(ts_gw_port(gw), hz, sizeof hz - 1, &r);
+    ck_assert_msg(!strncmp(sb_str(&r), "HTTP/1.1 200", 12), "request %d: %s", i, sb_str(&r));
+    sb_free(&r);
+  }
+  ts_gw_stats st;
+  ts_gw_get_stats(gw, &st);
+  ck_assert_uint_eq(st.requests_total, 16);
+  ts_gw_free(gw);
+}
+END_TEST
+
 /* A gateway in front of the model server, which serves one capture. */
 typedef struct {
   char dir[256];
@@ -352,6 +384,7 @@ int main(void) {
   tcase_add_test(tc, test_config_limits);
   tcase_add_test(tc, test_listens_on_loopback);
   tcase_add_test(tc, test_builtin_endpoints);
+  tcase_add_test(tc, test_workers);
   tcase_add_test(tc, test_proxy_strips_progress_argument);
   tcase_add_test(tc, test_proxy_strips_bedrock_and_gemini);
   suite_add_tcase(s, tc);
