@@ -109,8 +109,13 @@ ts_format ts_adapter_detect(const char *event, size_t event_len, const char *dat
 
 int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *user) {
   if (!out || !cb || (format != TS_FORMAT_AUTO && !ts_provider_get(format))) return TS_E_INVAL;
-  ts_adapter *a = calloc(1, sizeof *a);
+  /* Everything but the call table is zeroed. The table (about 70 KiB) is left as malloc
+   * gave it, so that only the pages of slots in use become resident: a gateway holds one
+   * adapter per tapped stream, and most turns have one or two calls. No slot at or past
+   * nslots is ever read; ts__adapter_call_begin initialises each slot it hands out. */
+  ts_adapter *a = malloc(sizeof *a);
   if (!a) return TS_E_NOMEM;
+  memset(a, 0, offsetof(ts_adapter, calls));
   int rc = ts_jv_init(&a->jv, TS_ADAPTER_MAX_TOKENS);
   if (rc != TS_E_OK) {
     free(a);
