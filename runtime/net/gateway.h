@@ -156,10 +156,8 @@ struct event_base;
  * and more), so a kept connection is rarely closed under a request. */
 #define TS_GW_POOL_MAX 64
 #define TS_GW_POOL_IDLE_MS 20000
-/* Event loops (threads) at most; `toolstream gateway` defaults to the online CPUs, at
- * most TS_GW_DEFAULT_WORKERS_CAP (past a few cores the tap's CPU, not the loop, bounds). */
+/* Event loops (threads) at most; `toolstream gateway` defaults to one (cli/gateway.c). */
 #define TS_GW_MAX_WORKERS 64
-#define TS_GW_DEFAULT_WORKERS_CAP 8
 #define TS_GW_STR_(x) #x
 #define TS_GW_STR(x) TS_GW_STR_(x)
 
