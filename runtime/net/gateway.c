@@ -722,8 +722,8 @@ static void tap_defer(conn *c, const char *p, size_t n) {
   }
   size_t need = c->scratch_len + n;
   if (need > c->scratch_cap) {
-    size_t cap = c->scratch_cap ? c->scratch_cap : 4096;
-    while (cap < need) cap *= 2;
+    /* the first read's size (an idle stream holds no more than it did), then doubling */
+    size_t cap = c->scratch_cap * 2 > need ? c->scratch_cap * 2 : need;
     if (cap > TS_GW_TAP_DEFER_MAX) cap = TS_GW_TAP_DEFER_MAX;
     char *ns = realloc(c->scratch, cap);
     if (!ns) return; /* as above: only the tap misses these */
