@@ -967,6 +967,7 @@ static pid_t strace_start(const proxy_run *p, const char *out) {
 
 #define MAX_COUNTS 8
 #define MAX_PROXIES 8
+#define MAX_RUNS 9
 
 typedef struct {
   int run; /* measured (0: skipped, see why) */
@@ -997,7 +998,10 @@ typedef struct {
 static proxy_def proxies[MAX_PROXIES];
 static int nproxies;
 static int counts[MAX_COUNTS], ncounts;
-static cell cells[MAX_COUNTS][MAX_PROXIES];
+/* The latency matrix of every run (--runs); `cells` is the run being measured or printed. */
+static cell run_cells[MAX_RUNS][MAX_COUNTS][MAX_PROXIES];
+static cell (*cells)[MAX_PROXIES] = run_cells[0];
+static int nruns = 1;
 static idle_cell idles[2][MAX_PROXIES]; /* [head only, after one chunk][proxy] */
 static sys_cell syscells[MAX_PROXIES];
 static FILE *tsv;
@@ -1223,7 +1227,108 @@ static const char *load_now(void) {
   return loadavg;
 }
 
-/* The targets of issue 19 item 1, from the cells measured. */
+/* ---- several runs ------------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median_of(const double *v, int n) {
+  double t[MAX_RUNS];
+  memcpy(t, v, sizeof *t * (size_t)n);
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/* The added-p99 comparison of proxy pi with nginx 2 workers at count ci over the runs:
+ * per run the ratio (gateway's added p99 / nginx's; 0 when the gateway adds nothing and
+ * nginx something; a large number when nginx adds nothing and the gateway something) and
+ * whether it met the bound, nginx's own added p99, and the verdict: MET or NOT MET when
+ * every run falls on one side of the bound; otherwise the median decides, unless nginx's
+ * added p99 moved by more than 2x over the runs (or was nothing in one), in which case
+ * the load, not the proxies, chose the side: UNMEASURABLE. Returns the runs compared
+ * (0: not measured). */
+typedef struct {
+  int n;
+  double ratio[MAX_RUNS], ga[MAX_RUNS], na[MAX_RUNS];
+  int met[MAX_RUNS];
+  double median;
+  const char *verdict;
+} p99_runs;
+
+static int p99_compare(int ci, int pi, int n2, double bound, p99_runs *o) {
+  memset(o, 0, sizeof *o);
+  if (n2 < 0) return 0;
+  for (int run = 0; run < nruns; run++) {
+    const cell *c = &run_cells[run][ci][pi], *b = &run_cells[run][ci][n2], *d = &run_cells[run][ci][0];
+    if (!c->run || !b->run || !d->run) continue;
+    int k = o->n++;
+    o->ga[k] = c->r.p99_us - d->r.p99_us;
+    o->na[k] = b->r.p99_us - d->r.p99_us;
+    o->met[k] = o->na[k] > 0 ? o->ga[k] <= bound * o->na[k] : o->ga[k] <= 0;
+    o->ratio[k] = o->na[k] > 0 ? (o->ga[k] > 0 ? o->ga[k] / o->na[k] : 0) : (o->ga[k] <= 0 ? 0 : 1e9);
+  }
+  if (!o->n) return 0;
+  int nmet = 0;
+  double lo = o->na[0], hi = o->na[0];
+  for (int k = 0; k < o->n; k++) {
+    nmet += o->met[k];
+    if (o->na[k] < lo) lo = o->na[k];
+    if (o->na[k] > hi) hi = o->na[k];
+  }
+  o->median = median_of(o->ratio, o->n);
+  if (nmet == o->n) o->verdict = "MET";
+  else if (nmet == 0) o->verdict = "NOT MET";
+  else if (lo <= 0 || hi > 2 * lo) o->verdict = "UNMEASURABLE";
+  else o->verdict = o->median <= bound ? "MET" : "NOT MET";
+  return o->n;
+}
+
+static void fmt_ratio(char *out, size_t cap, double r) {
+  if (r >= 1e9) snprintf(out, cap, "inf");
+  else snprintf(out, cap, "%.2f", r);
+}
+
+/* Per stream count and proxy: the N runs' added-p99 ratios against nginx 2 workers, their
+ * median and spread, nginx's own added p99, and the verdict (p99_compare). */
+static void print_runs(void) {
+  int n2 = find_proxy(P_NGINX, 2, 0);
+  printf("\nadded p99 against nginx 2 workers over %d runs (ratio = the proxy's added p99 / nginx 2w's, "
+         "same run)\n\n", nruns);
+  printf("| streams | proxy | ratios, runs 1..%d | median | min-max | nginx 2w added p99 µs, runs 1..%d | "
+         "nginx 2w spread | verdict (<= 1.2x) |\n", nruns, nruns);
+  printf("|---:|---|---|---:|---|---|---:|---|\n");
+  for (int ci = 0; ci < ncounts; ci++)
+    for (int pi = 1; pi < nproxies; pi++) {
+      if (pi == n2) continue;
+      p99_runs o;
+      if (!p99_compare(ci, pi, n2, 1.2, &o)) continue;
+      char rs[160] = "", ns[160] = "", t[24];
+      double lo = o.ratio[0], hi = o.ratio[0], nlo = o.na[0], nhi = o.na[0];
+      for (int k = 0; k < o.n; k++) {
+        fmt_ratio(t, sizeof t, o.ratio[k]);
+        snprintf(rs + strlen(rs), sizeof rs - strlen(rs), "%s%s", k ? ", " : "", t);
+        snprintf(ns + strlen(ns), sizeof ns - strlen(ns), "%s%.0f", k ? ", " : "", o.na[k]);
+        if (o.ratio[k] < lo) lo = o.ratio[k];
+        if (o.ratio[k] > hi) hi = o.ratio[k];
+        if (o.na[k] < nlo) nlo = o.na[k];
+        if (o.na[k] > nhi) nhi = o.na[k];
+      }
+      char med[24], los[24], his[24], spread[24] = "-";
+      fmt_ratio(med, sizeof med, o.median);
+      fmt_ratio(los, sizeof los, lo);
+      fmt_ratio(his, sizeof his, hi);
+      if (nlo > 0) snprintf(spread, sizeof spread, "%.1fx", nhi / nlo);
+      printf("| %d | %s | %s | %s | %s-%s | %s | %s | %s |\n", counts[ci], proxies[pi].label, rs, med, los,
+             his, ns, spread, o.verdict);
+      emit("runs\tstreams=%d\tproxy=%s\truns=%d\tp99_ratios=%s\tmedian=%s\tnginx2_added_p99_us=%s\t"
+           "verdict=%s",
+           counts[ci], proxies[pi].id, o.n, rs, med, ns, o.verdict);
+    }
+}
+
+/* The targets of issue 19 item 1, from the cells measured (with --runs, the medians). */
 static int targets(void) {
   printf("\ntargets (issue 19 item 1):\n");
   int n1 = find_proxy(P_NGINX, 1, 0), n2 = find_proxy(P_NGINX, 2, 0);
@@ -1239,34 +1344,51 @@ static int targets(void) {
              sc->why ? sc->why : "not run");
     }
     double lim = d->pub ? 1.25 : 1.0;
+    int si = find_proxy(P_NGINX, d->workers, 0) >= 0 ? find_proxy(P_NGINX, d->workers, 0) : n2;
     for (int ci = 0; ci < ncounts; ci++) {
       const cell *c = &cells[ci][pi];
-      const cell *a = n1 >= 0 ? &cells[ci][n1] : NULL, *b = n2 >= 0 ? &cells[ci][n2] : NULL;
-      double best = 0;
-      if (a && a->run) best = a->cpu_us;
-      if (b && b->run && (!best || b->cpu_us < best)) best = b->cpu_us;
-      int si = find_proxy(P_NGINX, d->workers, 0) >= 0 ? find_proxy(P_NGINX, d->workers, 0) : n2;
-      const cell *same = si >= 0 ? &cells[ci][si] : NULL;
-      if (!c->run || !best || !same || !same->run) {
+      /* CPU: per run against nginx with as many workers and against nginx's best; the
+       * median of the runs */
+      double xs[MAX_RUNS], xb[MAX_RUNS], us[MAX_RUNS], bs[MAX_RUNS];
+      int n = 0;
+      for (int run = 0; run < nruns; run++) {
+        const cell *rc = &run_cells[run][ci][pi];
+        const cell *a = n1 >= 0 ? &run_cells[run][ci][n1] : NULL, *b = n2 >= 0 ? &run_cells[run][ci][n2] : NULL;
+        const cell *same = si >= 0 ? &run_cells[run][ci][si] : NULL;
+        double best = 0;
+        if (a && a->run) best = a->cpu_us;
+        if (b && b->run && (!best || b->cpu_us < best)) best = b->cpu_us;
+        if (!rc->run || !best || !same || !same->run) continue;
+        xs[n] = rc->cpu_us / same->cpu_us;
+        xb[n] = rc->cpu_us / best;
+        us[n] = rc->cpu_us;
+        bs[n++] = best;
+      }
+      if (!n) {
         printf("  %s at %d streams: CPU <= %.2fx nginx: not measured (%s)\n", d->label, counts[ci], lim,
                !c->run ? (c->why ? c->why : "?") : nginx_binary ? "nginx not run (--only)" : nginx_missing);
       } else {
-        double xs = c->cpu_us / same->cpu_us, xb = c->cpu_us / best;
-        printf("  %s at %d streams: CPU <= %.2fx nginx: %s (%.2fx nginx %dw, %.2fx its best; %.2f against %.2f µs)\n",
-               d->label, counts[ci], lim, xs <= lim && xb <= lim ? "MET" : "NOT MET", xs,
-               find_proxy(P_NGINX, d->workers, 0) >= 0 ? d->workers : 2, xb, c->cpu_us, best);
+        double ms = median_of(xs, n), mb = median_of(xb, n);
+        printf("  %s at %d streams: CPU <= %.2fx nginx: %s (%.2fx nginx %dw, %.2fx its best; %.2f against %.2f µs%s)\n",
+               d->label, counts[ci], lim, ms <= lim && mb <= lim ? "MET" : "NOT MET", ms,
+               find_proxy(P_NGINX, d->workers, 0) >= 0 ? d->workers : 2, mb, median_of(us, n),
+               median_of(bs, n), n > 1 ? "; medians of the runs" : "");
       }
-      const cell *dc = &cells[ci][0];
-      if (!c->run || !b || !b->run) {
+      p99_runs o;
+      if (!p99_compare(ci, pi, n2, 1.2, &o)) {
         printf("  %s at %d streams: added p99 <= 1.2x nginx 2w: not measured (%s)\n", d->label, counts[ci],
                !c->run ? (c->why ? c->why : "?") : nginx_binary ? "nginx 2w not run (--only)" : nginx_missing);
-      } else {
-        double ga = c->r.p99_us - dc->r.p99_us, na = b->r.p99_us - dc->r.p99_us;
-        int met = na > 0 ? ga <= 1.2 * na : ga <= 0;
+      } else if (o.n == 1) {
         printf("  %s at %d streams: added p99 <= 1.2x nginx 2w: %s (%.0f against %.0f µs%s)\n", d->label,
-               counts[ci], met ? "MET" : "NOT MET", ga, na,
-               na > 0 ? "" : "; nginx adds nothing measurable at p99 here");
+               counts[ci], o.verdict, o.ga[0], o.na[0],
+               o.na[0] > 0 ? "" : "; nginx adds nothing measurable at p99 here");
+      } else {
+        char med[24];
+        fmt_ratio(med, sizeof med, o.median);
+        printf("  %s at %d streams: added p99 <= 1.2x nginx 2w: %s (median ratio %s over %d runs; the "
+               "table above)\n", d->label, counts[ci], o.verdict, med, o.n);
       }
+      const cell *dc = &cells[ci][0];
       if (counts[ci] >= 5000 && c->run) {
         if (c->r.lost || c->r.corrupted || !c->r.unfinished)
           printf("  %s at %d streams: no stream lost: %s (%d lost, %d corrupted, %d of %d complete)\n",
@@ -1322,6 +1444,11 @@ static void usage(FILE *f) {
           "                      'none' skips the nginx cells)\n"
           "  --only LIST         proxies to run, comma-separated ids (direct always runs):\n"
           "                      nginx1 nginx2 gw1 gw1pub gw2 gw2pub\n"
+          "  --runs N            measure the latency matrix N times (1-9, default 1), the\n"
+          "                      proxies in reverse order every other run; the targets then\n"
+          "                      use the median ratio of the N runs, and a p99 cell whose\n"
+          "                      runs fall on both sides of the bound while nginx's own added\n"
+          "                      p99 moved more than 2x is UNMEASURABLE\n"
           "  --tsv FILE          also write the machine-readable cell lines to FILE\n"
           "  -h, --help          this help\n"
           "\n"
@@ -1399,6 +1526,12 @@ int main(int argc, char **argv) {
     if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
       usage(stdout);
       return 0;
+    } else if (!strcmp(o, "--runs") && v && !parse_int(v, 1, MAX_RUNS, &nruns)) {
+      i++;
+      continue;
+    } else if (!strcmp(o, "--runs")) {
+      fprintf(stderr, "gateway_bench: --runs needs a count from 1 to %d\n", MAX_RUNS);
+      return 2;
     } else if (!strcmp(o, "--full")) {
       streams_arg = "1,100,1000,5000";
       continue;
@@ -1554,14 +1687,24 @@ int main(int argc, char **argv) {
     if (!do_sys) syscells[pi].why = "skipped: --sys-streams 0";
     if (!do_idle) idles[0][pi].why = idles[1][pi].why = "skipped: --idle-streams 0";
   }
-  for (int ci = 0; ci < ncounts; ci++) {
-    for (int pi = 0; pi < nproxies; pi++) {
-      fprintf(stderr, "gateway_bench: %d streams, %s\n", counts[ci], proxies[pi].label);
-      measure_cell(ci, pi);
+  for (int run = 0; run < nruns; run++) {
+    cells = run_cells[run];
+    if (nruns > 1) printf("\n## run %d of %d\n", run + 1, nruns);
+    for (int ci = 0; ci < ncounts; ci++) {
+      /* direct first (the others' baseline); the proxies in order, then reversed in the
+       * next run, so that a drift of the load falls on every side */
+      measure_cell(ci, 0);
+      for (int k = 1; k < nproxies; k++) {
+        int pi = run % 2 ? nproxies - k : k;
+        fprintf(stderr, "gateway_bench: %d streams, %s\n", counts[ci], proxies[pi].label);
+        measure_cell(ci, pi);
+      }
+      print_count(ci);
+      printf("load average after: %s\n", load_now());
     }
-    print_count(ci);
-    printf("load average after: %s\n", load_now());
   }
+  cells = run_cells[0];
+  if (nruns > 1) print_runs();
 
   if (do_idle) {
     printf("\nRSS per idle stream: %d streams, then %d ms of nothing: waiting for the reply (its head "
@@ -1646,12 +1789,13 @@ int main(int argc, char **argv) {
   printf("load average at the end: %s\n", load_now());
 
   int ok = 1;
-  for (int ci = 0; ci < ncounts; ci++)
-    for (int pi = 0; pi < nproxies; pi++) {
-      const cell *c = &cells[ci][pi];
-      if (c->run && (c->r.completed != counts[ci] || c->r.corrupted)) ok = 0; /* lost or unfinished */
-      if (!c->run && c->why != nginx_missing) ok = 0;
-    }
+  for (int run = 0; run < nruns; run++)
+    for (int ci = 0; ci < ncounts; ci++)
+      for (int pi = 0; pi < nproxies; pi++) {
+        const cell *c = &run_cells[run][ci][pi];
+        if (c->run && (c->r.completed != counts[ci] || c->r.corrupted)) ok = 0; /* lost or unfinished */
+        if (!c->run && c->why != nginx_missing) ok = 0;
+      }
   drain_loop(50);
   while (up_all) up_free(up_all);
   evconnlistener_free(l);

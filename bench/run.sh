@@ -337,15 +337,19 @@ sandbox
 # latency p50/p99/p99.9, peak RSS, RSS per idle stream, system calls per chunk (strace -c,
 # a separate smaller run), every chunk checked byte for byte, the targets of issue 19.
 # Quick by default (100 and 1,000 streams, about 2.5 minutes); GATEWAY_BENCH_FULL=1 runs the
-# issue's matrix (1, 100, 1,000 and 5,000 streams, 3 to 6 minutes). One cell per line in
+# issue's matrix (1, 100, 1,000 and 5,000 streams, 3 to 6 minutes). The latency matrix is
+# measured GATEWAY_BENCH_RUNS times (default 3: about 6 minutes quick, 15 full), the
+# proxies' order reversed every other run; the p99 verdicts take the median ratio and say
+# UNMEASURABLE where nginx's own figure moved more than 2x. One cell per line in
 # gateway.tsv, for the docs.
 
 gateway() {
-  local args=() what="100 and 1,000 streams (GATEWAY_BENCH_FULL=1: 1 to 5,000)"
+  local args=(--runs "${GATEWAY_BENCH_RUNS:-3}") what="100 and 1,000 streams (GATEWAY_BENCH_FULL=1: 1 to 5,000)"
   if [ -n "${GATEWAY_BENCH_FULL:-}" ] && [ "$GATEWAY_BENCH_FULL" != 0 ]; then
     args+=(--full)
     what="1, 100, 1,000 and 5,000 streams"
   fi
+  what+=", ${GATEWAY_BENCH_RUNS:-3} runs"
   step "gateway: $bin/gateway_bench, $what: direct, nginx, the gateway"
   "$bin/gateway_bench" "$build/toolstream" "${args[@]}" --tsv "$results/gateway.tsv" |
     tee "$results/gateway_bench.txt"

@@ -23,7 +23,8 @@
  * socket when nothing is queued before it, else queued behind what is. A chunked body
  * goes to an HTTP/1.1 client with its chunk framing untouched, so a chunk cut by the
  * upstream reaches the client as far as it arrived; a copy of the decoded data goes to
- * the tap after the client's write. An HTTP/1.0 client gets the decoded bytes and the
+ * the tap after the client's write, and after every other read of the loop's turn (see
+ * "the tap, after every read of the loop's turn"). An HTTP/1.0 client gets the decoded bytes and the
  * connection's close as the end; a close-delimited upstream body is re-chunked for an
  * HTTP/1.1 client, so that a cut one can be told from a finished one.
  *
@@ -151,6 +152,10 @@ struct ts_gw {
   char rbuf[64 * 1024]; /* one read from a plain upstream (one per worker's loop) */
   struct pooled *pool; /* idle kept-alive upstream connections, newest first */
   size_t npool;
+  /* connections whose read bytes wait for their tap, and the event that feeds them once
+   * the loop has run every read of this turn (tap_defer) */
+  conn *tap_q;
+  struct event *tap_ev;
 };
 
 /* An idle upstream connection in a worker's pool: watched for the upstream's close (or a
@@ -228,8 +233,10 @@ struct conn {
   char ctype[256];
   ts_tool_defs defs; /* progress arguments from the request's own tool definitions */
   ts_format format;
-  char *scratch;
-  size_t scratch_cap;
+  char *scratch;      /* body bytes forwarded and not yet fed to the tap (tap_defer) */
+  size_t scratch_len, scratch_cap;
+  conn *tap_prev, *tap_next; /* in gw->tap_q while scratch_len > 0 */
+  int tap_queued;
   double t_start;
   double t_request; /* when the request's head was complete (the access log) */
   int log_status;   /* the status this exchange answered (0: none yet) */
@@ -238,6 +245,8 @@ struct conn {
   ts_sink *sink;    /* a made-up thread's sink (that thread is this request only) */
   char thread[TS_THREAD_ID_MAX + 1];
 };
+
+static void tap_flush(conn *c);
 
 static double mono_s(void) {
   struct timespec ts;
@@ -280,14 +289,20 @@ static void gw_log(ts_gw *gw, const char *fmt, ...) {
 /* Each event, as every destination got it, to the endpoint's live streams too. */
 static void to_endpoint(void *user, const ts_event *ev, const char *json, size_t len) {
   const ts_gw *gw = user;
-  ts_serve_publish(gw->cfg.serve, ev->thread.p, ev->thread.len, ev->seq, json, len);
+  if (gw->cfg.serve) ts_serve_publish(gw->cfg.serve, ev->thread.p, ev->thread.len, ev->seq, json, len);
+  if (gw->cfg.emitted) gw->cfg.emitted(gw->cfg.emitted_user, ev, json, len);
+}
+
+/* Whether tap events go anywhere: the bus, the endpoint, the embedder's callback. */
+static int publishes(const ts_gw *gw) {
+  return (gw->cfg.pub || gw->cfg.serve || gw->cfg.emitted) && !gw->cfg.no_tap;
 }
 
 static ts_sink *thread_sink(const ts_gw *gw, const char *thread) {
   /* Its taps run with the default limits; the line cap follows them (events/sink.h). An
    * event that cannot be written stops this thread's events, the replies go on. */
   ts_sink_config sc = {.thread = thread, .who = "toolstream gateway", .pub = gw->cfg.pub,
-                       .emitted = gw->cfg.serve ? to_endpoint : NULL, .emitted_user = (void *)gw,
+                       .emitted = gw->cfg.serve || gw->cfg.emitted ? to_endpoint : NULL, .emitted_user = (void *)gw,
                        .max_event_bytes = ts_sink_cap_for_args(0)};
   ts_sink *s = NULL;
   return ts_sink_new(&sc, &s) == TS_E_OK ? s : NULL;
@@ -340,7 +355,7 @@ static uint32_t next_turn(conn *c) {
 static void publish(conn *c, const ts_tap_event *e) {
   ts_gw *gw = c->gw;
   if (e->type == TS_TAP_TOOL_CALL_ERROR || e->type == TS_TAP_STREAM_ERROR) ST_ADD(gw, tap_errors, 1);
-  if ((!gw->cfg.pub && !gw->cfg.serve) || gw->cfg.no_tap) return;
+  if (!publishes(gw)) return;
   pthread_mutex_lock(&gw->grp->lock); /* the thread's seq and the shared publisher */
   ts_sink *sink = c->named_thread ? named_sink(gw, c->thread) : NULL;
   if (!sink) { /* a made-up thread, or the map is full: this request's own numbering */
@@ -360,6 +375,7 @@ static void publish_error(conn *c, int code, const char *msg) {
   e.code = code;
   e.error.p = msg;
   e.error.len = strlen(msg);
+  tap_flush(c);
   e.offset = c->tap ? ts_tap_offset(c->tap) : 0;
   ST_ADD(c->gw, upstream_errors, 1);
   publish(c, &e);
@@ -466,6 +482,7 @@ static void upstream_free(conn *c) {
   if (c->utimer) evtimer_del(c->utimer);
   if (c->counted_open) ST_ADD(c->gw, streams_open, -1);
   c->counted_open = 0;
+  tap_flush(c); /* bytes the client got still reach the tap */
   if (c->tap) ST_ADD(c->gw, taps_open, -1);
   ts_tap_free(c->tap);
   c->tap = NULL;
@@ -645,12 +662,85 @@ static void fail_before_head(conn *c, int code, int status, const char *msg) {
  * client's connection closes once that has drained, without an end of body, so the
  * client sees the cut. May free c. */
 static void cut(conn *c, int code, const char *msg) {
-  publish_error(c, code, msg);
+  publish_error(c, code, msg); /* (it feeds the tap what waits first) */
   if (c->tap) ts_tap_finish(c->tap);
   exchange_done(c, 1);
 }
 
 /* ---- the upstream: the response body ---------------------------------------------------- */
+
+/* ---- the tap, after every read of the loop's turn ------------------------------------- *
+ * One wake-up of the loop usually finds several upstreams readable (at 100 streams of 50
+ * chunks/s, about eight). Each chunk is written to its client in the handler that read
+ * it; its copy for the tap waits in the connection's scratch buffer, and one event,
+ * activated by the first such copy of the turn, feeds them all after the turn's last read
+ * (libevent runs an event made active during a turn after the ones already active), so no
+ * chunk of the turn waits for the taps of the chunks read before it, and no system call is
+ * added. Whatever reads the tap's state (its offset, its end, its free) feeds what waits
+ * first (tap_flush). A connection holds at most TS_GW_TAP_DEFER_MAX bytes waiting: past
+ * that they are fed at once. */
+#define TS_GW_TAP_DEFER_MAX (256 * 1024)
+
+static void tap_unqueue(conn *c) {
+  if (!c->tap_queued) return;
+  if (c->tap_prev) c->tap_prev->tap_next = c->tap_next;
+  else c->gw->tap_q = c->tap_next;
+  if (c->tap_next) c->tap_next->tap_prev = c->tap_prev;
+  c->tap_prev = c->tap_next = NULL;
+  c->tap_queued = 0;
+}
+
+/* Feeds the tap what waits for it (the tap decodes in place: the scratch copy is its). */
+static void tap_flush(conn *c) {
+  tap_unqueue(c);
+  size_t n = c->scratch_len;
+  c->scratch_len = 0;
+  if (n && c->tap) ts_tap_feed(c->tap, c->scratch, n);
+}
+
+static void on_tap_turn(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  ts_gw *gw = arg;
+  while (gw->tap_q) tap_flush(gw->tap_q); /* publishing frees no connection */
+}
+
+/* Body bytes the client has been sent, for the tap after this turn's reads. */
+static void tap_defer(conn *c, const char *p, size_t n) {
+  if (c->scratch_len + n > TS_GW_TAP_DEFER_MAX) tap_flush(c);
+  if (n > TS_GW_TAP_DEFER_MAX || !c->gw->tap_ev) { /* one huge read (TLS), or no event */
+    tap_flush(c);
+    if (n > c->scratch_cap) {
+      char *ns = realloc(c->scratch, n);
+      if (!ns) return; /* the client still gets every byte; only the tap misses these */
+      c->scratch = ns;
+      c->scratch_cap = n;
+    }
+    memcpy(c->scratch, p, n);
+    ts_tap_feed(c->tap, c->scratch, n);
+    return;
+  }
+  size_t need = c->scratch_len + n;
+  if (need > c->scratch_cap) {
+    /* the first read's size (an idle stream holds no more than it did), then doubling */
+    size_t cap = c->scratch_cap * 2 > need ? c->scratch_cap * 2 : need;
+    if (cap > TS_GW_TAP_DEFER_MAX) cap = TS_GW_TAP_DEFER_MAX;
+    char *ns = realloc(c->scratch, cap);
+    if (!ns) return; /* as above: only the tap misses these */
+    c->scratch = ns;
+    c->scratch_cap = cap;
+  }
+  memcpy(c->scratch + c->scratch_len, p, n);
+  c->scratch_len = need;
+  if (!c->tap_queued) {
+    ts_gw *gw = c->gw;
+    if (!gw->tap_q) event_active(gw->tap_ev, EV_TIMEOUT, 1);
+    c->tap_next = gw->tap_q;
+    if (gw->tap_q) gw->tap_q->tap_prev = c;
+    gw->tap_q = c;
+    c->tap_queued = 1;
+  }
+}
 
 /* The tap of a reply start_reply chose to tap, made at its first body byte. */
 static void tap_start(conn *c) {
@@ -685,14 +775,7 @@ static void body_data(conn *c, const char *p, size_t n) {
   ST_ADD(gw, bytes_down, n);
   if (c->want_tap) tap_start(c);
   if (!c->tap) return;
-  if (n > c->scratch_cap) {
-    char *ns = realloc(c->scratch, n);
-    if (!ns) return; /* the client still gets every byte; only the tap misses these */
-    c->scratch = ns;
-    c->scratch_cap = n;
-  }
-  memcpy(c->scratch, p, n); /* the tap decodes in place */
-  ts_tap_feed(c->tap, c->scratch, n);
+  tap_defer(c, p, n);
 }
 
 static void on_chunk_data(void *user, const char *p, size_t n) { body_data(user, p, n); }
@@ -760,6 +843,7 @@ static evutil_socket_t pool_take(ts_gw *gw, const ts_gw_route *rt) {
 /* The response is complete. May free c. */
 static void response_done(conn *c) {
   pool_put(c);
+  tap_flush(c);
   if (c->tap) ts_tap_finish(c->tap);
   if (c->out_mode == OUT_RECHUNK) client_write(c, "0\r\n\r\n", 5);
   exchange_done(c, c->close_after);
@@ -980,7 +1064,7 @@ static int start_reply(conn *c) {
   ts_view ct = {NULL, 0};
   ts_http_field_get(h, "Content-Type", &ct);
   int code = h->status;
-  if (code >= 200 && code < 300 && (gw->cfg.pub || gw->cfg.serve) && !gw->cfg.no_tap &&
+  if (code >= 200 && code < 300 && publishes(gw) &&
       tapped(c, ct)) {
     snprintf(c->ctype, sizeof c->ctype, "%.*s", (int)(ct.len < 255 ? ct.len : 255),
              ct.p ? ct.p : "");
@@ -1815,7 +1899,8 @@ static int worker_new(gw_group *g, struct event_base *base, const ts_gw_config *
     if (rc) return rc;
   }
   gw->accept_ev = evtimer_new(base, on_accept_again, gw);
-  if (!gw->accept_ev) return TS_E_NOMEM;
+  gw->tap_ev = event_new(base, -1, 0, on_tap_turn, gw);
+  if (!gw->accept_ev || !gw->tap_ev) return TS_E_NOMEM;
   char pstr[16];
   snprintf(pstr, sizeof pstr, "%d", port);
   struct addrinfo hints, *ai = NULL;
@@ -1873,6 +1958,7 @@ static void worker_free(ts_gw *gw) {
   }
   if (gw->lev) evconnlistener_free(gw->lev);
   if (gw->accept_ev) event_free(gw->accept_ev);
+  if (gw->tap_ev) event_free(gw->tap_ev);
   if (gw->stop_ev) event_free(gw->stop_ev);
   if (gw->stop_fd[0] >= 0) close(gw->stop_fd[0]);
   if (gw->stop_fd[1] >= 0) close(gw->stop_fd[1]);

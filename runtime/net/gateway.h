@@ -123,6 +123,7 @@
 #include <stdint.h>
 
 #include "events/bus_pub.h"
+#include "events/event.h"
 #include "net/gw_metrics.h"
 #include "stream/tool_defs.h"
 
@@ -194,6 +195,13 @@ typedef struct {
   /* The HTTP event endpoint on the same loop (net/serve.h; no store): every event goes to
    * its live streams as well. May be NULL; borrowed. */
   struct ts_serve *serve;
+  /* Every event the gateway publishes, in-process too (a program embedding the gateway
+   * that wants its events without a bus): called after the bus and the endpoint got the
+   * event, on the worker's thread, under the gateway's publishing lock, so it must return
+   * quickly and not call into the gateway. Like pub and serve, it turns the tap on. May
+   * be NULL. */
+  void (*emitted)(void *user, const ts_event *ev, const char *json, size_t len);
+  void *emitted_user;
   /* Event loops: 0 or 1, one, on the caller's base (the loop and thread ts_gw_new is called
    * on); N > 1: that one and N - 1 more, each on a thread and an event_base of its own,
    * every one with its own listener on the same port (SO_REUSEPORT: the kernel spreads

@@ -375,6 +375,152 @@ START_TEST(test_proxy_strips_bedrock_and_gemini) {
 }
 END_TEST
 
+
+/* ---- the tap runs after the turn's reads ----------------------------------------------- *
+ * Two streams whose chunks are both readable in one turn of the loop: each chunk goes to
+ * its client before any tap of that turn runs, so at every event published in the turn
+ * both clients already have their chunk waiting (peeked from the event callback). With
+ * the tap fed in each read's handler, the first stream's events would come before the
+ * second stream's chunk was even read. */
+
+typedef struct {
+  int cfd[2];     /* the clients' sockets */
+  int armed;      /* the chunks are in flight */
+  int events;     /* events published while armed */
+  int both_ready; /* ... at which both clients had bytes waiting */
+} turn_probe;
+
+static void on_turn_event(void *user, const ts_event *ev, const char *json, size_t len) {
+  (void)ev;
+  (void)json;
+  (void)len;
+  turn_probe *t = user;
+  if (!t->armed) return;
+  t->events++;
+  char b;
+  int ready = 1;
+  for (int k = 0; k < 2; k++)
+    if (recv(t->cfd[k], &b, 1, MSG_PEEK | MSG_DONTWAIT) != 1) ready = 0;
+  t->both_ready += ready;
+}
+
+/* Runs the loop in slices until fn(arg) holds (30 s backstop). */
+static void loop_until(int (*fn)(void *), void *arg, const char *what) {
+  double end = now_ms() + 30000;
+  while (!fn(arg)) {
+    ck_assert_msg(now_ms() < end, "not within 30 s: %s", what);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    poll(NULL, 0, 1);
+  }
+}
+
+typedef struct {
+  int lfd, ufd[2], n;
+} up_pair;
+
+static int accepted_two(void *arg) {
+  up_pair *u = arg;
+  int fd = accept(u->lfd, NULL, NULL);
+  if (fd >= 0) u->ufd[u->n++] = fd;
+  return u->n == 2;
+}
+
+/* Reads what fd has (non-blocking) onto got; 1 once got holds `want`. */
+static int read_until(int fd, sb *got, const char *want) {
+  char buf[4096];
+  ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+  if (n > 0) sb_add(got, buf, (size_t)n);
+  return strstr(sb_str(got), want) != NULL;
+}
+
+typedef struct {
+  int fd[2];
+  sb got[2];
+  const char *want;
+} two_reads;
+
+static int both_read(void *arg) {
+  two_reads *r = arg;
+  int a = read_until(r->fd[0], &r->got[0], r->want), b = read_until(r->fd[1], &r->got[1], r->want);
+  return a && b;
+}
+
+START_TEST(test_tap_after_the_turns_reads) {
+  up_pair u = {.n = 0};
+  u.lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t al = sizeof a;
+  ck_assert_int_eq(bind(u.lfd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(u.lfd, 8), 0);
+  getsockname(u.lfd, (struct sockaddr *)&a, &al);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+  ts_gw_upstream up = {NULL, url};
+  turn_probe t = {.armed = 0};
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1, .quiet = 1, .deltas = 1,
+                      .emitted = on_turn_event, .emitted_user = &t};
+  ts_gw *gw;
+  char why[256];
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
+
+  static const char req[] = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                            "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+  struct sockaddr_in g = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ts_gw_port(gw))};
+  g.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int k = 0; k < 2; k++) {
+    t.cfd[k] = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_eq(connect(t.cfd[k], (struct sockaddr *)&g, sizeof g), 0);
+    ck_assert_int_eq(write(t.cfd[k], req, sizeof req - 1), (ssize_t)(sizeof req - 1));
+  }
+  loop_until(accepted_two, &u, "the gateway connects to the upstream twice");
+  two_reads r = {.fd = {u.ufd[0], u.ufd[1]}, .want = "\r\n\r\n{}"};
+  sb_puts(&r.got[0], "");
+  sb_puts(&r.got[1], "");
+  loop_until(both_read, &r, "both requests reach the upstream");
+  static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                             "Transfer-Encoding: chunked\r\n\r\n";
+  for (int k = 0; k < 2; k++) ck_assert_int_eq(write(u.ufd[k], head, sizeof head - 1), (ssize_t)(sizeof head - 1));
+  two_reads h = {.fd = {t.cfd[0], t.cfd[1]}, .want = "\r\n\r\n"};
+  sb_puts(&h.got[0], "");
+  sb_puts(&h.got[1], "");
+  loop_until(both_read, &h, "both reply heads reach the clients");
+  char drain[4096];
+  for (int k = 0; k < 2; k++) /* nothing waits at the clients now */
+    while (recv(t.cfd[k], drain, sizeof drain, MSG_DONTWAIT) > 0) {
+    }
+
+  /* one chunk on each upstream, both in the sockets before the loop turns */
+  static const char sse[] =
+      "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\","
+      "\"type\":\"function\",\"function\":{\"name\":\"write_file\",\"arguments\":\"{\\\"path\\\":\"}}]}}]}\n\n";
+  char chunk[512];
+  int cn = snprintf(chunk, sizeof chunk, "%zx\r\n%s\r\n", sizeof sse - 1, sse);
+  t.armed = 1;
+  for (int k = 0; k < 2; k++) ck_assert_int_eq(write(u.ufd[k], chunk, (size_t)cn), cn);
+  struct pollfd pf[2] = {{t.cfd[0], POLLIN, 0}, {t.cfd[1], POLLIN, 0}};
+  double end = now_ms() + 30000;
+  while (t.events < 2) { /* one turn normally; more when the kernel delivered one late */
+    ck_assert_msg(now_ms() < end, "no events within 30 s (%d)", t.events);
+    event_base_loop(base, EVLOOP_ONCE);
+  }
+  ck_assert_int_eq(poll(pf, 2, 0), 2);
+  ck_assert_msg(t.both_ready == t.events,
+                "%d of %d events were published before the other stream's chunk reached its client",
+                t.events - t.both_ready, t.events);
+
+  for (int k = 0; k < 2; k++) {
+    close(t.cfd[k]);
+    close(u.ufd[k]);
+    sb_free(&r.got[k]);
+    sb_free(&h.got[k]);
+  }
+  close(u.lfd);
+  event_base_loop(base, EVLOOP_NONBLOCK);
+  ts_gw_free(gw);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gateway");
   TCase *tc = tcase_create("core");
@@ -387,6 +533,7 @@ int main(void) {
   tcase_add_test(tc, test_workers);
   tcase_add_test(tc, test_proxy_strips_progress_argument);
   tcase_add_test(tc, test_proxy_strips_bedrock_and_gemini);
+  tcase_add_test(tc, test_tap_after_the_turns_reads);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
