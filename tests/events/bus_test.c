@@ -27,6 +27,7 @@
 #include "events/bus_sub.h"
 #include "events/bus_wire.h"
 #include "base/error.h"
+#include "base/strbuf.h"
 #include "support/cert.h"
 #include "support/runner.h"
 #include "support/tempdir.h"
@@ -629,6 +630,95 @@ START_TEST(test_replay_protocol) {
   ck_assert_uint_eq(st.sent, 151);
   ck_assert_uint_eq(st.events, 101);
   ck_assert_uint_eq(st.threads, 2);
+  ts_pub_close(p);
+}
+END_TEST
+
+/* Long answers, byte for byte: a full one of the default 1,024 events, one cut at about
+ * 1 MiB, one event of 5 MiB alone (bigger than the buffer the replay thread keeps between
+ * requests, which it then gives back), and a small answer after it from the fresh buffer.
+ * Each answer is built in one buffer and handed to nng in one copy. */
+static void ask_exact(nng_socket req, const char *q, const char *want, size_t wn) {
+  char *ans;
+  size_t n;
+  ck_assert_int_eq(nng_send(req, (void *)q, strlen(q), 0), 0);
+  ck_assert_int_eq(nng_recv(req, &ans, &n, NNG_FLAG_ALLOC), 0);
+  ck_assert_msg(n == wn && !memcmp(ans, want, n), "%s: %zu bytes, want %zu", q, n, wn);
+  nng_free(ans, n);
+}
+
+START_TEST(test_replay_long_answers) {
+  char a[64], b[64];
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(b, sizeof b), NULL, &p), 0);
+  for (uint64_t i = 1; i <= 3000; i++) send_ev(p, "long", i);
+  size_t big = 100 * 1024, huge = 5u << 20;
+  char *body = malloc(huge + 64);
+  ck_assert_ptr_nonnull(body);
+  for (uint64_t i = 1; i <= 20; i++) { /* "wide": 20 events of 100 KiB */
+    int h = snprintf(body, 64, "{\"seq\":%llu,\"text\":\"", (unsigned long long)i);
+    memset(body + h, 'a' + (int)(i % 26), big);
+    memcpy(body + h + big, "\"}", 2);
+    ck_assert_int_eq(ts_pub_send(p, "wide", 4, i, body, (size_t)h + big + 2), 0);
+  }
+  int hh = snprintf(body, 64, "{\"seq\":1,\"text\":\"");
+  memset(body + hh, 'z', huge);
+  memcpy(body + hh + huge, "\"}", 2);
+  ck_assert_int_eq(ts_pub_send(p, "huge", 4, 1, body, (size_t)hh + huge + 2), 0);
+
+  nng_socket req;
+  ck_assert_int_eq(nng_req0_open(&req), 0);
+  nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 10000);
+  ck_assert_int_eq(nng_dial(req, b, NULL, 0), 0);
+  ts_buf w;
+  ts_buf_init(&w, (size_t)64 << 20);
+  char j[256];
+  /* 1,024 events from seq 101 */
+  ts_buf_puts(&w, "ok 1024 3000\n");
+  for (uint64_t i = 101; i <= 1124; i++) {
+    ts_buf_append_u64(&w, i);
+    ts_buf_putc(&w, ' ');
+    ts_buf_puts(&w, (event_json(j, sizeof j, "long", i), j));
+    ts_buf_putc(&w, '\n');
+  }
+  ask_exact(req, "get 100 long", w.p, w.len);
+  /* 100 KiB events: the answer stops before it passes 1 MiB (10 of them) */
+  ts_buf_reset(&w);
+  ts_buf_puts(&w, "ok 10 20\n");
+  for (uint64_t i = 1; i <= 10; i++) {
+    ts_buf_append_u64(&w, i);
+    ts_buf_putc(&w, ' ');
+    int h = snprintf(body, 64, "{\"seq\":%llu,\"text\":\"", (unsigned long long)i);
+    memset(body + h, 'a' + (int)(i % 26), big);
+    memcpy(body + h + big, "\"}", 2);
+    ts_buf_append(&w, body, (size_t)h + big + 2);
+    ts_buf_putc(&w, '\n');
+  }
+  ask_exact(req, "get 0 wide", w.p, w.len);
+  /* one event past the cap comes alone, whole */
+  ts_buf_reset(&w);
+  ts_buf_puts(&w, "ok 1 1\n1 ");
+  hh = snprintf(body, 64, "{\"seq\":1,\"text\":\"");
+  memset(body + hh, 'z', huge);
+  memcpy(body + hh + huge, "\"}", 2);
+  ts_buf_append(&w, body, (size_t)hh + huge + 2);
+  ts_buf_putc(&w, '\n');
+  ck_assert_int_eq(w.err, 0);
+  ask_exact(req, "get 0 huge", w.p, w.len);
+  /* and the next answer, from the buffer given back */
+  ts_buf_reset(&w);
+  ts_buf_puts(&w, "ok 2 3000\n2999 ");
+  ts_buf_puts(&w, (event_json(j, sizeof j, "long", 2999), j));
+  ts_buf_puts(&w, "\n3000 ");
+  ts_buf_puts(&w, (event_json(j, sizeof j, "long", 3000), j));
+  ts_buf_putc(&w, '\n');
+  ask_exact(req, "get 2998 long", w.p, w.len);
+  ts_buf_reset(&w);
+  ts_buf_puts(&w, "threads 3\n");
+  ask(req, "threads", w.p);
+  ts_buf_fini(&w);
+  free(body);
+  nng_close(req);
   ts_pub_close(p);
 }
 END_TEST
@@ -1326,6 +1416,7 @@ static Suite *suite(void) {
   ADD(tc, test_ws_raw_client);
   ADD(tc, test_ws_origin);
   ADD(tc, test_replay_protocol);
+  ADD(tc, test_replay_long_answers);
   ADD(tc, test_history_caps);
   ADD(tc, test_late_subscriber);
   ADD(tc, test_live_new_thread_all);
