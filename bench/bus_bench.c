@@ -27,22 +27,27 @@
  *
  * The baseline. Raw nng: one pub0 socket, one sub0 socket per subscriber thread,
  * the same transport, the same queue depths as ts_pub and ts_sub use by default
- * (NNG_OPT_SENDBUF and NNG_OPT_RECVBUF 1024), non-blocking sends, and the very bytes
- * toolstream publishes ("<thread> <event JSON>", recorded from a dry run of the same
- * stream). The clock is read just before nng_msg_alloc; the subscriber splits the
- * message and parses the seq (ts_bus_wire_split, ts_bus_json_seq, as ts_sub does)
- * before it reads the clock. Raw pub/sub has no replay: what a full queue drops is
- * lost, and the lost messages have no latency sample (their latency would be
- * infinite), which flatters the baseline's percentiles whenever it loses.
+ * (NNG_OPT_SENDBUF and NNG_OPT_RECVBUF 1024), non-blocking sends. The verdict compares
+ * with raw nng fed the way toolstream is: the same SSE through the same tap and encoder,
+ * the clock read before ts_tap_feed, then the message toolstream would publish ("<thread>
+ * <event JSON>") through nng_msg_alloc and nng_sendmsg. Both sides pay the same production
+ * per event, so the difference left is ts_pub/ts_sub against pub0/sub0. Two reference rows
+ * keep the earlier baseline: the very bytes toolstream publishes (recorded from a dry run)
+ * sent without a tap, the clock read just before nng_msg_alloc; paced, that publisher
+ * sleeps and leaves the subscribers a CPU that a publisher running the tap does not, so it
+ * measured the event source as much as the bus. Either way the subscriber splits the
+ * message and parses the seq (ts_bus_wire_split, ts_bus_json_seq, as ts_sub does) before
+ * it reads the clock. Raw pub/sub has no replay: what a full queue drops is lost, and the
+ * lost messages have no latency sample (their latency would be infinite), which flatters
+ * the baseline's percentiles whenever it loses.
  *
  * Rates. Paced: 10,000 events/s for 2 s per implementation, as two 1 s runs in the
- * order toolstream, raw, raw, toolstream (this VM's load drifts; the order spreads the
- * drift over both). Pacing sleeps until the send time minus the measured nanosleep
- * overshoot (timer slack set to 1 ns), then spins. Saturation: one run of 50,000
- * events (20,000 with 8 subscribers) as fast as the publisher goes. Raw nng at
- * saturation offers far more events per second than the tap path can, so the
- * same-rate comparison at saturation is a third row: raw nng paced at the rate
- * toolstream reached.
+ * order toolstream, raw (same tap), raw (recorded), raw (recorded), raw (same tap),
+ * toolstream (this VM's load drifts; the order spreads the drift over all). Pacing sleeps
+ * until the send time minus the measured nanosleep overshoot (timer slack set to 1 ns),
+ * then spins. Saturation: one run of 50,000 events (20,000 with 8 subscribers) as fast as
+ * the publisher goes: toolstream, raw nng through the same tap, then the references: the
+ * recorded bytes as fast as pub0 takes them, and paced at the rate toolstream reached.
  *
  * This file includes nng itself (only for the baseline); the toolstream path goes
  * through events/ as the command does.
@@ -714,6 +719,8 @@ static void usage(FILE *f) {
           "                raw nng in each run; with N > 1 the summary gives per cell the N\n"
           "                p99 ratios, their median and spread, and the verdict\n"
           "  --cell T:S    only transport T (ipc, tcp) with S subscribers (1, 8)\n"
+          "The verdict compares with raw nng fed by the same tap and encoder; raw nng\n"
+          "sending the recorded bytes is printed beside it as a reference.\n"
           "Exit status 1 when a subscriber failed; a missed target only prints NOT MET.\n",
           RUNS_MAX);
 }
@@ -815,8 +822,8 @@ int main(int argc, char **argv) {
   printf("messages: %" PRIu64 " recorded, %.0f bytes on average (%zu..%zu), \"<thread> <event JSON>\"\n",
          pool_n, (double)pool.len / (double)pool_n, minb, maxb);
   printf("paced: %.0f events/s, %" PRIu64 " events in two runs per implementation "
-         "(toolstream, raw, raw, toolstream); saturation: one run of %" PRIu64 " events (%" PRIu64
-         " with 8 subscribers); pacing spins the last %.0f us (nanosleep overshoot p95 %.0f us)\n",
+         "(toolstream, raw same tap, raw recorded, raw recorded, raw same tap, toolstream); "
+         "saturation: one run of %" PRIu64 " events (%" PRIu64 " with 8 subscribers) each; pacing spins the last %.0f us (nanosleep overshoot p95 %.0f us)\n",
          PACED_RATE, paced_n, sat_n, sat8_n, (double)spin_ns / 1e3, (double)overshoot_ns / 1e3);
   printf("queues: %d messages per subscriber (pub SENDBUF and sub RECVBUF, both paths)\n",
          QUEUE_DEPTH);
@@ -888,7 +895,8 @@ int main(int argc, char **argv) {
             split_row(transports[tr], subs_of[si], rt ? "max" : "10k/s", &res[k][tr][si][rt][0]);
   }
   loadavg(la, sizeof la);
-  printf("\nlatency: from the input going into ts_tap_feed (raw nng: from the send) to the "
+  printf("\nlatency: from the input going into ts_tap_feed (raw nng with the recorded bytes: "
+         "from the send) to the "
          "subscriber holding the event and its seq; all subscribers' samples, nearest rank.\n");
   printf("lost: summed over the subscribers (%% of events x subscribers); raw nng has no "
          "replay, so its losses stay, and lost messages have no latency sample.\n");
