@@ -1187,6 +1187,68 @@ START_TEST(test_tail_loss) {
 }
 END_TEST
 
+/* Eight subscribers that fall far behind at once: none reads anything until 20,000 events
+ * are published (so their live queues overflow whatever the machine's speed), then all
+ * catch up together through the one replay thread, twenty answers each. Every one must get
+ * every event, in order, exactly once, with nothing reported lost; what did not come live
+ * came from replay. Nothing here depends on timing: the deadline is only a backstop. */
+#define BEHIND_SUBS 8
+#define BEHIND_EVENTS 20000
+
+typedef struct {
+  ts_sub *s;
+  tally t;
+  ts_sub_stats st;
+  _Atomic int *go;
+} behind_arg;
+
+static void *behind_sub(void *arg) {
+  behind_arg *b = arg;
+  while (!*b->go) sleep_us(1000);
+  double end = now_s() + 60;
+  while (b->t.next <= BEHIND_EVENTS && now_s() < end) {
+    ts_sub_item it;
+    int r = ts_sub_next(b->s, &it, 100);
+    if (r < 0) break;
+    if (r == 1) tally_item(&b->t, &it);
+  }
+  ts_sub_get_stats(b->s, &b->st);
+  return NULL;
+}
+
+START_TEST(test_many_fall_behind) {
+  char a[64], c[64];
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(c, sizeof c), NULL, &p), 0);
+  behind_arg b[BEHIND_SUBS];
+  pthread_t th[BEHIND_SUBS];
+  _Atomic int go = 0;
+  for (int i = 0; i < BEHIND_SUBS; i++) {
+    b[i] = (behind_arg){.t = {.thread = "behind", .next = 1}, .go = &go};
+    ck_assert_int_eq(ts_sub_open(a, c, i % 2 ? "behind" : NULL, NULL, &b[i].s), 0);
+  }
+  for (int i = 0; i < BEHIND_SUBS; i++) wait_connected(b[i].s);
+  for (int i = 0; i < BEHIND_SUBS; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, behind_sub, &b[i]), 0);
+  for (uint64_t i = 1; i <= BEHIND_EVENTS; i++) send_ev(p, "behind", i);
+  go = 1;
+  for (int i = 0; i < BEHIND_SUBS; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < BEHIND_SUBS; i++) {
+    assert_clean(&b[i].t, BEHIND_EVENTS);
+    ck_assert_uint_eq(b[i].st.live + b[i].st.replayed, BEHIND_EVENTS);
+    /* nng's queues (1,024 + 1,024) and the socket's buffer hold a few thousand of the
+     * 20,000 at most: the rest came from replay */
+    ck_assert_uint_ge(b[i].st.replayed, BEHIND_EVENTS / 2);
+    ck_assert_uint_eq(b[i].st.gone, 0);
+    ts_sub_close(b[i].s);
+  }
+  ts_pub_stats ps;
+  ts_pub_get_stats(p, &ps);
+  ck_assert_uint_ge(ps.requests, BEHIND_SUBS * (BEHIND_EVENTS / 2) / 1024);
+  ts_pub_close(p);
+}
+END_TEST
+
 /* ---- a slow replay service ------------------------------------------------------------- */
 
 /* A replay service of the test's own: it holds events 1..top of thread "sr" and answers
@@ -1426,6 +1488,7 @@ static Suite *suite(void) {
   ADD(tc, test_silent_replay_retries_then_gone);
   ADD(tc, test_restart);
   ADD(tc, test_flood);
+  ADD(tc, test_many_fall_behind);
   ADD(tc, test_steady_stream_live);
   ADD(tc, test_tail_loss);
   ADD(tc, test_slow_replay_waited_for);
