@@ -14,7 +14,8 @@
  *
  * Replay. A thread of our own loops on a blocking nng_recvmsg of the rep0 socket and
  * answers each request in turn; closing the socket ends the loop with NNG_ECLOSED.
- * One thread is plenty: an answer is a copy of at most ~1 MiB under the lock.
+ * One thread is plenty: an answer is a copy of at most ~1 MiB under the lock, into a
+ * buffer of the replay thread's own; nng gets it in one copy after the lock is released.
  */
 #include "events/bus_pub.h"
 
