@@ -27,22 +27,27 @@
  *
  * The baseline. Raw nng: one pub0 socket, one sub0 socket per subscriber thread,
  * the same transport, the same queue depths as ts_pub and ts_sub use by default
- * (NNG_OPT_SENDBUF and NNG_OPT_RECVBUF 1024), non-blocking sends, and the very bytes
- * toolstream publishes ("<thread> <event JSON>", recorded from a dry run of the same
- * stream). The clock is read just before nng_msg_alloc; the subscriber splits the
- * message and parses the seq (ts_bus_wire_split, ts_bus_json_seq, as ts_sub does)
- * before it reads the clock. Raw pub/sub has no replay: what a full queue drops is
- * lost, and the lost messages have no latency sample (their latency would be
- * infinite), which flatters the baseline's percentiles whenever it loses.
+ * (NNG_OPT_SENDBUF and NNG_OPT_RECVBUF 1024), non-blocking sends. The verdict compares
+ * with raw nng fed the way toolstream is: the same SSE through the same tap and encoder,
+ * the clock read before ts_tap_feed, then the message toolstream would publish ("<thread>
+ * <event JSON>") through nng_msg_alloc and nng_sendmsg. Both sides pay the same production
+ * per event, so the difference left is ts_pub/ts_sub against pub0/sub0. Two reference rows
+ * keep the earlier baseline: the very bytes toolstream publishes (recorded from a dry run)
+ * sent without a tap, the clock read just before nng_msg_alloc; paced, that publisher
+ * sleeps and leaves the subscribers a CPU that a publisher running the tap does not, so it
+ * measured the event source as much as the bus. Either way the subscriber splits the
+ * message and parses the seq (ts_bus_wire_split, ts_bus_json_seq, as ts_sub does) before
+ * it reads the clock. Raw pub/sub has no replay: what a full queue drops is lost, and the
+ * lost messages have no latency sample (their latency would be infinite), which flatters
+ * the baseline's percentiles whenever it loses.
  *
  * Rates. Paced: 10,000 events/s for 2 s per implementation, as two 1 s runs in the
- * order toolstream, raw, raw, toolstream (this VM's load drifts; the order spreads the
- * drift over both). Pacing sleeps until the send time minus the measured nanosleep
- * overshoot (timer slack set to 1 ns), then spins. Saturation: one run of 50,000
- * events (20,000 with 8 subscribers) as fast as the publisher goes. Raw nng at
- * saturation offers far more events per second than the tap path can, so the
- * same-rate comparison at saturation is a third row: raw nng paced at the rate
- * toolstream reached.
+ * order toolstream, raw (same tap), raw (recorded), raw (recorded), raw (same tap),
+ * toolstream (this VM's load drifts; the order spreads the drift over all). Pacing sleeps
+ * until the send time minus the measured nanosleep overshoot (timer slack set to 1 ns),
+ * then spins. Saturation: one run of 50,000 events (20,000 with 8 subscribers) as fast as
+ * the publisher goes: toolstream, raw nng through the same tap, then the references: the
+ * recorded bytes as fast as pub0 takes them, and paced at the rate toolstream reached.
  *
  * This file includes nng itself (only for the baseline); the toolstream path goes
  * through events/ as the command does.
@@ -235,7 +240,9 @@ static void make_turn(turn *t, unsigned k) {
 /* ---- the publisher side of the toolstream path ----------------------------------- */
 
 typedef struct {
-  ts_pub *pub;                /* NULL: dry run, record the messages instead */
+  ts_pub *pub;                /* NULL and no raw socket: dry run, record the messages */
+  nng_socket raw;             /* raw nng pub0, when is_raw: the same tap, then nng_sendmsg */
+  int is_raw;
   _Atomic uint64_t *t_in;     /* [seq]: when the input behind seq went into the tap */
   uint64_t cap;               /* entries in t_in / the pool */
   uint64_t seq;               /* last seq emitted */
@@ -262,6 +269,23 @@ static int on_event(void *user, const ts_tap_event *e) {
   if (ts_event_encode(&ev, &c->line)) {
     c->failed = 1;
     return 1;
+  }
+  if (c->is_raw) {
+    /* The baseline with the same production: the same tap and encoder, then pub0 with
+     * the message toolstream's publisher would send ("<thread> <json>"). */
+    atomic_store_explicit(&c->t_in[seq], c->t_feed, memory_order_relaxed);
+    size_t len = sizeof THREAD_ID + c->line.len, jl = c->line.len;
+    if (jl && c->line.p[jl - 1] == '\n') len--, jl--;
+    nng_msg *m;
+    if (nng_msg_alloc(&m, len)) {
+      c->failed = 1;
+      return 1;
+    }
+    char *b = nng_msg_body(m);
+    memcpy(b, THREAD_ID " ", sizeof THREAD_ID);
+    memcpy(b + sizeof THREAD_ID, c->line.p, jl);
+    if (nng_sendmsg(c->raw, m, NNG_FLAG_NONBLOCK)) nng_msg_free(m);
+    return 0;
   }
   if (!c->pub) {
     c->msg_off[seq - 1] = c->pool.len;
@@ -595,7 +619,9 @@ static void record_pool(uint64_t n) {
   msg_off = c.msg_off;
 }
 
-static void run_raw(int transport, int nsubs, uint64_t n, double rate, result *res) {
+/* tap: produce the messages as the toolstream path does (the same tap and encoder on the
+ * same SSE, the clock read before the feed), else send the pre-recorded bytes. */
+static void run_raw(int transport, int nsubs, uint64_t n, double rate, int tap, result *res) {
   static run r;
   memset(&r, 0, sizeof r);
   if (n > pool_n) n = pool_n;
@@ -628,19 +654,33 @@ static void run_raw(int transport, int nsubs, uint64_t n, double rate, result *r
   wait_connected(&r);
   start_subs(&r);
 
-  uint64_t t0 = now_ns();
-  for (uint64_t i = 0; i < n; i++) {
-    if (rate > 0) wait_until(t0 + (uint64_t)((double)i * 1e9 / rate));
-    const char *b = pool.p + msg_off[i];
-    size_t len = msg_off[i + 1] - msg_off[i];
-    atomic_store_explicit(&r.t_in[i + 1], now_ns(), memory_order_relaxed);
-    nng_msg *m;
-    if (nng_msg_alloc(&m, len)) die("nng_msg_alloc failed");
-    memcpy(nng_msg_body(m), b, len);
-    if (nng_sendmsg(pub, m, NNG_FLAG_NONBLOCK)) nng_msg_free(m);
+  uint64_t t0, t_end;
+  if (tap) {
+    pub_ctx c;
+    memset(&c, 0, sizeof c);
+    c.raw = pub;
+    c.is_raw = 1;
+    c.t_in = r.t_in;
+    c.cap = r.cap;
+    ts_buf_init(&c.line, 1u << 20);
+    n = run_tap(&c, n, rate, &t0, &t_end);
+    ts_buf_fini(&c.line);
+  } else {
+    t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+      if (rate > 0) wait_until(t0 + (uint64_t)((double)i * 1e9 / rate));
+      const char *b = pool.p + msg_off[i];
+      size_t len = msg_off[i + 1] - msg_off[i];
+      atomic_store_explicit(&r.t_in[i + 1], now_ns(), memory_order_relaxed);
+      nng_msg *m;
+      if (nng_msg_alloc(&m, len)) die("nng_msg_alloc failed");
+      memcpy(nng_msg_body(m), b, len);
+      if (nng_sendmsg(pub, m, NNG_FLAG_NONBLOCK)) nng_msg_free(m);
+    }
+    t_end = now_ns();
   }
   atomic_store(&r.total, n);
-  atomic_store(&r.t_pub_end, now_ns());
+  atomic_store(&r.t_pub_end, t_end);
   atomic_store(&r.done, 1);
   finish_run(&r, t0, res);
   for (int i = 0; i < nsubs; i++) nng_close(r.subs[i].sock);
@@ -679,6 +719,8 @@ static void usage(FILE *f) {
           "                raw nng in each run; with N > 1 the summary gives per cell the N\n"
           "                p99 ratios, their median and spread, and the verdict\n"
           "  --cell T:S    only transport T (ipc, tcp) with S subscribers (1, 8)\n"
+          "The verdict compares with raw nng fed by the same tap and encoder; raw nng\n"
+          "sending the recorded bytes is printed beside it as a reference.\n"
           "Exit status 1 when a subscriber failed; a missed target only prints NOT MET.\n",
           RUNS_MAX);
 }
@@ -780,8 +822,8 @@ int main(int argc, char **argv) {
   printf("messages: %" PRIu64 " recorded, %.0f bytes on average (%zu..%zu), \"<thread> <event JSON>\"\n",
          pool_n, (double)pool.len / (double)pool_n, minb, maxb);
   printf("paced: %.0f events/s, %" PRIu64 " events in two runs per implementation "
-         "(toolstream, raw, raw, toolstream); saturation: one run of %" PRIu64 " events (%" PRIu64
-         " with 8 subscribers); pacing spins the last %.0f us (nanosleep overshoot p95 %.0f us)\n",
+         "(toolstream, raw same tap, raw recorded, raw recorded, raw same tap, toolstream); "
+         "saturation: one run of %" PRIu64 " events (%" PRIu64 " with 8 subscribers) each; pacing spins the last %.0f us (nanosleep overshoot p95 %.0f us)\n",
          PACED_RATE, paced_n, sat_n, sat8_n, (double)spin_ns / 1e3, (double)overshoot_ns / 1e3);
   printf("queues: %d messages per subscriber (pub SENDBUF and sub RECVBUF, both paths)\n",
          QUEUE_DEPTH);
@@ -789,8 +831,11 @@ int main(int argc, char **argv) {
   fflush(stdout);
 
   static const int subs_of[2] = {1, 8};
-  /* run, transport, subs, paced/saturation, ts/raw/raw at ts rate */
-  static result res[RUNS_MAX][2][2][2][3];
+  /* run, transport, subs, paced/saturation, implementation: 0 toolstream, 1 raw nng
+   * through the same tap (the verdict's baseline), 2 raw nng with the recorded bytes
+   * (paced: at 10k/s; saturation: as fast as it goes), 3 (saturation) the recorded bytes
+   * paced at toolstream's rate (2 and 3: reference rows, the earlier baselines) */
+  static result res[RUNS_MAX][2][2][2][4];
   memset(res, 0, sizeof res);
   int errors = 0;
   for (int k = 0; k < runs; k++) {
@@ -806,28 +851,38 @@ int main(int argc, char **argv) {
         if ((only_tr >= 0 && tr != only_tr) || (only_subs && ns != only_subs)) continue;
         uint64_t sat = si ? sat8_n : sat_n;
         result *p = res[k][tr][si][0], *s = res[k][tr][si][1];
-        /* Paced: two runs each, toolstream, raw, raw, toolstream, so that a change in the
-         * machine's load during the cell weighs on both alike. */
+        /* Paced: toolstream, raw nng through the same tap, raw nng sending the recorded
+         * bytes (the reference row), then the same backwards, so that a change in the
+         * machine's load during the cell weighs on all alike. */
         run_toolstream(tr, ns, paced_n / 2, PACED_RATE, &p[0]);
-        run_raw(tr, ns, paced_n / 2, PACED_RATE, &p[1]);
-        run_raw(tr, ns, paced_n / 2, PACED_RATE, &p[1]);
+        run_raw(tr, ns, paced_n / 2, PACED_RATE, 1, &p[1]);
+        run_raw(tr, ns, paced_n / 2, PACED_RATE, 0, &p[2]);
+        run_raw(tr, ns, paced_n / 2, PACED_RATE, 0, &p[2]);
+        run_raw(tr, ns, paced_n / 2, PACED_RATE, 1, &p[1]);
         run_toolstream(tr, ns, paced_n / 2, PACED_RATE, &p[0]);
-        settle(&p[0]);
-        settle(&p[1]);
+        for (int i = 0; i < 3; i++) settle(&p[i]);
         row(transports[tr], ns, "10k/s", "toolstream", &p[0]);
-        row(transports[tr], ns, "10k/s", "raw nng", &p[1]);
+        row(transports[tr], ns, "10k/s", "raw nng, same tap", &p[1]);
+        row(transports[tr], ns, "10k/s", "raw nng, recorded bytes (reference)", &p[2]);
+        /* Saturation: both publishers run the same tap and encoder as fast as they go
+         * (the verdict's pair), then two reference rows with the recorded bytes: as fast
+         * as pub0 takes them, and paced at the rate toolstream reached. */
         run_toolstream(tr, ns, sat, 0, &s[0]);
         settle(&s[0]);
         row(transports[tr], ns, "max", "toolstream", &s[0]);
-        run_raw(tr, ns, sat, 0, &s[1]);
+        run_raw(tr, ns, sat, 0, 1, &s[1]);
         settle(&s[1]);
-        row(transports[tr], ns, "max", "raw nng", &s[1]);
-        run_raw(tr, ns, sat, s[0].offered, &s[2]);
+        row(transports[tr], ns, "max", "raw nng, same tap", &s[1]);
+        run_raw(tr, ns, sat, 0, 0, &s[2]);
         settle(&s[2]);
+        row(transports[tr], ns, "max", "raw nng, recorded bytes (reference)", &s[2]);
+        run_raw(tr, ns, sat, s[0].offered, 0, &s[3]);
+        settle(&s[3]);
         char label[48];
         snprintf(label, sizeof label, "%.1fk/s", s[0].offered / 1e3);
-        row(transports[tr], ns, label, "raw nng at toolstream's max", &s[2]);
-        errors += p[0].errors + p[1].errors + s[0].errors + s[1].errors + s[2].errors;
+        row(transports[tr], ns, label, "raw nng, recorded bytes at toolstream's max (reference)",
+            &s[3]);
+        for (int i = 0; i < 4; i++) errors += p[i].errors + s[i].errors;
       }
     printf("\ntoolstream rows of run %d, split by how the events arrived (live message or "
            "replay answer):\n\n", k + 1);
@@ -840,28 +895,34 @@ int main(int argc, char **argv) {
             split_row(transports[tr], subs_of[si], rt ? "max" : "10k/s", &res[k][tr][si][rt][0]);
   }
   loadavg(la, sizeof la);
-  printf("\nlatency: from the input going into ts_tap_feed (raw nng: from the send) to the "
+  printf("\nlatency: from the input going into ts_tap_feed (raw nng with the recorded bytes: "
+         "from the send) to the "
          "subscriber holding the event and its seq; all subscribers' samples, nearest rank.\n");
   printf("lost: summed over the subscribers (%% of events x subscribers); raw nng has no "
          "replay, so its losses stay, and lost messages have no latency sample.\n");
   printf("load average after: %s\n\n", la);
   printf("targets: p99 within %.1fx of raw nng at the same rate, per cell over %d run%s "
-         "(ratio = toolstream p99 / raw nng p99 of the same run). MET / NOT MET when every "
+         "(ratio = toolstream p99 / the p99 of raw nng fed by the same tap in the same run; "
+         "the reference column divides by raw nng sending the recorded bytes: at 10k/s, and "
+         "at saturation paced at toolstream's rate, the earlier baseline). MET / NOT MET when every "
          "ratio is on one side of %.1f; otherwise the median decides, unless raw nng's own "
          "p99 moved by more than %.1fx (max / min) over the runs: UNMEASURABLE.\n\n",
          BOUND, runs, runs > 1 ? "s" : "", BOUND, NOISE_MAX);
   printf("| transport | subs | rate | p99 ratios (run 1..%d) | median | min-max | toolstream p99 "
          "ms | raw nng p99 ms | raw p99 spread | raw nng lost | toolstream lost after replay | "
-         "verdict |\n|---|---:|---|---|---:|---|---|---|---:|---:|---:|---|\n", runs);
+         "verdict | reference ratios (recorded bytes) | reference median |\n"
+         "|---|---:|---|---|---:|---|---|---|---:|---:|---:|---|---|---:|\n", runs);
   char mr[2][2][2][1024];
   for (int tr = 0; tr < 2; tr++)
     for (int si = 0; si < 2; si++)
       for (int rt = 0; rt < 2; rt++) {
         if (!res[0][tr][si][rt][0].runs) continue;
-        double ratio[RUNS_MAX], tp[RUNS_MAX], bp[RUNS_MAX];
+        double ratio[RUNS_MAX], tp[RUNS_MAX], bp[RUNS_MAX], ref[RUNS_MAX];
         uint64_t raw_lost = 0, raw_of = 0, ts_lost = 0;
         for (int k = 0; k < runs; k++) {
-          const result *t = &res[k][tr][si][rt][0], *b = &res[k][tr][si][rt][rt ? 2 : 1];
+          const result *t = &res[k][tr][si][rt][0], *b = &res[k][tr][si][rt][1],
+                       *o = &res[k][tr][si][rt][rt ? 3 : 2];
+          ref[k] = o->p99 > 0 ? t->p99 / o->p99 : 1e9;
           tp[k] = t->p99 / 1e3;
           bp[k] = b->p99 / 1e3;
           ratio[k] = b->p99 > 0 ? t->p99 / b->p99 : 1e9;
@@ -880,16 +941,19 @@ int main(int argc, char **argv) {
         print_list(tp, runs, "%.2f");
         printf(" | ");
         print_list(bp, runs, "%.2f");
-        printf(" | %.1fx | %.1f%% | %" PRIu64 " | %s |\n", blo > 0 ? bhi / blo : 0,
+        printf(" | %.1fx | %.1f%% | %" PRIu64 " | %s | ", blo > 0 ? bhi / blo : 0,
                raw_of ? 100.0 * (double)raw_lost / (double)raw_of : 0, ts_lost, v);
+        print_list(ref, runs, "%.2f");
+        printf(" | %.2f |\n", median(ref, runs));
         /* the machine-readable line, printed after the table */
         int n = snprintf(mr[tr][si][rt], sizeof mr[tr][si][rt],
                          "BUSCELL transport=%s subs=%d rate=%s runs=%d median=%.3f min=%.3f "
                          "max=%.3f raw_p99_spread=%.3f raw_lost_pct=%.2f ts_lost_after=%" PRIu64
-                         " verdict=%s ratios=",
+                         " verdict=%s ref_median=%.3f ratios=",
                          transports[tr], subs_of[si], rt ? "max" : "10k", runs, med, lo, hi,
                          blo > 0 ? bhi / blo : 0,
-                         raw_of ? 100.0 * (double)raw_lost / (double)raw_of : 0, ts_lost, v);
+                         raw_of ? 100.0 * (double)raw_lost / (double)raw_of : 0, ts_lost, v,
+                         median(ref, runs));
         for (int k = 0; k < runs && n > 0 && (size_t)n < sizeof mr[tr][si][rt] - 16; k++)
           n += snprintf(mr[tr][si][rt] + n, sizeof mr[tr][si][rt] - (size_t)n, "%s%.3f",
                         k ? "," : "", ratio[k]);

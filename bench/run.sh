@@ -292,9 +292,10 @@ tap_instructions
 
 # ==== event bus =========================================================================
 # tap -> ts_pub -> ts_sub over ipc:// and tcp://127.0.0.1 with 1 and 8 subscribers, at
-# 10,000 events/s and at saturation, beside raw nng pub0/sub0 carrying the same bytes
-# (bench/bus_bench.c). Every cell is measured BUS_RUNS times (default 5, about 40 s a
-# run), toolstream and raw nng side by side in each run; the summary gives per cell the
+# 10,000 events/s and at saturation, beside raw nng pub0/sub0 fed by the same tap and
+# encoder (the verdict), and sending the recorded bytes (reference rows)
+# (bench/bus_bench.c). Every cell is measured BUS_RUNS times (default 5, under a minute
+# a run), toolstream and raw nng side by side in each run; the summary gives per cell the
 # p99 ratios, their median and spread and MET / NOT MET / UNMEASURABLE, and a BUSCELL
 # line each for scripts. Wall-clock latencies on a shared 2-CPU VM move with the load:
 # the load average is printed before every run and after the last.

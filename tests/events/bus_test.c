@@ -27,6 +27,7 @@
 #include "events/bus_sub.h"
 #include "events/bus_wire.h"
 #include "base/error.h"
+#include "base/strbuf.h"
 #include "support/cert.h"
 #include "support/runner.h"
 #include "support/tempdir.h"
@@ -633,6 +634,95 @@ START_TEST(test_replay_protocol) {
 }
 END_TEST
 
+/* Long answers, byte for byte: a full one of the default 1,024 events, one cut at about
+ * 1 MiB, one event of 5 MiB alone (bigger than the buffer the replay thread keeps between
+ * requests, which it then gives back), and a small answer after it from the fresh buffer.
+ * Each answer is built in one buffer and handed to nng in one copy. */
+static void ask_exact(nng_socket req, const char *q, const char *want, size_t wn) {
+  char *ans;
+  size_t n;
+  ck_assert_int_eq(nng_send(req, (void *)q, strlen(q), 0), 0);
+  ck_assert_int_eq(nng_recv(req, &ans, &n, NNG_FLAG_ALLOC), 0);
+  ck_assert_msg(n == wn && !memcmp(ans, want, n), "%s: %zu bytes, want %zu", q, n, wn);
+  nng_free(ans, n);
+}
+
+START_TEST(test_replay_long_answers) {
+  char a[64], b[64];
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(b, sizeof b), NULL, &p), 0);
+  for (uint64_t i = 1; i <= 3000; i++) send_ev(p, "long", i);
+  size_t big = 100 * 1024, huge = 5u << 20;
+  char *body = malloc(huge + 64);
+  ck_assert_ptr_nonnull(body);
+  for (uint64_t i = 1; i <= 20; i++) { /* "wide": 20 events of 100 KiB */
+    int h = snprintf(body, 64, "{\"seq\":%llu,\"text\":\"", (unsigned long long)i);
+    memset(body + h, 'a' + (int)(i % 26), big);
+    memcpy(body + h + big, "\"}", 2);
+    ck_assert_int_eq(ts_pub_send(p, "wide", 4, i, body, (size_t)h + big + 2), 0);
+  }
+  int hh = snprintf(body, 64, "{\"seq\":1,\"text\":\"");
+  memset(body + hh, 'z', huge);
+  memcpy(body + hh + huge, "\"}", 2);
+  ck_assert_int_eq(ts_pub_send(p, "huge", 4, 1, body, (size_t)hh + huge + 2), 0);
+
+  nng_socket req;
+  ck_assert_int_eq(nng_req0_open(&req), 0);
+  nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 10000);
+  ck_assert_int_eq(nng_dial(req, b, NULL, 0), 0);
+  ts_buf w;
+  ts_buf_init(&w, (size_t)64 << 20);
+  char j[256];
+  /* 1,024 events from seq 101 */
+  ts_buf_puts(&w, "ok 1024 3000\n");
+  for (uint64_t i = 101; i <= 1124; i++) {
+    ts_buf_append_u64(&w, i);
+    ts_buf_putc(&w, ' ');
+    ts_buf_puts(&w, (event_json(j, sizeof j, "long", i), j));
+    ts_buf_putc(&w, '\n');
+  }
+  ask_exact(req, "get 100 long", w.p, w.len);
+  /* 100 KiB events: the answer stops before it passes 1 MiB (10 of them) */
+  ts_buf_reset(&w);
+  ts_buf_puts(&w, "ok 10 20\n");
+  for (uint64_t i = 1; i <= 10; i++) {
+    ts_buf_append_u64(&w, i);
+    ts_buf_putc(&w, ' ');
+    int h = snprintf(body, 64, "{\"seq\":%llu,\"text\":\"", (unsigned long long)i);
+    memset(body + h, 'a' + (int)(i % 26), big);
+    memcpy(body + h + big, "\"}", 2);
+    ts_buf_append(&w, body, (size_t)h + big + 2);
+    ts_buf_putc(&w, '\n');
+  }
+  ask_exact(req, "get 0 wide", w.p, w.len);
+  /* one event past the cap comes alone, whole */
+  ts_buf_reset(&w);
+  ts_buf_puts(&w, "ok 1 1\n1 ");
+  hh = snprintf(body, 64, "{\"seq\":1,\"text\":\"");
+  memset(body + hh, 'z', huge);
+  memcpy(body + hh + huge, "\"}", 2);
+  ts_buf_append(&w, body, (size_t)hh + huge + 2);
+  ts_buf_putc(&w, '\n');
+  ck_assert_int_eq(w.err, 0);
+  ask_exact(req, "get 0 huge", w.p, w.len);
+  /* and the next answer, from the buffer given back */
+  ts_buf_reset(&w);
+  ts_buf_puts(&w, "ok 2 3000\n2999 ");
+  ts_buf_puts(&w, (event_json(j, sizeof j, "long", 2999), j));
+  ts_buf_puts(&w, "\n3000 ");
+  ts_buf_puts(&w, (event_json(j, sizeof j, "long", 3000), j));
+  ts_buf_putc(&w, '\n');
+  ask_exact(req, "get 2998 long", w.p, w.len);
+  ts_buf_reset(&w);
+  ts_buf_puts(&w, "threads 3\n");
+  ask(req, "threads", w.p);
+  ts_buf_fini(&w);
+  free(body);
+  nng_close(req);
+  ts_pub_close(p);
+}
+END_TEST
+
 START_TEST(test_history_caps) {
   char a[64];
   ts_pub_opts po = {.history_events = 10, .history_threads = 3};
@@ -1097,6 +1187,68 @@ START_TEST(test_tail_loss) {
 }
 END_TEST
 
+/* Eight subscribers that fall far behind at once: none reads anything until 20,000 events
+ * are published (so their live queues overflow whatever the machine's speed), then all
+ * catch up together through the one replay thread, twenty answers each. Every one must get
+ * every event, in order, exactly once, with nothing reported lost; what did not come live
+ * came from replay. Nothing here depends on timing: the deadline is only a backstop. */
+#define BEHIND_SUBS 8
+#define BEHIND_EVENTS 20000
+
+typedef struct {
+  ts_sub *s;
+  tally t;
+  ts_sub_stats st;
+  _Atomic int *go;
+} behind_arg;
+
+static void *behind_sub(void *arg) {
+  behind_arg *b = arg;
+  while (!*b->go) sleep_us(1000);
+  double end = now_s() + 60;
+  while (b->t.next <= BEHIND_EVENTS && now_s() < end) {
+    ts_sub_item it;
+    int r = ts_sub_next(b->s, &it, 100);
+    if (r < 0) break;
+    if (r == 1) tally_item(&b->t, &it);
+  }
+  ts_sub_get_stats(b->s, &b->st);
+  return NULL;
+}
+
+START_TEST(test_many_fall_behind) {
+  char a[64], c[64];
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(c, sizeof c), NULL, &p), 0);
+  behind_arg b[BEHIND_SUBS];
+  pthread_t th[BEHIND_SUBS];
+  _Atomic int go = 0;
+  for (int i = 0; i < BEHIND_SUBS; i++) {
+    b[i] = (behind_arg){.t = {.thread = "behind", .next = 1}, .go = &go};
+    ck_assert_int_eq(ts_sub_open(a, c, i % 2 ? "behind" : NULL, NULL, &b[i].s), 0);
+  }
+  for (int i = 0; i < BEHIND_SUBS; i++) wait_connected(b[i].s);
+  for (int i = 0; i < BEHIND_SUBS; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, behind_sub, &b[i]), 0);
+  for (uint64_t i = 1; i <= BEHIND_EVENTS; i++) send_ev(p, "behind", i);
+  go = 1;
+  for (int i = 0; i < BEHIND_SUBS; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < BEHIND_SUBS; i++) {
+    assert_clean(&b[i].t, BEHIND_EVENTS);
+    ck_assert_uint_eq(b[i].st.live + b[i].st.replayed, BEHIND_EVENTS);
+    /* nng's queues (1,024 + 1,024) and the socket's buffer hold a few thousand of the
+     * 20,000 at most: the rest came from replay */
+    ck_assert_uint_ge(b[i].st.replayed, BEHIND_EVENTS / 2);
+    ck_assert_uint_eq(b[i].st.gone, 0);
+    ts_sub_close(b[i].s);
+  }
+  ts_pub_stats ps;
+  ts_pub_get_stats(p, &ps);
+  ck_assert_uint_ge(ps.requests, BEHIND_SUBS * (BEHIND_EVENTS / 2) / 1024);
+  ts_pub_close(p);
+}
+END_TEST
+
 /* ---- a slow replay service ------------------------------------------------------------- */
 
 /* A replay service of the test's own: it holds events 1..top of thread "sr" and answers
@@ -1326,6 +1478,7 @@ static Suite *suite(void) {
   ADD(tc, test_ws_raw_client);
   ADD(tc, test_ws_origin);
   ADD(tc, test_replay_protocol);
+  ADD(tc, test_replay_long_answers);
   ADD(tc, test_history_caps);
   ADD(tc, test_late_subscriber);
   ADD(tc, test_live_new_thread_all);
@@ -1335,6 +1488,7 @@ static Suite *suite(void) {
   ADD(tc, test_silent_replay_retries_then_gone);
   ADD(tc, test_restart);
   ADD(tc, test_flood);
+  ADD(tc, test_many_fall_behind);
   ADD(tc, test_steady_stream_live);
   ADD(tc, test_tail_loss);
   ADD(tc, test_slow_replay_waited_for);
