@@ -167,6 +167,13 @@ void ts_adapter_free(ts_adapter *a); /* NULL is a no-op */
  * (stream/provider.h, fast_event); both report the same events. Default off. */
 void ts_adapter_set_general(ts_adapter *a, int on);
 
+/* For tests and benchmarks: `on` zero turns off the one-pass readers' shape memo
+ * (stream/json_shape.h: a delta payload that repeats the last one's bytes apart from its
+ * argument fragment and unread values is read by comparison instead of a scan); both
+ * report the same events. Default on. ts_adapter_memo_hits: how many payloads so far were
+ * read from the memo. */
+void ts_adapter_set_memo(ts_adapter *a, int on);
+uint64_t ts_adapter_memo_hits(const ts_adapter *a);
 /* The format in use (still TS_FORMAT_AUTO until detection succeeded). While undetected,
  * events that do not tell are ignored, except that a payload with a top-level `error`
  * (or `"type":"error"`) is reported as the provider's terminal ERROR. */
@@ -325,6 +332,12 @@ unsigned *ts__adapter_flags(ts_adapter *a);
  * the containers of the arguments it is rebuilding). */
 #define TS_ADAPTER_SCRATCH 2048
 void *ts__adapter_scratch(ts_adapter *a);
+/* The shape memo of the format's one-pass reader (json_shape.h), kept in the scratch
+ * block (so a format that uses one has no other scratch state; zeroed: empty), or NULL
+ * when ts_adapter_set_memo turned it off. ts__adapter_memo_hit counts a payload read
+ * from it. */
+struct ts_json_shape *ts__adapter_memo(ts_adapter *a);
+void ts__adapter_memo_hit(ts_adapter *a);
 /* CALL_ARGS with `text` escaped as the inside of a JSON string (for providers that
  * stream argument values, or free-form input, rather than argument JSON text); sent in
  * pieces through a small buffer, nothing allocated. */

@@ -37,6 +37,7 @@
 #include "stream/json_members.h"
 #include "stream/json_scan.h"
 #include "stream/json_scan_impl.h"
+#include "stream/json_shape.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -214,7 +215,22 @@ static void anthropic_event(ts_adapter *a, ts_jv *jv, ts_view event) {
  * unexpected type, a duplicate of a member it reads, text that is not JSON) returns 0 with
  * nothing reported, for the general way. */
 
+/* content_block_delta's argument fragment, for a full reading and for a memo's. */
+static void an_fragment(ts_adapter *a, int have_index, int64_t index, ts_view frag, int frag_esc) {
+  int slot = have_index ? ts__adapter_call_by_nkey(a, index) : -1;
+  ts_view v;
+  if (slot >= 0 && frag.p && ts__adapter_decode(a, frag, frag_esc, &v) > 0) ts__adapter_call_args(a, slot, v);
+}
+
 static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
+  ts_json_shape *memo = ts__adapter_memo(a);
+  ts_json_scan_str used;
+  if (memo && ts_json_shape_match(memo, text, len, event, &used)) {
+    /* P0's reading (an input_json_delta) with this payload's fragment */
+    ts__adapter_memo_hit(a);
+    an_fragment(a, memo->kind, memo->nkey, used.raw, used.escaped);
+    return 1;
+  }
   ts_json_scan s;
   ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&s, text, len);
@@ -259,16 +275,21 @@ static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
   }
   if (ts__json_scan_next_inline(&s, &it) != 0) return 0; /* one value, then only whitespace */
 
-  int slot = have_index ? ts__adapter_call_by_nkey(a, index) : -1;
   if (type_is(type, "content_block_delta")) {
     if (!(seen & 4) || !type_is(dtype, "input_json_delta")) return 0;
-    ts_view v;
-    if (slot >= 0 && frag.p && ts__adapter_decode(a, frag, frag_esc, &v) > 0)
-      ts__adapter_call_args(a, slot, v);
+    if (memo) { /* the simple kind, kept before anything is decoded in place */
+      if (frag.p && ts_json_shape_keep(memo, text, len, event, NULL, frag)) {
+        memo->kind = have_index;
+        memo->nkey = index;
+      } else {
+        ts_json_shape_clear(memo);
+      }
+    }
+    an_fragment(a, have_index, index, frag, frag_esc);
     return 1;
   }
   if (type_is(type, "content_block_stop")) {
-    ts__adapter_call_end(a, slot);
+    ts__adapter_call_end(a, have_index ? ts__adapter_call_by_nkey(a, index) : -1);
     return 1;
   }
   return 0;
