@@ -365,7 +365,7 @@ static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
     } else if (it.key.len == 5 && KEY(it, "usage")) {
       TS__SCAN_ONCE(seen, 4);
       if (it.type == TS_JSON_SCAN_OBJECT && ts_json_scan_skip(&c.s, &c.usage) != 1) return 0;
-    } else if ((it.key.len == 11 && KEY(it, "obfuscation")) || (it.key.len == 7 && KEY(it, "created"))) {
+    } else if (it.key.len == 11 && KEY(it, "obfuscation")) {
       ts_json_shape_note(&notes, &it); /* never read, different in every chunk: a memo span */
     }
   })
