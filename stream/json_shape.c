@@ -85,15 +85,17 @@ static inline int same(const char *a, const char *b, size_t n) {
     memcpy(&x, a, 4), memcpy(&y, b, 4), memcpy(&u, a + n - 4, 4), memcpy(&v, b + n - 4, 4);
     return ((x ^ y) | (u ^ v)) == 0;
   }
-  for (size_t i = 0; i < n; i++)
-    if (a[i] != b[i]) return 0;
-  return 1;
+  if (n >= 2) {
+    uint16_t x, y, u, v;
+    memcpy(&x, a, 2), memcpy(&y, b, 2), memcpy(&u, a + n - 2, 2), memcpy(&v, b + n - 2, 2);
+    return ((x ^ y) | (u ^ v)) == 0;
+  }
+  return n == 0 || a[0] == b[0];
 }
 
 int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                         ts_json_scan_str *used) {
-  if (!m->len || name.len != m->name_len || (name.len && memcmp(name.p, m->name, name.len) != 0))
-    return 0;
+  if (!m->len || name.len != m->name_len || !same(name.p, m->name, name.len)) return 0;
   const char *p = text, *end = text + len;
   size_t o0 = 0; /* where P0's next fixed run starts */
   for (unsigned k = 0; k < m->n_spans; k++) {

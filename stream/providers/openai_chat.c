@@ -326,23 +326,18 @@ static int chat_simple(const fchunk *c) {
 }
 
 static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
-  fchunk c;
   ts_json_shape *memo = ts__adapter_memo(a);
-  if (memo && ts_json_shape_match(memo, text, len, name, &c.calls[0].args)) {
-    /* P0's reading with this payload's fragment: the simple kind, rebuilt */
-    c.n_ch = c.n_calls = 1;
-    c.usage = (ts_view){NULL, 0};
-    c.ch[0].index = 0;
-    c.ch[0].content.raw.p = c.ch[0].finish.raw.p = NULL;
-    c.ch[0].first_call = 0;
-    c.ch[0].n_calls = 1;
-    c.calls[0].index = memo->nkey;
-    c.calls[0].id.raw.p = c.calls[0].name.raw.p = c.calls[0].args_obj.p = NULL;
-    c.calls[0].args_obj.len = 0;
+  ts_json_scan_str args;
+  if (memo && ts_json_shape_match(memo, text, len, name, &args)) {
+    /* P0's reading with this payload's fragment: chat_report for the simple kind (one
+     * call entry with its index and arguments only, in choice 0) */
     ts__adapter_memo_hit(a);
-    chat_report(a, &c);
+    ts_view none = {"", 0}, v;
+    int slot = call_slot(a, memo->nkey, none, none);
+    if (slot >= 0 && ts__adapter_decode_str(a, &args, &v) > 0) ts__adapter_call_args(a, slot, v);
     return 1;
   }
+  fchunk c;
   c.n_ch = c.n_calls = 0;
   c.usage = (ts_view){NULL, 0};
   ts_json_shape_notes notes;
