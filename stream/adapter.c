@@ -150,6 +150,28 @@ ts_json_shape *ts__adapter_memo(ts_adapter *a) {
 
 void ts__adapter_memo_hit(ts_adapter *a) { a->memo_hits++; }
 
+int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name) {
+  ts_json_shape *memo = ts__adapter_memo(a);
+  ts_json_scan_str used;
+  if (!memo || !ts_json_shape_match(memo, text, len, name, &used)) return 0;
+  /* P0's reading (a fragment for the call with P0's key) with this payload's fragment */
+  a->memo_hits++;
+  ts__adapter_nkey_fragment(a, memo->kind, memo->nkey, used.raw, used.escaped);
+  return 1;
+}
+
+void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len, ts_view name,
+                                    const ts_json_shape_notes *notes, int has_key, int64_t nkey, ts_view raw) {
+  ts_json_shape *memo = ts__adapter_memo(a);
+  if (!memo) return;
+  if (raw.p && ts_json_shape_keep(memo, text, len, name, notes, raw)) {
+    memo->kind = has_key;
+    memo->nkey = nkey;
+  } else {
+    ts_json_shape_clear(memo);
+  }
+}
+
 void ts_adapter_free(ts_adapter *a) {
   if (!a) return;
   ts_jv_fini(&a->jv);
@@ -255,6 +277,12 @@ void ts__adapter_text(ts_adapter *a, ts_view text) {
   ev.kind = TS_ADAPTER_TEXT_DELTA;
   ev.text = text;
   emit(a, &ev);
+}
+
+void ts__adapter_nkey_fragment(ts_adapter *a, int has_key, int64_t nkey, ts_view raw, int escaped) {
+  int slot = has_key ? ts__adapter_call_by_nkey(a, nkey) : -1;
+  ts_view v;
+  if (slot >= 0 && raw.p && ts__adapter_decode(a, raw, escaped, &v) > 0) ts__adapter_call_args(a, slot, v);
 }
 
 /* ---- the call table -------------------------------------------------------------- */

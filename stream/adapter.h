@@ -285,6 +285,10 @@ static inline int ts__adapter_decode_str(ts_adapter *a, const ts_json_scan_str *
   } while (0)
 
 void ts__adapter_text(ts_adapter *a, ts_view text); /* TEXT_DELTA unless empty */
+/* A collected argument fragment (raw, escaped as ts__adapter_decode takes them; raw.p
+ * NULL: none) for the call with integer key nkey (has_key 0: no key, nothing reported):
+ * decoded in place, then CALL_ARGS. Anthropic's and Bedrock's one-pass readers. */
+void ts__adapter_nkey_fragment(ts_adapter *a, int has_key, int64_t nkey, ts_view raw, int escaped);
 
 /* Begins a call: a new slot with integer key nkey (-1: none) and string key `key`
  * (may be empty), and CALL_BEGIN with id and name (already decoded). Returns the
@@ -338,6 +342,15 @@ void *ts__adapter_scratch(ts_adapter *a);
  * from it. */
 struct ts_json_shape *ts__adapter_memo(ts_adapter *a);
 void ts__adapter_memo_hit(ts_adapter *a);
+/* For readers whose simple kind is one argument fragment of the call with an integer key
+ * (Anthropic, Bedrock). memo_fragment: 1 when the payload matched the memo and its
+ * fragment was reported as ts__adapter_nkey_fragment would; 0 else (nothing reported).
+ * memo_keep_fragment: after a full reading of that kind (raw.p NULL: not that kind),
+ * before anything is decoded in place: keeps the payload, or empties the memo. */
+int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name);
+struct ts_json_shape_notes;
+void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len, ts_view name,
+                                    const struct ts_json_shape_notes *notes, int has_key, int64_t nkey, ts_view raw);
 /* CALL_ARGS with `text` escaped as the inside of a JSON string (for providers that
  * stream argument values, or free-form input, rather than argument JSON text); sent in
  * pieces through a small buffer, nothing allocated. */

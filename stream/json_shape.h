@@ -56,7 +56,7 @@
 enum { TS_JSON_SHAPE_STRING = 1, TS_JSON_SHAPE_NUMBER };
 
 /* What a reader notes during its pass over P0: the ignored values. */
-typedef struct {
+typedef struct ts_json_shape_notes {
   uint8_t n, over; /* over: more than TS_JSON_SHAPE_SPANS were noted (nothing is kept) */
   struct {
     const char *p; /* a string's body (between its quotes) or a number's text */

@@ -37,7 +37,6 @@
 #include "stream/json_members.h"
 #include "stream/json_scan.h"
 #include "stream/json_scan_impl.h"
-#include "stream/json_shape.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -215,22 +214,8 @@ static void anthropic_event(ts_adapter *a, ts_jv *jv, ts_view event) {
  * unexpected type, a duplicate of a member it reads, text that is not JSON) returns 0 with
  * nothing reported, for the general way. */
 
-/* content_block_delta's argument fragment, for a full reading and for a memo's. */
-static void an_fragment(ts_adapter *a, int have_index, int64_t index, ts_view frag, int frag_esc) {
-  int slot = have_index ? ts__adapter_call_by_nkey(a, index) : -1;
-  ts_view v;
-  if (slot >= 0 && frag.p && ts__adapter_decode(a, frag, frag_esc, &v) > 0) ts__adapter_call_args(a, slot, v);
-}
-
 static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
-  ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_scan_str used;
-  if (memo && ts_json_shape_match(memo, text, len, event, &used)) {
-    /* P0's reading (an input_json_delta) with this payload's fragment */
-    ts__adapter_memo_hit(a);
-    an_fragment(a, memo->kind, memo->nkey, used.raw, used.escaped);
-    return 1;
-  }
+  if (ts__adapter_memo_fragment(a, text, len, event)) return 1; /* an input_json_delta again */
   ts_json_scan s;
   ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&s, text, len);
@@ -277,15 +262,8 @@ static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
 
   if (type_is(type, "content_block_delta")) {
     if (!(seen & 4) || !type_is(dtype, "input_json_delta")) return 0;
-    if (memo) { /* the simple kind, kept before anything is decoded in place */
-      if (frag.p && ts_json_shape_keep(memo, text, len, event, NULL, frag)) {
-        memo->kind = have_index;
-        memo->nkey = index;
-      } else {
-        ts_json_shape_clear(memo);
-      }
-    }
-    an_fragment(a, have_index, index, frag, frag_esc);
+    ts__adapter_memo_keep_fragment(a, text, len, event, NULL, have_index, index, frag); /* the simple kind */
+    ts__adapter_nkey_fragment(a, have_index, index, frag, frag_esc);
     return 1;
   }
   if (type_is(type, "content_block_stop")) {

@@ -101,23 +101,9 @@ static void bedrock_event(ts_adapter *a, ts_jv *jv, ts_view name) {
  * type, a duplicate of a member it reads) returns 0 with nothing reported, for the general
  * way. */
 
-/* A toolUse fragment, for a full reading and for a memo's. */
-static void br_fragment(ts_adapter *a, int have_index, int64_t index, ts_view frag, int frag_esc) {
-  int slot = have_index ? ts__adapter_call_by_nkey(a, index) : -1;
-  ts_view v;
-  if (slot >= 0 && frag.p && ts__adapter_decode(a, frag, frag_esc, &v) > 0) ts__adapter_call_args(a, slot, v);
-}
-
 static int bedrock_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   if (!is(name, "contentBlockDelta")) return 0;
-  ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_scan_str used;
-  if (memo && ts_json_shape_match(memo, text, len, name, &used)) {
-    /* P0's reading (a toolUse delta) with this message's fragment */
-    ts__adapter_memo_hit(a);
-    br_fragment(a, memo->kind, memo->nkey, used.raw, used.escaped);
-    return 1;
-  }
+  if (ts__adapter_memo_fragment(a, text, len, name)) return 1; /* a toolUse delta again */
   ts_json_shape_notes notes;
   notes.n = notes.over = 0;
   ts_json_scan s;
@@ -164,15 +150,8 @@ static int bedrock_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
     if (ts_json_scan_skip(&s, NULL) != 1) return 0;
   }
   if (ts_json_scan_next(&s, &it) != 0 || !(seen & 4)) return 0; /* one value; a toolUse delta */
-  if (memo) { /* the simple kind, kept before anything is decoded in place */
-    if (frag.p && ts_json_shape_keep(memo, text, len, name, &notes, frag)) {
-      memo->kind = have_index;
-      memo->nkey = index;
-    } else {
-      ts_json_shape_clear(memo);
-    }
-  }
-  br_fragment(a, have_index, index, frag, frag_esc);
+  ts__adapter_memo_keep_fragment(a, text, len, name, &notes, have_index, index, frag); /* the simple kind */
+  ts__adapter_nkey_fragment(a, have_index, index, frag, frag_esc);
   return 1;
 }
 
