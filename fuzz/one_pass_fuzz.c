@@ -6,8 +6,12 @@
  * the reader either takes the payload whole or hands it back untouched. Byte 0 picks the
  * format; the rest is a sequence of payloads separated by LF, each fed as one SSE event
  * (with the event name before a TAB, when there is one) to two adapters, one of them
- * set to the general way. Their traces (every event with its bytes) and return codes
- * must be equal.
+ * set to the general way, and to a third with the one-pass readers' shape memo off
+ * (stream/json_shape.h). Their traces (every event with its bytes) and return codes must
+ * be equal. Byte 0's higher bits also choose to feed each payload twice in a row, or
+ * the first payload (the base) again before each later one (its mutations): either way
+ * the memo is warmed by a payload of the same shape before the next one comes, which is
+ * where a memo that took a different payload for a match would show.
  *
  * Also, the scanner (stream/json_scan.h) against the token array: a document the
  * scanner reads to its end must parse (or be over the token limit). (Not the other way:
@@ -87,44 +91,55 @@ static void check_scan(const uint8_t *data, size_t len) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   ts_format fmt = formats[data[0] % (sizeof formats / sizeof formats[0])];
+  int repeat = (data[0] / (sizeof formats / sizeof formats[0])) % 3; /* 0, twice, base again */
   data++;
   size--;
   check_scan(data, size);
 
-  ts_buf ta, tb;
-  ts_buf_init(&ta, 1u << 24);
-  ts_buf_init(&tb, 1u << 24);
-  ts_adapter *a = NULL, *b = NULL;
-  if (ts_adapter_new(&a, fmt, on_event, &ta) != TS_E_OK ||
-      ts_adapter_new(&b, fmt, on_event, &tb) != TS_E_OK)
-    abort();
-  ts_adapter_set_general(b, 1);
-  char *ca = malloc(size + 1), *cb = malloc(size + 1);
-  if (!ca || !cb) abort();
-  memcpy(ca, data, size);
-  memcpy(cb, data, size);
-  size_t start = 0;
+  ts_buf t[3];
+  ts_adapter *ad[3] = {NULL, NULL, NULL};
+  char *copy = malloc(size + 1); /* each feed gets its own bytes: payloads are decoded in place */
+  if (!copy) abort();
+  for (int k = 0; k < 3; k++) {
+    ts_buf_init(&t[k], 1u << 24);
+    if (ts_adapter_new(&ad[k], fmt, on_event, &t[k]) != TS_E_OK) abort();
+  }
+  ts_adapter_set_general(ad[1], 1);
+  ts_adapter_set_memo(ad[2], 0);
+  size_t start = 0, base[2] = {0, 0};
   while (start <= size) {
     const uint8_t *nl = memchr(data + start, '\n', size - start);
     size_t end = nl ? (size_t)(nl - data) : size;
-    size_t name_len = 0, at = start;
-    const uint8_t *tab = memchr(data + start, '\t', end - start);
-    if (tab) {
-      name_len = (size_t)(tab - data) - start;
-      at = (size_t)(tab - data) + 1;
+    size_t feeds[3][2], nf = 0;
+    if (start == 0) base[0] = start, base[1] = end;
+    else if (repeat == 2) feeds[nf][0] = base[0], feeds[nf][1] = base[1], nf++; /* the base first */
+    feeds[nf][0] = start, feeds[nf][1] = end, nf++;
+    if (repeat == 1) feeds[nf][0] = start, feeds[nf][1] = end, nf++; /* and again */
+    for (size_t f = 0; f < nf; f++) {
+      size_t s0 = feeds[f][0], e0 = feeds[f][1], name_len = 0, at = s0;
+      const uint8_t *tab = memchr(data + s0, '\t', e0 - s0);
+      if (tab) {
+        name_len = (size_t)(tab - data) - s0;
+        at = (size_t)(tab - data) + 1;
+      }
+      int rc[3];
+      for (int k = 0; k < 3; k++) {
+        memcpy(copy + s0, data + s0, e0 - s0);
+        rc[k] = ts_adapter_feed_event(ad[k], copy + s0, name_len, copy + at, e0 - at);
+      }
+      if (rc[0] != rc[1] || rc[2] != rc[1]) abort();
     }
-    int ra = ts_adapter_feed_event(a, ca + start, name_len, ca + at, end - at);
-    int rb = ts_adapter_feed_event(b, cb + start, name_len, cb + at, end - at);
-    if (ra != rb) abort();
     start = end + 1;
   }
-  if (ts_adapter_finish(a) != ts_adapter_finish(b)) abort();
-  if (ta.len != tb.len || (ta.len && memcmp(ta.p, tb.p, ta.len) != 0)) abort();
-  ts_adapter_free(a);
-  ts_adapter_free(b);
-  ts_buf_fini(&ta);
-  ts_buf_fini(&tb);
-  free(ca);
-  free(cb);
+  int fr[3];
+  for (int k = 0; k < 3; k++) fr[k] = ts_adapter_finish(ad[k]);
+  if (fr[0] != fr[1] || fr[2] != fr[1]) abort();
+  for (int k = 0; k < 3; k += 2)
+    if (t[k].len != t[1].len || (t[k].len && memcmp(t[k].p, t[1].p, t[k].len) != 0)) abort();
+  for (int k = 0; k < 3; k++) {
+    ts_adapter_free(ad[k]);
+    ts_buf_fini(&t[k]);
+  }
+  free(copy);
   return 0;
 }

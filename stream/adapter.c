@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/json_shape.h"
 #include "stream/json_unescape.h"
 #include "stream/json_view.h"
 
@@ -58,6 +59,8 @@ struct ts_adapter {
   uint8_t general;  /* ts_adapter_set_general: no one-pass reading */
   uint8_t sse_only; /* auto detection among the SSE formats only (ts_adapter_narrow) */
   uint8_t fed;      /* an event was fed */
+  uint8_t no_memo;  /* ts_adapter_set_memo(a, 0): the one-pass readers keep no shape memo */
+  uint64_t memo_hits; /* payloads read from the shape memo (ts_adapter_memo_hits) */
   int finish_rc;
   int ev_err;       /* first error reported during the current feed / finish */
   unsigned flags;   /* providers' own bits */
@@ -131,6 +134,42 @@ int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *u
 
 void ts_adapter_set_general(ts_adapter *a, int on) {
   if (a) a->general = on != 0;
+}
+
+void ts_adapter_set_memo(ts_adapter *a, int on) {
+  if (!a) return;
+  a->no_memo = on == 0; /* a memo kept before stays true to its bytes: nothing to clear */
+}
+
+uint64_t ts_adapter_memo_hits(const ts_adapter *a) { return a ? a->memo_hits : 0; }
+
+ts_json_shape *ts__adapter_memo(ts_adapter *a) {
+  _Static_assert(sizeof(ts_json_shape) <= TS_ADAPTER_SCRATCH, "the memo lives in the scratch block");
+  return a->no_memo ? NULL : (ts_json_shape *)(void *)a->scratch;
+}
+
+void ts__adapter_memo_hit(ts_adapter *a) { a->memo_hits++; }
+
+int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name) {
+  ts_json_shape *memo = ts__adapter_memo(a);
+  ts_json_scan_str used;
+  if (!memo || !ts_json_shape_match(memo, text, len, name, &used)) return 0;
+  /* P0's reading (a fragment for the call with P0's key) with this payload's fragment */
+  a->memo_hits++;
+  ts__adapter_nkey_fragment(a, memo->kind, memo->nkey, used.raw, used.escaped);
+  return 1;
+}
+
+void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len, ts_view name,
+                                    const ts_json_shape_notes *notes, int has_key, int64_t nkey, ts_view raw) {
+  ts_json_shape *memo = ts__adapter_memo(a);
+  if (!memo) return;
+  if (raw.p && ts_json_shape_keep(memo, text, len, name, notes, raw)) {
+    memo->kind = has_key;
+    memo->nkey = nkey;
+  } else {
+    ts_json_shape_clear(memo);
+  }
 }
 
 void ts_adapter_free(ts_adapter *a) {
@@ -238,6 +277,12 @@ void ts__adapter_text(ts_adapter *a, ts_view text) {
   ev.kind = TS_ADAPTER_TEXT_DELTA;
   ev.text = text;
   emit(a, &ev);
+}
+
+void ts__adapter_nkey_fragment(ts_adapter *a, int has_key, int64_t nkey, ts_view raw, int escaped) {
+  int slot = has_key ? ts__adapter_call_by_nkey(a, nkey) : -1;
+  ts_view v;
+  if (slot >= 0 && raw.p && ts__adapter_decode(a, raw, escaped, &v) > 0) ts__adapter_call_args(a, slot, v);
 }
 
 /* ---- the call table -------------------------------------------------------------- */

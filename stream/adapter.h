@@ -167,6 +167,13 @@ void ts_adapter_free(ts_adapter *a); /* NULL is a no-op */
  * (stream/provider.h, fast_event); both report the same events. Default off. */
 void ts_adapter_set_general(ts_adapter *a, int on);
 
+/* For tests and benchmarks: `on` zero turns off the one-pass readers' shape memo
+ * (stream/json_shape.h: a delta payload that repeats the last one's bytes apart from its
+ * argument fragment and unread values is read by comparison instead of a scan); both
+ * report the same events. Default on. ts_adapter_memo_hits: how many payloads so far were
+ * read from the memo. */
+void ts_adapter_set_memo(ts_adapter *a, int on);
+uint64_t ts_adapter_memo_hits(const ts_adapter *a);
 /* The format in use (still TS_FORMAT_AUTO until detection succeeded). While undetected,
  * events that do not tell are ignored, except that a payload with a top-level `error`
  * (or `"type":"error"`) is reported as the provider's terminal ERROR. */
@@ -278,6 +285,10 @@ static inline int ts__adapter_decode_str(ts_adapter *a, const ts_json_scan_str *
   } while (0)
 
 void ts__adapter_text(ts_adapter *a, ts_view text); /* TEXT_DELTA unless empty */
+/* A collected argument fragment (raw, escaped as ts__adapter_decode takes them; raw.p
+ * NULL: none) for the call with integer key nkey (has_key 0: no key, nothing reported):
+ * decoded in place, then CALL_ARGS. Anthropic's and Bedrock's one-pass readers. */
+void ts__adapter_nkey_fragment(ts_adapter *a, int has_key, int64_t nkey, ts_view raw, int escaped);
 
 /* Begins a call: a new slot with integer key nkey (-1: none) and string key `key`
  * (may be empty), and CALL_BEGIN with id and name (already decoded). Returns the
@@ -325,6 +336,21 @@ unsigned *ts__adapter_flags(ts_adapter *a);
  * the containers of the arguments it is rebuilding). */
 #define TS_ADAPTER_SCRATCH 2048
 void *ts__adapter_scratch(ts_adapter *a);
+/* The shape memo of the format's one-pass reader (json_shape.h), kept in the scratch
+ * block (so a format that uses one has no other scratch state; zeroed: empty), or NULL
+ * when ts_adapter_set_memo turned it off. ts__adapter_memo_hit counts a payload read
+ * from it. */
+struct ts_json_shape *ts__adapter_memo(ts_adapter *a);
+void ts__adapter_memo_hit(ts_adapter *a);
+/* For readers whose simple kind is one argument fragment of the call with an integer key
+ * (Anthropic, Bedrock). memo_fragment: 1 when the payload matched the memo and its
+ * fragment was reported as ts__adapter_nkey_fragment would; 0 else (nothing reported).
+ * memo_keep_fragment: after a full reading of that kind (raw.p NULL: not that kind),
+ * before anything is decoded in place: keeps the payload, or empties the memo. */
+int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name);
+struct ts_json_shape_notes;
+void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len, ts_view name,
+                                    const struct ts_json_shape_notes *notes, int has_key, int64_t nkey, ts_view raw);
 /* CALL_ARGS with `text` escaped as the inside of a JSON string (for providers that
  * stream argument values, or free-form input, rather than argument JSON text); sent in
  * pieces through a small buffer, nothing allocated. */

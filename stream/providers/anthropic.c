@@ -215,6 +215,7 @@ static void anthropic_event(ts_adapter *a, ts_jv *jv, ts_view event) {
  * nothing reported, for the general way. */
 
 static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
+  if (ts__adapter_memo_fragment(a, text, len, event)) return 1; /* an input_json_delta again */
   ts_json_scan s;
   ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&s, text, len);
@@ -259,16 +260,14 @@ static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
   }
   if (ts__json_scan_next_inline(&s, &it) != 0) return 0; /* one value, then only whitespace */
 
-  int slot = have_index ? ts__adapter_call_by_nkey(a, index) : -1;
   if (type_is(type, "content_block_delta")) {
     if (!(seen & 4) || !type_is(dtype, "input_json_delta")) return 0;
-    ts_view v;
-    if (slot >= 0 && frag.p && ts__adapter_decode(a, frag, frag_esc, &v) > 0)
-      ts__adapter_call_args(a, slot, v);
+    ts__adapter_memo_keep_fragment(a, text, len, event, NULL, have_index, index, frag); /* the simple kind */
+    ts__adapter_nkey_fragment(a, have_index, index, frag, frag_esc);
     return 1;
   }
   if (type_is(type, "content_block_stop")) {
-    ts__adapter_call_end(a, slot);
+    ts__adapter_call_end(a, have_index ? ts__adapter_call_by_nkey(a, index) : -1);
     return 1;
   }
   return 0;

@@ -29,6 +29,7 @@
 
 #include "stream/adapter.h"
 #include "stream/json_scan.h"
+#include "stream/json_shape.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -102,6 +103,9 @@ static void bedrock_event(ts_adapter *a, ts_jv *jv, ts_view name) {
 
 static int bedrock_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   if (!is(name, "contentBlockDelta")) return 0;
+  if (ts__adapter_memo_fragment(a, text, len, name)) return 1; /* a toolUse delta again */
+  ts_json_shape_notes notes;
+  notes.n = notes.over = 0;
   ts_json_scan s;
   ts_json_item it;
   ts_json_scan_init(&s, text, len);
@@ -140,13 +144,14 @@ static int bedrock_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
         }
         if (ts_json_scan_skip(&s, NULL) != 1) return 0;
       }
+    } else if (ts_json_scan_key_is(it.key, "p", 1)) {
+      ts_json_shape_note(&notes, &it); /* the service's padding: never read, a memo span */
     }
     if (ts_json_scan_skip(&s, NULL) != 1) return 0;
   }
   if (ts_json_scan_next(&s, &it) != 0 || !(seen & 4)) return 0; /* one value; a toolUse delta */
-  int slot = have_index ? ts__adapter_call_by_nkey(a, index) : -1;
-  ts_view v;
-  if (slot >= 0 && frag.p && ts__adapter_decode(a, frag, frag_esc, &v) > 0) ts__adapter_call_args(a, slot, v);
+  ts__adapter_memo_keep_fragment(a, text, len, name, &notes, have_index, index, frag); /* the simple kind */
+  ts__adapter_nkey_fragment(a, have_index, index, frag, frag_esc);
   return 1;
 }
 

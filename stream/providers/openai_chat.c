@@ -25,6 +25,7 @@
 #include "stream/adapter.h"
 #include "stream/json_scan.h"
 #include "stream/json_scan_impl.h"
+#include "stream/json_shape.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -287,11 +288,60 @@ static int fast_choices(fchunk *c) {
   }
 }
 
+/* Reports a chunk read whole, in chat_event's order. */
+static void chat_report(ts_adapter *a, const fchunk *c) {
+  for (int k = 0; k < c->n_ch; k++) {
+    const fchoice *ch = &c->ch[k];
+    if (ch->index != 0) continue; /* choice 0 only */
+    ts_view v;
+    if (ts__adapter_decode_str(a, &ch->content, &v) > 0) ts__adapter_text(a, v);
+    for (int j = ch->first_call; j < ch->first_call + ch->n_calls; j++) {
+      const fcall *fc = &c->calls[j];
+      ts_view id, nm;
+      if (ts__adapter_decode_str(a, &fc->id, &id) < 0) continue;
+      if (ts__adapter_decode_str(a, &fc->name, &nm) < 0) continue;
+      int slot = call_slot(a, fc->index, id, nm);
+      if (slot < 0) continue;
+      if (fc->args_obj.p)
+        ts__adapter_call_args(a, slot, fc->args_obj);
+      else if (ts__adapter_decode_str(a, &fc->args, &v) > 0)
+        ts__adapter_call_args(a, slot, v);
+    }
+    if (ts__adapter_decode_str(a, &ch->finish, &v) > 0) {
+      ts__adapter_end_all(a);
+      ts__adapter_set_stop(a, v);
+    }
+  }
+  if (c->usage.p) ts__adapter_set_usage(a, c->usage);
+}
+
+/* The memo's simple kind (json_shape.h): choice 0 with one call entry that carries only
+ * its index (or none) and an argument string: the deltas that are nearly every chunk of
+ * a call. Everything else the reading needs is then in the entry's index. */
+static int chat_simple(const fchunk *c) {
+  const fchoice *ch = &c->ch[0];
+  const fcall *fc = &c->calls[0];
+  return c->n_ch == 1 && c->n_calls == 1 && !c->usage.p && ch->index == 0 && !ch->content.raw.p &&
+         !ch->finish.raw.p && !fc->id.raw.p && !fc->name.raw.p && !fc->args_obj.p && fc->args.raw.p;
+}
+
 static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
-  (void)name;
+  ts_json_shape *memo = ts__adapter_memo(a);
+  ts_json_scan_str args;
+  if (memo && ts_json_shape_match(memo, text, len, name, &args)) {
+    /* P0's reading with this payload's fragment: chat_report for the simple kind (one
+     * call entry with its index and arguments only, in choice 0) */
+    ts__adapter_memo_hit(a);
+    ts_view none = {"", 0}, v;
+    int slot = call_slot(a, memo->nkey, none, none);
+    if (slot >= 0 && ts__adapter_decode_str(a, &args, &v) > 0) ts__adapter_call_args(a, slot, v);
+    return 1;
+  }
   fchunk c;
   c.n_ch = c.n_calls = 0;
   c.usage = (ts_view){NULL, 0};
+  ts_json_shape_notes notes;
+  notes.n = notes.over = 0;
   ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&c.s, text, len);
   if (ts__json_scan_next_inline(&c.s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
@@ -310,33 +360,18 @@ static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
     } else if (it.key.len == 5 && KEY(it, "usage")) {
       TS__SCAN_ONCE(seen, 4);
       if (it.type == TS_JSON_SCAN_OBJECT && ts_json_scan_skip(&c.s, &c.usage) != 1) return 0;
+    } else if (it.key.len == 11 && KEY(it, "obfuscation")) {
+      ts_json_shape_note(&notes, &it); /* never read, different in every chunk: a memo span */
     }
   })
   if (ts__json_scan_next_inline(&c.s, &it) != 0) return 0; /* one value, then only whitespace */
-
-  for (int k = 0; k < c.n_ch; k++) {
-    const fchoice *ch = &c.ch[k];
-    if (ch->index != 0) continue; /* choice 0 only */
-    ts_view v;
-    if (ts__adapter_decode_str(a, &ch->content, &v) > 0) ts__adapter_text(a, v);
-    for (int j = ch->first_call; j < ch->first_call + ch->n_calls; j++) {
-      const fcall *fc = &c.calls[j];
-      ts_view id, nm;
-      if (ts__adapter_decode_str(a, &fc->id, &id) < 0) continue;
-      if (ts__adapter_decode_str(a, &fc->name, &nm) < 0) continue;
-      int slot = call_slot(a, fc->index, id, nm);
-      if (slot < 0) continue;
-      if (fc->args_obj.p)
-        ts__adapter_call_args(a, slot, fc->args_obj);
-      else if (ts__adapter_decode_str(a, &fc->args, &v) > 0)
-        ts__adapter_call_args(a, slot, v);
-    }
-    if (ts__adapter_decode_str(a, &ch->finish, &v) > 0) {
-      ts__adapter_end_all(a);
-      ts__adapter_set_stop(a, v);
-    }
+  if (memo) { /* before anything is decoded in place */
+    if (chat_simple(&c) && ts_json_shape_keep(memo, text, len, name, &notes, c.calls[0].args.raw))
+      memo->nkey = c.calls[0].index;
+    else
+      ts_json_shape_clear(memo);
   }
-  if (c.usage.p) ts__adapter_set_usage(a, c.usage);
+  chat_report(a, &c);
   return 1;
 }
 

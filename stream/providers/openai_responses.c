@@ -38,6 +38,7 @@
 #include "stream/adapter.h"
 #include "stream/json_scan.h"
 #include "stream/json_scan_impl.h"
+#include "stream/json_shape.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -301,12 +302,37 @@ static void rf_end_call(ts_adapter *a, const ts_json_scan_str *key_s, const ts_j
   ts__adapter_call_end(a, slot);
 }
 
+/* The two delta events' reports, for a full reading and for a memo's. */
+static void rf_delta(ts_adapter *a, int kind, const ts_json_scan_str *item_id, const ts_json_scan_str *delta) {
+  ts_view v, key;
+  if (kind == RF_TEXT) {
+    if (ts__adapter_decode_str(a, delta, &v) > 0) ts__adapter_text(a, v);
+    return;
+  }
+  if (ts__adapter_decode_str(a, item_id, &key) <= 0) return;
+  int slot = ts__adapter_call_by_key(a, key);
+  if (slot >= 0 && ts__adapter_decode_str(a, delta, &v) > 0) ts__adapter_call_args(a, slot, v);
+}
+
 static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
+  ts_json_shape *memo = ts__adapter_memo(a);
+  ts_json_scan_str delta;
+  if (memo && ts_json_shape_match(memo, text, len, event, &delta)) {
+    /* P0's reading (a delta event) with this payload's delta; the item id is P0's,
+     * unescaped, in the memo's copy */
+    ts_json_scan_str item_id = {memo->key, 0};
+    ts__adapter_memo_hit(a);
+    rf_delta(a, memo->kind, &item_id, &delta);
+    return 1;
+  }
+  ts_json_shape_notes notes;
+  notes.n = notes.over = 0;
   ts_json_scan s;
   ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&s, text, len);
   if (ts__json_scan_next_inline(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
-  ts_json_scan_str item_id = {{NULL, 0}, 0}, delta = item_id, args = item_id;
+  ts_json_scan_str item_id = {{NULL, 0}, 0}, args = item_id;
+  delta = item_id;
   rf_item item;
   memset(&item, 0, sizeof item);
   int kind = -1, have_item = 0;
@@ -340,6 +366,12 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
         if (!ts_json_scan_take_str(&it, &item_id)) return 0;
       }
       break;
+    case 11: /* obfuscation: never read, different in every event (a memo span) */
+      if (ts_json_scan_key_is(k, "obfuscation", 11)) ts_json_shape_note(&notes, &it);
+      break;
+    case 15: /* sequence_number: likewise */
+      if (ts_json_scan_key_is(k, "sequence_number", 15)) ts_json_shape_note(&notes, &it);
+      break;
     case 9: /* arguments */
       if (ts_json_scan_key_is(k, "arguments", 9)) {
         TS__SCAN_ONCE(seen, 16);
@@ -353,17 +385,24 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
   }
   if (ts__json_scan_next_inline(&s, &it) != 0) return 0; /* one value, then only whitespace */
   if (kind < 0) kind = rf_kind(event); /* no `type`: the event's name says */
+  if (memo) { /* before anything is decoded in place */
+    /* The simple kind: a delta event with its delta string (and, for arguments, an item
+     * id without escapes, which the memo keeps and compares as it is). */
+    int simple = delta.raw.p && (kind == RF_TEXT || (kind == RF_ARGS_DELTA && item_id.raw.p && !item_id.escaped));
+    if (simple && ts_json_shape_keep(memo, text, len, event, &notes, delta.raw)) {
+      memo->kind = kind;
+      memo->key = kind == RF_ARGS_DELTA ? ts_json_shape_rebase(memo, text, item_id.raw) : (ts_view){NULL, 0};
+    } else {
+      ts_json_shape_clear(memo);
+    }
+  }
 
   ts_view v, key, id, name;
   int slot;
   switch (kind) {
   case RF_TEXT:
-    if (ts__adapter_decode_str(a, &delta, &v) > 0) ts__adapter_text(a, v);
-    return 1;
   case RF_ARGS_DELTA:
-    if (ts__adapter_decode_str(a, &item_id, &key) <= 0) return 1;
-    slot = ts__adapter_call_by_key(a, key);
-    if (slot >= 0 && ts__adapter_decode_str(a, &delta, &v) > 0) ts__adapter_call_args(a, slot, v);
+    rf_delta(a, kind, &item_id, &delta);
     return 1;
   case RF_ARGS_DONE:
     rf_end_call(a, &item_id, &args);

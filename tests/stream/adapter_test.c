@@ -65,6 +65,8 @@ typedef struct {
   ts_format format;
   int done;
   int general; /* read every payload the general way (ts_adapter_set_general) */
+  int no_memo; /* the one-pass readers without their shape memo (ts_adapter_set_memo) */
+  uint64_t memo_hits; /* payloads the last run read from the memo */
 } rec;
 
 static rec R;
@@ -286,13 +288,15 @@ static ts_adapter *new_adapter(ts_format fmt, ts_adapter_cb cb, void *user) {
 
 static void run_events(ts_format fmt, tev *evs, size_t nev, rec *r) {
   long abort_at = r->abort_at;
-  int general = r->general;
+  int general = r->general, no_memo = r->no_memo;
   memset(r, 0, sizeof *r);
   r->abort_at = abort_at;
   r->general = general;
+  r->no_memo = no_memo;
   ts_adapter *a = new_adapter(fmt, rec_cb, r);
   ck_assert_ptr_nonnull(a);
   ts_adapter_set_general(a, general);
+  if (no_memo) ts_adapter_set_memo(a, 0);
   char msg[128];
   uint64_t before = ts_test_alloc_count();
   for (size_t k = 0; k < nev; k++) {
@@ -316,6 +320,7 @@ static void run_events(ts_format fmt, tev *evs, size_t nev, rec *r) {
   r->allocs = ts_test_alloc_count() - before;
   r->format = ts_adapter_format_of(a);
   r->done = ts_adapter_done(a);
+  r->memo_hits = ts_adapter_memo_hits(a);
   ts_adapter_free(a);
 }
 
@@ -324,6 +329,28 @@ static void run_text(ts_format fmt, const char *sse, size_t len, rec *r) {
   size_t nev = sse_split(sse, len, EVS, MAX_EVENTS);
   run_events(fmt, EVS, nev, r);
   free_events(EVS, nev);
+}
+
+/* The same with every event fed twice in a row (each copy its own bytes, since payloads
+ * are decoded in place): the second copy of every payload of the simple kind is read from
+ * the shape memo (json_shape.h) that the first one left. */
+static void run_text_twice(ts_format fmt, const char *sse, size_t len, rec *r) {
+  size_t nev = sse_split(sse, len, EVS, MAX_EVENTS / 2);
+  static tev twice[MAX_EVENTS];
+  for (size_t k = 0; k < nev; k++) {
+    for (int c = 0; c < 2; c++) {
+      tev *t = &twice[2 * k + (size_t)c];
+      *t = EVS[k];
+      t->data = malloc(EVS[k].data_len + 1);
+      t->name = malloc(EVS[k].name_len + 1);
+      ck_assert(t->data && t->name);
+      memcpy(t->data, EVS[k].data, EVS[k].data_len + 1);
+      memcpy(t->name, EVS[k].name, EVS[k].name_len + 1);
+    }
+  }
+  free_events(EVS, nev);
+  run_events(fmt, twice, 2 * nev, r);
+  free_events(twice, 2 * nev);
 }
 
 static void expect_trace(int line, const char *label, const char *mode, const rec *r,
@@ -362,6 +389,26 @@ static void run_row(const row *w) {
   run_text(w->fmt, sse, n, &R);
   R.general = 0;
   expect_trace(w->line, w->label, "general", &R, want);
+  /* and the one-pass reader without its shape memo */
+  R.no_memo = 1;
+  run_text(w->fmt, sse, n, &R);
+  R.no_memo = 0;
+  expect_trace(w->line, w->label, "no memo", &R, want);
+  /* every payload twice: the memo warmed by each payload before its copy comes; the
+   * three ways agree on what that stream means */
+  R.general = 1;
+  run_text_twice(w->fmt, sse, n, &R);
+  R.general = 0;
+  char *general = strdup(R.trace);
+  ck_assert(general);
+  ck_assert_msg(!R.overflow, "line %d: trace overflow", w->line);
+  R.no_memo = 1;
+  run_text_twice(w->fmt, sse, n, &R);
+  R.no_memo = 0;
+  expect_trace(w->line, w->label, "twice, no memo", &R, general);
+  run_text_twice(w->fmt, sse, n, &R);
+  expect_trace(w->line, w->label, "twice, memo", &R, general);
+  free(general);
   if (!(w->flags & NO_AUTO)) {
     run_text(TS_FORMAT_AUTO, sse, n, &R);
     expect_trace(w->line, w->label, "auto", &R, want);
@@ -961,6 +1008,43 @@ START_TEST(test_corpus) {
 }
 END_TEST
 
+/* The shape memo on the captured streams: every delta-heavy capture must be read partly
+ * from the memo (a memo that never hits fails here), with the same trace as without it
+ * and the general way. */
+static const struct {
+  const char *file;
+  ts_format fmt;
+} memo_corpus[] = {
+    {"openai-chat-two-parallel-calls.sse", TS_FORMAT_OPENAI_CHAT},
+    {"openai-responses-one-call.sse", TS_FORMAT_OPENAI_RESPONSES},
+    {"anthropic-text-then-tool.sse", TS_FORMAT_ANTHROPIC},
+    {"anthropic-fine-grained-max-tokens.sse", TS_FORMAT_ANTHROPIC},
+};
+
+START_TEST(test_memo_corpus) {
+  char rel[256];
+  snprintf(rel, sizeof rel, "tests/corpus/%s", memo_corpus[_i].file);
+  size_t len;
+  char *text = ts_test_read_file(ts_test_path(rel), &len);
+  R.abort_at = 0;
+  R.general = 1;
+  run_text(memo_corpus[_i].fmt, text, len, &R);
+  R.general = 0;
+  char *general = strdup(R.trace);
+  ck_assert(general && !R.overflow);
+  R.no_memo = 1;
+  run_text(memo_corpus[_i].fmt, text, len, &R);
+  R.no_memo = 0;
+  expect_trace(__LINE__, memo_corpus[_i].file, "no memo", &R, general);
+  ck_assert(R.memo_hits == 0);
+  run_text(memo_corpus[_i].fmt, text, len, &R);
+  expect_trace(__LINE__, memo_corpus[_i].file, "memo", &R, general);
+  ck_assert_msg(R.memo_hits > 0, "%s: no payload read from the memo", memo_corpus[_i].file);
+  free(general);
+  free(text);
+}
+END_TEST
+
 /* ---- limits -------------------------------------------------------------------------------- */
 
 /* Builds a stream into a growing heap buffer. */
@@ -1509,6 +1593,147 @@ START_TEST(test_one_pass_built) {
 }
 END_TEST
 
+/* The shape memo (stream/json_shape.h) at its edges. Each row is read with the memo,
+ * without it and the general way: the three traces must be the row's, and the memo must
+ * have read exactly `hits` payloads (so a memo that never hits, or hits where a byte
+ * outside its spans differs, fails). */
+typedef struct {
+  int line;
+  const char *label;
+  ts_format fmt;
+  const char *sse;
+  const char *want;
+  uint64_t hits;
+} memo_row;
+
+/* Chat: a call's first chunk, then deltas of the regular shape with their obfuscation. */
+#define C_BEGIN(i, id) TC("{`index`:" #i ",`id`:`" id "`,`type`:`function`,`function`:{`name`:`f`,`arguments`:``}}")
+#define C_PRE(i) "{`id`:`chatcmpl-1`,`object`:`chat.completion.chunk`,`created`:1755868211,`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:" #i ",`function`:{`arguments`:`"
+#define C_POST "`}}]},`logprobs`:null,`finish_reason`:null}],`obfuscation`:`"
+#define C_DELTA(i, args, ob) D(C_PRE(i) args C_POST ob "`}")
+#define C_END FIN("tool_calls") DONE
+/* Responses: deltas with sequence_number and obfuscation. */
+#define R_DELTA(seq, item, text, ob)                                                              \
+  EV("response.function_call_arguments.delta",                                                   \
+     "{`type`:`response.function_call_arguments.delta`,`sequence_number`:" seq ",`item_id`:`" item \
+     "`,`output_index`:0,`delta`:`" text "`,`obfuscation`:`" ob "`}")
+#define R_END ITEM_DONE("fc_1", "") COMPLETED("")
+/* Bedrock: toolUse deltas with the padding. */
+#define B_START(i) EV("contentBlockStart", "{`contentBlockIndex`:" #i ",`start`:{`toolUse`:{`toolUseId`:`t" #i "`,`name`:`f`}}}")
+#define B_DELTA(i, text, pad) EV("contentBlockDelta", "{`contentBlockIndex`:" #i ",`delta`:{`toolUse`:{`input`:`" text "`}},`p`:`" pad "`}")
+#define B_END(i) EV("contentBlockStop", "{`contentBlockIndex`:" #i "}") EV("messageStop", "{`stopReason`:`tool_use`}")
+
+static const memo_row memo_rows[] = {
+    {__LINE__, "chat: deltas after the first from the memo, obfuscation of any length", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "{\\`a", "x") C_DELTA(0, "\\`:", "yyyyyyyyyyyyyyyyyyyyy") C_DELTA(0, "1}", "") C_END,
+     "B0 c0 f | A0 '{`a' | A0 '`:' | A0 '1}' | E0 | T stop=tool_calls", 2},
+    {__LINE__, "chat: escapes in and around the fragment (\\`, \\\\, \\u)", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "ab", "o") C_DELTA(0, "\\\\\\`", "o") C_DELTA(0, "\\\\\\\\", "o")
+     C_DELTA(0, "\\u00e9\\u2014", "o") C_DELTA(0, "\\`", "o\\`") C_DELTA(0, "", "o") C_END,
+     "B0 c0 f | A0 'ab' | A0 '\\`' | A0 '\\\\' | A0 '\xc3\xa9\xe2\x80\x94' | A0 '`' | E0 | T stop=tool_calls", 5},
+    {__LINE__, "chat: a bad escape in the fragment is the general way's error", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "ab", "o") C_DELTA(0, "\\x", "o") C_DELTA(0, "\\ud800", "o") C_DELTA(0, "c", "o") C_END,
+     "B0 c0 f | A0 'ab' | !ms_bad_json | !json_surrogate | A0 'c' | E0 | T stop=tool_calls", 2},
+    {__LINE__, "chat: the same prefix, another suffix (the finish reason)", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "a", "o") C_DELTA(0, "b", "o")
+     D(C_PRE(0) "c`}}]},`logprobs`:null,`finish_reason`:`tool_calls`}],`obfuscation`:`o`}") DONE,
+     "B0 c0 f | A0 'a' | A0 'b' | A0 'c' | E0 | T stop=tool_calls", 1},
+    {__LINE__, "chat: a difference inside a key", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "a", "o")
+     D("{`id`:`chatcmpl-1`,`object`:`chat.completion.chunk`,`created`:1755868211,`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:0,`function`:{`argumentz`:`b`}}]},`logprobs`:null,`finish_reason`:null}],`obfuscation`:`o`}")
+     D("{`id`:`chatcmpl-1`,`object`:`chat.completion.chunk`,`created`:1755868211,`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:0,`function`:{`arguments`:`c`}}]},`logprobs`:null,`finish_reason`:null}],`obfuscatioN`:`o`}")
+     C_DELTA(0, "d", "o") C_END,
+     "B0 c0 f | A0 'a' | A0 'c' | A0 'd' | E0 | T stop=tool_calls", 0},
+    {__LINE__, "chat: a span whose type changes (string to null, to number, to object)", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "a", "o")
+     D(C_PRE(0) "`}}]},`logprobs`:null,`finish_reason`:null}],`obfuscation`:null}")
+     D("{`id`:`chatcmpl-1`,`object`:`chat.completion.chunk`,`created`:1755868211,`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:0,`function`:{`arguments`:null}}]},`logprobs`:null,`finish_reason`:null}],`obfuscation`:`o`}")
+     D("{`id`:`chatcmpl-1`,`object`:`chat.completion.chunk`,`created`:1755868211,`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:0,`function`:{`arguments`:5}}]},`logprobs`:null,`finish_reason`:null}],`obfuscation`:`o`}")
+     D("{`id`:`chatcmpl-1`,`object`:`chat.completion.chunk`,`created`:1755868211,`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:0,`function`:{`arguments`:{`x`:1}}}]},`logprobs`:null,`finish_reason`:null}],`obfuscation`:`o`}")
+     C_DELTA(0, "b", "o") D(C_PRE(0) "c" C_POST "o`,`obfuscation`:7}") C_END,
+     "B0 c0 f | A0 'a' | !ms_bad_shape | A0 '{`x`:1}' | A0 'b' | A0 'c' | E0 | T stop=tool_calls", 0},
+    {__LINE__, "chat: payloads shorter and longer (cut, whitespace, an extra member)", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "a", "o")
+     D(C_PRE(0) "b" C_POST "o`")
+     D(C_PRE(0) "c" C_POST "o` } ")
+     C_DELTA(0, "d", "o")
+     D(C_PRE(0) "e" C_POST "o`,`x`:1}")
+     C_DELTA(0, "f", "o") C_DELTA(0, "g", "o") C_END,
+     "B0 c0 f | A0 'a' | !ms_bad_json | A0 'c' | A0 'd' | A0 'e' | A0 'f' | A0 'g' | E0 | T stop=tool_calls", 1},
+    {__LINE__, "chat: a duplicate choices or delta after the span", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "a", "o")
+     D(C_PRE(0) "b" C_POST "o`,`choices`:[{`index`:0,`delta`:{`content`:`no`}}]}")
+     D(C_PRE(0) "c`}}]},`delta`:{`content`:`no`},`logprobs`:null,`finish_reason`:null}],`obfuscation`:`o`}")
+     C_DELTA(0, "d", "o") C_END,
+     "B0 c0 f | A0 'a' | A0 'b' | A0 'c' | A0 'd' | E0 | T stop=tool_calls", 1},
+    {__LINE__, "chat: a payload over the memo's size is not kept", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0")
+     C_DELTA(0, "a", "oooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooooo")
+     C_DELTA(0, "b", "o") C_DELTA(0, "c", "o") C_END,
+     "B0 c0 f | A0 'a' | A0 'b' | A0 'c' | E0 | T stop=tool_calls", 1},
+    {__LINE__, "chat: a memo from the previous call (another index, then index 0 reused with a new id)", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "a", "o") C_DELTA(0, "b", "o")
+     C_BEGIN(1, "c1") C_DELTA(1, "c", "o") C_DELTA(1, "d", "o")
+     C_BEGIN(0, "c2") C_DELTA(0, "e", "o") C_DELTA(0, "f", "o") C_END,
+     "B0 c0 f | A0 'a' | A0 'b' | B1 c1 f | A1 'c' | A1 'd' | B2 c2 f | A2 'e' | A2 'f' | E0 | E1 | E2 | T stop=tool_calls", 3},
+    {__LINE__, "chat: a memo from the previous turn's last delta, in a stream read again", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "a", "o") C_END C_BEGIN(0, "c0") C_DELTA(0, "a", "o") C_END,
+     "B0 c0 f | A0 'a' | E0 | T stop=tool_calls", 0},
+    {__LINE__, "responses: deltas with their sequence numbers and obfuscation", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") R_DELTA("3", "fc_1", "{\\`a", "xx") R_DELTA("4", "fc_1", "\\`:1", "y")
+     R_DELTA("12345678901", "fc_1", "}", "zzzzzzzzzzzzzzz") R_DELTA("-1.5e3", "fc_1", "", "") R_END,
+     "B0 call_1 f | A0 '{`a' | A0 '`:1' | A0 '}' | E0 | T stop=completed", 3},
+    {__LINE__, "responses: a sequence number that turns into a string; another item", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") R_DELTA("3", "fc_1", "a", "o")
+     EV("response.function_call_arguments.delta", "{`type`:`response.function_call_arguments.delta`,`sequence_number`:`4`,`item_id`:`fc_1`,`output_index`:0,`delta`:`b`,`obfuscation`:`o`}")
+     R_DELTA("5", "fc_2", "lost", "o") R_DELTA("6", "fc_1", "c", "o") R_DELTA("7", "fc_1", "d", "o") R_END,
+     "B0 call_1 f | A0 'a' | A0 'b' | A0 'c' | A0 'd' | E0 | T stop=completed", 1},
+    {__LINE__, "responses: an escaped item id is not kept", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_\\u0031", "call_1", "f", "") R_DELTA("3", "fc_\\u0031", "a", "o") R_DELTA("4", "fc_\\u0031", "b", "o") R_END,
+     "B0 call_1 f | A0 'a' | A0 'b' | E0 | T stop=completed", 0},
+    {__LINE__, "responses: text deltas", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.output_text.delta", "`sequence_number`:1,`delta`:`Hel`") RE("response.output_text.delta", "`sequence_number`:2,`delta`:`lo`")
+     COMPLETED(""),
+     "X 'Hel' | X 'lo' | T stop=completed", 1},
+    {__LINE__, "anthropic: fragments from the memo; another block; a text delta; the event name", TS_FORMAT_ANTHROPIC,
+     MSG_START TOOL_START(0, "t0", "f", "{}") JSON_DELTA(0, "{\\`a") JSON_DELTA(0, "\\`:1}") JSON_DELTA(0, "")
+     BLOCK_STOP(0) TOOL_START(1, "t1", "g", "{}") JSON_DELTA(1, "[") JSON_DELTA(1, "]") TEXT_DELTA(1, "hm")
+     EV("content_block_delta", "{`index`:1,`delta`:{`type`:`input_json_delta`,`partial_json`:`x`}}")
+     EV("content_block_delta", "{`index`:1,`delta`:{`type`:`input_json_delta`,`partial_json`:`y`}}")
+     EV("content_block_stop", "{`index`:1,`delta`:{`type`:`input_json_delta`,`partial_json`:`z`}}")
+     BLOCK_STOP(1) MSG_STOP,
+     "B0 t0 f | A0 '{`a' | A0 '`:1}' | E0 | B1 t1 g | A1 '[' | A1 ']' | X 'hm' | A1 'x' | A1 'y' | E1 | T stop= "
+     "usage={`input_tokens`:10,`output_tokens`:1}", 4},
+    {__LINE__, "bedrock: fragments with their padding from the memo", TS_FORMAT_BEDROCK,
+     B_START(0) B_DELTA(0, "{\\`a", "abc") B_DELTA(0, "\\`:", "abcdefghijklmnopqrstuvwxyz") B_DELTA(0, "1}", "")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`x`}},`p`:7}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`text`:`x`},`p`:`a`}") B_END(0),
+     "B0 t0 f | A0 '{`a' | A0 '`:' | A0 '1}' | A0 'x' | X 'x' | E0 | T stop=tool_use", 2},
+};
+
+START_TEST(test_memo) {
+  const memo_row *w = &memo_rows[_i];
+  char *sse = tick(w->sse), *want = tick(w->want);
+  static const char *const modes[] = {"memo", "no memo", "general"};
+  for (int m = 0; m < 3; m++) {
+    R.abort_at = 0;
+    R.no_memo = m == 1;
+    R.general = m == 2;
+    run_text(w->fmt, sse, strlen(sse), &R);
+    expect_trace(w->line, w->label, modes[m], &R, want);
+    uint64_t hits = R.memo_hits;
+    if (m == 0)
+      ck_assert_msg(hits == w->hits, "line %d (%s): %llu payloads from the memo, want %llu", w->line, w->label,
+                    (unsigned long long)hits, (unsigned long long)w->hits);
+    else
+      ck_assert_msg(hits == 0, "line %d (%s, %s): the memo was used", w->line, w->label, modes[m]);
+  }
+  R.no_memo = R.general = 0;
+  free(sse);
+  free(want);
+}
+END_TEST
+
 START_TEST(test_feed_returns_first_error) {
   memset(&R, 0, sizeof R);
   ts_adapter *a = new_adapter(TS_FORMAT_OPENAI_CHAT, rec_cb, &R);
@@ -1537,6 +1762,7 @@ int main(void) {
   tcase_add_test(tc, test_feed_returns_first_error);
   tcase_add_loop_test(tc, test_one_pass_edges, 0, NROWS(edge_rows));
   tcase_add_test(tc, test_one_pass_built);
+  tcase_add_loop_test(tc, test_memo, 0, NROWS(memo_rows));
   suite_add_tcase(s, tc);
 
   tc = tcase_create("openai-responses");
@@ -1556,6 +1782,7 @@ int main(void) {
 
   tc = tcase_create("corpus");
   tcase_add_loop_test(tc, test_corpus, 0, NROWS(corpus));
+  tcase_add_loop_test(tc, test_memo_corpus, 0, NROWS(memo_corpus));
   suite_add_tcase(s, tc);
 
   tc = tcase_create("api");

@@ -1,0 +1,125 @@
+/*
+ * json_shape.c: the shape memo of json_shape.h.
+ *
+ * Why it is exact. The scanner (json_scan_impl.h) decides each step from the bytes at
+ * its position: punctuation, key bytes, the first byte of a value, and for a value its
+ * extent. Take P equal to P0 outside the memo's spans, with a valid value of the same
+ * kind at each span (a string whose body the string scanner accepts; a number the number
+ * scanner accepts whole, followed by the same fixed byte as in P0). Before the first
+ * span the two walks are the same; at a span both hand out an item of the same type with
+ * the same key, and both end right after its value, where the bytes again agree. So the
+ * walks are item for item the same, apart from the spans' raw text. The reader looks at
+ * the raw text only of the used span (the others are members it never reads), so its
+ * reading of P is its reading of P0 with the used value replaced. A value of another kind
+ * (a number where P0 had a string, a null), a difference in a key, a longer or shorter
+ * payload, a member more: some fixed byte differs, and the match fails.
+ *
+ * Cost. The fixed bytes are compared 16 a step (SSE2), with one overlapping block for a
+ * run's last bytes, so a 350-byte Chat payload is about 22 comparisons; each span costs
+ * one string scan (the same SIMD scanner the reader uses) or one number scan.
+ */
+#include "stream/json_shape.h"
+
+#include <string.h>
+
+#include "stream/json_scan_impl.h"
+
+int ts_json_shape_keep(ts_json_shape *m, const char *text, size_t len, ts_view name,
+                       const ts_json_shape_notes *nt, ts_view used) {
+  m->len = 0;
+  if (len == 0 || len > TS_JSON_SHAPE_MAX || name.len > TS_JSON_SHAPE_NAME_MAX) return 0;
+  if ((nt && nt->over) || !used.p || used.p < text || used.p + used.len > text + len) return 0;
+  /* The spans in the order of the text: the noted ones come in order (top-level members,
+   * as read); the used one goes where it lies among them. */
+  unsigned n = 0, nn = nt ? nt->n : 0;
+  int placed = 0;
+  for (unsigned k = 0; k <= nn; k++) {
+    const char *p = k < nn ? nt->span[k].p : NULL;
+    if (!placed && (!p || used.p < p)) {
+      m->used = (uint8_t)n;
+      m->span[n++] = (ts_json_shape_span){(uint16_t)(used.p - text), (uint16_t)used.len, TS_JSON_SHAPE_STRING};
+      placed = 1;
+    }
+    if (!p) break;
+    if (p < text || p + nt->span[k].len > text + len) return 0;
+    m->span[n++] = (ts_json_shape_span){(uint16_t)(p - text), nt->span[k].len, nt->span[k].kind};
+  }
+  for (unsigned k = 1; k < n; k++) /* never overlapping, never out of order */
+    if (m->span[k].off < m->span[k - 1].off + m->span[k - 1].len) return 0;
+  m->n_spans = (uint8_t)n;
+  memcpy(m->text, text, len);
+  if (name.len) memcpy(m->name, name.p, name.len);
+  m->name_len = (uint16_t)name.len;
+  m->len = (uint16_t)len;
+  return 1;
+}
+
+/* a[0..n) == b[0..n): 64 bytes a step (four blocks, one test), then 16, then the last
+ * bytes of a run of 16 or more as the block ending there. */
+static inline int same(const char *a, const char *b, size_t n) {
+#if defined(__SSE2__)
+  if (n >= 16) {
+    const char *a_end = a + n, *b_end = b + n;
+#define LD(p, k) _mm_loadu_si128((const __m128i *)(const void *)((p) + 16 * (k)))
+    while (a_end - a >= 64) {
+      __m128i e = _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(LD(a, 0), LD(b, 0)), _mm_cmpeq_epi8(LD(a, 1), LD(b, 1))),
+                                _mm_and_si128(_mm_cmpeq_epi8(LD(a, 2), LD(b, 2)), _mm_cmpeq_epi8(LD(a, 3), LD(b, 3))));
+      if (_mm_movemask_epi8(e) != 0xFFFF) return 0;
+      a += 64, b += 64;
+    }
+    while (a_end - a > 16) {
+      if (_mm_movemask_epi8(_mm_cmpeq_epi8(LD(a, 0), LD(b, 0))) != 0xFFFF) return 0;
+      a += 16, b += 16;
+    }
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(LD(a_end - 16, 0), LD(b_end - 16, 0))) == 0xFFFF;
+#undef LD
+  }
+#endif
+  if (n >= 8) {
+    uint64_t x, y, u, v;
+    memcpy(&x, a, 8), memcpy(&y, b, 8), memcpy(&u, a + n - 8, 8), memcpy(&v, b + n - 8, 8);
+    return ((x ^ y) | (u ^ v)) == 0;
+  }
+  if (n >= 4) {
+    uint32_t x, y, u, v;
+    memcpy(&x, a, 4), memcpy(&y, b, 4), memcpy(&u, a + n - 4, 4), memcpy(&v, b + n - 4, 4);
+    return ((x ^ y) | (u ^ v)) == 0;
+  }
+  if (n >= 2) {
+    uint16_t x, y, u, v;
+    memcpy(&x, a, 2), memcpy(&y, b, 2), memcpy(&u, a + n - 2, 2), memcpy(&v, b + n - 2, 2);
+    return ((x ^ y) | (u ^ v)) == 0;
+  }
+  return n == 0 || a[0] == b[0];
+}
+
+int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                        ts_json_scan_str *used) {
+  if (!m->len || name.len != m->name_len || !same(name.p, m->name, name.len)) return 0;
+  const char *p = text, *end = text + len;
+  size_t o0 = 0; /* where P0's next fixed run starts */
+  for (unsigned k = 0; k < m->n_spans; k++) {
+    const ts_json_shape_span *sp = &m->span[k];
+    size_t run = sp->off - o0;
+    if ((size_t)(end - p) < run || !same(p, m->text + o0, run)) return 0;
+    p += run;
+    const char *v = p, *q;
+    if (sp->kind == TS_JSON_SHAPE_STRING) {
+      int esc = 0;
+      q = scan_string(p, end, text, &esc); /* p is just after the opening quote (fixed) */
+      if (!q) return 0;
+      if (k == m->used) {
+        used->raw = (ts_view){v, (size_t)(q - v)};
+        used->escaped = esc;
+      }
+    } else {
+      q = p < end && (*p == '-' || scan_is_digit(*p)) ? scan_num(p, end) : NULL;
+      if (!q) return 0;
+    }
+    p = q;
+    o0 = (size_t)sp->off + sp->len;
+  }
+  size_t run = m->len - o0;
+  if ((size_t)(end - p) != run || !same(p, m->text + o0, run)) return 0;
+  return 1;
+}

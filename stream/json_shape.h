@@ -1,0 +1,125 @@
+/*
+ * json_shape.h: a shape memo, for readers that see the same payload over and over with a
+ * few values changed.
+ *
+ * A provider streams a tool call as hundreds of delta events whose payloads are the same
+ * bytes each time except a few values: the argument fragment, and members nobody reads
+ * (`obfuscation`, `sequence_number`, Bedrock's `p` padding). A one-pass reader
+ * (json_scan.h, provider.h's fast_event) still walks every member of every payload. The
+ * memo lets it walk one: after a payload P0 was read whole with a result of the simple
+ * kind (one value the reader uses, the rest fixed), the reader keeps a copy of P0 and the
+ * spans of it that may differ: the *used* string (the fragment) and the *ignored* scalar
+ * values (members the reader never reads). A later payload P matches when, outside those
+ * spans, it is byte for byte P0 (compared 16 bytes a step), and at each span it holds a
+ * value of the same kind (a valid JSON string, a valid number), scanned as the scanner
+ * would. Then P's reading is P0's with the used value replaced: the scanner's walk over P
+ * takes exactly the steps it took over P0, because every byte that decides a step is the
+ * same, and a value the reader does not read does not change what it does.
+ *
+ * The memo is a pure function of the bytes (and the event's name, which some readers fall
+ * back on): nothing in it depends on what the reader's caller did with the reading (call
+ * ids seen, calls open), so that logic runs after the match as after a full reading.
+ *
+ * Use, in a reader:
+ *   1. ts_json_shape_match(m, text, len, name, &used): 1 when P matches; *used is P's
+ *      value of the used span (between its quotes, undecoded, `escaped` set as the
+ *      scanner sets it). Report as for P0 with that value.
+ *   2. Else read P the normal way; while reading, ts_json_shape_note() each top-level
+ *      member the reader never reads whose value may change from payload to payload.
+ *      When the result has the simple kind, ts_json_shape_keep() copies P *before*
+ *      anything is decoded in place; otherwise ts_json_shape_clear().
+ * Views the reader keeps in the memo for its own result (an id it compares, say) point
+ * into the copy, ts_json_shape_text(): never decode them in place (keep only strings
+ * without escapes).
+ *
+ * Limits: payloads up to TS_JSON_SHAPE_MAX bytes and event names up to
+ * TS_JSON_SHAPE_NAME_MAX are kept (bigger ones are not memoised: keep returns 0, the memo
+ * is empty); at most TS_JSON_SHAPE_SPANS ignored spans. No allocation, no I/O: the memo is
+ * a fixed struct that lives where the caller puts it (the adapter's scratch block); a
+ * zeroed memo is empty.
+ */
+#ifndef TS_JSON_SHAPE_H
+#define TS_JSON_SHAPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/view.h"
+#include "stream/json_scan.h"
+
+/* A delta event's payload is 100-400 bytes; a payload over 1 KiB is a rare event (a
+ * call's start or end echoing its arguments) and not worth a memo. */
+#define TS_JSON_SHAPE_MAX 1024
+#define TS_JSON_SHAPE_NAME_MAX 48
+#define TS_JSON_SHAPE_SPANS 6
+
+enum { TS_JSON_SHAPE_STRING = 1, TS_JSON_SHAPE_NUMBER };
+
+/* What a reader notes during its pass over P0: the ignored values. */
+typedef struct ts_json_shape_notes {
+  uint8_t n, over; /* over: more than TS_JSON_SHAPE_SPANS were noted (nothing is kept) */
+  struct {
+    const char *p; /* a string's body (between its quotes) or a number's text */
+    uint16_t len;
+    uint8_t kind;
+  } span[TS_JSON_SHAPE_SPANS];
+} ts_json_shape_notes;
+
+typedef struct {
+  uint16_t off, len; /* in the copy of P0 */
+  uint8_t kind;
+} ts_json_shape_span;
+
+typedef struct ts_json_shape {
+  uint16_t len;      /* P0's length; 0: the memo is empty */
+  uint16_t name_len; /* the event name P0 came with */
+  uint8_t n_spans;
+  uint8_t used;      /* the used span's index in span[] */
+  ts_json_shape_span span[TS_JSON_SHAPE_SPANS + 1];
+  /* The reader's own record of P0's reading apart from the used value (what the
+   * reader needs to report it again); set by the reader after keep. */
+  int64_t nkey;
+  int kind;
+  ts_view key; /* into the copy */
+  char name[TS_JSON_SHAPE_NAME_MAX];
+  char text[TS_JSON_SHAPE_MAX];
+} ts_json_shape;
+
+/* Notes item `it` (a top-level member's value that the reader never reads) as an ignored
+ * span when it is a string or a number; literals and containers are left as fixed bytes. */
+static inline void ts_json_shape_note(ts_json_shape_notes *nt, const ts_json_item *it) {
+  uint8_t kind = it->type == TS_JSON_SCAN_STRING ? TS_JSON_SHAPE_STRING
+                 : it->type == TS_JSON_SCAN_NUMBER ? TS_JSON_SHAPE_NUMBER : 0;
+  if (!kind) return;
+  if (nt->n == TS_JSON_SHAPE_SPANS || it->raw.len > UINT16_MAX) {
+    nt->over = 1;
+    return;
+  }
+  nt->span[nt->n].p = it->raw.p;
+  nt->span[nt->n].len = (uint16_t)it->raw.len;
+  nt->span[nt->n].kind = kind;
+  nt->n++;
+}
+
+/* Empties the memo. */
+static inline void ts_json_shape_clear(ts_json_shape *m) { m->len = 0; }
+
+/* Keeps P0 = text[0..len), read with event name `name`: a copy of it, the spans noted in
+ * *nt (may be NULL: none) and the used string `used` (a string's body inside text, as the
+ * scanner handed it out). Returns 1; 0 when P0 cannot be kept (too long, a name too long,
+ * too many spans, `used` not inside the text), and the memo is then empty. */
+int ts_json_shape_keep(ts_json_shape *m, const char *text, size_t len, ts_view name,
+                       const ts_json_shape_notes *nt, ts_view used);
+
+/* 1 when P = text[0..len) with event name `name` matches the memo (see above), with
+ * *used set to P's used value (views into text); 0 otherwise (always for an empty memo).
+ * Reads only. */
+int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                        ts_json_scan_str *used);
+
+/* A view into P0 (the text given to keep) as the same bytes in the copy. */
+static inline ts_view ts_json_shape_rebase(const ts_json_shape *m, const char *text0, ts_view v) {
+  return (ts_view){m->text + (v.p - text0), v.len};
+}
+
+#endif /* TS_JSON_SHAPE_H */

@@ -1,0 +1,264 @@
+/*
+ * json_shape_test.c: the shape memo (stream/json_shape.h).
+ *
+ * A memo is kept from a payload P0 whose member `u` (at any depth, the first one) is the
+ * used string and whose top-level members named `i...` are ignored values. Rows give P0,
+ * a payload P and whether P must match (and P's used value, raw). Then every one-byte
+ * change, deletion and insertion of a few bytes at every position of P0 is checked
+ * against a reference: whenever the memo says "match", scanning P and P0 side by side
+ * (json_scan.h) must give the same items, apart from the spans' values, which must be
+ * of the same kind; and the used value it hands out must be P's. Edits inside a span
+ * that keep it a valid value must match (the memo is not allowed to be useless).
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "stream/json_scan.h"
+#include "stream/json_shape.h"
+#include "support/test_support.h"
+
+static int is_ignored(const ts_json_item *it) {
+  return it->depth == 1 && it->key.len >= 1 && it->key.p[0] == 'i' &&
+         (it->type == TS_JSON_SCAN_STRING || it->type == TS_JSON_SCAN_NUMBER);
+}
+
+static int is_used_key(const ts_json_item *it) {
+  return it->key.len == 1 && it->key.p[0] == 'u' && it->type == TS_JSON_SCAN_STRING;
+}
+
+/* Keeps text as P0 the way a reader would: the notes of its ignored members, the first
+ * `u` string as the used span. 1 when kept. */
+static int keep(ts_json_shape *m, const char *text, size_t len, ts_view name) {
+  ts_json_scan s;
+  ts_json_item it;
+  ts_json_shape_notes nt = {0};
+  ts_view used = {NULL, 0};
+  ts_json_scan_init(&s, text, len);
+  int rc;
+  while ((rc = ts_json_scan_next(&s, &it)) == 1) {
+    if (is_ignored(&it)) ts_json_shape_note(&nt, &it);
+    if (!used.p && is_used_key(&it)) used = it.raw;
+  }
+  ck_assert_int_eq(rc, 0);
+  return ts_json_shape_keep(m, text, len, name, &nt, used);
+}
+
+/* The reference: P and P0 scan to the same items apart from the spans' values (same
+ * kinds), and *used is P's first `u` string. */
+static int same_reading(const char *p0, size_t n0, const char *p, size_t n, ts_view *used) {
+  ts_json_scan a, b;
+  ts_json_item x, y;
+  ts_json_scan_init(&a, p0, n0);
+  ts_json_scan_init(&b, p, n);
+  int seen_used = 0;
+  for (;;) {
+    int ra = ts_json_scan_next(&a, &x), rb = ts_json_scan_next(&b, &y);
+    if (ra != rb) return 0;
+    if (ra != 1) return ra == 0;
+    if (x.type != y.type || x.depth != y.depth || x.key.len != y.key.len ||
+        (x.key.len && memcmp(x.key.p, y.key.p, x.key.len) != 0))
+      return 0;
+    int span = is_ignored(&x) || (!seen_used && is_used_key(&x));
+    if (!seen_used && is_used_key(&x)) {
+      seen_used = 1;
+      *used = y.raw;
+    }
+    if (x.type == TS_JSON_SCAN_END) continue; /* raw differs when a span inside does */
+    if (x.type == TS_JSON_SCAN_OBJECT || x.type == TS_JSON_SCAN_ARRAY) continue;
+    if (!span && (x.raw.len != y.raw.len || memcmp(x.raw.p, y.raw.p, x.raw.len) != 0)) return 0;
+  }
+}
+
+typedef struct {
+  int line;
+  const char *label;
+  const char *p0, *p;
+  int match;
+  const char *used; /* P's used value, raw (match only) */
+} row;
+
+#define P0 "{\"a\":1,\"b\":{\"c\":[{\"u\":\"frag\"}]},\"id\":\"x\",\"in\":123,\"z\":null}"
+
+static const row rows[] = {
+    {__LINE__, "the same payload", P0, P0, 1, "frag"},
+    {__LINE__, "another fragment, longer", P0,
+     "{\"a\":1,\"b\":{\"c\":[{\"u\":\"a longer fragment\"}]},\"id\":\"x\",\"in\":123,\"z\":null}", 1,
+     "a longer fragment"},
+    {__LINE__, "an empty fragment", P0, "{\"a\":1,\"b\":{\"c\":[{\"u\":\"\"}]},\"id\":\"x\",\"in\":123,\"z\":null}", 1, ""},
+    {__LINE__, "escapes in the fragment: \\\" \\\\ \\u", P0,
+     "{\"a\":1,\"b\":{\"c\":[{\"u\":\"\\\"\\\\\\u00e9\\\"\"}]},\"id\":\"x\",\"in\":123,\"z\":null}", 1,
+     "\\\"\\\\\\u00e9\\\""},
+    {__LINE__, "ignored values changed, other kinds of number", P0,
+     "{\"a\":1,\"b\":{\"c\":[{\"u\":\"f\"}]},\"id\":\"a much longer id\",\"in\":-1.5e+30,\"z\":null}", 1, "f"},
+    {__LINE__, "a bad escape in the fragment", P0,
+     "{\"a\":1,\"b\":{\"c\":[{\"u\":\"\\x\"}]},\"id\":\"x\",\"in\":123,\"z\":null}", 0, NULL},
+    {__LINE__, "a cut \\u in the fragment", P0,
+     "{\"a\":1,\"b\":{\"c\":[{\"u\":\"\\u00\"}]},\"id\":\"x\",\"in\":123,\"z\":null}", 0, NULL},
+    {__LINE__, "a fixed value changed", P0, "{\"a\":2,\"b\":{\"c\":[{\"u\":\"frag\"}]},\"id\":\"x\",\"in\":123,\"z\":null}", 0, NULL},
+    {__LINE__, "a difference inside a key", P0, "{\"a\":1,\"b\":{\"c\":[{\"v\":\"frag\"}]},\"id\":\"x\",\"in\":123,\"z\":null}", 0, NULL},
+    {__LINE__, "the used string turns null", P0, "{\"a\":1,\"b\":{\"c\":[{\"u\":null}]},\"id\":\"x\",\"in\":123,\"z\":null}", 0, NULL},
+    {__LINE__, "an ignored number turns string", P0, "{\"a\":1,\"b\":{\"c\":[{\"u\":\"frag\"}]},\"id\":\"x\",\"in\":\"123\",\"z\":null}", 0, NULL},
+    {__LINE__, "an ignored string turns number", P0, "{\"a\":1,\"b\":{\"c\":[{\"u\":\"frag\"}]},\"id\":5,\"in\":123,\"z\":null}", 0, NULL},
+    {__LINE__, "a number cut", P0, "{\"a\":1,\"b\":{\"c\":[{\"u\":\"frag\"}]},\"id\":\"x\",\"in\":-,\"z\":null}", 0, NULL},
+    {__LINE__, "a number with a bad fraction", P0, "{\"a\":1,\"b\":{\"c\":[{\"u\":\"frag\"}]},\"id\":\"x\",\"in\":1.,\"z\":null}", 0, NULL},
+    {__LINE__, "shorter: cut at the end", P0, "{\"a\":1,\"b\":{\"c\":[{\"u\":\"frag\"}]},\"id\":\"x\",\"in\":123,\"z\":null", 0, NULL},
+    {__LINE__, "longer: whitespace after", P0, P0 " ", 0, NULL},
+    {__LINE__, "an extra member", P0, "{\"a\":1,\"b\":{\"c\":[{\"u\":\"frag\"}]},\"id\":\"x\",\"in\":123,\"z\":null,\"y\":1}", 0, NULL},
+    {__LINE__, "a duplicate member after the span", P0,
+     "{\"a\":1,\"b\":{\"c\":[{\"u\":\"frag\",\"u\":\"x\"}]},\"id\":\"x\",\"in\":123,\"z\":null}", 0, NULL},
+    {__LINE__, "the fragment's quote closing early, the rest moved", P0,
+     "{\"a\":1,\"b\":{\"c\":[{\"u\":\"fr\"}]},\"id\":\"x\",\"in\":123,\"z\":null}\"}]},\"id\":\"x\",\"in\":123,\"z\":null}", 0, NULL},
+    {__LINE__, "an empty payload", P0, "", 0, NULL},
+};
+
+START_TEST(test_rows) {
+  const row *w = &rows[_i];
+  ts_json_shape *m = calloc(1, sizeof *m);
+  ck_assert_ptr_nonnull(m);
+  ts_view name = {"ev", 2};
+  ck_assert_msg(keep(m, w->p0, strlen(w->p0), name), "line %d: not kept", w->line);
+  size_t n = strlen(w->p);
+  char *p = malloc(n + 1); /* exact size: ASan sees any byte read past P */
+  ck_assert_ptr_nonnull(p);
+  memcpy(p, w->p, n);
+  ts_json_scan_str used = {{NULL, 0}, 0};
+  int got = ts_json_shape_match(m, p, n, name, &used);
+  ck_assert_msg(got == w->match, "line %d (%s): match %d", w->line, w->label, got);
+  if (got) {
+    ck_assert_msg(used.raw.len == strlen(w->used) && memcmp(used.raw.p, w->used, used.raw.len) == 0,
+                  "line %d: used %.*s", w->line, (int)used.raw.len, used.raw.p);
+    ck_assert(used.raw.p >= p && used.raw.p + used.raw.len <= p + n);
+    ck_assert_int_eq(used.escaped, memchr(w->used, '\\', strlen(w->used)) != NULL);
+    /* another event name is another payload */
+    ck_assert_int_eq(ts_json_shape_match(m, p, n, (ts_view){"ew", 2}, &used), 0);
+    ck_assert_int_eq(ts_json_shape_match(m, p, n, (ts_view){NULL, 0}, &used), 0);
+  }
+  free(p);
+  free(m);
+}
+END_TEST
+
+START_TEST(test_limits) {
+  ts_json_shape *m = calloc(1, sizeof *m);
+  ck_assert_ptr_nonnull(m);
+  ts_json_scan_str used;
+  ts_view name = {NULL, 0};
+  /* a zeroed memo is empty, and matches nothing, not even the empty payload */
+  ck_assert_int_eq(ts_json_shape_match(m, "", 0, name, &used), 0);
+  ck_assert_int_eq(ts_json_shape_match(m, "{}", 2, name, &used), 0);
+  /* a payload over the memo's size is not kept, and empties the memo */
+  ck_assert(keep(m, P0, strlen(P0), name));
+  size_t big = TS_JSON_SHAPE_MAX + 1;
+  char *p = malloc(big + 1);
+  ck_assert_ptr_nonnull(p);
+  memset(p, ' ', big);
+  memcpy(p, "{\"u\":\"x\"}", 9);
+  p[big] = 0;
+  ck_assert_int_eq(keep(m, p, big, name), 0);
+  ck_assert_int_eq(ts_json_shape_match(m, P0, strlen(P0), name, &used), 0);
+  /* exactly the size is kept */
+  ck_assert(keep(m, p, big - 1, name));
+  ck_assert_int_eq(ts_json_shape_match(m, p, big - 1, name, &used), 1);
+  /* an event name too long */
+  char longname[TS_JSON_SHAPE_NAME_MAX + 1];
+  memset(longname, 'n', sizeof longname);
+  ck_assert_int_eq(keep(m, P0, strlen(P0), (ts_view){longname, sizeof longname}), 0);
+  /* more ignored members than spans */
+  const char *many = "{\"i1\":1,\"i2\":2,\"i3\":3,\"i4\":4,\"i5\":5,\"i6\":6,\"i7\":7,\"u\":\"x\"}";
+  ck_assert_int_eq(keep(m, many, strlen(many), name), 0);
+  const char *six = "{\"i1\":1,\"i2\":2,\"i3\":3,\"u\":\"x\",\"i4\":4,\"i5\":5,\"i6\":\"s\"}";
+  ck_assert(keep(m, six, strlen(six), name));
+  const char *six2 = "{\"i1\":10,\"i2\":20,\"i3\":30,\"u\":\"yy\",\"i4\":40,\"i5\":50,\"i6\":\"t\"}";
+  ck_assert_int_eq(ts_json_shape_match(m, six2, strlen(six2), name, &used), 1);
+  ck_assert(used.raw.len == 2 && memcmp(used.raw.p, "yy", 2) == 0);
+  /* no used string: not kept */
+  ck_assert_int_eq(ts_json_shape_keep(m, P0, strlen(P0), name, NULL, (ts_view){NULL, 0}), 0);
+  /* clear */
+  ck_assert(keep(m, P0, strlen(P0), name));
+  ts_json_shape_clear(m);
+  ck_assert_int_eq(ts_json_shape_match(m, P0, strlen(P0), name, &used), 0);
+  free(p);
+  free(m);
+}
+END_TEST
+
+/* Every small edit of P0, against the reference. */
+START_TEST(test_edits) {
+  static const char *const bases[] = {
+      P0,
+      "{\"id\":\"chatcmpl-1\",\"created\":1755868211,\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+      "\"function\":{\"u\":\"{\\\"desc\"}}]},\"finish_reason\":null}],\"iobf\":\"64yc5y9dujvK4my\"}",
+      "{\"iseq\":3,\"u\":\"a\\\\b\",\"ix\":\"\"}",
+      "{ \"u\" : \"x\" , \"i\" : 0 }",
+  };
+  static const char edits[] = {'"', '\\', '0', '9', 'a', ',', '}', ']', ':', ' ', '-', '.', 'e', 'u', '\0'};
+  ts_json_shape *m = calloc(1, sizeof *m);
+  ck_assert_ptr_nonnull(m);
+  ts_view name = {NULL, 0};
+  long matched = 0, matched_inside_used = 0;
+  for (size_t b = 0; b < sizeof bases / sizeof bases[0]; b++) {
+    const char *p0 = bases[b];
+    size_t n0 = strlen(p0);
+    ck_assert(keep(m, p0, n0, name));
+    char *p = malloc(n0 + 2);
+    ck_assert_ptr_nonnull(p);
+    for (size_t at = 0; at <= n0; at++) {
+      for (size_t e = 0; e < sizeof edits + 1; e++) {
+        for (int op = 0; op < 3; op++) { /* replace, insert, delete */
+          size_t n;
+          if (op == 0) {
+            if (at == n0 || e == sizeof edits) continue;
+            memcpy(p, p0, n0);
+            p[at] = edits[e];
+            n = n0;
+          } else if (op == 1) {
+            if (e == sizeof edits) continue;
+            memcpy(p, p0, at);
+            p[at] = edits[e];
+            memcpy(p + at + 1, p0 + at, n0 - at);
+            n = n0 + 1;
+          } else {
+            if (at == n0 || e != sizeof edits) continue;
+            memcpy(p, p0, at);
+            memcpy(p + at, p0 + at + 1, n0 - at - 1);
+            n = n0 - 1;
+          }
+          char *q = malloc(n ? n : 1); /* exact size */
+          ck_assert_ptr_nonnull(q);
+          memcpy(q, p, n);
+          ts_json_scan_str used = {{NULL, 0}, 0};
+          if (ts_json_shape_match(m, q, n, name, &used)) {
+            ts_view ref = {NULL, 0};
+            ck_assert_msg(same_reading(p0, n0, q, n, &ref), "base %zu: %.*s matched", b, (int)n, q);
+            ck_assert_msg(ref.p == used.raw.p && ref.len == used.raw.len, "base %zu: %.*s: used differs", b, (int)n, q);
+            ck_assert_int_eq(used.escaped, memchr(used.raw.p, '\\', used.raw.len) != NULL);
+            matched++;
+            if (used.raw.len != 0 && !(n == n0 && memcmp(q, p0, n) == 0)) matched_inside_used++;
+          }
+          free(q);
+        }
+      }
+    }
+    free(p);
+  }
+  ck_assert_int_gt(matched, 100);
+  ck_assert_int_gt(matched_inside_used, 10);
+  free(m);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("json_shape");
+  TCase *tc = tcase_create("memo");
+  tcase_add_loop_test(tc, test_rows, 0, (int)(sizeof rows / sizeof rows[0]));
+  tcase_add_test(tc, test_limits);
+  tcase_add_test(tc, test_edits);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
