@@ -18,7 +18,12 @@
  * LF search results are kept for the whole chunk, so a chunk full of short CR-only
  * lines does not rescan the rest of the chunk for an LF at every line.
  *
- * Whole lines first: at a line's start, a `data:` or `event:` line whose ending lies in
+ * Whole events first: at the start of an event, the common shape (`event:`, `data:`, a
+ * blank line) lying whole in the chunk is dispatched in one step (whole_event), its name
+ * and data views into the chunk; on a provider's stream that is every event, and the
+ * framer's cost per event is then two line-end scans and the dispatch.
+ *
+ * Whole lines next: at a line's start, a `data:` or `event:` line whose ending lies in
  * the chunk (and within the line limit) is read in one step: one SSE2 scan for CR and LF
  * together (64 bytes a test), then the same calls the machine makes (begin_field,
  * add_value, the ending), so the result is the machine's to the byte; everything else
@@ -436,6 +441,71 @@ static char *whole_line(ts_sse *s, run_ctx *r, char *p, int *rc) {
   return line_end(s, r, q);
 }
 
+/* The ending (CR or LF) of the line at p when it lies in the chunk within the line
+ * limit, else NULL. */
+static inline char *line_in_chunk(const ts_sse *s, const run_ctx *r, char *p) {
+  char *q = find_eol_once(p, r->end, r->start);
+  return q && (size_t)(q - p) <= s->max_line ? q : NULL;
+}
+
+/* The first byte of the line after the ending at q, or NULL when this chunk cannot tell
+ * (a CR that is its last byte: an LF may follow in the next one). */
+static inline char *next_line(const run_ctx *r, char *q) {
+  if (*q == '\n') return q + 1;
+  if (q + 1 >= r->end) return NULL;
+  return q[1] == '\n' ? q + 2 : q + 1;
+}
+
+/* A whole event at p, the shape every provider sends: an optional `event:` line, one
+ * `data:` line, a blank line, all in this chunk (the state is S_LINE_START, not skipping,
+ * no CR pending, no event begun). It is dispatched straight from the chunk: the name and
+ * the data are views into it, nothing is copied, and the lines cost one scan each for
+ * their ends. Returns the byte after the blank line, or NULL with nothing done (not even
+ * the keep callback asked) for anything else: other fields, a second data line, a limit
+ * crossed (the machine reports it), a line cut by the chunk's end, a CR as the chunk's
+ * last byte. What the callback sees is what the machine would give it, to the byte
+ * (tests/stream/sse_test.c compares the two at every split). */
+static char *whole_event(ts_sse *s, const run_ctx *r, char *p, int *rc) {
+  char *end = r->end, *q, *v;
+  const char *name = s->name;
+  size_t name_len = 0;
+  if (*p == 'e') {
+    if (end - p < 6 || memcmp(p, "event:", 6) != 0 || !(q = line_in_chunk(s, r, p))) return NULL;
+    v = p + 6;
+    if (v < q && *v == ' ') v++;
+    if ((size_t)(q - v) > TS_SSE_MAX_NAME) return NULL;
+    name = v;
+    name_len = (size_t)(q - v);
+    if (!(p = next_line(r, q)) || p >= end) return NULL;
+  }
+  if (end - p < 5 || memcmp(p, "data:", 5) != 0 || !(q = line_in_chunk(s, r, p))) return NULL;
+  v = p + 5;
+  if (v < q && *v == ' ') v++;
+  size_t n = (size_t)(q - v);
+  if (n > s->cap) return NULL;
+  char *blank = next_line(r, q), *after;
+  if (!blank || blank >= end || (*blank != '\n' && *blank != '\r') || !(after = next_line(r, blank)))
+    return NULL;
+  uint8_t cut = 0;
+  if (s->keep && name_len) { /* begin_field's question, with the same answer's effect */
+    size_t keep = s->keep(s->keep_user, name, name_len);
+    if (keep != TS_SSE_KEEP_ALL && n > keep) n = keep, cut = 1; /* n <= cap already */
+  }
+  ts_sse_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.kind = TS_SSE_DISPATCH;
+  ev.name = name;
+  ev.name_len = name_len;
+  ev.data = n ? v : s->buf;
+  ev.data_len = n;
+  ev.cut = cut;
+  ev.id = s->id;
+  ev.id_len = s->id_len;
+  ev.end_offset = off(r, after);
+  *rc = s->cb(s->user, &ev) ? stop(s, ev.end_offset) : TS_E_OK;
+  return after;
+}
+
 /* Runs the bytes [start, end) through the machine; s->pos is the offset of start. */
 static int run(ts_sse *s, char *start, char *end) {
   run_ctx r = {start, end, s->pos, NULL, NULL};
@@ -469,7 +539,12 @@ static int run(ts_sse *s, char *start, char *end) {
         continue;
       }
       if (!s->skipping && (*p == 'd' || *p == 'e')) {
-        char *after = whole_line(s, &r, p, &rc);
+        char *after = s->data_mode == D_NONE && s->name_len == 0 ? whole_event(s, &r, p, &rc) : NULL;
+        if (after) {
+          p = after;
+          continue;
+        }
+        after = whole_line(s, &r, p, &rc);
         if (after) {
           p = after;
           continue;
