@@ -505,6 +505,13 @@ size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len) {
   return p && p->keep ? p->keep(a, name_view(event, event_len)) : SIZE_MAX;
 }
 
+int ts_adapter_keeps(const ts_adapter *a) {
+  if (!a || a->aborted || a->done || a->finished) return 0;
+  if (a->fmt == TS_FORMAT_AUTO) return 1; /* any row may yet read the stream */
+  const ts_provider *p = ts_provider_get(a->fmt);
+  return p && p->keep;
+}
+
 int ts_adapter_feed_cut(ts_adapter *a, const char *event, size_t event_len) {
   if (!a) return TS_E_INVAL;
   if (a->aborted) return TS_E_ABORTED;

@@ -191,6 +191,11 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
  * `response.created` and friends echo the request (0). */
 size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len);
 
+/* Zero when ts_adapter_keep can only answer SIZE_MAX from now on: the format is known
+ * and its provider keeps every event whole (or the adapter reads no more). A framer may
+ * then stop asking, which spares a call per event. */
+int ts_adapter_keeps(const ts_adapter *a);
+
 /* An event whose payload was cut short as ts_adapter_keep allowed: handled by its name
  * alone (a terminal event ends the turn, without usage) or ignored. Returns as
  * ts_adapter_feed_event. */

@@ -363,17 +363,15 @@ static int finish_line(ts_sse *s, const run_ctx *r, char *q) {
  * their set-up twice per line, and a provider's lines are a few hundred bytes). */
 static char *find_eol_once(char *p, char *end, const char *lo) {
 #if defined(__SSE2__)
-  const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
-  while (end - p >= 64) { /* 64 bytes a step, one test; the hit is found below */
+  const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'), low = _mm_set1_epi8('\r');
+  while (end - p >= 64) { /* 64 bytes a step, one test: any byte <= CR (a JSON payload has
+                           * none but line ends); the hit, or a false one, is sorted below */
     __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
     __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
     __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
     __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
-    __m128i x = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, lf), _mm_cmpeq_epi8(a, cr)),
-                             _mm_or_si128(_mm_cmpeq_epi8(b, lf), _mm_cmpeq_epi8(b, cr)));
-    __m128i y = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, lf), _mm_cmpeq_epi8(c, cr)),
-                             _mm_or_si128(_mm_cmpeq_epi8(d, lf), _mm_cmpeq_epi8(d, cr)));
-    if (_mm_movemask_epi8(_mm_or_si128(x, y))) break;
+    __m128i m = _mm_min_epu8(_mm_min_epu8(a, b), _mm_min_epu8(c, d));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(m, low), m))) break;
     p += 64;
   }
   while (end - p >= 32) {
@@ -441,10 +439,67 @@ static char *whole_line(ts_sse *s, run_ctx *r, char *p, int *rc) {
   return line_end(s, r, q);
 }
 
+/* The line ends in the first 64 bytes of an event: `mask` has a bit for each CR or LF
+ * among the 64 bytes from `base` (none for bytes past the end of the bytes being run), so
+ * a short `event:` line and the start of the next cost one block test, not a scan each. */
+typedef struct {
+  const char *base;
+  uint64_t mask;
+} eol_blocks;
+
+#if defined(__SSE2__)
+static inline __m128i eol_eq16(const char *p) {
+  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+  return _mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(a, _mm_set1_epi8('\r')));
+}
+static inline uint64_t eol_bits16(const char *p) { return (uint64_t)(unsigned)_mm_movemask_epi8(eol_eq16(p)); }
+#endif
+
+/* Fills b for the bytes from p (lo: the start of the bytes being run, end: their end). */
+static inline void eol_fill(eol_blocks *b, const char *p, const char *end, const char *lo) {
+  size_t n = (size_t)(end - p), k = 0;
+  uint64_t m = 0;
+  b->base = p;
+#if defined(__SSE2__)
+  if (n >= 64) {
+    __m128i x0 = eol_eq16(p), x1 = eol_eq16(p + 16), x2 = eol_eq16(p + 32), x3 = eol_eq16(p + 48);
+    if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(x0, x1), _mm_or_si128(x2, x3)))) /* a hit: where */
+      m = (uint64_t)(unsigned)_mm_movemask_epi8(x0) | (uint64_t)(unsigned)_mm_movemask_epi8(x1) << 16 |
+          (uint64_t)(unsigned)_mm_movemask_epi8(x2) << 32 | (uint64_t)(unsigned)_mm_movemask_epi8(x3) << 48;
+    b->mask = m;
+    return;
+  }
+  for (; k + 16 <= n; k += 16) m |= eol_bits16(p + k) << k;
+  if (k < n && end - lo >= 16) { /* the last bytes: the block that ends at `end` */
+    b->mask = m | (eol_bits16(end - 16) >> (16 - (n - k))) << k;
+    return;
+  }
+#else
+  (void)lo;
+#endif
+  for (; k < n && k < 64; k++)
+    if (p[k] == '\n' || p[k] == '\r') m |= (uint64_t)1 << k;
+  b->mask = m;
+}
+
+/* The first CR or LF at or after x (x >= b->base) before end, or NULL. Past the block,
+ * the plain scan: an event's later lines are long (the payload), and a block mask per 64
+ * bytes would cost more than a scan that only tests. */
+static inline char *eol_next(const eol_blocks *b, char *x, char *end, const char *lo) {
+  size_t d = (size_t)(x - b->base);
+  if (d < 64) {
+    uint64_t m = b->mask >> d;
+    if (m) return x + __builtin_ctzll(m);
+    x = (char *)b->base + 64;
+    if (x >= end) return NULL;
+  }
+  return find_eol_once(x, end, lo);
+}
+
 /* The ending (CR or LF) of the line at p when it lies in the chunk within the line
  * limit, else NULL. */
-static inline char *line_in_chunk(const ts_sse *s, const run_ctx *r, char *p) {
-  char *q = find_eol_once(p, r->end, r->start);
+static inline char *line_in_chunk(const ts_sse *s, const run_ctx *r, const eol_blocks *b, char *p) {
+  char *q = eol_next(b, p, r->end, r->start);
   return q && (size_t)(q - p) <= s->max_line ? q : NULL;
 }
 
@@ -469,8 +524,10 @@ static char *whole_event(ts_sse *s, const run_ctx *r, char *p, int *rc) {
   char *end = r->end, *q, *v;
   const char *name = s->name;
   size_t name_len = 0;
+  eol_blocks b;
+  eol_fill(&b, p, end, r->start);
   if (*p == 'e') {
-    if (end - p < 6 || memcmp(p, "event:", 6) != 0 || !(q = line_in_chunk(s, r, p))) return NULL;
+    if (end - p < 6 || memcmp(p, "event:", 6) != 0 || !(q = line_in_chunk(s, r, &b, p))) return NULL;
     v = p + 6;
     if (v < q && *v == ' ') v++;
     if ((size_t)(q - v) > TS_SSE_MAX_NAME) return NULL;
@@ -478,7 +535,7 @@ static char *whole_event(ts_sse *s, const run_ctx *r, char *p, int *rc) {
     name_len = (size_t)(q - v);
     if (!(p = next_line(r, q)) || p >= end) return NULL;
   }
-  if (end - p < 5 || memcmp(p, "data:", 5) != 0 || !(q = line_in_chunk(s, r, p))) return NULL;
+  if (end - p < 5 || memcmp(p, "data:", 5) != 0 || !(q = line_in_chunk(s, r, &b, p))) return NULL;
   v = p + 5;
   if (v < q && *v == ' ') v++;
   size_t n = (size_t)(q - v);

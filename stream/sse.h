@@ -224,7 +224,8 @@ typedef struct ts_sse {
  * Returns TS_E_OK, or TS_E_INVAL (s unusable) for a NULL s, buf or cb. */
 int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb, void *user);
 
-/* Sets (or, with NULL, clears) the keep callback. Call before the first feed. */
+/* Sets (or, with NULL, clears) the keep callback: before the first feed, or from the
+ * callback (for the events after the one being dispatched). */
 void ts_sse_set_keep(ts_sse *s, ts_sse_keep_fn keep, void *user);
 
 /* Feeds the next `len` bytes of the stream (len may be 0, buf then may be NULL).

@@ -99,6 +99,7 @@ struct ts_tap {
   int aborted;
   int failed;
   int finished;
+  int asking;       /* the SSE framer asks sse_keep about each named event */
 };
 
 const char *ts_tap_type_name(int type) {
@@ -622,6 +623,10 @@ static int on_sse_event(void *user, const ts_sse_event *se) {
     ts_adapter_feed_cut(t->ms, se->name, se->name_len);
   else
     ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
+  if (t->asking && !ts_adapter_keeps(t->ms)) { /* the format keeps every event whole */
+    ts_sse_set_keep(&t->sse, NULL, NULL);
+    t->asking = 0;
+  }
   return t->aborted;
 }
 
@@ -880,6 +885,7 @@ int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user)
       rc = ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
                        t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t);
     if (rc == TS_E_OK) ts_sse_set_keep(&t->sse, sse_keep, t);
+    t->asking = 1;
   }
   if (rc == TS_E_OK && cfg->content_type && cfg->format != TS_FORMAT_RAW)
     ts_tap_content_type(t, cfg->content_type, strlen(cfg->content_type));

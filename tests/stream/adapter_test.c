@@ -1269,6 +1269,27 @@ static int noop_cb(void *user, const ts_adapter_event *ev) {
   return 0;
 }
 
+/* ts_adapter_keeps: whether ts_adapter_keep may yet answer anything but SIZE_MAX (the
+ * tap stops asking the SSE framer's keep question when it says no). */
+START_TEST(test_keeps) {
+  ts_adapter *a = new_adapter(TS_FORMAT_AUTO, noop_cb, NULL);
+  ck_assert_int_eq(ts_adapter_keeps(a), 1); /* undetected: Responses may yet read it */
+  char ev[] = "{\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"content\":[]}}";
+  ck_assert_int_eq(ts_adapter_feed_event(a, "message_start", 13, ev, strlen(ev)), TS_E_OK);
+  ck_assert_int_eq(ts_adapter_format_of(a), TS_FORMAT_ANTHROPIC);
+  ck_assert_int_eq(ts_adapter_keeps(a), 0); /* Anthropic keeps every event whole */
+  ck_assert_uint_eq(ts_adapter_keep(a, "content_block_delta", 19), SIZE_MAX);
+  ts_adapter_free(a);
+  a = new_adapter(TS_FORMAT_OPENAI_RESPONSES, noop_cb, NULL);
+  ck_assert_int_eq(ts_adapter_keeps(a), 1);
+  ck_assert_uint_eq(ts_adapter_keep(a, "response.created", 16), 0);
+  ck_assert_int_eq(ts_adapter_finish(a), TS_E_MS_TRUNCATED);
+  ck_assert_int_eq(ts_adapter_keeps(a), 0); /* finished: it reads no more */
+  ts_adapter_free(a);
+  ck_assert_int_eq(ts_adapter_keeps(NULL), 0);
+}
+END_TEST
+
 START_TEST(test_new_and_free) {
   /* a bad config is TS_E_INVAL and *out stays as it was */
   ts_adapter *a = (ts_adapter *)&R;
@@ -1564,6 +1585,7 @@ int main(void) {
   tcase_add_test(tc, test_detect);
   tcase_add_test(tc, test_detect_out_of_memory);
   tcase_add_test(tc, test_new_and_free);
+  tcase_add_test(tc, test_keeps);
   tcase_add_test(tc, test_abort);
   tcase_add_test(tc, test_done_and_finish);
   suite_add_tcase(s, tc);

@@ -579,6 +579,12 @@ static const sse_case cases[] = {
      {EV("", "b", "", 28)}},
     {__LINE__, "whole: look-alike event field", "eventx: e\ndata: a\n\n", 0, BIG, 0,
      {EV("", "a", "", 19)}},
+    {__LINE__, "whole: long data with tabs and controls (not line ends)", "event: e\ndata: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\t0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\x0b\x0c\x01" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n\n", 0, BIG, 0,
+     {EV("e", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\t0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\x0b\x0c\x01" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", 261)}},
+    {__LINE__, "whole: long lines, cr lf and cr endings past the first block", "event: nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn\ndata: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\r\n\r\nevent: f\rdata: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\r\r", 0, BIG, 0,
+     {EV("nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", 218), EV("f", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", 315)}},
+    {__LINE__, "a cr ending a long line that is not the event's last", "data: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\rdata: x\n\n", 0, BIG, 0,
+     {EV("", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\nx", "", 256)}},
     {__LINE__, "whole: several in one chunk, blank lines between", "event: e\ndata: 1\n\n\n\r\nevent: f\ndata: 2\r\n\r\n", 0, BIG, 0,
      {EV("e", "1", "", 18), EV("f", "2", "", 41)}},
 };
