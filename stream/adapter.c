@@ -69,6 +69,7 @@ struct ts_adapter {
   ts_jv jv;
   char stop[TS_ADAPTER_MAX_ID];
   char usage[TS_ADAPTER_MAX_USAGE];
+  ts_adapter_args_fn args_fn; /* CALL_ARGS go here when set (ts_adapter_set_args_fn) */
   ms_call calls[TS_ADAPTER_MAX_CALLS];
 };
 
@@ -334,6 +335,10 @@ void ts__adapter_call_args(ts_adapter *a, int slot, ts_view text) {
   a->last = slot;
   if (c->state != SLOT_OPEN || text.len == 0) return;
   c->has_args = 1;
+  if (a->args_fn) { /* the fragment path: no event to build, no switch on its kind */
+    if (!a->aborted && a->args_fn(a->user, c->index, text) != 0) a->aborted = 1;
+    return;
+  }
   ts_adapter_event ev = {0};
   ev.kind = TS_ADAPTER_CALL_ARGS;
   ev.index = c->index;
@@ -503,6 +508,10 @@ size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len) {
   if (!a || a->aborted || a->done || a->finished) return SIZE_MAX;
   const ts_provider *p = row_for(a, name_view(event, event_len));
   return p && p->keep ? p->keep(a, name_view(event, event_len)) : SIZE_MAX;
+}
+
+void ts_adapter_set_args_fn(ts_adapter *a, ts_adapter_args_fn fn) {
+  if (a) a->args_fn = fn;
 }
 
 int ts_adapter_keeps(const ts_adapter *a) {

@@ -339,6 +339,18 @@ static uint64_t token_end(const ts_json_token *tk) {
 static int on_arg_token(void *user, const ts_json_token *tk) {
   call *c = user;
   ts_tap *t = c->tap;
+  /* Most tokens of a big call are the middle pieces of one long string value: the compact
+   * text is the piece itself, and nothing else below applies to it (not the first token,
+   * no separator, not the end, not raw input's offsets) unless the watcher wants it. */
+  if (tk->kind == TS_JSON_STRING && !(tk->flags & (TS_JSON_FIRST | TS_JSON_LAST)) &&
+      !(c->watching && !c->started) && t->cfg.format != TS_FORMAT_RAW) {
+    if (ts_buf_append(&c->args, tk->text, tk->len)) {
+      c->err = c->args.err;
+      c->err_at = tk->offset;
+      return 1;
+    }
+    return t->aborted;
+  }
   if (t->cfg.format == TS_FORMAT_RAW) t->ev_off = token_end(tk);
   if (!c->tok_first_seen) {
     c->tok_first_seen = 1;
@@ -605,6 +617,14 @@ static int on_model_event(void *user, const ts_adapter_event *me) {
       stream_error(t, me->code, me->error.p, me->error.len);
       break;
   }
+  return t->aborted;
+}
+
+/* The adapter's fragment path (ts_adapter_set_args_fn): CALL_ARGS without the event. */
+static int on_call_args(void *user, uint32_t index, ts_view text) {
+  ts_tap *t = user;
+  call *c = call_get(t, index);
+  if (c) call_args(t, c, text.p, text.len);
   return t->aborted;
 }
 
@@ -881,6 +901,7 @@ int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user)
   } else {
     t->sse_buf = malloc(t->cfg.max_event_bytes);
     rc = t->sse_buf ? ts_adapter_new(&t->ms, cfg->format, on_model_event, t) : TS_E_NOMEM;
+    if (rc == TS_E_OK) ts_adapter_set_args_fn(t->ms, on_call_args);
     if (rc == TS_E_OK)
       rc = ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
                        t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t);

@@ -65,6 +65,8 @@ typedef struct {
   ts_format format;
   int done;
   int general; /* read every payload the general way (ts_adapter_set_general) */
+  int via_fn;  /* CALL_ARGS through ts_adapter_set_args_fn (rec_args), not the callback */
+  int in_fn;
 } rec;
 
 static rec R;
@@ -119,6 +121,8 @@ static int rec_cb(void *user, const ts_adapter_event *ev) {
   if (r->turn_ended || r->terminal_seen) violation(r, "event after the end", r->nevents);
   if (r->len) puts_(r, " | ");
   uint32_t i = ev->index;
+  if (r->via_fn && ev->kind == TS_ADAPTER_CALL_ARGS && !r->in_fn)
+    violation(r, "CALL_ARGS through the callback although an args_fn is set", r->nevents);
   switch (ev->kind) {
   case TS_ADAPTER_TEXT_DELTA:
     puts_(r, "X ");
@@ -189,6 +193,19 @@ static int rec_cb(void *user, const ts_adapter_event *ev) {
     return 1;
   }
   return 0;
+}
+
+/* The fragment path (ts_adapter_set_args_fn): recorded as the CALL_ARGS it stands for. */
+static int rec_args(void *user, uint32_t index, ts_view text) {
+  rec *r = user;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_CALL_ARGS;
+  ev.index = index;
+  ev.text = text;
+  r->in_fn = 1;
+  int rc = rec_cb(r, &ev);
+  r->in_fn = 0;
+  return rc;
 }
 
 /* ---- a test-only SSE splitter --------------------------------------------------------- */
@@ -286,13 +303,15 @@ static ts_adapter *new_adapter(ts_format fmt, ts_adapter_cb cb, void *user) {
 
 static void run_events(ts_format fmt, tev *evs, size_t nev, rec *r) {
   long abort_at = r->abort_at;
-  int general = r->general;
+  int general = r->general, via_fn = r->via_fn;
   memset(r, 0, sizeof *r);
   r->abort_at = abort_at;
   r->general = general;
+  r->via_fn = via_fn;
   ts_adapter *a = new_adapter(fmt, rec_cb, r);
   ck_assert_ptr_nonnull(a);
   ts_adapter_set_general(a, general);
+  if (via_fn) ts_adapter_set_args_fn(a, rec_args);
   char msg[128];
   uint64_t before = ts_test_alloc_count();
   for (size_t k = 0; k < nev; k++) {
@@ -362,6 +381,11 @@ static void run_row(const row *w) {
   run_text(w->fmt, sse, n, &R);
   R.general = 0;
   expect_trace(w->line, w->label, "general", &R, want);
+  /* and the same with the fragments through the fragment path */
+  R.via_fn = 1;
+  run_text(w->fmt, sse, n, &R);
+  R.via_fn = 0;
+  expect_trace(w->line, w->label, "args_fn", &R, want);
   if (!(w->flags & NO_AUTO)) {
     run_text(TS_FORMAT_AUTO, sse, n, &R);
     expect_trace(w->line, w->label, "auto", &R, want);
@@ -1335,6 +1359,15 @@ START_TEST(test_abort) {
                        CHUNK("`delta`:{`content`:`x`}") FIN("stop") DONE);
   R.abort_at = 2;
   run_text(TS_FORMAT_OPENAI_CHAT, sse, strlen(sse), &R);
+  ck_assert_msg(!R.bad[0], "%s", R.bad);
+  ck_assert_str_eq(R.trace, "B0 a f | A0 '{}'");
+  ck_assert(!R.done);
+  /* the same stop from the fragment path (ts_adapter_set_args_fn) */
+  R.abort_at = 2;
+  R.via_fn = 1;
+  run_text(TS_FORMAT_OPENAI_CHAT, sse, strlen(sse), &R);
+  R.via_fn = 0;
+  R.abort_at = 0;
   free(sse);
   ck_assert_msg(!R.bad[0], "%s", R.bad);
   ck_assert_str_eq(R.trace, "B0 a f | A0 '{}'");
