@@ -99,7 +99,8 @@ struct ts_tap {
   int aborted;
   int failed;
   int finished;
-  int asking;       /* the SSE framer asks sse_keep about each named event */
+  int asking;       /* the SSE framer asks sse_keep about each named event: 1 while the
+                     * format is undecided, 2 once decided (its row has a keep), else 0 */
 };
 
 const char *ts_tap_type_name(int type) {
@@ -643,9 +644,12 @@ static int on_sse_event(void *user, const ts_sse_event *se) {
     ts_adapter_feed_cut(t->ms, se->name, se->name_len);
   else
     ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
-  if (t->asking && !ts_adapter_keeps(t->ms)) { /* the format keeps every event whole */
-    ts_sse_set_keep(&t->sse, NULL, NULL);
-    t->asking = 0;
+  if (t->asking == 1 && ts_adapter_format_of(t->ms) != TS_FORMAT_AUTO) { /* decided */
+    t->asking = 2;
+    if (!ts_adapter_keeps(t->ms)) { /* the format keeps every event whole: stop asking */
+      ts_sse_set_keep(&t->sse, NULL, NULL);
+      t->asking = 0;
+    }
   }
   return t->aborted;
 }
