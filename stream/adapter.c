@@ -15,7 +15,9 @@
  *     ends in a later one, so both are copied into fixed storage until TURN_END;
  *   - errors and the callback: an error belongs to its event (the adapter goes on) unless
  *     the provider ended the stream with it; a callback that asks to stop stops
- *     everything, and nothing is reported after that.
+ *     everything, and nothing is reported after that. Argument fragments, the event a
+ *     big call sends thousands of, may go to a function of their own instead
+ *     (ts_adapter_set_args_fn), under the same rules.
  *
  * Why slots and indexes differ: a call refused for a limit keeps a slot (so its later
  * fragments are recognised and dropped instead of being mistaken for a new call) but

@@ -10,6 +10,11 @@
  * arguments object. Nothing is re-parsed; the only copies are the compact arguments
  * and the short label.
  *
+ * Per event, the cheap way: a big call is thousands of small events, so the fragments
+ * come from the adapter straight to call_args (ts_adapter_set_args_fn, no event record),
+ * a string's middle pieces go to the compact text without the compact writer, and the
+ * framer's keep question is dropped once the format is known to keep every event whole.
+ *
  * For `raw` input there is no SSE and no adapter: the bytes are one call's arguments
  * and go straight to call 0, cut at heartbeat boundaries so that heartbeats and their
  * offsets do not depend on how the input was chunked.

@@ -1083,6 +1083,45 @@ START_TEST(test_keep_head) {
 }
 END_TEST
 
+/* ts_sse_set_keep from the callback (the tap stops asking once the format is known):
+ * it applies from the next event on, on the one-step path and in the machine alike. */
+typedef struct {
+  ts_sse *s;
+  sb *out;
+} unkeep_ctx;
+
+static int unkeep_cb(void *user, const ts_sse_event *ev) {
+  unkeep_ctx *u = user;
+  keep_cb(u->out, ev);
+  ts_sse_set_keep(u->s, NULL, NULL);
+  return 0;
+}
+
+static void unkeep_run(void *user, ts_split *feed, sb *out) {
+  (void)user;
+  char dbuf[16];
+  sb asked = {0};
+  ts_sse s;
+  unkeep_ctx u = {&s, out};
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 24, unkeep_cb, &u), TS_E_OK);
+  ts_sse_set_keep(&s, keep_by_name, &asked);
+  char *c;
+  size_t n;
+  while (ts_split_next(feed, &c, &n)) ck_assert_int_eq(ts_sse_feed(&s, c, n), TS_E_OK);
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  sb_printf(out, "asked: %s\n", sb_str(&asked));
+  sb_free(&asked);
+}
+
+START_TEST(test_keep_cleared_in_callback) {
+  const char *in = "event: skip\ndata: 12\n\nevent: skip\ndata: 34\n\nevent: head\ndata: 0123456\n\n";
+  const char *want = "event 'skip' '' cut @22\nevent 'skip' '34' @44\nevent 'head' '0123456' @71\n"
+                     "asked: skip \n";
+  ts_split_check("keep cleared in the callback", in, strlen(in), unkeep_run, NULL, want);
+  ts_split_check_cuts("keep cleared in the callback", in, strlen(in), unkeep_run, NULL, want);
+}
+END_TEST
+
 START_TEST(test_long_cr_only_stream) {
   size_t n = 200000;
   char *in = malloc(n);
@@ -1122,6 +1161,7 @@ static Suite *sse_suite(void) {
   tcase_add_test(tc, test_random_vs_reference);
   tcase_add_test(tc, test_long_cr_only_stream);
   tcase_add_test(tc, test_keep_head);
+  tcase_add_test(tc, test_keep_cleared_in_callback);
   suite_add_tcase(s, tc);
   return s;
 }
