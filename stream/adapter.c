@@ -15,7 +15,9 @@
  *     ends in a later one, so both are copied into fixed storage until TURN_END;
  *   - errors and the callback: an error belongs to its event (the adapter goes on) unless
  *     the provider ended the stream with it; a callback that asks to stop stops
- *     everything, and nothing is reported after that.
+ *     everything, and nothing is reported after that. Argument fragments, the event a
+ *     big call sends thousands of, may go to a function of their own instead
+ *     (ts_adapter_set_args_fn), under the same rules.
  *
  * Why slots and indexes differ: a call refused for a limit keeps a slot (so its later
  * fragments are recognised and dropped instead of being mistaken for a new call) but
@@ -72,6 +74,7 @@ struct ts_adapter {
   ts_jv jv;
   char stop[TS_ADAPTER_MAX_ID];
   char usage[TS_ADAPTER_MAX_USAGE];
+  ts_adapter_args_fn args_fn; /* CALL_ARGS go here when set (ts_adapter_set_args_fn) */
   ms_call calls[TS_ADAPTER_MAX_CALLS];
 };
 
@@ -379,6 +382,10 @@ void ts__adapter_call_args(ts_adapter *a, int slot, ts_view text) {
   a->last = slot;
   if (c->state != SLOT_OPEN || text.len == 0) return;
   c->has_args = 1;
+  if (a->args_fn) { /* the fragment path: no event to build, no switch on its kind */
+    if (!a->aborted && a->args_fn(a->user, c->index, text) != 0) a->aborted = 1;
+    return;
+  }
   ts_adapter_event ev = {0};
   ev.kind = TS_ADAPTER_CALL_ARGS;
   ev.index = c->index;
@@ -548,6 +555,17 @@ size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len) {
   if (!a || a->aborted || a->done || a->finished) return SIZE_MAX;
   const ts_provider *p = row_for(a, name_view(event, event_len));
   return p && p->keep ? p->keep(a, name_view(event, event_len)) : SIZE_MAX;
+}
+
+void ts_adapter_set_args_fn(ts_adapter *a, ts_adapter_args_fn fn) {
+  if (a) a->args_fn = fn;
+}
+
+int ts_adapter_keeps(const ts_adapter *a) {
+  if (!a || a->aborted || a->done || a->finished) return 0;
+  if (a->fmt == TS_FORMAT_AUTO) return 1; /* any row may yet read the stream */
+  const ts_provider *p = ts_provider_get(a->fmt);
+  return p && p->keep;
 }
 
 int ts_adapter_feed_cut(ts_adapter *a, const char *event, size_t event_len) {

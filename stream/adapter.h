@@ -198,6 +198,19 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
  * `response.created` and friends echo the request (0). */
 size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len);
 
+/* CALL_ARGS, the one event a big call sends thousands of, straight to `fn` (with the
+ * callback's `user`, the call's index and the fragment) instead of as a ts_adapter_event
+ * through the callback; every other event still goes to the callback. The order, the
+ * fragments and the stop rule (nonzero stops the adapter) are the callback's. NULL (the
+ * default) sends CALL_ARGS to the callback too. Set it before the first event. */
+typedef int (*ts_adapter_args_fn)(void *user, uint32_t index, ts_view text);
+void ts_adapter_set_args_fn(ts_adapter *a, ts_adapter_args_fn fn);
+
+/* Zero when ts_adapter_keep can only answer SIZE_MAX from now on: the format is known
+ * and its provider keeps every event whole (or the adapter reads no more). A framer may
+ * then stop asking, which spares a call per event. */
+int ts_adapter_keeps(const ts_adapter *a);
+
 /* An event whose payload was cut short as ts_adapter_keep allowed: handled by its name
  * alone (a terminal event ends the turn, without usage) or ignored. Returns as
  * ts_adapter_feed_event. */

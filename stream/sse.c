@@ -18,7 +18,12 @@
  * LF search results are kept for the whole chunk, so a chunk full of short CR-only
  * lines does not rescan the rest of the chunk for an LF at every line.
  *
- * Whole lines first: at a line's start, a `data:` or `event:` line whose ending lies in
+ * Whole events first: at the start of an event, the common shape (`event:`, `data:`, a
+ * blank line) lying whole in the chunk is dispatched in one step (whole_event), its name
+ * and data views into the chunk; on a provider's stream that is every event, and the
+ * framer's cost per event is then two line-end scans and the dispatch.
+ *
+ * Whole lines next: at a line's start, a `data:` or `event:` line whose ending lies in
  * the chunk (and within the line limit) is read in one step: one SSE2 scan for CR and LF
  * together (64 bytes a test), then the same calls the machine makes (begin_field,
  * add_value, the ending), so the result is the machine's to the byte; everything else
@@ -358,17 +363,15 @@ static int finish_line(ts_sse *s, const run_ctx *r, char *q) {
  * their set-up twice per line, and a provider's lines are a few hundred bytes). */
 static char *find_eol_once(char *p, char *end, const char *lo) {
 #if defined(__SSE2__)
-  const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
-  while (end - p >= 64) { /* 64 bytes a step, one test; the hit is found below */
+  const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'), low = _mm_set1_epi8('\r');
+  while (end - p >= 64) { /* 64 bytes a step, one test: any byte <= CR (a JSON payload has
+                           * none but line ends); the hit, or a false one, is sorted below */
     __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
     __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
     __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
     __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
-    __m128i x = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, lf), _mm_cmpeq_epi8(a, cr)),
-                             _mm_or_si128(_mm_cmpeq_epi8(b, lf), _mm_cmpeq_epi8(b, cr)));
-    __m128i y = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(c, lf), _mm_cmpeq_epi8(c, cr)),
-                             _mm_or_si128(_mm_cmpeq_epi8(d, lf), _mm_cmpeq_epi8(d, cr)));
-    if (_mm_movemask_epi8(_mm_or_si128(x, y))) break;
+    __m128i m = _mm_min_epu8(_mm_min_epu8(a, b), _mm_min_epu8(c, d));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(m, low), m))) break;
     p += 64;
   }
   while (end - p >= 32) {
@@ -436,6 +439,130 @@ static char *whole_line(ts_sse *s, run_ctx *r, char *p, int *rc) {
   return line_end(s, r, q);
 }
 
+/* The line ends in the first 64 bytes of an event: `mask` has a bit for each CR or LF
+ * among the 64 bytes from `base` (none for bytes past the end of the bytes being run), so
+ * a short `event:` line and the start of the next cost one block test, not a scan each. */
+typedef struct {
+  const char *base;
+  uint64_t mask;
+} eol_blocks;
+
+#if defined(__SSE2__)
+static inline __m128i eol_eq16(const char *p) {
+  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+  return _mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(a, _mm_set1_epi8('\r')));
+}
+static inline uint64_t eol_bits16(const char *p) { return (uint64_t)(unsigned)_mm_movemask_epi8(eol_eq16(p)); }
+#endif
+
+/* Fills b for the bytes from p (lo: the start of the bytes being run, end: their end). */
+static inline void eol_fill(eol_blocks *b, const char *p, const char *end, const char *lo) {
+  size_t n = (size_t)(end - p), k = 0;
+  uint64_t m = 0;
+  b->base = p;
+#if defined(__SSE2__)
+  if (n >= 64) {
+    __m128i x0 = eol_eq16(p), x1 = eol_eq16(p + 16), x2 = eol_eq16(p + 32), x3 = eol_eq16(p + 48);
+    if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(x0, x1), _mm_or_si128(x2, x3)))) /* a hit: where */
+      m = (uint64_t)(unsigned)_mm_movemask_epi8(x0) | (uint64_t)(unsigned)_mm_movemask_epi8(x1) << 16 |
+          (uint64_t)(unsigned)_mm_movemask_epi8(x2) << 32 | (uint64_t)(unsigned)_mm_movemask_epi8(x3) << 48;
+    b->mask = m;
+    return;
+  }
+  for (; k + 16 <= n; k += 16) m |= eol_bits16(p + k) << k;
+  if (k < n && end - lo >= 16) { /* the last bytes: the block that ends at `end` */
+    b->mask = m | (eol_bits16(end - 16) >> (16 - (n - k))) << k;
+    return;
+  }
+#else
+  (void)lo;
+#endif
+  for (; k < n && k < 64; k++)
+    if (p[k] == '\n' || p[k] == '\r') m |= (uint64_t)1 << k;
+  b->mask = m;
+}
+
+/* The first CR or LF at or after x (x >= b->base) before end, or NULL. Past the block,
+ * the plain scan: an event's later lines are long (the payload), and a block mask per 64
+ * bytes would cost more than a scan that only tests. */
+static inline char *eol_next(const eol_blocks *b, char *x, char *end, const char *lo) {
+  size_t d = (size_t)(x - b->base);
+  if (d < 64) {
+    uint64_t m = b->mask >> d;
+    if (m) return x + __builtin_ctzll(m);
+    x = (char *)b->base + 64;
+    if (x >= end) return NULL;
+  }
+  return find_eol_once(x, end, lo);
+}
+
+/* The ending (CR or LF) of the line at p when it lies in the chunk within the line
+ * limit, else NULL. */
+static inline char *line_in_chunk(const ts_sse *s, const run_ctx *r, const eol_blocks *b, char *p) {
+  char *q = eol_next(b, p, r->end, r->start);
+  return q && (size_t)(q - p) <= s->max_line ? q : NULL;
+}
+
+/* The first byte of the line after the ending at q, or NULL when this chunk cannot tell
+ * (a CR that is its last byte: an LF may follow in the next one). */
+static inline char *next_line(const run_ctx *r, char *q) {
+  if (*q == '\n') return q + 1;
+  if (q + 1 >= r->end) return NULL;
+  return q[1] == '\n' ? q + 2 : q + 1;
+}
+
+/* A whole event at p, the shape every provider sends: an optional `event:` line, one
+ * `data:` line, a blank line, all in this chunk (the state is S_LINE_START, not skipping,
+ * no CR pending, no event begun). It is dispatched straight from the chunk: the name and
+ * the data are views into it, nothing is copied, and the lines cost one scan each for
+ * their ends. Returns the byte after the blank line, or NULL with nothing done (not even
+ * the keep callback asked) for anything else: other fields, a second data line, a limit
+ * crossed (the machine reports it), a line cut by the chunk's end, a CR as the chunk's
+ * last byte. What the callback sees is what the machine would give it, to the byte
+ * (tests/stream/sse_test.c compares the two at every split). */
+static char *whole_event(ts_sse *s, const run_ctx *r, char *p, int *rc) {
+  char *end = r->end, *q, *v;
+  const char *name = s->name;
+  size_t name_len = 0;
+  eol_blocks b;
+  eol_fill(&b, p, end, r->start);
+  if (*p == 'e') {
+    if (end - p < 6 || memcmp(p, "event:", 6) != 0 || !(q = line_in_chunk(s, r, &b, p))) return NULL;
+    v = p + 6;
+    if (v < q && *v == ' ') v++;
+    if ((size_t)(q - v) > TS_SSE_MAX_NAME) return NULL;
+    name = v;
+    name_len = (size_t)(q - v);
+    if (!(p = next_line(r, q)) || p >= end) return NULL;
+  }
+  if (end - p < 5 || memcmp(p, "data:", 5) != 0 || !(q = line_in_chunk(s, r, &b, p))) return NULL;
+  v = p + 5;
+  if (v < q && *v == ' ') v++;
+  size_t n = (size_t)(q - v);
+  if (n > s->cap) return NULL;
+  char *blank = next_line(r, q), *after;
+  if (!blank || blank >= end || (*blank != '\n' && *blank != '\r') || !(after = next_line(r, blank)))
+    return NULL;
+  uint8_t cut = 0;
+  if (s->keep && name_len) { /* begin_field's question, with the same answer's effect */
+    size_t keep = s->keep(s->keep_user, name, name_len);
+    if (keep != TS_SSE_KEEP_ALL && n > keep) n = keep, cut = 1; /* n <= cap already */
+  }
+  ts_sse_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.kind = TS_SSE_DISPATCH;
+  ev.name = name;
+  ev.name_len = name_len;
+  ev.data = n ? v : s->buf;
+  ev.data_len = n;
+  ev.cut = cut;
+  ev.id = s->id;
+  ev.id_len = s->id_len;
+  ev.end_offset = off(r, after);
+  *rc = s->cb(s->user, &ev) ? stop(s, ev.end_offset) : TS_E_OK;
+  return after;
+}
+
 /* Runs the bytes [start, end) through the machine; s->pos is the offset of start. */
 static int run(ts_sse *s, char *start, char *end) {
   run_ctx r = {start, end, s->pos, NULL, NULL};
@@ -469,7 +596,12 @@ static int run(ts_sse *s, char *start, char *end) {
         continue;
       }
       if (!s->skipping && (*p == 'd' || *p == 'e')) {
-        char *after = whole_line(s, &r, p, &rc);
+        char *after = s->data_mode == D_NONE && s->name_len == 0 ? whole_event(s, &r, p, &rc) : NULL;
+        if (after) {
+          p = after;
+          continue;
+        }
+        after = whole_line(s, &r, p, &rc);
         if (after) {
           p = after;
           continue;

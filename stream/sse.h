@@ -44,7 +44,9 @@
  *
  * Ownership and lifetime of the views in ts_sse_event
  *   All views are valid only during the callback.
- *   - name and id point into the framer's own storage (fixed arrays in ts_sse).
+ *   - id points into the framer's own storage (a fixed array in ts_sse); name too, or,
+ *     for an event whose lines all lie in the chunk being fed (see data), into that
+ *     chunk. Neither may be modified.
  *   - data is mutable (`char *`) because the consumer decodes JSON strings in place in
  *     it; the callback may modify data[0 .. data_len) and nothing else. It is NOT
  *     NUL-terminated. It points either into the caller's data buffer, or (zero-copy)
@@ -109,10 +111,13 @@
  *   codes. A caller that wants them fatal returns nonzero from the callback.
  *
  * Cost
- *   Line ends are found with memchr (and the search results are reused, so each byte
- *   is searched a bounded number of times per chunk, whatever the line lengths); data
- *   bytes are appended with memcpy or not copied at all. Nothing is quadratic in the
- *   chunking: a byte is copied at most once.
+ *   An event of the shape providers send (an optional `event:` line, one `data:` line,
+ *   a blank line) that lies whole in the chunk is dispatched from it in one step: a scan
+ *   for each line's end, no copy. Anything else goes through the line machine, where line
+ *   ends are found with memchr (and the search results are reused, so each byte is
+ *   searched a bounded number of times per chunk, whatever the line lengths); data bytes
+ *   are appended with memcpy or not copied at all. Nothing is quadratic in the chunking:
+ *   a byte is copied at most once. Either way the items reported are the same.
  */
 #ifndef TS_SSE_H
 #define TS_SSE_H
@@ -219,7 +224,8 @@ typedef struct ts_sse {
  * Returns TS_E_OK, or TS_E_INVAL (s unusable) for a NULL s, buf or cb. */
 int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb, void *user);
 
-/* Sets (or, with NULL, clears) the keep callback. Call before the first feed. */
+/* Sets (or, with NULL, clears) the keep callback: before the first feed, or from the
+ * callback (for the events after the one being dispatched). */
 void ts_sse_set_keep(ts_sse *s, ts_sse_keep_fn keep, void *user);
 
 /* Feeds the next `len` bytes of the stream (len may be 0, buf then may be NULL).

@@ -10,6 +10,11 @@
  * arguments object. Nothing is re-parsed; the only copies are the compact arguments
  * and the short label.
  *
+ * Per event, the cheap way: a big call is thousands of small events, so the fragments
+ * come from the adapter straight to call_args (ts_adapter_set_args_fn, no event record),
+ * a string's middle pieces go to the compact text without the compact writer, and the
+ * framer's keep question is dropped once the format is known to keep every event whole.
+ *
  * For `raw` input there is no SSE and no adapter: the bytes are one call's arguments
  * and go straight to call 0, cut at heartbeat boundaries so that heartbeats and their
  * offsets do not depend on how the input was chunked.
@@ -99,6 +104,8 @@ struct ts_tap {
   int aborted;
   int failed;
   int finished;
+  int asking;       /* the SSE framer asks sse_keep about each named event: 1 while the
+                     * format is undecided, 2 once decided (its row has a keep), else 0 */
 };
 
 const char *ts_tap_type_name(int type) {
@@ -338,6 +345,18 @@ static uint64_t token_end(const ts_json_token *tk) {
 static int on_arg_token(void *user, const ts_json_token *tk) {
   call *c = user;
   ts_tap *t = c->tap;
+  /* Most tokens of a big call are the middle pieces of one long string value: the compact
+   * text is the piece itself, and nothing else below applies to it (not the first token,
+   * no separator, not the end, not raw input's offsets) unless the watcher wants it. */
+  if (tk->kind == TS_JSON_STRING && !(tk->flags & (TS_JSON_FIRST | TS_JSON_LAST)) &&
+      !(c->watching && !c->started) && t->cfg.format != TS_FORMAT_RAW) {
+    if (ts_buf_append(&c->args, tk->text, tk->len)) {
+      c->err = c->args.err;
+      c->err_at = tk->offset;
+      return 1;
+    }
+    return t->aborted;
+  }
   if (t->cfg.format == TS_FORMAT_RAW) t->ev_off = token_end(tk);
   if (!c->tok_first_seen) {
     c->tok_first_seen = 1;
@@ -607,6 +626,14 @@ static int on_model_event(void *user, const ts_adapter_event *me) {
   return t->aborted;
 }
 
+/* The adapter's fragment path (ts_adapter_set_args_fn): CALL_ARGS without the event. */
+static int on_call_args(void *user, uint32_t index, ts_view text) {
+  ts_tap *t = user;
+  call *c = call_get(t, index);
+  if (c) call_args(t, c, text.p, text.len);
+  return t->aborted;
+}
+
 /* ---- the SSE framer's callback ------------------------------------------------------- */
 
 static int on_sse_event(void *user, const ts_sse_event *se) {
@@ -622,6 +649,13 @@ static int on_sse_event(void *user, const ts_sse_event *se) {
     ts_adapter_feed_cut(t->ms, se->name, se->name_len);
   else
     ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
+  if (t->asking == 1 && ts_adapter_format_of(t->ms) != TS_FORMAT_AUTO) { /* decided */
+    t->asking = 2;
+    if (!ts_adapter_keeps(t->ms)) { /* the format keeps every event whole: stop asking */
+      ts_sse_set_keep(&t->sse, NULL, NULL);
+      t->asking = 0;
+    }
+  }
   return t->aborted;
 }
 
@@ -876,10 +910,12 @@ int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user)
   } else {
     t->sse_buf = malloc(t->cfg.max_event_bytes);
     rc = t->sse_buf ? ts_adapter_new(&t->ms, cfg->format, on_model_event, t) : TS_E_NOMEM;
+    if (rc == TS_E_OK) ts_adapter_set_args_fn(t->ms, on_call_args);
     if (rc == TS_E_OK)
       rc = ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
                        t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t);
     if (rc == TS_E_OK) ts_sse_set_keep(&t->sse, sse_keep, t);
+    t->asking = 1;
   }
   if (rc == TS_E_OK && cfg->content_type && cfg->format != TS_FORMAT_RAW)
     ts_tap_content_type(t, cfg->content_type, strlen(cfg->content_type));

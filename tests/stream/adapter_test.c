@@ -67,6 +67,8 @@ typedef struct {
   int general; /* read every payload the general way (ts_adapter_set_general) */
   int no_memo; /* the one-pass readers without their shape memo (ts_adapter_set_memo) */
   uint64_t memo_hits; /* payloads the last run read from the memo */
+  int via_fn;  /* CALL_ARGS through ts_adapter_set_args_fn (rec_args), not the callback */
+  int in_fn;
 } rec;
 
 static rec R;
@@ -121,6 +123,8 @@ static int rec_cb(void *user, const ts_adapter_event *ev) {
   if (r->turn_ended || r->terminal_seen) violation(r, "event after the end", r->nevents);
   if (r->len) puts_(r, " | ");
   uint32_t i = ev->index;
+  if (r->via_fn && ev->kind == TS_ADAPTER_CALL_ARGS && !r->in_fn)
+    violation(r, "CALL_ARGS through the callback although an args_fn is set", r->nevents);
   switch (ev->kind) {
   case TS_ADAPTER_TEXT_DELTA:
     puts_(r, "X ");
@@ -191,6 +195,19 @@ static int rec_cb(void *user, const ts_adapter_event *ev) {
     return 1;
   }
   return 0;
+}
+
+/* The fragment path (ts_adapter_set_args_fn): recorded as the CALL_ARGS it stands for. */
+static int rec_args(void *user, uint32_t index, ts_view text) {
+  rec *r = user;
+  ts_adapter_event ev = {0};
+  ev.kind = TS_ADAPTER_CALL_ARGS;
+  ev.index = index;
+  ev.text = text;
+  r->in_fn = 1;
+  int rc = rec_cb(r, &ev);
+  r->in_fn = 0;
+  return rc;
 }
 
 /* ---- a test-only SSE splitter --------------------------------------------------------- */
@@ -288,15 +305,17 @@ static ts_adapter *new_adapter(ts_format fmt, ts_adapter_cb cb, void *user) {
 
 static void run_events(ts_format fmt, tev *evs, size_t nev, rec *r) {
   long abort_at = r->abort_at;
-  int general = r->general, no_memo = r->no_memo;
+  int general = r->general, no_memo = r->no_memo, via_fn = r->via_fn;
   memset(r, 0, sizeof *r);
   r->abort_at = abort_at;
   r->general = general;
   r->no_memo = no_memo;
+  r->via_fn = via_fn;
   ts_adapter *a = new_adapter(fmt, rec_cb, r);
   ck_assert_ptr_nonnull(a);
   ts_adapter_set_general(a, general);
   if (no_memo) ts_adapter_set_memo(a, 0);
+  if (via_fn) ts_adapter_set_args_fn(a, rec_args);
   char msg[128];
   uint64_t before = ts_test_alloc_count();
   for (size_t k = 0; k < nev; k++) {
@@ -408,7 +427,17 @@ static void run_row(const row *w) {
   expect_trace(w->line, w->label, "twice, no memo", &R, general);
   run_text_twice(w->fmt, sse, n, &R);
   expect_trace(w->line, w->label, "twice, memo", &R, general);
+  /* and the memo's readings with the fragments through the fragment path */
+  R.via_fn = 1;
+  run_text_twice(w->fmt, sse, n, &R);
+  R.via_fn = 0;
+  expect_trace(w->line, w->label, "twice, memo, args_fn", &R, general);
   free(general);
+  /* and the same with the fragments through the fragment path */
+  R.via_fn = 1;
+  run_text(w->fmt, sse, n, &R);
+  R.via_fn = 0;
+  expect_trace(w->line, w->label, "args_fn", &R, want);
   if (!(w->flags & NO_AUTO)) {
     run_text(TS_FORMAT_AUTO, sse, n, &R);
     expect_trace(w->line, w->label, "auto", &R, want);
@@ -1353,6 +1382,27 @@ static int noop_cb(void *user, const ts_adapter_event *ev) {
   return 0;
 }
 
+/* ts_adapter_keeps: whether ts_adapter_keep may yet answer anything but SIZE_MAX (the
+ * tap stops asking the SSE framer's keep question when it says no). */
+START_TEST(test_keeps) {
+  ts_adapter *a = new_adapter(TS_FORMAT_AUTO, noop_cb, NULL);
+  ck_assert_int_eq(ts_adapter_keeps(a), 1); /* undetected: Responses may yet read it */
+  char ev[] = "{\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"content\":[]}}";
+  ck_assert_int_eq(ts_adapter_feed_event(a, "message_start", 13, ev, strlen(ev)), TS_E_OK);
+  ck_assert_int_eq(ts_adapter_format_of(a), TS_FORMAT_ANTHROPIC);
+  ck_assert_int_eq(ts_adapter_keeps(a), 0); /* Anthropic keeps every event whole */
+  ck_assert_uint_eq(ts_adapter_keep(a, "content_block_delta", 19), SIZE_MAX);
+  ts_adapter_free(a);
+  a = new_adapter(TS_FORMAT_OPENAI_RESPONSES, noop_cb, NULL);
+  ck_assert_int_eq(ts_adapter_keeps(a), 1);
+  ck_assert_uint_eq(ts_adapter_keep(a, "response.created", 16), 0);
+  ck_assert_int_eq(ts_adapter_finish(a), TS_E_MS_TRUNCATED);
+  ck_assert_int_eq(ts_adapter_keeps(a), 0); /* finished: it reads no more */
+  ts_adapter_free(a);
+  ck_assert_int_eq(ts_adapter_keeps(NULL), 0);
+}
+END_TEST
+
 START_TEST(test_new_and_free) {
   /* a bad config is TS_E_INVAL and *out stays as it was */
   ts_adapter *a = (ts_adapter *)&R;
@@ -1398,6 +1448,15 @@ START_TEST(test_abort) {
                        CHUNK("`delta`:{`content`:`x`}") FIN("stop") DONE);
   R.abort_at = 2;
   run_text(TS_FORMAT_OPENAI_CHAT, sse, strlen(sse), &R);
+  ck_assert_msg(!R.bad[0], "%s", R.bad);
+  ck_assert_str_eq(R.trace, "B0 a f | A0 '{}'");
+  ck_assert(!R.done);
+  /* the same stop from the fragment path (ts_adapter_set_args_fn) */
+  R.abort_at = 2;
+  R.via_fn = 1;
+  run_text(TS_FORMAT_OPENAI_CHAT, sse, strlen(sse), &R);
+  R.via_fn = 0;
+  R.abort_at = 0;
   free(sse);
   ck_assert_msg(!R.bad[0], "%s", R.bad);
   ck_assert_str_eq(R.trace, "B0 a f | A0 '{}'");
@@ -1791,6 +1850,7 @@ int main(void) {
   tcase_add_test(tc, test_detect);
   tcase_add_test(tc, test_detect_out_of_memory);
   tcase_add_test(tc, test_new_and_free);
+  tcase_add_test(tc, test_keeps);
   tcase_add_test(tc, test_abort);
   tcase_add_test(tc, test_done_and_finish);
   suite_add_tcase(s, tc);

@@ -30,7 +30,8 @@ typedef struct {
   int kind, code;
   size_t name, name_len, data, data_len, id, id_len; /* offsets into the arena */
   uint64_t off;
-  int view; /* data pointed into the chunk being fed */
+  int view;      /* data pointed into the chunk being fed */
+  int name_view; /* the name did (a whole event, read in one step) */
 } rec_item;
 
 #define REC_ITEMS 1024
@@ -87,6 +88,7 @@ static int rec_cb(void *user, const ts_sse_event *ev) {
   it->id = stash(r, ev->id, ev->id_len);
   it->id_len = ev->id_len;
   it->view = ev->data_len > 0 && (uintptr_t)ev->data >= r->lo && (uintptr_t)ev->data < r->hi;
+  it->name_view = ev->name_len > 0 && (uintptr_t)ev->name >= r->lo && (uintptr_t)ev->name < r->hi;
   if (!r->no_scribble) memset(ev->data, '#', ev->data_len); /* as in-place decoding would */
   return r->abort_at != 0 && r->n >= r->abort_at;
 }
@@ -525,6 +527,66 @@ static const sse_case cases[] = {
     {__LINE__, "error, then eof while skipping", "data: 12345\ndata: x\n", 0, 2, 0, {ERR(EVENT_TOO_LARGE, 8)}},
     {__LINE__, "resync ends at a cr blank line", "data: 12345\r\rdata: x\r\r", 0, 2, 0,
      {ERR(EVENT_TOO_LARGE, 8), EV("", "x", "", 22)}},
+    /* whole events: the one-step path (whole_event) and each way out of it; fed whole,
+     * it takes the path, fed in pieces the line machine reads the same bytes */
+    {__LINE__, "whole: no spaces", "event:e\ndata:{}\n\n", 0, BIG, 0,
+     {EV("e", "{}", "", 17)}},
+    {__LINE__, "whole: crlf", "event: e\r\ndata: a\r\n\r\n", 0, BIG, 0,
+     {EV("e", "a", "", 21)}},
+    {__LINE__, "whole: cr only, then another", "event: e\rdata: a\r\rdata: b\n\n", 0, BIG, 0,
+     {EV("e", "a", "", 18), EV("", "b", "", 27)}},
+    {__LINE__, "whole: final blank line a lone cr", "event: e\ndata: a\n\r", 0, BIG, 0,
+     {EV("e", "a", "", 18)}},
+    {__LINE__, "whole: cut after the data line", "event: e\ndata: a\n", 0, BIG, 0,
+     {{0}}},
+    {__LINE__, "whole: cut inside the data line", "event: e\ndata: a", 0, BIG, 0,
+     {{0}}},
+    {__LINE__, "whole: cut after a cr data ending", "event: e\ndata: a\r", 0, BIG, 0,
+     {{0}}},
+    {__LINE__, "whole: cut inside the event line", "data: 1\n\nevent: e", 0, BIG, 0,
+     {EV("", "1", "", 9)}},
+    {__LINE__, "whole: two data lines", "event: e\ndata: a\ndata: b\n\n", 0, BIG, 0,
+     {EV("e", "a\nb", "", 26)}},
+    {__LINE__, "whole: an id line inside", "event: e\nid: 3\ndata: a\n\ndata: b\n\n", 0, BIG, 0,
+     {EV("e", "a", "3", 24), EV("", "b", "3", 33)}},
+    {__LINE__, "whole: a comment first", "event: e\n: c\ndata: a\n\n: c\nevent: f\ndata: b\n\n", 0, BIG, 0,
+     {EV("e", "a", "", 22), EV("f", "b", "", 44)}},
+    {__LINE__, "whole: an event line after the data", "event: e\ndata: a\nevent: f\n\n", 0, BIG, 0,
+     {EV("f", "a", "", 27)}},
+    {__LINE__, "whole: a retry line after the data", "event: e\ndata: a\nretry: 5\n\n", 0, BIG, 0,
+     {EV("e", "a", "", 27), RETRY(5)}},
+    {__LINE__, "whole: empty name", "event:\ndata: a\n\n", 0, BIG, 0,
+     {EV("", "a", "", 16)}},
+    {__LINE__, "whole: empty data", "event: e\ndata:\n\n", 0, BIG, 0,
+     {EV("e", "", "", 16)}},
+    {__LINE__, "whole: name of exactly the limit, no space", "event:" X64 "\ndata: a\n\n", 0, BIG, 0,
+     {EV(X64, "a", "", 80)}},
+    {__LINE__, "whole: name one past the limit, no space", "event:" X64 "x\ndata: a\n\nevent: f\ndata: b\n\n", 0, BIG, 0,
+     {ERR(NAME_TOO_LONG, 70), EV("f", "b", "", 99)}},
+    {__LINE__, "whole: data of exactly the cap", "event: e\ndata: 1234\n\n", 0, 4, 0,
+     {EV("e", "1234", "", 21)}},
+    {__LINE__, "whole: data one past the cap", "event: e\ndata: 12345\n\nevent: f\ndata: 1\n\n", 0, 4, 0,
+     {ERR(EVENT_TOO_LARGE, 19), EV("f", "1", "", 40)}},
+    {__LINE__, "whole: event line one past the line limit", "event: e\ndata: a\n\nevent: f\ndata: b\n\n", 0, BIG, 7,
+     {ERR(LINE_TOO_LONG, 7), ERR(LINE_TOO_LONG, 25)}},
+    {__LINE__, "whole: lines of exactly the line limit", "event: e\ndata: a\n\n", 0, BIG, 8,
+     {EV("e", "a", "", 18)}},
+    {__LINE__, "whole: data line one past the line limit", "event: e\ndata: abc\n\nevent: f\ndata: b\n\n", 0, BIG, 8,
+     {ERR(LINE_TOO_LONG, 17), EV("f", "b", "", 38)}},
+    {__LINE__, "whole: unknown field after the data", "event: e\ndata: a\nfoo: 1\n\n", 0, BIG, 0,
+     {EV("e", "a", "", 25)}},
+    {__LINE__, "whole: no data, only a look-alike", "event: e\ndatax: 1\n\ndata: b\n\n", 0, BIG, 0,
+     {EV("", "b", "", 28)}},
+    {__LINE__, "whole: look-alike event field", "eventx: e\ndata: a\n\n", 0, BIG, 0,
+     {EV("", "a", "", 19)}},
+    {__LINE__, "whole: long data with tabs and controls (not line ends)", "event: e\ndata: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\t0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\x0b\x0c\x01" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n\n", 0, BIG, 0,
+     {EV("e", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\t0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\x0b\x0c\x01" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", 261)}},
+    {__LINE__, "whole: long lines, cr lf and cr endings past the first block", "event: nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn\ndata: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\r\n\r\nevent: f\rdata: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\r\r", 0, BIG, 0,
+     {EV("nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", 218), EV("f", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", 315)}},
+    {__LINE__, "a cr ending a long line that is not the event's last", "data: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\rdata: x\n\n", 0, BIG, 0,
+     {EV("", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\nx", "", 256)}},
+    {__LINE__, "whole: several in one chunk, blank lines between", "event: e\ndata: 1\n\n\n\r\nevent: f\ndata: 2\r\n\r\n", 0, BIG, 0,
+     {EV("e", "1", "", 18), EV("f", "2", "", 41)}},
 };
 
 static char *want_text(const sse_case *c) {
@@ -713,6 +775,33 @@ START_TEST(test_zero_copy) {
   sched cut = {0, 6, 0};
   free(feed_run(in, len, 64, 0, cut, &views));
   ck_assert_int_eq(rec.it[0].view, 1);
+}
+END_TEST
+
+/* A whole event in one chunk is read in one step (whole_event): its name, too, is a view
+ * into the chunk, and so is the data of each event of a chunk holding several. Split
+ * anywhere inside, it goes through the line machine: the name is a copy. The items are
+ * the same either way (test_table, every row at every split). */
+START_TEST(test_whole_event_views) {
+  const char *in = "event: content_block_delta\ndata: {\"a\":1}\n\nevent: e\r\ndata: x\r\n\r\n"
+                   "event: f\ndata: 1\ndata: 2\n\n";
+  size_t len = strlen(in), views;
+  sched whole = {len, 0, 0};
+  free(feed_run(in, len, 64, 0, whole, &views));
+  ck_assert_uint_eq(rec.n, 3);
+  ck_assert_int_eq(rec.it[0].name_view, 1);
+  ck_assert_int_eq(rec.it[0].view, 1);
+  ck_assert_int_eq(rec.it[1].name_view, 1);
+  ck_assert_int_eq(rec.it[1].view, 1);
+  ck_assert_int_eq(rec.it[2].name_view, 0); /* two data lines: the machine's */
+  ck_assert_int_eq(rec.it[2].view, 0);
+  for (size_t at = 1; at < 42; at++) { /* the first event (42 bytes) cut at each byte */
+    sched cut = {0, at, 0};
+    free(feed_run(in, len, 64, 0, cut, &views));
+    ck_assert_uint_eq(rec.n, 3);
+    ck_assert_int_eq(rec.it[0].name_view, 0);
+    ck_assert_int_eq(rec.it[1].name_view, 1); /* the second lies whole in the second chunk */
+  }
 }
 END_TEST
 
@@ -978,6 +1067,12 @@ START_TEST(test_keep_head) {
        "event 'skip' 'first' @25\nasked: \n"},
       {__LINE__, "event: skip\r\ndata: " "0123456789012345678901234567890123456789" "\r\n\r\n",
        "event 'skip' '' cut @63\nasked: skip \n"},
+      /* short enough to be read in one step (whole_event): the same answers */
+      {__LINE__, "event: head\ndata: abcdefgh\n\nevent: skip\ndata: 0123\n\n",
+       "event 'head' 'abcde' cut @28\nevent 'skip' '' cut @52\nasked: head skip \n"},
+      {__LINE__, "event: head\ndata: abcde\n\nevent: big\ndata: 0123\n\nevent: skip\ndata:\n\n",
+       "event 'head' 'abcde' @25\nevent 'big' '0123' @48\nevent 'skip' '' @67\n"
+       "asked: head big skip \n"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     char ctx[64];
@@ -985,6 +1080,45 @@ START_TEST(test_keep_head) {
     ts_split_check(ctx, rows[i].in, strlen(rows[i].in), keep_run, NULL, rows[i].want);
     ts_split_check_cuts(ctx, rows[i].in, strlen(rows[i].in), keep_run, NULL, rows[i].want);
   }
+}
+END_TEST
+
+/* ts_sse_set_keep from the callback (the tap stops asking once the format is known):
+ * it applies from the next event on, on the one-step path and in the machine alike. */
+typedef struct {
+  ts_sse *s;
+  sb *out;
+} unkeep_ctx;
+
+static int unkeep_cb(void *user, const ts_sse_event *ev) {
+  unkeep_ctx *u = user;
+  keep_cb(u->out, ev);
+  ts_sse_set_keep(u->s, NULL, NULL);
+  return 0;
+}
+
+static void unkeep_run(void *user, ts_split *feed, sb *out) {
+  (void)user;
+  char dbuf[16];
+  sb asked = {0};
+  ts_sse s;
+  unkeep_ctx u = {&s, out};
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 24, unkeep_cb, &u), TS_E_OK);
+  ts_sse_set_keep(&s, keep_by_name, &asked);
+  char *c;
+  size_t n;
+  while (ts_split_next(feed, &c, &n)) ck_assert_int_eq(ts_sse_feed(&s, c, n), TS_E_OK);
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  sb_printf(out, "asked: %s\n", sb_str(&asked));
+  sb_free(&asked);
+}
+
+START_TEST(test_keep_cleared_in_callback) {
+  const char *in = "event: skip\ndata: 12\n\nevent: skip\ndata: 34\n\nevent: head\ndata: 0123456\n\n";
+  const char *want = "event 'skip' '' cut @22\nevent 'skip' '34' @44\nevent 'head' '0123456' @71\n"
+                     "asked: skip \n";
+  ts_split_check("keep cleared in the callback", in, strlen(in), unkeep_run, NULL, want);
+  ts_split_check_cuts("keep cleared in the callback", in, strlen(in), unkeep_run, NULL, want);
 }
 END_TEST
 
@@ -1019,6 +1153,7 @@ static Suite *sse_suite(void) {
   tcase_add_test(tc, test_corpus_crlf_offsets);
   tcase_add_test(tc, test_no_alloc);
   tcase_add_test(tc, test_zero_copy);
+  tcase_add_test(tc, test_whole_event_views);
   tcase_add_test(tc, test_in_place);
   tcase_add_test(tc, test_api);
   tcase_add_test(tc, test_abort);
@@ -1026,6 +1161,7 @@ static Suite *sse_suite(void) {
   tcase_add_test(tc, test_random_vs_reference);
   tcase_add_test(tc, test_long_cr_only_stream);
   tcase_add_test(tc, test_keep_head);
+  tcase_add_test(tc, test_keep_cleared_in_callback);
   suite_add_tcase(s, tc);
   return s;
 }
