@@ -91,9 +91,26 @@ static void message_done(ts_evs *s) {
     return;
   }
   ts_view mt = {"", 0}, et = {"", 0}, xt = {"", 0};
-  if (walk_headers(s, &mt, &et, &xt) < 0) {
-    fail(s, TS_E_EVS_HEADERS);
-    return;
+  if (s->hm_len && s->hlen == s->hm_len && !memcmp(s->buf, s->hm, s->hlen)) {
+    /* the last message's headers: the same walk, the same views */
+    ts_view *v[3] = {&mt, &et, &xt};
+    for (int k = 0; k < 3; k++)
+      if (s->hm_vlen[k]) *v[k] = (ts_view){s->buf + s->hm_off[k], s->hm_vlen[k]};
+  } else {
+    s->hm_len = 0;
+    if (walk_headers(s, &mt, &et, &xt) < 0) {
+      fail(s, TS_E_EVS_HEADERS);
+      return;
+    }
+    if (s->hlen > 0 && s->hlen <= TS_EVS_HEADERS_MEMO) {
+      const ts_view *v[3] = {&mt, &et, &xt};
+      for (int k = 0; k < 3; k++) {
+        s->hm_vlen[k] = (uint16_t)v[k]->len; /* inside the block: under TS_EVS_HEADERS_MEMO */
+        s->hm_off[k] = v[k]->len ? (uint16_t)(v[k]->p - s->buf) : 0;
+      }
+      memcpy(s->hm, s->buf, s->hlen);
+      s->hm_len = (uint16_t)s->hlen;
+    }
   }
   ts_evs_item it = {0};
   it.kind = TS_EVS_MESSAGE;
