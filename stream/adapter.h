@@ -346,11 +346,12 @@ ts_view ts__adapter_event_type(struct ts_jv *jv, ts_view event);
 /* Per-turn flag bits a provider may keep in the adapter (Gemini: "unsupported reported"). */
 unsigned *ts__adapter_flags(ts_adapter *a);
 /* A zeroed block of TS_ADAPTER_SCRATCH bytes, the provider's own per-turn state (Vertex:
- * the containers of the arguments it is rebuilding). */
-#define TS_ADAPTER_SCRATCH 2048
+ * the containers of the arguments it is rebuilding, after its shape memo). */
+#define TS_ADAPTER_SCRATCH 3072
 void *ts__adapter_scratch(ts_adapter *a);
-/* The shape memo of the format's one-pass reader (json_shape.h), kept in the scratch
- * block (so a format that uses one has no other scratch state; zeroed: empty), or NULL
+/* The shape memo of the format's one-pass reader (json_shape.h), kept at the start of
+ * the scratch block (a format that uses one keeps its other scratch state after it, as
+ * Vertex does; zeroed: empty), or NULL
  * when ts_adapter_set_memo turned it off. ts__adapter_memo_hit counts a payload read
  * from it. */
 struct ts_json_shape *ts__adapter_memo(ts_adapter *a);

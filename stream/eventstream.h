@@ -19,7 +19,8 @@
  * delivered when its last byte arrives, however the input was cut.
  *
  * Offsets: a message's `end_offset` is the bytes fed up to and including its CRC.
- * Memory: the caller's buffer holds one message after its prelude; nothing is allocated.
+ * Memory: the caller's buffer holds one message after its prelude, and the framer a copy
+ * of the last header block (TS_EVS_HEADERS_MEMO); nothing is allocated.
  */
 #ifndef TS_EVENTSTREAM_H
 #define TS_EVENTSTREAM_H
@@ -31,6 +32,10 @@
 #include "base/view.h"
 
 typedef enum { TS_EVS_MESSAGE = 1, TS_EVS_ERROR } ts_evs_kind;
+
+/* Header blocks up to this size are remembered (Bedrock's three headers take about 90
+ * bytes); a bigger one is walked every time. */
+#define TS_EVS_HEADERS_MEMO 160
 
 typedef struct {
   int kind;              /* ts_evs_kind */
@@ -58,6 +63,12 @@ typedef struct {
   uint8_t prelude[12];
   uint8_t plen;         /* prelude bytes so far */
   uint8_t dead, aborted;
+  /* The last message's header block when it walked clean (0: none), and where its three
+   * values lay in it: the next message's headers are nearly always the same bytes, and
+   * are then compared, not walked. */
+  uint16_t hm_len;
+  uint16_t hm_off[3], hm_vlen[3]; /* :message-type, :event-type, :exception-type */
+  uint8_t hm[TS_EVS_HEADERS_MEMO];
 } ts_evs;
 
 /* Sets the framer up over buf[0..cap) (cap >= 16). TS_E_OK or TS_E_INVAL. */

@@ -35,11 +35,13 @@
  *     than VX_MAX_DEPTH or with a name longer than VX_MAX_KEY.
  */
 #define TS_ADAPTER_INTERNAL
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stream/adapter.h"
 #include "stream/json_scan.h"
+#include "stream/json_shape.h"
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
@@ -71,9 +73,14 @@ typedef struct {
   ts_view name;
 } vx_step;
 
+/* The scratch block holds the one-pass reader's shape memo first (ts__adapter_memo puts
+ * it at the block's start), then the rebuild. */
+#define VX_STATE_OFF \
+  ((sizeof(ts_json_shape) + _Alignof(max_align_t) - 1) / _Alignof(max_align_t) * _Alignof(max_align_t))
+
 static vx_state *vx(ts_adapter *a) {
-  _Static_assert(sizeof(vx_state) <= TS_ADAPTER_SCRATCH, "the scratch holds the rebuild");
-  return ts__adapter_scratch(a);
+  _Static_assert(VX_STATE_OFF + sizeof(vx_state) <= TS_ADAPTER_SCRATCH, "the scratch holds the memo and the rebuild");
+  return (vx_state *)(void *)((unsigned char *)ts__adapter_scratch(a) + VX_STATE_OFF);
 }
 
 static void put(ts_adapter *a, vx_state *v, const char *s, size_t n) {
@@ -496,10 +503,40 @@ static int fast_candidate(ts_json_scan *s, vx_fast_piece *pcs, int *npcs, int *m
   return (seen & 1) != 0;
 }
 
+/* The memo (json_shape.h) for the usual chunk: one piece with a string value, its path
+ * without escapes. The envelope (model version, create time, response id, index) is the
+ * same in every chunk of a reply, and so is the piece's path and its willContinue while
+ * one string value streams, so consecutive chunks differ only in the stringValue: the
+ * used span. No ignored spans. The memo records the path (a view into its copy) and the
+ * two willContinue flags: kind bit 0 the piece's, bit 1 the functionCall's. */
+enum { VX_MEMO_MORE = 1, VX_MEMO_CALL_MORE = 2 };
+
+static void vx_memo_keep(ts_json_shape *memo, const char *text, size_t len, ts_view name,
+                         const vx_fast_piece *pcs, int npcs, int more) {
+  const vx_fast_piece *pc = &pcs[0];
+  if (npcs == 1 && pc->val.kind == VX_STR && !pc->path_esc &&
+      ts_json_shape_keep(memo, text, len, name, NULL, pc->val.raw)) {
+    memo->key = ts_json_shape_rebase(memo, text, pc->path);
+    memo->kind = (pc->more ? VX_MEMO_MORE : 0) | (more ? VX_MEMO_CALL_MORE : 0);
+    memo->nkey = 0;
+  } else {
+    ts_json_shape_clear(memo);
+  }
+}
+
 static int gemini_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
-  (void)name;
   vx_state *v = vx(a);
   if (!v->active) return 0; /* only pieces of a call being rebuilt */
+  ts_json_shape *memo = ts__adapter_memo(a);
+  ts_json_scan_str used;
+  if (memo && ts_json_shape_match(memo, text, len, name, &used)) {
+    /* the kept chunk's reading with this chunk's string value */
+    ts__adapter_memo_hit(a);
+    vx_val val = {VX_STR, used.raw, used.escaped, NULL, -1};
+    if (!v->failed) vx_apply(a, v, memo->key, memo->kind & VX_MEMO_MORE, &val);
+    if (!(memo->kind & VX_MEMO_CALL_MORE)) vx_end(a, v);
+    return 1;
+  }
   ts_json_scan s;
   ts_json_item it;
   ts_json_scan_init(&s, text, len);
@@ -528,6 +565,7 @@ static int gemini_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
     }
   }
   if (!(seen & 1) || ts_json_scan_next(&s, &it) != 0) return 0; /* one value, then whitespace */
+  if (memo) vx_memo_keep(memo, text, len, name, pcs, npcs, more); /* before decoding in place */
   for (int k = 0; k < npcs; k++) {
     ts_view path;
     if (v->failed) break;

@@ -1681,6 +1681,16 @@ typedef struct {
 #define B_START(i) EV("contentBlockStart", "{`contentBlockIndex`:" #i ",`start`:{`toolUse`:{`toolUseId`:`t" #i "`,`name`:`f`}}}")
 #define B_DELTA(i, text, pad) EV("contentBlockDelta", "{`contentBlockIndex`:" #i ",`delta`:{`toolUse`:{`input`:`" text "`}},`p`:`" pad "`}")
 #define B_END(i) EV("contentBlockStop", "{`contentBlockIndex`:" #i "}") EV("messageStop", "{`stopReason`:`tool_use`}")
+/* Vertex: a call's first chunk, chunks of one piece in the usual envelope (`more`: the
+ * piece's willContinue member or nothing; `cmore`: the functionCall's), the last chunk. */
+#define VX_BEGIN(name) GC("{`functionCall`:{`name`:`" name "`,`willContinue`:true}}", "")
+#define VX_CHUNK(piece, cmore)                                                                          \
+  D("{`candidates`:[{`content`:{`role`:`model`,`parts`:[{`functionCall`:{`partialArgs`:[" piece "]" cmore \
+    "}}]},`index`:0}],`modelVersion`:`gemini-2.5-pro`,`createTime`:`2026-11-30T09:12:44.518203Z`,"         \
+    "`responseId`:`vDpLaZ2fH8`}")
+#define VX_MORE ",`willContinue`:true"
+#define VX_S(path, value, more) VX_CHUNK("{`jsonPath`:`" path "`,`stringValue`:`" value "`" more "}", VX_MORE)
+#define VX_END GC("{`functionCall`:{}}", ",`finishReason`:`STOP`")
 
 static const memo_row memo_rows[] = {
     {__LINE__, "chat: deltas after the first from the memo, obfuscation of any length", TS_FORMAT_OPENAI_CHAT,
@@ -1768,6 +1778,36 @@ static const memo_row memo_rows[] = {
      EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`x`}},`p`:7}")
      EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`text`:`x`},`p`:`a`}") B_END(0),
      "B0 t0 f | A0 '{`a' | A0 '`:' | A0 '1}' | A0 'x' | X 'x' | E0 | T stop=tool_use", 2},
+    {__LINE__, "vertex: a string's pieces from the memo, an escaped value; the last piece; another path", TS_FORMAT_GEMINI,
+     VX_BEGIN("f") VX_S("$.a", "ab", VX_MORE) VX_S("$.a", "cd", VX_MORE) VX_S("$.a", "e\\u00e9\\`", VX_MORE)
+     VX_S("$.a", "f", "") VX_S("$.b", "g", VX_MORE) VX_S("$.b", "h", VX_MORE) VX_S("$.b", "i", "")
+     VX_S("$.c", "j", VX_MORE) VX_END,
+     "B0 - f | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | A0 'ab' | A0 'cd' | A0 'e\xc3\xa9\\`' | A0 'f' | "
+     "A0 '`' | A0 ',' | A0 '`' | A0 'b' | A0 '`:' | A0 '`' | A0 'g' | A0 'h' | A0 'i' | A0 '`' | A0 ',' | A0 '`' | "
+     "A0 'c' | A0 '`:' | A0 '`' | A0 'j' | A0 '`' | A0 '}' | E0 | T stop=STOP", 3},
+    {__LINE__, "vertex: a call that ends in a chunk from the memo (no willContinue on the functionCall)", TS_FORMAT_GEMINI,
+     VX_BEGIN("f") VX_CHUNK("{`jsonPath`:`$.a`,`stringValue`:`x`}", "")
+     VX_BEGIN("g") VX_CHUNK("{`jsonPath`:`$.a`,`stringValue`:`y`}", "")
+     VX_S("$.a", "lost", VX_MORE) VX_END,
+     "B0 - f | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | A0 'x' | A0 '`' | A0 '}' | E0 | "
+     "B1 - g | A1 '{' | A1 '`' | A1 'a' | A1 '`:' | A1 '`' | A1 'y' | A1 '`' | A1 '}' | E1 | T stop=STOP", 1},
+    {__LINE__, "vertex: a bad escape in a value from the memo, where the general way reports it", TS_FORMAT_GEMINI,
+     VX_BEGIN("f") VX_S("$.a", "x", VX_MORE) VX_S("$.a", "\\ud800", VX_MORE) VX_S("$.a", "z", "") VX_END,
+     "B0 - f | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | A0 'x' | !json_surrogate | A0 'z' | A0 '`' | A0 '}' | E0 | "
+     "T stop=STOP", 1},
+    {__LINE__, "vertex: not kept: an escaped path, a number, two pieces, another envelope", TS_FORMAT_GEMINI,
+     VX_BEGIN("f") VX_S("$.\\u0061", "x", VX_MORE) VX_S("$.\\u0061", "y", "")
+     VX_CHUNK("{`jsonPath`:`$.n`,`numberValue`:1}", VX_MORE) VX_CHUNK("{`jsonPath`:`$.m`,`numberValue`:2}", VX_MORE)
+     VX_CHUNK("{`jsonPath`:`$.p`,`stringValue`:`u`},{`jsonPath`:`$.q`,`stringValue`:`v`}", VX_MORE)
+     VX_CHUNK("{`jsonPath`:`$.r`,`stringValue`:`u`},{`jsonPath`:`$.s`,`stringValue`:`v`}", VX_MORE)
+     VX_S("$.t", "a", VX_MORE)
+     GC("{`functionCall`:{`partialArgs`:[{`jsonPath`:`$.t`,`stringValue`:`b`,`willContinue`:true}],`willContinue`:true}}", "")
+     VX_END,
+     "B0 - f | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | A0 'x' | A0 'y' | A0 '`' | A0 ',' | A0 '`' | A0 'n' | "
+     "A0 '`:' | A0 '1' | A0 ',' | A0 '`' | A0 'm' | A0 '`:' | A0 '2' | A0 ',' | A0 '`' | A0 'p' | A0 '`:' | A0 '`' | "
+     "A0 'u' | A0 '`' | A0 ',' | A0 '`' | A0 'q' | A0 '`:' | A0 '`' | A0 'v' | A0 '`' | A0 ',' | A0 '`' | A0 'r' | "
+     "A0 '`:' | A0 '`' | A0 'u' | A0 '`' | A0 ',' | A0 '`' | A0 's' | A0 '`:' | A0 '`' | A0 'v' | A0 '`' | A0 ',' | "
+     "A0 '`' | A0 't' | A0 '`:' | A0 '`' | A0 'a' | A0 'b' | A0 '`' | A0 '}' | E0 | T stop=STOP", 0},
 };
 
 START_TEST(test_memo) {

@@ -167,11 +167,54 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* The header memo: a message whose header block is the last one's bytes is read from the
+ * memo; one of the same length with another value, or a bad walk of the same length, is
+ * walked again. Whole (where the memo is hit) and in every read size. */
+START_TEST(test_header_memo) {
+  uint8_t s[4096];
+  size_t n = 0, end[6];
+  char want[1024];
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":1}"), end[0] = n;
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":2}"), end[1] = n;
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":3}"), end[2] = n;
+  frame(s, &n, "event", "contentBlockDeltb", "{\"a\":4}"), end[3] = n; /* same length, another value */
+  frame(s, &n, "exception", "contentBlockDelt", "{}"), end[4] = n;
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":5}"), end[5] = n;
+  snprintf(want, sizeof want,
+           "event/contentBlockDelta@%zu:{\"a\":1}|event/contentBlockDelta@%zu:{\"a\":2}|"
+           "event/contentBlockDelta@%zu:{\"a\":3}|event/contentBlockDeltb@%zu:{\"a\":4}|"
+           "exception/contentBlockDelt@%zu:{}|event/contentBlockDelta@%zu:{\"a\":5}|end",
+           end[0], end[1], end[2], end[3], end[4], end[5]);
+  check(__LINE__, s, n, 512, want);
+  /* the third message's headers broken at the same length (a name length past the
+   * block; the message CRC recomputed): walked, and refused, not taken from the memo */
+  uint8_t bad[4096];
+  memcpy(bad, s, n);
+  bad[end[1] + 12] = 200;
+  put32(bad + end[2] - 4, ref_crc(bad + end[1], end[2] - end[1] - 4));
+  snprintf(want, sizeof want,
+           "event/contentBlockDelta@%zu:{\"a\":1}|event/contentBlockDelta@%zu:{\"a\":2}|Eevs_headers@%zu|cut",
+           end[0], end[1], end[1]);
+  check(__LINE__, bad, n, 512, want);
+  /* a header block over TS_EVS_HEADERS_MEMO is walked every time */
+  uint8_t big[4096];
+  size_t m = 0, bend[2];
+  char longtype[TS_EVS_HEADERS_MEMO + 8];
+  memset(longtype, 'x', sizeof longtype - 1);
+  longtype[sizeof longtype - 1] = 0;
+  frame(big, &m, "event", longtype, "{}"), bend[0] = m;
+  frame(big, &m, "event", longtype, "[]"), bend[1] = m;
+  snprintf(want, sizeof want, "event/%s@%zu:{}|event/%s@%zu:[]|end", longtype, bend[0], longtype, bend[1]);
+  check(__LINE__, big, m, 512, want);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("eventstream");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_frames);
   tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_header_memo);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
