@@ -219,32 +219,101 @@ static inline const char *scan_short(const char *p, const char *end) {
   return p;
 }
 
+/* A backslash at p[i] (inside the chunk) starts a one-character escape (\" \\ \/ \b \f
+ * \n \r \t) that the scan may step over: the DFA's own answer, so the two cannot
+ * disagree. \u and bad escapes are left to the DFA. */
+static inline int simple_escape(uint8_t c) {
+  return str_dfa[32 * D_ES + str_class[c]] == 32 * D_PL;
+}
+
+/* The length (2 to 4) of the valid UTF-8 character at p, whose first byte is >= 0x80,
+ * or 0 if it is not one (or not whole in the 4 bytes at p, which must be readable):
+ * the DFA's rules (no overlong form, no encoded surrogate, nothing above U+10FFFF),
+ * checked on one word. Anything it refuses goes to the DFA, which finds the error at
+ * the byte the DFA always finds it at. */
+static inline unsigned utf8_len(const char *p) {
+  uint32_t w;
+  memcpy(&w, p, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  w = __builtin_bswap32(w);
+#endif
+  if ((w & 0xC0E0u) == 0x80C0u) return (w & 0x1Eu) ? 2 : 0; /* C2..DF: not C0, C1 */
+  if ((w & 0xC0C0F0u) == 0x8080E0u) {
+    const uint32_t cp = (w & 0x0Fu) << 12 | (w & 0x3F00u) >> 2 | (w & 0x3F0000u) >> 16;
+    return cp >= 0x800u && (cp - 0xD800u) >= 0x800u ? 3 : 0;
+  }
+  if ((w & 0xC0C0C0F8u) == 0x808080F0u) {
+    const uint32_t cp = (w & 0x07u) << 18 | (w & 0x3F00u) << 4 | (w & 0x3F0000u) >> 10 |
+                        (w & 0x3F000000u) >> 24;
+    return cp - 0x10000u < 0x100000u ? 4 : 0;
+  }
+  return 0;
+}
+
 /* Returns the first byte in [p, end) that a string body must stop at, or end. `buf`
- * is the start of the chunk: bytes in [buf, p) may be read again (never past end). */
-static inline const char *scan_string(const char *p, const char *end, const char *buf) {
+ * is the start of the chunk: bytes in [buf, p) may be read again (never past end).
+ *
+ * One-character escapes do not stop it: in each 16-byte block the backslashes and the
+ * other stop bytes ('"', control and non-ASCII bytes) are one mask each, and the scan
+ * walks the mask's set bits: a backslash whose next byte (in the chunk) makes a
+ * one-character escape clears both bits and the walk goes on in the same block, so an
+ * escaped quote or backslash is never seen as a stop and a run of backslashes resolves
+ * pair by pair. The first bit that is not such an escape is the answer: a quote, a
+ * control byte, a non-ASCII byte (the DFA checks its character), a \u escape or a
+ * backslash whose escape lies beyond the chunk (the DFA keeps its state). The bytes it
+ * steps over are exactly those the DFA would have taken from PL back to PL. */
+static inline __attribute__((always_inline)) const char *scan_string(const char *p, const char *end,
+                                                                  const char *buf) {
 #if defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"');
   const __m128i bslash = _mm_set1_epi8('\\');
   const __m128i space = _mm_set1_epi8(0x20);
-#define STOP_MASK(v)                                                                       \
-  ((unsigned)_mm_movemask_epi8(_mm_or_si128(                                               \
-      _mm_or_si128(_mm_cmpeq_epi8((v), quote), _mm_cmpeq_epi8((v), bslash)),               \
-      _mm_cmplt_epi8((v), space))))
-  while (end - p >= 16) {
-    /* signed compare: bytes 0x80-0xff are negative, so "< 0x20" also catches them */
-    unsigned mask = STOP_MASK(_mm_loadu_si128((const __m128i *)(const void *)p));
-    if (mask) return p + __builtin_ctz(mask);
-    p += 16;
+  unsigned bs, m;
+  /* signed compare: bytes 0x80-0xff are negative, so "< 0x20" also catches them */
+#define BLOCK_MASKS(v)                                                                     \
+  do {                                                                                     \
+    const __m128i b_ = _mm_cmpeq_epi8((v), bslash);                                        \
+    bs = (unsigned)_mm_movemask_epi8(b_);                                                  \
+    m = (unsigned)_mm_movemask_epi8(                                                       \
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8((v), quote), b_), _mm_cmplt_epi8((v), space))); \
+  } while (0)
+  while (end - p > 16) { /* p[16] is in the chunk: an escape at p[15] can be read whole */
+    BLOCK_MASKS(_mm_loadu_si128((const __m128i *)(const void *)p));
+    unsigned adv = 16;
+    while (m) {
+      const unsigned i = (unsigned)__builtin_ctz(m);
+      unsigned n = 2;
+      if (!((bs >> i) & 1)) {
+        /* a quote, a control byte, or a UTF-8 character checked here when it is whole */
+        if ((uint8_t)p[i] < 0x80 || end - (p + i) < 4 || !(n = utf8_len(p + i))) return p + i;
+      } else if (!simple_escape((uint8_t)p[i + 1])) {
+        return p + i; /* \u or a bad escape: the DFA's */
+      }
+      m &= ~((1u << (i + n)) - 1u); /* clears the bits of the bytes taken */
+      adv = i + n > 16 ? i + n : 16; /* they may run into the next block */
+    }
+    p += adv;
   }
-  if (p == end) return end;
+  if (p >= end) return end;
   if (end - buf >= 16) {
     /* The last 16 bytes of the chunk, ignoring those before p. */
-    size_t r = (size_t)(end - p);
-    unsigned mask = STOP_MASK(_mm_loadu_si128((const __m128i *)(const void *)(end - 16))) >>
-                    (16 - r);
-    return mask ? p + __builtin_ctz(mask) : end;
+    const unsigned r = (unsigned)(end - p);
+    BLOCK_MASKS(_mm_loadu_si128((const __m128i *)(const void *)(end - 16)));
+    bs >>= 16 - r;
+    m >>= 16 - r;
+    while (m) {
+      const unsigned i = (unsigned)__builtin_ctz(m);
+      unsigned n = 2;
+      if (!((bs >> i) & 1)) {
+        if ((uint8_t)p[i] < 0x80 || r - i < 4 || !(n = utf8_len(p + i))) return p + i;
+      } else if (i + 1 == r || !simple_escape((uint8_t)p[i + 1])) {
+        return p + i;
+      }
+      m &= ~((1u << (i + n)) - 1u);
+    }
+    return end;
   }
-#undef STOP_MASK
+#undef BLOCK_MASKS
 #elif defined(TS_SWAR)
   (void)buf;
   while (end - p >= 8) {
@@ -348,6 +417,7 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   unsigned skind = t->tok.kind;  /* TS_JSON_KEY or TS_JSON_STRING, inside a string */
   const char *frag = buf; /* start of the key/string/number text in this chunk */
   int err = 0;
+  unsigned sub;
   uint8_t c;
   ts_json_token tok;
 
@@ -532,11 +602,12 @@ str_open:
   frag = p;
   first = TS_JSON_FIRST;
   /* between characters (t->sub is written when a chunk ends inside the string) */
-  p = str_body(t, 32 * D_PL, p, end, buf, &err);
-  goto str_lexed;
+  sub = 32 * D_PL;
+  goto str_lex;
 str_resume:
-  p = str_body(t, t->sub, p, end, buf, &err);
-str_lexed:
+  sub = t->sub;
+str_lex: /* one call site: the lexer is inlined once */
+  p = str_body(t, sub, p, end, buf, &err);
   if (err) goto fail;
   if (p == end) goto str_chunk_end;
 str_quote:
