@@ -262,8 +262,8 @@ static inline unsigned utf8_len(const char *p) {
  * control byte, a non-ASCII byte (the DFA checks its character), a \u escape or a
  * backslash whose escape lies beyond the chunk (the DFA keeps its state). The bytes it
  * steps over are exactly those the DFA would have taken from PL back to PL. */
-static inline __attribute__((always_inline)) const char *scan_string(const char *p, const char *end,
-                                                                  const char *buf) {
+static inline __attribute__((always_inline)) const char *
+scan_string(const char *p, const char *end, const char *buf) {
 #if defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"');
   const __m128i bslash = _mm_set1_epi8('\\');
@@ -299,10 +299,12 @@ static inline __attribute__((always_inline)) const char *scan_string(const char 
     /* The last 16 bytes of the chunk, ignoring those before p. */
     const unsigned r = (unsigned)(end - p);
     BLOCK_MASKS(_mm_loadu_si128((const __m128i *)(const void *)(end - 16)));
-    bs >>= 16 - r;
     m >>= 16 - r;
-    while (m) {
-      const unsigned i = (unsigned)__builtin_ctz(m);
+    if (!m) return end;
+    unsigned i = (unsigned)__builtin_ctz(m);
+    if (p[i] == '"') return p + i; /* the common end of a short string */
+    bs >>= 16 - r;
+    for (;;) {
       unsigned n = 2;
       if (!((bs >> i) & 1)) {
         if ((uint8_t)p[i] < 0x80 || r - i < 4 || !(n = utf8_len(p + i))) return p + i;
@@ -310,8 +312,9 @@ static inline __attribute__((always_inline)) const char *scan_string(const char 
         return p + i;
       }
       m &= ~((1u << (i + n)) - 1u);
+      if (!m) return end;
+      i = (unsigned)__builtin_ctz(m);
     }
-    return end;
   }
 #undef BLOCK_MASKS
 #elif defined(TS_SWAR)
@@ -417,7 +420,6 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   unsigned skind = t->tok.kind;  /* TS_JSON_KEY or TS_JSON_STRING, inside a string */
   const char *frag = buf; /* start of the key/string/number text in this chunk */
   int err = 0;
-  unsigned sub;
   uint8_t c;
   ts_json_token tok;
 
@@ -602,12 +604,11 @@ str_open:
   frag = p;
   first = TS_JSON_FIRST;
   /* between characters (t->sub is written when a chunk ends inside the string) */
-  sub = 32 * D_PL;
-  goto str_lex;
+  p = str_body(t, 32 * D_PL, p, end, buf, &err);
+  goto str_lexed;
 str_resume:
-  sub = t->sub;
-str_lex: /* one call site: the lexer is inlined once */
-  p = str_body(t, sub, p, end, buf, &err);
+  p = str_body(t, t->sub, p, end, buf, &err);
+str_lexed:
   if (err) goto fail;
   if (p == end) goto str_chunk_end;
 str_quote:
