@@ -17,10 +17,16 @@
  *
  * The hot path is a string body (a file's content inside a write_file call). It is
  * scanned 16 bytes at a time with SSE2 for the only bytes that need attention: `"`,
- * `\`, control bytes and non-ASCII bytes (one signed compare catches the last two).
- * From each such byte a table-driven DFA (str_dfa: 27 states, 25 byte classes, one
- * table load per byte) checks the escape or UTF-8 character byte by byte, and the fast
- * scan resumes once it is back between characters. The DFA's state is all a string
+ * `\`, control bytes and non-ASCII bytes (one signed compare catches the last two),
+ * one bit each in a block's mask. The scan walks the mask's bits without leaving the
+ * block: a one-character escape (\n, \", \\ ...) or a whole, valid UTF-8 character
+ * clears its bits and the walk goes on, so a run of backslashes resolves pair by pair
+ * and an escaped quote never ends the string. From any other stop (\u, a byte in
+ * error, a character or escape the chunk cuts) a table-driven DFA (str_dfa: 27 states,
+ * 25 byte classes, one table load per byte) checks the bytes one by one, and the fast
+ * scan resumes once it is back between characters. The DFA is the authority: the walk
+ * steps only over what the DFA would take from "between characters" back to it, and
+ * leaves everything it refuses to the DFA, so errors are found at the same byte. The DFA's state is all a string
  * needs between chunks, and its error exits find an error at the same byte whatever
  * the chunking. Elsewhere a word-at-a-time scan does the scanning.
  *
@@ -226,6 +232,21 @@ static inline int simple_escape(uint8_t c) {
   return str_dfa[32 * D_ES + str_class[c]] == 32 * D_PL;
 }
 
+/* The length of the escape at p (p[0] is a backslash, p[1] is in the chunk, `avail`
+ * bytes from p are): 2 for a one-character escape, 6 for a \uXXXX that is not a
+ * surrogate, 0 for anything the DFA must see (a surrogate, whose pair needs its
+ * rules; a bad escape; one the chunk cuts). */
+static inline unsigned escape_len(const char *p, size_t avail) {
+  const unsigned k = str_class[(uint8_t)p[1]];
+  if (str_dfa[32 * D_ES + k] == 32 * D_PL) return 2;
+  if (k != C_U || avail < 6) return 0;
+  const unsigned d1 = str_class[(uint8_t)p[2]], d2 = str_class[(uint8_t)p[3]];
+  const unsigned d3 = str_class[(uint8_t)p[4]], d4 = str_class[(uint8_t)p[5]];
+  const unsigned hex = (d1 - C_H07 <= C_Hf - C_H07) & (d2 - C_H07 <= C_Hf - C_H07) &
+                       (d3 - C_H07 <= C_Hf - C_H07) & (d4 - C_H07 <= C_Hf - C_H07);
+  return hex && !(d1 == C_HD && d2 >= C_H89) ? 6 : 0; /* D800-DFFF: the DFA's */
+}
+
 /* The length (2 to 4) of the valid UTF-8 character at p, whose first byte is >= 0x80,
  * or 0 if it is not one (or not whole in the 4 bytes at p, which must be readable):
  * the DFA's rules (no overlong form, no encoded surrogate, nothing above U+10FFFF),
@@ -280,16 +301,17 @@ scan_string(const char *p, const char *end, const char *buf) {
   while (end - p > 16) { /* p[16] is in the chunk: an escape at p[15] can be read whole */
     BLOCK_MASKS(_mm_loadu_si128((const __m128i *)(const void *)p));
     unsigned adv = 16;
+    if (m && p[__builtin_ctz(m)] == '"') return p + __builtin_ctz(m); /* a short string's end */
     while (m) {
       const unsigned i = (unsigned)__builtin_ctz(m);
       unsigned n = 2;
       if (!((bs >> i) & 1)) {
         /* a quote, a control byte, or a UTF-8 character checked here when it is whole */
         if ((uint8_t)p[i] < 0x80 || end - (p + i) < 4 || !(n = utf8_len(p + i))) return p + i;
-      } else if (!simple_escape((uint8_t)p[i + 1])) {
-        return p + i; /* \u or a bad escape: the DFA's */
+      } else if (!(n = escape_len(p + i, (size_t)(end - (p + i))))) {
+        return p + i; /* a surrogate or a bad escape: the DFA's */
       }
-      m &= ~((1u << (i + n)) - 1u); /* clears the bits of the bytes taken */
+      m &= ~((1u << (i + n)) - 1u); /* clears the bits of the bytes taken (i + n < 22) */
       adv = i + n > 16 ? i + n : 16; /* they may run into the next block */
     }
     p += adv;
@@ -308,10 +330,10 @@ scan_string(const char *p, const char *end, const char *buf) {
       unsigned n = 2;
       if (!((bs >> i) & 1)) {
         if ((uint8_t)p[i] < 0x80 || r - i < 4 || !(n = utf8_len(p + i))) return p + i;
-      } else if (i + 1 == r || !simple_escape((uint8_t)p[i + 1])) {
+      } else if (i + 1 == r || !(n = escape_len(p + i, r - i))) {
         return p + i;
       }
-      m &= ~((1u << (i + n)) - 1u);
+      m &= ~(unsigned)((1ull << (i + n)) - 1u);
       if (!m) return end;
       i = (unsigned)__builtin_ctz(m);
     }
