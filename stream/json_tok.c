@@ -225,15 +225,9 @@ static inline const char *scan_short(const char *p, const char *end) {
   return p;
 }
 
-/* A backslash at p[i] (inside the chunk) starts a one-character escape (\" \\ \/ \b \f
- * \n \r \t) that the scan may step over: the DFA's own answer, so the two cannot
- * disagree. \u and bad escapes are left to the DFA. */
-static inline int simple_escape(uint8_t c) {
-  return str_dfa[32 * D_ES + str_class[c]] == 32 * D_PL;
-}
-
 /* The length of the escape at p (p[0] is a backslash, p[1] is in the chunk, `avail`
- * bytes from p are): 2 for a one-character escape, 6 for a \uXXXX that is not a
+ * bytes from p are): 2 for a one-character escape (\" \\ \/ \b \f \n \r \t: the
+ * DFA's own answer, so the two cannot disagree), 6 for a \uXXXX that is not a
  * surrogate, 0 for anything the DFA must see (a surrogate, whose pair needs its
  * rules; a bad escape; one the chunk cuts). */
 static inline unsigned escape_len(const char *p, size_t avail) {
