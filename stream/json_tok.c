@@ -814,33 +814,43 @@ static inline int str_fragment(ts_json_tok *t, const char *buf, size_t len) {
   return TS_E_OK;
 }
 
-/* The first byte in [buf, buf + len), 4 <= len <= 8, that a string body must stop at,
- * or end: the chunk is covered by two overlapping 4-byte words, tested as one. */
-static inline const char *short_stop(const char *buf, size_t len) {
+/* The bytes of [buf, buf + len), 4 <= len <= 8, that a string body need not stop at,
+ * as lanes: the chunk is covered by two overlapping 4-byte words, tested as one, so bit
+ * k (k < 4) is buf[k] and bit 4 + k is buf[len - 4 + k]. Bits 0-7 all set: nothing to
+ * stop at; otherwise only the lowest clear bit is sure to be exact (short_at finds its
+ * byte). Bits from 8 may hold anything. */
+static inline unsigned short_plain(const char *buf, size_t len) {
   uint32_t a, b;
   memcpy(&a, buf, 4);
   memcpy(&b, buf + len - 4, 4);
-  const uint64_t w = a | (uint64_t)b << 32;
-  unsigned i;
 #if defined(__SSE2__)
-  const __m128i v = _mm_cvtsi64_si128((long long)w);
-  const __m128i stop =
-      _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-                                _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-                   _mm_cmpgt_epi8(_mm_set1_epi8(0x20), v)); /* signed: also 0x80-0xff */
-  /* the upper 8 lanes are zero, which would count as control bytes */
-  const unsigned m = (unsigned)_mm_movemask_epi8(stop) & 0xFF;
-  if (!m) return buf + len;
-  i = (unsigned)__builtin_ctz(m);
+  const __m128i v = _mm_unpacklo_epi32(_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b));
+  /* v ^ 2 maps '"' to 0x20 and the control bytes onto themselves, so one signed compare
+   * (v ^ 2 > 0x20) clears both and the bytes from 0x80, which are negative; the
+   * backslashes are cleared from that. */
+  const __m128i ok = _mm_andnot_si128(
+      _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+      _mm_cmpgt_epi8(_mm_xor_si128(v, _mm_set1_epi8(2)), _mm_set1_epi8(0x20)));
+  return (unsigned)_mm_movemask_epi8(ok);
 #elif defined(TS_SWAR)
-  const uint64_t h = stop_bits64(w);
-  if (!h) return buf + len;
-  i = (unsigned)__builtin_ctzll(h) >> 3;
+  /* each byte's flag (its top bit) to one bit (the multiply's terms never overlap) */
+  return ~(unsigned)(((stop_bits64(a | (uint64_t)b << 32) >> 7) * 0x0102040810204080ull) >> 56);
 #else
-  (void)w;
-  return scan_short(buf, buf + len);
+  unsigned m = 0;
+  for (unsigned k = 0; k < 4; k++)
+    m |= (unsigned)str_stop[(uint8_t)buf[k]] << k |
+         (unsigned)str_stop[(uint8_t)buf[len - 4 + k]] << (4 + k);
+  (void)a;
+  (void)b;
+  return ~m;
 #endif
-  /* lanes 4-7 are the last four bytes (those the first word also covered hold no stop) */
+}
+
+/* The byte of short_plain's lowest clear bit, (uint8_t)ok != 0xFF (lanes 4-7 are the
+ * last four bytes; the bytes the first word also covered hold no stop, as their lanes
+ * 0-3 are set). */
+static inline const char *short_at(const char *buf, size_t len, unsigned ok) {
+  const unsigned i = (unsigned)__builtin_ctz(~ok);
   return i < 4 ? buf + i : buf + len - 8 + i;
 }
 
@@ -874,11 +884,14 @@ int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
   if (t->state == S_STR) {
     unsigned s = t->sub;
     const char *p = buf, *const end = buf + len;
-    if (len - 4 <= SHORT_CHUNK - 4 && s == 32 * D_PL) {
+    /* 4 to 8 bytes between characters: s is 0 (PL) or at least 32 (states are scaled),
+     * so one compare tests both */
+    if (((len - 4) | s) <= SHORT_CHUNK - 4) {
       /* between characters, 4 to 8 bytes with nothing to stop at take one word test
        * rather than a DFA step per byte */
-      const char *q = short_stop(buf, len);
-      if (q == end) return str_fragment(t, buf, len);
+      const unsigned ok = short_plain(buf, len);
+      if ((uint8_t)ok == 0xFF) return str_fragment(t, buf, len);
+      const char *const q = short_at(buf, len, ok);
       /* the first stop is the closing quote: the rest of the chunk is grammar */
       if (*q == '"') return feed_machine(t, buf, len, q);
       p = q; /* the bytes before it leave the DFA at PL */
