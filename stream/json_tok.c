@@ -884,9 +884,10 @@ int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
   if (t->state == S_STR) {
     unsigned s = t->sub;
     const char *p = buf, *const end = buf + len;
-    /* 4 to 8 bytes between characters: s is 0 (PL) or at least 32 (states are scaled),
-     * so one compare tests both */
-    if (((len - 4) | s) <= SHORT_CHUNK - 4) {
+    /* 4 to 8 bytes between characters: s is 0 (PL) or 32 to 992 (states are scaled),
+     * so one sum and one compare test both (len - 4 wraps below 4 bytes; adding s
+     * cannot bring it back under 4, nor can any real len wrap) */
+    if (len - 4 + s <= SHORT_CHUNK - 4) {
       /* between characters, 4 to 8 bytes with nothing to stop at take one word test
        * rather than a DFA step per byte */
       const unsigned ok = short_plain(buf, len);
