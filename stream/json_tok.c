@@ -280,17 +280,17 @@ static inline unsigned utf8_len(const char *p) {
 static inline __attribute__((always_inline)) const char *
 scan_string(const char *p, const char *end, const char *buf) {
 #if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i two = _mm_set1_epi8(2);
   const __m128i bslash = _mm_set1_epi8('\\');
-  const __m128i space = _mm_set1_epi8(0x20);
+  const __m128i k21 = _mm_set1_epi8(0x21);
   unsigned bs, m;
-  /* signed compare: bytes 0x80-0xff are negative, so "< 0x20" also catches them */
+  /* v ^ 2 maps '"' to 0x20 and the control bytes onto themselves, so one signed compare
+   * ("< 0x21") finds both, and the bytes 0x80-0xff, which are negative */
 #define BLOCK_MASKS(v)                                                                     \
   do {                                                                                     \
     const __m128i b_ = _mm_cmpeq_epi8((v), bslash);                                        \
     bs = (unsigned)_mm_movemask_epi8(b_);                                                  \
-    m = (unsigned)_mm_movemask_epi8(                                                       \
-        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8((v), quote), b_), _mm_cmplt_epi8((v), space))); \
+    m = (unsigned)_mm_movemask_epi8(_mm_or_si128(b_, _mm_cmplt_epi8(_mm_xor_si128((v), two), k21))); \
   } while (0)
   while (end - p > 16) { /* p[16] is in the chunk: an escape at p[15] can be read whole */
     BLOCK_MASKS(_mm_loadu_si128((const __m128i *)(const void *)p));
