@@ -436,6 +436,7 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   unsigned skind = t->tok.kind;  /* TS_JSON_KEY or TS_JSON_STRING, inside a string */
   const char *frag = buf; /* start of the key/string/number text in this chunk */
   int err = 0;
+  unsigned sub; /* the string DFA's state where the lexer starts */
   uint8_t c;
   ts_json_token tok;
 
@@ -620,11 +621,12 @@ str_open:
   frag = p;
   first = TS_JSON_FIRST;
   /* between characters (t->sub is written when a chunk ends inside the string) */
-  p = str_body(t, 32 * D_PL, p, end, buf, &err);
-  goto str_lexed;
+  sub = 32 * D_PL;
+  goto str_lex;
 str_resume:
-  p = str_body(t, t->sub, p, end, buf, &err);
-str_lexed:
+  sub = t->sub;
+str_lex: /* one copy of the inlined lexer: two cost the whole machine spills */
+  p = str_body(t, sub, p, end, buf, &err);
   if (err) goto fail;
   if (p == end) goto str_chunk_end;
 str_quote:
