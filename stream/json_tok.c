@@ -17,8 +17,8 @@
  *
  * The hot path is a string body (a file's content inside a write_file call). It is
  * scanned 16 bytes at a time with SSE2 for the only bytes that need attention: `"`,
- * `\`, control bytes and non-ASCII bytes (one signed compare catches the last two),
- * one bit each in a block's mask. The scan walks the mask's bits without leaving the
+ * `\`, control bytes and non-ASCII bytes (one signed compare of the bytes xor 2 catches
+ * all but the backslash), one bit each in a block's mask. The scan walks the mask's bits without leaving the
  * block: a one-character escape (\n, \", \\ ...) or a whole, valid UTF-8 character
  * clears its bits and the walk goes on, so a run of backslashes resolves pair by pair
  * and an escaped quote never ends the string. From any other stop (\u, a byte in
@@ -35,7 +35,7 @@
  * string does not enter the machine at all (ts_json_tok_feed, at the end): the open
  * token lives in the struct (t->tok: kind, depth, flags), so reporting the chunk as its
  * next fragment writes only the view (text, len, offset) and calls back. A chunk of 4
- * to 8 bytes between characters takes one word test for stop bytes; one with a stop,
+ * to 8 bytes between characters takes one word test for stop bytes (two compares); one with a stop,
  * or of 1 to 3 bytes, or starting inside an escape, runs through the DFA whole (two
  * table loads a byte, no test per byte: the exits absorb); only a closing quote or an
  * error sends it to the machine, at the byte concerned. The error and finished
