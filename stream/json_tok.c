@@ -17,10 +17,16 @@
  *
  * The hot path is a string body (a file's content inside a write_file call). It is
  * scanned 16 bytes at a time with SSE2 for the only bytes that need attention: `"`,
- * `\`, control bytes and non-ASCII bytes (one signed compare catches the last two).
- * From each such byte a table-driven DFA (str_dfa: 27 states, 25 byte classes, one
- * table load per byte) checks the escape or UTF-8 character byte by byte, and the fast
- * scan resumes once it is back between characters. The DFA's state is all a string
+ * `\`, control bytes and non-ASCII bytes (one signed compare of the bytes xor 2 catches
+ * all but the backslash), one bit each in a block's mask. The scan walks the mask's bits without leaving the
+ * block: a one-character escape (\n, \", \\ ...) or a whole, valid UTF-8 character
+ * clears its bits and the walk goes on, so a run of backslashes resolves pair by pair
+ * and an escaped quote never ends the string. From any other stop (\u, a byte in
+ * error, a character or escape the chunk cuts) a table-driven DFA (str_dfa: 27 states,
+ * 25 byte classes, one table load per byte) checks the bytes one by one, and the fast
+ * scan resumes once it is back between characters. The DFA is the authority: the walk
+ * steps only over what the DFA would take from "between characters" back to it, and
+ * leaves everything it refuses to the DFA, so errors are found at the same byte. The DFA's state is all a string
  * needs between chunks, and its error exits find an error at the same byte whatever
  * the chunking. Elsewhere a word-at-a-time scan does the scanning.
  *
@@ -29,7 +35,7 @@
  * string does not enter the machine at all (ts_json_tok_feed, at the end): the open
  * token lives in the struct (t->tok: kind, depth, flags), so reporting the chunk as its
  * next fragment writes only the view (text, len, offset) and calls back. A chunk of 4
- * to 8 bytes between characters takes one word test for stop bytes; one with a stop,
+ * to 8 bytes between characters takes one word test for stop bytes (two compares); one with a stop,
  * or of 1 to 3 bytes, or starting inside an escape, runs through the DFA whole (two
  * table loads a byte, no test per byte: the exits absorb); only a closing quote or an
  * error sends it to the machine, at the byte concerned. The error and finished
@@ -219,32 +225,114 @@ static inline const char *scan_short(const char *p, const char *end) {
   return p;
 }
 
-/* Returns the first byte in [p, end) that a string body must stop at, or end. `buf`
- * is the start of the chunk: bytes in [buf, p) may be read again (never past end). */
-static inline const char *scan_string(const char *p, const char *end, const char *buf) {
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i bslash = _mm_set1_epi8('\\');
-  const __m128i space = _mm_set1_epi8(0x20);
-#define STOP_MASK(v)                                                                       \
-  ((unsigned)_mm_movemask_epi8(_mm_or_si128(                                               \
-      _mm_or_si128(_mm_cmpeq_epi8((v), quote), _mm_cmpeq_epi8((v), bslash)),               \
-      _mm_cmplt_epi8((v), space))))
-  while (end - p >= 16) {
-    /* signed compare: bytes 0x80-0xff are negative, so "< 0x20" also catches them */
-    unsigned mask = STOP_MASK(_mm_loadu_si128((const __m128i *)(const void *)p));
-    if (mask) return p + __builtin_ctz(mask);
-    p += 16;
+/* The length of the escape at p (p[0] is a backslash, p[1] is in the chunk, `avail`
+ * bytes from p are): 2 for a one-character escape (\" \\ \/ \b \f \n \r \t: the
+ * DFA's own answer, so the two cannot disagree), 6 for a \uXXXX that is not a
+ * surrogate, 0 for anything the DFA must see (a surrogate, whose pair needs its
+ * rules; a bad escape; one the chunk cuts). */
+static inline unsigned escape_len(const char *p, size_t avail) {
+  const unsigned k = str_class[(uint8_t)p[1]];
+  if (str_dfa[32 * D_ES + k] == 32 * D_PL) return 2;
+  if (k != C_U || avail < 6) return 0;
+  const unsigned d1 = str_class[(uint8_t)p[2]], d2 = str_class[(uint8_t)p[3]];
+  const unsigned d3 = str_class[(uint8_t)p[4]], d4 = str_class[(uint8_t)p[5]];
+  const unsigned hex = (d1 - C_H07 <= C_Hf - C_H07) & (d2 - C_H07 <= C_Hf - C_H07) &
+                       (d3 - C_H07 <= C_Hf - C_H07) & (d4 - C_H07 <= C_Hf - C_H07);
+  return hex && !(d1 == C_HD && d2 >= C_H89) ? 6 : 0; /* D800-DFFF: the DFA's */
+}
+
+/* The length (2 to 4) of the valid UTF-8 character at p, whose first byte is >= 0x80,
+ * or 0 if it is not one (or not whole in the 4 bytes at p, which must be readable):
+ * the DFA's rules (no overlong form, no encoded surrogate, nothing above U+10FFFF),
+ * checked on one word. Anything it refuses goes to the DFA, which finds the error at
+ * the byte the DFA always finds it at. */
+static inline unsigned utf8_len(const char *p) {
+  uint32_t w;
+  memcpy(&w, p, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  w = __builtin_bswap32(w);
+#endif
+  if ((w & 0xC0E0u) == 0x80C0u) return (w & 0x1Eu) ? 2 : 0; /* C2..DF: not C0, C1 */
+  if ((w & 0xC0C0F0u) == 0x8080E0u) {
+    const uint32_t cp = (w & 0x0Fu) << 12 | (w & 0x3F00u) >> 2 | (w & 0x3F0000u) >> 16;
+    return cp >= 0x800u && (cp - 0xD800u) >= 0x800u ? 3 : 0;
   }
-  if (p == end) return end;
+  if ((w & 0xC0C0C0F8u) == 0x808080F0u) {
+    const uint32_t cp = (w & 0x07u) << 18 | (w & 0x3F00u) << 4 | (w & 0x3F0000u) >> 10 |
+                        (w & 0x3F000000u) >> 24;
+    return cp - 0x10000u < 0x100000u ? 4 : 0;
+  }
+  return 0;
+}
+
+/* Returns the first byte in [p, end) that a string body must stop at, or end. `buf`
+ * is the start of the chunk: bytes in [buf, p) may be read again (never past end).
+ *
+ * One-character escapes do not stop it: in each 16-byte block the backslashes and the
+ * other stop bytes ('"', control and non-ASCII bytes) are one mask each, and the scan
+ * walks the mask's set bits: a backslash whose next byte (in the chunk) makes a
+ * one-character escape clears both bits and the walk goes on in the same block, so an
+ * escaped quote or backslash is never seen as a stop and a run of backslashes resolves
+ * pair by pair. The first bit that is not such an escape is the answer: a quote, a
+ * control byte, a non-ASCII byte (the DFA checks its character), a \u escape or a
+ * backslash whose escape lies beyond the chunk (the DFA keeps its state). The bytes it
+ * steps over are exactly those the DFA would have taken from PL back to PL. */
+static inline __attribute__((always_inline)) const char *
+scan_string(const char *p, const char *end, const char *buf) {
+#if defined(__SSE2__)
+  const __m128i two = _mm_set1_epi8(2);
+  const __m128i bslash = _mm_set1_epi8('\\');
+  const __m128i k21 = _mm_set1_epi8(0x21);
+  unsigned bs, m;
+  /* v ^ 2 maps '"' to 0x20 and the control bytes onto themselves, so one signed compare
+   * ("< 0x21") finds both, and the bytes 0x80-0xff, which are negative */
+#define BLOCK_MASKS(v)                                                                     \
+  do {                                                                                     \
+    const __m128i b_ = _mm_cmpeq_epi8((v), bslash);                                        \
+    bs = (unsigned)_mm_movemask_epi8(b_);                                                  \
+    m = (unsigned)_mm_movemask_epi8(_mm_or_si128(b_, _mm_cmplt_epi8(_mm_xor_si128((v), two), k21))); \
+  } while (0)
+  while (end - p > 16) { /* p[16] is in the chunk: an escape at p[15] can be read whole */
+    BLOCK_MASKS(_mm_loadu_si128((const __m128i *)(const void *)p));
+    unsigned adv = 16;
+    if (m && p[__builtin_ctz(m)] == '"') return p + __builtin_ctz(m); /* a short string's end */
+    while (m) {
+      const unsigned i = (unsigned)__builtin_ctz(m);
+      unsigned n = 2;
+      if (!((bs >> i) & 1)) {
+        /* a quote, a control byte, or a UTF-8 character checked here when it is whole */
+        if ((uint8_t)p[i] < 0x80 || end - (p + i) < 4 || !(n = utf8_len(p + i))) return p + i;
+      } else if (!(n = escape_len(p + i, (size_t)(end - (p + i))))) {
+        return p + i; /* a surrogate or a bad escape: the DFA's */
+      }
+      m &= ~((1u << (i + n)) - 1u); /* clears the bits of the bytes taken (i + n < 22) */
+      adv = i + n > 16 ? i + n : 16; /* they may run into the next block */
+    }
+    p += adv;
+  }
+  if (p >= end) return end;
   if (end - buf >= 16) {
     /* The last 16 bytes of the chunk, ignoring those before p. */
-    size_t r = (size_t)(end - p);
-    unsigned mask = STOP_MASK(_mm_loadu_si128((const __m128i *)(const void *)(end - 16))) >>
-                    (16 - r);
-    return mask ? p + __builtin_ctz(mask) : end;
+    const unsigned r = (unsigned)(end - p);
+    BLOCK_MASKS(_mm_loadu_si128((const __m128i *)(const void *)(end - 16)));
+    m >>= 16 - r;
+    if (!m) return end;
+    unsigned i = (unsigned)__builtin_ctz(m);
+    if (p[i] == '"') return p + i; /* the common end of a short string */
+    bs >>= 16 - r;
+    for (;;) {
+      unsigned n = 2;
+      if (!((bs >> i) & 1)) {
+        if ((uint8_t)p[i] < 0x80 || r - i < 4 || !(n = utf8_len(p + i))) return p + i;
+      } else if (i + 1 == r || !(n = escape_len(p + i, r - i))) {
+        return p + i;
+      }
+      m &= ~(unsigned)((1ull << (i + n)) - 1u);
+      if (!m) return end;
+      i = (unsigned)__builtin_ctz(m);
+    }
   }
-#undef STOP_MASK
+#undef BLOCK_MASKS
 #elif defined(TS_SWAR)
   (void)buf;
   while (end - p >= 8) {
@@ -348,6 +436,7 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   unsigned skind = t->tok.kind;  /* TS_JSON_KEY or TS_JSON_STRING, inside a string */
   const char *frag = buf; /* start of the key/string/number text in this chunk */
   int err = 0;
+  unsigned sub; /* the string DFA's state where the lexer starts */
   uint8_t c;
   ts_json_token tok;
 
@@ -532,11 +621,12 @@ str_open:
   frag = p;
   first = TS_JSON_FIRST;
   /* between characters (t->sub is written when a chunk ends inside the string) */
-  p = str_body(t, 32 * D_PL, p, end, buf, &err);
-  goto str_lexed;
+  sub = 32 * D_PL;
+  goto str_lex;
 str_resume:
-  p = str_body(t, t->sub, p, end, buf, &err);
-str_lexed:
+  sub = t->sub;
+str_lex: /* one copy of the inlined lexer: two cost the whole machine spills */
+  p = str_body(t, sub, p, end, buf, &err);
   if (err) goto fail;
   if (p == end) goto str_chunk_end;
 str_quote:
@@ -726,33 +816,43 @@ static inline int str_fragment(ts_json_tok *t, const char *buf, size_t len) {
   return TS_E_OK;
 }
 
-/* The first byte in [buf, buf + len), 4 <= len <= 8, that a string body must stop at,
- * or end: the chunk is covered by two overlapping 4-byte words, tested as one. */
-static inline const char *short_stop(const char *buf, size_t len) {
+/* The bytes of [buf, buf + len), 4 <= len <= 8, that a string body need not stop at,
+ * as lanes: the chunk is covered by two overlapping 4-byte words, tested as one, so bit
+ * k (k < 4) is buf[k] and bit 4 + k is buf[len - 4 + k]. Bits 0-7 all set: nothing to
+ * stop at; otherwise only the lowest clear bit is sure to be exact (short_at finds its
+ * byte). Bits from 8 may hold anything. */
+static inline unsigned short_plain(const char *buf, size_t len) {
   uint32_t a, b;
   memcpy(&a, buf, 4);
   memcpy(&b, buf + len - 4, 4);
-  const uint64_t w = a | (uint64_t)b << 32;
-  unsigned i;
 #if defined(__SSE2__)
-  const __m128i v = _mm_cvtsi64_si128((long long)w);
-  const __m128i stop =
-      _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-                                _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-                   _mm_cmpgt_epi8(_mm_set1_epi8(0x20), v)); /* signed: also 0x80-0xff */
-  /* the upper 8 lanes are zero, which would count as control bytes */
-  const unsigned m = (unsigned)_mm_movemask_epi8(stop) & 0xFF;
-  if (!m) return buf + len;
-  i = (unsigned)__builtin_ctz(m);
+  const __m128i v = _mm_unpacklo_epi32(_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b));
+  /* v ^ 2 maps '"' to 0x20 and the control bytes onto themselves, so one signed compare
+   * (v ^ 2 > 0x20) clears both and the bytes from 0x80, which are negative; the
+   * backslashes are cleared from that. */
+  const __m128i ok = _mm_andnot_si128(
+      _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+      _mm_cmpgt_epi8(_mm_xor_si128(v, _mm_set1_epi8(2)), _mm_set1_epi8(0x20)));
+  return (unsigned)_mm_movemask_epi8(ok);
 #elif defined(TS_SWAR)
-  const uint64_t h = stop_bits64(w);
-  if (!h) return buf + len;
-  i = (unsigned)__builtin_ctzll(h) >> 3;
+  /* each byte's flag (its top bit) to one bit (the multiply's terms never overlap) */
+  return ~(unsigned)(((stop_bits64(a | (uint64_t)b << 32) >> 7) * 0x0102040810204080ull) >> 56);
 #else
-  (void)w;
-  return scan_short(buf, buf + len);
+  unsigned m = 0;
+  for (unsigned k = 0; k < 4; k++)
+    m |= (unsigned)str_stop[(uint8_t)buf[k]] << k |
+         (unsigned)str_stop[(uint8_t)buf[len - 4 + k]] << (4 + k);
+  (void)a;
+  (void)b;
+  return ~m;
 #endif
-  /* lanes 4-7 are the last four bytes (those the first word also covered hold no stop) */
+}
+
+/* The byte of short_plain's lowest clear bit, (uint8_t)ok != 0xFF (lanes 4-7 are the
+ * last four bytes; the bytes the first word also covered hold no stop, as their lanes
+ * 0-3 are set). */
+static inline const char *short_at(const char *buf, size_t len, unsigned ok) {
+  const unsigned i = (unsigned)__builtin_ctz(~ok);
   return i < 4 ? buf + i : buf + len - 8 + i;
 }
 
@@ -786,11 +886,15 @@ int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
   if (t->state == S_STR) {
     unsigned s = t->sub;
     const char *p = buf, *const end = buf + len;
-    if (len - 4 <= SHORT_CHUNK - 4 && s == 32 * D_PL) {
+    /* 4 to 8 bytes between characters: s is 0 (PL) or 32 to 992 (states are scaled),
+     * so one sum and one compare test both (len - 4 wraps below 4 bytes; adding s
+     * cannot bring it back under 4, nor can any real len wrap) */
+    if (len - 4 + s <= SHORT_CHUNK - 4) {
       /* between characters, 4 to 8 bytes with nothing to stop at take one word test
        * rather than a DFA step per byte */
-      const char *q = short_stop(buf, len);
-      if (q == end) return str_fragment(t, buf, len);
+      const unsigned ok = short_plain(buf, len);
+      if ((uint8_t)ok == 0xFF) return str_fragment(t, buf, len);
+      const char *const q = short_at(buf, len, ok);
       /* the first stop is the closing quote: the rest of the chunk is grammar */
       if (*q == '"') return feed_machine(t, buf, len, q);
       p = q; /* the bytes before it leave the DFA at PL */

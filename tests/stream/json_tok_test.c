@@ -1398,6 +1398,56 @@ START_TEST(test_string_scan) {
 }
 END_TEST
 
+/* The string scan's mask walk (json_tok.c, scan_string): inside each 16-byte block it
+ * steps over one-character escapes and whole UTF-8 characters without leaving the
+ * block, resolves runs of backslashes pair by pair, lets an escape or a character run
+ * into the next block, and leaves \u escapes, bad bytes and anything the chunk cuts to
+ * the DFA. So: clusters of escapes and characters (runs of 1 to 6 backslashes, escaped
+ * quotes next to real ones, characters of every length back to back, and bad ones in
+ * the middle of good ones), at every offset 0..33 of a string long enough for whole
+ * blocks before and after them, fed whole, byte by byte and at every split 2..31: the
+ * same tokens and errors, at the same offsets, as the reference. */
+START_TEST(test_string_masks) {
+  /* In C source: "\\\\" is two backslashes (one escaped backslash), and so on. */
+  static const char *const clusters[] = {
+      "\\\\", "\\\\\\\\", "\\\\\\\\\\\\", "\\\\\\\"", "\\\\\\\\\\\\\\\"", "\\\\\\\\\\\\\\\\\\\\\\\\",
+      "\\\\\\\\\\\\\\\\\\\\\\n", "\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"",
+      "\\n\\t\\r\\b\\f\\/\\\\\\\"", "\\\\\\\\\\\"\\\\",
+      "\\\\\\u00e9\\\\", "\\u00e9\\n\\uD83D\\uDE00\\t",
+      "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xDF\xBF\xEF\xBF\xBF\xF4\x8F\xBF\xBF",
+      "\xE2\x82\xAC\\n\xC3\xA9\\\"\xF0\x9F\x98\x80\\\\",
+      "\xED\x9F\xBF\xEE\x80\x80\xE0\xA0\x80\xF0\x90\x80\x80\xC2\x80",
+      "\\uABCD\\uabcd\\u0000\\uD7FF\\uE000\\udbff\\udc00\\u00E9\\ud7ff\\uFFFF",
+      /* bad (from the 17th on): each is found by the DFA at the byte it always finds it at */
+      "\\n\\q", "\\\\\\\\\\x", "\\n\\\x01", "\xC3\xA9\xC3\x28", "\xE2\x82\xAC\xED\xA0\x80",
+      "\xE0\x9F\xBF", "\xF0\x8F\xBF\xBF", "\xF4\x90\x80\x80", "\xC1\xBF", "\xC3\xA9\x80",
+      "\xE2\x82", "\xF0\x9F\x98\\n", "\\n\x1F\\n", "\\u12G4", "\xFF\\n", "\\\\\\",
+      "\\uDC00", "\\udfff", "\\u00e\\n", "\\uD800\\n", "\\u00G0",
+  };
+  sb s = {0};
+  for (size_t c = 0; c < sizeof clusters / sizeof clusters[0]; c++) {
+    for (size_t at = 0; at <= 33; at++) {
+      s.len = 0;
+      sb_puts(&s, "[\"");
+      for (size_t i = 0; i < at; i++) sb_putc(&s, (char)('a' + i % 26));
+      sb_puts(&s, clusters[c]);
+      for (size_t i = 0; i < 37; i++) sb_putc(&s, (char)('A' + i % 26));
+      sb_puts(&s, "\",\"");
+      sb_puts(&s, clusters[c]); /* at the very start of a string too */
+      sb_puts(&s, "\"]");
+      run_t ref;
+      ref_parse(s.p, s.len, 0, &ref);
+      CHECK((ref.err != 0) == (c >= 16), "string masks cluster %zu: reference err %d", c, ref.err);
+      char label[96];
+      snprintf(label, sizeof label, "string masks cluster %zu at %zu", c, at);
+      check_all_splits(s.p, s.len, 0, &ref, label);
+      run_free(&ref);
+    }
+  }
+  free(s.p);
+}
+END_TEST
+
 /* A string that continues across many feeds, with every kind of escape and UTF-8
  * character in it (and, in the bad variants, every kind of error), cut at every pair of
  * places: so every escape and character is split at every byte, into two and three
@@ -1492,6 +1542,7 @@ int main(void) {
   tcase_add_test(tr, test_random);
   tcase_add_test(tr, test_string_scan);
   tcase_add_test(tr, test_string_across_feeds);
+  tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
   suite_add_tcase(s, tr);
   SRunner *sr = srunner_create(s);
