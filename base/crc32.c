@@ -19,9 +19,10 @@
  *   K3, K4 = x^(128+32),   x^(128-32)   mod P   (fold by one block)
  *   K5     = x^64 mod P                         (96 bits to 64)
  *   P', MU = the polynomial with its x^32 term, floor(x^64 / P)   (Barrett)
- * The fold takes whole 16-byte blocks from 32 bytes up; the tail under 16 bytes, and
- * runs shorter than 32, go through the tables. The tests check the two ways against each
- * other on random lengths and alignments, and both against published check values.
+ * The fold takes runs from 32 bytes up, the last 1-15 bytes folded as one more block
+ * (crc32_clmul); runs shorter than 32 go through the tables. The tests check the two ways
+ * against each other on random lengths and alignments, and both against published check
+ * values.
  *
  * The choice is made on every call from __builtin_cpu_supports (a load and a test of the
  * CPU model word libgcc fills before main): no state here, nothing to initialise.
@@ -426,7 +427,22 @@ CLMUL_TARGET static inline __m128i fold(__m128i x, __m128i k, __m128i next) {
   return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11)), next);
 }
 
-/* The register (not inverted) after p[0..n), n a multiple of 16 and at least 32. */
+/* Byte shuffles for the last partial block: loaded at r, `shl` puts bytes 0..r-1 of a
+ * register at 16-r..15 (zeros below); loaded at 16 + r, `shr` moves bytes r..15 to
+ * 0..15-r (zeros above). keep_hi, loaded at r, keeps bytes 16-r..15. */
+static const uint8_t shuf_tbl[48] = {
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+    0,    1,    2,    3,    4,    5,    6,    7,    8,    9,    10,   11,   12,   13,   14,   15,
+    0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
+static const uint8_t keep_hi[32] = {0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
+                                    0,    0,    0,    0,    0,    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+
+/* The register (not inverted) after p[0..n), n at least 32. The last n % 16 bytes r: the
+ * pending 16 bytes X followed by r bytes T are, as a polynomial, the block of X's first r
+ * bytes (zeros in front add nothing) followed by the block of X's last 16 - r bytes and
+ * T; the first folds onto the second like any block. T comes from the last 16 bytes of
+ * the input (it is at least 32 long), masked to its r bytes: no byte past p + n is read. */
 CLMUL_TARGET static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t n) {
   const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
   const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
@@ -447,6 +463,12 @@ CLMUL_TARGET static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t 
     x = fold(fold(fold(x1, k3k4, x2), k3k4, x3), k3k4, x4);
   }
   for (; n >= 16; p += 16, n -= 16) x = fold(x, k3k4, load16(p));
+  if (n) {
+    __m128i head = _mm_shuffle_epi8(x, load16(shuf_tbl + n));
+    __m128i rest = _mm_shuffle_epi8(x, load16(shuf_tbl + 16 + n));
+    __m128i tail = _mm_and_si128(load16(p + n - 16), load16(keep_hi + n));
+    x = fold(head, k3k4, _mm_or_si128(rest, tail));
+  }
   /* 128 bits to 64 (with 32 zero bits appended): x.lo * K4 ^ x.hi */
   x = _mm_xor_si128(_mm_srli_si128(x, 8), _mm_clmulepi64_si128(x, k3k4, 0x10));
   /* 96 bits to 64: the low 32 * K5 ^ the rest */
@@ -469,10 +491,7 @@ int ts_crc32_accelerated(void) {
 uint32_t ts_crc32_update(uint32_t crc, const void *data, size_t n) {
 #ifdef TS_CRC32_CLMUL
   if (n >= 32 && ts_crc32_accelerated()) {
-    const uint8_t *p = data;
-    size_t m = n & ~(size_t)15;
-    crc = ~crc32_clmul(~crc, p, m);
-    return ts_crc32_update_table(crc, p + m, n - m);
+    return ~crc32_clmul(~crc, data, n);
   }
 #endif
   return ts_crc32_update_table(crc, data, n);
