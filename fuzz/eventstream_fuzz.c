@@ -19,21 +19,14 @@
 #include "fuzz_split.h"
 #include "stream/eventstream.h"
 
-static void put_view(ts_buf *b, ts_view v) {
-  ts_buf_append_u64(b, v.len);
-  ts_buf_putc(b, ':');
-  if (v.len) ts_buf_append(b, v.p, v.len);
-  ts_buf_putc(b, ' ');
-}
-
 static int on_item(void *user, const ts_evs_item *it) {
   ts_buf *b = user;
   ts_buf_append_u64(b, (uint64_t)it->kind);
   ts_buf_putc(b, ' ');
   if (it->kind == TS_EVS_MESSAGE) {
-    put_view(b, it->message_type);
-    put_view(b, it->event_type);
-    put_view(b, (ts_view){it->payload, it->payload_len});
+    ts_fuzz_put_view(b, it->message_type);
+    ts_fuzz_put_view(b, it->event_type);
+    ts_fuzz_put_view(b, (ts_view){it->payload, it->payload_len});
     ts_buf_append_u64(b, it->end_offset);
   } else {
     ts_buf_append_u64(b, (uint64_t)(int64_t)it->code);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "base/view.h"
 
 /* Chunk sizes 1..32 drawn from `seed` (8 bytes), cycling; deterministic per input. */
 typedef struct {
@@ -43,6 +44,15 @@ static inline void ts_fuzz_same(const char *what, const ts_buf *whole, const ts_
   fprintf(stderr, "%s: chunked input gave other events\n--- whole\n%.*s\n--- chunked\n%.*s\n", what,
           (int)whole->len, whole->p, (int)split->len, split->p);
   abort();
+}
+
+/* A view into a trace as "LEN:BYTES " (length first, so no byte of it can be confused
+ * with the separator). */
+static inline void ts_fuzz_put_view(ts_buf *b, ts_view v) {
+  ts_buf_append_u64(b, v.len);
+  ts_buf_putc(b, ':');
+  if (v.len) ts_buf_append(b, v.p, v.len);
+  ts_buf_putc(b, ' ');
 }
 
 #endif /* TS_FUZZ_SPLIT_H */

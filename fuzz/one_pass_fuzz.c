@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "base/strbuf.h"
+#include "fuzz_split.h"
 #include "stream/adapter.h"
 #include "stream/json_scan.h"
 #include "stream/json_view.h"
@@ -31,13 +32,6 @@
 static const ts_format formats[] = {TS_FORMAT_OPENAI_CHAT, TS_FORMAT_OPENAI_RESPONSES,
                                     TS_FORMAT_ANTHROPIC, TS_FORMAT_AUTO, TS_FORMAT_BEDROCK,
                                     TS_FORMAT_GEMINI};
-
-static void put_view(ts_buf *b, ts_view v) {
-  ts_buf_append_u64(b, v.len);
-  ts_buf_putc(b, ':');
-  if (v.len) ts_buf_append(b, v.p, v.len);
-  ts_buf_putc(b, ' ');
-}
 
 static int on_event(void *user, const ts_adapter_event *ev) {
   ts_buf *b = user;
@@ -49,12 +43,12 @@ static int on_event(void *user, const ts_adapter_event *ev) {
   ts_buf_putc(b, ' ');
   ts_buf_append_u64(b, ev->terminal);
   ts_buf_putc(b, ' ');
-  put_view(b, ev->id);
-  put_view(b, ev->name);
-  put_view(b, ev->text);
-  put_view(b, ev->stop_reason);
-  put_view(b, ev->usage);
-  put_view(b, ev->error);
+  ts_fuzz_put_view(b, ev->id);
+  ts_fuzz_put_view(b, ev->name);
+  ts_fuzz_put_view(b, ev->text);
+  ts_fuzz_put_view(b, ev->stop_reason);
+  ts_fuzz_put_view(b, ev->usage);
+  ts_fuzz_put_view(b, ev->error);
   ts_buf_putc(b, '\n');
   return 0;
 }
