@@ -1169,11 +1169,14 @@ START_TEST(test_resume_parent_killed_while_child_runs) {
   char marker[300];
   snprintf(marker, sizeof marker, "%s/hang.log", dir);
   struct stat st;
-  for (int i = 0; i < 30000 && stat(marker, &st); i++) { /* up to a minute */
+  /* the marker's byte, not just the file: the tool creates it, then writes, and a kill
+   * between the two (a loaded machine) would leave it empty */
+  for (int i = 0; i < 30000 && (stat(marker, &st) || st.st_size < 1); i++) { /* up to a minute */
     struct timespec p = {0, 2000000L};
     nanosleep(&p, NULL);
   }
   ck_assert_int_eq(stat(marker, &st), 0);
+  ck_assert_int_ge(st.st_size, 1);
   kill(pid, SIGKILL);
   int status;
   waitpid(pid, &status, 0);
