@@ -26,11 +26,12 @@
 #include "support/model_server.h"
 #include "support/proc.h"
 #include "support/runner.h"
+#include "support/tempdir.h"
 #include "support/test_support.h"
 
 #define BINARY TS_BINARY_DIR "/toolstream"
 
-static char base[64];
+static char base[128];
 
 static const char *at(const char *rel) {
   static char p[32][256]; /* an argv may hold many at once */
@@ -48,8 +49,7 @@ static void put(const char *rel, const char *text) {
 }
 
 static void setup(void) {
-  snprintf(base, sizeof base, "/tmp/ts-threads-env-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(base));
+  ts_test_tempdir(base, sizeof base, "threads-env");
   mkdir(at("session"), 0755);
   mkdir(at("ws"), 0755);
   unsetenv("TOOLSTREAM_SECRET_KEY");
@@ -606,10 +606,15 @@ START_TEST(test_env_commands) {
 }
 END_TEST
 
+static void teardown(void) {
+  if (base[0]) ts_test_rm_rf(base);
+}
+
 static Suite *suite(void) {
   Suite *su = suite_create("threads_env_cli");
   TCase *tc = tcase_create("threads_env_cli");
   tcase_set_timeout(tc, 280); /* ctest allows 300 s per program */
+  tcase_add_checked_fixture(tc, NULL, teardown); /* each test's directory goes with it */
   tcase_add_test(tc, test_secret_parked_woken_never_leaks);
   tcase_add_test(tc, test_parked_survives_sigkill);
   tcase_add_test(tc, test_parked_resume_with_prompt);

@@ -3,7 +3,7 @@
 // deltas, then a text turn), `toolstream run` over it, and `toolstream serve` on the
 // store it wrote.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -40,8 +40,12 @@ export function makeSession(dir, pieces = 60) {
   return { args, parts: parts.length };
 }
 
+// A fresh directory, removed when the process exits (pass or fail; TS_KEEP_TMP=1 keeps
+// it to look at after a failure).
 export function tmp(prefix) {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  if (!process.env.TS_KEEP_TMP) process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 // Runs a whole thread; returns its events (the JSON lines `run --json` prints).
