@@ -438,17 +438,29 @@ static const uint8_t keep_hi[32] = {0,    0,    0,    0,    0,    0,    0,    0,
                                     0,    0,    0,    0,    0,    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
                                     0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
 
-/* The register (not inverted) after p[0..n), n at least 32. The last n % 16 bytes r: the
- * pending 16 bytes X followed by r bytes T are, as a polynomial, the block of X's first r
- * bytes (zeros in front add nothing) followed by the block of X's last 16 - r bytes and
- * T; the first folds onto the second like any block. T comes from the last 16 bytes of
- * the input (it is at least 32 long), masked to its r bytes: no byte past p + n is read. */
-CLMUL_TARGET static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t n) {
-  const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
+/* 128 bits of remainder to the CRC register: x.lo * K4 ^ x.hi (128 bits to 64, with 32
+ * zero bits appended), the low 32 * K5 ^ the rest (96 to 64), then Barrett: q = (x.low32
+ * * MU).low32, remainder = x ^ q * P', in bits 32..63. */
+CLMUL_TARGET static inline uint32_t reduce(__m128i x) {
   const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
   const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);
   const __m128i poly = _mm_set_epi64x(0x1f7011641, 0x1db710641); /* MU, P' */
   const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+  x = _mm_xor_si128(_mm_srli_si128(x, 8), _mm_clmulepi64_si128(x, k3k4, 0x10));
+  x = _mm_xor_si128(_mm_srli_si128(x, 4), _mm_clmulepi64_si128(_mm_and_si128(x, mask32), k5, 0x00));
+  __m128i t = _mm_and_si128(_mm_clmulepi64_si128(_mm_and_si128(x, mask32), poly, 0x10), mask32);
+  x = _mm_xor_si128(x, _mm_clmulepi64_si128(t, poly, 0x00));
+  return (uint32_t)_mm_extract_epi32(x, 1);
+}
+
+/* The register (not inverted) after p[0..n), n at least 16. The last n % 16 bytes r: the
+ * pending 16 bytes X followed by r bytes T are, as a polynomial, the block of X's first r
+ * bytes (zeros in front add nothing) followed by the block of X's last 16 - r bytes and
+ * T; the first folds onto the second like any block. T comes from the last 16 bytes of
+ * the input (it is at least 16 long), masked to its r bytes: no byte past p + n is read. */
+CLMUL_TARGET static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t n) {
+  const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
+  const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
   __m128i x = _mm_xor_si128(load16(p), _mm_cvtsi32_si128((int)crc));
   p += 16, n -= 16;
   if (n >= 48) { /* four lanes */
@@ -469,14 +481,28 @@ CLMUL_TARGET static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t 
     __m128i tail = _mm_and_si128(load16(p + n - 16), load16(keep_hi + n));
     x = fold(head, k3k4, _mm_or_si128(rest, tail));
   }
-  /* 128 bits to 64 (with 32 zero bits appended): x.lo * K4 ^ x.hi */
-  x = _mm_xor_si128(_mm_srli_si128(x, 8), _mm_clmulepi64_si128(x, k3k4, 0x10));
-  /* 96 bits to 64: the low 32 * K5 ^ the rest */
-  x = _mm_xor_si128(_mm_srli_si128(x, 4), _mm_clmulepi64_si128(_mm_and_si128(x, mask32), k5, 0x00));
-  /* Barrett: q = (x.low32 * MU).low32, remainder = x ^ q * P', in bits 32..63 */
-  __m128i t = _mm_and_si128(_mm_clmulepi64_si128(_mm_and_si128(x, mask32), poly, 0x10), mask32);
-  x = _mm_xor_si128(x, _mm_clmulepi64_si128(t, poly, 0x00));
-  return (uint32_t)_mm_extract_epi32(x, 1);
+  return reduce(x);
+}
+
+/* The same for 4 <= n < 16 (the event stream's 8-byte prelude, a run's short tail): the
+ * n bytes as one block, after 16 - n zero bytes, which add nothing to a register of zero;
+ * the register goes onto the run's first 4 bytes instead of the block's. The block is
+ * built from two loads that together cover the run (8 bytes from each end, or 4), each
+ * moved to its place; where they overlap they hold the same bytes. */
+CLMUL_TARGET static uint32_t crc32_clmul_short(uint32_t crc, const uint8_t *p, size_t n) {
+  __m128i head, end; /* the run's first bytes at the bottom; its last at the top */
+  if (n >= 8) {
+    head = _mm_loadl_epi64((const __m128i *)(const void *)p);
+    end = _mm_slli_si128(_mm_loadl_epi64((const __m128i *)(const void *)(p + n - 8)), 8);
+  } else {
+    uint32_t a, b;
+    memcpy(&a, p, 4), memcpy(&b, p + n - 4, 4);
+    head = _mm_cvtsi32_si128((int)a);
+    end = _mm_slli_si128(_mm_cvtsi32_si128((int)b), 12);
+  }
+  __m128i shl = load16(shuf_tbl + n); /* bytes 0..n-1 to 16-n..15 */
+  __m128i x = _mm_or_si128(_mm_shuffle_epi8(head, shl), end);
+  return reduce(_mm_xor_si128(x, _mm_shuffle_epi8(_mm_cvtsi32_si128((int)crc), shl)));
 }
 #endif
 
@@ -490,9 +516,8 @@ int ts_crc32_accelerated(void) {
 
 uint32_t ts_crc32_update(uint32_t crc, const void *data, size_t n) {
 #ifdef TS_CRC32_CLMUL
-  if (n >= 32 && ts_crc32_accelerated()) {
-    return ~crc32_clmul(~crc, data, n);
-  }
+  if (n >= 4 && ts_crc32_accelerated())
+    return ~(n >= 16 ? crc32_clmul(~crc, data, n) : crc32_clmul_short(~crc, data, n));
 #endif
   return ts_crc32_update_table(crc, data, n);
 }
