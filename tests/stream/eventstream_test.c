@@ -32,12 +32,8 @@ static size_t header(uint8_t *p, const char *name, const char *val) {
   return o;
 }
 
-/* Appends one message to out at *n. */
-static void frame(uint8_t *out, size_t *n, const char *mtype, const char *etype, const char *payload) {
-  uint8_t h[256];
-  size_t hl = header(h, ":message-type", mtype);
-  hl += header(h + hl, strcmp(mtype, "exception") ? ":event-type" : ":exception-type", etype);
-  hl += header(h + hl, ":flag", ""); /* a string header of no interest */
+/* Appends one message to out at *n: the header block h[0..hl) and the payload. */
+static void frame_raw_headers(uint8_t *out, size_t *n, const uint8_t *h, size_t hl, const char *payload) {
   size_t pl = strlen(payload), total = 12 + hl + pl + 4;
   uint8_t *m = out + *n;
   put32(m, (uint32_t)total);
@@ -47,6 +43,15 @@ static void frame(uint8_t *out, size_t *n, const char *mtype, const char *etype,
   memcpy(m + 12 + hl, payload, pl);
   put32(m + total - 4, ref_crc(m, total - 4));
   *n += total;
+}
+
+/* Appends one message to out at *n. */
+static void frame(uint8_t *out, size_t *n, const char *mtype, const char *etype, const char *payload) {
+  uint8_t h[256];
+  size_t hl = header(h, ":message-type", mtype);
+  hl += header(h + hl, strcmp(mtype, "exception") ? ":event-type" : ":exception-type", etype);
+  hl += header(h + hl, ":flag", ""); /* a string header of no interest */
+  frame_raw_headers(out, n, h, hl, payload);
 }
 
 typedef struct {
@@ -254,18 +259,6 @@ END_TEST
 /* A header of every type (0..9: true, false, byte, short, integer, long, bytes, string,
  * timestamp, uuid) in front of the three that matter: each is stepped over by its size;
  * a type past 9 is a header error. */
-static void frame_raw_headers(uint8_t *out, size_t *n, const uint8_t *h, size_t hl, const char *payload) {
-  size_t pl = strlen(payload), total = 12 + hl + pl + 4;
-  uint8_t *m = out + *n;
-  put32(m, (uint32_t)total);
-  put32(m + 4, (uint32_t)hl);
-  put32(m + 8, ref_crc(m, 8));
-  memcpy(m + 12, h, hl);
-  memcpy(m + 12 + hl, payload, pl);
-  put32(m + total - 4, ref_crc(m, total - 4));
-  *n += total;
-}
-
 START_TEST(test_header_types) {
   static const size_t size[10] = {0, 0, 1, 2, 4, 8, 0, 0, 8, 16}; /* 6, 7: a 2-byte length */
   uint8_t h[512];
