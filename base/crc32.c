@@ -118,7 +118,8 @@ CLMUL_TARGET static inline uint32_t reduce(__m128i x) {
   return (uint32_t)_mm_extract_epi32(x, 1);
 }
 
-/* The register (not inverted) after p[0..n), n at least 16. The last n % 16 bytes r: the
+/* The CRC after p[0..n) from `crc` (both as the caller sees them: the register inverted,
+ * inside too, so the call is the caller's last step), n at least 16. The last n % 16 bytes r: the
  * pending 16 bytes X followed by r bytes T are, as a polynomial, the block of X's first r
  * bytes (zeros in front add nothing) followed by the block of X's last 16 - r bytes and
  * T; the first folds onto the second like any block. T comes from the last 16 bytes of
@@ -126,7 +127,7 @@ CLMUL_TARGET static inline uint32_t reduce(__m128i x) {
 CLMUL_TARGET static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t n) {
   const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
   const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
-  __m128i x = _mm_xor_si128(load16(p), _mm_cvtsi32_si128((int)crc));
+  __m128i x = _mm_xor_si128(load16(p), _mm_cvtsi32_si128((int)~crc));
   p += 16, n -= 16;
   if (n >= 48) { /* four lanes */
     __m128i x1 = x, x2 = load16(p), x3 = load16(p + 16), x4 = load16(p + 32);
@@ -146,7 +147,7 @@ CLMUL_TARGET static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t 
     __m128i tail = _mm_and_si128(load16(p + n - 16), load16(keep_hi + n));
     x = fold(head, k3k4, _mm_or_si128(rest, tail));
   }
-  return reduce(x);
+  return ~reduce(x);
 }
 
 /* The same for 4 <= n < 16 (the event stream's 8-byte prelude, a run's short tail): the
@@ -167,7 +168,7 @@ CLMUL_TARGET static uint32_t crc32_clmul_short(uint32_t crc, const uint8_t *p, s
   }
   __m128i shl = load16(shuf_tbl + n); /* bytes 0..n-1 to 16-n..15 */
   __m128i x = _mm_or_si128(_mm_shuffle_epi8(head, shl), end);
-  return reduce(_mm_xor_si128(x, _mm_shuffle_epi8(_mm_cvtsi32_si128((int)crc), shl)));
+  return ~reduce(_mm_xor_si128(x, _mm_shuffle_epi8(_mm_cvtsi32_si128((int)~crc), shl)));
 }
 #endif
 
@@ -182,7 +183,7 @@ int ts_crc32_accelerated(void) {
 uint32_t ts_crc32_update(uint32_t crc, const void *data, size_t n) {
 #ifdef TS_CRC32_CLMUL
   if (n >= 4 && ts_crc32_accelerated())
-    return ~(n >= 16 ? crc32_clmul(~crc, data, n) : crc32_clmul_short(~crc, data, n));
+    return n >= 16 ? crc32_clmul(crc, data, n) : crc32_clmul_short(crc, data, n);
 #endif
   return ts_crc32_update_table(crc, data, n);
 }
