@@ -20,6 +20,15 @@ static const struct {
   crc_fn fn;
 } ways[] = {{"dispatch", ts_crc32_update}, {"table", ts_crc32_update_table}};
 
+/* n pseudo-random bytes from `seed` (the caller frees them). */
+static uint8_t *random_bytes(size_t n, unsigned seed) {
+  uint8_t *buf = malloc(n);
+  ck_assert(buf);
+  srand(seed);
+  for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)rand();
+  return buf;
+}
+
 START_TEST(test_check_values) {
   static const struct {
     const char *text;
@@ -50,9 +59,7 @@ END_TEST
 
 START_TEST(test_every_length_and_alignment) {
   enum { MAX = 600 };
-  uint8_t *buf = malloc(MAX + 16);
-  srand(12345);
-  for (size_t i = 0; i < MAX + 16; i++) buf[i] = (uint8_t)rand();
+  uint8_t *buf = random_bytes(MAX + 16, 12345);
   for (size_t align = 0; align < 16; align++)
     for (size_t n = 0; n <= MAX; n++) {
       const uint8_t *p = buf + align;
@@ -68,9 +75,7 @@ END_TEST
 
 START_TEST(test_random_and_continued) {
   enum { MAX = 65536 };
-  uint8_t *buf = malloc(MAX + 16);
-  srand(777);
-  for (size_t i = 0; i < MAX + 16; i++) buf[i] = (uint8_t)rand();
+  uint8_t *buf = random_bytes(MAX + 16, 777);
   for (int round = 0; round < 300; round++) {
     size_t n = (size_t)rand() % (MAX + 1), align = (size_t)rand() % 16, cut = n ? (size_t)rand() % (n + 1) : 0;
     const uint8_t *p = buf + align;
