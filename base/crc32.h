@@ -5,7 +5,8 @@
  * ts_crc32_update(0, p, n) is the CRC of p[0..n); ts_crc32_update(ts_crc32_update(0, a,
  * na), b, nb) is the CRC of a followed by b. It picks at run time the fastest way the CPU
  * has (carry-less multiplication folding on x86-64 with PCLMULQDQ and SSE4.1, about 0.2
- * instructions per byte on long runs; else tables, eight bytes a step, about 4); both give
+ * instructions per byte on long runs and some 30 for any run of 4-15 bytes; else tables,
+ * eight bytes a step, about 4 per byte); both give
  * the same value for every input. Pure: no state, no allocation, any alignment, any
  * thread.
  */

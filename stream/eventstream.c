@@ -1,11 +1,20 @@
 /*
  * eventstream.c: see eventstream.h.
  *
- * Two phases per message: the 12-byte prelude is gathered (it may arrive a byte at a
- * time), checked (its CRC, then the lengths against the buffer), and then the rest of the
- * message is copied into the caller's buffer until `total` bytes have been seen. The CRC
- * of the whole message runs as bytes arrive, so nothing is read twice; the headers are
- * walked once the message is complete, since they are few and short.
+ * Two ways to one message. When a chunk holds the whole message (the usual case: a read
+ * holds one or more), it is checked and handed out where it lies: the prelude's CRC, the
+ * lengths, one CRC run over the rest that goes on from the prelude's CRC (the message CRC
+ * covers the prelude and its CRC, so those 8 bytes are never run twice), the headers, and
+ * the callback gets views into the chunk. Otherwise two phases: the 12-byte prelude is
+ * gathered (it may arrive a byte at a time) and checked the same way, and then the rest
+ * of the message is copied into the caller's buffer until `total` bytes have been seen,
+ * the CRC running as bytes arrive. Both end in message_done with the same checks in the
+ * same order, so the items and errors do not depend on the chunking.
+ *
+ * The headers are walked once per distinct header block: Bedrock sends the same three
+ * (`:event-type`, `:content-type`, `:message-type`) in hundreds of messages in a row, so
+ * the last clean block is kept (TS_EVS_HEADERS_MEMO) and a block of the same bytes is
+ * compared instead of walked, its two views taken from where they lay last time.
  *
  * CRC32 is the IEEE polynomial (0xEDB88320 reflected), as the format specifies:
  * base/crc32.h, which folds with carry-less multiplication where the CPU has it. The CRC
@@ -46,8 +55,8 @@ static void fail(ts_evs *s, int code) {
 }
 
 /* The headers of the complete message: the string values of the three that matter. */
-static int walk_headers(const ts_evs *s, ts_view *mtype, ts_view *etype, ts_view *xtype) {
-  const uint8_t *p = (const uint8_t *)s->buf, *end = p + s->hlen;
+static int walk_headers(const char *hb, size_t hlen, ts_view *mtype, ts_view *etype, ts_view *xtype) {
+  const uint8_t *p = (const uint8_t *)hb, *end = p + hlen;
   while (p < end) {
     size_t nl = *p++;
     if ((size_t)(end - p) < nl + 1) return -1;
@@ -83,42 +92,48 @@ static int walk_headers(const ts_evs *s, ts_view *mtype, ts_view *etype, ts_view
   return 0;
 }
 
-static void message_done(ts_evs *s) {
+/* The message is complete, its headers at hb and its payload after them (in the caller's
+ * chunk, or in the buffer), `crc` the CRC of all of it before its own CRC: checks that
+ * CRC, reads the headers (from the memo when they are the last message's bytes) and
+ * reports the message. Inlined, as take_prelude: a whole message is the hot path, and a
+ * call there cost more in saved registers than the work (about 60 instructions a
+ * message, docs/performance.md). */
+static inline __attribute__((always_inline)) void message_done(ts_evs *s, char *hb, uint32_t crc) {
   size_t body = s->total - 16; /* headers + payload */
-  uint32_t want = be32((const uint8_t *)s->buf + body);
-  if (want != s->crc) {
+  if (be32((const uint8_t *)hb + body) != crc) {
     fail(s, TS_E_EVS_CRC);
     return;
   }
-  ts_view mt = {"", 0}, et = {"", 0}, xt = {"", 0};
-  if (s->hm_len && s->hlen == s->hm_len && !memcmp(s->buf, s->hm, s->hlen)) {
+  ts_evs_item it;
+  it.kind = TS_EVS_MESSAGE;
+  if (s->hm_len && s->hlen == s->hm_len && !memcmp(hb, s->hm, s->hlen)) {
     /* the last message's headers: the same walk, the same views */
-    ts_view *v[3] = {&mt, &et, &xt};
-    for (int k = 0; k < 3; k++)
-      if (s->hm_vlen[k]) *v[k] = (ts_view){s->buf + s->hm_off[k], s->hm_vlen[k]};
+    it.message_type = (ts_view){hb + s->hm_off[0], s->hm_vlen[0]};
+    it.event_type = (ts_view){hb + s->hm_off[1], s->hm_vlen[1]};
   } else {
+    ts_view mt = {"", 0}, et = {"", 0}, xt = {"", 0};
     s->hm_len = 0;
-    if (walk_headers(s, &mt, &et, &xt) < 0) {
+    if (walk_headers(hb, s->hlen, &mt, &et, &xt) < 0) {
       fail(s, TS_E_EVS_HEADERS);
       return;
     }
+    it.message_type = mt;
+    it.event_type = xt.len ? xt : et;
     if (s->hlen > 0 && s->hlen <= TS_EVS_HEADERS_MEMO) {
-      const ts_view *v[3] = {&mt, &et, &xt};
-      for (int k = 0; k < 3; k++) {
-        s->hm_vlen[k] = (uint16_t)v[k]->len; /* inside the block: under TS_EVS_HEADERS_MEMO */
-        s->hm_off[k] = v[k]->len ? (uint16_t)(v[k]->p - s->buf) : 0;
-      }
-      memcpy(s->hm, s->buf, s->hlen);
+      /* inside the block: under TS_EVS_HEADERS_MEMO; an empty view keeps its "" */
+      s->hm_vlen[0] = (uint16_t)it.message_type.len;
+      s->hm_vlen[1] = (uint16_t)it.event_type.len;
+      s->hm_off[0] = it.message_type.len ? (uint16_t)(it.message_type.p - hb) : 0;
+      s->hm_off[1] = it.event_type.len ? (uint16_t)(it.event_type.p - hb) : 0;
+      memcpy(s->hm, hb, s->hlen);
       s->hm_len = (uint16_t)s->hlen;
     }
   }
-  ts_evs_item it = {0};
-  it.kind = TS_EVS_MESSAGE;
-  it.message_type = mt;
-  it.event_type = xt.len ? xt : et;
-  it.payload = s->buf + s->hlen;
+  it.payload = hb + s->hlen;
   it.payload_len = body - s->hlen;
   it.end_offset = s->msg_start + s->total;
+  it.code = 0;
+  it.err_offset = 0;
   report(s, &it);
   s->plen = 0;
   s->len = 0;
@@ -128,7 +143,7 @@ static void message_done(ts_evs *s) {
 /* Checks a complete prelude (its CRC, then the lengths) and takes total and hlen from it:
  * 0, with *crc8 the CRC of its first 8 bytes (the start of the message's CRC); -1 after
  * failing the framer. */
-static int take_prelude(ts_evs *s, const uint8_t *pre, uint32_t *crc8) {
+static inline __attribute__((always_inline)) int take_prelude(ts_evs *s, const uint8_t *pre, uint32_t *crc8) {
   *crc8 = ts_crc32_update(0, pre, 8);
   if (*crc8 != be32(pre + 8)) {
     fail(s, TS_E_EVS_CRC);
@@ -144,48 +159,46 @@ static int take_prelude(ts_evs *s, const uint8_t *pre, uint32_t *crc8) {
     fail(s, TS_E_EVS_TOO_LARGE);
     return -1;
   }
-  s->len = 0;
   return 0;
 }
 
-int ts_evs_feed(ts_evs *s, const char *buf, size_t len) {
+int ts_evs_feed(ts_evs *s, char *buf, size_t len) {
   if (!s || (!buf && len)) return TS_E_INVAL;
   if (s->aborted) return TS_E_ABORTED;
-  const uint8_t *p = (const uint8_t *)buf;
   size_t i = 0;
   while (i < len && !s->dead && !s->aborted) {
+    uint8_t *p = (uint8_t *)buf + i;
     if (s->plen == 0 && len - i >= 16) {
       /* A whole message at hand (the usual case: a read holds one or more): its CRC in
-       * one run over the input, where the CRC is fastest, and one copy. The same checks
-       * in the same order as byte by byte. */
-      uint32_t total = be32(p + i);
+       * one run over the input, where the CRC is fastest, and no copy: the message is
+       * handed out where it lies. The same checks in the same order as byte by byte. */
+      uint32_t total = be32(p), crc;
       if (total >= 16 && total <= len - i) {
-        uint32_t crc8;
-        if (take_prelude(s, p + i, &crc8) < 0) break;
-        s->crc = ts_crc32_update(crc8, p + i + 8, total - 12); /* prelude CRC to the end */
-        memcpy(s->buf, p + i + 12, total - 12);
-        s->plen = 12;
-        s->len = total - 12;
+        if (take_prelude(s, p, &crc) < 0) break;
+        /* the prelude's CRC is the CRC of its first 8 bytes: the message's CRC goes on
+         * from it over the prelude's CRC and the rest */
+        crc = ts_crc32_update(crc, p + 8, total - 12);
         i += total;
-        message_done(s);
+        message_done(s, (char *)p + 12, crc);
         continue;
       }
     }
     if (s->plen < 12) {
       size_t want = (size_t)(12 - s->plen), k = want < len - i ? want : len - i;
-      memcpy(s->prelude + s->plen, p + i, k);
+      memcpy(s->prelude + s->plen, p, k);
       s->plen = (uint8_t)(s->plen + k);
       i += k;
       if (s->plen < 12) break;
-      uint32_t crc8;
-      if (take_prelude(s, s->prelude, &crc8) < 0) break;
-      s->crc = ts_crc32_update(crc8, s->prelude + 8, 4);
+      uint32_t crc;
+      if (take_prelude(s, s->prelude, &crc) < 0) break;
+      s->crc = ts_crc32_update(crc, s->prelude + 8, 4);
+      s->len = 0;
       continue;
     }
     /* the message after its prelude: all but the last 4 bytes count in the CRC */
     size_t need = s->total - 12 - s->len;
     size_t k = need < len - i ? need : len - i;
-    memcpy(s->buf + s->len, p + i, k);
+    memcpy(s->buf + s->len, p, k);
     size_t crc_end = s->total - 16; /* bytes of headers + payload */
     if (s->len < crc_end) {
       size_t c = s->len + k <= crc_end ? k : crc_end - s->len;
@@ -193,7 +206,7 @@ int ts_evs_feed(ts_evs *s, const char *buf, size_t len) {
     }
     s->len += k;
     i += k;
-    if (s->len == s->total - 12) message_done(s);
+    if (s->len == s->total - 12) message_done(s, s->buf, s->crc);
   }
   s->pos += len;
   return s->aborted ? TS_E_ABORTED : TS_E_OK;

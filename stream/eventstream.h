@@ -19,8 +19,9 @@
  * delivered when its last byte arrives, however the input was cut.
  *
  * Offsets: a message's `end_offset` is the bytes fed up to and including its CRC.
- * Memory: the caller's buffer holds one message after its prelude, and the framer a copy
- * of the last header block (TS_EVS_HEADERS_MEMO); nothing is allocated.
+ * Memory: the caller's buffer holds one message after its prelude (only when the message
+ * came in pieces), and the framer a copy of the last header block (TS_EVS_HEADERS_MEMO);
+ * nothing is allocated.
  */
 #ifndef TS_EVENTSTREAM_H
 #define TS_EVENTSTREAM_H
@@ -41,7 +42,7 @@ typedef struct {
   int kind;              /* ts_evs_kind */
   ts_view message_type;  /* MESSAGE: `:message-type` (may be empty) */
   ts_view event_type;    /* MESSAGE: `:event-type`, or `:exception-type` for an exception */
-  char *payload;         /* MESSAGE: the payload, in the caller's buffer (writable) */
+  char *payload;         /* MESSAGE: the payload (writable: see ts_evs_feed) */
   size_t payload_len;
   uint64_t end_offset;   /* MESSAGE */
   int code;              /* ERROR: a ts_err */
@@ -67,7 +68,7 @@ typedef struct {
    * values lay in it: the next message's headers are nearly always the same bytes, and
    * are then compared, not walked. */
   uint16_t hm_len;
-  uint16_t hm_off[3], hm_vlen[3]; /* :message-type, :event-type, :exception-type */
+  uint16_t hm_off[2], hm_vlen[2]; /* the item's message_type and event_type */
   uint8_t hm[TS_EVS_HEADERS_MEMO];
 } ts_evs;
 
@@ -75,8 +76,16 @@ typedef struct {
 int ts_evs_init(ts_evs *s, char *buf, size_t cap, ts_evs_cb cb, void *user);
 
 /* Feeds bytes; reports every message they complete. TS_E_OK (also after an error item:
- * the rest is then ignored), TS_E_ABORTED, or TS_E_INVAL for NULL buf with len > 0. */
-int ts_evs_feed(ts_evs *s, const char *buf, size_t len);
+ * the rest is then ignored), TS_E_ABORTED, or TS_E_INVAL for NULL buf with len > 0.
+ *
+ * The chunk must be writable, as ts_sse_feed's: a message that lies whole in it is
+ * handed out where it lies (its views point into the chunk, no copy), one that arrives in
+ * pieces from the caller's buffer, which holds it after its prelude. The callback may
+ * rewrite payload[0..payload_len) (the consumer decodes JSON strings in place) and
+ * nothing else; the views are valid only during the callback, and the framer keeps no
+ * pointer into the chunk after returning. Which of the two a message gets depends on
+ * the chunking; its bytes, offsets and errors do not. */
+int ts_evs_feed(ts_evs *s, char *buf, size_t len);
 
 /* Nonzero when the input so far ends inside a message, or a message failed its checks
  * (the rest was ignored): the stream was cut. */

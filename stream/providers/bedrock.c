@@ -33,6 +33,10 @@
 #include "stream/json_view.h"
 #include "stream/provider.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 static int is(ts_view v, const char *lit) {
   size_t n = strlen(lit);
   return v.len == n && memcmp(v.p, lit, n) == 0;
@@ -101,9 +105,52 @@ static void bedrock_event(ts_adapter *a, ts_jv *jv, ts_view name) {
  * type, a duplicate of a member it reads) returns 0 with nothing reported, for the general
  * way. */
 
-static int bedrock_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
-  if (!is(name, "contentBlockDelta")) return 0;
-  if (ts__adapter_memo_fragment(a, text, len, name)) return 1; /* a toolUse delta again */
+/* The service pads every payload with a last member `"p"` of random letters and digits,
+ * so that the lengths of the messages do not tell what they hold. It is never read, yet
+ * it differs in every message: left in, the shape memo scans it as a string every time.
+ * So a payload that ends `<value end>,"p":"<padding>"}` is read as if it ended at the
+ * value: the comma becomes the object's `}` for the length of the reading and is put
+ * back after it. That is exact: with a padding of printable ASCII other than `"` and `\`,
+ * its last quote and the `:"` and `,"p"` before it can only be the last member of the
+ * top-level object, and the text with that member is valid JSON exactly when the text
+ * without it is (the byte before the comma ends a value, so the object is not empty).
+ * The reader never reads `p`, so its reading is the same either way. Anything else
+ * (another last member, padding of other bytes or over 48 of them) is read whole.
+ * Returns the length to read (len: nothing stripped). */
+static size_t strip_padding(char *text, size_t len) {
+#if defined(__SSE2__)
+  if (len < 24 || text[len - 1] != '}' || text[len - 2] != '"') return len;
+  const char *q = text + len - 2; /* the padding's closing quote */
+  const __m128i dq = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(' '),
+                del = _mm_set1_epi8(0x7F);
+  for (const char *b = q - 16; b >= text && b > q - 64; b -= 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)b);
+    unsigned quote = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dq));
+    /* a backslash, a control byte or DEL, or a byte over 0x7F (negative: under ' ') */
+    unsigned bad = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, bs), _mm_cmplt_epi8(v, sp)), _mm_cmpeq_epi8(v, del)));
+    if (!quote) {
+      if (bad) return len;
+      continue;
+    }
+    unsigned at = 31u - (unsigned)__builtin_clz(quote); /* the last quote: the padding opens */
+    if (bad >> at) return len;                           /* a bad byte in the padding */
+    const char *o = b + at;                              /* `,"p":"` ends here */
+    if (o - text < 7 || memcmp(o - 5, ",\"p\":", 5) != 0) return len;
+    char c = o[-6];
+    if (c != '}' && c != '"' && c != ']' && !(c >= '0' && c <= '9') && c != 'e' && c != 'l') return len;
+    text[o - 5 - text] = '}';
+    return (size_t)(o - 4 - text);
+  }
+#else
+  (void)text;
+#endif
+  return len;
+}
+
+/* The whole reading, when the memo did not have the payload: out of line, so that the
+ * memo's hit (nearly every message) does not pay for this one's registers. */
+static __attribute__((noinline)) int read_delta(ts_adapter *a, char *text, size_t len, ts_view name) {
   ts_json_shape_notes notes;
   notes.n = notes.over = 0;
   ts_json_scan s;
@@ -153,6 +200,15 @@ static int bedrock_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   ts__adapter_memo_keep_fragment(a, text, len, name, &notes, have_index, index, frag); /* the simple kind */
   ts__adapter_nkey_fragment(a, have_index, index, frag, frag_esc);
   return 1;
+}
+
+static int bedrock_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
+  if (!is(name, "contentBlockDelta")) return 0;
+  size_t n = strip_padding(text, len);
+  int done = ts__adapter_memo_fragment(a, text, n, name) /* a toolUse delta again */
+             || read_delta(a, text, n, name);
+  if (n != len) text[n - 1] = ','; /* the padding's comma back */
+  return done;
 }
 
 static int bedrock_name(ts_view name) {

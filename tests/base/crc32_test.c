@@ -20,6 +20,15 @@ static const struct {
   crc_fn fn;
 } ways[] = {{"dispatch", ts_crc32_update}, {"table", ts_crc32_update_table}};
 
+/* n pseudo-random bytes from `seed` (the caller frees them). */
+static uint8_t *random_bytes(size_t n, unsigned seed) {
+  uint8_t *buf = malloc(n);
+  ck_assert(buf);
+  srand(seed);
+  for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)rand();
+  return buf;
+}
+
 START_TEST(test_check_values) {
   static const struct {
     const char *text;
@@ -50,9 +59,7 @@ END_TEST
 
 START_TEST(test_every_length_and_alignment) {
   enum { MAX = 600 };
-  uint8_t *buf = malloc(MAX + 16);
-  srand(12345);
-  for (size_t i = 0; i < MAX + 16; i++) buf[i] = (uint8_t)rand();
+  uint8_t *buf = random_bytes(MAX + 16, 12345);
   for (size_t align = 0; align < 16; align++)
     for (size_t n = 0; n <= MAX; n++) {
       const uint8_t *p = buf + align;
@@ -68,9 +75,7 @@ END_TEST
 
 START_TEST(test_random_and_continued) {
   enum { MAX = 65536 };
-  uint8_t *buf = malloc(MAX + 16);
-  srand(777);
-  for (size_t i = 0; i < MAX + 16; i++) buf[i] = (uint8_t)rand();
+  uint8_t *buf = random_bytes(MAX + 16, 777);
   for (int round = 0; round < 300; round++) {
     size_t n = (size_t)rand() % (MAX + 1), align = (size_t)rand() % 16, cut = n ? (size_t)rand() % (n + 1) : 0;
     const uint8_t *p = buf + align;
@@ -106,6 +111,27 @@ START_TEST(test_tail_at_end_of_buffer) {
 }
 END_TEST
 
+/* Short runs continued from a register that is not zero: every length up to 48 cut at
+ * every place, so each piece of 4-15 bytes (one block built from two loads, the register
+ * on the run's first 4 bytes) and of 16-31 (a block and a partial one) is continued from
+ * the register the first piece left. */
+START_TEST(test_short_runs_continued) {
+  uint8_t buf[48];
+  srand(99);
+  for (int round = 0; round < 20; round++) {
+    for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)rand();
+    for (size_t n = 0; n <= sizeof buf; n++) {
+      uint32_t want = ts_test_crc32(buf, n);
+      for (size_t cut = 0; cut <= n; cut++)
+        for (size_t w = 0; w < 2; w++) {
+          uint32_t two = ways[w].fn(ways[w].fn(0, buf, cut), buf + cut, n - cut);
+          ck_assert_msg(two == want, "%s, %zu bytes cut at %zu", ways[w].name, n, cut);
+        }
+    }
+  }
+}
+END_TEST
+
 /* The fast way is really taken where the CPU has it (else the tests above checked the
  * tables twice). */
 START_TEST(test_fast_way_used) {
@@ -126,6 +152,7 @@ int main(void) {
   tcase_add_test(tc, test_every_length_and_alignment);
   tcase_add_test(tc, test_random_and_continued);
   tcase_add_test(tc, test_tail_at_end_of_buffer);
+  tcase_add_test(tc, test_short_runs_continued);
   tcase_add_test(tc, test_fast_way_used);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);

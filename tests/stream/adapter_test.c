@@ -1778,6 +1778,28 @@ static const memo_row memo_rows[] = {
      EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`x`}},`p`:7}")
      EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`text`:`x`},`p`:`a`}") B_END(0),
      "B0 t0 f | A0 '{`a' | A0 '`:' | A0 '1}' | A0 'x' | X 'x' | E0 | T stop=tool_use", 2},
+    {__LINE__, "bedrock: the padding read as cut off where it is the last member, else read whole", TS_FORMAT_BEDROCK,
+     B_START(0) B_DELTA(0, "a", "") B_DELTA(0, "b", "x") B_DELTA(0, "c", "0123456789abcdef")
+     B_DELTA(0, "d", "0123456789abcdef0123456789abcdef0123456789abcdef")   /* 48: the most cut off */
+     B_DELTA(0, "e", "0123456789abcdef0123456789abcdef0123456789abcdefg")  /* 49: read whole */
+     B_DELTA(0, "f", "ab\\u0041cd") B_DELTA(0, "g", "ab\\`cd") B_DELTA(0, "h", "Ã©tÃ©")
+     B_DELTA(0, "i", "a b\x7f~")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`j`}},`p`:`pad`,`q`:1}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`k`}},`x`:[1],`p`:`pad`}")
+     EV("contentBlockDelta", "{`delta`:{`toolUse`:{`input`:`l`}},`contentBlockIndex`:0,`p`:`padding`}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`m`}},`x`:true,`p`:`padding`}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`n`}},`x`:null,`p`:`padding`}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`o`}},`x`:`s`,`p`:`padding`}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`p`}}, `p`:`padding`}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`q`}},`p` :`padding`}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`text`:`r`},`p`:`padding...`}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`s`}},`p`:`pad`}  ")
+     EV("contentBlockDelta", "{,`p`:`padding padding`}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`t`,`p`:`padding`}")
+     EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`u\\`,`p`:`padding`}") B_END(0),
+     "B0 t0 f | A0 'a' | A0 'b' | A0 'c' | A0 'd' | A0 'e' | A0 'f' | A0 'g' | A0 'h' | A0 'i' | A0 'j' | A0 'k' | "
+     "A0 'l' | A0 'm' | A0 'n' | A0 'o' | A0 'p' | A0 'q' | X 'r' | A0 's' | !ms_bad_json | !ms_bad_json | E0 | "
+     "T stop=tool_use", 7},
     {__LINE__, "vertex: a string's pieces from the memo, an escaped value; the last piece; another path", TS_FORMAT_GEMINI,
      VX_BEGIN("f") VX_S("$.a", "ab", VX_MORE) VX_S("$.a", "cd", VX_MORE) VX_S("$.a", "e\\u00e9\\`", VX_MORE)
      VX_S("$.a", "f", "") VX_S("$.b", "g", VX_MORE) VX_S("$.b", "h", VX_MORE) VX_S("$.b", "i", "")

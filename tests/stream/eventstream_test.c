@@ -32,12 +32,8 @@ static size_t header(uint8_t *p, const char *name, const char *val) {
   return o;
 }
 
-/* Appends one message to out at *n. */
-static void frame(uint8_t *out, size_t *n, const char *mtype, const char *etype, const char *payload) {
-  uint8_t h[256];
-  size_t hl = header(h, ":message-type", mtype);
-  hl += header(h + hl, strcmp(mtype, "exception") ? ":event-type" : ":exception-type", etype);
-  hl += header(h + hl, ":flag", ""); /* a string header of no interest */
+/* Appends one message to out at *n: the header block h[0..hl) and the payload. */
+static void frame_raw_headers(uint8_t *out, size_t *n, const uint8_t *h, size_t hl, const char *payload) {
   size_t pl = strlen(payload), total = 12 + hl + pl + 4;
   uint8_t *m = out + *n;
   put32(m, (uint32_t)total);
@@ -49,9 +45,21 @@ static void frame(uint8_t *out, size_t *n, const char *mtype, const char *etype,
   *n += total;
 }
 
+/* Appends one message to out at *n. */
+static void frame(uint8_t *out, size_t *n, const char *mtype, const char *etype, const char *payload) {
+  uint8_t h[256];
+  size_t hl = header(h, ":message-type", mtype);
+  hl += header(h + hl, strcmp(mtype, "exception") ? ":event-type" : ":exception-type", etype);
+  hl += header(h + hl, ":flag", ""); /* a string header of no interest */
+  frame_raw_headers(out, n, h, hl, payload);
+}
+
 typedef struct {
   char trace[2048];
   size_t n;
+  const char *lo, *hi; /* the chunk being fed */
+  size_t views, copies; /* messages handed out in the chunk, and from the buffer */
+  int scribble;         /* rewrite each payload after recording it (the consumer may) */
 } rec;
 
 static int on_item(void *user, const ts_evs_item *it) {
@@ -66,11 +74,18 @@ static int on_item(void *user, const ts_evs_item *it) {
     w = snprintf(r->trace + r->n, sizeof r->trace - r->n, "E%s@%llu|", ts_err_name(it->code),
                  (unsigned long long)it->err_offset);
   if (w > 0 && (size_t)w < sizeof r->trace - r->n) r->n += (size_t)w;
+  if (it->kind == TS_EVS_MESSAGE) {
+    if (it->payload >= r->lo && it->payload + it->payload_len <= r->hi) r->views++;
+    else r->copies++;
+    if (r->scribble) memset(it->payload, '#', it->payload_len);
+  }
   return 0;
 }
 
 static void run(const uint8_t *in, size_t len, size_t cap, size_t step, rec *r) {
+  int scribble = r->scribble;
   memset(r, 0, sizeof *r);
+  r->scribble = scribble;
   char buf[512];
   ts_evs s;
   ck_assert_int_eq(ts_evs_init(&s, buf, cap, on_item, r), TS_E_OK);
@@ -79,6 +94,7 @@ static void run(const uint8_t *in, size_t len, size_t cap, size_t step, rec *r) 
     size_t k = len - off < step ? len - off : step;
     char *piece = malloc(k);
     memcpy(piece, in + off, k);
+    r->lo = piece, r->hi = piece + k;
     ck_assert_int_eq(ts_evs_feed(&s, piece, k), TS_E_OK);
     free(piece);
   }
@@ -86,7 +102,7 @@ static void run(const uint8_t *in, size_t len, size_t cap, size_t step, rec *r) 
 }
 
 static void check(int line, const uint8_t *in, size_t len, size_t cap, const char *want) {
-  rec whole, part;
+  rec whole = {0}, part = {0};
   run(in, len, cap, 0, &whole);
   ck_assert_msg(!strcmp(whole.trace, want), "line %d:\n got %s\nwant %s", line, whole.trace, want);
   for (size_t step = 1; step <= 31; step++) {
@@ -209,12 +225,99 @@ START_TEST(test_header_memo) {
 }
 END_TEST
 
+/* A message whole in the chunk is handed out where it lies (no copy into the buffer); one
+ * that arrives in pieces comes from the buffer. The consumer may rewrite a payload in
+ * place (the tap decodes strings there): that never changes what the framer reads next,
+ * whole or in pieces. */
+START_TEST(test_views_in_the_chunk) {
+  uint8_t s[4096];
+  size_t n = 0, end[3];
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":1}"), end[0] = n;
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":2}"), end[1] = n;
+  frame(s, &n, "event", "messageStop", "{}"), end[2] = n;
+  rec r = {0};
+  run(s, n, 512, 0, &r);
+  ck_assert_uint_eq(r.views, 3);
+  ck_assert_uint_eq(r.copies, 0);
+  run(s, n, 512, 1, &r);
+  ck_assert_uint_eq(r.views, 0);
+  ck_assert_uint_eq(r.copies, 3);
+  char want[512];
+  snprintf(want, sizeof want,
+           "event/contentBlockDelta@%zu:{\"a\":1}|event/contentBlockDelta@%zu:{\"a\":2}|"
+           "event/messageStop@%zu:{}|end",
+           end[0], end[1], end[2]);
+  for (size_t step = 0; step <= 31; step++) {
+    rec w = {0};
+    w.scribble = 1;
+    run(s, n, 512, step, &w);
+    ck_assert_msg(!strcmp(w.trace, want), "reads of %zu, payloads rewritten:\n got %s", step, w.trace);
+  }
+}
+END_TEST
+
+/* A header of every type (0..9: true, false, byte, short, integer, long, bytes, string,
+ * timestamp, uuid) in front of the three that matter: each is stepped over by its size;
+ * a type past 9 is a header error. */
+START_TEST(test_header_types) {
+  static const size_t size[10] = {0, 0, 1, 2, 4, 8, 0, 0, 8, 16}; /* 6, 7: a 2-byte length */
+  uint8_t h[512];
+  size_t hl = 0;
+  for (int t = 0; t <= 9; t++) {
+    h[hl++] = 2, h[hl++] = 'h', h[hl++] = (uint8_t)('0' + t), h[hl++] = (uint8_t)t;
+    size_t vl = size[t];
+    if (t == 6 || t == 7) vl = 5, h[hl++] = 0, h[hl++] = 5;
+    /* values that look like headers, so a wrong size would misread them */
+    for (size_t k = 0; k < vl; k++) h[hl++] = (uint8_t)(k % 2 ? 7 : 13);
+  }
+  hl += header(h + hl, ":message-type", "event");
+  hl += header(h + hl, ":event-type", "metadata");
+  uint8_t s[2048];
+  size_t n = 0;
+  frame_raw_headers(s, &n, h, hl, "{}");
+  size_t first = n;
+  frame_raw_headers(s, &n, h, hl, "[]"); /* the same block again: from the memo */
+  char want[256];
+  snprintf(want, sizeof want, "event/metadata@%zu:{}|event/metadata@%zu:[]|end", first, n);
+  check(__LINE__, s, n, 512, want);
+  /* type 10 does not exist */
+  h[3] = 10;
+  n = 0;
+  frame_raw_headers(s, &n, h, hl, "{}");
+  check(__LINE__, s, n, 512, "Eevs_headers@0|cut");
+}
+END_TEST
+
+/* Any one byte of a message changed, at every byte, is a CRC error at that message
+ * (the prelude's CRC covers its lengths, the message's CRC the rest), whole and at every
+ * split; the message before it is kept, the one after it ignored. */
+START_TEST(test_corrupt_every_byte) {
+  uint8_t s[1024], bad[1024];
+  size_t n = 0;
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":1}");
+  size_t first = n;
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":2}");
+  size_t second = n;
+  frame(s, &n, "event", "messageStop", "{}");
+  char want[256];
+  snprintf(want, sizeof want, "event/contentBlockDelta@%zu:{\"a\":1}|Eevs_crc@%zu|cut", first, first);
+  for (size_t at = first; at < second; at++) {
+    memcpy(bad, s, n);
+    bad[at] ^= 0x41;
+    check(__LINE__, bad, n, 512, want);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("eventstream");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_frames);
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_header_memo);
+  tcase_add_test(tc, test_views_in_the_chunk);
+  tcase_add_test(tc, test_header_types);
+  tcase_add_test(tc, test_corrupt_every_byte);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
