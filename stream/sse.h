@@ -213,6 +213,7 @@ typedef struct ts_sse {
   size_t limit;         /* data bytes kept for the event being built (<= cap) */
   size_t keep_ask;      /* what keep said for it (TS_SSE_KEEP_ALL: the limits apply) */
   uint8_t cut;          /* the event being built dropped data past `limit` */
+  uint8_t simd;         /* line ends are scanned with AVX2 (set by ts_sse_init from the CPU) */
 } ts_sse;
 
 /* Makes `s` ready for a new stream.
