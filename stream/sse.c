@@ -113,10 +113,18 @@ int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb,
   s->retry = -1;
   s->limit = cap;
   s->keep_ask = TS_SSE_KEEP_ALL;
-#ifdef TS_SSE_AVX2
-  s->simd = __builtin_cpu_supports("avx2") != 0;
-#endif
+  ts__sse_set_simd(s, 1);
   return TS_E_OK;
+}
+
+int ts__sse_set_simd(ts_sse *s, int on) {
+#ifdef TS_SSE_AVX2
+  s->simd = on && __builtin_cpu_supports("avx2");
+#else
+  (void)on;
+  s->simd = 0;
+#endif
+  return s->simd;
 }
 
 void ts_sse_set_keep(ts_sse *s, ts_sse_keep_fn keep, void *user) {

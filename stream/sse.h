@@ -266,4 +266,10 @@ static inline uint64_t ts_sse_offset(const ts_sse *s) { return s->pos; }
 /* The last valid `retry:` value in milliseconds, -1 if none was seen. */
 static inline int64_t ts_sse_retry(const ts_sse *s) { return s->retry; }
 
+/* For the tests and the fuzzer (not an API): with on == 0 the framer scans line ends
+ * without AVX2 from now on, even where the CPU has it; with on != 0 it goes back to
+ * the CPU's choice (ts_sse_init's). Both ways give the same items to the byte. Returns
+ * 1 when AVX2 is now in use, else 0. */
+int ts__sse_set_simd(ts_sse *s, int on);
+
 #endif /* TS_SSE_H */
