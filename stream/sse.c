@@ -524,7 +524,7 @@ static inline uint64_t word8(const char *p) {
   return w;
 }
 #define FIELD_WORD(lit) word8(lit "\0\0\0\0\0\0\0\0")
-#define FIELD_MASK(n) word8("\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\0\0\0\0\0\0\0\0" + 8 - (n))
+#define FIELD_MASK(n) word8(&"\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\0\0\0\0\0\0\0\0"[8 - (n)])
 
 /* The first byte of the line after the blank line at x (x < end), or NULL when x is no
  * blank line or the chunk cannot tell (a CR that is its last byte: an LF may follow). */
