@@ -429,16 +429,16 @@ static inline char *find_eol_once(char *p, char *end, const char *lo) {
 #ifdef TS_SSE_AVX2
 #define AVX2_TARGET __attribute__((target("avx2")))
 AVX2_TARGET static inline __m256i load32(const char *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
-/* Line-end bytes as 32-byte constants in memory (one operand each, nothing to build). */
+/* The two line-end bytes in every lane. Loaded once per scan and hidden from the
+ * compiler (an empty asm), which would otherwise rebuild each constant at every use
+ * (three instructions each). */
 static const char lf32[32] __attribute__((aligned(32))) = "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n";
 static const char cr32[32] __attribute__((aligned(32))) = "\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r";
-AVX2_TARGET static inline unsigned eol_bits32(__m256i x) {
-  __m256i lf = _mm256_cmpeq_epi8(x, _mm256_load_si256((const __m256i *)(const void *)lf32));
-  __m256i cr = _mm256_cmpeq_epi8(x, _mm256_load_si256((const __m256i *)(const void *)cr32));
-  return (unsigned)_mm256_movemask_epi8(_mm256_or_si256(lf, cr));
+AVX2_TARGET static inline unsigned eol_bits32(__m256i x, __m256i lf, __m256i cr) {
+  return (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(x, lf), _mm256_cmpeq_epi8(x, cr)));
 }
-AVX2_TARGET static inline uint64_t eol_bits64(const char *p) {
-  return (uint64_t)eol_bits32(load32(p)) | (uint64_t)eol_bits32(load32(p + 32)) << 32;
+AVX2_TARGET static inline uint64_t eol_bits64(const char *p, __m256i lf, __m256i cr) {
+  return (uint64_t)eol_bits32(load32(p), lf, cr) | (uint64_t)eol_bits32(load32(p + 32), lf, cr) << 32;
 }
 
 /* find_eol_once with 32-byte registers, on a CPU that has them (ts_sse.simd): 128 bytes
@@ -447,30 +447,52 @@ AVX2_TARGET static inline uint64_t eol_bits64(const char *p) {
  * end) (so a short line costs two masks and no loop). Compiled for AVX2, called
  * only when the CPU has it. */
 AVX2_TARGET static inline char *find_eol_avx2(char *p, char *end, const char *lo) {
-  const __m256i low = _mm256_load_si256((const __m256i *)(const void *)cr32);
+  __m256i lf = _mm256_load_si256((const __m256i *)(const void *)lf32);
+  __m256i cr = _mm256_load_si256((const __m256i *)(const void *)cr32);
+  __asm__("" : "+x"(lf), "+x"(cr));
   for (; end - p >= 128; p += 128) {
     __m256i a = load32(p), b = load32(p + 32), c = load32(p + 64), d = load32(p + 96);
     __m256i m = _mm256_min_epu8(_mm256_min_epu8(a, b), _mm256_min_epu8(c, d));
-    if (!_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(m, low), m))) continue;
+    if (!_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(m, cr), m))) continue;
     unsigned k;
-    if ((k = eol_bits32(a))) return p + __builtin_ctz(k);
-    if ((k = eol_bits32(b))) return p + 32 + __builtin_ctz(k);
-    if ((k = eol_bits32(c))) return p + 64 + __builtin_ctz(k);
-    if ((k = eol_bits32(d))) return p + 96 + __builtin_ctz(k);
+    if ((k = eol_bits32(a, lf, cr))) return p + __builtin_ctz(k);
+    if ((k = eol_bits32(b, lf, cr))) return p + 32 + __builtin_ctz(k);
+    if ((k = eol_bits32(c, lf, cr))) return p + 64 + __builtin_ctz(k);
+    if ((k = eol_bits32(d, lf, cr))) return p + 96 + __builtin_ctz(k);
   }
   if (end - p >= 64) {
-    uint64_t k = eol_bits64(p);
+    uint64_t k = eol_bits64(p, lf, cr);
     if (k) return p + __builtin_ctzll(k);
     p += 64;
   }
   if (p < end && end - lo >= 64) {
     const char *block = end - 64;
-    uint64_t k = eol_bits64(block) >> (p - block);
+    uint64_t k = eol_bits64(block, lf, cr) >> (p - block);
     return k ? p + __builtin_ctzll(k) : NULL;
   }
   return eol_short(p, end, lo);
 }
 #endif
+
+/* eol_short with 32-byte registers, for an `event:` line: [p, end) is at most 65 bytes
+ * (a name within the limit and its line end), one exact 64-byte mask and the byte after
+ * it, or the 64-byte block that ends at `end`. */
+AVX2_TARGET static inline char *eol_name_avx2(char *p, char *end, const char *lo) {
+  __m256i lf = _mm256_load_si256((const __m256i *)(const void *)lf32);
+  __m256i cr = _mm256_load_si256((const __m256i *)(const void *)cr32);
+  __asm__("" : "+x"(lf), "+x"(cr));
+  if (end - p >= 64) {
+    uint64_t k = eol_bits64(p, lf, cr);
+    if (k) return p + __builtin_ctzll(k);
+    return end - p > 64 && (p[64] == '\n' || p[64] == '\r') ? p + 64 : eol_short(p + 64, end, lo);
+  }
+  if (end - lo >= 64) {
+    const char *block = end - 64;
+    uint64_t k = eol_bits64(block, lf, cr) >> (p - block);
+    return k ? p + __builtin_ctzll(k) : NULL;
+  }
+  return eol_short(p, end, lo);
+}
 
 /* The first CR or LF in [p, end) of a long line, the CPU's best way. */
 static inline char *find_eol_long(const ts_sse *s, char *p, char *end, const char *lo) {
@@ -516,15 +538,21 @@ static char *whole_line(ts_sse *s, run_ctx *r, char *p, int *rc) {
   return line_end(s, r, q);
 }
 
-/* The 8 bytes at p as one word, and a field name as the word it starts (mask: its
- * bytes), so that "event:" and "data:" are each one load, one `and` and one compare. */
-static inline uint64_t word8(const char *p) {
-  uint64_t w;
-  memcpy(&w, p, 8);
+/* Field names as words: "data:" is the 4 bytes "data" and a colon, "event:" the 4
+ * bytes "even" and the 2 bytes "t:", each word compared with an immediate (one compare
+ * and a byte or half-word one, no constant to load). */
+static inline uint32_t word4(const char *p) {
+  uint32_t w;
+  memcpy(&w, p, 4);
   return w;
 }
-#define FIELD_WORD(lit) word8(lit "\0\0\0\0\0\0\0\0")
-#define FIELD_MASK(n) word8(&"\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\0\0\0\0\0\0\0\0"[8 - (n)])
+static inline uint16_t word2(const char *p) {
+  uint16_t w;
+  memcpy(&w, p, 2);
+  return w;
+}
+static inline int is_data_colon(const char *p) { return word4(p) == word4("data") && p[4] == ':'; }
+static inline int is_event_colon(const char *p) { return word4(p) == word4("even") && word2(p + 4) == word2("t:"); }
 
 /* The first byte of the line after the blank line at x (x < end), or NULL when x is no
  * blank line or the chunk cannot tell (a CR that is its last byte: an LF may follow). */
@@ -551,12 +579,16 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
   const char *name = s->name;
   size_t name_len = 0;
   if (end - p < 8) return NULL;
-  uint64_t w = word8(p);
-  if ((w & FIELD_MASK(6)) == FIELD_WORD("event:")) {
+  if (is_event_colon(p)) {
     v = p + 6 + (p[6] == ' ');
     /* a name longer than the limit is the machine's to report: look no further */
     char *stop_at = end - v > (ptrdiff_t)TS_SSE_MAX_NAME ? v + TS_SSE_MAX_NAME + 1 : end;
-    if (!(q = eol_short(v, stop_at, lo)) || (size_t)(q - p) > s->max_line) return NULL;
+#ifdef TS_SSE_AVX2
+    q = wide ? eol_name_avx2(v, stop_at, lo) : eol_short(v, stop_at, lo);
+#else
+    q = eol_short(v, stop_at, lo);
+#endif
+    if (!q || (size_t)(q - p) > s->max_line) return NULL;
     name = v;
     name_len = (size_t)(q - v);
     p = q + 1;
@@ -565,9 +597,8 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
       p += *p == '\n';
     }
     if (end - p < 8) return NULL;
-    w = word8(p);
   }
-  if ((w & FIELD_MASK(5)) != FIELD_WORD("data:")) return NULL;
+  if (!is_data_colon(p)) return NULL;
   v = p + 5 + (p[5] == ' ');
 #ifdef TS_SSE_AVX2
   q = wide ? find_eol_avx2(v, end, lo) : find_eol_once(v, end, lo);
