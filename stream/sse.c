@@ -429,11 +429,15 @@ static inline char *find_eol_once(char *p, char *end, const char *lo) {
 #ifdef TS_SSE_AVX2
 #define AVX2_TARGET __attribute__((target("avx2")))
 AVX2_TARGET static inline __m256i load32(const char *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
-/* The two line-end bytes in every lane. Loaded once per scan and hidden from the
- * compiler (an empty asm), which would otherwise rebuild each constant at every use
- * (three instructions each). */
+/* The two line-end bytes in every lane, loaded once per scan by an asm load: the
+ * compiler, seeing the constants, would rather rebuild each (three instructions) at
+ * every use. */
 static const char lf32[32] __attribute__((aligned(32))) = "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n";
 static const char cr32[32] __attribute__((aligned(32))) = "\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r";
+AVX2_TARGET static inline void eol_consts(__m256i *lf, __m256i *cr) {
+  __asm__("vmovdqa %1, %0" : "=x"(*lf) : "m"(lf32));
+  __asm__("vmovdqa %1, %0" : "=x"(*cr) : "m"(cr32));
+}
 AVX2_TARGET static inline unsigned eol_bits32(__m256i x, __m256i lf, __m256i cr) {
   return (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(x, lf), _mm256_cmpeq_epi8(x, cr)));
 }
@@ -447,9 +451,8 @@ AVX2_TARGET static inline uint64_t eol_bits64(const char *p, __m256i lf, __m256i
  * end) (so a short line costs two masks and no loop). Compiled for AVX2, called
  * only when the CPU has it. */
 AVX2_TARGET static inline char *find_eol_avx2(char *p, char *end, const char *lo) {
-  __m256i lf = _mm256_load_si256((const __m256i *)(const void *)lf32);
-  __m256i cr = _mm256_load_si256((const __m256i *)(const void *)cr32);
-  __asm__("" : "+x"(lf), "+x"(cr));
+  __m256i lf, cr;
+  eol_consts(&lf, &cr);
   for (; end - p >= 128; p += 128) {
     __m256i a = load32(p), b = load32(p + 32), c = load32(p + 64), d = load32(p + 96);
     __m256i m = _mm256_min_epu8(_mm256_min_epu8(a, b), _mm256_min_epu8(c, d));
@@ -478,9 +481,8 @@ AVX2_TARGET static inline char *find_eol_avx2(char *p, char *end, const char *lo
  * (a name within the limit and its line end), one exact 64-byte mask and the byte after
  * it, or the 64-byte block that ends at `end`. */
 AVX2_TARGET static inline char *eol_name_avx2(char *p, char *end, const char *lo) {
-  __m256i lf = _mm256_load_si256((const __m256i *)(const void *)lf32);
-  __m256i cr = _mm256_load_si256((const __m256i *)(const void *)cr32);
-  __asm__("" : "+x"(lf), "+x"(cr));
+  __m256i lf, cr;
+  eol_consts(&lf, &cr);
   if (end - p >= 64) {
     uint64_t k = eol_bits64(p, lf, cr);
     if (k) return p + __builtin_ctzll(k);
