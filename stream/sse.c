@@ -20,12 +20,22 @@
  *
  * Whole events first: at the start of an event, the common shape (`event:`, `data:`, a
  * blank line) lying whole in the chunk is dispatched in one step (whole_event), its name
- * and data views into the chunk; on a provider's stream that is every event, and the
- * framer's cost per event is then two line-end scans and the dispatch.
+ * and data views into the chunk; on a provider's stream that is every event. A chunk
+ * that starts between events (the way a provider's reads come) goes straight from
+ * ts_sse_feed to a small loop of such events (feed_events), compiled twice: for any CPU
+ * (SSE2 on x86-64) and for AVX2, picked per framer from the CPU at ts_sse_init
+ * (ts_sse.simd; ts__sse_set_simd lets the tests and the fuzzer take either). The loop
+ * has its registers to itself, apart from the machine, which only sees what is left.
+ * Per event that is: a field name as a word compared with an immediate, the `event:`
+ * line's end one mask of 64 bytes (a name is at most 64), the data line's end a scan
+ * that tests 128 bytes at a time for any byte <= CR (a JSON payload has none but its line
+ * end; a false hit is located exactly and passed over) and ends with the 64-byte block
+ * that ends the chunk, a look at the blank line, the callback. Measured per event on the
+ * benchmark streams: docs/performance.md, "The SSE framer per event (session 6)".
  *
  * Whole lines next: at a line's start, a `data:` or `event:` line whose ending lies in
- * the chunk (and within the line limit) is read in one step: one SSE2 scan for CR and LF
- * together (64 bytes a test), then the same calls the machine makes (begin_field,
+ * the chunk (and within the line limit) is read in one step: one scan for CR and LF
+ * together (64 bytes a test; 128 on AVX2), then the same calls the machine makes (begin_field,
  * add_value, the ending), so the result is the machine's to the byte; everything else
  * (other fields, comments, a line cut by the chunk's end, an over-long line) goes
  * through the machine. A provider's event is two or three such lines, and the machine's
@@ -567,9 +577,11 @@ static inline char *after_blank(char *x, char *end) {
 /* A whole event at p, the shape every provider sends: an optional `event:` line, one
  * `data:` line, a blank line, all in this chunk (the state is S_LINE_START, not skipping,
  * no CR pending, no event begun). It is dispatched straight from the chunk: the name and
- * the data are views into it, nothing is copied; each field name is one 8-byte compare,
- * the `event:` line's end a scan of 16 bytes a step (a name is short), the data line's
- * end one scan of 64 bytes a step. Returns the byte after the blank line, or NULL with
+ * the data are views into it, nothing is copied; each field name is a word compare
+ * (is_data_colon, is_event_colon), the `event:` line's end a short scan (a name is at
+ * most 64 bytes: one 64-byte mask on AVX2, 16 bytes a step else), the data line's end
+ * one long scan (find_eol_avx2 or find_eol_once, `wide` choosing, a constant in each
+ * compiled copy). Returns the byte after the blank line, or NULL with
  * nothing done (not even the keep callback asked) for anything else: other fields, a
  * second data line, a limit crossed (the machine reports it), a line cut by the chunk's
  * end, a CR as the chunk's last byte, an event shorter than 8 bytes. What the callback

@@ -596,7 +596,7 @@ static const sse_case cases[] = {
      {EV("nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", 218), EV("f", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", 315)}},
     {__LINE__, "a cr ending a long line that is not the event's last", "data: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\rdata: x\n\n", 0, BIG, 0,
      {EV("", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\nx", "", 256)}},
-    /* the one-step path of session 6: field names as one 8-byte word, line ends by blocks */
+    /* the one-step path of session 6: field names as words, line ends by blocks */
     {__LINE__, "whole: cr only, named events", "event: a\rdata: 1\r\revent: b\rdata: 22\r\r", 0, BIG, 0,
      {EV("a", "1", "", 18), EV("b", "22", "", 37)}},
     {__LINE__, "whole: crlf everywhere (split between cr and lf at every cut)",
