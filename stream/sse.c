@@ -10,6 +10,8 @@
  *   S_SPACE       just after the colon: a space here is dropped
  *   S_VALUE       reading the value of `field` (F_NONE for comments, unknown fields)
  *   S_SKIP_LINE   discarding the rest of a line (after an error, while resyncing)
+ *   S_DONE        stopped by the callback, or finished: nothing more is read (so that
+ *                 ts_sse_feed's one test of the state also rules these out)
  *
  * Inside a line, the work goes by segments rather than bytes: memchr finds the next
  * CR and the next LF, and the bytes up to the nearer one (or to the line limit, or to
@@ -73,7 +75,7 @@
 #include <emmintrin.h>
 #endif
 
-enum { S_BOM = 0, S_LINE_START, S_NAME, S_SPACE, S_VALUE, S_SKIP_LINE };
+enum { S_BOM = 0, S_LINE_START, S_NAME, S_SPACE, S_VALUE, S_SKIP_LINE, S_DONE };
 enum { F_NONE = 0, F_DATA, F_EVENT, F_ID, F_RETRY };
 enum { D_NONE = 0, D_BUF, D_VIEW };
 
@@ -118,6 +120,7 @@ int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb,
   s->cap = cap;
   if (max_line == 0) max_line = cap > SIZE_MAX - TS_SSE_LINE_SLACK ? SIZE_MAX : cap + TS_SSE_LINE_SLACK;
   s->max_line = max_line;
+  s->short_line = cap < max_line ? cap : max_line;
   s->cb = cb;
   s->user = user;
   s->retry = -1;
@@ -157,6 +160,7 @@ static void reset_event(ts_sse *s) {
 }
 
 static int stop(ts_sse *s, uint64_t at) {
+  s->state = S_DONE;
   s->err = TS_E_ABORTED;
   s->last_err = TS_E_ABORTED;
   s->err_offset = at;
@@ -620,9 +624,9 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
   (void)wide;
   q = find_eol_once(v, end, lo);
 #endif
-  if (!q || (size_t)(q - p) > s->max_line) return NULL;
+  if (!q) return NULL;
   size_t n = (size_t)(q - v);
-  if (n > s->cap) return NULL;
+  if ((size_t)(q - p) > s->short_line && ((size_t)(q - p) > s->max_line || n > s->cap)) return NULL;
   char *blank = q + 1, *after;
   if (*q == '\r') {
     if (blank >= end) return NULL;
@@ -805,7 +809,8 @@ out:
 __attribute__((noinline)) static int feed_any(ts_sse *s, char *buf, size_t len);
 
 int ts_sse_feed(ts_sse *s, char *buf, size_t len) {
-  if (!s->err && !s->finished && len && buf && between_events(s)) { /* the way events come */
+  /* between_events() rules out an error and finish too: both leave the state S_DONE */
+  if (len && buf && between_events(s)) { /* the way events come */
 #ifdef TS_SSE_AVX2
     if (s->simd) return feed_events_avx2(s, buf, len);
 #endif
@@ -866,6 +871,6 @@ int ts_sse_finish(ts_sse *s) {
     if (rc) return rc;
   }
   reset_event(s); /* an unterminated event is dropped */
-  s->state = S_LINE_START;
+  s->state = S_DONE;
   return TS_E_OK;
 }

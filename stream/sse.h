@@ -215,6 +215,7 @@ typedef struct ts_sse {
   size_t keep_ask;      /* what keep said for it (TS_SSE_KEEP_ALL: the limits apply) */
   uint8_t cut;          /* the event being built dropped data past `limit` */
   uint8_t simd;         /* line ends are scanned with AVX2 (set by ts_sse_init from the CPU) */
+  size_t short_line;    /* min(cap, max_line): a data line no longer is within both limits */
 } ts_sse;
 
 /* Makes `s` ready for a new stream.
