@@ -121,6 +121,7 @@ int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb,
   if (max_line == 0) max_line = cap > SIZE_MAX - TS_SSE_LINE_SLACK ? SIZE_MAX : cap + TS_SSE_LINE_SLACK;
   s->max_line = max_line;
   s->short_line = cap < max_line ? cap : max_line;
+  s->item.kind = TS_SSE_DISPATCH;
   s->cb = cb;
   s->user = user;
   s->retry = -1;
@@ -638,17 +639,18 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
     size_t keep = s->keep(s->keep_user, name, name_len);
     if (keep != TS_SSE_KEEP_ALL && n > keep) n = keep, cut = 1; /* n <= cap already */
   }
-  /* every member set, no memset: the item is the machine's dispatch() to the byte */
-  ts_sse_event ev = {.kind = TS_SSE_DISPATCH,
-                     .name = name,
-                     .name_len = name_len,
-                     .data = n ? v : s->buf,
-                     .data_len = n,
-                     .id = s->id,
-                     .id_len = s->id_len,
-                     .end_offset = s->pos + (uint64_t)(after - lo),
-                     .cut = cut};
-  *rc = s->cb(s->user, &ev) ? stop(s, ev.end_offset) : TS_E_OK;
+  /* the item is the machine's dispatch() to the byte; kind, code and err_offset were set
+   * by ts_sse_init and never change (a local would be zeroed and aligned per event) */
+  ts_sse_event *ev = &s->item;
+  ev->name = name;
+  ev->name_len = name_len;
+  ev->data = n ? v : s->buf;
+  ev->data_len = n;
+  ev->id = s->id;
+  ev->id_len = s->id_len;
+  ev->end_offset = s->pos + (uint64_t)(after - lo);
+  ev->cut = cut;
+  *rc = s->cb(s->user, ev) ? stop(s, ev->end_offset) : TS_E_OK;
   return after;
 }
 

@@ -172,7 +172,7 @@ typedef size_t (*ts_sse_keep_fn)(void *user, const char *name, size_t len);
 
 /* Opaque in spirit: read it only through the functions below. It is public so the
  * caller can embed it (no allocation). Zero-filled plus ts_sse_init's settings is the
- * start state. About 700 bytes, most of it the name and id storage. */
+ * start state. About 800 bytes, most of it the name and id storage. */
 typedef struct ts_sse {
   ts_sse_cb cb;
   void *user;
@@ -216,6 +216,7 @@ typedef struct ts_sse {
   uint8_t cut;          /* the event being built dropped data past `limit` */
   uint8_t simd;         /* line ends are scanned with AVX2 (set by ts_sse_init from the CPU) */
   size_t short_line;    /* min(cap, max_line): a data line no longer is within both limits */
+  ts_sse_event item;    /* the item of a whole event: kind and zeros set once, the rest per event */
 } ts_sse;
 
 /* Makes `s` ready for a new stream.
