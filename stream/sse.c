@@ -490,7 +490,6 @@ AVX2_TARGET static inline char *find_eol_avx2(char *p, char *end, const char *lo
   }
   return eol_short(p, end, lo);
 }
-#endif
 
 /* eol_short with 32-byte registers, for an `event:` line: [p, end) is at most 65 bytes
  * (a name within the limit and its line end), one exact 64-byte mask and the byte after
@@ -510,6 +509,7 @@ AVX2_TARGET static inline char *eol_name_avx2(char *p, char *end, const char *lo
   }
   return eol_short(p, end, lo);
 }
+#endif
 
 /* The first CR or LF in [p, end) of a long line, the CPU's best way. */
 static inline char *find_eol_long(const ts_sse *s, char *p, char *end, const char *lo) {
