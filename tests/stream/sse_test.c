@@ -372,11 +372,17 @@ static void check_splits(const char *ctx, const char *in, size_t len, ts_split_r
   ts_split_check_cuts(ctx, in, len, run, user, want);
 }
 
-/* The same for the framer's own runner, under both line-end scans. */
+/* The framer's own runner: every split with the CPU's line-end scan, and the two-read
+ * cuts (the whole read among them) with the baseline scan too. The one-step path, where
+ * the two scans differ, reads only events that lie whole in a read, and every event of a
+ * row does in some cut; the reads of 1..31 bytes mostly go the line machine, the same
+ * for both (so running them twice would double ASan's time for nothing). */
 static void check_all_splits(const char *ctx, const char *in, size_t len, size_t cap, size_t max_line,
                              const char *want) {
   sse_runner sr = {cap, max_line, NULL};
-  for (use_simd = 1; use_simd >= 0; use_simd--) check_splits(ctx, in, len, sse_run, &sr, want);
+  check_splits(ctx, in, len, sse_run, &sr, want);
+  use_simd = 0;
+  ts_split_check_cuts(ctx, in, len, sse_run, &sr, want);
   use_simd = 1;
 }
 
@@ -1096,9 +1102,9 @@ START_TEST(test_random_vs_reference) {
     sched mixed = {0, 0, xorshift(&seed) | 1};
     sched sevens = {7, 0, 0};
     sched *all[] = {&whole, &bytes, &mixed, &sevens};
-    for (size_t k = 0; k < 8; k++) {
-      use_simd = k < 4; /* each schedule under both line-end scans */
-      char *got = feed_run(in, len, cap, max_line, *all[k % 4], NULL);
+    for (size_t k = 0; k < 6; k++) {
+      use_simd = k < 4; /* the baseline scan: whole and in random reads (see check_all_splits) */
+      char *got = feed_run(in, len, cap, max_line, *all[k < 4 ? k : (k - 4) * 2], NULL);
       if (strcmp(got, want) != 0) {
         sb q = {0};
         sb_quoted(&q, in, len);
@@ -1193,8 +1199,9 @@ START_TEST(test_keep_head) {
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     char ctx[64];
     snprintf(ctx, sizeof ctx, "keep row at line %d", rows[i].line);
-    for (use_simd = 1; use_simd >= 0; use_simd--)
-      check_splits(ctx, rows[i].in, strlen(rows[i].in), keep_run, NULL, rows[i].want);
+    check_splits(ctx, rows[i].in, strlen(rows[i].in), keep_run, NULL, rows[i].want);
+    use_simd = 0; /* the baseline scan: the cuts, as check_all_splits */
+    ts_split_check_cuts(ctx, rows[i].in, strlen(rows[i].in), keep_run, NULL, rows[i].want);
     use_simd = 1;
   }
 }
