@@ -3,9 +3,10 @@
  *
  * Byte 0 picks a small data buffer (so the limit errors are reached by short inputs) and
  * whether events keep only a head by name (ts_sse_set_keep: a name starting with 'a' keeps
- * nothing, 'b' three bytes), bytes 1..8 the chunk sizes, the rest is the stream. Both runs
- * must report the same events (name, data, id, cut, end offset) and errors (code,
- * offset), and the same retry.
+ * nothing, 'b' three bytes) and which run scans line ends without AVX2 (ts__sse_set_simd:
+ * the other uses the CPU's choice), bytes 1..8 the chunk sizes, the rest is the stream.
+ * Both runs must report the same events (name, data, id, cut, end offset) and errors
+ * (code, offset), and the same retry.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -41,7 +42,7 @@ static size_t keep_by_name(void *user, const char *name, size_t len) {
   return name[0] == 'a' ? 0 : name[0] == 'b' ? 3 : TS_SSE_KEEP_ALL;
 }
 
-static void run(const uint8_t *in, size_t n, size_t cap, int keep, ts_fuzz_chunks *chunks,
+static void run(const uint8_t *in, size_t n, size_t cap, int keep, int simd, ts_fuzz_chunks *chunks,
                 ts_buf *out) {
   ts_buf_init(out, 64u << 20);
   char *data = malloc(cap ? cap : 1);
@@ -49,6 +50,7 @@ static void run(const uint8_t *in, size_t n, size_t cap, int keep, ts_fuzz_chunk
   memcpy(buf, in, n);
   ts_sse s;
   if (ts_sse_init(&s, data, cap, 0, on_item, out)) abort();
+  ts__sse_set_simd(&s, simd);
   if (keep) ts_sse_set_keep(&s, keep_by_name, NULL);
   for (size_t at = 0; at < n;) {
     size_t k = chunks ? ts_fuzz_chunks_next(chunks, n - at) : n - at;
@@ -68,11 +70,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const size_t caps[] = {0, 1, 7, 64, 4096};
   size_t cap = caps[data[0] % 5];
   int keep = (data[0] / 5) & 1;
+  int simd = (data[0] / 10) & 1; /* the whole run's scan; the chunked run has the other */
   ts_fuzz_chunks chunks;
   ts_fuzz_chunks_init(&chunks, data + 1, 8);
   ts_buf whole, split;
-  run(data + 9, size - 9, cap, keep, NULL, &whole);
-  run(data + 9, size - 9, cap, keep, &chunks, &split);
+  run(data + 9, size - 9, cap, keep, simd, NULL, &whole);
+  run(data + 9, size - 9, cap, keep, !simd, &chunks, &split);
   ts_fuzz_same("sse", &whole, &split);
   ts_buf_fini(&whole);
   ts_buf_fini(&split);

@@ -10,6 +10,8 @@
  *   S_SPACE       just after the colon: a space here is dropped
  *   S_VALUE       reading the value of `field` (F_NONE for comments, unknown fields)
  *   S_SKIP_LINE   discarding the rest of a line (after an error, while resyncing)
+ *   S_DONE        stopped by the callback, or finished: nothing more is read (so that
+ *                 ts_sse_feed's one test of the state also rules these out)
  *
  * Inside a line, the work goes by segments rather than bytes: memchr finds the next
  * CR and the next LF, and the bytes up to the nearer one (or to the line limit, or to
@@ -20,12 +22,22 @@
  *
  * Whole events first: at the start of an event, the common shape (`event:`, `data:`, a
  * blank line) lying whole in the chunk is dispatched in one step (whole_event), its name
- * and data views into the chunk; on a provider's stream that is every event, and the
- * framer's cost per event is then two line-end scans and the dispatch.
+ * and data views into the chunk; on a provider's stream that is every event. A chunk
+ * that starts between events (the way a provider's reads come) goes straight from
+ * ts_sse_feed to a small loop of such events (feed_events), compiled twice: for any CPU
+ * (SSE2 on x86-64) and for AVX2, picked per framer from the CPU at ts_sse_init
+ * (ts_sse.simd; ts__sse_set_simd lets the tests and the fuzzer take either). The loop
+ * has its registers to itself, apart from the machine, which only sees what is left.
+ * Per event that is: a field name as a word compared with an immediate, the `event:`
+ * line's end one mask of 64 bytes (a name is at most 64), the data line's end a scan
+ * that tests 128 bytes at a time for any byte <= CR (a JSON payload has none but its line
+ * end; a false hit is located exactly and passed over) and ends with the 64-byte block
+ * that ends the chunk, a look at the blank line, the callback. Measured per event on the
+ * benchmark streams: docs/performance.md, "The SSE framer per event (session 6)".
  *
  * Whole lines next: at a line's start, a `data:` or `event:` line whose ending lies in
- * the chunk (and within the line limit) is read in one step: one SSE2 scan for CR and LF
- * together (64 bytes a test), then the same calls the machine makes (begin_field,
+ * the chunk (and within the line limit) is read in one step: one scan for CR and LF
+ * together (64 bytes a test; 128 on AVX2), then the same calls the machine makes (begin_field,
  * add_value, the ending), so the result is the machine's to the byte; everything else
  * (other fields, comments, a line cut by the chunk's end, an over-long line) goes
  * through the machine. A provider's event is two or three such lines, and the machine's
@@ -56,11 +68,14 @@
 #include <assert.h>
 #include <string.h>
 
-#if defined(__SSE2__)
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TS_SSE_AVX2 1 /* line ends of long lines scanned with AVX2 where the CPU has it */
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-enum { S_BOM = 0, S_LINE_START, S_NAME, S_SPACE, S_VALUE, S_SKIP_LINE };
+enum { S_BOM = 0, S_LINE_START, S_NAME, S_SPACE, S_VALUE, S_SKIP_LINE, S_DONE };
 enum { F_NONE = 0, F_DATA, F_EVENT, F_ID, F_RETRY };
 enum { D_NONE = 0, D_BUF, D_VIEW };
 
@@ -105,12 +120,25 @@ int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb,
   s->cap = cap;
   if (max_line == 0) max_line = cap > SIZE_MAX - TS_SSE_LINE_SLACK ? SIZE_MAX : cap + TS_SSE_LINE_SLACK;
   s->max_line = max_line;
+  s->short_line = cap < max_line ? cap : max_line;
+  s->item.kind = TS_SSE_DISPATCH;
   s->cb = cb;
   s->user = user;
   s->retry = -1;
   s->limit = cap;
   s->keep_ask = TS_SSE_KEEP_ALL;
+  ts__sse_set_simd(s, 1);
   return TS_E_OK;
+}
+
+int ts__sse_set_simd(ts_sse *s, int on) {
+#ifdef TS_SSE_AVX2
+  s->simd = on && __builtin_cpu_supports("avx2");
+#else
+  (void)on;
+  s->simd = 0;
+#endif
+  return s->simd;
 }
 
 void ts_sse_set_keep(ts_sse *s, ts_sse_keep_fn keep, void *user) {
@@ -133,6 +161,7 @@ static void reset_event(ts_sse *s) {
 }
 
 static int stop(ts_sse *s, uint64_t at) {
+  s->state = S_DONE;
   s->err = TS_E_ABORTED;
   s->last_err = TS_E_ABORTED;
   s->err_offset = at;
@@ -359,43 +388,28 @@ static int finish_line(ts_sse *s, const run_ctx *r, char *q) {
   return TS_E_OK;
 }
 
-/* The first CR or LF in [p, end), or NULL: one pass for both (two memchr calls cost
- * their set-up twice per line, and a provider's lines are a few hundred bytes). */
-static char *find_eol_once(char *p, char *end, const char *lo) {
 #if defined(__SSE2__)
-  const __m128i lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'), low = _mm_set1_epi8('\r');
-  while (end - p >= 64) { /* 64 bytes a step, one test: any byte <= CR (a JSON payload has
-                           * none but line ends); the hit, or a false one, is sorted below */
-    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
-    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
-    __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
-    __m128i m = _mm_min_epu8(_mm_min_epu8(a, b), _mm_min_epu8(c, d));
-    if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(m, low), m))) break;
-    p += 64;
-  }
-  while (end - p >= 32) {
-    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
-    unsigned ma = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(a, lf), _mm_cmpeq_epi8(a, cr)));
-    unsigned mb = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(b, lf), _mm_cmpeq_epi8(b, cr)));
-    unsigned m = ma | (mb << 16);
+/* One bit per CR or LF among the 16 bytes of x. */
+static inline unsigned eol_bits(__m128i x) {
+  __m128i lf = _mm_cmpeq_epi8(x, _mm_set1_epi8('\n')), cr = _mm_cmpeq_epi8(x, _mm_set1_epi8('\r'));
+  return (unsigned)_mm_movemask_epi8(_mm_or_si128(lf, cr));
+}
+static inline __m128i load16(const char *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+#endif
+
+/* The first CR or LF in [p, end), 16 bytes a step: for a line known to be short (an
+ * `event:` line, the last bytes of a long one). [lo, end) may be read (lo <= p): the last
+ * 1-15 bytes are tested as the 16-byte block that ends at `end` when it lies in them. */
+static inline char *eol_short(char *p, char *end, const char *lo) {
+#if defined(__SSE2__)
+  for (; end - p >= 16; p += 16) {
+    unsigned m = eol_bits(load16(p));
     if (m) return p + __builtin_ctz(m);
-    p += 32;
   }
-  if (end - p >= 16) {
-    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
-    unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(a, lf), _mm_cmpeq_epi8(a, cr)));
-    if (m) return p + __builtin_ctz(m);
-    p += 16;
-  }
-  if (p < end && end - lo >= 16) { /* the last bytes: the block that ends at `end`, which
-                                    * lies in the bytes being run (they start at lo) */
+  if (p < end && end - lo >= 16) {
     const char *block = end - 16;
-    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)block);
-    unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(a, lf), _mm_cmpeq_epi8(a, cr)));
-    m &= ~0u << (p - block);
-    return m ? (char *)block + __builtin_ctz(m) : NULL;
+    unsigned m = eol_bits(load16(block)) >> (p - block);
+    return m ? p + __builtin_ctz(m) : NULL;
   }
 #else
   (void)lo;
@@ -405,6 +419,108 @@ static char *find_eol_once(char *p, char *end, const char *lo) {
   return NULL;
 }
 
+/* The first CR or LF in [p, end), for a line that may be long (a payload): 64 bytes a
+ * step, one test for any byte <= CR (three `pminub` and a compare; a JSON payload has no
+ * such byte but its line end), the hit located 16 bytes at a time; a byte <= CR that is
+ * neither (a tab, a control byte) is passed over and the scan goes on. The rest as
+ * eol_short. */
+static inline char *find_eol_once(char *p, char *end, const char *lo) {
+#if defined(__SSE2__)
+  const __m128i low = _mm_set1_epi8('\r');
+  for (; end - p >= 64; p += 64) {
+    __m128i a = load16(p), b = load16(p + 16), c = load16(p + 32), d = load16(p + 48);
+    __m128i m = _mm_min_epu8(_mm_min_epu8(a, b), _mm_min_epu8(c, d));
+    if (!_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(m, low), m))) continue;
+    unsigned k;
+    if ((k = eol_bits(a))) return p + __builtin_ctz(k);
+    if ((k = eol_bits(b))) return p + 16 + __builtin_ctz(k);
+    if ((k = eol_bits(c))) return p + 32 + __builtin_ctz(k);
+    if ((k = eol_bits(d))) return p + 48 + __builtin_ctz(k);
+  }
+#endif
+  return eol_short(p, end, lo);
+}
+
+#ifdef TS_SSE_AVX2
+#define AVX2_TARGET __attribute__((target("avx2")))
+AVX2_TARGET static inline __m256i load32(const char *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
+/* The two line-end bytes in every lane, loaded once per scan by an asm load: the
+ * compiler, seeing the constants, would rather rebuild each (three instructions) at
+ * every use. */
+static const char lf32[32] __attribute__((aligned(32))) = "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n";
+static const char cr32[32] __attribute__((aligned(32))) = "\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r";
+AVX2_TARGET static inline void eol_consts(__m256i *lf, __m256i *cr) {
+  __asm__("vmovdqa %1, %0" : "=x"(*lf) : "m"(lf32));
+  __asm__("vmovdqa %1, %0" : "=x"(*cr) : "m"(cr32));
+}
+AVX2_TARGET static inline unsigned eol_bits32(__m256i x, __m256i lf, __m256i cr) {
+  return (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(x, lf), _mm256_cmpeq_epi8(x, cr)));
+}
+AVX2_TARGET static inline uint64_t eol_bits64(const char *p, __m256i lf, __m256i cr) {
+  return (uint64_t)eol_bits32(load32(p), lf, cr) | (uint64_t)eol_bits32(load32(p + 32), lf, cr) << 32;
+}
+
+/* find_eol_once with 32-byte registers, on a CPU that has them (ts_sse.simd): 128 bytes
+ * a test for any byte <= CR, a hit located 32 bytes at a time; the last 1-127 bytes as
+ * one exact 64-byte mask and the 64-byte block that ends at `end` when it lies in [lo,
+ * end) (so a short line costs two masks and no loop). Compiled for AVX2, called
+ * only when the CPU has it. */
+AVX2_TARGET static inline char *find_eol_avx2(char *p, char *end, const char *lo) {
+  __m256i lf, cr;
+  eol_consts(&lf, &cr);
+  for (; end - p >= 128; p += 128) {
+    __m256i a = load32(p), b = load32(p + 32), c = load32(p + 64), d = load32(p + 96);
+    __m256i m = _mm256_min_epu8(_mm256_min_epu8(a, b), _mm256_min_epu8(c, d));
+    if (!_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(m, cr), m))) continue;
+    unsigned k;
+    if ((k = eol_bits32(a, lf, cr))) return p + __builtin_ctz(k);
+    if ((k = eol_bits32(b, lf, cr))) return p + 32 + __builtin_ctz(k);
+    if ((k = eol_bits32(c, lf, cr))) return p + 64 + __builtin_ctz(k);
+    if ((k = eol_bits32(d, lf, cr))) return p + 96 + __builtin_ctz(k);
+  }
+  if (end - p >= 64) {
+    uint64_t k = eol_bits64(p, lf, cr);
+    if (k) return p + __builtin_ctzll(k);
+    p += 64;
+  }
+  if (p < end && end - lo >= 64) {
+    const char *block = end - 64;
+    uint64_t k = eol_bits64(block, lf, cr) >> (p - block);
+    return k ? p + __builtin_ctzll(k) : NULL;
+  }
+  return eol_short(p, end, lo);
+}
+
+/* eol_short with 32-byte registers, for an `event:` line: [p, end) is at most 65 bytes
+ * (a name within the limit and its line end), one exact 64-byte mask and the byte after
+ * it, or the 64-byte block that ends at `end`. */
+AVX2_TARGET static inline char *eol_name_avx2(char *p, char *end, const char *lo) {
+  __m256i lf, cr;
+  eol_consts(&lf, &cr);
+  if (end - p >= 64) {
+    uint64_t k = eol_bits64(p, lf, cr);
+    if (k) return p + __builtin_ctzll(k);
+    return end - p > 64 && (p[64] == '\n' || p[64] == '\r') ? p + 64 : eol_short(p + 64, end, lo);
+  }
+  if (end - lo >= 64) {
+    const char *block = end - 64;
+    uint64_t k = eol_bits64(block, lf, cr) >> (p - block);
+    return k ? p + __builtin_ctzll(k) : NULL;
+  }
+  return eol_short(p, end, lo);
+}
+#endif
+
+/* The first CR or LF in [p, end) of a long line, the CPU's best way. */
+static inline char *find_eol_long(const ts_sse *s, char *p, char *end, const char *lo) {
+#ifdef TS_SSE_AVX2
+  if (s->simd) return find_eol_avx2(p, end, lo);
+#else
+  (void)s;
+#endif
+  return find_eol_once(p, end, lo);
+}
+
 /* A whole `data:` or `event:` line at p (the state is S_LINE_START, not skipping, no CR
  * pending), its ending in this chunk: the same steps as the machine would take byte by
  * byte (begin_field at the colon, the space dropped, add_value, finish_line, the
@@ -412,7 +528,7 @@ static char *find_eol_once(char *p, char *end, const char *lo) {
  * (nothing done) for any other line: the machine reads it. After an error (the state
  * is S_SKIP_LINE) returns the byte where the machine goes on. */
 static char *whole_line(ts_sse *s, run_ctx *r, char *p, int *rc) {
-  char *end = r->end, *q = find_eol_once(p, end, r->start), *v;
+  char *end = r->end, *q = find_eol_long(s, p, end, r->start), *v;
   if (!q || (size_t)(q - p) > s->max_line) return NULL; /* the machine says what is wrong */
   if (q - p >= 5 && memcmp(p, "data:", 5) == 0) {
     memcpy(s->fname, "data", 4);
@@ -439,136 +555,174 @@ static char *whole_line(ts_sse *s, run_ctx *r, char *p, int *rc) {
   return line_end(s, r, q);
 }
 
-/* The line ends in the first 64 bytes of an event: `mask` has a bit for each CR or LF
- * among the 64 bytes from `base` (none for bytes past the end of the bytes being run), so
- * a short `event:` line and the start of the next cost one block test, not a scan each. */
-typedef struct {
-  const char *base;
-  uint64_t mask;
-} eol_blocks;
-
-#if defined(__SSE2__)
-static inline __m128i eol_eq16(const char *p) {
-  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
-  return _mm_or_si128(_mm_cmpeq_epi8(a, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(a, _mm_set1_epi8('\r')));
+/* Field names as words: "data:" is the 4 bytes "data" and a colon, "event:" the 4
+ * bytes "even" and the 2 bytes "t:", each word compared with an immediate (one compare
+ * and a byte or half-word one, no constant to load). */
+static inline uint32_t word4(const char *p) {
+  uint32_t w;
+  memcpy(&w, p, 4);
+  return w;
 }
-static inline uint64_t eol_bits16(const char *p) { return (uint64_t)(unsigned)_mm_movemask_epi8(eol_eq16(p)); }
-#endif
-
-/* Fills b for the bytes from p (lo: the start of the bytes being run, end: their end). */
-static inline void eol_fill(eol_blocks *b, const char *p, const char *end, const char *lo) {
-  size_t n = (size_t)(end - p), k = 0;
-  uint64_t m = 0;
-  b->base = p;
-#if defined(__SSE2__)
-  if (n >= 64) {
-    __m128i x0 = eol_eq16(p), x1 = eol_eq16(p + 16), x2 = eol_eq16(p + 32), x3 = eol_eq16(p + 48);
-    if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(x0, x1), _mm_or_si128(x2, x3)))) /* a hit: where */
-      m = (uint64_t)(unsigned)_mm_movemask_epi8(x0) | (uint64_t)(unsigned)_mm_movemask_epi8(x1) << 16 |
-          (uint64_t)(unsigned)_mm_movemask_epi8(x2) << 32 | (uint64_t)(unsigned)_mm_movemask_epi8(x3) << 48;
-    b->mask = m;
-    return;
-  }
-  for (; k + 16 <= n; k += 16) m |= eol_bits16(p + k) << k;
-  if (k < n && end - lo >= 16) { /* the last bytes: the block that ends at `end` */
-    b->mask = m | (eol_bits16(end - 16) >> (16 - (n - k))) << k;
-    return;
-  }
-#else
-  (void)lo;
-#endif
-  for (; k < n && k < 64; k++)
-    if (p[k] == '\n' || p[k] == '\r') m |= (uint64_t)1 << k;
-  b->mask = m;
+static inline uint16_t word2(const char *p) {
+  uint16_t w;
+  memcpy(&w, p, 2);
+  return w;
 }
+static inline int is_data_colon(const char *p) { return word4(p) == word4("data") && p[4] == ':'; }
+static inline int is_event_colon(const char *p) { return word4(p) == word4("even") && word2(p + 4) == word2("t:"); }
 
-/* The first CR or LF at or after x (x >= b->base) before end, or NULL. Past the block,
- * the plain scan: an event's later lines are long (the payload), and a block mask per 64
- * bytes would cost more than a scan that only tests. */
-static inline char *eol_next(const eol_blocks *b, char *x, char *end, const char *lo) {
-  size_t d = (size_t)(x - b->base);
-  if (d < 64) {
-    uint64_t m = b->mask >> d;
-    if (m) return x + __builtin_ctzll(m);
-    x = (char *)b->base + 64;
-    if (x >= end) return NULL;
-  }
-  return find_eol_once(x, end, lo);
-}
-
-/* The ending (CR or LF) of the line at p when it lies in the chunk within the line
- * limit, else NULL. */
-static inline char *line_in_chunk(const ts_sse *s, const run_ctx *r, const eol_blocks *b, char *p) {
-  char *q = eol_next(b, p, r->end, r->start);
-  return q && (size_t)(q - p) <= s->max_line ? q : NULL;
-}
-
-/* The first byte of the line after the ending at q, or NULL when this chunk cannot tell
- * (a CR that is its last byte: an LF may follow in the next one). */
-static inline char *next_line(const run_ctx *r, char *q) {
-  if (*q == '\n') return q + 1;
-  if (q + 1 >= r->end) return NULL;
-  return q[1] == '\n' ? q + 2 : q + 1;
+/* The first byte of the line after the blank line at x (x < end), or NULL when x is no
+ * blank line or the chunk cannot tell (a CR that is its last byte: an LF may follow). */
+static inline char *after_blank(char *x, char *end) {
+  if (*x == '\n') return x + 1;
+  if (*x != '\r' || x + 1 >= end) return NULL;
+  return x + 1 + (x[1] == '\n');
 }
 
 /* A whole event at p, the shape every provider sends: an optional `event:` line, one
  * `data:` line, a blank line, all in this chunk (the state is S_LINE_START, not skipping,
  * no CR pending, no event begun). It is dispatched straight from the chunk: the name and
- * the data are views into it, nothing is copied, and the lines cost one scan each for
- * their ends. Returns the byte after the blank line, or NULL with nothing done (not even
- * the keep callback asked) for anything else: other fields, a second data line, a limit
- * crossed (the machine reports it), a line cut by the chunk's end, a CR as the chunk's
- * last byte. What the callback sees is what the machine would give it, to the byte
- * (tests/stream/sse_test.c compares the two at every split). */
-static char *whole_event(ts_sse *s, const run_ctx *r, char *p, int *rc) {
-  char *end = r->end, *q, *v;
+ * the data are views into it, nothing is copied; each field name is a word compare
+ * (is_data_colon, is_event_colon), the `event:` line's end a short scan (a name is at
+ * most 64 bytes: one 64-byte mask on AVX2, 16 bytes a step else), the data line's end
+ * one long scan (find_eol_avx2 or find_eol_once, `wide` choosing, a constant in each
+ * compiled copy). Returns the byte after the blank line, or NULL with
+ * nothing done (not even the keep callback asked) for anything else: other fields, a
+ * second data line, a limit crossed (the machine reports it), a line cut by the chunk's
+ * end, a CR as the chunk's last byte, an event shorter than 8 bytes. What the callback
+ * sees is what the machine would give it, to the byte (tests/stream/sse_test.c compares
+ * the two at every split). */
+static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const char *lo, char *p, char *end,
+                                                              int *rc, int wide) {
+  char *q, *v;
   const char *name = s->name;
   size_t name_len = 0;
-  eol_blocks b;
-  eol_fill(&b, p, end, r->start);
-  if (*p == 'e') {
-    if (end - p < 6 || memcmp(p, "event:", 6) != 0 || !(q = line_in_chunk(s, r, &b, p))) return NULL;
-    v = p + 6;
-    if (v < q && *v == ' ') v++;
-    if ((size_t)(q - v) > TS_SSE_MAX_NAME) return NULL;
+  if (end - p < 8) return NULL;
+  if (is_event_colon(p)) {
+    v = p + 6 + (p[6] == ' ');
+    /* a name longer than the limit is the machine's to report: look no further */
+    char *stop_at = end - v > (ptrdiff_t)TS_SSE_MAX_NAME ? v + TS_SSE_MAX_NAME + 1 : end;
+#ifdef TS_SSE_AVX2
+    q = wide ? eol_name_avx2(v, stop_at, lo) : eol_short(v, stop_at, lo);
+#else
+    q = eol_short(v, stop_at, lo);
+#endif
+    if (!q || (size_t)(q - p) > s->max_line) return NULL;
     name = v;
     name_len = (size_t)(q - v);
-    if (!(p = next_line(r, q)) || p >= end) return NULL;
+    p = q + 1;
+    if (*q == '\r') {
+      if (p >= end) return NULL;
+      p += *p == '\n';
+    }
+    if (end - p < 8) return NULL;
   }
-  if (end - p < 5 || memcmp(p, "data:", 5) != 0 || !(q = line_in_chunk(s, r, &b, p))) return NULL;
-  v = p + 5;
-  if (v < q && *v == ' ') v++;
+  if (!is_data_colon(p)) return NULL;
+  v = p + 5 + (p[5] == ' ');
+#ifdef TS_SSE_AVX2
+  q = wide ? find_eol_avx2(v, end, lo) : find_eol_once(v, end, lo);
+#else
+  (void)wide;
+  q = find_eol_once(v, end, lo);
+#endif
+  if (!q) return NULL;
   size_t n = (size_t)(q - v);
-  if (n > s->cap) return NULL;
-  char *blank = next_line(r, q), *after;
-  if (!blank || blank >= end || (*blank != '\n' && *blank != '\r') || !(after = next_line(r, blank)))
-    return NULL;
+  if ((size_t)(q - p) > s->short_line && ((size_t)(q - p) > s->max_line || n > s->cap)) return NULL;
+  char *blank = q + 1, *after;
+  if (*q == '\r') {
+    if (blank >= end) return NULL;
+    blank += *blank == '\n';
+  }
+  if (blank >= end || !(after = after_blank(blank, end))) return NULL;
   uint8_t cut = 0;
   if (s->keep && name_len) { /* begin_field's question, with the same answer's effect */
     size_t keep = s->keep(s->keep_user, name, name_len);
     if (keep != TS_SSE_KEEP_ALL && n > keep) n = keep, cut = 1; /* n <= cap already */
   }
-  ts_sse_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.kind = TS_SSE_DISPATCH;
-  ev.name = name;
-  ev.name_len = name_len;
-  ev.data = n ? v : s->buf;
-  ev.data_len = n;
-  ev.cut = cut;
-  ev.id = s->id;
-  ev.id_len = s->id_len;
-  ev.end_offset = off(r, after);
-  *rc = s->cb(s->user, &ev) ? stop(s, ev.end_offset) : TS_E_OK;
+  /* the item is the machine's dispatch() to the byte; kind, code and err_offset were set
+   * by ts_sse_init and never change (a local would be zeroed and aligned per event) */
+  ts_sse_event *ev = &s->item;
+  ev->name = name;
+  ev->name_len = name_len;
+  ev->data = n ? v : s->buf;
+  ev->data_len = n;
+  ev->id = s->id;
+  ev->id_len = s->id_len;
+  ev->end_offset = s->pos + (uint64_t)(after - lo);
+  ev->cut = cut;
+  *rc = s->cb(s->user, ev) ? stop(s, ev->end_offset) : TS_E_OK;
   return after;
 }
 
-/* Runs the bytes [start, end) through the machine; s->pos is the offset of start. */
-static int run(ts_sse *s, char *start, char *end) {
+/* Whole events from p, one step each, while they come: the byte where the first that is
+ * not one starts (or `end`, or, after the callback stopped the framer, the byte after
+ * the event it stopped at, *rc then set). The bytes being run are [lo, end), lo at
+ * offset s->pos. `wide`: the line-end scan of AVX2. */
+static inline __attribute__((always_inline)) char *events(ts_sse *s, const char *lo, char *p, char *end, int *rc,
+                                                         int wide) {
+  for (char *after; p < end && (after = whole_event(s, lo, p, end, rc, wide)); p = after)
+    if (*rc) return after;
+  return p;
+}
+
+static int run(ts_sse *s, char *start, char *end, char *tried);
+
+/* feed for a chunk that starts between events: whole events from it, then the machine
+ * for the rest, if any. */
+static inline __attribute__((always_inline)) int feed_events(ts_sse *s, char *buf, size_t len, int wide) {
+  char *end = buf + len;
+  int rc = TS_E_OK;
+  char *p = events(s, buf, buf, end, &rc, wide);
+  if (rc || p == end) {
+    s->pos += len;
+    return rc;
+  }
+  s->pos += (uint64_t)(p - buf);
+  return run(s, p, end, p);
+}
+
+/* events() and feed_events() compiled twice, once for any CPU and once for AVX2, and
+ * picked by ts_sse.simd: the loop is small enough to have its registers to itself. */
+__attribute__((noinline)) static char *events_base(ts_sse *s, const char *lo, char *p, char *end, int *rc) {
+  return events(s, lo, p, end, rc, 0);
+}
+__attribute__((noinline)) static int feed_events_base(ts_sse *s, char *buf, size_t len) {
+  return feed_events(s, buf, len, 0);
+}
+#ifdef TS_SSE_AVX2
+AVX2_TARGET __attribute__((noinline)) static char *events_avx2(ts_sse *s, const char *lo, char *p, char *end,
+                                                               int *rc) {
+  return events(s, lo, p, end, rc, 1);
+}
+AVX2_TARGET __attribute__((noinline)) static int feed_events_avx2(ts_sse *s, char *buf, size_t len) {
+  return feed_events(s, buf, len, 1);
+}
+#endif
+static inline char *events_any(ts_sse *s, const char *lo, char *p, char *end, int *rc) {
+#ifdef TS_SSE_AVX2
+  if (s->simd) return events_avx2(s, lo, p, end, rc);
+#endif
+  return events_base(s, lo, p, end, rc);
+}
+
+/* At an event's start, nothing of it begun: whole_event may read from here. */
+static inline int between_events(const ts_sse *s) {
+  return s->state == S_LINE_START && !s->after_cr && !s->skipping && s->data_mode == D_NONE && s->name_len == 0;
+}
+
+/* Runs the bytes [start, end) through the machine; s->pos is the offset of start.
+ * `tried`: a byte where whole_event said no already (or NULL). */
+static int run(ts_sse *s, char *start, char *end, char *tried) {
   run_ctx r = {start, end, s->pos, NULL, NULL};
-  char *p = start;
+  char *p = start; /* tried: where whole_event last said no (NULL: nowhere yet) */
   int rc = TS_E_OK;
 
+  if (p != tried && between_events(s)) {
+  events:
+    p = events_any(s, start, p, end, &rc);
+    if (rc) goto out;
+    tried = p;
+  }
   while (p < end && rc == TS_E_OK) {
     if (s->state == S_LINE_START) {
       if (s->after_cr) { /* the previous chunk ended with a CR */
@@ -596,12 +750,8 @@ static int run(ts_sse *s, char *start, char *end) {
         continue;
       }
       if (!s->skipping && (*p == 'd' || *p == 'e')) {
-        char *after = s->data_mode == D_NONE && s->name_len == 0 ? whole_event(s, &r, p, &rc) : NULL;
-        if (after) {
-          p = after;
-          continue;
-        }
-        after = whole_line(s, &r, p, &rc);
+        if (p != tried && s->data_mode == D_NONE && s->name_len == 0) goto events;
+        char *after = whole_line(s, &r, p, &rc);
         if (after) {
           p = after;
           continue;
@@ -649,13 +799,29 @@ static int run(ts_sse *s, char *start, char *end) {
     p = line_end(s, &r, p);
   }
 
+out:
   /* Never keep a pointer into the caller's chunk. */
   to_buf(s);
   s->pos = r.base + (uint64_t)(end - start);
   return rc;
 }
 
+/* ts_sse_feed for every other chunk: after an error or finish, at stream start (BOM), in
+ * the middle of an event. */
+__attribute__((noinline)) static int feed_any(ts_sse *s, char *buf, size_t len);
+
 int ts_sse_feed(ts_sse *s, char *buf, size_t len) {
+  /* between_events() rules out an error and finish too: both leave the state S_DONE */
+  if (len && buf && between_events(s)) { /* the way events come */
+#ifdef TS_SSE_AVX2
+    if (s->simd) return feed_events_avx2(s, buf, len);
+#endif
+    return feed_events_base(s, buf, len);
+  }
+  return feed_any(s, buf, len);
+}
+
+static int feed_any(ts_sse *s, char *buf, size_t len) {
   if (s->err) return s->err;
   if (s->finished) return TS_E_SSE_FINISHED;
   if (len == 0) return TS_E_OK;
@@ -681,7 +847,7 @@ int ts_sse_feed(ts_sse *s, char *buf, size_t len) {
       s->state = S_LINE_START;
       s->pos = 0;
       if (n) {
-        int rc = run(s, replay, replay + n);
+        int rc = run(s, replay, replay + n, NULL);
         if (rc) {
           s->pos += (uint64_t)(end - p);
           return rc;
@@ -689,7 +855,7 @@ int ts_sse_feed(ts_sse *s, char *buf, size_t len) {
       }
     }
   }
-  return run(s, p, end);
+  return run(s, p, end, NULL);
 }
 
 int ts_sse_cut(const ts_sse *s) {
@@ -707,6 +873,6 @@ int ts_sse_finish(ts_sse *s) {
     if (rc) return rc;
   }
   reset_event(s); /* an unterminated event is dropped */
-  s->state = S_LINE_START;
+  s->state = S_DONE;
   return TS_E_OK;
 }

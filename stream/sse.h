@@ -113,7 +113,8 @@
  * Cost
  *   An event of the shape providers send (an optional `event:` line, one `data:` line,
  *   a blank line) that lies whole in the chunk is dispatched from it in one step: a scan
- *   for each line's end, no copy. Anything else goes through the line machine, where line
+ *   for each line's end (SIMD, 64 or 128 bytes a test; AVX2 where the CPU has it, chosen
+ *   by ts_sse_init), no copy. Anything else goes through the line machine, where line
  *   ends are found with memchr (and the search results are reused, so each byte is
  *   searched a bounded number of times per chunk, whatever the line lengths); data bytes
  *   are appended with memcpy or not copied at all. Nothing is quadratic in the chunking:
@@ -171,7 +172,7 @@ typedef size_t (*ts_sse_keep_fn)(void *user, const char *name, size_t len);
 
 /* Opaque in spirit: read it only through the functions below. It is public so the
  * caller can embed it (no allocation). Zero-filled plus ts_sse_init's settings is the
- * start state. About 700 bytes, most of it the name and id storage. */
+ * start state. About 800 bytes, most of it the name and id storage. */
 typedef struct ts_sse {
   ts_sse_cb cb;
   void *user;
@@ -213,6 +214,9 @@ typedef struct ts_sse {
   size_t limit;         /* data bytes kept for the event being built (<= cap) */
   size_t keep_ask;      /* what keep said for it (TS_SSE_KEEP_ALL: the limits apply) */
   uint8_t cut;          /* the event being built dropped data past `limit` */
+  uint8_t simd;         /* line ends are scanned with AVX2 (set by ts_sse_init from the CPU) */
+  size_t short_line;    /* min(cap, max_line): a data line no longer is within both limits */
+  ts_sse_event item;    /* the item of a whole event: kind and zeros set once, the rest per event */
 } ts_sse;
 
 /* Makes `s` ready for a new stream.
@@ -264,5 +268,11 @@ static inline uint64_t ts_sse_offset(const ts_sse *s) { return s->pos; }
 
 /* The last valid `retry:` value in milliseconds, -1 if none was seen. */
 static inline int64_t ts_sse_retry(const ts_sse *s) { return s->retry; }
+
+/* For the tests and the fuzzer (not an API): with on == 0 the framer scans line ends
+ * without AVX2 from now on, even where the CPU has it; with on != 0 it goes back to
+ * the CPU's choice (ts_sse_init's). Both ways give the same items to the byte. Returns
+ * 1 when AVX2 is now in use, else 0. */
+int ts__sse_set_simd(ts_sse *s, int on);
 
 #endif /* TS_SSE_H */

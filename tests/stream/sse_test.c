@@ -187,6 +187,10 @@ typedef struct {
   size_t *views; /* may be NULL */
 } sse_runner;
 
+/* The line-end scan every run uses: 1, the CPU's choice (AVX2 where it has it); 0, the
+ * baseline (ts__sse_set_simd). The table and the random streams run under both. */
+static int use_simd = 1;
+
 /* The framer as a split-harness runner: the canonical text of the items, with any
  * nonzero return code of feed or finish appended. */
 static void sse_run(void *user, ts_split *feed, sb *items) {
@@ -195,6 +199,7 @@ static void sse_run(void *user, ts_split *feed, sb *items) {
   ck_assert_ptr_nonnull(dbuf);
   ts_sse s;
   ck_assert_int_eq(ts_sse_init(&s, dbuf, sr->cap, sr->max_line, rec_cb, &rec), TS_E_OK);
+  ts__sse_set_simd(&s, use_simd);
   rec_reset(&rec);
   sb out = {0};
   char *c;
@@ -362,11 +367,23 @@ static char *ref_run(const char *in, size_t len, size_t cap, size_t max_line) {
 /* Feeds `in` whole, byte by byte, in every chunk size 2..31 and split in two at every
  * position (the split harness); every run must give `want`. `ctx` names the case in
  * failure messages. */
+static void check_splits(const char *ctx, const char *in, size_t len, ts_split_run run, void *user, const char *want) {
+  ts_split_check(ctx, in, len, run, user, want);
+  ts_split_check_cuts(ctx, in, len, run, user, want);
+}
+
+/* The framer's own runner: every split with the CPU's line-end scan, and the two-read
+ * cuts (the whole read among them) with the baseline scan too. The one-step path, where
+ * the two scans differ, reads only events that lie whole in a read, and every event of a
+ * row does in some cut; the reads of 1..31 bytes mostly go the line machine, the same
+ * for both (so running them twice would double ASan's time for nothing). */
 static void check_all_splits(const char *ctx, const char *in, size_t len, size_t cap, size_t max_line,
                              const char *want) {
   sse_runner sr = {cap, max_line, NULL};
-  ts_split_check(ctx, in, len, sse_run, &sr, want);
+  check_splits(ctx, in, len, sse_run, &sr, want);
+  use_simd = 0;
   ts_split_check_cuts(ctx, in, len, sse_run, &sr, want);
+  use_simd = 1;
 }
 
 /* ---- the table -------------------------------------------------------------------- */
@@ -585,6 +602,32 @@ static const sse_case cases[] = {
      {EV("nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", 218), EV("f", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", 315)}},
     {__LINE__, "a cr ending a long line that is not the event's last", "data: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\rdata: x\n\n", 0, BIG, 0,
      {EV("", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\nx", "", 256)}},
+    /* the one-step path of session 6: field names as words, line ends by blocks */
+    {__LINE__, "whole: cr only, named events", "event: a\rdata: 1\r\revent: b\rdata: 22\r\r", 0, BIG, 0,
+     {EV("a", "1", "", 18), EV("b", "22", "", 37)}},
+    {__LINE__, "whole: crlf everywhere (split between cr and lf at every cut)",
+     "event: e\r\ndata: x\r\n\r\nevent: f\r\ndata:y\r\n\r\n", 0, BIG, 0,
+     {EV("e", "x", "", 21), EV("f", "y", "", 41)}},
+    {__LINE__, "whole: the last event has no blank line", "data: a\n\ndata: b\n", 0, BIG, 0,
+     {EV("", "a", "", 9)}},
+    {__LINE__, "whole: the last event has no line end", "data: a\n\nevent: e\ndata: b", 0, BIG, 0,
+     {EV("", "a", "", 9)}},
+    {__LINE__, "whole: the last event ends with one cr", "data: a\n\nevent: e\ndata: b\r", 0, BIG, 0,
+     {EV("", "a", "", 9)}},
+    {__LINE__, "whole: the last blank line is a cr that ends the input", "data: a\n\ndata: b\n\r", 0, BIG, 0,
+     {EV("", "a", "", 9), EV("", "b", "", 18)}},
+    {__LINE__, "whole: events of 7 and 8 bytes", "data:\n\ndata:x\n\ndata: \n\n", 0, BIG, 0,
+     {EV("", "", "", 7), EV("", "x", "", 15), EV("", "", "", 23)}},
+    {__LINE__, "whole: a name line and too few bytes after it", "event: e\ndata\n\n", 0, BIG, 0,
+     {EV("e", "", "", 15)}},
+    {__LINE__, "whole: empty name", "event:\ndata: a\n\nevent: \ndata: b\n\n", 0, BIG, 0,
+     {EV("", "a", "", 16), EV("", "b", "", 33)}},
+    {__LINE__, "whole: name of exactly the limit, space, crlf", "event: " X64 "\r\ndata: a\r\n\r\n", 0, BIG, 0,
+     {EV(X64, "a", "", 84)}},
+    {__LINE__, "whole: field names that differ in their last byte", "evenx: e\ndatx: a\n\ndata; b\n\n", 0, BIG, 0,
+     {{0}}},
+    {__LINE__, "whole: a field name split by a NUL", "data\0: a\n\ndata: b\n\n", 19, BIG, 0,
+     {EV("", "b", "", 19)}},
     {__LINE__, "whole: several in one chunk, blank lines between", "event: e\ndata: 1\n\n\n\r\nevent: f\ndata: 2\r\n\r\n", 0, BIG, 0,
      {EV("e", "1", "", 18), EV("f", "2", "", 41)}},
 };
@@ -805,6 +848,76 @@ START_TEST(test_whole_event_views) {
 }
 END_TEST
 
+/* The line-end scans at every position: a data line of every length 0..300 (so its end
+ * falls at each byte of a 16-, 32-, 64- and 128-byte block and of the block that ends the
+ * chunk), after nothing, after an `event:` line of 0..70 bytes of name, or after another
+ * event (whose line ends lie in the last block the scan reads, before the line), with
+ * each line ending and with or without a blank line; some with a tab or other byte <= CR
+ * (not a line end) inside. Fed whole (the one-step path) and in two reads cut in the
+ * data line, under both scans; every run must give the reference's items. */
+START_TEST(test_line_end_positions) {
+  static const char *const ends[] = {"\n\n", "\r\r", "\r\n\r\n", "\n", "\r\n\r", "\n\r\n"};
+  static const char falsehits[] = {'\t', '\0', '\x0b', '\x0c', '\x01'};
+  char in[512];
+  for (size_t dl = 0; dl <= 300; dl++) {
+    for (size_t pre = 0; pre < 4; pre++) {
+      size_t len = 0;
+      if (pre == 1) len = (size_t)snprintf(in, sizeof in, "event: e\n");
+      if (pre == 2) len = (size_t)snprintf(in, sizeof in, "data: p\r\n\r\n");
+      if (pre == 3) { /* a name of 0..70 bytes: the limit is 64 */
+        size_t nl = dl % 71;
+        len = (size_t)snprintf(in, sizeof in, "event: ");
+        memset(in + len, 'n', nl);
+        len += nl;
+        in[len++] = dl & 1 ? '\r' : '\n';
+      }
+      memcpy(in + len, "data: ", 6);
+      len += 6;
+      for (size_t k = 0; k < dl; k++) in[len + k] = (char)('a' + k % 26);
+      if (dl && dl % 3 == 0) in[len + (dl * 7) % dl] = falsehits[dl % sizeof falsehits];
+      len += dl;
+      const char *e = ends[(dl + pre) % (sizeof ends / sizeof ends[0])];
+      memcpy(in + len, e, strlen(e));
+      len += strlen(e);
+      char *want = ref_run(in, len, BIG, 0);
+      for (use_simd = 1; use_simd >= 0; use_simd--) {
+        sched whole = {len, 0, 0};
+        sched cut = {0, len - strlen(e) - dl / 2, 0};
+        sched *all[] = {&whole, &cut};
+        for (size_t k = 0; k < 2; k++) {
+          char *got = feed_run(in, len, BIG, 0, *all[k], NULL);
+          if (strcmp(got, want) != 0) {
+            sb q = {0};
+            sb_quoted(&q, in, len);
+            ck_abort_msg("data %zu, prefix %zu, simd %d, run %zu: %s:\n--- got\n%s--- want\n%s", dl, pre,
+                         use_simd, k, q.p, got, want);
+          }
+          free(got);
+        }
+      }
+      use_simd = 1;
+      free(want);
+    }
+  }
+}
+END_TEST
+
+/* ts__sse_set_simd: AVX2 is used where the CPU has it, and only then; off is off. */
+START_TEST(test_simd_choice) {
+  char dbuf[8];
+  ts_sse s;
+  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 0, count_cb, NULL), TS_E_OK);
+#if defined(__x86_64__) && defined(__GNUC__)
+  int has = __builtin_cpu_supports("avx2") != 0;
+#else
+  int has = 0;
+#endif
+  ck_assert_int_eq(ts__sse_set_simd(&s, 1), has);
+  ck_assert_int_eq(ts__sse_set_simd(&s, 0), 0);
+  ck_assert_int_eq(ts__sse_set_simd(&s, 1), has);
+}
+END_TEST
+
 /* The callback may rewrite the payload in place, also when it is a view into the chunk;
  * the framer never reads those bytes again. */
 static int shrink_cb(void *user, const ts_sse_event *ev) {
@@ -989,8 +1102,9 @@ START_TEST(test_random_vs_reference) {
     sched mixed = {0, 0, xorshift(&seed) | 1};
     sched sevens = {7, 0, 0};
     sched *all[] = {&whole, &bytes, &mixed, &sevens};
-    for (size_t k = 0; k < 4; k++) {
-      char *got = feed_run(in, len, cap, max_line, *all[k], NULL);
+    for (size_t k = 0; k < 6; k++) {
+      use_simd = k < 4; /* the baseline scan: whole and in random reads (see check_all_splits) */
+      char *got = feed_run(in, len, cap, max_line, *all[k < 4 ? k : (k - 4) * 2], NULL);
       if (strcmp(got, want) != 0) {
         sb q = {0};
         sb_quoted(&q, in, len);
@@ -999,6 +1113,7 @@ START_TEST(test_random_vs_reference) {
       }
       free(got);
     }
+    use_simd = 1;
     free(want);
   }
 }
@@ -1029,19 +1144,26 @@ static int keep_cb(void *user, const ts_sse_event *ev) {
   return 0;
 }
 
-static void keep_run(void *user, ts_split *feed, sb *out) {
-  (void)user;
+/* One keep run: cap 16, line limit 24, keep_by_name asked; cb gets cb_user (s is the
+ * framer, for a callback that changes it); the names asked go after the items. */
+static void keep_feed(ts_sse *s, ts_split *feed, sb *out, ts_sse_cb cb, void *cb_user) {
   char dbuf[16];
   sb asked = {0};
-  ts_sse s;
-  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 24, keep_cb, out), TS_E_OK);
-  ts_sse_set_keep(&s, keep_by_name, &asked);
+  ck_assert_int_eq(ts_sse_init(s, dbuf, sizeof dbuf, 24, cb, cb_user), TS_E_OK);
+  ts__sse_set_simd(s, use_simd);
+  ts_sse_set_keep(s, keep_by_name, &asked);
   char *c;
   size_t n;
-  while (ts_split_next(feed, &c, &n)) ck_assert_int_eq(ts_sse_feed(&s, c, n), TS_E_OK);
-  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  while (ts_split_next(feed, &c, &n)) ck_assert_int_eq(ts_sse_feed(s, c, n), TS_E_OK);
+  ck_assert_int_eq(ts_sse_finish(s), TS_E_OK);
   sb_printf(out, "asked: %s\n", sb_str(&asked));
   sb_free(&asked);
+}
+
+static void keep_run(void *user, ts_split *feed, sb *out) {
+  (void)user;
+  ts_sse s;
+  keep_feed(&s, feed, out, keep_cb, out);
 }
 
 /* Cap 16, line limit 24: an event that keeps a head is cut, not an error, however long
@@ -1077,8 +1199,10 @@ START_TEST(test_keep_head) {
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     char ctx[64];
     snprintf(ctx, sizeof ctx, "keep row at line %d", rows[i].line);
-    ts_split_check(ctx, rows[i].in, strlen(rows[i].in), keep_run, NULL, rows[i].want);
+    check_splits(ctx, rows[i].in, strlen(rows[i].in), keep_run, NULL, rows[i].want);
+    use_simd = 0; /* the baseline scan: the cuts, as check_all_splits */
     ts_split_check_cuts(ctx, rows[i].in, strlen(rows[i].in), keep_run, NULL, rows[i].want);
+    use_simd = 1;
   }
 }
 END_TEST
@@ -1099,26 +1223,16 @@ static int unkeep_cb(void *user, const ts_sse_event *ev) {
 
 static void unkeep_run(void *user, ts_split *feed, sb *out) {
   (void)user;
-  char dbuf[16];
-  sb asked = {0};
   ts_sse s;
   unkeep_ctx u = {&s, out};
-  ck_assert_int_eq(ts_sse_init(&s, dbuf, sizeof dbuf, 24, unkeep_cb, &u), TS_E_OK);
-  ts_sse_set_keep(&s, keep_by_name, &asked);
-  char *c;
-  size_t n;
-  while (ts_split_next(feed, &c, &n)) ck_assert_int_eq(ts_sse_feed(&s, c, n), TS_E_OK);
-  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
-  sb_printf(out, "asked: %s\n", sb_str(&asked));
-  sb_free(&asked);
+  keep_feed(&s, feed, out, unkeep_cb, &u);
 }
 
 START_TEST(test_keep_cleared_in_callback) {
   const char *in = "event: skip\ndata: 12\n\nevent: skip\ndata: 34\n\nevent: head\ndata: 0123456\n\n";
   const char *want = "event 'skip' '' cut @22\nevent 'skip' '34' @44\nevent 'head' '0123456' @71\n"
                      "asked: skip \n";
-  ts_split_check("keep cleared in the callback", in, strlen(in), unkeep_run, NULL, want);
-  ts_split_check_cuts("keep cleared in the callback", in, strlen(in), unkeep_run, NULL, want);
+  check_splits("keep cleared in the callback", in, strlen(in), unkeep_run, NULL, want);
 }
 END_TEST
 
@@ -1154,6 +1268,8 @@ static Suite *sse_suite(void) {
   tcase_add_test(tc, test_no_alloc);
   tcase_add_test(tc, test_zero_copy);
   tcase_add_test(tc, test_whole_event_views);
+  tcase_add_test(tc, test_line_end_positions);
+  tcase_add_test(tc, test_simd_choice);
   tcase_add_test(tc, test_in_place);
   tcase_add_test(tc, test_api);
   tcase_add_test(tc, test_abort);
