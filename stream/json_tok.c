@@ -411,6 +411,15 @@ str_body(ts_json_tok *t, unsigned s, const char *p, const char *end, const char 
   return end;
 }
 
+/* A call that reports nothing: after an error or finish (the bytes still count, so
+ * ts_json_tok_offset is the bytes fed however they were chunked), or an empty chunk. */
+__attribute__((noinline, cold)) static int feed_idle(ts_json_tok *t, size_t len) {
+  const unsigned state = t->state;
+  if (state < S_FINISHED) return TS_E_OK;
+  t->pos += len;
+  return state == S_ERROR ? t->err : TS_E_JSON_FINISHED;
+}
+
 /* The state machine. `sp`, if not NULL, says that the chunk begins inside a plain
  * string body whose scan already stopped at sp. Grammar points are labels; the common
  * transitions jump straight to the next one, and each label saves its own state when
@@ -418,22 +427,20 @@ str_body(ts_json_tok *t, unsigned s, const char *p, const char *end, const char 
  * (the callback sees t->pos and t->depth as they were when feed was called). */
 __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *buf, size_t len,
                                                   const char *sp) {
+  /* first, so that the early return needs none of the registers the machine saves */
+  if (__builtin_expect(t->state >= S_FINISHED || len == 0, 0)) return feed_idle(t, len);
   unsigned state = t->state;
-  if (state >= S_FINISHED) {
-    /* still counted: ts_json_tok_offset is the bytes fed, however they were chunked */
-    t->pos += len;
-    return state == S_ERROR ? t->err : TS_E_JSON_FINISHED;
-  }
-  if (len == 0) return TS_E_OK;
-
   const char *p = buf;
   const char *const end = buf + len;
   const uint64_t base = t->pos;
   const uint64_t bias = base - (uint64_t)(uintptr_t)buf;
   uint32_t depth = t->depth;
   unsigned obj = t->in_obj;     /* the innermost container is an object */
-  unsigned first = t->tok.flags; /* TS_JSON_FIRST until the open token reports a fragment */
-  unsigned skind = t->tok.kind;  /* TS_JSON_KEY or TS_JSON_STRING, inside a string */
+  /* The open token's first-ness (TS_JSON_FIRST until it reports a fragment) and kind
+   * (TS_JSON_KEY or TS_JSON_STRING): read from t->tok only where a chunk resumes inside
+   * a token and written back only where one ends inside a token, so a chunk that
+   * starts and ends between tokens neither loads nor stores them. */
+  unsigned first = 0, skind = 0;
   const char *frag = buf; /* start of the key/string/number text in this chunk */
   int err = 0;
   unsigned sub; /* the string DFA's state where the lexer starts */
@@ -470,9 +477,16 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   }
 
   if (sp) {
+    first = t->tok.flags;
+    skind = t->tok.kind;
     p = sp; /* a string's closing quote */
     goto str_quote;
   }
+  /* resuming inside a string or a number: its token's first-ness and kind too */
+#define RESUME_TOK(label) \
+  first = t->tok.flags;   \
+  skind = t->tok.kind;    \
+  goto label
   switch (state) {
     case S_VALUE: goto g_value;
     case S_VALUE_OR_AEND: goto g_value_or_aend;
@@ -481,17 +495,18 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
     case S_COLON: goto g_colon;
     case S_AFTER: goto g_after;
     case S_DONE: goto g_done;
-    case S_STR: goto str_resume;
-    case S_NUM_MINUS: goto n_minus;
-    case S_NUM_ZERO: goto n_zero;
-    case S_NUM_INT: goto n_int;
-    case S_NUM_DOT: goto n_dot;
-    case S_NUM_FRAC: goto n_frac;
-    case S_NUM_E: goto n_e;
-    case S_NUM_ESIGN: goto n_esign;
-    case S_NUM_EXP: goto n_exp;
+    case S_STR: RESUME_TOK(str_resume);
+    case S_NUM_MINUS: RESUME_TOK(n_minus);
+    case S_NUM_ZERO: RESUME_TOK(n_zero);
+    case S_NUM_INT: RESUME_TOK(n_int);
+    case S_NUM_DOT: RESUME_TOK(n_dot);
+    case S_NUM_FRAC: RESUME_TOK(n_frac);
+    case S_NUM_E: RESUME_TOK(n_e);
+    case S_NUM_ESIGN: RESUME_TOK(n_esign);
+    case S_NUM_EXP: RESUME_TOK(n_exp);
     default: goto lit_resume;
   }
+#undef RESUME_TOK
 
   /* ---- grammar ---- */
 g_value: /* a value must come */
@@ -638,7 +653,7 @@ str_quote:
 str_chunk_end:
   state = S_STR;
   if (p != frag) EMIT_FRAG(skind, p, 0);
-  goto out;
+  goto out_tok;
 
   /* ---- numbers ---- */
 num_open:
@@ -734,7 +749,8 @@ num_end:
   goto after_value;
 num_chunk_end:
   if (p != frag) EMIT_FRAG(TS_JSON_NUMBER, p, 0);
-  goto out;
+  skind = TS_JSON_NUMBER;
+  goto out_tok;
 
   /* ---- literals ---- */
 lit_open:
@@ -760,14 +776,15 @@ lit_resume: {
   goto after_value;
 }
 
+out_tok:
+  /* the chunk ended inside a string or a number: its token, for the next call */
+  t->tok.flags = (uint8_t)first;
+  t->tok.kind = (uint8_t)skind;
+  t->tok.depth = depth;
 out:
   t->state = (uint8_t)state;
   t->depth = depth;
   t->in_obj = (uint8_t)obj;
-  /* the open token, for the next call (kind matters only inside a string) */
-  t->tok.flags = (uint8_t)first;
-  t->tok.kind = (uint8_t)skind;
-  t->tok.depth = depth;
   t->pos = base + len;
   return TS_E_OK;
 
