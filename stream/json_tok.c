@@ -265,6 +265,105 @@ static inline unsigned utf8_len(const char *p) {
   return 0;
 }
 
+/* ---- the 32-byte scan (AVX2, chosen at run time) -------------------------------------
+ * A long string body (a file's content) is scanned 32 bytes a step when the CPU has
+ * AVX2: the same masks and the same walk as scan_string's 16-byte blocks, so it steps
+ * over exactly the same escapes and characters and stops at exactly the same bytes. It
+ * is compiled for AVX2 alone (a target attribute) and called only when cpuid says AVX2
+ * is there (wide_scan, set once at load), so a binary built for plain x86-64 runs
+ * anywhere; without it, or off x86-64, the 16-byte scan does all the work. It is out of
+ * line (an AVX2 function cannot be inlined into the others), so scan_string enters it
+ * only for a string that its first 16-byte block did not end and that has more than 32
+ * bytes left in the chunk: short strings never pay the call. */
+#if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__) && !defined(TS_NO_AVX2)
+#define TS_WIDE_SCAN 1
+#include <immintrin.h>
+
+/* 1 while the 32-byte scan is in use; set before main from cpuid (and by tests). */
+static int wide_scan;
+
+__attribute__((constructor)) static void wide_scan_pick(void) {
+  __builtin_cpu_init();
+  wide_scan = __builtin_cpu_supports("avx2") != 0;
+}
+
+/* Needs end - p > 32 and p between characters. Returns the first byte in [p, end) the
+ * body must stop at, or the first point between characters with 32 bytes or fewer left
+ * (the caller's 16-byte scan takes those). A block is scanned only while p[32] is in
+ * the chunk, so an escape that starts at a block's last byte is read whole.
+ *
+ * Beyond scan_string's walk, one-character escapes cost nothing per escape here when
+ * their backslash starts a run (no backslash just before it): the block's bytes shifted
+ * by one (a second load at p + 1) are classified with two nibble lookups (vpshufb) as
+ * "one of \" \\ / b f n r t", and a run's first backslash followed by one is a whole
+ * escape, so both its bits are cleared before the walk. That is exactly what the walk
+ * would have stepped over: the scan is between characters at every block start and
+ * after every step, the first backslash of a run, if the walk reaches it, starts an
+ * escape (no escape or UTF-8 character holds a backslash after its first byte, and the
+ * walk stops for good at anything it cannot step over), and its DFA step from ES is
+ * the set above. The rest of a run, \u and everything else are left to the walk. */
+__attribute__((target("avx2"), noinline)) static const char *scan_wide(const char *p,
+                                                                      const char *end) {
+  const __m256i two = _mm256_set1_epi8(2);
+  const __m256i bslash = _mm256_set1_epi8('\\');
+  const __m256i k21 = _mm256_set1_epi8(0x21);
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  /* the escape letters by nibbles: bit 0 for 0x2_ ('"' '/'), 1 for 0x5_ ('\\'), 2 for
+   * 0x6_ (b f n), 3 for 0x7_ (r t); a byte is one iff lo[low] & hi[high] */
+  const __m256i lo = _mm256_setr_epi8(0, 0, 1 | 4 | 8, 0, 8, 0, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1,
+                                      0, 0, 1 | 4 | 8, 0, 8, 0, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1);
+  const __m256i hi = _mm256_setr_epi8(0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0,
+                                      0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0);
+  do {
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    const __m256i b = _mm256_cmpeq_epi8(v, bslash);
+    /* as in scan_string: v ^ 2 < 0x21 (signed) is '"', the control bytes and 0x80-0xff */
+    const uint64_t bs = (uint32_t)_mm256_movemask_epi8(b);
+    uint64_t m = (uint32_t)_mm256_movemask_epi8(
+        _mm256_or_si256(b, _mm256_cmpgt_epi8(k21, _mm256_xor_si256(v, two))));
+    unsigned adv = 32;
+    if (bs) {
+      /* a run's first backslash whose next byte is an escape letter: a whole escape */
+      const __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(p + 1));
+      const __m256i cls = _mm256_and_si256(
+          _mm256_shuffle_epi8(lo, _mm256_and_si256(w, nib)),
+          _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(w, 4), nib)));
+      const uint64_t letter =
+          (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(cls, _mm256_setzero_si256()));
+      const uint64_t one = bs & letter & ~(bs << 1);
+      m &= ~(one | one << 1);
+      if (one >> 31) adv = 33; /* the last byte's escape ends at p[32] */
+    }
+    while (m) {
+      const unsigned i = (unsigned)__builtin_ctzll(m);
+      unsigned n = 2;
+      if (!((bs >> i) & 1)) {
+        if ((uint8_t)p[i] < 0x80 || end - (p + i) < 4 || !(n = utf8_len(p + i))) return p + i;
+      } else if (!(n = escape_len(p + i, (size_t)(end - (p + i))))) {
+        return p + i;
+      }
+      m &= ~((1ull << (i + n)) - 1u); /* i + n <= 37 */
+      if (i + n > adv) adv = i + n; /* it may run into the next block */
+    }
+    p += adv;
+  } while (end - p > 32);
+  return p;
+}
+
+int ts__json_tok_wide(int on) {
+  if (on >= 0) {
+    __builtin_cpu_init();
+    wide_scan = on && __builtin_cpu_supports("avx2");
+  }
+  return wide_scan;
+}
+#else
+int ts__json_tok_wide(int on) {
+  (void)on;
+  return 0;
+}
+#endif
+
 /* Returns the first byte in [p, end) that a string body must stop at, or end. `buf`
  * is the start of the chunk: bytes in [buf, p) may be read again (never past end).
  *
@@ -309,6 +408,15 @@ scan_string(const char *p, const char *end, const char *buf) {
       adv = i + n > 16 ? i + n : 16; /* they may run into the next block */
     }
     p += adv;
+#if defined(TS_WIDE_SCAN)
+    /* a string the first block did not end, with more than 32 bytes left: the rest of
+     * it 32 bytes a step (scan_wide stops where this loop would; what it leaves, this
+     * loop finishes) */
+    if (wide_scan && end - p > 32) {
+      p = scan_wide(p, end);
+      if (end - p > 32) return p;
+    }
+#endif
   }
   if (p >= end) return end;
   if (end - buf >= 16) {

@@ -173,4 +173,10 @@ static inline uint64_t ts_json_tok_offset(const ts_json_tok *t) { return t->pos;
  * finish or at the whitespace after it). */
 int ts_json_tok_done(const ts_json_tok *t);
 
+/* For tests and benchmarks only: the 32-byte (AVX2) string scan. `on` 0 turns it off
+ * (every string body is then scanned 16 bytes at a time, as on a CPU without AVX2), 1
+ * turns it on where the CPU has AVX2 (the default, chosen at load), -1 only asks.
+ * Returns whether it is in use. Process-wide; not for use while another thread feeds. */
+int ts__json_tok_wide(int on);
+
 #endif /* TS_JSON_TOK_H */
