@@ -287,16 +287,16 @@ __attribute__((constructor)) static void wide_scan_pick(void) {
   wide_scan = __builtin_cpu_supports("avx2") != 0;
 }
 
-/* Needs end - p > 32 and p between characters. Returns the first byte in [p, end) the
- * body must stop at, or the first point between characters with 32 bytes or fewer left
- * (the caller's 16-byte scan takes those). A block is scanned only while p[32] is in
- * the chunk, so an escape that starts at a block's last byte is read whole.
+/* Needs end - p >= 32 and p between characters. Returns the first byte in [p, end) the
+ * body must stop at, or the first point between characters with fewer than 32 bytes
+ * left (the caller's 16-byte scan takes those). A backslash at the chunk's last byte
+ * stops it (its escape is the next chunk's: the DFA keeps the state).
  *
  * Beyond scan_string's walk, one-character escapes cost nothing per escape here when
- * their backslash starts a run (no backslash just before it): the block's bytes shifted
- * by one (a second load at p + 1) are classified with two nibble lookups (vpshufb) as
- * "one of \" \\ / b f n r t", and a run's first backslash followed by one is a whole
- * escape, so both its bits are cleared before the walk. That is exactly what the walk
+ * their backslash starts a run (no backslash just before it): the block's bytes are
+ * classified with two nibble lookups (vpshufb) as "one of \" \\ / b f n r t", and a
+ * run's first backslash followed by one in the block is a whole escape, so both its
+ * bits are cleared before the walk (a backslash at the block's last byte is the walk's). That is exactly what the walk
  * would have stepped over: the scan is between characters at every block start and
  * after every step, the first backslash of a run, if the walk reaches it, starts an
  * escape (no escape or UTF-8 character holds a backslash after its first byte, and the
@@ -324,29 +324,27 @@ __attribute__((target("avx2"), noinline)) static const char *scan_wide(const cha
     unsigned adv = 32;
     if (bs) {
       /* a run's first backslash whose next byte is an escape letter: a whole escape */
-      const __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(p + 1));
       const __m256i cls = _mm256_and_si256(
-          _mm256_shuffle_epi8(lo, _mm256_and_si256(w, nib)),
-          _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(w, 4), nib)));
+          _mm256_shuffle_epi8(lo, _mm256_and_si256(v, nib)),
+          _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)));
       const uint64_t letter =
           (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(cls, _mm256_setzero_si256()));
-      const uint64_t one = bs & letter & ~(bs << 1);
+      const uint64_t one = bs & letter >> 1 & ~(bs << 1);
       m &= ~(one | one << 1);
-      if (one >> 31) adv = 33; /* the last byte's escape ends at p[32] */
     }
     while (m) {
       const unsigned i = (unsigned)__builtin_ctzll(m);
       unsigned n = 2;
       if (!((bs >> i) & 1)) {
         if ((uint8_t)p[i] < 0x80 || end - (p + i) < 4 || !(n = utf8_len(p + i))) return p + i;
-      } else if (!(n = escape_len(p + i, (size_t)(end - (p + i))))) {
+      } else if (end - (p + i) < 2 || !(n = escape_len(p + i, (size_t)(end - (p + i))))) {
         return p + i;
       }
       m &= ~((1ull << (i + n)) - 1u); /* i + n <= 37 */
       if (i + n > adv) adv = i + n; /* it may run into the next block */
     }
     p += adv;
-  } while (end - p > 32);
+  } while (end - p >= 32);
   return p;
 }
 
@@ -409,7 +407,7 @@ scan_string(const char *p, const char *end, const char *buf) {
     }
     p += adv;
 #if defined(TS_WIDE_SCAN)
-    /* a string the first block did not end, with more than 32 bytes left: the rest of
+    /* a string the first block did not end, with 32 bytes or more left: the rest of
      * it 32 bytes a step (scan_wide stops where this loop would; what it leaves, this
      * loop finishes) */
     if (wide_scan && end - p > 32) {
@@ -984,10 +982,11 @@ static inline const char *short_at(const char *buf, size_t len, unsigned ok) {
 /* The chunk [buf, buf + len) continues a string. If it holds no closing quote and no
  * error, it is one fragment; otherwise the machine takes over at the quote, or the
  * error is recorded here. */
-__attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, size_t len) {
+__attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, size_t len,
+                                              const char *from) {
   const char *const end = buf + len;
   int err = 0;
-  const char *p = str_body(t, t->sub, buf, end, buf, &err);
+  const char *p = str_body(t, t->sub, from, end, buf, &err);
   if (__builtin_expect(err != 0, 0)) {
     t->state = S_ERROR;
     t->err = err;
@@ -998,6 +997,16 @@ __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, s
   if (p == end) return str_fragment(t, buf, len);
   return feed_machine(t, buf, len, p);
 }
+
+#if defined(TS_WIDE_SCAN)
+/* A chunk of 32 bytes or more that continues a string between characters. */
+__attribute__((noinline)) static int str_wide(ts_json_tok *t, const char *buf, size_t len) {
+  const char *const p = scan_wide(buf, buf + len);
+  if (p == buf + len) return str_fragment(t, buf, len);
+  if (*p == '"') return feed_machine(t, buf, len, p); /* the string ends: grammar */
+  return str_more(t, buf, len, p);
+}
+#endif
 
 /* Chunks up to this long that continue a string run through the DFA whole, without a
  * test per byte (the exits absorb); longer ones are scanned 16 bytes at a time. */
@@ -1037,7 +1046,12 @@ int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
         return str_fragment(t, buf, len);
       }
     }
-    if (len) return str_more(t, buf, len);
+#if defined(TS_WIDE_SCAN)
+    /* 32 bytes or more continuing a string between characters: a long string, so 32
+     * bytes a step from the start; what scan_wide leaves, str_more finishes */
+    if (len >= 32 && s == 32 * D_PL && wide_scan) return str_wide(t, buf, len);
+#endif
+    if (len) return str_more(t, buf, len, buf);
   }
   return feed_machine(t, buf, len, NULL);
 }
