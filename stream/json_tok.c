@@ -278,7 +278,8 @@ static inline unsigned utf8_len(const char *p) {
  * anywhere; without it, or off x86-64, the 16-byte scan does all the work. It is out of
  * line (an AVX2 function cannot be inlined into the others), so scan_string enters it
  * only for a string that its first 16-byte block did not end and that has more than 32
- * bytes left in the chunk: short strings never pay the call. */
+ * bytes left in the chunk (short strings never pay the call), and feed for a chunk of
+ * 32 bytes or more that continues a string (str_wide). */
 #if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__) && !defined(TS_NO_AVX2)
 #define TS_WIDE_SCAN 1
 #include <immintrin.h>
@@ -300,12 +301,13 @@ __attribute__((constructor)) static void wide_scan_pick(void) {
  * their backslash starts a run (no backslash just before it): the block's bytes are
  * classified with two nibble lookups (vpshufb) as "one of \" \\ / b f n r t", and a
  * run's first backslash followed by one in the block is a whole escape, so both its
- * bits are cleared before the walk (a backslash at the block's last byte is the walk's). That is exactly what the walk
- * would have stepped over: the scan is between characters at every block start and
- * after every step, the first backslash of a run, if the walk reaches it, starts an
- * escape (no escape or UTF-8 character holds a backslash after its first byte, and the
- * walk stops for good at anything it cannot step over), and its DFA step from ES is
- * the set above. The rest of a run, \u and everything else are left to the walk. */
+ * bits are cleared before the walk (a backslash at the block's last byte is the
+ * walk's). That is exactly what the walk would have stepped over: the scan is between
+ * characters at every block start and after every step, the first backslash of a run,
+ * if the walk reaches it, starts an escape (no escape or UTF-8 character holds a
+ * backslash after its first byte, and the walk stops for good at anything it cannot
+ * step over), and its DFA step from ES is the set above. The rest of a run, \u and
+ * everything else are left to the walk. */
 __attribute__((target("avx2"), noinline)) static const char *scan_wide(const char *p,
                                                                       const char *end) {
   const __m256i two = _mm256_set1_epi8(2);
