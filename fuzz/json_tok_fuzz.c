@@ -7,6 +7,10 @@
  * must not depend on chunking, nor the offset reported after a sticky error). A token
  * the error cut short may have reported its first fragments in one run (they were valid
  * when they were read) and not in the other: that unfinished token is left out.
+ *
+ * Four runs: whole; in the chosen chunks (1..32 bytes); in chunks three times as long
+ * (3..96: long enough for the 32-byte string scan inside a chunk); and whole with the
+ * 32-byte (AVX2) scan turned off, so the 16-byte scan is checked against it too.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -42,13 +46,14 @@ static int on_token(void *user, const ts_json_token *tok) {
   return 0;
 }
 
-static void run(const uint8_t *in, size_t n, ts_fuzz_chunks *chunks, trace *t) {
+static void run(const uint8_t *in, size_t n, ts_fuzz_chunks *chunks, size_t scale, trace *t) {
   ts_buf_init(&t->out, 64u << 20);
   t->in_fragment = 0;
   ts_json_tok tok;
   ts_json_tok_init(&tok, 64, on_token, t);
   for (size_t at = 0; at < n;) {
-    size_t k = chunks ? ts_fuzz_chunks_next(chunks, n - at) : n - at;
+    size_t k = chunks ? ts_fuzz_chunks_next(chunks, n - at) * scale : n - at;
+    if (k > n - at) k = n - at;
     (void)ts_json_tok_feed(&tok, (const char *)in + at, k); /* on after an error, as a caller may */
     at += k;
   }
@@ -69,11 +74,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 8) return 0;
   ts_fuzz_chunks chunks;
   ts_fuzz_chunks_init(&chunks, data, 8);
-  trace whole, split;
-  run(data + 8, size - 8, NULL, &whole);
-  run(data + 8, size - 8, &chunks, &split);
+  trace whole, split, longer, narrow;
+  run(data + 8, size - 8, NULL, 1, &whole);
+  run(data + 8, size - 8, &chunks, 1, &split);
+  ts_fuzz_chunks_init(&chunks, data, 8);
+  run(data + 8, size - 8, &chunks, 3, &longer);
+  const int wide = ts__json_tok_wide(-1);
+  ts__json_tok_wide(0);
+  run(data + 8, size - 8, NULL, 1, &narrow);
+  ts__json_tok_wide(wide);
   ts_fuzz_same("json_tok", &whole.out, &split.out);
+  ts_fuzz_same("json_tok (chunks x3)", &whole.out, &longer.out);
+  ts_fuzz_same("json_tok (16-byte scan)", &whole.out, &narrow.out);
   ts_buf_fini(&whole.out);
   ts_buf_fini(&split.out);
+  ts_buf_fini(&longer.out);
+  ts_buf_fini(&narrow.out);
   return 0;
 }

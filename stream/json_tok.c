@@ -28,7 +28,11 @@
  * steps only over what the DFA would take from "between characters" back to it, and
  * leaves everything it refuses to the DFA, so errors are found at the same byte. The DFA's state is all a string
  * needs between chunks, and its error exits find an error at the same byte whatever
- * the chunking. Elsewhere a word-at-a-time scan does the scanning.
+ * the chunking. Where the CPU has AVX2 (asked once, at load), a long string is scanned
+ * 32 bytes a step instead (scan_wide: the same walk, and one-character escapes at the
+ * start of a backslash run cleared by a table lookup on the whole block, not one step
+ * of the walk each); a short string, which ends in its first 16-byte block, never
+ * enters it. Elsewhere a word-at-a-time scan does the scanning.
  *
  * Per-call cost matters as much as per-byte cost: models send deltas of a few bytes,
  * and there the fixed cost of a call is most of the cost. So a chunk that continues a
@@ -265,6 +269,105 @@ static inline unsigned utf8_len(const char *p) {
   return 0;
 }
 
+/* ---- the 32-byte scan (AVX2, chosen at run time) -------------------------------------
+ * A long string body (a file's content) is scanned 32 bytes a step when the CPU has
+ * AVX2: the same masks and the same walk as scan_string's 16-byte blocks, so it steps
+ * over exactly the same escapes and characters and stops at exactly the same bytes. It
+ * is compiled for AVX2 alone (a target attribute) and called only when cpuid says AVX2
+ * is there (wide_scan, set once at load), so a binary built for plain x86-64 runs
+ * anywhere; without it, or off x86-64, the 16-byte scan does all the work. It is out of
+ * line (an AVX2 function cannot be inlined into the others), so scan_string enters it
+ * only for a string that its first 16-byte block did not end and that has more than 32
+ * bytes left in the chunk (short strings never pay the call), and feed for a chunk of
+ * 32 bytes or more that continues a string (str_wide). */
+#if defined(__x86_64__) && defined(__SSE2__) && defined(__GNUC__) && !defined(TS_NO_AVX2)
+#define TS_WIDE_SCAN 1
+#include <immintrin.h>
+
+/* 1 while the 32-byte scan is in use; set before main from cpuid (and by tests). */
+static int wide_scan;
+
+__attribute__((constructor)) static void wide_scan_pick(void) {
+  __builtin_cpu_init();
+  wide_scan = __builtin_cpu_supports("avx2") != 0;
+}
+
+/* Needs end - p >= 32 and p between characters. Returns the first byte in [p, end) the
+ * body must stop at, or the first point between characters with fewer than 32 bytes
+ * left (the caller's 16-byte scan takes those). A backslash at the chunk's last byte
+ * stops it (its escape is the next chunk's: the DFA keeps the state).
+ *
+ * Beyond scan_string's walk, one-character escapes cost nothing per escape here when
+ * their backslash starts a run (no backslash just before it): the block's bytes are
+ * classified with two nibble lookups (vpshufb) as "one of \" \\ / b f n r t", and a
+ * run's first backslash followed by one in the block is a whole escape, so both its
+ * bits are cleared before the walk (a backslash at the block's last byte is the
+ * walk's). That is exactly what the walk would have stepped over: the scan is between
+ * characters at every block start and after every step, the first backslash of a run,
+ * if the walk reaches it, starts an escape (no escape or UTF-8 character holds a
+ * backslash after its first byte, and the walk stops for good at anything it cannot
+ * step over), and its DFA step from ES is the set above. The rest of a run, \u and
+ * everything else are left to the walk. */
+__attribute__((target("avx2"), noinline)) static const char *scan_wide(const char *p,
+                                                                      const char *end) {
+  const __m256i two = _mm256_set1_epi8(2);
+  const __m256i bslash = _mm256_set1_epi8('\\');
+  const __m256i k21 = _mm256_set1_epi8(0x21);
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  /* the escape letters by nibbles: bit 0 for 0x2_ ('"' '/'), 1 for 0x5_ ('\\'), 2 for
+   * 0x6_ (b f n), 3 for 0x7_ (r t); a byte is one iff lo[low] & hi[high] */
+  const __m256i lo = _mm256_setr_epi8(0, 0, 1 | 4 | 8, 0, 8, 0, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1,
+                                      0, 0, 1 | 4 | 8, 0, 8, 0, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1);
+  const __m256i hi = _mm256_setr_epi8(0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0,
+                                      0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0);
+  do {
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    const __m256i b = _mm256_cmpeq_epi8(v, bslash);
+    /* as in scan_string: v ^ 2 < 0x21 (signed) is '"', the control bytes and 0x80-0xff */
+    const uint64_t bs = (uint32_t)_mm256_movemask_epi8(b);
+    uint64_t m = (uint32_t)_mm256_movemask_epi8(
+        _mm256_or_si256(b, _mm256_cmpgt_epi8(k21, _mm256_xor_si256(v, two))));
+    unsigned adv = 32;
+    if (bs) {
+      /* a run's first backslash whose next byte is an escape letter: a whole escape */
+      const __m256i cls = _mm256_and_si256(
+          _mm256_shuffle_epi8(lo, _mm256_and_si256(v, nib)),
+          _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)));
+      const uint64_t letter =
+          (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(cls, _mm256_setzero_si256()));
+      const uint64_t one = bs & letter >> 1 & ~(bs << 1);
+      m &= ~(one | one << 1);
+    }
+    while (m) {
+      const unsigned i = (unsigned)__builtin_ctzll(m);
+      unsigned n = 2;
+      if (!((bs >> i) & 1)) {
+        if ((uint8_t)p[i] < 0x80 || end - (p + i) < 4 || !(n = utf8_len(p + i))) return p + i;
+      } else if (end - (p + i) < 2 || !(n = escape_len(p + i, (size_t)(end - (p + i))))) {
+        return p + i;
+      }
+      m &= ~((1ull << (i + n)) - 1u); /* i + n <= 37 */
+      if (i + n > adv) adv = i + n; /* it may run into the next block */
+    }
+    p += adv;
+  } while (end - p >= 32);
+  return p;
+}
+
+int ts__json_tok_wide(int on) {
+  if (on >= 0) {
+    __builtin_cpu_init();
+    wide_scan = on && __builtin_cpu_supports("avx2");
+  }
+  return wide_scan;
+}
+#else
+int ts__json_tok_wide(int on) {
+  (void)on;
+  return 0;
+}
+#endif
+
 /* Returns the first byte in [p, end) that a string body must stop at, or end. `buf`
  * is the start of the chunk: bytes in [buf, p) may be read again (never past end).
  *
@@ -309,6 +412,15 @@ scan_string(const char *p, const char *end, const char *buf) {
       adv = i + n > 16 ? i + n : 16; /* they may run into the next block */
     }
     p += adv;
+#if defined(TS_WIDE_SCAN)
+    /* a string the first block did not end, with 32 bytes or more left: the rest of
+     * it 32 bytes a step (scan_wide stops where this loop would; what it leaves, this
+     * loop finishes) */
+    if (wide_scan && end - p > 32) {
+      p = scan_wide(p, end);
+      if (end - p > 32) return p;
+    }
+#endif
   }
   if (p >= end) return end;
   if (end - buf >= 16) {
@@ -411,6 +523,15 @@ str_body(ts_json_tok *t, unsigned s, const char *p, const char *end, const char 
   return end;
 }
 
+/* A call that reports nothing: after an error or finish (the bytes still count, so
+ * ts_json_tok_offset is the bytes fed however they were chunked), or an empty chunk. */
+__attribute__((noinline, cold)) static int feed_idle(ts_json_tok *t, size_t len) {
+  const unsigned state = t->state;
+  if (state < S_FINISHED) return TS_E_OK;
+  t->pos += len;
+  return state == S_ERROR ? t->err : TS_E_JSON_FINISHED;
+}
+
 /* The state machine. `sp`, if not NULL, says that the chunk begins inside a plain
  * string body whose scan already stopped at sp. Grammar points are labels; the common
  * transitions jump straight to the next one, and each label saves its own state when
@@ -418,22 +539,20 @@ str_body(ts_json_tok *t, unsigned s, const char *p, const char *end, const char 
  * (the callback sees t->pos and t->depth as they were when feed was called). */
 __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *buf, size_t len,
                                                   const char *sp) {
+  /* first, so that the early return needs none of the registers the machine saves */
+  if (__builtin_expect(t->state >= S_FINISHED || len == 0, 0)) return feed_idle(t, len);
   unsigned state = t->state;
-  if (state >= S_FINISHED) {
-    /* still counted: ts_json_tok_offset is the bytes fed, however they were chunked */
-    t->pos += len;
-    return state == S_ERROR ? t->err : TS_E_JSON_FINISHED;
-  }
-  if (len == 0) return TS_E_OK;
-
   const char *p = buf;
   const char *const end = buf + len;
   const uint64_t base = t->pos;
   const uint64_t bias = base - (uint64_t)(uintptr_t)buf;
   uint32_t depth = t->depth;
   unsigned obj = t->in_obj;     /* the innermost container is an object */
-  unsigned first = t->tok.flags; /* TS_JSON_FIRST until the open token reports a fragment */
-  unsigned skind = t->tok.kind;  /* TS_JSON_KEY or TS_JSON_STRING, inside a string */
+  /* The open token's first-ness (TS_JSON_FIRST until it reports a fragment) and kind
+   * (TS_JSON_KEY or TS_JSON_STRING): read from t->tok only where a chunk resumes inside
+   * a token and written back only where one ends inside a token, so a chunk that
+   * starts and ends between tokens neither loads nor stores them. */
+  unsigned first = 0, skind = 0;
   const char *frag = buf; /* start of the key/string/number text in this chunk */
   int err = 0;
   unsigned sub; /* the string DFA's state where the lexer starts */
@@ -470,9 +589,16 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   }
 
   if (sp) {
+    first = t->tok.flags;
+    skind = t->tok.kind;
     p = sp; /* a string's closing quote */
     goto str_quote;
   }
+  /* resuming inside a string or a number: its token's first-ness and kind too */
+#define RESUME_TOK(label) \
+  first = t->tok.flags;   \
+  skind = t->tok.kind;    \
+  goto label
   switch (state) {
     case S_VALUE: goto g_value;
     case S_VALUE_OR_AEND: goto g_value_or_aend;
@@ -481,17 +607,18 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
     case S_COLON: goto g_colon;
     case S_AFTER: goto g_after;
     case S_DONE: goto g_done;
-    case S_STR: goto str_resume;
-    case S_NUM_MINUS: goto n_minus;
-    case S_NUM_ZERO: goto n_zero;
-    case S_NUM_INT: goto n_int;
-    case S_NUM_DOT: goto n_dot;
-    case S_NUM_FRAC: goto n_frac;
-    case S_NUM_E: goto n_e;
-    case S_NUM_ESIGN: goto n_esign;
-    case S_NUM_EXP: goto n_exp;
+    case S_STR: RESUME_TOK(str_resume);
+    case S_NUM_MINUS: RESUME_TOK(n_minus);
+    case S_NUM_ZERO: RESUME_TOK(n_zero);
+    case S_NUM_INT: RESUME_TOK(n_int);
+    case S_NUM_DOT: RESUME_TOK(n_dot);
+    case S_NUM_FRAC: RESUME_TOK(n_frac);
+    case S_NUM_E: RESUME_TOK(n_e);
+    case S_NUM_ESIGN: RESUME_TOK(n_esign);
+    case S_NUM_EXP: RESUME_TOK(n_exp);
     default: goto lit_resume;
   }
+#undef RESUME_TOK
 
   /* ---- grammar ---- */
 g_value: /* a value must come */
@@ -638,7 +765,7 @@ str_quote:
 str_chunk_end:
   state = S_STR;
   if (p != frag) EMIT_FRAG(skind, p, 0);
-  goto out;
+  goto out_tok;
 
   /* ---- numbers ---- */
 num_open:
@@ -734,7 +861,8 @@ num_end:
   goto after_value;
 num_chunk_end:
   if (p != frag) EMIT_FRAG(TS_JSON_NUMBER, p, 0);
-  goto out;
+  skind = TS_JSON_NUMBER;
+  goto out_tok;
 
   /* ---- literals ---- */
 lit_open:
@@ -760,14 +888,15 @@ lit_resume: {
   goto after_value;
 }
 
+out_tok:
+  /* the chunk ended inside a string or a number: its token, for the next call */
+  t->tok.flags = (uint8_t)first;
+  t->tok.kind = (uint8_t)skind;
+  t->tok.depth = depth;
 out:
   t->state = (uint8_t)state;
   t->depth = depth;
   t->in_obj = (uint8_t)obj;
-  /* the open token, for the next call (kind matters only inside a string) */
-  t->tok.flags = (uint8_t)first;
-  t->tok.kind = (uint8_t)skind;
-  t->tok.depth = depth;
   t->pos = base + len;
   return TS_E_OK;
 
@@ -859,10 +988,11 @@ static inline const char *short_at(const char *buf, size_t len, unsigned ok) {
 /* The chunk [buf, buf + len) continues a string. If it holds no closing quote and no
  * error, it is one fragment; otherwise the machine takes over at the quote, or the
  * error is recorded here. */
-__attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, size_t len) {
+__attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, size_t len,
+                                              const char *from) {
   const char *const end = buf + len;
   int err = 0;
-  const char *p = str_body(t, t->sub, buf, end, buf, &err);
+  const char *p = str_body(t, t->sub, from, end, buf, &err);
   if (__builtin_expect(err != 0, 0)) {
     t->state = S_ERROR;
     t->err = err;
@@ -873,6 +1003,16 @@ __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, s
   if (p == end) return str_fragment(t, buf, len);
   return feed_machine(t, buf, len, p);
 }
+
+#if defined(TS_WIDE_SCAN)
+/* A chunk of 32 bytes or more that continues a string between characters. */
+__attribute__((noinline)) static int str_wide(ts_json_tok *t, const char *buf, size_t len) {
+  const char *const p = scan_wide(buf, buf + len);
+  if (p == buf + len) return str_fragment(t, buf, len);
+  if (*p == '"') return feed_machine(t, buf, len, p); /* the string ends: grammar */
+  return str_more(t, buf, len, p);
+}
+#endif
 
 /* Chunks up to this long that continue a string run through the DFA whole, without a
  * test per byte (the exits absorb); longer ones are scanned 16 bytes at a time. */
@@ -912,7 +1052,12 @@ int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
         return str_fragment(t, buf, len);
       }
     }
-    if (len) return str_more(t, buf, len);
+#if defined(TS_WIDE_SCAN)
+    /* 32 bytes or more continuing a string between characters: a long string, so 32
+     * bytes a step from the start; what scan_wide leaves, str_more finishes */
+    if (len >= 32 && s == 32 * D_PL && wide_scan) return str_wide(t, buf, len);
+#endif
+    if (len) return str_more(t, buf, len, buf);
   }
   return feed_machine(t, buf, len, NULL);
 }

@@ -67,8 +67,9 @@
  *
  * Cost
  *   Each byte is examined a bounded number of times whatever the chunking. String
- *   bodies are scanned many bytes at a time (SSE2 on x86-64, a portable word-at-a-time
- *   scan elsewhere); on x86-64 escapes and UTF-8 characters held whole in a chunk are
+ *   bodies are scanned many bytes at a time (SSE2 on x86-64, 32 bytes a step with AVX2
+ *   where the CPU has it, chosen at run time; a portable word-at-a-time scan elsewhere);
+ *   on x86-64 escapes and UTF-8 characters held whole in a chunk are
  *   stepped over inside the 16-byte blocks rather than checked byte by byte. A chunk that only continues a string (the common case for a long
  *   argument arriving in deltas) is reported without entering the grammar machine;
  *   a call costs about 31 instructions more than its bytes do, the callback not
@@ -172,5 +173,11 @@ static inline uint64_t ts_json_tok_offset(const ts_json_tok *t) { return t->pos;
 /* 1 once the top-level value has completed (a top-level number completes only at
  * finish or at the whitespace after it). */
 int ts_json_tok_done(const ts_json_tok *t);
+
+/* For tests and benchmarks only: the 32-byte (AVX2) string scan. `on` 0 turns it off
+ * (every string body is then scanned 16 bytes at a time, as on a CPU without AVX2), 1
+ * turns it on where the CPU has AVX2 (the default, chosen at load), -1 only asks.
+ * Returns whether it is in use. Process-wide; not for use while another thread feeds. */
+int ts__json_tok_wide(int on);
 
 #endif /* TS_JSON_TOK_H */

@@ -1398,6 +1398,28 @@ START_TEST(test_string_scan) {
 }
 END_TEST
 
+/* Clusters of escapes and characters for the string scans' tests: the first 16 are
+ * valid, the rest each hold one error. */
+/* In C source: "\\\\" is two backslashes (one escaped backslash), and so on. */
+static const char *const clusters[] = {
+    "\\\\", "\\\\\\\\", "\\\\\\\\\\\\", "\\\\\\\"", "\\\\\\\\\\\\\\\"", "\\\\\\\\\\\\\\\\\\\\\\\\",
+    "\\\\\\\\\\\\\\\\\\\\\\n", "\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"",
+    "\\n\\t\\r\\b\\f\\/\\\\\\\"", "\\\\\\\\\\\"\\\\",
+    "\\\\\\u00e9\\\\", "\\u00e9\\n\\uD83D\\uDE00\\t",
+    "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xDF\xBF\xEF\xBF\xBF\xF4\x8F\xBF\xBF",
+    "\xE2\x82\xAC\\n\xC3\xA9\\\"\xF0\x9F\x98\x80\\\\",
+    "\xED\x9F\xBF\xEE\x80\x80\xE0\xA0\x80\xF0\x90\x80\x80\xC2\x80",
+    "\\uABCD\\uabcd\\u0000\\uD7FF\\uE000\\udbff\\udc00\\u00E9\\ud7ff\\uFFFF",
+    /* bad (from the 17th on): each is found by the DFA at the byte it always finds it at */
+    "\\n\\q", "\\\\\\\\\\x", "\\n\\\x01", "\xC3\xA9\xC3\x28", "\xE2\x82\xAC\xED\xA0\x80",
+    "\xE0\x9F\xBF", "\xF0\x8F\xBF\xBF", "\xF4\x90\x80\x80", "\xC1\xBF", "\xC3\xA9\x80",
+    "\xE2\x82", "\xF0\x9F\x98\\n", "\\n\x1F\\n", "\\u12G4", "\xFF\\n", "\\\\\\",
+    "\\uDC00", "\\udfff", "\\u00e\\n", "\\uD800\\n", "\\u00G0",
+};
+
+#define NGOOD 16
+#define NCLUSTERS (sizeof clusters / sizeof clusters[0])
+
 /* The string scan's mask walk (json_tok.c, scan_string): inside each 16-byte block it
  * steps over one-character escapes and whole UTF-8 characters without leaving the
  * block, resolves runs of backslashes pair by pair, lets an escape or a character run
@@ -1408,24 +1430,8 @@ END_TEST
  * blocks before and after them, fed whole, byte by byte and at every split 2..31: the
  * same tokens and errors, at the same offsets, as the reference. */
 START_TEST(test_string_masks) {
-  /* In C source: "\\\\" is two backslashes (one escaped backslash), and so on. */
-  static const char *const clusters[] = {
-      "\\\\", "\\\\\\\\", "\\\\\\\\\\\\", "\\\\\\\"", "\\\\\\\\\\\\\\\"", "\\\\\\\\\\\\\\\\\\\\\\\\",
-      "\\\\\\\\\\\\\\\\\\\\\\n", "\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"",
-      "\\n\\t\\r\\b\\f\\/\\\\\\\"", "\\\\\\\\\\\"\\\\",
-      "\\\\\\u00e9\\\\", "\\u00e9\\n\\uD83D\\uDE00\\t",
-      "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xDF\xBF\xEF\xBF\xBF\xF4\x8F\xBF\xBF",
-      "\xE2\x82\xAC\\n\xC3\xA9\\\"\xF0\x9F\x98\x80\\\\",
-      "\xED\x9F\xBF\xEE\x80\x80\xE0\xA0\x80\xF0\x90\x80\x80\xC2\x80",
-      "\\uABCD\\uabcd\\u0000\\uD7FF\\uE000\\udbff\\udc00\\u00E9\\ud7ff\\uFFFF",
-      /* bad (from the 17th on): each is found by the DFA at the byte it always finds it at */
-      "\\n\\q", "\\\\\\\\\\x", "\\n\\\x01", "\xC3\xA9\xC3\x28", "\xE2\x82\xAC\xED\xA0\x80",
-      "\xE0\x9F\xBF", "\xF0\x8F\xBF\xBF", "\xF4\x90\x80\x80", "\xC1\xBF", "\xC3\xA9\x80",
-      "\xE2\x82", "\xF0\x9F\x98\\n", "\\n\x1F\\n", "\\u12G4", "\xFF\\n", "\\\\\\",
-      "\\uDC00", "\\udfff", "\\u00e\\n", "\\uD800\\n", "\\u00G0",
-  };
   sb s = {0};
-  for (size_t c = 0; c < sizeof clusters / sizeof clusters[0]; c++) {
+  for (size_t c = 0; c < NCLUSTERS; c++) {
     for (size_t at = 0; at <= 33; at++) {
       s.len = 0;
       sb_puts(&s, "[\"");
@@ -1437,7 +1443,7 @@ START_TEST(test_string_masks) {
       sb_puts(&s, "\"]");
       run_t ref;
       ref_parse(s.p, s.len, 0, &ref);
-      CHECK((ref.err != 0) == (c >= 16), "string masks cluster %zu: reference err %d", c, ref.err);
+      CHECK((ref.err != 0) == (c >= NGOOD), "string masks cluster %zu: reference err %d", c, ref.err);
       char label[96];
       snprintf(label, sizeof label, "string masks cluster %zu at %zu", c, at);
       check_all_splits(s.p, s.len, 0, &ref, label);
@@ -1501,6 +1507,79 @@ START_TEST(test_string_across_feeds) {
 }
 END_TEST
 
+/* The 32-byte scan (json_tok.c, scan_wide: AVX2, entered for a string its first 16-byte
+ * block did not end, while more than 32 bytes are left in the chunk; lone one-character
+ * escapes cleared by a nibble lookup before the walk). Each cluster at every offset
+ * 0..100 of a long string, so every cluster byte falls at every position of a 32-byte
+ * block, at a block's last byte (an escape whose letter is the next block's first
+ * byte) and across the hand-back to the 16-byte scan near the chunk's end; lone
+ * escapes beside runs of backslashes; fed whole and in chunks of 33 to 100 bytes (each
+ * long enough for the 32-byte scan) at two phases. The same tokens and errors, at the
+ * same offsets, as the reference. Run with the 32-byte scan on (where the CPU has AVX2)
+ * and off, in the two test cases below. */
+START_TEST(test_string_wide) {
+  static const char *const extra[] = {
+      "\\n\\n\\t\\\\\\n\\\"x\\/\\b\\f\\r", /* lone escapes beside a run */
+      "a\\nb\\\\nc\\\\\\nd\\\\\\\\ne", /* 1..4 backslashes then n */
+      "\\n\\u00e9\\n\\uD83D\\uDE00\\n\xC3\xA9\\n",
+      "\\n\\a", "\\n\\\xC3\xA9", "\\n\\\x01", "x\\", /* bad; the last: an odd run */
+  };
+  static const size_t steps[] = {33, 40, 47, 64, 65, 96, 100};
+  sb s = {0};
+  const size_t n = NCLUSTERS + sizeof extra / sizeof extra[0];
+  for (size_t c = 0; c < n; c++) {
+    const char *cl = c < NCLUSTERS ? clusters[c] : extra[c - NCLUSTERS];
+    const int bad = c < NCLUSTERS ? c >= NGOOD : c >= NCLUSTERS + 3;
+    for (size_t at = 0; at <= 100; at++) {
+      s.len = 0;
+      sb_puts(&s, "{\"k\":\"");
+      for (size_t i = 0; i < at; i++) sb_putc(&s, (char)('a' + i % 26));
+      sb_puts(&s, cl);
+      for (size_t i = 0; i < 70; i++) sb_putc(&s, (char)('A' + i % 26));
+      sb_puts(&s, cl);
+      sb_puts(&s, "\",\"n\":[1,\"");
+      sb_puts(&s, cl); /* a short string too: it ends inside its first blocks */
+      sb_puts(&s, "\"]}");
+      run_t ref, r;
+      ref_parse(s.p, s.len, 0, &ref);
+      CHECK((ref.err != 0) == bad, "string wide cluster %zu: reference err %d", c, ref.err);
+      char what[120];
+      snprintf(what, sizeof what, "string wide cluster %zu at %zu, whole", c, at);
+      run_doc(s.p, s.len, 0, NULL, 0, 0, &r, what);
+      same_runs(&ref, &r, what);
+      run_free(&r);
+      for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        for (size_t phase = 0; phase < 2; phase++) {
+          size_t cuts[64], nc = 0;
+          for (size_t x = phase ? steps[k] / 2 : steps[k]; x < s.len && nc < 64; x += steps[k])
+            cuts[nc++] = x;
+          snprintf(what, sizeof what, "string wide cluster %zu at %zu, chunks of %zu phase %zu",
+                   c, at, steps[k], phase);
+          run_doc(s.p, s.len, 0, cuts, nc, 0, &r, what);
+          same_runs(&ref, &r, what);
+          run_free(&r);
+        }
+      }
+      run_free(&ref);
+    }
+  }
+  free(s.p);
+}
+END_TEST
+
+/* Where the CPU has AVX2, the 32-byte scan is what feed uses unless a test turns it off. */
+START_TEST(test_wide_chosen) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  ck_assert_int_eq(ts__json_tok_wide(-1), __builtin_cpu_supports("avx2") != 0);
+#endif
+  ck_assert_int_eq(ts__json_tok_wide(0), 0);
+  ck_assert_int_eq(ts__json_tok_wide(-1), 0);
+}
+END_TEST
+
+static void wide_off(void) { ts__json_tok_wide(0); }
+
 /* A long document in large chunks: many tokens, no allocation, the same as the reference. */
 START_TEST(test_large) {
   rng = 7;
@@ -1544,7 +1623,21 @@ int main(void) {
   tcase_add_test(tr, test_string_across_feeds);
   tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
+  tcase_add_test(tr, test_string_wide);
+  tcase_add_test(tr, test_wide_chosen);
   suite_add_tcase(s, tr);
+  /* The string scans again with the 32-byte (AVX2) scan off: the 16-byte scan alone, as
+   * on a CPU without AVX2 (unchecked fixture: it runs in each test's own process, and
+   * again before each test when CK_FORK=no). */
+  TCase *tn = tcase_create("16-byte scan");
+  tcase_set_timeout(tn, 240);
+  tcase_add_checked_fixture(tn, wide_off, NULL);
+  tcase_add_test(tn, test_random);
+  tcase_add_test(tn, test_string_scan);
+  tcase_add_test(tn, test_string_masks);
+  tcase_add_test(tn, test_string_wide);
+  tcase_add_test(tn, test_large);
+  suite_add_tcase(s, tn);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
