@@ -156,11 +156,20 @@ void ts__adapter_memo_hit(ts_adapter *a) { a->memo_hits++; }
 int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name) {
   ts_json_shape *memo = ts__adapter_memo(a);
   ts_json_scan_str used;
-  if (!memo || !ts_json_shape_match(memo, text, len, name, &used)) return 0;
-  /* P0's reading (a fragment for the call with P0's key) with this payload's fragment */
+  char buf[TS__ADAPTER_FRAG_BUF];
+  ts_view val;
+  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &used, buf, sizeof buf, &val)) return 0;
+  /* P0's reading (a fragment for the call with P0's key) with this payload's fragment,
+   * decoded by the match itself */
   a->memo_hits++;
-  ts__adapter_nkey_fragment(a, memo->kind, memo->nkey, used.raw, used.escaped);
+  if (memo->kind) ts__adapter_call_args_value(a, ts__adapter_call_by_nkey(a, memo->nkey), &used, val);
   return 1;
+}
+
+void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_scan_str *used, ts_view val) {
+  if (slot < 0) return;
+  if (!val.p && ts__adapter_decode(a, used->raw, used->escaped, &val) < 0) return;
+  ts__adapter_call_args(a, slot, val);
 }
 
 void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len, ts_view name,

@@ -93,8 +93,11 @@ static inline int same(const char *a, const char *b, size_t n) {
   return n == 0 || a[0] == b[0];
 }
 
-int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts_view name,
-                        ts_json_scan_str *used) {
+/* The match, and with buf set the used string decoded in the same walk (match_value). */
+static inline __attribute__((always_inline)) int match(const ts_json_shape *m, const char *text,
+                                                       size_t len, ts_view name,
+                                                       ts_json_scan_str *used, char *buf,
+                                                       size_t cap, ts_view *val) {
   if (!m->len || name.len != m->name_len || !same(name.p, m->name, name.len)) return 0;
   const char *p = text, *end = text + len;
   size_t o0 = 0; /* where P0's next fixed run starts */
@@ -106,8 +109,16 @@ int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts
     const char *v = p, *q;
     if (sp->kind == TS_JSON_SHAPE_STRING) {
       int esc = 0;
-      q = scan_string(p, end, text, &esc); /* p is just after the opening quote (fixed) */
-      if (!q) return 0;
+      if (buf && k == m->used) {
+        ssize_t w = 0;
+        q = scan_string_decode(p, end, text, &esc, buf, cap, &w);
+        if (!q) return 0;
+        /* no escapes: the value is the payload's own bytes; given up: the caller's */
+        *val = !esc ? (ts_view){v, (size_t)(q - v)} : w >= 0 ? (ts_view){buf, (size_t)w} : (ts_view){NULL, 0};
+      } else {
+        q = scan_string(p, end, text, &esc); /* p is just after the opening quote (fixed) */
+        if (!q) return 0;
+      }
       if (k == m->used) {
         used->raw = (ts_view){v, (size_t)(q - v)};
         used->escaped = esc;
@@ -122,4 +133,14 @@ int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts
   size_t run = m->len - o0;
   if ((size_t)(end - p) != run || !same(p, m->text + o0, run)) return 0;
   return 1;
+}
+
+int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                        ts_json_scan_str *used) {
+  return match(m, text, len, name, used, NULL, 0, NULL);
+}
+
+int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                              ts_json_scan_str *used, char *buf, size_t cap, ts_view *val) {
+  return match(m, text, len, name, used, buf, cap, val);
 }

@@ -117,6 +117,16 @@ int ts_json_shape_keep(ts_json_shape *m, const char *text, size_t len, ts_view n
 int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                         ts_json_scan_str *used);
 
+/* The same match, with P's used string also decoded in the same pass over it (the scan
+ * that finds its end; json_scan_impl.h's scan_string_decode): on a match *val is its value,
+ * a view into `text` when it holds no escape (no copy), else into buf[0..cap); val->p is
+ * NULL when the decoding was left to the caller (the value would not fit in cap bytes, or
+ * an escape the decoder refuses, a surrogate out of its pair): decode *used then, as after
+ * ts_json_shape_match, which reports the error. On no match, buf's bytes mean nothing.
+ * Reads `text` only. */
+int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                              ts_json_scan_str *used, char *buf, size_t cap, ts_view *val);
+
 /* A view into P0 (the text given to keep) as the same bytes in the copy. */
 static inline ts_view ts_json_shape_rebase(const ts_json_shape *m, const char *text0, ts_view v) {
   return (ts_view){m->text + (v.p - text0), v.len};

@@ -328,13 +328,14 @@ static int chat_simple(const fchunk *c) {
 static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   ts_json_shape *memo = ts__adapter_memo(a);
   ts_json_scan_str args;
-  if (memo && ts_json_shape_match(memo, text, len, name, &args)) {
-    /* P0's reading with this payload's fragment: chat_report for the simple kind (one
-     * call entry with its index and arguments only, in choice 0) */
+  char buf[TS__ADAPTER_FRAG_BUF];
+  ts_view val;
+  if (memo && ts_json_shape_match_value(memo, text, len, name, &args, buf, sizeof buf, &val)) {
+    /* P0's reading with this payload's fragment (decoded by the match): chat_report for
+     * the simple kind (one call entry with its index and arguments only, in choice 0) */
     ts__adapter_memo_hit(a);
-    ts_view none = {"", 0}, v;
-    int slot = call_slot(a, memo->nkey, none, none);
-    if (slot >= 0 && ts__adapter_decode_str(a, &args, &v) > 0) ts__adapter_call_args(a, slot, v);
+    ts_view none = {"", 0};
+    ts__adapter_call_args_value(a, call_slot(a, memo->nkey, none, none), &args, val);
     return 1;
   }
   fchunk c;

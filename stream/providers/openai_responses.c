@@ -317,12 +317,18 @@ static void rf_delta(ts_adapter *a, int kind, const ts_json_scan_str *item_id, c
 static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
   ts_json_shape *memo = ts__adapter_memo(a);
   ts_json_scan_str delta;
-  if (memo && ts_json_shape_match(memo, text, len, event, &delta)) {
-    /* P0's reading (a delta event) with this payload's delta; the item id is P0's,
-     * unescaped, in the memo's copy */
-    ts_json_scan_str item_id = {memo->key, 0};
+  char buf[TS__ADAPTER_FRAG_BUF];
+  ts_view val;
+  if (memo && ts_json_shape_match_value(memo, text, len, event, &delta, buf, sizeof buf, &val)) {
+    /* P0's reading (a delta event) with this payload's delta, decoded by the match; the
+     * item id is P0's, unescaped, in the memo's copy: rf_delta's reading */
     ts__adapter_memo_hit(a);
-    rf_delta(a, memo->kind, &item_id, &delta);
+    if (memo->kind == RF_TEXT) {
+      if (!val.p && ts__adapter_decode_str(a, &delta, &val) <= 0) return 1;
+      ts__adapter_text(a, val);
+    } else {
+      ts__adapter_call_args_value(a, ts__adapter_call_by_key(a, memo->key), &delta, val);
+    }
     return 1;
   }
   ts_json_shape_notes notes;
