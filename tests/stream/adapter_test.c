@@ -672,6 +672,47 @@ static const row responses_rows[] = {
     {__LINE__, "[DONE] is not a Responses event", TS_FORMAT_OPENAI_RESPONSES,
      RE("response.output_text.delta", "`delta`:`a`") DONE COMPLETED(""), "X 'a' | T stop=completed",
      SAME_AUTO},
+    /* the terminal event in the one pass: the output items (a call's whole arguments)
+     * passed over, status, reason and usage read as the general way reads them */
+    {__LINE__, "completed: output items skipped, status and usage read", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") DELTA("fc_1", "{\\`a\\`:\\`x\\n\\u00e9\\`}")
+     COMPLETED("`id`:`resp_1`,`output`:[{`id`:`fc_1`,`type`:`function_call`,`arguments`:`{\\`a\\`:\\`x\\n\\u00e9\\`}`}],"
+               "`status`:`completed`,`tools`:[{`type`:`function`}],`usage`:{`input_tokens`:5,`d`:{`x`:[1]}},`user`:null"),
+     "B0 call_1 f | A0 '{`a`:`x\\n\xc3\xa9`}' | E0 | T stop=completed usage={`input_tokens`:5,`d`:{`x`:[1]}}", SAME_AUTO},
+    {__LINE__, "completed: an escaped status is decoded, usage not an object is none", TS_FORMAT_OPENAI_RESPONSES,
+     COMPLETED("`status`:`don\\u0065`,`usage`:null"), "T stop=done", SAME_AUTO},
+    {__LINE__, "completed: a status that is no string is the default", TS_FORMAT_OPENAI_RESPONSES,
+     COMPLETED("`status`:7,`incomplete_details`:{`reason`:`x`}"), "T stop=completed", SAME_AUTO},
+    {__LINE__, "completed: a duplicate status (the general way reads the first)", TS_FORMAT_OPENAI_RESPONSES,
+     COMPLETED("`status`:`a`,`status`:`b`"), "T stop=a", SAME_AUTO},
+    {__LINE__, "completed: a bad escape in the status", TS_FORMAT_OPENAI_RESPONSES,
+     COMPLETED("`status`:`\\ud800`,`usage`:{`n`:1}"), "!json_surrogate | T stop=completed usage={`n`:1}", SAME_AUTO},
+    {__LINE__, "completed: response not an object, or missing", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.completed", "`response`:[1]"), "T stop=completed", SAME_AUTO},
+    {__LINE__, "completed: cut JSON is the general way's error", TS_FORMAT_OPENAI_RESPONSES,
+     EV("response.completed", "{`type`:`response.completed`,`response`:{`output`:[`x]}}")
+     COMPLETED("`status`:`completed`"),
+     "!ms_bad_json | T stop=completed", SAME_AUTO},
+    {__LINE__, "incomplete: the reason, not the status", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.incomplete", "`response`:{`status`:`incomplete`,`output`:[],`incomplete_details`:{`x`:[{}],`reason`:`max_output_tokens`},`usage`:{`o`:2}}"),
+     "T stop=max_output_tokens usage={`o`:2}", SAME_AUTO},
+    {__LINE__, "incomplete: no reason: the status; a duplicate reason hands back", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.incomplete", "`response`:{`status`:`incomplete`,`incomplete_details`:null}"),
+     "T stop=incomplete", SAME_AUTO},
+    {__LINE__, "incomplete: a duplicate reason (the general way reads the first)", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.incomplete", "`response`:{`incomplete_details`:{`reason`:`r1`,`reason`:`r2`}}"),
+     "T stop=r1", SAME_AUTO},
+    /* the .done events repeat the arguments: the deltas' text is what is reported */
+    {__LINE__, ".done agreeing with the deltas", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") DELTA("fc_1", "{}") ARGS_DONE("fc_1", "{}") ITEM_DONE("fc_1", "{}") COMPLETED(""),
+     "B0 call_1 f | A0 '{}' | E0 | T stop=completed", SAME_AUTO},
+    {__LINE__, ".done disagreeing with the deltas: the deltas stand, as before", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") DELTA("fc_1", "{}") ARGS_DONE("fc_1", "{\\`other\\`:1}")
+     ITEM_DONE("fc_1", "{\\`other\\`:2}") COMPLETED(""),
+     "B0 call_1 f | A0 '{}' | E0 | T stop=completed", SAME_AUTO},
+    {__LINE__, ".done without deltas: its arguments are the call's", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") ITEM_DONE("fc_1", "{\\`w\\`:\\`\\u00e9\\`}") COMPLETED(""),
+     "B0 call_1 f | A0 '{`w`:`\xc3\xa9`}' | E0 | T stop=completed", SAME_AUTO},
 };
 
 #define AE(type, json) EV(type, "{`type`:`" type "`" json "}")
@@ -1159,14 +1200,20 @@ START_TEST(test_responses_huge_terminal) {
   sb_puts(&b, "event: response.completed\ndata: {`type`:`response.completed`,`response`:"
              "{`status`:`completed`,`tools`:[0");
   for (int i = 0; i < TS_ADAPTER_MAX_TOKENS; i++) sb_puts(&b, ",0");
-  sb_puts(&b, "]}}\n\n");
+  sb_puts(&b, "],`usage`:{`total_tokens`:9}}}\n\n");
   char *t = tick(b.p);
   free(b.p);
   R.abort_at = 0;
+  /* the one pass reads it whole, usage and all (no token array); the general way ends
+   * the turn by the event's name alone */
   run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
+  expect_trace(__LINE__, "huge terminal, one pass", "responses", &R,
+               "B0 c1 f | A0 '{}' | E0 | T stop=completed usage={\"total_tokens\":9}");
+  R.general = 1;
+  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
+  R.general = 0;
   free(t);
-  ck_assert_msg(strstr(R.trace, "T stop=completed") != NULL, "trace: %s", R.trace);
-  ck_assert_msg(strstr(R.trace, "E0") != NULL, "call not ended: %s", R.trace);
+  expect_trace(__LINE__, "huge terminal", "general", &R, "B0 c1 f | A0 '{}' | E0 | T stop=completed");
 }
 END_TEST
 
@@ -1693,6 +1740,19 @@ typedef struct {
 #define VX_END GC("{`functionCall`:{}}", ",`finishReason`:`STOP`")
 
 static const memo_row memo_rows[] = {
+    {__LINE__, "chat: a fragment without escapes, one with \\u and a pair, decoded by the match", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "{\\`k", "o") C_DELTA(0, "plain text, no escapes at all here", "oo")
+     C_DELTA(0, "\\u00e9\\u20ac\\ud83d\\ude00\\/", "o") C_DELTA(0, "\\`:1}", "o") C_END,
+     "B0 c0 f | A0 '{`k' | A0 'plain text, no escapes at all here' | A0 '\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80/' | A0 '`:1}' | E0 | T stop=tool_calls", 3},
+    {__LINE__, "chat: a lone surrogate in a memo hit is the decoder's error, as without the memo", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "{", "o") C_DELTA(0, "\\ud800x", "o") C_DELTA(0, "\\udc00", "o")
+     C_DELTA(0, "\\ud800\\u0041", "o") C_DELTA(0, "}", "o") C_END,
+     "B0 c0 f | A0 '{' | !json_surrogate | !json_surrogate | !json_surrogate | A0 '}' | E0 | T stop=tool_calls", 4},
+    {__LINE__, "anthropic: fragments near the payload's end (the last block) and short ones", TS_FORMAT_ANTHROPIC,
+     TOOL_START(0, "t", "f", "{}") JSON_DELTA(0, "{") JSON_DELTA(0, "\\`") JSON_DELTA(0, "a\\`:\\`\\\\n\\t")
+     JSON_DELTA(0, "0123456789abcdefghij\\`") JSON_DELTA(0, "}") MSG_STOP,
+     "B0 t f | A0 '{' | A0 '`' | A0 'a`:`\\n\\t' | A0 '0123456789abcdefghij`' | A0 '}' | E0 | T stop=", 4},
+
     {__LINE__, "chat: deltas after the first from the memo, obfuscation of any length", TS_FORMAT_OPENAI_CHAT,
      C_BEGIN(0, "c0") C_DELTA(0, "{\\`a", "x") C_DELTA(0, "\\`:", "yyyyyyyyyyyyyyyyyyyyy") C_DELTA(0, "1}", "") C_END,
      "B0 c0 f | A0 '{`a' | A0 '`:' | A0 '1}' | E0 | T stop=tool_calls", 2},
