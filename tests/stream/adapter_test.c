@@ -36,6 +36,7 @@
 
 #include "stream/json_view.h"
 #include "stream/adapter.h"
+#include "support/runner.h"
 #include "support/sb.h"
 #include "support/test_support.h"
 
@@ -396,50 +397,45 @@ typedef struct {
   int flags;
 } row;
 
+/* run_text (or run_text_twice) in one mode (general: no one-pass reader; no_memo: no
+ * shape memo; via_fn: CALL_ARGS through ts_adapter_set_args_fn), R back to the default. */
+static void run_mode(ts_format fmt, const char *sse, size_t n, int twice, int general, int no_memo, int via_fn) {
+  R.abort_at = 0;
+  R.general = general, R.no_memo = no_memo, R.via_fn = via_fn;
+  (twice ? run_text_twice : run_text)(fmt, sse, n, &R);
+  R.general = R.no_memo = R.via_fn = 0;
+}
+
 static void run_row(const row *w) {
   char *sse = tick(w->sse), *want = tick(w->want);
   size_t n = strlen(sse);
-  R.abort_at = 0;
-  run_text(w->fmt, sse, n, &R);
+  run_mode(w->fmt, sse, n, 0, 0, 0, 0);
   expect_trace(w->line, w->label, ts_format_name(w->fmt), &R, want);
   ck_assert_msg(R.format == w->fmt, "line %d: format %s", w->line, ts_format_name(R.format));
-  /* the general way (no one-pass reader) reports the same */
-  R.general = 1;
-  run_text(w->fmt, sse, n, &R);
-  R.general = 0;
-  expect_trace(w->line, w->label, "general", &R, want);
-  /* and the one-pass reader without its shape memo */
-  R.no_memo = 1;
-  run_text(w->fmt, sse, n, &R);
-  R.no_memo = 0;
-  expect_trace(w->line, w->label, "no memo", &R, want);
+  /* the general way (no one-pass reader), the one pass without its shape memo, and the
+   * fragments through the fragment path report the same */
+  static const struct { const char *name; int general, no_memo, via_fn; } once[] = {
+      {"general", 1, 0, 0}, {"no memo", 0, 1, 0}, {"args_fn", 0, 0, 1}};
+  for (size_t k = 0; k < sizeof once / sizeof once[0]; k++) {
+    run_mode(w->fmt, sse, n, 0, once[k].general, once[k].no_memo, once[k].via_fn);
+    expect_trace(w->line, w->label, once[k].name, &R, want);
+  }
   /* every payload twice: the memo warmed by each payload before its copy comes; the
-   * three ways agree on what that stream means */
-  R.general = 1;
-  run_text_twice(w->fmt, sse, n, &R);
-  R.general = 0;
+   * general way, the memo (also with the fragment path) and no memo agree on what that
+   * stream means */
+  run_mode(w->fmt, sse, n, 1, 1, 0, 0);
   char *general = strdup(R.trace);
   ck_assert(general);
   ck_assert_msg(!R.overflow, "line %d: trace overflow", w->line);
-  R.no_memo = 1;
-  run_text_twice(w->fmt, sse, n, &R);
-  R.no_memo = 0;
-  expect_trace(w->line, w->label, "twice, no memo", &R, general);
-  run_text_twice(w->fmt, sse, n, &R);
-  expect_trace(w->line, w->label, "twice, memo", &R, general);
-  /* and the memo's readings with the fragments through the fragment path */
-  R.via_fn = 1;
-  run_text_twice(w->fmt, sse, n, &R);
-  R.via_fn = 0;
-  expect_trace(w->line, w->label, "twice, memo, args_fn", &R, general);
+  static const struct { const char *name; int no_memo, via_fn; } twice[] = {
+      {"twice, no memo", 1, 0}, {"twice, memo", 0, 0}, {"twice, memo, args_fn", 0, 1}};
+  for (size_t k = 0; k < sizeof twice / sizeof twice[0]; k++) {
+    run_mode(w->fmt, sse, n, 1, 0, twice[k].no_memo, twice[k].via_fn);
+    expect_trace(w->line, w->label, twice[k].name, &R, general);
+  }
   free(general);
-  /* and the same with the fragments through the fragment path */
-  R.via_fn = 1;
-  run_text(w->fmt, sse, n, &R);
-  R.via_fn = 0;
-  expect_trace(w->line, w->label, "args_fn", &R, want);
   if (!(w->flags & NO_AUTO)) {
-    run_text(TS_FORMAT_AUTO, sse, n, &R);
+    run_mode(TS_FORMAT_AUTO, sse, n, 0, 0, 0, 0);
     expect_trace(w->line, w->label, "auto", &R, want);
   }
   free(sse);
@@ -1176,13 +1172,10 @@ START_TEST(test_too_many_tokens_responses) {
   sb_puts(&b, "]}\n\nevent: response.completed\ndata: {`type`:`response.completed`}\n\n");
   char *t = tick(b.p);
   free(b.p);
-  R.abort_at = 0;
-  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
+  run_mode(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), 0, 0, 0, 0);
   expect_trace(__LINE__, "too many tokens, one pass", "responses", &R,
                "B0 c1 f | A0 '{}' | E0 | T stop=completed");
-  R.general = 1;
-  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
-  R.general = 0;
+  run_mode(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), 0, 1, 0, 0);
   expect_trace(__LINE__, "too many tokens", "responses", &R,
                "B0 c1 f | !ms_too_many_tokens | E0 | T stop=completed");
   free(t);
@@ -1203,15 +1196,12 @@ START_TEST(test_responses_huge_terminal) {
   sb_puts(&b, "],`usage`:{`total_tokens`:9}}}\n\n");
   char *t = tick(b.p);
   free(b.p);
-  R.abort_at = 0;
   /* the one pass reads it whole, usage and all (no token array); the general way ends
    * the turn by the event's name alone */
-  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
+  run_mode(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), 0, 0, 0, 0);
   expect_trace(__LINE__, "huge terminal, one pass", "responses", &R,
                "B0 c1 f | A0 '{}' | E0 | T stop=completed usage={\"total_tokens\":9}");
-  R.general = 1;
-  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
-  R.general = 0;
+  run_mode(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), 0, 1, 0, 0);
   free(t);
   expect_trace(__LINE__, "huge terminal", "general", &R, "B0 c1 f | A0 '{}' | E0 | T stop=completed");
 }
@@ -1657,12 +1647,9 @@ START_TEST(test_one_pass_edges) {
   const edge_row *w = &edge_rows[_i];
   char *sse = tick(w->sse), *want = tick(w->want);
   for (int general = 0; general < 2; general++) {
-    R.abort_at = 0;
-    R.general = general;
-    run_text(w->fmt, sse, strlen(sse), &R);
+    run_mode(w->fmt, sse, strlen(sse), 0, general, 0, 0);
     expect_trace(w->line, w->label, general ? "general" : "one pass", &R, want);
   }
-  R.general = 0;
   free(sse);
   free(want);
 }
@@ -1685,15 +1672,12 @@ START_TEST(test_one_pass_built) {
   sb_puts(&b, "}\n\n" DONE);
   char *t = tick(b.p);
   free(b.p);
-  R.abort_at = 0;
-  R.general = 1;
-  run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
+  run_mode(TS_FORMAT_OPENAI_CHAT, t, strlen(t), 0, 1, 0, 0);
   char general[TRACE_MAX];
   memcpy(general, R.trace, sizeof general);
   ck_assert(strstr(general, "B39 c39 f | A39 '{}'") != NULL);
   ck_assert(strstr(general, "T stop=tool_calls") != NULL);
-  R.general = 0;
-  run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
+  run_mode(TS_FORMAT_OPENAI_CHAT, t, strlen(t), 0, 0, 0, 0);
   ck_assert_str_eq(R.trace, general);
   free(t);
 }
@@ -1897,10 +1881,7 @@ START_TEST(test_memo) {
   char *sse = tick(w->sse), *want = tick(w->want);
   static const char *const modes[] = {"memo", "no memo", "general"};
   for (int m = 0; m < 3; m++) {
-    R.abort_at = 0;
-    R.no_memo = m == 1;
-    R.general = m == 2;
-    run_text(w->fmt, sse, strlen(sse), &R);
+    run_mode(w->fmt, sse, strlen(sse), 0, m == 2, m == 1, 0);
     expect_trace(w->line, w->label, modes[m], &R, want);
     uint64_t hits = R.memo_hits;
     if (m == 0)
@@ -1909,7 +1890,6 @@ START_TEST(test_memo) {
     else
       ck_assert_msg(hits == 0, "line %d (%s, %s): the memo was used", w->line, w->label, modes[m]);
   }
-  R.no_memo = R.general = 0;
   free(sse);
   free(want);
 }
@@ -1932,7 +1912,7 @@ int main(void) {
   Suite *s = suite_create("adapter");
   TCase *tc;
 
-  tc = tcase_create("openai-chat");
+  tc = ts_test_tcase(s, "openai-chat", 0);
   tcase_add_loop_test(tc, test_chat_rows, 0, NROWS(chat_rows));
   tcase_add_test(tc, test_too_many_tokens);
   tcase_add_test(tc, test_too_many_tokens_responses);
@@ -1944,29 +1924,24 @@ int main(void) {
   tcase_add_loop_test(tc, test_one_pass_edges, 0, NROWS(edge_rows));
   tcase_add_test(tc, test_one_pass_built);
   tcase_add_loop_test(tc, test_memo, 0, NROWS(memo_rows));
-  suite_add_tcase(s, tc);
 
-  tc = tcase_create("openai-responses");
+  tc = ts_test_tcase(s, "openai-responses", 0);
   tcase_add_loop_test(tc, test_responses_rows, 0, NROWS(responses_rows));
-  suite_add_tcase(s, tc);
 
-  tc = tcase_create("anthropic");
+  tc = ts_test_tcase(s, "anthropic", 0);
   tcase_add_loop_test(tc, test_anthropic_rows, 0, NROWS(anthropic_rows));
   tcase_add_test(tc, test_too_many_calls_anthropic);
   tcase_add_test(tc, test_name_too_long);
-  suite_add_tcase(s, tc);
 
-  tc = tcase_create("gemini");
+  tc = ts_test_tcase(s, "gemini", 0);
   tcase_add_loop_test(tc, test_gemini_rows, 0, NROWS(gemini_rows));
   tcase_add_loop_test(tc, test_bedrock_rows, 0, NROWS(bedrock_rows));
-  suite_add_tcase(s, tc);
 
-  tc = tcase_create("corpus");
+  tc = ts_test_tcase(s, "corpus", 0);
   tcase_add_loop_test(tc, test_corpus, 0, NROWS(corpus));
   tcase_add_loop_test(tc, test_memo_corpus, 0, NROWS(memo_corpus));
-  suite_add_tcase(s, tc);
 
-  tc = tcase_create("api");
+  tc = ts_test_tcase(s, "api", 0);
   tcase_add_loop_test(tc, test_auto_rows, 0, NROWS(auto_rows));
   tcase_add_test(tc, test_format_names);
   tcase_add_test(tc, test_detect);
@@ -1975,11 +1950,6 @@ int main(void) {
   tcase_add_test(tc, test_keeps);
   tcase_add_test(tc, test_abort);
   tcase_add_test(tc, test_done_and_finish);
-  suite_add_tcase(s, tc);
 
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }
