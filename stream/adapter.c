@@ -531,8 +531,10 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
     if (a->fmt == TS_FORMAT_AUTO && allowed(a, s->format) != TS_FORMAT_AUTO) a->fmt = s->format, p = s;
     if (p == s && p->on_sentinel) p->on_sentinel(a);
   } else {
-    if (a->fmt == TS_FORMAT_AUTO) a->fmt = allowed(a, ts_provider_detect_name(name, (ts_view){NULL, 0}));
-    p = ts_provider_get(a->fmt);
+    if (a->fmt == TS_FORMAT_AUTO) { /* else p is already the format's row */
+      a->fmt = allowed(a, ts_provider_detect_name(name, (ts_view){NULL, 0}));
+      p = ts_provider_get(a->fmt);
+    }
     if (p && p->skip && p->skip(name)) return TS_E_OK;
     char *text = data + (d.p - data);
     if (p && p->fast_event && !a->general && p->fast_event(a, text, d.len, name))

@@ -342,6 +342,28 @@ static uint64_t token_end(const ts_json_token *tk) {
   }
 }
 
+/* ts_buf_append for a token's few bytes that fit in what the buffer already holds, without
+ * the call or memcpy's (a big call's fragments are a dozen bytes each, one token apiece);
+ * anything else, growth, the limit and the sticky error, through ts_buf_append. */
+static inline int args_append(ts_buf *b, const char *s, size_t n) {
+  if (n > 16 || b->err || n > b->max - b->len || b->cap - b->len <= n) return ts_buf_append(b, s, n);
+  char *o = b->p + b->len;
+  if (n >= 8) {
+    uint64_t x, y;
+    memcpy(&x, s, 8), memcpy(&y, s + n - 8, 8);
+    memcpy(o, &x, 8), memcpy(o + n - 8, &y, 8);
+  } else if (n >= 4) {
+    uint32_t x, y;
+    memcpy(&x, s, 4), memcpy(&y, s + n - 4, 4);
+    memcpy(o, &x, 4), memcpy(o + n - 4, &y, 4);
+  } else if (n) {
+    o[0] = s[0], o[n >> 1] = s[n >> 1], o[n - 1] = s[n - 1];
+  }
+  b->len += n;
+  b->p[b->len] = '\0';
+  return TS_E_OK;
+}
+
 static int on_arg_token(void *user, const ts_json_token *tk) {
   call *c = user;
   ts_tap *t = c->tap;
@@ -350,7 +372,7 @@ static int on_arg_token(void *user, const ts_json_token *tk) {
    * no separator, not the end, not raw input's offsets) unless the watcher wants it. */
   if (tk->kind == TS_JSON_STRING && !(tk->flags & (TS_JSON_FIRST | TS_JSON_LAST)) &&
       !(c->watching && !c->started) && t->cfg.format != TS_FORMAT_RAW) {
-    if (ts_buf_append(&c->args, tk->text, tk->len)) {
+    if (args_append(&c->args, tk->text, tk->len)) {
       c->err = c->args.err;
       c->err_at = tk->offset;
       return 1;
@@ -938,6 +960,12 @@ void ts_tap_free(ts_tap *t) {
 }
 
 int ts_tap_feed(ts_tap *t, char *buf, size_t len) {
+  if (t->framing == FRAME_SSE && t->head_len == TAP_HEAD && !t->aborted) {
+    /* the steady state of a stream (framed as SSE, its head kept): straight to the framer */
+    t->pos += len;
+    ts_sse_feed(&t->sse, buf, len);
+    return t->aborted ? TS_E_ABORTED : TS_E_OK;
+  }
   if (t->aborted) return TS_E_ABORTED;
   if (t->cfg.format == TS_FORMAT_RAW) {
     raw_feed(t, buf, len);
