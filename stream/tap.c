@@ -500,14 +500,27 @@ static call *call_begin(ts_tap *t, uint32_t index, ts_view id, ts_view name) {
   return c;
 }
 
-/* Feeds one piece of argument text to call c. */
-static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
+static __attribute__((noinline)) void call_args_rest(ts_tap *t, call *c, const char *p, size_t n,
+                                                     uint64_t piece_end, int r);
+
+/* Feeds one piece of argument text to call c. The common piece (no error, not the end, no
+ * delta events asked for, no heartbeat due, not raw input) needs nothing after the
+ * tokenizer; the rest is call_args_rest's, out of line so that the common piece pays for
+ * none of its registers. */
+static inline void call_args(ts_tap *t, call *c, const char *p, size_t n) {
   if (c->failed || n == 0) return;
   uint64_t piece_end = t->ev_off; /* raw input: the offset after this piece */
   c->arg_bytes += n;
   c->complete_pending = 0;
   int r = ts_json_tok_feed(&c->tok, p, n);
   if (t->aborted) return;
+  if (!r && !c->complete_pending && !t->cfg.deltas && c->arg_bytes < c->next_heartbeat &&
+      t->cfg.format != TS_FORMAT_RAW)
+    return;
+  call_args_rest(t, c, p, n, piece_end, r);
+}
+
+static void call_args_rest(ts_tap *t, call *c, const char *p, size_t n, uint64_t piece_end, int r) {
   if (t->cfg.format == TS_FORMAT_RAW && r == TS_E_ABORTED && c->complete_pending) {
     /* the tokenizer stopped at the arguments' closing brace (on_arg_token): the piece
      * ends there; raw_feed looks at what follows */
@@ -959,13 +972,21 @@ void ts_tap_free(ts_tap *t) {
   free(t);
 }
 
+static __attribute__((noinline)) int feed_any(ts_tap *t, char *buf, size_t len);
+
 int ts_tap_feed(ts_tap *t, char *buf, size_t len) {
   if (t->framing == FRAME_SSE && t->head_len == TAP_HEAD && !t->aborted) {
-    /* the steady state of a stream (framed as SSE, its head kept): straight to the framer */
+    /* the steady state of a stream (framed as SSE, its head kept): straight to the framer,
+     * in a function small enough to save no registers of its own */
     t->pos += len;
     ts_sse_feed(&t->sse, buf, len);
     return t->aborted ? TS_E_ABORTED : TS_E_OK;
   }
+  return feed_any(t, buf, len);
+}
+
+/* Everything else: raw input, the framing still undecided, the head being kept. */
+static int feed_any(ts_tap *t, char *buf, size_t len) {
   if (t->aborted) return TS_E_ABORTED;
   if (t->cfg.format == TS_FORMAT_RAW) {
     raw_feed(t, buf, len);

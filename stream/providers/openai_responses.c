@@ -383,6 +383,9 @@ static void rf_delta(ts_adapter *a, int kind, const ts_json_scan_str *item_id, c
   if (slot >= 0 && ts__adapter_decode_str(a, delta, &v) > 0) ts__adapter_call_args(a, slot, v);
 }
 
+static __attribute__((noinline)) int responses_full(ts_adapter *a, char *text, size_t len, ts_view event,
+                                                    ts_json_shape *memo);
+
 static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
   ts_json_shape *memo = ts__adapter_memo(a);
   ts_json_scan_str delta;
@@ -400,6 +403,12 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
     }
     return 1;
   }
+  return responses_full(a, text, len, event, memo);
+}
+
+/* The full one-pass reading, apart from the memo's path (as chat_full). */
+static int responses_full(ts_adapter *a, char *text, size_t len, ts_view event, ts_json_shape *memo) {
+  ts_json_scan_str delta;
   ts_json_shape_notes notes;
   notes.n = notes.over = 0;
   ts_json_scan s;
