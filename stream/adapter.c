@@ -155,20 +155,22 @@ void ts__adapter_memo_hit(ts_adapter *a) { a->memo_hits++; }
 
 int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name) {
   ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_scan_str used;
-  char buf[TS__ADAPTER_FRAG_BUF];
-  ts_view val;
-  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &used, buf, sizeof buf, &val)) return 0;
+  ts_json_shape_value v;
+  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &v)) return 0;
   /* P0's reading (a fragment for the call with P0's key) with this payload's fragment,
    * decoded by the match itself */
-  a->memo_hits++;
-  if (memo->kind) ts__adapter_call_args_value(a, ts__adapter_call_by_nkey(a, memo->nkey), &used, val);
+  if (memo->kind)
+    ts__adapter_call_args_value(a, ts__adapter_call_by_nkey(a, memo->nkey), &v);
+  else
+    a->memo_hits++;
   return 1;
 }
 
-void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_scan_str *used, ts_view val) {
+void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) {
+  a->memo_hits++;
   if (slot < 0) return;
-  if (!val.p && ts__adapter_decode(a, used->raw, used->escaped, &val) < 0) return;
+  ts_view val = v->val;
+  if (!val.p && ts__adapter_decode(a, v->used.raw, v->used.escaped, &val) < 0) return;
   ts__adapter_call_args(a, slot, val);
 }
 

@@ -145,6 +145,6 @@ int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts
 }
 
 int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t len, ts_view name,
-                              ts_json_scan_str *used, char *buf, size_t cap, ts_view *val) {
-  return match(m, text, len, name, used, buf, cap, val);
+                              ts_json_shape_value *out) {
+  return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val);
 }

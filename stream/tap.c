@@ -106,6 +106,8 @@ struct ts_tap {
   int finished;
   int asking;       /* the SSE framer asks sse_keep about each named event: 1 while the
                      * format is undecided, 2 once decided (its row has a keep), else 0 */
+  uint8_t piece_work; /* every argument piece has work after the tokenizer: delta events
+                       * asked for, or raw input (call_args) */
 };
 
 const char *ts_tap_type_name(int type) {
@@ -514,9 +516,7 @@ static inline void call_args(ts_tap *t, call *c, const char *p, size_t n) {
   c->complete_pending = 0;
   int r = ts_json_tok_feed(&c->tok, p, n);
   if (t->aborted) return;
-  if (!r && !c->complete_pending && !t->cfg.deltas && c->arg_bytes < c->next_heartbeat &&
-      t->cfg.format != TS_FORMAT_RAW)
-    return;
+  if (!r && !c->complete_pending && !t->piece_work && c->arg_bytes < c->next_heartbeat) return;
   call_args_rest(t, c, p, n, piece_end, r);
 }
 
@@ -927,6 +927,7 @@ int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user)
   ts_tap *t = calloc(1, sizeof *t);
   if (!t) return TS_E_NOMEM;
   t->cfg = *cfg;
+  t->piece_work = cfg->deltas || cfg->format == TS_FORMAT_RAW;
   if (!t->cfg.heartbeat_bytes) t->cfg.heartbeat_bytes = TS_TAP_HEARTBEAT_BYTES;
   if (!t->cfg.turn) t->cfg.turn = 1;
   if (!t->cfg.progress_max) t->cfg.progress_max = TS_TAP_PROGRESS_MAX;

@@ -330,15 +330,12 @@ static __attribute__((noinline)) int chat_full(ts_adapter *a, char *text, size_t
 
 static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_scan_str args;
-  char buf[TS__ADAPTER_FRAG_BUF];
-  ts_view val;
-  if (memo && ts_json_shape_match_value(memo, text, len, name, &args, buf, sizeof buf, &val)) {
+  ts_json_shape_value v;
+  if (memo && ts_json_shape_match_value(memo, text, len, name, &v)) {
     /* P0's reading with this payload's fragment (decoded by the match): chat_report for
      * the simple kind (one call entry with its index and arguments only, in choice 0) */
-    ts__adapter_memo_hit(a);
     ts_view none = {"", 0};
-    ts__adapter_call_args_value(a, call_slot(a, memo->nkey, none, none), &args, val);
+    ts__adapter_call_args_value(a, call_slot(a, memo->nkey, none, none), &v);
     return 1;
   }
   return chat_full(a, text, len, name, memo);

@@ -388,18 +388,17 @@ static __attribute__((noinline)) int responses_full(ts_adapter *a, char *text, s
 
 static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
   ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_scan_str delta;
-  char buf[TS__ADAPTER_FRAG_BUF];
-  ts_view val;
-  if (memo && ts_json_shape_match_value(memo, text, len, event, &delta, buf, sizeof buf, &val)) {
+  ts_json_shape_value v;
+  if (memo && ts_json_shape_match_value(memo, text, len, event, &v)) {
     /* P0's reading (a delta event) with this payload's delta, decoded by the match; the
      * item id is P0's, unescaped, in the memo's copy: rf_delta's reading */
-    ts__adapter_memo_hit(a);
     if (memo->kind == RF_TEXT) {
-      if (!val.p && ts__adapter_decode_str(a, &delta, &val) <= 0) return 1;
+      ts__adapter_memo_hit(a);
+      ts_view val = v.val;
+      if (!val.p && ts__adapter_decode_str(a, &v.used, &val) <= 0) return 1;
       ts__adapter_text(a, val);
     } else {
-      ts__adapter_call_args_value(a, ts__adapter_call_by_key(a, memo->key), &delta, val);
+      ts__adapter_call_args_value(a, ts__adapter_call_by_key(a, memo->key), &v);
     }
     return 1;
   }
