@@ -1895,6 +1895,33 @@ START_TEST(test_memo) {
 }
 END_TEST
 
+/* A memo hit whose fragment decodes to more than the match's buffer holds (and one just
+ * under): decoded in place after the match instead, the same events, still from the memo. */
+START_TEST(test_memo_long_fragment) {
+  static const size_t lens[] = {100, 480, 600, 2000};
+  for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+    sb b = {0}, want = {0};
+    sb_puts(&b, C_BEGIN(0, "c0") C_DELTA(0, "{\\`k\\`:\\`", "o"));
+    sb_puts(&b, "data: " C_PRE(0));
+    for (size_t i = 0; i < lens[k]; i++) sb_puts(&b, i % 3 ? "\\n" : "\\u00e9");
+    sb_puts(&b, C_POST "oo`}\n\n" C_DELTA(0, "\\`}", "o") C_END);
+    sb_puts(&want, "B0 c0 f | A0 '{`k`:`' | A0 '");
+    for (size_t i = 0; i < lens[k]; i++) sb_puts(&want, i % 3 ? "\\n" : "\xc3\xa9");
+    sb_puts(&want, "' | A0 '`}' | E0 | T stop=tool_calls");
+    char *t = tick(b.p), *w = tick(want.p);
+    free(b.p);
+    free(want.p);
+    for (int m = 0; m < 3; m++) {
+      run_mode(TS_FORMAT_OPENAI_CHAT, t, strlen(t), 0, m == 2, m == 1, 0);
+      expect_trace(__LINE__, "long fragment", m == 0 ? "memo" : m == 1 ? "no memo" : "general", &R, w);
+      ck_assert_int_eq(R.memo_hits, m == 0 ? 2 : 0);
+    }
+    free(t);
+    free(w);
+  }
+}
+END_TEST
+
 START_TEST(test_feed_returns_first_error) {
   memset(&R, 0, sizeof R);
   ts_adapter *a = new_adapter(TS_FORMAT_OPENAI_CHAT, rec_cb, &R);
@@ -1921,6 +1948,7 @@ int main(void) {
   tcase_add_test(tc, test_field_too_long);
   tcase_add_test(tc, test_id_limits);
   tcase_add_test(tc, test_feed_returns_first_error);
+  tcase_add_test(tc, test_memo_long_fragment);
   tcase_add_loop_test(tc, test_one_pass_edges, 0, NROWS(edge_rows));
   tcase_add_test(tc, test_one_pass_built);
   tcase_add_loop_test(tc, test_memo, 0, NROWS(memo_rows));
