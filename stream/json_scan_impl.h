@@ -203,23 +203,6 @@ static inline const char *scan_unescape_one(const char *x, const char *end, char
   return x + 6;
 }
 
-/* o[0..k) = p[0..k), k < 16, without a loop or a call. */
-static inline void scan_copy_short(char *o, const char *p, unsigned k) {
-  if (k >= 8) {
-    uint64_t x, y;
-    memcpy(&x, p, 8), memcpy(&y, p + k - 8, 8);
-    memcpy(o, &x, 8), memcpy(o + k - 8, &y, 8);
-  } else if (k >= 4) {
-    uint32_t x, y;
-    memcpy(&x, p, 4), memcpy(&y, p + k - 4, 4);
-    memcpy(o, &x, 4), memcpy(o + k - 4, &y, 4);
-  } else if (k) {
-    o[0] = p[0];
-    o[k >> 1] = p[k >> 1];
-    o[k - 1] = p[k - 1];
-  }
-}
-
 /* p is just after an opening quote; out has room for cap bytes. Returns scan_string's
  * answer; when it is not NULL, *w is the decoded length, or -1 when the decoding was
  * given up (see above). A block of 16 bytes is loaded, stored to the output whole, and
@@ -257,7 +240,7 @@ static inline __attribute__((always_inline)) const char *scan_string_decode(cons
       m >>= p - block;
       if (!m) return NULL; /* no closing quote */
       k = (unsigned)__builtin_ctz(m);
-      scan_copy_short(o, p, k);
+      ts_copy_short(o, p, k);
     } else {
       break;
     }

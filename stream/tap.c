@@ -349,18 +349,7 @@ static uint64_t token_end(const ts_json_token *tk) {
  * anything else, growth, the limit and the sticky error, through ts_buf_append. */
 static inline int args_append(ts_buf *b, const char *s, size_t n) {
   if (n > 16 || b->err || n > b->max - b->len || b->cap - b->len <= n) return ts_buf_append(b, s, n);
-  char *o = b->p + b->len;
-  if (n >= 8) {
-    uint64_t x, y;
-    memcpy(&x, s, 8), memcpy(&y, s + n - 8, 8);
-    memcpy(o, &x, 8), memcpy(o + n - 8, &y, 8);
-  } else if (n >= 4) {
-    uint32_t x, y;
-    memcpy(&x, s, 4), memcpy(&y, s + n - 4, 4);
-    memcpy(o, &x, 4), memcpy(o + n - 4, &y, 4);
-  } else if (n) {
-    o[0] = s[0], o[n >> 1] = s[n >> 1], o[n - 1] = s[n - 1];
-  }
+  ts_copy_short(b->p + b->len, s, n);
   b->len += n;
   b->p[b->len] = '\0';
   return TS_E_OK;
