@@ -12,8 +12,10 @@
  *
  * Per event, the cheap way: a big call is thousands of small events, so the fragments
  * come from the adapter straight to call_args (ts_adapter_set_args_fn, no event record),
- * a string's middle pieces go to the compact text without the compact writer, and the
- * framer's keep question is dropped once the format is known to keep every event whole.
+ * a string's middle pieces go to the compact text without the compact writer (a few bytes
+ * copied inline, args_append), a piece with nothing to do after the tokenizer returns at
+ * once, and the framer's keep question is dropped once the format is known to keep every
+ * event whole.
  *
  * For `raw` input there is no SSE and no adapter: the bytes are one call's arguments
  * and go straight to call 0, cut at heartbeat boundaries so that heartbeats and their
