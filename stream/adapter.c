@@ -155,12 +155,23 @@ void ts__adapter_memo_hit(ts_adapter *a) { a->memo_hits++; }
 
 int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name) {
   ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_scan_str used;
-  if (!memo || !ts_json_shape_match(memo, text, len, name, &used)) return 0;
-  /* P0's reading (a fragment for the call with P0's key) with this payload's fragment */
-  a->memo_hits++;
-  ts__adapter_nkey_fragment(a, memo->kind, memo->nkey, used.raw, used.escaped);
+  ts_json_shape_value v;
+  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &v)) return 0;
+  /* P0's reading (a fragment for the call with P0's key) with this payload's fragment,
+   * decoded by the match itself */
+  if (memo->kind)
+    ts__adapter_call_args_value(a, ts__adapter_call_by_nkey(a, memo->nkey), &v);
+  else
+    a->memo_hits++;
   return 1;
+}
+
+void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) {
+  a->memo_hits++;
+  if (slot < 0) return;
+  ts_view val = v->val;
+  if (!val.p && ts__adapter_decode(a, v->used.raw, v->used.escaped, &val) < 0) return;
+  ts__adapter_call_args(a, slot, val);
 }
 
 void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len, ts_view name,
@@ -522,8 +533,10 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
     if (a->fmt == TS_FORMAT_AUTO && allowed(a, s->format) != TS_FORMAT_AUTO) a->fmt = s->format, p = s;
     if (p == s && p->on_sentinel) p->on_sentinel(a);
   } else {
-    if (a->fmt == TS_FORMAT_AUTO) a->fmt = allowed(a, ts_provider_detect_name(name, (ts_view){NULL, 0}));
-    p = ts_provider_get(a->fmt);
+    if (a->fmt == TS_FORMAT_AUTO) { /* else p is already the format's row */
+      a->fmt = allowed(a, ts_provider_detect_name(name, (ts_view){NULL, 0}));
+      p = ts_provider_get(a->fmt);
+    }
     if (p && p->skip && p->skip(name)) return TS_E_OK;
     char *text = data + (d.p - data);
     if (p && p->fast_event && !a->general && p->fast_event(a, text, d.len, name))

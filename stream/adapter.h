@@ -362,6 +362,12 @@ void ts__adapter_memo_hit(ts_adapter *a);
  * memo_keep_fragment: after a full reading of that kind (raw.p NULL: not that kind),
  * before anything is decoded in place: keeps the payload, or empties the memo. */
 int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name);
+/* A memo hit (counted here: no ts__adapter_memo_hit for it) whose reading is CALL_ARGS for
+ * slot (nothing for -1) with the fragment (json_shape.h, ts_json_shape_match_value): its value as the match decoded it, or, when that was left
+ * to the caller, the used string decoded in place first (reporting a bad escape, and then
+ * nothing else). */
+struct ts_json_shape_value;
+void ts__adapter_call_args_value(ts_adapter *a, int slot, const struct ts_json_shape_value *v);
 struct ts_json_shape_notes;
 void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len, ts_view name,
                                     const struct ts_json_shape_notes *notes, int has_key, int64_t nkey, ts_view raw);

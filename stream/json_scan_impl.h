@@ -14,6 +14,7 @@
 #define TS_JSON_SCAN_IMPL_H
 
 #include <string.h>
+#include <sys/types.h>
 
 #include "stream/json_scan.h"
 
@@ -123,6 +124,170 @@ static inline __attribute__((always_inline)) const char *scan_string(const char 
     p = scan_escape(p, end);
     if (!p) return NULL;
   }
+}
+
+/* ---- a string scanned and decoded in one pass ----------------------------------------
+ * The argument fragment of a delta payload is the one string a reader uses whole: it used
+ * to be scanned for its end (scan_string), then decoded (json_unescape.h) into place, then
+ * read again by the argument tokenizer. scan_string_decode finds the end and decodes in the
+ * same walk, into a buffer of the caller's (the payload itself stays untouched: a reader
+ * that finds later that the payload is not what it hoped hands it back unchanged).
+ *
+ * Exactly scan_string's verdict: the same closing quote, NULL for the same strings (a NUL,
+ * an escape RFC 8259 does not have, no closing quote), *escaped set the same way. The
+ * output is ts_json_unescape_all's for the same body. Where that decoder would refuse what
+ * the scanner accepts (a surrogate out of its pair: TS_E_JSON_SURROGATE), or the output
+ * would not fit in cap bytes, the decoding is given up (*w = -1) and the rest is only
+ * scanned: the caller decodes the body the usual way, which reports the error. */
+
+/* The value of four hex digits at p (checked by the caller with scan_is_hex). */
+static inline unsigned scan_hex4(const char *p) {
+  unsigned u = 0;
+  for (int k = 0; k < 4; k++) {
+    unsigned c = (unsigned char)p[k];
+    u = u << 4 | (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  return u;
+}
+
+static inline int scan_hex4_ok(const char *p) {
+  return scan_is_hex(p[0]) && scan_is_hex(p[1]) && scan_is_hex(p[2]) && scan_is_hex(p[3]);
+}
+
+/* The byte a one-letter escape stands for, by its letter; 'u' for \u; 0: not an escape. */
+static const char scan_esc_byte[256] = {
+    ['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b', ['f'] = '\f',
+    ['n'] = '\n', ['r'] = '\r', ['t'] = '\t', ['u'] = 'u'};
+
+/* One escape at x (a backslash, x < end) decoded to o. Returns the byte after it with
+ * *op advanced; NULL for an escape scan_escape refuses; `x` itself (nothing written) for
+ * a surrogate the decoder refuses. The caller leaves 4 bytes of room at o. */
+static inline const char *scan_unescape_one(const char *x, const char *end, char **op) {
+  char *o = *op;
+  if (end - x < 2) return NULL;
+  char e = scan_esc_byte[(unsigned char)x[1]];
+  if (e != 'u') {
+    if (!e) return NULL;
+    *o = e;
+    *op = o + 1;
+    return x + 2;
+  }
+  if (end - x < 6 || !scan_hex4_ok(x + 2)) return NULL;
+  unsigned u = scan_hex4(x + 2);
+  if (u < 0x80) {
+    *o = (char)u;
+    *op = o + 1;
+  } else if (u < 0x800) {
+    o[0] = (char)(0xC0 | (u >> 6));
+    o[1] = (char)(0x80 | (u & 0x3F));
+    *op = o + 2;
+  } else if (u < 0xD800 || u > 0xDFFF) {
+    o[0] = (char)(0xE0 | (u >> 12));
+    o[1] = (char)(0x80 | ((u >> 6) & 0x3F));
+    o[2] = (char)(0x80 | (u & 0x3F));
+    *op = o + 3;
+  } else {
+    /* a high surrogate followed at once by a low one is one character; anything else is
+     * the decoder's error (the scanner may still accept it) */
+    if (u > 0xDBFF || end - x < 12 || x[6] != '\\' || x[7] != 'u' || !scan_hex4_ok(x + 8)) return x;
+    unsigned l = scan_hex4(x + 8);
+    if (l < 0xDC00 || l > 0xDFFF) return x;
+    uint32_t cp = 0x10000 + ((uint32_t)(u - 0xD800) << 10) + (l - 0xDC00);
+    o[0] = (char)(0xF0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    *op = o + 4;
+    return x + 12;
+  }
+  return x + 6;
+}
+
+/* p is just after an opening quote; out has room for cap bytes. Returns scan_string's
+ * answer; when it is not NULL, *w is the decoded length, or -1 when the decoding was
+ * given up (see above). A block of 16 bytes is loaded, stored to the output whole, and
+ * searched for the three special bytes: the bytes before the first one are kept, and an
+ * escape is decoded there; a block without one costs a load, a store and a test. The
+ * text's last bytes, fewer than 16, are searched in the block that ends at `end` (as in
+ * scan_string: a fragment is often that close to the payload's end) and copied by
+ * length. */
+static inline __attribute__((always_inline)) const char *scan_string_decode(const char *p,
+                                                                            const char *end,
+                                                                            const char *lo,
+                                                                            int *escaped, char *out,
+                                                                            size_t cap, ssize_t *w) {
+  char *o = out, *const oend = out + cap;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                zero = _mm_setzero_si128();
+  while (oend - o >= 20) { /* a block's 16 bytes, then an escape's 4 */
+    unsigned m, k;
+    if (end - p >= 16) {
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+      m = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)), _mm_cmpeq_epi8(v, zero)));
+      _mm_storeu_si128((__m128i *)(void *)o, v);
+      if (!m) {
+        p += 16, o += 16;
+        continue;
+      }
+      k = (unsigned)__builtin_ctz(m);
+    } else if (p < end && end - lo >= 16) {
+      const char *block = end - 16;
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)block);
+      m = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)), _mm_cmpeq_epi8(v, zero)));
+      m >>= p - block;
+      if (!m) return NULL; /* no closing quote */
+      k = (unsigned)__builtin_ctz(m);
+      ts_copy_short(o, p, k);
+    } else {
+      break;
+    }
+    const char *x = p + k;
+    o += k;
+    if (*x == '"') {
+      *w = o - out;
+      return x;
+    }
+    if (*x == '\0') return NULL;
+    *escaped = 1;
+    const char *q = scan_unescape_one(x, end, &o);
+    if (q == x) {
+      *w = -1;
+      return scan_string(x, end, lo, escaped);
+    }
+    if (!q) return NULL;
+    p = q;
+  }
+#endif
+  /* A text shorter than 16 bytes, or the output near its end: a byte at a time. */
+  while (p < end) {
+    char c = *p;
+    if (c == '"') {
+      *w = o - out;
+      return p;
+    }
+    if (c == '\0') return NULL;
+    if (oend - o < 4) {
+      *w = -1;
+      return scan_string(p, end, lo, escaped);
+    }
+    if (c != '\\') {
+      *o++ = c;
+      p++;
+      continue;
+    }
+    *escaped = 1;
+    const char *q = scan_unescape_one(p, end, &o);
+    if (q == p) {
+      *w = -1;
+      return scan_string(p, end, lo, escaped);
+    }
+    if (!q) return NULL;
+    p = q;
+  }
+  return NULL; /* no closing quote */
 }
 
 static inline int scan_is_digit(char c) { return c >= '0' && c <= '9'; }

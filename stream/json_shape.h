@@ -117,6 +117,26 @@ int ts_json_shape_keep(ts_json_shape *m, const char *text, size_t len, ts_view n
 int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                         ts_json_scan_str *used);
 
+/* What ts_json_shape_match_value hands back: P's used string as ts_json_shape_match does,
+ * and its value decoded. buf holds a decoded value (a delta's fragment is a few dozen
+ * bytes; a longer one is left to the caller). Lives on the caller's stack. */
+#define TS_JSON_SHAPE_VALUE_BUF 512
+typedef struct ts_json_shape_value {
+  ts_json_scan_str used;
+  ts_view val;
+  char buf[TS_JSON_SHAPE_VALUE_BUF];
+} ts_json_shape_value;
+
+/* The same match, with P's used string also decoded in the same pass over it (the scan
+ * that finds its end; json_scan_impl.h's scan_string_decode): on a match out->used is as
+ * ts_json_shape_match sets it and out->val its value, a view into `text` when it holds no
+ * escape (no copy), else into out->buf; out->val.p is NULL when the decoding was left to
+ * the caller (the value would not fit in the buffer, or an escape the decoder refuses, a
+ * surrogate out of its pair): decode out->used then, which reports the error. On no match
+ * *out means nothing. Reads `text` only. (Six arguments: all in registers.) */
+int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                              ts_json_shape_value *out);
+
 /* A view into P0 (the text given to keep) as the same bytes in the copy. */
 static inline ts_view ts_json_shape_rebase(const ts_json_shape *m, const char *text0, ts_view v) {
   return (ts_view){m->text + (v.p - text0), v.len};

@@ -12,8 +12,10 @@
  *
  * Per event, the cheap way: a big call is thousands of small events, so the fragments
  * come from the adapter straight to call_args (ts_adapter_set_args_fn, no event record),
- * a string's middle pieces go to the compact text without the compact writer, and the
- * framer's keep question is dropped once the format is known to keep every event whole.
+ * a string's middle pieces go to the compact text without the compact writer (a few bytes
+ * copied inline, args_append), a piece with nothing to do after the tokenizer returns at
+ * once, and the framer's keep question is dropped once the format is known to keep every
+ * event whole.
  *
  * For `raw` input there is no SSE and no adapter: the bytes are one call's arguments
  * and go straight to call 0, cut at heartbeat boundaries so that heartbeats and their
@@ -106,6 +108,8 @@ struct ts_tap {
   int finished;
   int asking;       /* the SSE framer asks sse_keep about each named event: 1 while the
                      * format is undecided, 2 once decided (its row has a keep), else 0 */
+  uint8_t piece_work; /* every argument piece has work after the tokenizer: delta events
+                       * asked for, or raw input (call_args) */
 };
 
 const char *ts_tap_type_name(int type) {
@@ -342,6 +346,17 @@ static uint64_t token_end(const ts_json_token *tk) {
   }
 }
 
+/* ts_buf_append for a token's few bytes that fit in what the buffer already holds, without
+ * the call or memcpy's (a big call's fragments are a dozen bytes each, one token apiece);
+ * anything else, growth, the limit and the sticky error, through ts_buf_append. */
+static inline int args_append(ts_buf *b, const char *s, size_t n) {
+  if (n > 16 || b->err || n > b->max - b->len || b->cap - b->len <= n) return ts_buf_append(b, s, n);
+  ts_copy_short(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+  return TS_E_OK;
+}
+
 static int on_arg_token(void *user, const ts_json_token *tk) {
   call *c = user;
   ts_tap *t = c->tap;
@@ -350,7 +365,7 @@ static int on_arg_token(void *user, const ts_json_token *tk) {
    * no separator, not the end, not raw input's offsets) unless the watcher wants it. */
   if (tk->kind == TS_JSON_STRING && !(tk->flags & (TS_JSON_FIRST | TS_JSON_LAST)) &&
       !(c->watching && !c->started) && t->cfg.format != TS_FORMAT_RAW) {
-    if (ts_buf_append(&c->args, tk->text, tk->len)) {
+    if (args_append(&c->args, tk->text, tk->len)) {
       c->err = c->args.err;
       c->err_at = tk->offset;
       return 1;
@@ -478,14 +493,25 @@ static call *call_begin(ts_tap *t, uint32_t index, ts_view id, ts_view name) {
   return c;
 }
 
-/* Feeds one piece of argument text to call c. */
-static void call_args(ts_tap *t, call *c, const char *p, size_t n) {
+static __attribute__((noinline)) void call_args_rest(ts_tap *t, call *c, const char *p, size_t n,
+                                                     uint64_t piece_end, int r);
+
+/* Feeds one piece of argument text to call c. The common piece (no error, not the end, no
+ * delta events asked for, no heartbeat due, not raw input) needs nothing after the
+ * tokenizer; the rest is call_args_rest's, out of line so that the common piece pays for
+ * none of its registers. */
+static inline void call_args(ts_tap *t, call *c, const char *p, size_t n) {
   if (c->failed || n == 0) return;
   uint64_t piece_end = t->ev_off; /* raw input: the offset after this piece */
   c->arg_bytes += n;
   c->complete_pending = 0;
   int r = ts_json_tok_feed(&c->tok, p, n);
   if (t->aborted) return;
+  if (!r && !c->complete_pending && !t->piece_work && c->arg_bytes < c->next_heartbeat) return;
+  call_args_rest(t, c, p, n, piece_end, r);
+}
+
+static void call_args_rest(ts_tap *t, call *c, const char *p, size_t n, uint64_t piece_end, int r) {
   if (t->cfg.format == TS_FORMAT_RAW && r == TS_E_ABORTED && c->complete_pending) {
     /* the tokenizer stopped at the arguments' closing brace (on_arg_token): the piece
      * ends there; raw_feed looks at what follows */
@@ -892,6 +918,7 @@ int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user)
   ts_tap *t = calloc(1, sizeof *t);
   if (!t) return TS_E_NOMEM;
   t->cfg = *cfg;
+  t->piece_work = cfg->deltas || cfg->format == TS_FORMAT_RAW;
   if (!t->cfg.heartbeat_bytes) t->cfg.heartbeat_bytes = TS_TAP_HEARTBEAT_BYTES;
   if (!t->cfg.turn) t->cfg.turn = 1;
   if (!t->cfg.progress_max) t->cfg.progress_max = TS_TAP_PROGRESS_MAX;
@@ -937,7 +964,21 @@ void ts_tap_free(ts_tap *t) {
   free(t);
 }
 
+static __attribute__((noinline)) int feed_any(ts_tap *t, char *buf, size_t len);
+
 int ts_tap_feed(ts_tap *t, char *buf, size_t len) {
+  if (t->framing == FRAME_SSE && t->head_len == TAP_HEAD && !t->aborted) {
+    /* the steady state of a stream (framed as SSE, its head kept): straight to the framer,
+     * in a function small enough to save no registers of its own */
+    t->pos += len;
+    ts_sse_feed(&t->sse, buf, len);
+    return t->aborted ? TS_E_ABORTED : TS_E_OK;
+  }
+  return feed_any(t, buf, len);
+}
+
+/* Everything else: raw input, the framing still undecided, the head being kept. */
+static int feed_any(ts_tap *t, char *buf, size_t len) {
   if (t->aborted) return TS_E_ABORTED;
   if (t->cfg.format == TS_FORMAT_RAW) {
     raw_feed(t, buf, len);

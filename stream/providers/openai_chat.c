@@ -325,18 +325,25 @@ static int chat_simple(const fchunk *c) {
          !ch->finish.raw.p && !fc->id.raw.p && !fc->name.raw.p && !fc->args_obj.p && fc->args.raw.p;
 }
 
+static __attribute__((noinline)) int chat_full(ts_adapter *a, char *text, size_t len, ts_view name,
+                                               ts_json_shape *memo);
+
 static int chat_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_scan_str args;
-  if (memo && ts_json_shape_match(memo, text, len, name, &args)) {
-    /* P0's reading with this payload's fragment: chat_report for the simple kind (one
-     * call entry with its index and arguments only, in choice 0) */
-    ts__adapter_memo_hit(a);
-    ts_view none = {"", 0}, v;
-    int slot = call_slot(a, memo->nkey, none, none);
-    if (slot >= 0 && ts__adapter_decode_str(a, &args, &v) > 0) ts__adapter_call_args(a, slot, v);
+  ts_json_shape_value v;
+  if (memo && ts_json_shape_match_value(memo, text, len, name, &v)) {
+    /* P0's reading with this payload's fragment (decoded by the match): chat_report for
+     * the simple kind (one call entry with its index and arguments only, in choice 0) */
+    ts_view none = {"", 0};
+    ts__adapter_call_args_value(a, call_slot(a, memo->nkey, none, none), &v);
     return 1;
   }
+  return chat_full(a, text, len, name, memo);
+}
+
+/* The full one-pass reading (no memo, or the memo did not match), apart from the memo's
+ * path so that a hit pays for none of its registers and locals. */
+static int chat_full(ts_adapter *a, char *text, size_t len, ts_view name, ts_json_shape *memo) {
   fchunk c;
   c.n_ch = c.n_calls = 0;
   c.usage = (ts_view){NULL, 0};

@@ -235,7 +235,7 @@ static void responses_event(ts_adapter *a, ts_jv *jv, ts_view event) {
  * JSON) returns 0 with nothing reported, for the general way. An unknown `type` seen as
  * the first member (as the API sends it) hands back at once, unread. */
 
-enum { RF_NONE = 0, RF_TEXT, RF_ARGS_DELTA, RF_ARGS_DONE, RF_ITEM_ADDED, RF_ITEM_DONE };
+enum { RF_NONE = 0, RF_TEXT, RF_ARGS_DELTA, RF_ARGS_DONE, RF_ITEM_ADDED, RF_ITEM_DONE, RF_COMPLETED, RF_INCOMPLETE };
 
 /* The events this reader takes, by their type; RF_NONE for the rest. */
 static int rf_kind(ts_view t) {
@@ -249,6 +249,10 @@ static int rf_kind(ts_view t) {
     return name_is(t, "response.function_call_arguments.delta") ? RF_ARGS_DELTA : RF_NONE;
   case 37:
     return name_is(t, "response.function_call_arguments.done") ? RF_ARGS_DONE : RF_NONE;
+  case 18:
+    return name_is(t, "response.completed") ? RF_COMPLETED : RF_NONE;
+  case 19:
+    return name_is(t, "response.incomplete") ? RF_INCOMPLETE : RF_NONE;
   default:
     return RF_NONE;
   }
@@ -291,6 +295,71 @@ static int rf_read_item(ts_json_scan *s, rf_item *fi) {
   return is_call;
 }
 
+/* What turn_end reads of the terminal event's `response` object. */
+typedef struct {
+  ts_json_scan_str status, reason; /* raw.p NULL: absent, or not a string */
+  ts_view usage;                   /* p NULL: absent, or not an object */
+} rf_resp;
+
+/* The `incomplete_details` object (just entered): its `reason`. 1, or 0 to hand back. */
+static int rf_read_details(ts_json_scan *s, rf_resp *r) {
+  ts_json_item it = {.type = TS_JSON_SCAN_END};
+  unsigned seen = 0;
+  for (;;) {
+    if (ts__json_scan_next_inline(s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) return 1;
+    if (ts_json_scan_key_is(it.key, "reason", 6)) {
+      TS__SCAN_ONCE(seen, 1);
+      if (it.type == TS_JSON_SCAN_STRING) r->reason = (ts_json_scan_str){it.raw, it.escaped};
+    }
+    if (ts_json_scan_skip(s, NULL) != 1) return 0;
+  }
+}
+
+/* The terminal event's `response` object (just entered): status, incomplete_details'
+ * reason, usage; everything else, the output items with every call's whole arguments
+ * first of all, is passed over by the scanner's skip (the SIMD string scan, checked, never
+ * handed out or copied). 1, or 0 to hand back. */
+static int rf_read_response(ts_json_scan *s, rf_resp *r) {
+  ts_json_item it = {.type = TS_JSON_SCAN_END};
+  unsigned seen = 0;
+  for (;;) {
+    if (ts__json_scan_next_inline(s, &it) != 1) return 0;
+    if (it.type == TS_JSON_SCAN_END) return 1;
+    ts_view k = it.key;
+    if (ts_json_scan_key_is(k, "status", 6)) {
+      TS__SCAN_ONCE(seen, 1);
+      if (it.type == TS_JSON_SCAN_STRING) r->status = (ts_json_scan_str){it.raw, it.escaped};
+    } else if (ts_json_scan_key_is(k, "incomplete_details", 18)) {
+      TS__SCAN_ONCE(seen, 2);
+      if (it.type == TS_JSON_SCAN_OBJECT) {
+        if (!rf_read_details(s, r)) return 0;
+        continue;
+      }
+    } else if (ts_json_scan_key_is(k, "usage", 5)) {
+      TS__SCAN_ONCE(seen, 4);
+      if (it.type == TS_JSON_SCAN_OBJECT) {
+        if (ts_json_scan_skip(s, &r->usage) != 1) return 0;
+        continue;
+      }
+    }
+    if (ts_json_scan_skip(s, NULL) != 1) return 0;
+  }
+}
+
+/* turn_end's reading with collected values. */
+static void rf_turn_end(ts_adapter *a, const rf_resp *r, int incomplete) {
+  ts_view stop = incomplete ? (ts_view){"incomplete", 10} : (ts_view){"completed", 9}, v;
+  if (incomplete && r->reason.raw.p) {
+    if (ts__adapter_decode_str(a, &r->reason, &v) > 0) stop = v;
+  } else if (r->status.raw.p) {
+    if (ts__adapter_decode_str(a, &r->status, &v) > 0) stop = v;
+  }
+  ts__adapter_set_stop(a, stop);
+  if (r->usage.p) ts__adapter_set_usage(a, r->usage);
+  ts__adapter_turn_end(a);
+}
+
 /* end_call's reading with collected strings. */
 static void rf_end_call(ts_adapter *a, const ts_json_scan_str *key_s, const ts_json_scan_str *args_s) {
   ts_view key, args;
@@ -314,17 +383,31 @@ static void rf_delta(ts_adapter *a, int kind, const ts_json_scan_str *item_id, c
   if (slot >= 0 && ts__adapter_decode_str(a, delta, &v) > 0) ts__adapter_call_args(a, slot, v);
 }
 
+static __attribute__((noinline)) int responses_full(ts_adapter *a, char *text, size_t len, ts_view event,
+                                                    ts_json_shape *memo);
+
 static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
   ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_scan_str delta;
-  if (memo && ts_json_shape_match(memo, text, len, event, &delta)) {
-    /* P0's reading (a delta event) with this payload's delta; the item id is P0's,
-     * unescaped, in the memo's copy */
-    ts_json_scan_str item_id = {memo->key, 0};
-    ts__adapter_memo_hit(a);
-    rf_delta(a, memo->kind, &item_id, &delta);
+  ts_json_shape_value v;
+  if (memo && ts_json_shape_match_value(memo, text, len, event, &v)) {
+    /* P0's reading (a delta event) with this payload's delta, decoded by the match; the
+     * item id is P0's, unescaped, in the memo's copy: rf_delta's reading */
+    if (memo->kind == RF_TEXT) {
+      ts__adapter_memo_hit(a);
+      ts_view val = v.val;
+      if (!val.p && ts__adapter_decode_str(a, &v.used, &val) <= 0) return 1;
+      ts__adapter_text(a, val);
+    } else {
+      ts__adapter_call_args_value(a, ts__adapter_call_by_key(a, memo->key), &v);
+    }
     return 1;
   }
+  return responses_full(a, text, len, event, memo);
+}
+
+/* The full one-pass reading, apart from the memo's path (as chat_full). */
+static int responses_full(ts_adapter *a, char *text, size_t len, ts_view event, ts_json_shape *memo) {
+  ts_json_scan_str delta;
   ts_json_shape_notes notes;
   notes.n = notes.over = 0;
   ts_json_scan s;
@@ -335,7 +418,9 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
   delta = item_id;
   rf_item item;
   memset(&item, 0, sizeof item);
-  int kind = -1, have_item = 0;
+  rf_resp resp;
+  memset(&resp, 0, sizeof resp);
+  int kind = -1, have_item = 0, have_resp = 0;
   unsigned seen = 0;
   for (;;) {
     if (ts__json_scan_next_inline(&s, &it) != 1) return 0;
@@ -371,6 +456,14 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
       break;
     case 15: /* sequence_number: likewise */
       if (ts_json_scan_key_is(k, "sequence_number", 15)) ts_json_shape_note(&notes, &it);
+      break;
+    case 8: /* response: the terminal events' whole response */
+      if (ts_json_scan_key_is(k, "response", 8)) {
+        TS__SCAN_ONCE(seen, 32);
+        if (it.type != TS_JSON_SCAN_OBJECT || !rf_read_response(&s, &resp)) return 0;
+        have_resp = 1;
+        continue; /* read to its end */
+      }
       break;
     case 9: /* arguments */
       if (ts_json_scan_key_is(k, "arguments", 9)) {
@@ -418,6 +511,11 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
   case RF_ITEM_DONE:
     if (!have_item) return 0;
     rf_end_call(a, &item.id, &item.args);
+    return 1;
+  case RF_COMPLETED:
+  case RF_INCOMPLETE:
+    if (!have_resp) return 0;
+    rf_turn_end(a, &resp, kind == RF_INCOMPLETE);
     return 1;
   default:
     return 0;

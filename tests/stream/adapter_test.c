@@ -36,6 +36,7 @@
 
 #include "stream/json_view.h"
 #include "stream/adapter.h"
+#include "support/runner.h"
 #include "support/sb.h"
 #include "support/test_support.h"
 
@@ -396,50 +397,45 @@ typedef struct {
   int flags;
 } row;
 
+/* run_text (or run_text_twice) in one mode (general: no one-pass reader; no_memo: no
+ * shape memo; via_fn: CALL_ARGS through ts_adapter_set_args_fn), R back to the default. */
+static void run_mode(ts_format fmt, const char *sse, size_t n, int twice, int general, int no_memo, int via_fn) {
+  R.abort_at = 0;
+  R.general = general, R.no_memo = no_memo, R.via_fn = via_fn;
+  (twice ? run_text_twice : run_text)(fmt, sse, n, &R);
+  R.general = R.no_memo = R.via_fn = 0;
+}
+
 static void run_row(const row *w) {
   char *sse = tick(w->sse), *want = tick(w->want);
   size_t n = strlen(sse);
-  R.abort_at = 0;
-  run_text(w->fmt, sse, n, &R);
+  run_mode(w->fmt, sse, n, 0, 0, 0, 0);
   expect_trace(w->line, w->label, ts_format_name(w->fmt), &R, want);
   ck_assert_msg(R.format == w->fmt, "line %d: format %s", w->line, ts_format_name(R.format));
-  /* the general way (no one-pass reader) reports the same */
-  R.general = 1;
-  run_text(w->fmt, sse, n, &R);
-  R.general = 0;
-  expect_trace(w->line, w->label, "general", &R, want);
-  /* and the one-pass reader without its shape memo */
-  R.no_memo = 1;
-  run_text(w->fmt, sse, n, &R);
-  R.no_memo = 0;
-  expect_trace(w->line, w->label, "no memo", &R, want);
+  /* the general way (no one-pass reader), the one pass without its shape memo, and the
+   * fragments through the fragment path report the same */
+  static const struct { const char *name; int general, no_memo, via_fn; } once[] = {
+      {"general", 1, 0, 0}, {"no memo", 0, 1, 0}, {"args_fn", 0, 0, 1}};
+  for (size_t k = 0; k < sizeof once / sizeof once[0]; k++) {
+    run_mode(w->fmt, sse, n, 0, once[k].general, once[k].no_memo, once[k].via_fn);
+    expect_trace(w->line, w->label, once[k].name, &R, want);
+  }
   /* every payload twice: the memo warmed by each payload before its copy comes; the
-   * three ways agree on what that stream means */
-  R.general = 1;
-  run_text_twice(w->fmt, sse, n, &R);
-  R.general = 0;
+   * general way, the memo (also with the fragment path) and no memo agree on what that
+   * stream means */
+  run_mode(w->fmt, sse, n, 1, 1, 0, 0);
   char *general = strdup(R.trace);
   ck_assert(general);
   ck_assert_msg(!R.overflow, "line %d: trace overflow", w->line);
-  R.no_memo = 1;
-  run_text_twice(w->fmt, sse, n, &R);
-  R.no_memo = 0;
-  expect_trace(w->line, w->label, "twice, no memo", &R, general);
-  run_text_twice(w->fmt, sse, n, &R);
-  expect_trace(w->line, w->label, "twice, memo", &R, general);
-  /* and the memo's readings with the fragments through the fragment path */
-  R.via_fn = 1;
-  run_text_twice(w->fmt, sse, n, &R);
-  R.via_fn = 0;
-  expect_trace(w->line, w->label, "twice, memo, args_fn", &R, general);
+  static const struct { const char *name; int no_memo, via_fn; } twice[] = {
+      {"twice, no memo", 1, 0}, {"twice, memo", 0, 0}, {"twice, memo, args_fn", 0, 1}};
+  for (size_t k = 0; k < sizeof twice / sizeof twice[0]; k++) {
+    run_mode(w->fmt, sse, n, 1, 0, twice[k].no_memo, twice[k].via_fn);
+    expect_trace(w->line, w->label, twice[k].name, &R, general);
+  }
   free(general);
-  /* and the same with the fragments through the fragment path */
-  R.via_fn = 1;
-  run_text(w->fmt, sse, n, &R);
-  R.via_fn = 0;
-  expect_trace(w->line, w->label, "args_fn", &R, want);
   if (!(w->flags & NO_AUTO)) {
-    run_text(TS_FORMAT_AUTO, sse, n, &R);
+    run_mode(TS_FORMAT_AUTO, sse, n, 0, 0, 0, 0);
     expect_trace(w->line, w->label, "auto", &R, want);
   }
   free(sse);
@@ -672,6 +668,47 @@ static const row responses_rows[] = {
     {__LINE__, "[DONE] is not a Responses event", TS_FORMAT_OPENAI_RESPONSES,
      RE("response.output_text.delta", "`delta`:`a`") DONE COMPLETED(""), "X 'a' | T stop=completed",
      SAME_AUTO},
+    /* the terminal event in the one pass: the output items (a call's whole arguments)
+     * passed over, status, reason and usage read as the general way reads them */
+    {__LINE__, "completed: output items skipped, status and usage read", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") DELTA("fc_1", "{\\`a\\`:\\`x\\n\\u00e9\\`}")
+     COMPLETED("`id`:`resp_1`,`output`:[{`id`:`fc_1`,`type`:`function_call`,`arguments`:`{\\`a\\`:\\`x\\n\\u00e9\\`}`}],"
+               "`status`:`completed`,`tools`:[{`type`:`function`}],`usage`:{`input_tokens`:5,`d`:{`x`:[1]}},`user`:null"),
+     "B0 call_1 f | A0 '{`a`:`x\\n\xc3\xa9`}' | E0 | T stop=completed usage={`input_tokens`:5,`d`:{`x`:[1]}}", SAME_AUTO},
+    {__LINE__, "completed: an escaped status is decoded, usage not an object is none", TS_FORMAT_OPENAI_RESPONSES,
+     COMPLETED("`status`:`don\\u0065`,`usage`:null"), "T stop=done", SAME_AUTO},
+    {__LINE__, "completed: a status that is no string is the default", TS_FORMAT_OPENAI_RESPONSES,
+     COMPLETED("`status`:7,`incomplete_details`:{`reason`:`x`}"), "T stop=completed", SAME_AUTO},
+    {__LINE__, "completed: a duplicate status (the general way reads the first)", TS_FORMAT_OPENAI_RESPONSES,
+     COMPLETED("`status`:`a`,`status`:`b`"), "T stop=a", SAME_AUTO},
+    {__LINE__, "completed: a bad escape in the status", TS_FORMAT_OPENAI_RESPONSES,
+     COMPLETED("`status`:`\\ud800`,`usage`:{`n`:1}"), "!json_surrogate | T stop=completed usage={`n`:1}", SAME_AUTO},
+    {__LINE__, "completed: response not an object, or missing", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.completed", "`response`:[1]"), "T stop=completed", SAME_AUTO},
+    {__LINE__, "completed: cut JSON is the general way's error", TS_FORMAT_OPENAI_RESPONSES,
+     EV("response.completed", "{`type`:`response.completed`,`response`:{`output`:[`x]}}")
+     COMPLETED("`status`:`completed`"),
+     "!ms_bad_json | T stop=completed", SAME_AUTO},
+    {__LINE__, "incomplete: the reason, not the status", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.incomplete", "`response`:{`status`:`incomplete`,`output`:[],`incomplete_details`:{`x`:[{}],`reason`:`max_output_tokens`},`usage`:{`o`:2}}"),
+     "T stop=max_output_tokens usage={`o`:2}", SAME_AUTO},
+    {__LINE__, "incomplete: no reason: the status; a duplicate reason hands back", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.incomplete", "`response`:{`status`:`incomplete`,`incomplete_details`:null}"),
+     "T stop=incomplete", SAME_AUTO},
+    {__LINE__, "incomplete: a duplicate reason (the general way reads the first)", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.incomplete", "`response`:{`incomplete_details`:{`reason`:`r1`,`reason`:`r2`}}"),
+     "T stop=r1", SAME_AUTO},
+    /* the .done events repeat the arguments: the deltas' text is what is reported */
+    {__LINE__, ".done agreeing with the deltas", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") DELTA("fc_1", "{}") ARGS_DONE("fc_1", "{}") ITEM_DONE("fc_1", "{}") COMPLETED(""),
+     "B0 call_1 f | A0 '{}' | E0 | T stop=completed", SAME_AUTO},
+    {__LINE__, ".done disagreeing with the deltas: the deltas stand, as before", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") DELTA("fc_1", "{}") ARGS_DONE("fc_1", "{\\`other\\`:1}")
+     ITEM_DONE("fc_1", "{\\`other\\`:2}") COMPLETED(""),
+     "B0 call_1 f | A0 '{}' | E0 | T stop=completed", SAME_AUTO},
+    {__LINE__, ".done without deltas: its arguments are the call's", TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") ITEM_DONE("fc_1", "{\\`w\\`:\\`\\u00e9\\`}") COMPLETED(""),
+     "B0 call_1 f | A0 '{`w`:`\xc3\xa9`}' | E0 | T stop=completed", SAME_AUTO},
 };
 
 #define AE(type, json) EV(type, "{`type`:`" type "`" json "}")
@@ -1135,13 +1172,10 @@ START_TEST(test_too_many_tokens_responses) {
   sb_puts(&b, "]}\n\nevent: response.completed\ndata: {`type`:`response.completed`}\n\n");
   char *t = tick(b.p);
   free(b.p);
-  R.abort_at = 0;
-  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
+  run_mode(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), 0, 0, 0, 0);
   expect_trace(__LINE__, "too many tokens, one pass", "responses", &R,
                "B0 c1 f | A0 '{}' | E0 | T stop=completed");
-  R.general = 1;
-  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
-  R.general = 0;
+  run_mode(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), 0, 1, 0, 0);
   expect_trace(__LINE__, "too many tokens", "responses", &R,
                "B0 c1 f | !ms_too_many_tokens | E0 | T stop=completed");
   free(t);
@@ -1159,14 +1193,17 @@ START_TEST(test_responses_huge_terminal) {
   sb_puts(&b, "event: response.completed\ndata: {`type`:`response.completed`,`response`:"
              "{`status`:`completed`,`tools`:[0");
   for (int i = 0; i < TS_ADAPTER_MAX_TOKENS; i++) sb_puts(&b, ",0");
-  sb_puts(&b, "]}}\n\n");
+  sb_puts(&b, "],`usage`:{`total_tokens`:9}}}\n\n");
   char *t = tick(b.p);
   free(b.p);
-  R.abort_at = 0;
-  run_text(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), &R);
+  /* the one pass reads it whole, usage and all (no token array); the general way ends
+   * the turn by the event's name alone */
+  run_mode(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), 0, 0, 0, 0);
+  expect_trace(__LINE__, "huge terminal, one pass", "responses", &R,
+               "B0 c1 f | A0 '{}' | E0 | T stop=completed usage={\"total_tokens\":9}");
+  run_mode(TS_FORMAT_OPENAI_RESPONSES, t, strlen(t), 0, 1, 0, 0);
   free(t);
-  ck_assert_msg(strstr(R.trace, "T stop=completed") != NULL, "trace: %s", R.trace);
-  ck_assert_msg(strstr(R.trace, "E0") != NULL, "call not ended: %s", R.trace);
+  expect_trace(__LINE__, "huge terminal", "general", &R, "B0 c1 f | A0 '{}' | E0 | T stop=completed");
 }
 END_TEST
 
@@ -1610,12 +1647,9 @@ START_TEST(test_one_pass_edges) {
   const edge_row *w = &edge_rows[_i];
   char *sse = tick(w->sse), *want = tick(w->want);
   for (int general = 0; general < 2; general++) {
-    R.abort_at = 0;
-    R.general = general;
-    run_text(w->fmt, sse, strlen(sse), &R);
+    run_mode(w->fmt, sse, strlen(sse), 0, general, 0, 0);
     expect_trace(w->line, w->label, general ? "general" : "one pass", &R, want);
   }
-  R.general = 0;
   free(sse);
   free(want);
 }
@@ -1638,15 +1672,12 @@ START_TEST(test_one_pass_built) {
   sb_puts(&b, "}\n\n" DONE);
   char *t = tick(b.p);
   free(b.p);
-  R.abort_at = 0;
-  R.general = 1;
-  run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
+  run_mode(TS_FORMAT_OPENAI_CHAT, t, strlen(t), 0, 1, 0, 0);
   char general[TRACE_MAX];
   memcpy(general, R.trace, sizeof general);
   ck_assert(strstr(general, "B39 c39 f | A39 '{}'") != NULL);
   ck_assert(strstr(general, "T stop=tool_calls") != NULL);
-  R.general = 0;
-  run_text(TS_FORMAT_OPENAI_CHAT, t, strlen(t), &R);
+  run_mode(TS_FORMAT_OPENAI_CHAT, t, strlen(t), 0, 0, 0, 0);
   ck_assert_str_eq(R.trace, general);
   free(t);
 }
@@ -1693,6 +1724,19 @@ typedef struct {
 #define VX_END GC("{`functionCall`:{}}", ",`finishReason`:`STOP`")
 
 static const memo_row memo_rows[] = {
+    {__LINE__, "chat: a fragment without escapes, one with \\u and a pair, decoded by the match", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "{\\`k", "o") C_DELTA(0, "plain text, no escapes at all here", "oo")
+     C_DELTA(0, "\\u00e9\\u20ac\\ud83d\\ude00\\/", "o") C_DELTA(0, "\\`:1}", "o") C_END,
+     "B0 c0 f | A0 '{`k' | A0 'plain text, no escapes at all here' | A0 '\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80/' | A0 '`:1}' | E0 | T stop=tool_calls", 3},
+    {__LINE__, "chat: a lone surrogate in a memo hit is the decoder's error, as without the memo", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") C_DELTA(0, "{", "o") C_DELTA(0, "\\ud800x", "o") C_DELTA(0, "\\udc00", "o")
+     C_DELTA(0, "\\ud800\\u0041", "o") C_DELTA(0, "}", "o") C_END,
+     "B0 c0 f | A0 '{' | !json_surrogate | !json_surrogate | !json_surrogate | A0 '}' | E0 | T stop=tool_calls", 4},
+    {__LINE__, "anthropic: fragments near the payload's end (the last block) and short ones", TS_FORMAT_ANTHROPIC,
+     TOOL_START(0, "t", "f", "{}") JSON_DELTA(0, "{") JSON_DELTA(0, "\\`") JSON_DELTA(0, "a\\`:\\`\\\\n\\t")
+     JSON_DELTA(0, "0123456789abcdefghij\\`") JSON_DELTA(0, "}") MSG_STOP,
+     "B0 t f | A0 '{' | A0 '`' | A0 'a`:`\\n\\t' | A0 '0123456789abcdefghij`' | A0 '}' | E0 | T stop=", 4},
+
     {__LINE__, "chat: deltas after the first from the memo, obfuscation of any length", TS_FORMAT_OPENAI_CHAT,
      C_BEGIN(0, "c0") C_DELTA(0, "{\\`a", "x") C_DELTA(0, "\\`:", "yyyyyyyyyyyyyyyyyyyyy") C_DELTA(0, "1}", "") C_END,
      "B0 c0 f | A0 '{`a' | A0 '`:' | A0 '1}' | E0 | T stop=tool_calls", 2},
@@ -1837,10 +1881,7 @@ START_TEST(test_memo) {
   char *sse = tick(w->sse), *want = tick(w->want);
   static const char *const modes[] = {"memo", "no memo", "general"};
   for (int m = 0; m < 3; m++) {
-    R.abort_at = 0;
-    R.no_memo = m == 1;
-    R.general = m == 2;
-    run_text(w->fmt, sse, strlen(sse), &R);
+    run_mode(w->fmt, sse, strlen(sse), 0, m == 2, m == 1, 0);
     expect_trace(w->line, w->label, modes[m], &R, want);
     uint64_t hits = R.memo_hits;
     if (m == 0)
@@ -1849,9 +1890,35 @@ START_TEST(test_memo) {
     else
       ck_assert_msg(hits == 0, "line %d (%s, %s): the memo was used", w->line, w->label, modes[m]);
   }
-  R.no_memo = R.general = 0;
   free(sse);
   free(want);
+}
+END_TEST
+
+/* A memo hit whose fragment decodes to more than the match's buffer holds (and one just
+ * under): decoded in place after the match instead, the same events, still from the memo. */
+START_TEST(test_memo_long_fragment) {
+  static const size_t lens[] = {100, 480, 600, 2000};
+  for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+    sb b = {0}, want = {0};
+    sb_puts(&b, C_BEGIN(0, "c0") C_DELTA(0, "{\\`k\\`:\\`", "o"));
+    sb_puts(&b, "data: " C_PRE(0));
+    for (size_t i = 0; i < lens[k]; i++) sb_puts(&b, i % 3 ? "\\n" : "\\u00e9");
+    sb_puts(&b, C_POST "oo`}\n\n" C_DELTA(0, "\\`}", "o") C_END);
+    sb_puts(&want, "B0 c0 f | A0 '{`k`:`' | A0 '");
+    for (size_t i = 0; i < lens[k]; i++) sb_puts(&want, i % 3 ? "\\n" : "\xc3\xa9");
+    sb_puts(&want, "' | A0 '`}' | E0 | T stop=tool_calls");
+    char *t = tick(b.p), *w = tick(want.p);
+    free(b.p);
+    free(want.p);
+    for (int m = 0; m < 3; m++) {
+      run_mode(TS_FORMAT_OPENAI_CHAT, t, strlen(t), 0, m == 2, m == 1, 0);
+      expect_trace(__LINE__, "long fragment", m == 0 ? "memo" : m == 1 ? "no memo" : "general", &R, w);
+      ck_assert_int_eq(R.memo_hits, m == 0 ? 2 : 0);
+    }
+    free(t);
+    free(w);
+  }
 }
 END_TEST
 
@@ -1872,7 +1939,7 @@ int main(void) {
   Suite *s = suite_create("adapter");
   TCase *tc;
 
-  tc = tcase_create("openai-chat");
+  tc = ts_test_tcase(s, "openai-chat", 0);
   tcase_add_loop_test(tc, test_chat_rows, 0, NROWS(chat_rows));
   tcase_add_test(tc, test_too_many_tokens);
   tcase_add_test(tc, test_too_many_tokens_responses);
@@ -1881,32 +1948,28 @@ int main(void) {
   tcase_add_test(tc, test_field_too_long);
   tcase_add_test(tc, test_id_limits);
   tcase_add_test(tc, test_feed_returns_first_error);
+  tcase_add_test(tc, test_memo_long_fragment);
   tcase_add_loop_test(tc, test_one_pass_edges, 0, NROWS(edge_rows));
   tcase_add_test(tc, test_one_pass_built);
   tcase_add_loop_test(tc, test_memo, 0, NROWS(memo_rows));
-  suite_add_tcase(s, tc);
 
-  tc = tcase_create("openai-responses");
+  tc = ts_test_tcase(s, "openai-responses", 0);
   tcase_add_loop_test(tc, test_responses_rows, 0, NROWS(responses_rows));
-  suite_add_tcase(s, tc);
 
-  tc = tcase_create("anthropic");
+  tc = ts_test_tcase(s, "anthropic", 0);
   tcase_add_loop_test(tc, test_anthropic_rows, 0, NROWS(anthropic_rows));
   tcase_add_test(tc, test_too_many_calls_anthropic);
   tcase_add_test(tc, test_name_too_long);
-  suite_add_tcase(s, tc);
 
-  tc = tcase_create("gemini");
+  tc = ts_test_tcase(s, "gemini", 0);
   tcase_add_loop_test(tc, test_gemini_rows, 0, NROWS(gemini_rows));
   tcase_add_loop_test(tc, test_bedrock_rows, 0, NROWS(bedrock_rows));
-  suite_add_tcase(s, tc);
 
-  tc = tcase_create("corpus");
+  tc = ts_test_tcase(s, "corpus", 0);
   tcase_add_loop_test(tc, test_corpus, 0, NROWS(corpus));
   tcase_add_loop_test(tc, test_memo_corpus, 0, NROWS(memo_corpus));
-  suite_add_tcase(s, tc);
 
-  tc = tcase_create("api");
+  tc = ts_test_tcase(s, "api", 0);
   tcase_add_loop_test(tc, test_auto_rows, 0, NROWS(auto_rows));
   tcase_add_test(tc, test_format_names);
   tcase_add_test(tc, test_detect);
@@ -1915,11 +1978,6 @@ int main(void) {
   tcase_add_test(tc, test_keeps);
   tcase_add_test(tc, test_abort);
   tcase_add_test(tc, test_done_and_finish);
-  suite_add_tcase(s, tc);
 
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return ts_test_run(s, 0);
 }

@@ -14,6 +14,8 @@
 
 #include "base/error.h"
 #include "stream/json_scan.h"
+#include "stream/json_scan_impl.h"
+#include "stream/json_unescape.h"
 #include "support/sb.h"
 
 typedef struct {
@@ -323,6 +325,84 @@ START_TEST(test_int) {
 }
 END_TEST
 
+/* scan_string_decode (json_scan_impl.h) against scan_string and ts_json_unescape_all: the
+ * same verdict, the same end and escape flag, and the decoder's output, or the decoding
+ * given up exactly where the decoder refuses (a surrogate out of its pair) or the output
+ * would not fit. Bodies are built from pieces that hit every path: blocks with and without
+ * escapes, escapes across a block's end, the last block of the text, texts shorter than a
+ * block, and caps that end inside the text. Each text is in a buffer of its exact size and
+ * each output in one of exactly cap bytes (ASan sees any byte read or written past). */
+START_TEST(test_string_decode) {
+  static const char *const pieces[] = {
+      "a", "bcdefghijklmnop", "0123456789abcdefghijklmnopqrstu", "\\\"", "\\\\", "\\n", "\\/", "\\b\\f\\r\\t",
+      "\\u00e9", "\\u0041", "\\u20AC", "\\u0000", "\\ud83d\\ude00", "\\uD800\\uDC00", "\\ud800", "\\udc00",
+      "\\ud800\\u0041", "\\ud800x", "\\ud800\\n", "\\x", "\\u12g4", "\\u12", "\xc3\xa9", "\x01", "\"", "\\",
+  };
+  static const size_t caps[] = {1, 4, 8, 17, 20, 21, 24, 40, 1024};
+  const size_t np = sizeof pieces / sizeof pieces[0];
+  uint32_t seed = 12345;
+  long decoded = 0, given_up = 0, refused = 0;
+  for (int round = 0; round < 6000; round++) {
+    sb b = {0};
+    seed = seed * 1103515245u + 12345u;
+    size_t pre = (seed >> 8) % 4, n = (seed >> 12) % 12, post = (seed >> 20) % 22;
+    for (size_t k = 0; k < pre; k++) sb_putc(&b, '{');
+    for (size_t k = 0; k < n; k++) {
+      seed = seed * 1103515245u + 12345u;
+      const char *pc = pieces[(seed >> 16) % np];
+      /* the bytes that end or break a string come rarely, so most strings are whole */
+      if ((pc[0] == '"' || pc[0] == '\x01' || !strcmp(pc, "\\") || !strcmp(pc, "\\x")) && (seed >> 8) % 5) continue;
+      sb_puts(&b, pc);
+    }
+    if ((seed >> 4) % 9) sb_putc(&b, '"');
+    for (size_t k = 0; k < post; k++) sb_putc(&b, k % 3 ? '}' : ',');
+    size_t len = b.len;
+    char *text = malloc(len ? len : 1);
+    ck_assert_ptr_nonnull(text);
+    memcpy(text, b.p, len);
+    free(b.p);
+    const char *p = text + pre, *end = text + len;
+    int e1 = 0;
+    const char *q1 = scan_string(p, end, text, &e1);
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+      char *out = malloc(caps[c]);
+      ck_assert_ptr_nonnull(out);
+      int e2 = 0;
+      ssize_t w = -2;
+      const char *q2 = scan_string_decode(p, end, text, &e2, out, caps[c], &w);
+      ck_assert_msg(q2 == q1, "round %d cap %zu: end %td, scan_string's %td", round, caps[c],
+                    q2 ? q2 - text : -1, q1 ? q1 - text : -1);
+      if (q1) {
+        ck_assert_int_eq(e2, e1);
+        size_t raw = (size_t)(q1 - p);
+        char *ref = malloc(raw + TS_JSON_UNESCAPE_SLACK + 1);
+        ck_assert_ptr_nonnull(ref);
+        ssize_t rn = ts_json_unescape_all(p, raw, ref);
+        if (w >= 0) {
+          ck_assert_msg(rn == w && memcmp(out, ref, (size_t)w) == 0, "round %d cap %zu: decoded %zd bytes, "
+                        "the decoder %zd", round, caps[c], w, rn);
+          decoded++;
+        } else {
+          ck_assert_int_eq(w, -1);
+          /* given up: the decoder refuses it, or its output does not fit in the cap */
+          ck_assert_msg(rn < 0 || (size_t)rn + 20 > caps[c], "round %d cap %zu: given up on %zd bytes", round,
+                        caps[c], rn);
+          if (rn < 0) refused++;
+          given_up++;
+        }
+        if (caps[c] == 1024) ck_assert_msg(w >= 0 || rn < 0, "round %d: given up with room", round);
+        free(ref);
+      }
+      free(out);
+    }
+    free(text);
+  }
+  ck_assert_int_gt(decoded, 5000);
+  ck_assert_int_gt(refused, 100);
+  ck_assert_int_gt(given_up, refused);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("json_scan");
   TCase *tc = tcase_create("scan");
@@ -332,6 +412,7 @@ int main(void) {
   tcase_add_test(tc, test_nul_byte);
   tcase_add_test(tc, test_string_blocks);
   tcase_add_test(tc, test_int);
+  tcase_add_test(tc, test_string_decode);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

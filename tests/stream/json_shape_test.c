@@ -17,6 +17,9 @@
 #include "base/error.h"
 #include "stream/json_scan.h"
 #include "stream/json_shape.h"
+#include "stream/json_unescape.h"
+#include "support/runner.h"
+#include "support/sb.h"
 #include "support/test_support.h"
 
 static int is_ignored(const ts_json_item *it) {
@@ -113,6 +116,40 @@ static const row rows[] = {
     {__LINE__, "an empty payload", P0, "", 0, NULL},
 };
 
+/* ts_json_shape_match_value agrees with ts_json_shape_match on q, and its value is the
+ * used string decoded: a view into q when it has no escapes, the decoder's output in buf,
+ * or left to the caller (NULL) exactly when the decoder refuses it. Returns the match. */
+static int check_match_value(const ts_json_shape *m, const char *q, size_t n, ts_view name) {
+  ts_json_scan_str used = {{NULL, 0}, 0}, used2 = used;
+  int got = ts_json_shape_match(m, q, n, name, &used);
+  ts_json_shape_value *v = malloc(sizeof *v);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_int_eq(ts_json_shape_match_value(m, q, n, name, v), got);
+  used2 = v->used;
+  ts_view val = v->val;
+  const char *buf = v->buf;
+  size_t cap = sizeof v->buf;
+  if (!got) {
+    free(v);
+    return 0;
+  }
+  ck_assert(used2.raw.p == used.raw.p && used2.raw.len == used.raw.len && used2.escaped == used.escaped);
+  char *ref = malloc(used.raw.len + TS_JSON_UNESCAPE_SLACK + 1);
+  ck_assert_ptr_nonnull(ref);
+  ssize_t rn = ts_json_unescape_all(used.raw.p, used.raw.len, ref);
+  if (!used.escaped) {
+    ck_assert(val.p == used.raw.p && val.len == used.raw.len); /* no copy */
+  } else if (val.p) {
+    ck_assert(val.p == buf);
+    ck_assert(rn >= 0 && (size_t)rn == val.len && memcmp(val.p, ref, val.len) == 0);
+  } else {
+    ck_assert(rn < 0 || (size_t)rn + 20 > cap);
+  }
+  free(ref);
+  free(v);
+  return 1;
+}
+
 START_TEST(test_rows) {
   const row *w = &rows[_i];
   ts_json_shape *m = calloc(1, sizeof *m);
@@ -125,6 +162,7 @@ START_TEST(test_rows) {
   memcpy(p, w->p, n);
   ts_json_scan_str used = {{NULL, 0}, 0};
   int got = ts_json_shape_match(m, p, n, name, &used);
+  ck_assert_int_eq(check_match_value(m, p, n, name), got);
   ck_assert_msg(got == w->match, "line %d (%s): match %d", w->line, w->label, got);
   if (got) {
     ck_assert_msg(used.raw.len == strlen(w->used) && memcmp(used.raw.p, w->used, used.raw.len) == 0,
@@ -229,6 +267,7 @@ START_TEST(test_edits) {
           ck_assert_ptr_nonnull(q);
           memcpy(q, p, n);
           ts_json_scan_str used = {{NULL, 0}, 0};
+          check_match_value(m, q, n, name);
           if (ts_json_shape_match(m, q, n, name, &used)) {
             ts_view ref = {NULL, 0};
             ck_assert_msg(same_reading(p0, n0, q, n, &ref), "base %zu: %.*s matched", b, (int)n, q);
@@ -249,16 +288,45 @@ START_TEST(test_edits) {
 }
 END_TEST
 
+/* Fixed runs of every length from 1 to 200 bytes (the compare's paths: under 16, one
+ * to four blocks, 64 a step with any remainder): P0 itself matches, and a change of any
+ * one fixed byte does not. */
+START_TEST(test_long_runs) {
+  ts_json_shape *m = calloc(1, sizeof *m);
+  ck_assert_ptr_nonnull(m);
+  ts_view name = {"event_name_of_some_length", 25};
+  for (size_t run = 1; run <= 200; run++) {
+    sb b = {0};
+    sb_puts(&b, "{\"k");
+    for (size_t k = 3; k < run; k++) sb_putc(&b, (char)('a' + k % 26));
+    sb_puts(&b, "\":0,\"u\":\"frag\\\"x\",\"t");
+    for (size_t k = 3; k < run; k++) sb_putc(&b, (char)('A' + k % 26));
+    sb_puts(&b, "\":1}");
+    ck_assert(keep(m, b.p, b.len, name));
+    char *q = malloc(b.len);
+    ck_assert_ptr_nonnull(q);
+    memcpy(q, b.p, b.len);
+    ck_assert_msg(check_match_value(m, q, b.len, name), "run %zu: P0 does not match", run);
+    for (size_t at = 0; at < b.len; at++) {
+      const char *u = strstr(b.p, "frag");
+      if (q + at >= q + (u - b.p) && q + at < q + (u - b.p) + 7) continue; /* inside the used span */
+      q[at] ^= 0x01;
+      ck_assert_msg(!check_match_value(m, q, b.len, name), "run %zu: byte %zu changed, still a match", run, at);
+      q[at] ^= 0x01;
+    }
+    free(q);
+    free(b.p);
+  }
+  free(m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("json_shape");
-  TCase *tc = tcase_create("memo");
+  TCase *tc = ts_test_tcase(s, "memo", 0);
   tcase_add_loop_test(tc, test_rows, 0, (int)(sizeof rows / sizeof rows[0]));
   tcase_add_test(tc, test_limits);
   tcase_add_test(tc, test_edits);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  tcase_add_test(tc, test_long_runs);
+  return ts_test_run(s, 0);
 }

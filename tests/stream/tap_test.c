@@ -1243,6 +1243,16 @@ static const row rows[] = {
      S0 "@2 'x'\n"
         "ready #0 @2 {\"description\":\"x\"}\n"
         "stream_error @end ms_truncated\n"},
+    {__LINE__, "8: the arguments limit crossed inside a string's middle piece", SSE3,
+     "margs=24 p=content",
+     {B0, A0("{\"content\":\"abcdefgh"), A0("ijklmnop"), A0("qrst\"}"), "e 0", "f tool_calls", "z"},
+     S0 "@3\n"
+        "error #0 @3 limit\n" FIN(7)},
+    {__LINE__, "8: middle pieces up to the limit exactly, then past it", SSE3,
+     "margs=28",
+     {B0, A0("{\"content\":\"abcdefgh"), A0("ijklmnop"), A0("0123456789abcdef"), A0("q\"}"), "e 0", "f tool_calls", "z"},
+     S0 "@1\n"
+        "error #0 @4 limit\n" FIN(8)},
     {__LINE__, "8: the arguments limit fails one call; the others go on", SSE3,
      "margs=24 p=description",
      {B0, "b 1 call_2 write_file", A0("{\"description\":\"short\","), A0("\"content\":\"0123456789\"}"),
