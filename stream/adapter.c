@@ -469,28 +469,57 @@ unsigned *ts__adapter_flags(ts_adapter *a) { return &a->flags; }
 
 void *ts__adapter_scratch(ts_adapter *a) { return a->scratch; }
 
+/* What a byte of a decoded value becomes inside a JSON string: 0 as itself, else the
+ * letter after the backslash ('u' for \u00XX). */
+static const char esc_of[256] = {
+    ['"'] = '"', ['\\'] = '\\', ['\n'] = 'n', ['\t'] = 't', ['\r'] = 'r',
+    [0x00] = 'u', [0x01] = 'u', [0x02] = 'u', [0x03] = 'u', [0x04] = 'u', [0x05] = 'u',
+    [0x06] = 'u', [0x07] = 'u', [0x08] = 'u', [0x0B] = 'u', [0x0C] = 'u', [0x0E] = 'u',
+    [0x0F] = 'u', [0x10] = 'u', [0x11] = 'u', [0x12] = 'u', [0x13] = 'u', [0x14] = 'u',
+    [0x15] = 'u', [0x16] = 'u', [0x17] = 'u', [0x18] = 'u', [0x19] = 'u', [0x1A] = 'u',
+    [0x1B] = 'u', [0x1C] = 'u', [0x1D] = 'u', [0x1E] = 'u', [0x1F] = 'u'};
+
+/* Runs of bytes that stay as they are are copied whole (a value with none to escape, the
+ * common fragment, goes on as a view with no copy); a run longer than the buffer goes on
+ * as a view of its own. */
 void ts__adapter_call_args_escaped(ts_adapter *a, int slot, ts_view text) {
   static const char hex[] = "0123456789abcdef";
   char out[512];
   size_t o = 0;
-  for (size_t i = 0; i < text.len; i++) {
-    unsigned char c = (unsigned char)text.p[i];
+  const char *p = text.p, *end = p + text.len;
+  while (p < end) {
+    const char *q = p;
+    while (q < end && !esc_of[(unsigned char)*q]) q++;
+    size_t run = (size_t)(q - p);
+    if (o == 0 && q == end) { /* nothing buffered and nothing left to escape */
+      ts__adapter_call_args(a, slot, (ts_view){p, run});
+      return;
+    }
+    if (o + run > sizeof out) {
+      if (o) ts__adapter_call_args(a, slot, (ts_view){out, o});
+      o = 0;
+      if (run > sizeof out - 6) { /* too long to buffer: on as it lies */
+        ts__adapter_call_args(a, slot, (ts_view){p, run});
+        run = 0;
+      }
+    }
+    memcpy(out + o, p, run);
+    o += run;
+    if (q == end) break;
     if (o + 6 > sizeof out) {
       ts__adapter_call_args(a, slot, (ts_view){out, o});
       o = 0;
     }
-    if (c == '"' || c == '\\') {
-      out[o++] = '\\';
-      out[o++] = (char)c;
-    } else if (c == '\n' || c == '\t' || c == '\r') {
-      out[o++] = '\\';
-      out[o++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
-    } else if (c < 0x20) {
-      out[o++] = '\\', out[o++] = 'u', out[o++] = '0', out[o++] = '0';
-      out[o++] = hex[c >> 4], out[o++] = hex[c & 15];
+    unsigned char c = (unsigned char)*q;
+    char e = esc_of[c];
+    out[o++] = '\\';
+    if (e != 'u') {
+      out[o++] = e;
     } else {
-      out[o++] = (char)c;
+      out[o++] = 'u', out[o++] = '0', out[o++] = '0';
+      out[o++] = hex[c >> 4], out[o++] = hex[c & 15];
     }
+    p = q + 1;
   }
   if (o) ts__adapter_call_args(a, slot, (ts_view){out, o});
 }

@@ -373,7 +373,8 @@ void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len,
                                     const struct ts_json_shape_notes *notes, int has_key, int64_t nkey, ts_view raw);
 /* CALL_ARGS with `text` escaped as the inside of a JSON string (for providers that
  * stream argument values, or free-form input, rather than argument JSON text); sent in
- * pieces through a small buffer, nothing allocated. */
+ * pieces through a small buffer (a run with nothing to escape as a view of `text`),
+ * nothing allocated. */
 void ts__adapter_call_args_escaped(ts_adapter *a, int slot, ts_view text);
 #endif /* TS_ADAPTER_INTERNAL */
 

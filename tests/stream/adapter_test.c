@@ -811,6 +811,8 @@ static const row anthropic_rows[] = {
 
 #define GC(parts, extra) D("{`candidates`:[{`content`:{`parts`:[" parts "],`role`:`model`},`index`:0" extra "}]}")
 
+#define X100 "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopqrstuvwxyzAB"
+#define X600 X100 X100 X100 X100 X100 X100 /* longer than adapter.c's escaper buffer */
 static const row gemini_rows[] = {
     {__LINE__, "text, two whole calls in one chunk, finishReason, usage; EOF ends", TS_FORMAT_GEMINI,
      GC("{`text`:`Hi`}", "")
@@ -894,6 +896,18 @@ static const row gemini_rows[] = {
      "B0 - g | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | A0 'x\xc3\xa9' | A0 'y' | A0 '`' | A0 ',' | "
      "A0 '`' | A0 'b' | A0 '`:' | A0 'true' | X 't' | A0 ',' | A0 '`' | A0 'd' | A0 '`:' | A0 '2' | A0 '}' | E0 | "
      "T stop=STOP usage={`promptTokenCount`:1}",
+     SAME_AUTO},
+    {__LINE__, "vertex: every byte a string value escapes; runs longer than the escaper's buffer", TS_FORMAT_GEMINI,
+     GC("{`functionCall`:{`name`:`f`,`willContinue`:true}}", "")
+     GC("{`functionCall`:{`partialArgs`:[{`jsonPath`:`$.a`,`stringValue`:"
+        "`q\\`b\\\\n\\nt\\tr\\rb\\bf\\fu\\u0001\\u001f\\u007f\\u00e9z`,`willContinue`:true}],`willContinue`:true}}", "")
+     GC("{`functionCall`:{`partialArgs`:[{`jsonPath`:`$.a`,`stringValue`:`" X600 "\\ny`,`willContinue`:true}],"
+        "`willContinue`:true}}", "")
+     GC("{`functionCall`:{`partialArgs`:[{`jsonPath`:`$.a`,`stringValue`:`" X600 "`}],`willContinue`:true}}", "")
+     GC("{`functionCall`:{}}", ",`finishReason`:`STOP`"),
+     "B0 - f | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | "
+     "A0 'q\\`b\\\\n\\nt\\tr\\rb\\u0008f\\u000cu\\u0001\\u001f\x7f\xc3\xa9z' | A0 '" X600 "' | A0 '\\ny' | "
+     "A0 '" X600 "' | A0 '`' | A0 '}' | E0 | T stop=STOP",
      SAME_AUTO},
 };
 
