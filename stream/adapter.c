@@ -90,8 +90,13 @@ struct ts_adapter {
   ms_call *calls;  /* slot_cap slots, nslots in use */
 };
 
-/* Slots the call table starts with: most turns have one to four calls. */
+/* Slots the call table starts with (most turns have one to four calls), and the usage
+ * text's first size (a usage object is 50-300 bytes); both double from there, so a turn
+ * makes at most 7 allocations for each (TS_ADAPTER_FEED_ALLOCS in adapter.h). */
 #define TS_ADAPTER_FIRST_SLOTS 4
+#define TS_ADAPTER_FIRST_USAGE 64
+_Static_assert(TS_ADAPTER_FIRST_SLOTS << 6 == TS_ADAPTER_MAX_CALLS, "7 sizes of the call table");
+_Static_assert(TS_ADAPTER_FIRST_USAGE << 6 == TS_ADAPTER_MAX_USAGE, "7 sizes of the usage text");
 
 /* ---- detection ------------------------------------------------------------------ */
 
@@ -469,15 +474,18 @@ void ts__adapter_set_usage(ts_adapter *a, ts_view usage) {
     ts__adapter_error(a, TS_E_MS_FIELD_TOO_LONG, NULL, 0, 0);
     return;
   }
-  if (usage.len > a->usage_cap) { /* sized to the text; a later, longer one grows it */
-    char *nu = realloc(a->usage, usage.len);
+  if (usage.len > a->usage_cap) { /* sized to the text, a longer one doubling it */
+    size_t cap = a->usage_cap ? a->usage_cap * 2 : TS_ADAPTER_FIRST_USAGE;
+    if (cap < usage.len) cap = usage.len;
+    if (cap > TS_ADAPTER_MAX_USAGE) cap = TS_ADAPTER_MAX_USAGE;
+    char *nu = realloc(a->usage, cap);
     if (!nu) {
       a->usage_len = 0;
       ts__adapter_error(a, TS_E_NOMEM, NULL, 0, 0);
       return;
     }
     a->usage = nu;
-    a->usage_cap = usage.len;
+    a->usage_cap = cap;
   }
   if (usage.len) memmove(a->usage, usage.p, usage.len);
   a->usage_len = usage.len;
