@@ -448,17 +448,24 @@ static int both_read(void *arg) {
   return a && b;
 }
 
-START_TEST(test_tap_after_the_turns_reads) {
-  up_pair u = {.n = 0};
-  u.lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+/* The test's own upstream: a listening socket on loopback (u->lfd) and its URL. Returns
+ * its port. */
+static int upstream_listen(up_pair *u, char *url, size_t cap) {
+  u->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   struct sockaddr_in a = {.sin_family = AF_INET};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t al = sizeof a;
-  ck_assert_int_eq(bind(u.lfd, (struct sockaddr *)&a, sizeof a), 0);
-  ck_assert_int_eq(listen(u.lfd, 8), 0);
-  getsockname(u.lfd, (struct sockaddr *)&a, &al);
+  ck_assert_int_eq(bind(u->lfd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(u->lfd, 8), 0);
+  getsockname(u->lfd, (struct sockaddr *)&a, &al);
+  snprintf(url, cap, "http://127.0.0.1:%d", ntohs(a.sin_port));
+  return ntohs(a.sin_port);
+}
+
+START_TEST(test_tap_after_the_turns_reads) {
+  up_pair u = {.n = 0};
   char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+  upstream_listen(&u, url, sizeof url);
   ts_gw_upstream up = {NULL, url};
   turn_probe t = {.armed = 0};
   ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1, .quiet = 1, .deltas = 1,
@@ -624,15 +631,8 @@ static void count_event(void *user, const ts_event *ev, const char *json, size_t
 #define CHUNKS 6
 START_TEST(test_system_calls_per_request) {
   up_pair u = {.n = 0};
-  u.lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t al = sizeof a;
-  ck_assert_int_eq(bind(u.lfd, (struct sockaddr *)&a, sizeof a), 0);
-  ck_assert_int_eq(listen(u.lfd, 8), 0);
-  getsockname(u.lfd, (struct sockaddr *)&a, &al);
   char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+  int up_port = upstream_listen(&u, url, sizeof url);
   ts_gw_upstream up = {NULL, url};
   ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1, .quiet = 1, .emitted = count_event};
   ts_gw *gw;
@@ -682,7 +682,7 @@ START_TEST(test_system_calls_per_request) {
   struct sockaddr_in pa; /* the gateway's end of the upstream connection */
   socklen_t pl = sizeof pa;
   ck_assert_int_eq(getpeername(u.ufd[0], (struct sockaddr *)&pa, &pl), 0);
-  int gw_up = fd_between(port_of(&pa), ntohs(a.sin_port));
+  int gw_up = fd_between(port_of(&pa), up_port);
   int gw_client = fd_between(ts_gw_port(gw), local_port(cfd));
   ck_assert_int_ge(gw_up, 0);
   ck_assert_int_ge(gw_client, 0);
