@@ -164,6 +164,9 @@ struct ts_gw {
   ts_gw_metrics m; /* this worker's (gw_metrics.h: one writer); /metrics sums them */
   conn *live;
   char rbuf[64 * 1024]; /* one read from a plain upstream (one per worker's loop) */
+  /* the response head being read: parsed and used within one callback (up_process,
+   * start_reply), so one per worker's loop serves every connection */
+  ts_http_head up_head;
   struct pooled *pool; /* idle kept-alive upstream connections, newest first */
   size_t npool;
   /* connections whose read bytes wait for their tap, and the event that feeds them once
@@ -201,10 +204,13 @@ struct conn {
   int fresh;           /* no request read yet on this connection */
   int head_started;    /* bytes of the current head have arrived */
   size_t scan;         /* ts_http_head_end's resume offset */
-  ts_http_head h;      /* the request's head, then the response's */
+  /* the request's head (in `head`'s allocation) until it is forwarded; then the
+   * response's, which is the worker's (up_head): a parsed head is about 3.2 KiB, and a
+   * stream would otherwise hold one for its whole length */
+  ts_http_head *h;
 
   /* the request */
-  char *head; /* a copy of the request head bytes (h points into it) */
+  ts_http_head *head; /* the request's parsed head, a copy of its bytes right after it */
   int minor, keep_alive, head_method;
   ts_http_framing rf;
   uint64_t body_left;
@@ -513,6 +519,7 @@ static void upstream_free(conn *c) {
 static void request_reset(conn *c) {
   free(c->head);
   c->head = NULL;
+  c->h = NULL;
   if (c->body) evbuffer_drain(c->body, evbuffer_get_length(c->body));
   memset(&c->rf, 0, sizeof c->rf);
   memset(&c->bdec, 0, sizeof c->bdec);
@@ -1018,7 +1025,7 @@ static int tapped(const conn *c, ts_view ct) {
  * was freed. */
 static int start_reply(conn *c) {
   ts_gw *gw = c->gw;
-  ts_http_head *h = &c->h;
+  ts_http_head *h = c->h;
   const char *why = NULL;
   if (ts_http_response_framing(h, c->head_method, &c->uf, &why)) {
     char msg[300];
@@ -1145,19 +1152,21 @@ static int up_process(conn *c) {
       return 0;
     }
     const char *why = NULL;
-    if (ts_http_parse_response(p, end, &c->h, &why) || c->h.status == 101) {
+    c->h = &c->gw->up_head;
+    if (ts_http_parse_response(p, end, c->h, &why) || c->h->status == 101) {
       char msg[400];
       snprintf(msg, sizeof msg, "the upstream %s sent a malformed response: %s",
                c->rt->up.host_hdr, why ? why : "an unasked protocol switch");
       fail_before_head(c, TS_E_GW_RESPONSE, 502, msg);
       return 1;
     }
-    if (c->h.status < 200) { /* 100 Continue, 103 Early Hints: not forwarded */
+    if (c->h->status < 200) { /* 100 Continue, 103 Early Hints: not forwarded */
       evbuffer_drain(in, end);
       c->uscan = 0;
       continue;
     }
     if (start_reply(c)) return 1;
+    c->h = NULL; /* the worker's, for the next head read */
     evbuffer_drain(in, end);
   }
   return upstream_body(c);
@@ -1405,7 +1414,7 @@ static const char *const methods[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "
  * end-to-end fields as received, one Content-Length of the body read. */
 static int write_upstream_request(conn *c, struct evbuffer *o, const char *target,
                                   const char *body, size_t blen) {
-  const ts_http_head *h = &c->h;
+  const ts_http_head *h = c->h;
   int rc = evbuffer_add_printf(o, "%.*s %s%s HTTP/1.1\r\nHost: %s\r\n", (int)h->method.len,
                                h->method.p, c->rt->base_path, target, c->rt->up.host_hdr) < 0;
   for (size_t i = 0; i < h->nfields && !rc; i++) {
@@ -1433,7 +1442,7 @@ static void dispatch(conn *c) {
   /* while the request is answered, a client may send ahead only a bounded amount */
   bufferevent_setwatermark(c->bev, EV_READ, 0, TS_GW_PIPELINE_BYTES);
   ST_ADD(gw, requests_total, 1);
-  ts_http_head *h = &c->h;
+  ts_http_head *h = c->h;
   c->t_request = mono_s();
   c->log_status = 0;
   snprintf(c->log_line, sizeof c->log_line, "%.*s %.*s", (int)(h->method.len < 16 ? h->method.len : 16),
@@ -1532,8 +1541,9 @@ static void dispatch(conn *c) {
   int wr = write_upstream_request(c, uo, uri, rewritten ? rewritten : bp, rewritten ? rlen : blen);
   ST_ADD(gw, bytes_up, rewritten ? rlen : blen);
   free(rewritten);
-  free(c->head); /* h's request views are no longer needed; h is reused for the response */
+  free(c->head); /* the request's head and its views are no longer needed */
   c->head = NULL;
+  c->h = NULL;
   evbuffer_drain(c->body, blen);
   if (wr) goto nomem;
   pooled *kp = rt->up.tls ? NULL : pool_take(gw, rt);
@@ -1637,21 +1647,23 @@ static void read_head(conn *c) {
     return;
   }
   c->fresh = 0;
-  c->head = malloc(end);
+  c->head = malloc(sizeof *c->head + end);
   if (!c->head) {
     refuse(c, 503, "out of memory");
     return;
   }
-  memcpy(c->head, p, end);
+  char *bytes = (char *)(c->head + 1);
+  memcpy(bytes, p, end);
+  c->h = c->head;
   evbuffer_drain(in, end);
   int status;
   const char *why = NULL;
-  if (ts_http_parse_request(c->head, end, &c->h, &status, &why)) {
+  if (ts_http_parse_request(bytes, end, c->h, &status, &why)) {
     c->keep_alive = 0;
     refuse(c, status, why);
     return;
   }
-  ts_http_head *h = &c->h;
+  ts_http_head *h = c->h;
   c->minor = h->minor;
   c->head_method = field_is(h->method, "HEAD");
   ts_view v;
