@@ -23,9 +23,20 @@
  * fragments are recognised and dropped instead of being mistaken for a new call) but
  * never gets an index, so the indexes downstream sees stay dense.
  *
- * Nothing here allocates after ts_adapter_new. Lookups scan the table backwards (the most
- * recent call with a key wins, which is what a reused key means); a turn has a handful
- * of calls, and TS_ADAPTER_MAX_CALLS bounds the scan.
+ * Lookups scan the table backwards (the most recent call with a key wins, which is what
+ * a reused key means); a turn has a handful of calls, and TS_ADAPTER_MAX_CALLS bounds the
+ * scan.
+ *
+ * Memory. A gateway holds one adapter per tapped stream, most of them idle between two
+ * chunks, so an adapter holds what its turn uses and no more: the struct itself (about
+ * 3.5 KiB, most of it the providers' scratch block), and, each allocated at its first real
+ * use and grown only when a bigger one comes, the call table (TS_ADAPTER_FIRST_SLOTS slots
+ * at the first call, doubling up to TS_ADAPTER_MAX_CALLS), jsmn's token array (at the
+ * first payload a provider reads with jsmn rather than in one pass: OpenAI Chat's deltas
+ * never need it) and the usage text (at the turn's end). None of it is per event: a table
+ * or text that has grown is reused for the rest of the turn, and an allocation that fails
+ * is an ordinary TS_E_NOMEM error of that event. Before, the struct held the whole table
+ * of 256 slots (70 KiB), the usage text and a 320 KiB token array from ts_adapter_new on.
  */
 #define TS_ADAPTER_INTERNAL
 #include "stream/adapter.h"
@@ -70,13 +81,22 @@ struct ts_adapter {
   int last;         /* slot that most recently began or got arguments, -1 */
   uint32_t nslots;
   uint32_t ncalls; /* indexes handed out */
-  size_t stop_len, usage_len;
-  ts_jv jv;
+  uint32_t slot_cap; /* slots allocated in calls (grown at a call's begin, see "Memory") */
+  size_t stop_len, usage_len, usage_cap;
+  ts_jv jv;        /* its tokens allocated at the first jsmn parse (jv_ready) */
   char stop[TS_ADAPTER_MAX_ID];
-  char usage[TS_ADAPTER_MAX_USAGE];
+  char *usage;     /* usage_cap bytes (at most TS_ADAPTER_MAX_USAGE), from the first usage */
   ts_adapter_args_fn args_fn; /* CALL_ARGS go here when set (ts_adapter_set_args_fn) */
-  ms_call calls[TS_ADAPTER_MAX_CALLS];
+  ms_call *calls;  /* slot_cap slots, nslots in use */
 };
+
+/* Slots the call table starts with (most turns have one to four calls), and the usage
+ * text's first size (a usage object is 50-300 bytes); both double from there, so a turn
+ * makes at most 7 allocations for each (TS_ADAPTER_FEED_ALLOCS in adapter.h). */
+#define TS_ADAPTER_FIRST_SLOTS 4
+#define TS_ADAPTER_FIRST_USAGE 64
+_Static_assert(TS_ADAPTER_FIRST_SLOTS << 6 == TS_ADAPTER_MAX_CALLS, "7 sizes of the call table");
+_Static_assert(TS_ADAPTER_FIRST_USAGE << 6 == TS_ADAPTER_MAX_USAGE, "7 sizes of the usage text");
 
 /* ---- detection ------------------------------------------------------------------ */
 
@@ -115,18 +135,10 @@ ts_format ts_adapter_detect(const char *event, size_t event_len, const char *dat
 
 int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *user) {
   if (!out || !cb || (format != TS_FORMAT_AUTO && !ts_provider_get(format))) return TS_E_INVAL;
-  /* Everything but the call table is zeroed. The table (about 70 KiB) is left as malloc
-   * gave it, so that only the pages of slots in use become resident: a gateway holds one
-   * adapter per tapped stream, and most turns have one or two calls. No slot at or past
-   * nslots is ever read; ts__adapter_call_begin initialises each slot it hands out. */
-  ts_adapter *a = malloc(sizeof *a);
+  /* The struct only: the call table, the token array and the usage text come with their
+   * first use (see "Memory" at the top). */
+  ts_adapter *a = calloc(1, sizeof *a);
   if (!a) return TS_E_NOMEM;
-  memset(a, 0, offsetof(ts_adapter, calls));
-  int rc = ts_jv_init(&a->jv, TS_ADAPTER_MAX_TOKENS);
-  if (rc != TS_E_OK) {
-    free(a);
-    return rc;
-  }
   a->fmt = format;
   a->cb = cb;
   a->user = user;
@@ -189,7 +201,27 @@ void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len,
 void ts_adapter_free(ts_adapter *a) {
   if (!a) return;
   ts_jv_fini(&a->jv);
+  free(a->calls);
+  free(a->usage);
   free(a);
+}
+
+/* The token array, allocated at the first payload that jsmn reads. TS_E_OK or TS_E_NOMEM. */
+static int jv_ready(ts_adapter *a) {
+  return a->jv.cap ? TS_E_OK : ts_jv_init(&a->jv, TS_ADAPTER_MAX_TOKENS);
+}
+
+/* Room for one more slot in the call table (nslots < TS_ADAPTER_MAX_CALLS): the first
+ * TS_ADAPTER_FIRST_SLOTS at the first call, then doubling. TS_E_OK or TS_E_NOMEM. */
+static int slots_ready(ts_adapter *a) {
+  if (a->nslots < a->slot_cap) return TS_E_OK;
+  uint32_t cap = a->slot_cap ? a->slot_cap * 2 : TS_ADAPTER_FIRST_SLOTS;
+  if (cap > TS_ADAPTER_MAX_CALLS) cap = TS_ADAPTER_MAX_CALLS;
+  ms_call *nc = realloc(a->calls, (size_t)cap * sizeof *nc);
+  if (!nc) return TS_E_NOMEM;
+  a->calls = nc;
+  a->slot_cap = cap;
+  return TS_E_OK;
 }
 
 ts_format ts_adapter_format_of(const ts_adapter *a) { return a->fmt; }
@@ -309,6 +341,10 @@ int ts__adapter_call_begin(ts_adapter *a, int64_t nkey, ts_view key, ts_view id,
     if (!a->overflow) ts__adapter_error(a, TS_E_MS_TOO_MANY_CALLS, NULL, 0, 0);
     a->overflow = 1;
     a->last = -1;
+    return -1;
+  }
+  if (slots_ready(a) != TS_E_OK) {
+    ts__adapter_error(a, TS_E_NOMEM, NULL, 0, 0); /* this call is not tracked */
     return -1;
   }
   int slot = (int)a->nslots++;
@@ -433,18 +469,33 @@ void ts__adapter_set_stop(ts_adapter *a, ts_view stop) {
 }
 
 void ts__adapter_set_usage(ts_adapter *a, ts_view usage) {
-  if (usage.len > sizeof a->usage) {
+  if (usage.len > TS_ADAPTER_MAX_USAGE) {
     a->usage_len = 0;
     ts__adapter_error(a, TS_E_MS_FIELD_TOO_LONG, NULL, 0, 0);
     return;
   }
-  memcpy(a->usage, usage.p, usage.len);
+  if (usage.len > a->usage_cap) { /* sized to the text, a longer one doubling it */
+    size_t cap = a->usage_cap ? a->usage_cap * 2 : TS_ADAPTER_FIRST_USAGE;
+    if (cap < usage.len) cap = usage.len;
+    if (cap > TS_ADAPTER_MAX_USAGE) cap = TS_ADAPTER_MAX_USAGE;
+    char *nu = realloc(a->usage, cap);
+    if (!nu) {
+      a->usage_len = 0;
+      ts__adapter_error(a, TS_E_NOMEM, NULL, 0, 0);
+      return;
+    }
+    a->usage = nu;
+    a->usage_cap = cap;
+  }
+  if (usage.len) memmove(a->usage, usage.p, usage.len);
   a->usage_len = usage.len;
 }
 
 int ts__adapter_has_stop(const ts_adapter *a) { return a->has_stop; }
 
-ts_view ts__adapter_usage(const ts_adapter *a) { return (ts_view){a->usage, a->usage_len}; }
+ts_view ts__adapter_usage(const ts_adapter *a) {
+  return (ts_view){a->usage_len ? a->usage : "", a->usage_len};
+}
 
 ts_view ts__adapter_event_type(ts_jv *jv, ts_view event) {
   int type_tok = ts_jv_get(jv, 0, "type");
@@ -460,8 +511,7 @@ void ts__adapter_turn_end(ts_adapter *a) {
   ev.kind = TS_ADAPTER_TURN_END;
   ev.stop_reason.p = a->stop;
   ev.stop_reason.len = a->stop_len;
-  ev.usage.p = a->usage;
-  ev.usage.len = a->usage_len;
+  ev.usage = ts__adapter_usage(a);
   emit(a, &ev);
 }
 
@@ -570,7 +620,8 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
     char *text = data + (d.p - data);
     if (p && p->fast_event && !a->general && p->fast_event(a, text, d.len, name))
       return a->aborted ? TS_E_ABORTED : a->ev_err;
-    int rc = payload_code(ts_jv_parse(&a->jv, text, d.len));
+    int rc = jv_ready(a);
+    if (rc == TS_E_OK) rc = payload_code(ts_jv_parse(&a->jv, text, d.len));
     if (rc == TS_E_MS_TOO_MANY_TOKENS && p && p->oversized && p->oversized(a, name)) {
       /* handled by its name alone */
     } else if (rc != TS_E_OK) {

@@ -45,7 +45,7 @@
  *   TS_ADAPTER_MAX_CALLS calls per turn, TS_ADAPTER_MAX_ID bytes per id or name, TS_ADAPTER_MAX_TOKENS
  *   JSON tokens per payload (jsmn works on a fixed token array in the adapter),
  *   TS_ADAPTER_MAX_ID bytes of stop reason and TS_ADAPTER_MAX_USAGE bytes of usage text (both
- *   are kept until TURN_END, in fixed storage: TS_E_MS_FIELD_TOO_LONG).
+ *   are kept until TURN_END: TS_E_MS_FIELD_TOO_LONG).
  *   A call refused for a limit gets no CALL_BEGIN, and what the provider sends for it
  *   afterwards is dropped quietly: an id or name too long is one ERROR per call;
  *   TS_E_MS_TOO_MANY_CALLS is reported once per turn and every call past the limit
@@ -138,6 +138,11 @@ typedef int (*ts_adapter_cb)(void *user, const ts_adapter_event *ev);
 /* Usage objects are a few hundred bytes (Gemini's, with per-modality details, the
  * largest); 4 KiB leaves room without letting a hostile stream grow anything. */
 #define TS_ADAPTER_MAX_USAGE 4096
+/* The most allocations an adapter makes while it is fed (after ts_adapter_new), whatever
+ * the stream: the call table at its first call and at each doubling up to
+ * TS_ADAPTER_MAX_CALLS (7), the token array at the first payload read with jsmn (1), the
+ * usage text at the first usage and at each doubling (7). Never one per event. */
+#define TS_ADAPTER_FEED_ALLOCS 15
 
 /* Guesses the format from one SSE event (its `event:` field and `data` payload);
  * returns TS_FORMAT_AUTO when this event does not tell (a comment, `ping`, an error, ...).
@@ -157,8 +162,13 @@ typedef struct ts_adapter ts_adapter; /* the adapter; opaque, allocated by ts_ad
 /* Creates an adapter for `format` (TS_FORMAT_AUTO to detect) and stores it in *out.
  * Returns TS_E_OK; TS_E_INVAL for TS_FORMAT_RAW, an unknown format, a NULL callback or
  * a NULL `out`; TS_E_NOMEM when memory runs out. On error *out is left untouched and
- * nothing is held. All memory is taken here (the call table and a token array: about
- * 160 KB); feeding never allocates. One adapter reads one turn. */
+ * nothing is held. Only the adapter itself is allocated here (about 3.5 KiB); what a
+ * turn needs beyond it comes with its first use and is kept for the rest of the turn (the
+ * call table, sized to the calls; jsmn's token array, 320 KiB, only for a payload the
+ * provider does not read in one pass; the usage text, sized to it): at most
+ * TS_ADAPTER_FEED_ALLOCS allocations while feeding, none per event once grown. An
+ * allocation that fails is a TS_E_NOMEM error of that event (a call that cannot be
+ * tracked is not reported). One adapter reads one turn. */
 int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *user);
 void ts_adapter_free(ts_adapter *a); /* NULL is a no-op */
 

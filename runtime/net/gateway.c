@@ -41,6 +41,20 @@
  * its EOF is seen at once: the upstream connection is closed and the departure is
  * counted in client_aborts.
  *
+ * System calls. Per forwarded chunk the floor is one read and one write; what is left is
+ * per request, and kept small: the client's socket has read interest from its accept and
+ * write interest only while bytes wait for it (a bufferevent enabled for writing with
+ * nothing to write costs an epoll_ctl pair and a wake-up); a plain upstream has one event
+ * for reading, writing and its close, edge-triggered (EV_ET | EV_CLOSED), added once when
+ * the connection is made and handed to and from the keep-alive pool without a change of
+ * interest. Edge-triggered reading follows nginx's rule: a read that fills less than the
+ * buffer emptied the socket (the next byte brings a new edge), unless the peer's FIN was
+ * seen, which brings no further edge: then reading goes on to the EOF. A pause for a slow
+ * client only stops reading (the kernel's buffer and TCP hold the upstream back); the
+ * resume reads what waits. A connect's success is not asked with getsockopt: the request
+ * is written when the socket is writable, and a failed connect fails that write. A test
+ * counts these calls (tests/runtime/net/gateway_test.c, "system calls per request").
+ *
  * Freeing. bufferevent_free may be called from a bufferevent's own callback (libevent
  * defers the actual free), so a conn is freed where it ends; every function that may
  * free it says so, and its callers return right after.
@@ -150,6 +164,9 @@ struct ts_gw {
   ts_gw_metrics m; /* this worker's (gw_metrics.h: one writer); /metrics sums them */
   conn *live;
   char rbuf[64 * 1024]; /* one read from a plain upstream (one per worker's loop) */
+  /* the response head being read: parsed and used within one callback (up_process,
+   * start_reply), so one per worker's loop serves every connection */
+  ts_http_head up_head;
   struct pooled *pool; /* idle kept-alive upstream connections, newest first */
   size_t npool;
   /* connections whose read bytes wait for their tap, and the event that feeds them once
@@ -187,10 +204,13 @@ struct conn {
   int fresh;           /* no request read yet on this connection */
   int head_started;    /* bytes of the current head have arrived */
   size_t scan;         /* ts_http_head_end's resume offset */
-  ts_http_head h;      /* the request's head, then the response's */
+  /* the request's head (in `head`'s allocation) until it is forwarded; then the
+   * response's, which is the worker's (up_head): a parsed head is about 3.2 KiB, and a
+   * stream would otherwise hold one for its whole length */
+  ts_http_head *h;
 
   /* the request */
-  char *head; /* a copy of the request head bytes (h points into it) */
+  ts_http_head *head; /* the request's parsed head, a copy of its bytes right after it */
   int minor, keep_alive, head_method;
   ts_http_framing rf;
   uint64_t body_left;
@@ -201,10 +221,12 @@ struct conn {
   /* the upstream */
   const ts_gw_route *rt;
   struct bufferevent *ubev; /* a TLS upstream (bufferevent_openssl) */
-  /* a plain upstream: our own socket and events, so a read is one read(2) (a
-   * bufferevent asks FIONREAD first) and read interest is registered once */
+  /* a plain upstream: our own socket and one edge-triggered event (see "System calls"),
+   * so a read is one read(2) (a bufferevent asks FIONREAD first), and interest is
+   * registered once per connection, not per request, per write or per pause */
   evutil_socket_t ufd;
-  struct event *urev, *uwev;
+  struct event *uev;
+  int up_hup; /* the upstream's FIN was seen (EV_CLOSED): read on until its EOF */
   struct evbuffer *uin, *uout; /* read and not yet used; the request not yet sent */
   /* connect and headers timeouts; after the head, the coarse idle check: armed once for
    * the idle timeout, it looks at last_read when it fires and re-arms for what is left,
@@ -419,9 +441,14 @@ static int client_write(conn *c, const void *p, size_t n) {
       return -1;
     }
   }
-  if (done < n && evbuffer_add(out, (const char *)p + done, n - done)) {
-    c->client_dead = 1; /* out of memory: the reply cannot be completed */
-    return -1;
+  if (done < n) {
+    if (evbuffer_add(out, (const char *)p + done, n - done)) {
+      c->client_dead = 1; /* out of memory: the reply cannot be completed */
+      return -1;
+    }
+    /* write interest from now on (the bufferevent drops it whenever the output empties,
+     * and adds it again when bytes are queued): never while there is nothing to write */
+    bufferevent_enable(c->bev, EV_WRITE);
   }
   return 0;
 }
@@ -454,13 +481,11 @@ static void up_reading(conn *c, int on) {
     else bufferevent_disable(c->ubev, EV_READ);
     return;
   }
-  if (!c->urev) return;
-  if (!on) {
-    event_del(c->urev);
-    return;
-  }
+  /* the plain upstream's event stays registered: a paused connection only is not read
+   * (up_raw_readable), and a resumed one reads what waits, which no new edge announces */
+  if (!c->uev || !on) return;
   c->last_read = coarse_s();
-  event_add(c->urev, NULL);
+  event_active(c->uev, EV_READ, 1);
 }
 
 /* ---- a connection's end ---------------------------------------------------------------- */
@@ -468,9 +493,9 @@ static void up_reading(conn *c, int on) {
 static void upstream_free(conn *c) {
   if (c->ubev) bufferevent_free(c->ubev);
   c->ubev = NULL;
-  if (c->urev) event_free(c->urev);
-  if (c->uwev) event_free(c->uwev);
-  c->urev = c->uwev = NULL;
+  if (c->uev) event_free(c->uev);
+  c->uev = NULL;
+  c->up_hup = 0;
   if (c->ufd >= 0) evutil_closesocket(c->ufd);
   c->ufd = -1;
   if (c->uin) evbuffer_free(c->uin);
@@ -494,6 +519,7 @@ static void upstream_free(conn *c) {
 static void request_reset(conn *c) {
   free(c->head);
   c->head = NULL;
+  c->h = NULL;
   if (c->body) evbuffer_drain(c->body, evbuffer_get_length(c->body));
   memset(&c->rf, 0, sizeof c->rf);
   memset(&c->bdec, 0, sizeof c->bdec);
@@ -555,11 +581,11 @@ static void exchange_done(conn *c, int close_after) {
   request_reset(c);
   if (close_after || !c->keep_alive || c->client_dead) {
     c->state = C_CLOSING;
-    bufferevent_disable(c->bev, EV_READ);
     if (c->client_dead || !client_queued(c)) {
-      conn_free(c);
+      conn_free(c); /* (before any change of interest: the close drops it all) */
       return;
     }
+    bufferevent_disable(c->bev, EV_READ);
     evtimer_del(c->timer);
     arm_ms(c->timer, c->gw->cfg.idle_timeout_ms); /* a client that never reads */
     return;
@@ -791,8 +817,16 @@ static void pool_unlink(pooled *p) {
   event_free(p->ev);
 }
 
+/* The interest every event on a plain upstream socket registers: the same for the
+ * connection's own event and the pool's, so that handing a connection to the pool and
+ * back changes nothing in the kernel (libevent counts the events per fd and calls
+ * epoll_ctl only when that set changes). */
+#define UP_EVENTS (EV_READ | EV_WRITE | EV_CLOSED | EV_ET | EV_PERSIST)
+
 static void on_pooled(evutil_socket_t fd, short what, void *arg) {
-  (void)what; /* readable (the upstream closed it, or sent what nobody asked) or idle */
+  /* readable (the upstream closed it, or sent what nobody asked) or idle; an edge that
+   * only says writable means nothing for an idle connection */
+  if (!(what & (EV_READ | EV_CLOSED | EV_TIMEOUT))) return;
   pooled *p = arg;
   pool_unlink(p);
   evutil_closesocket(fd);
@@ -811,7 +845,7 @@ static void pool_put(conn *c) {
   p->gw = gw;
   p->rt = c->rt;
   p->fd = c->ufd;
-  p->ev = event_new(gw->base, p->fd, EV_READ, on_pooled, p);
+  p->ev = event_new(gw->base, p->fd, UP_EVENTS, on_pooled, p); /* before c's event goes */
   struct timeval tv = {TS_GW_POOL_IDLE_MS / 1000, (TS_GW_POOL_IDLE_MS % 1000) * 1000};
   if (!p->ev || event_add(p->ev, &tv)) {
     if (p->ev) event_free(p->ev);
@@ -822,22 +856,24 @@ static void pool_put(conn *c) {
   if (gw->pool) gw->pool->prev = p;
   gw->pool = p;
   gw->npool++;
-  event_free(c->urev);
-  event_free(c->uwev);
-  c->urev = c->uwev = NULL;
+  event_free(c->uev);
+  c->uev = NULL;
+  c->up_hup = 0;
   c->ufd = -1;
 }
 
-/* An idle connection to rt's upstream from the pool, or -1. */
-static evutil_socket_t pool_take(ts_gw *gw, const ts_gw_route *rt) {
-  for (pooled *p = gw->pool; p; p = p->next) {
-    if (p->rt != rt) continue;
-    evutil_socket_t fd = p->fd;
-    pool_unlink(p);
-    free(p);
-    return fd;
-  }
-  return -1;
+/* An idle connection to rt's upstream from the pool, or NULL. The caller registers its
+ * own event on p->fd, then pool_release(p) (in that order: no change of interest). */
+static pooled *pool_take(ts_gw *gw, const ts_gw_route *rt) {
+  for (pooled *p = gw->pool; p; p = p->next)
+    if (p->rt == rt) return p;
+  return NULL;
+}
+
+/* Drops a taken entry: its event and record; the socket is the caller's now. */
+static void pool_release(pooled *p) {
+  pool_unlink(p);
+  free(p);
 }
 
 /* The response is complete. May free c. */
@@ -989,7 +1025,7 @@ static int tapped(const conn *c, ts_view ct) {
  * was freed. */
 static int start_reply(conn *c) {
   ts_gw *gw = c->gw;
-  ts_http_head *h = &c->h;
+  ts_http_head *h = c->h;
   const char *why = NULL;
   if (ts_http_response_framing(h, c->head_method, &c->uf, &why)) {
     char msg[300];
@@ -1094,15 +1130,16 @@ static int start_reply(conn *c) {
   return 0;
 }
 
-/* What the upstream input holds: the head (once), then body bytes. May free c. */
-static void up_process(conn *c) {
+/* What the upstream input holds: the head (once), then body bytes. Returns 1 when the
+ * exchange ended (c may be freed), 0 while it goes on. */
+static int up_process(conn *c) {
   struct evbuffer *in = up_input(c);
   while (c->ustate == U_HEAD) {
     size_t n = evbuffer_get_length(in), lim = c->gw->cfg.max_header_bytes;
-    if (!n) return;
+    if (!n) return 0;
     size_t look = n < lim + 1 ? n : lim + 1;
     const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
-    if (!p) return;
+    if (!p) return 0;
     size_t end = ts_http_head_end(p, look, &c->uscan);
     if (!end) {
       if (look > lim) {
@@ -1110,31 +1147,34 @@ static void up_process(conn *c) {
         snprintf(msg, sizeof msg, "the upstream %s sent a response head over %zu bytes",
                  c->rt->up.host_hdr, lim);
         fail_before_head(c, TS_E_GW_RESPONSE, 502, msg);
+        return 1;
       }
-      return;
+      return 0;
     }
     const char *why = NULL;
-    if (ts_http_parse_response(p, end, &c->h, &why) || c->h.status == 101) {
+    c->h = &c->gw->up_head;
+    if (ts_http_parse_response(p, end, c->h, &why) || c->h->status == 101) {
       char msg[400];
       snprintf(msg, sizeof msg, "the upstream %s sent a malformed response: %s",
                c->rt->up.host_hdr, why ? why : "an unasked protocol switch");
       fail_before_head(c, TS_E_GW_RESPONSE, 502, msg);
-      return;
+      return 1;
     }
-    if (c->h.status < 200) { /* 100 Continue, 103 Early Hints: not forwarded */
+    if (c->h->status < 200) { /* 100 Continue, 103 Early Hints: not forwarded */
       evbuffer_drain(in, end);
       c->uscan = 0;
       continue;
     }
-    if (start_reply(c)) return;
+    if (start_reply(c)) return 1;
+    c->h = NULL; /* the worker's, for the next head read */
     evbuffer_drain(in, end);
   }
-  upstream_body(c);
+  return upstream_body(c);
 }
 
 static void on_up_read(struct bufferevent *bev, void *arg) {
   (void)bev;
-  up_process(arg);
+  (void)up_process(arg);
 }
 
 static int up_raw_connect(conn *c);
@@ -1147,9 +1187,9 @@ static void up_end(conn *c, short what) {
   if (c->ustate == U_HEAD && c->reused && !c->ubytes && c->ureq) {
     /* a kept-alive connection the upstream had closed (its close crossed our request):
      * nothing was answered, so the request goes once more, on a fresh connection */
-    event_free(c->urev);
-    event_free(c->uwev);
-    c->urev = c->uwev = NULL;
+    event_free(c->uev);
+    c->uev = NULL;
+    c->up_hup = 0;
     evutil_closesocket(c->ufd);
     c->ufd = -1;
     c->reused = 0;
@@ -1206,12 +1246,15 @@ static void on_up_event(struct bufferevent *bev, short what, void *arg) {
 }
 
 /* A plain upstream is readable: one read(2) of at most 64 KiB, as it comes. Body bytes
- * with nothing waiting before them are forwarded from the read buffer itself. */
-static void on_up_raw_read(evutil_socket_t fd, short what, void *arg) {
-  (void)what;
-  conn *c = arg;
+ * with nothing waiting before them are forwarded from the read buffer itself. The event
+ * is edge-triggered: a read that filled the buffer, or a FIN seen, leaves bytes (or the
+ * EOF) that no new edge will announce, so the loop is asked to come back in its next
+ * turn (bounded work per callback) rather than reading on here. A paused connection
+ * (a slow client) is not read; its resume comes back here (up_reading). */
+static void up_raw_readable(conn *c) {
+  if (c->paused) return;
   char *buf = c->gw->rbuf;
-  ssize_t n = recv(fd, buf, sizeof c->gw->rbuf, 0);
+  ssize_t n = recv(c->ufd, buf, sizeof c->gw->rbuf, 0);
   if (n == 0) {
     up_end(c, BEV_EVENT_EOF);
     return;
@@ -1227,51 +1270,52 @@ static void on_up_raw_read(evutil_socket_t fd, short what, void *arg) {
   if (c->ustate == U_BODY && !evbuffer_get_length(c->uin)) {
     size_t used;
     c->more_after = 0;
-    if (body_segment(c, buf, (size_t)n, &used)) return;
-    body_after_read(c);
-    return;
-  }
-  if (evbuffer_add(c->uin, buf, (size_t)n)) {
-    up_end(c, BEV_EVENT_ERROR);
-    return;
-  }
-  up_process(c);
-}
-
-/* A plain upstream is writable: the connect finished (or failed), and the request goes
- * out; write interest ends when it is all sent. */
-static void on_up_raw_write(evutil_socket_t fd, short what, void *arg) {
-  (void)what;
-  conn *c = arg;
-  if (!c->uconnected) {
-    int err = 0;
-    socklen_t l = sizeof err;
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) || err) {
+    if (body_segment(c, buf, (size_t)n, &used) || body_after_read(c)) return;
+  } else {
+    if (evbuffer_add(c->uin, buf, (size_t)n)) {
       up_end(c, BEV_EVENT_ERROR);
       return;
+    }
+    if (up_process(c)) return;
+  }
+  if ((size_t)n == sizeof c->gw->rbuf || c->up_hup) event_active(c->uev, EV_READ, 1);
+}
+
+/* A plain upstream is writable: the request goes out (once the connect has finished:
+ * its failure fails this write, so no getsockopt is needed to learn it). Returns 1 when
+ * the exchange ended (c may be freed). */
+static int up_raw_writable(conn *c) {
+  while (evbuffer_get_length(c->uout)) {
+    int w = evbuffer_write(c->uout, c->ufd);
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+    if (w <= 0) {
+      up_end(c, BEV_EVENT_ERROR);
+      return 1;
     }
     c->uconnected = 1;
   }
-  while (evbuffer_get_length(c->uout)) {
-    int w = evbuffer_write(c->uout, fd);
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    if (w <= 0) {
-      up_end(c, BEV_EVENT_ERROR);
-      return;
-    }
-  }
-  event_del(c->uwev);
+  return 0;
 }
 
-/* The plain upstream connection fd is c's: read interest registered once, write interest
- * until the request is out. Returns 0 or TS_E_NOMEM. */
-static int up_raw_events(conn *c, evutil_socket_t fd) {
+static void on_up_raw(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  conn *c = arg;
+  if (what & EV_CLOSED) c->up_hup = 1;
+  if ((what & EV_WRITE) && evbuffer_get_length(c->uout) && up_raw_writable(c)) return;
+  if (what & (EV_READ | EV_CLOSED)) up_raw_readable(c);
+}
+
+/* The plain upstream connection fd is c's: one event for reading, writing and its close,
+ * registered once (edge-triggered, see "System calls"). For a pooled connection (`kept`)
+ * the pool's event on the same fd still holds that interest, so adding this one and then
+ * releasing the pool's changes nothing in the kernel; the request is written at once then
+ * (the connection is up: no edge will say it is writable). Returns 0 or TS_E_NOMEM. */
+static int up_raw_events(conn *c, evutil_socket_t fd, pooled *kept) {
   c->ufd = fd;
-  c->urev = event_new(c->gw->base, fd, EV_READ | EV_PERSIST, on_up_raw_read, c);
-  c->uwev = event_new(c->gw->base, fd, EV_WRITE | EV_PERSIST, on_up_raw_write, c);
-  if (!c->urev || !c->uwev) return TS_E_NOMEM;
-  event_add(c->uwev, NULL);
-  event_add(c->urev, NULL);
+  c->up_hup = 0;
+  c->uev = event_new(c->gw->base, fd, UP_EVENTS, on_up_raw, c);
+  if (!c->uev || event_add(c->uev, NULL)) return TS_E_NOMEM;
+  if (kept) event_active(c->uev, EV_WRITE, 1); /* the request, in this turn of the loop */
   return 0;
 }
 
@@ -1296,7 +1340,7 @@ static int up_raw_connect(conn *c) {
     return -1;
   }
   ST_ADD(c->gw, upstream_connects, 1);
-  return up_raw_events(c, fd);
+  return up_raw_events(c, fd, NULL);
 }
 
 static void on_utimer(evutil_socket_t fd, short what, void *arg) {
@@ -1370,7 +1414,7 @@ static const char *const methods[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "
  * end-to-end fields as received, one Content-Length of the body read. */
 static int write_upstream_request(conn *c, struct evbuffer *o, const char *target,
                                   const char *body, size_t blen) {
-  const ts_http_head *h = &c->h;
+  const ts_http_head *h = c->h;
   int rc = evbuffer_add_printf(o, "%.*s %s%s HTTP/1.1\r\nHost: %s\r\n", (int)h->method.len,
                                h->method.p, c->rt->base_path, target, c->rt->up.host_hdr) < 0;
   for (size_t i = 0; i < h->nfields && !rc; i++) {
@@ -1398,7 +1442,7 @@ static void dispatch(conn *c) {
   /* while the request is answered, a client may send ahead only a bounded amount */
   bufferevent_setwatermark(c->bev, EV_READ, 0, TS_GW_PIPELINE_BYTES);
   ST_ADD(gw, requests_total, 1);
-  ts_http_head *h = &c->h;
+  ts_http_head *h = c->h;
   c->t_request = mono_s();
   c->log_status = 0;
   snprintf(c->log_line, sizeof c->log_line, "%.*s %.*s", (int)(h->method.len < 16 ? h->method.len : 16),
@@ -1497,20 +1541,23 @@ static void dispatch(conn *c) {
   int wr = write_upstream_request(c, uo, uri, rewritten ? rewritten : bp, rewritten ? rlen : blen);
   ST_ADD(gw, bytes_up, rewritten ? rlen : blen);
   free(rewritten);
-  free(c->head); /* h's request views are no longer needed; h is reused for the response */
+  free(c->head); /* the request's head and its views are no longer needed */
   c->head = NULL;
+  c->h = NULL;
   evbuffer_drain(c->body, blen);
   if (wr) goto nomem;
-  evutil_socket_t kept = rt->up.tls ? -1 : pool_take(gw, rt);
+  pooled *kp = rt->up.tls ? NULL : pool_take(gw, rt);
   int crc;
-  if (kept >= 0) { /* a kept-alive connection: the request is kept for a second attempt */
+  if (kp) { /* a kept-alive connection: the request is kept for a second attempt */
+    evutil_socket_t kept = kp->fd;
     ST_ADD(gw, upstream_reused, 1);
     c->reused = 1;
     c->uconnected = 1;
     size_t rl = evbuffer_get_length(uo);
     c->ureq = evbuffer_new();
     crc = !c->ureq || evbuffer_add(c->ureq, evbuffer_pullup(uo, -1), rl) ? TS_E_NOMEM
-                                                                          : up_raw_events(c, kept);
+                                                                          : up_raw_events(c, kept, kp);
+    pool_release(kp); /* after c's event is on the fd: the interest stays as it was */
     if (c->ufd < 0) evutil_closesocket(kept);
   } else {
     if (rt->up.tls) ST_ADD(gw, upstream_connects, 1); /* plain ones count in up_raw_connect */
@@ -1600,21 +1647,23 @@ static void read_head(conn *c) {
     return;
   }
   c->fresh = 0;
-  c->head = malloc(end);
+  c->head = malloc(sizeof *c->head + end);
   if (!c->head) {
     refuse(c, 503, "out of memory");
     return;
   }
-  memcpy(c->head, p, end);
+  char *bytes = (char *)(c->head + 1);
+  memcpy(bytes, p, end);
+  c->h = c->head;
   evbuffer_drain(in, end);
   int status;
   const char *why = NULL;
-  if (ts_http_parse_request(c->head, end, &c->h, &status, &why)) {
+  if (ts_http_parse_request(bytes, end, c->h, &status, &why)) {
     c->keep_alive = 0;
     refuse(c, status, why);
     return;
   }
-  ts_http_head *h = &c->h;
+  ts_http_head *h = c->h;
   c->minor = h->minor;
   c->head_method = field_is(h->method, "HEAD");
   ts_view v;
@@ -1816,7 +1865,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
   }
   bufferevent_setcb(c->bev, on_client_read, on_client_write, on_client_event, c);
   bufferevent_setwatermark(c->bev, EV_READ, 0, gw->cfg.max_header_bytes + TS_GW_PIPELINE_BYTES);
-  bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+  bufferevent_enable(c->bev, EV_READ); /* writing: only while bytes wait (client_write) */
   arm_ms(c->timer, gw->cfg.head_timeout_ms);
 }
 

@@ -16,6 +16,7 @@
  * The client is a plain socket; the loop runs in slices until the reply is complete,
  * with a 30 s backstop that only a broken gateway reaches.
  */
+#define _GNU_SOURCE /* syscall */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -25,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -445,17 +448,24 @@ static int both_read(void *arg) {
   return a && b;
 }
 
-START_TEST(test_tap_after_the_turns_reads) {
-  up_pair u = {.n = 0};
-  u.lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+/* The test's own upstream: a listening socket on loopback (u->lfd) and its URL. Returns
+ * its port. */
+static int upstream_listen(up_pair *u, char *url, size_t cap) {
+  u->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   struct sockaddr_in a = {.sin_family = AF_INET};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t al = sizeof a;
-  ck_assert_int_eq(bind(u.lfd, (struct sockaddr *)&a, sizeof a), 0);
-  ck_assert_int_eq(listen(u.lfd, 8), 0);
-  getsockname(u.lfd, (struct sockaddr *)&a, &al);
+  ck_assert_int_eq(bind(u->lfd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(u->lfd, 8), 0);
+  getsockname(u->lfd, (struct sockaddr *)&a, &al);
+  snprintf(url, cap, "http://127.0.0.1:%d", ntohs(a.sin_port));
+  return ntohs(a.sin_port);
+}
+
+START_TEST(test_tap_after_the_turns_reads) {
+  up_pair u = {.n = 0};
   char url[64];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+  upstream_listen(&u, url, sizeof url);
   ts_gw_upstream up = {NULL, url};
   turn_probe t = {.armed = 0};
   ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1, .quiet = 1, .deltas = 1,
@@ -521,6 +531,178 @@ START_TEST(test_tap_after_the_turns_reads) {
 }
 END_TEST
 
+/* ---- system calls per request and per chunk --------------------------------------------- *
+ * The gateway's own calls are counted by fd here: this executable defines epoll_ctl,
+ * getsockopt, recv and send (each a plain system call), and the dynamic linker resolves
+ * libevent's calls and the gateway's to them. Counting starts with each test's process
+ * (check forks one per test). */
+
+#define SYS_FDS 4096
+static struct {
+  unsigned epoll_ctl[SYS_FDS], recv[SYS_FDS], send[SYS_FDS];
+  unsigned getsockopt;
+} sysc;
+
+static void sys_count(unsigned *per_fd, int fd) {
+  if (fd >= 0 && fd < SYS_FDS) per_fd[fd]++;
+}
+
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
+  sys_count(sysc.epoll_ctl, fd);
+  return (int)syscall(SYS_epoll_ctl, epfd, op, fd, ev);
+}
+
+int getsockopt(int fd, int level, int name, void *val, socklen_t *len) {
+  sysc.getsockopt++;
+  return (int)syscall(SYS_getsockopt, fd, level, name, val, len);
+}
+
+ssize_t recv(int fd, void *buf, size_t n, int flags) {
+  sys_count(sysc.recv, fd);
+  return (ssize_t)syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
+}
+
+ssize_t send(int fd, const void *buf, size_t n, int flags) {
+  sys_count(sysc.send, fd);
+  return (ssize_t)syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
+}
+
+static int port_of(const struct sockaddr_in *a) { return ntohs(a->sin_port); }
+
+/* The fd of this process whose local port is `local` and peer port `peer`, or -1. */
+static int fd_between(int local, int peer) {
+  for (int fd = 3; fd < SYS_FDS; fd++) {
+    struct sockaddr_in l, r;
+    socklen_t ll = sizeof l, rl = sizeof r;
+    if (getsockname(fd, (struct sockaddr *)&l, &ll) || getpeername(fd, (struct sockaddr *)&r, &rl)) continue;
+    if (l.sin_family == AF_INET && port_of(&l) == local && port_of(&r) == peer) return fd;
+  }
+  return -1;
+}
+
+static int local_port(int fd) {
+  struct sockaddr_in a;
+  socklen_t al = sizeof a;
+  return getsockname(fd, (struct sockaddr *)&a, &al) ? -1 : port_of(&a);
+}
+
+typedef struct {
+  int fd;
+  sb got;
+  const char *want;
+} one_read;
+
+static int got_it(void *arg) {
+  one_read *r = arg;
+  return read_until(r->fd, &r->got, r->want);
+}
+
+/* Writes `bytes` to the upstream socket `ufd` and runs the loop until the client (cfd)
+ * has them, so that every upstream write is one readiness of the gateway's socket. */
+static void upstream_step(int ufd, int cfd, const char *bytes, const char *want) {
+  ck_assert_int_eq(write(ufd, bytes, strlen(bytes)), (ssize_t)strlen(bytes));
+  one_read r = {.fd = cfd, .want = want};
+  sb_puts(&r.got, "");
+  loop_until(got_it, &r, want);
+  sb_free(&r.got);
+}
+
+static int accepted_one(void *arg) {
+  up_pair *u = arg;
+  int fd = accept(u->lfd, NULL, NULL);
+  if (fd >= 0) u->ufd[u->n++] = fd;
+  return u->n == 1;
+}
+
+static int events_seen;
+static void count_event(void *user, const ts_event *ev, const char *json, size_t len) {
+  (void)user;
+  (void)ev;
+  (void)json;
+  (void)len;
+  events_seen++;
+}
+
+/* Two tapped requests on one kept-alive client connection, the second on the pooled
+ * upstream connection, each a head and CHUNKS chunks written one at a time: interest is
+ * registered once per connection (one epoll_ctl on each socket: none per request, per
+ * write or for the pool's hand-over), no getsockopt after the connect, and exactly one
+ * read and one write per upstream write (edge-triggered reading reads no extra EAGAIN). */
+#define CHUNKS 6
+START_TEST(test_system_calls_per_request) {
+  up_pair u = {.n = 0};
+  char url[64];
+  int up_port = upstream_listen(&u, url, sizeof url);
+  ts_gw_upstream up = {NULL, url};
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1, .quiet = 1, .emitted = count_event};
+  ts_gw *gw;
+  char why[256];
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
+  struct sockaddr_in g = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ts_gw_port(gw))};
+  g.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int cfd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_eq(connect(cfd, (struct sockaddr *)&g, sizeof g), 0);
+  static const char req[] = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                            "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+  static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                             "Transfer-Encoding: chunked\r\n\r\n";
+  unsigned writes = 0;
+  for (int round = 0; round < 2; round++) {
+    ck_assert_int_eq(write(cfd, req, sizeof req - 1), (ssize_t)(sizeof req - 1));
+    if (round == 0) loop_until(accepted_one, &u, "the gateway connects to the upstream");
+    one_read r = {.fd = u.ufd[0], .want = "\r\n\r\n{}"};
+    sb_puts(&r.got, "");
+    loop_until(got_it, &r, "the request reaches the upstream");
+    sb_free(&r.got);
+    upstream_step(u.ufd[0], cfd, head, "X-Toolstream-Thread");
+    writes++;
+    for (int i = 0; i < CHUNKS; i++) {
+      char sse[256], chunk[320], want[32];
+      int n = i == 0 ? snprintf(sse, sizeof sse,
+                                "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+                                "\"id\":\"call_%d\",\"type\":\"function\",\"function\":{\"name\":\"f\","
+                                "\"arguments\":\"{\\\"a\\\":\\\"\"}}]}}]}\n\n", round)
+                     : snprintf(sse, sizeof sse,
+                                "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+                                "\"function\":{\"arguments\":\"part%d \"}}]}}]}\n\n", i);
+      snprintf(chunk, sizeof chunk, "%x\r\n%s\r\n", n, sse);
+      snprintf(want, sizeof want, i == 0 ? "call_%d" : "part%d ", i == 0 ? round : i);
+      upstream_step(u.ufd[0], cfd, chunk, want);
+      writes++;
+    }
+    static const char fin[] = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
+    char tail[256];
+    snprintf(tail, sizeof tail, "%zx\r\n%s\r\n0\r\n\r\n", sizeof fin - 1, fin);
+    upstream_step(u.ufd[0], cfd, tail, "\r\n0\r\n\r\n");
+    writes++;
+    ck_assert_msg(u.n == 1, "the second request opened a new upstream connection");
+  }
+  event_base_loop(base, EVLOOP_NONBLOCK);
+  ck_assert_msg(events_seen > 0, "the replies were not tapped");
+  struct sockaddr_in pa; /* the gateway's end of the upstream connection */
+  socklen_t pl = sizeof pa;
+  ck_assert_int_eq(getpeername(u.ufd[0], (struct sockaddr *)&pa, &pl), 0);
+  int gw_up = fd_between(port_of(&pa), up_port);
+  int gw_client = fd_between(ts_gw_port(gw), local_port(cfd));
+  ck_assert_int_ge(gw_up, 0);
+  ck_assert_int_ge(gw_client, 0);
+  ck_assert_uint_eq(sysc.getsockopt, 0);
+  ck_assert_msg(sysc.epoll_ctl[gw_up] == 1, "epoll_ctl on the upstream socket: %u (want 1: added once)",
+                sysc.epoll_ctl[gw_up]);
+  ck_assert_msg(sysc.epoll_ctl[gw_client] == 1, "epoll_ctl on the client socket: %u (want 1: added once)",
+                sysc.epoll_ctl[gw_client]);
+  ck_assert_msg(sysc.recv[gw_up] == writes, "%u reads of the upstream for %u upstream writes",
+                sysc.recv[gw_up], writes);
+  ck_assert_msg(sysc.send[gw_client] == writes, "%u writes to the client for %u upstream writes",
+                sysc.send[gw_client], writes);
+  close(cfd);
+  close(u.ufd[0]);
+  close(u.lfd);
+  event_base_loop(base, EVLOOP_NONBLOCK);
+  ts_gw_free(gw);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gateway");
   TCase *tc = tcase_create("core");
@@ -534,6 +716,7 @@ int main(void) {
   tcase_add_test(tc, test_proxy_strips_progress_argument);
   tcase_add_test(tc, test_proxy_strips_bedrock_and_gemini);
   tcase_add_test(tc, test_tap_after_the_turns_reads);
+  tcase_add_test(tc, test_system_calls_per_request);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
