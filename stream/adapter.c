@@ -74,6 +74,7 @@ struct ts_adapter {
   uint8_t fed;      /* an event was fed */
   uint8_t no_memo;  /* ts_adapter_set_memo(a, 0): the one-pass readers keep no shape memo */
   uint64_t memo_hits; /* payloads read from the shape memo (ts_adapter_memo_hits) */
+  uint32_t keys_gen;  /* changes whenever a slot is added or a key replaced (never 0) */
   int finish_rc;
   int ev_err;       /* first error reported during the current feed / finish */
   unsigned flags;   /* providers' own bits */
@@ -143,6 +144,7 @@ int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *u
   a->cb = cb;
   a->user = user;
   a->last = -1;
+  a->keys_gen = 1;
   *out = a;
   return TS_E_OK;
 }
@@ -172,10 +174,25 @@ int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_vi
   /* P0's reading (a fragment for the call with P0's key) with this payload's fragment,
    * decoded by the match itself */
   if (memo->kind)
-    ts__adapter_call_args_value(a, ts__adapter_call_by_nkey(a, memo->nkey), &v);
+    ts__adapter_call_args_value(a, ts__adapter_memo_slot(a, memo, 0), &v);
   else
     a->memo_hits++;
   return 1;
+}
+
+/* The call table's lookups for a memo hit: the memo's key meets the same table as at the
+ * previous hit unless a slot was added or a key replaced since (keys_gen), so the slot
+ * found then is the slot found now; a Responses item id is 53 bytes to compare per event
+ * otherwise. */
+static void keys_changed(ts_adapter *a) {
+  if (++a->keys_gen == 0) a->keys_gen = 1;
+}
+
+int ts__adapter_memo_slot(ts_adapter *a, ts_json_shape *m, int by_key) {
+  if (m->slot_gen == a->keys_gen) return m->slot;
+  m->slot = by_key ? ts__adapter_call_by_key(a, m->key) : ts__adapter_call_by_nkey(a, m->nkey);
+  m->slot_gen = a->keys_gen;
+  return m->slot;
 }
 
 void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) {
@@ -348,6 +365,7 @@ int ts__adapter_call_begin(ts_adapter *a, int64_t nkey, ts_view key, ts_view id,
     return -1;
   }
   int slot = (int)a->nslots++;
+  keys_changed(a);
   ms_call *c = &a->calls[slot];
   memset(c, 0, offsetof(ms_call, key));
   c->nkey = nkey;
@@ -421,6 +439,7 @@ void ts__adapter_call_set_key(ts_adapter *a, int slot, ts_view key) {
   }
   memmove(c->key, key.p, key.len);
   c->key_len = (uint16_t)key.len;
+  keys_changed(a);
 }
 
 void ts__adapter_call_args(ts_adapter *a, int slot, ts_view text) {

@@ -376,6 +376,10 @@ int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_vi
  * slot (nothing for -1) with the fragment (json_shape.h, ts_json_shape_match_value): its value as the match decoded it, or, when that was left
  * to the caller, the used string decoded in place first (reporting a bad escape, and then
  * nothing else). */
+/* The slot of memo m's call for a memo hit: ts__adapter_call_by_key(a, m->key) (by_key)
+ * or ts__adapter_call_by_nkey(a, m->nkey), remembered in the memo from one hit to the
+ * next while no slot is added and no key replaced (ts_json_shape_keep forgets it). */
+int ts__adapter_memo_slot(ts_adapter *a, struct ts_json_shape *m, int by_key);
 struct ts_json_shape_value;
 void ts__adapter_call_args_value(ts_adapter *a, int slot, const struct ts_json_shape_value *v);
 struct ts_json_shape_notes;

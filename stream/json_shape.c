@@ -27,6 +27,7 @@
 int ts_json_shape_keep(ts_json_shape *m, const char *text, size_t len, ts_view name,
                        const ts_json_shape_notes *nt, ts_view used) {
   m->len = 0;
+  m->slot_gen = 0;
   if (len == 0 || len > TS_JSON_SHAPE_MAX || name.len > TS_JSON_SHAPE_NAME_MAX) return 0;
   if ((nt && nt->over) || !used.p || used.p < text || used.p + used.len > text + len) return 0;
   /* The spans in the order of the text: the noted ones come in order (top-level members,

@@ -51,6 +51,7 @@ static int name_is(ts_view v, const char *lit) {
  * `response.in_progress`, `response.queued`: they echo the whole request, tools and all,
  * and would only spend tokens). */
 static int responses_skip(ts_view event) {
+  if (event.len != 15 && event.len != 16 && event.len != 20) return 0; /* the common case, at once */
   return name_is(event, "response.created") || name_is(event, "response.in_progress") ||
          name_is(event, "response.queued");
 }
@@ -398,7 +399,7 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
       if (!val.p && ts__adapter_decode_str(a, &v.used, &val) <= 0) return 1;
       ts__adapter_text(a, val);
     } else {
-      ts__adapter_call_args_value(a, ts__adapter_call_by_key(a, memo->key), &v);
+      ts__adapter_call_args_value(a, ts__adapter_memo_slot(a, memo, 1), &v);
     }
     return 1;
   }
@@ -542,6 +543,14 @@ static int responses_oversized(ts_adapter *a, ts_view name) {
  * one whose arguments stayed incomplete ends with the turn instead). The request echoes
  * are never read. */
 static size_t responses_keep(ts_adapter *a, ts_view name) {
+  /* Asked once per event, and nearly every event is an argument delta (38 bytes): only
+   * the names below have another answer than "all", so any other length has it at once. */
+  switch (name.len) {
+  case 15: case 16: case 18: case 19: case 20: case 25: case 37:
+    break;
+  default:
+    return SIZE_MAX;
+  }
   if (responses_skip(name)) return 0;
   if (name_is(name, "response.function_call_arguments.done") ||
       name_is(name, "response.output_item.done"))

@@ -1905,6 +1905,17 @@ static const memo_row memo_rows[] = {
      EV("response.function_call_arguments.delta", "{`type`:`response.function_call_arguments.delta`,`sequence_number`:`4`,`item_id`:`fc_1`,`output_index`:0,`delta`:`b`,`obfuscation`:`o`}")
      R_DELTA("5", "fc_2", "lost", "o") R_DELTA("6", "fc_1", "c", "o") R_DELTA("7", "fc_1", "d", "o") R_END,
      "B0 call_1 f | A0 'a' | A0 'b' | A0 'c' | A0 'd' | E0 | T stop=completed", 1},
+    {__LINE__, "responses: the item id reused by a call that the general way begins between two memo hits",
+     TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") R_DELTA("3", "fc_1", "a", "o") R_DELTA("4", "fc_1", "b", "o")
+     RE("response.output_item.added", "`item`:{`id`:`fc_1`,`type`:`custom_tool_call`,`call_id`:`c2`,`name`:`g`}")
+     R_DELTA("5", "fc_1", "c", "o") R_DELTA("6", "fc_1", "d", "o") R_END,
+     "B0 call_1 f | A0 'a' | A0 'b' | B1 c2 g | A1 '{`input`:`' | A1 'c' | A1 'd' | E1 | E0 | T stop=completed", 3},
+    {__LINE__, "anthropic: the block index reused by a block that begins between two memo hits", TS_FORMAT_ANTHROPIC,
+     TOOL_START(0, "toolu_1", "f", "{}") JSON_DELTA(0, "a") JSON_DELTA(0, "b")
+     TOOL_START(0, "toolu_2", "g", "{}") JSON_DELTA(0, "c") JSON_DELTA(0, "d") BLOCK_STOP(0)
+     MSG_DELTA("`tool_use`", "") MSG_STOP,
+     "B0 toolu_1 f | A0 'a' | A0 'b' | B1 toolu_2 g | A1 'c' | A1 'd' | E1 | E0 | T stop=tool_use", 3},
     {__LINE__, "responses: an escaped item id is not kept", TS_FORMAT_OPENAI_RESPONSES,
      ADDED("fc_\\u0031", "call_1", "f", "") R_DELTA("3", "fc_\\u0031", "a", "o") R_DELTA("4", "fc_\\u0031", "b", "o") R_END,
      "B0 call_1 f | A0 'a' | A0 'b' | E0 | T stop=completed", 0},
