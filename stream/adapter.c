@@ -75,6 +75,8 @@ struct ts_adapter {
   uint8_t no_memo;  /* ts_adapter_set_memo(a, 0): the one-pass readers keep no shape memo */
   uint64_t memo_hits; /* payloads read from the shape memo (ts_adapter_memo_hits) */
   uint32_t keys_gen;  /* changes whenever a slot is added or a key replaced (never 0) */
+  int row_fmt;        /* the format `row` is the row of (-1: none yet; see row_of) */
+  const ts_provider *row;
   int finish_rc;
   int ev_err;       /* first error reported during the current feed / finish */
   unsigned flags;   /* providers' own bits */
@@ -145,6 +147,7 @@ int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *u
   a->user = user;
   a->last = -1;
   a->keys_gen = 1;
+  a->row_fmt = -1;
   *out = a;
   return TS_E_OK;
 }
@@ -188,11 +191,19 @@ static void keys_changed(ts_adapter *a) {
   if (++a->keys_gen == 0) a->keys_gen = 1;
 }
 
-int ts__adapter_memo_slot(ts_adapter *a, ts_json_shape *m, int by_key) {
-  if (m->slot_gen == a->keys_gen) return m->slot;
+static __attribute__((noinline)) int memo_slot_find(ts_adapter *a, ts_json_shape *m, int by_key) {
   m->slot = by_key ? ts__adapter_call_by_key(a, m->key) : ts__adapter_call_by_nkey(a, m->nkey);
   m->slot_gen = a->keys_gen;
   return m->slot;
+}
+
+int ts__adapter_memo_slot(ts_adapter *a, ts_json_shape *m, int by_key) {
+  return m->slot_gen == a->keys_gen ? m->slot : memo_slot_find(a, m, by_key);
+}
+
+void ts__adapter_memo_args(ts_adapter *a, ts_json_shape *m, int by_key, const ts_json_shape_value *v) {
+  /* the remembered slot tested here, the lookup out of line: a call per hit saved */
+  ts__adapter_call_args_value(a, m->slot_gen == a->keys_gen ? m->slot : memo_slot_find(a, m, by_key), v);
 }
 
 void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) {
@@ -258,6 +269,16 @@ int ts_adapter_narrow(ts_adapter *a, ts_format format, int sse_only) {
 static ts_format allowed(const ts_adapter *a, ts_format f) {
   const ts_provider *p = ts_provider_get(f);
   return a->sse_only && p && p->media_type ? TS_FORMAT_AUTO : f;
+}
+
+/* ts_provider_get(a->fmt), looked up again only when the format changed: asked twice per
+ * event (the keep question, the feed), always with the same answer once it is known. */
+static inline const ts_provider *row_of(ts_adapter *a) {
+  if (__builtin_expect(a->row_fmt != (int)a->fmt, 0)) {
+    a->row = ts_provider_get(a->fmt);
+    a->row_fmt = (int)a->fmt;
+  }
+  return a->row;
 }
 
 /* ---- reporting ------------------------------------------------------------------ */
@@ -623,7 +644,7 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
   a->fed = 1;
   ts_view name = name_view(event, event_len);
   ts_view d = trim(data ? data : "", data ? data_len : 0);
-  const ts_provider *p = ts_provider_get(a->fmt), *s;
+  const ts_provider *p = row_of(a), *s;
   if (d.len == 0) {
     if (view_eq(name, "error") && (!p || p->named_errors)) ts__adapter_provider_error(a, &a->jv, -1, NULL);
   } else if (d.p[0] != '{' && (s = sentinel_of(d))) { /* a sentinel is never an object */
@@ -635,10 +656,11 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
       a->fmt = allowed(a, ts_provider_detect_name(name, (ts_view){NULL, 0}));
       p = ts_provider_get(a->fmt);
     }
-    if (p && p->skip && p->skip(name)) return TS_E_OK;
     char *text = data + (d.p - data);
+    /* the one pass first: it answers for the names skip would skip (provider.h) */
     if (p && p->fast_event && !a->general && p->fast_event(a, text, d.len, name))
       return a->aborted ? TS_E_ABORTED : a->ev_err;
+    if (p && p->skip && p->skip(name)) return TS_E_OK;
     int rc = jv_ready(a);
     if (rc == TS_E_OK) rc = payload_code(ts_jv_parse(&a->jv, text, d.len));
     if (rc == TS_E_MS_TOO_MANY_TOKENS && p && p->oversized && p->oversized(a, name)) {
@@ -658,9 +680,9 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
 }
 
 /* The row that reads (or, while undetected, would read) an event of this name. */
-static const ts_provider *row_for(const ts_adapter *a, ts_view name) {
-  ts_format f = a->fmt == TS_FORMAT_AUTO ? ts_provider_detect_name(name, (ts_view){NULL, 0}) : a->fmt;
-  return ts_provider_get(f);
+static const ts_provider *row_for(ts_adapter *a, ts_view name) {
+  if (a->fmt != TS_FORMAT_AUTO) return row_of(a);
+  return ts_provider_get(ts_provider_detect_name(name, (ts_view){NULL, 0}));
 }
 
 size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len) {

@@ -380,6 +380,9 @@ int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_vi
  * or ts__adapter_call_by_nkey(a, m->nkey), remembered in the memo from one hit to the
  * next while no slot is added and no key replaced (ts_json_shape_keep forgets it). */
 int ts__adapter_memo_slot(ts_adapter *a, struct ts_json_shape *m, int by_key);
+/* ts__adapter_call_args_value(a, ts__adapter_memo_slot(a, m, by_key), v) in one call. */
+struct ts_json_shape_value;
+void ts__adapter_memo_args(ts_adapter *a, struct ts_json_shape *m, int by_key, const struct ts_json_shape_value *v);
 struct ts_json_shape_value;
 void ts__adapter_call_args_value(ts_adapter *a, int slot, const struct ts_json_shape_value *v);
 struct ts_json_shape_notes;

@@ -150,7 +150,9 @@ typedef struct ts_provider {
    * are decoded in place) in one pass (stream/json_scan.h) when it has the provider's
    * regular shape, reporting exactly what `event` would; returns 1 then. Returns 0, having
    * reported nothing and changed nothing, for anything else: the payload then goes to
-   * `event` through the token array. */
+   * `event` through the token array. A row with `skip` as well: fast_event is asked
+   * first, and must itself return 1, reporting nothing, for an event that skip would
+   * skip (so that the common event pays no skip question of its own). */
   int (*fast_event)(struct ts_adapter *a, char *text, size_t len, ts_view name);
   void (*on_sentinel)(struct ts_adapter *a);
   int (*skip)(ts_view name);

@@ -399,10 +399,13 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
       if (!val.p && ts__adapter_decode_str(a, &v.used, &val) <= 0) return 1;
       ts__adapter_text(a, val);
     } else {
-      ts__adapter_call_args_value(a, ts__adapter_memo_slot(a, memo, 1), &v);
+      ts__adapter_memo_args(a, memo, 1, &v);
     }
     return 1;
   }
+  /* the request echoes, unread (provider.h: fast_event answers for skip; a memo hit's
+   * name is a delta's, never one of these) */
+  if (responses_skip(event)) return 1;
   return responses_full(a, text, len, event, memo);
 }
 
