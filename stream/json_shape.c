@@ -98,6 +98,28 @@ static inline int same(const char *a, const char *b, size_t n) {
   return n == 0 || a[0] == b[0];
 }
 
+/* A number span's end, as scan_num finds it: an integer of 1..8 digits after its first
+ * (Responses' sequence_number, an index) found by one 8-byte word, the first byte that
+ * is no digit located by its bit; anything else (a sign, a zero, a fraction or exponent,
+ * more digits, fewer than 9 bytes left) goes to scan_num. A byte of 0xFA or more carries
+ * into the next one when 6 is added, but it is itself no digit, and the carry lands only
+ * in later bytes, past the first non-digit that is looked for. */
+static inline const char *span_num(const char *p, const char *end) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (end - p >= 9 && *p >= '1' && *p <= '9') {
+    uint64_t w;
+    memcpy(&w, p + 1, 8);
+    const uint64_t hi = UINT64_C(0xF0F0F0F0F0F0F0F0), three = UINT64_C(0x3030303030303030);
+    uint64_t nd = ((w & hi) ^ three) | (((w + UINT64_C(0x0606060606060606)) & hi) ^ three);
+    if (nd) {
+      const char *q = p + 1 + (__builtin_ctzll(nd) >> 3); /* q < end: at most p + 8 */
+      if (*q != '.' && *q != 'e' && *q != 'E') return q;
+    }
+  }
+#endif
+  return p < end && (*p == '-' || scan_is_digit(*p)) ? scan_num(p, end) : NULL;
+}
+
 /* The match, and with buf set the used string decoded in the same walk (match_value). */
 static inline __attribute__((always_inline)) int match(const ts_json_shape *m, const char *text,
                                                        size_t len, ts_view name,
@@ -129,7 +151,7 @@ static inline __attribute__((always_inline)) int match(const ts_json_shape *m, c
         used->escaped = esc;
       }
     } else {
-      q = p < end && (*p == '-' || scan_is_digit(*p)) ? scan_num(p, end) : NULL;
+      q = span_num(p, end);
       if (!q) return 0;
     }
     p = q;
