@@ -636,7 +636,27 @@ static const ts_provider *sentinel_of(ts_view d) {
   return NULL;
 }
 
+static __attribute__((noinline)) int feed_event(ts_adapter *a, const char *event, size_t event_len, char *data,
+                                               size_t data_len, int tried);
+
+/* The way nearly every event comes: the format known, its row with a one-pass reader, a
+ * payload that is an object with nothing to trim around it. Everything else, and a
+ * payload the one pass hands back, goes through feed_event. */
 int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len) {
+  const ts_provider *p;
+  if (a && data && data_len && data[0] == '{' && data[data_len - 1] == '}' && !a->aborted && !a->done &&
+      !a->finished && !a->general && a->fmt != TS_FORMAT_AUTO && (p = row_of(a)) && p->fast_event) {
+    a->ev_err = 0;
+    a->fed = 1;
+    if (p->fast_event(a, data, data_len, name_view(event, event_len))) return a->aborted ? TS_E_ABORTED : a->ev_err;
+    return feed_event(a, event, event_len, data, data_len, 1);
+  }
+  return feed_event(a, event, event_len, data, data_len, 0);
+}
+
+/* The whole of ts_adapter_feed_event; tried: the one pass has read this payload already
+ * and handed it back (nothing reported, nothing changed). */
+static int feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len, int tried) {
   if (!a || (!data && data_len)) return TS_E_INVAL;
   if (a->aborted) return TS_E_ABORTED;
   if (a->done || a->finished) return TS_E_OK;
@@ -658,7 +678,7 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
     }
     char *text = data + (d.p - data);
     /* the one pass first: it answers for the names skip would skip (provider.h) */
-    if (p && p->fast_event && !a->general && p->fast_event(a, text, d.len, name))
+    if (!tried && p && p->fast_event && !a->general && p->fast_event(a, text, d.len, name))
       return a->aborted ? TS_E_ABORTED : a->ev_err;
     if (p && p->skip && p->skip(name)) return TS_E_OK;
     int rc = jv_ready(a);
