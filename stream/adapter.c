@@ -201,9 +201,19 @@ int ts__adapter_memo_slot(ts_adapter *a, ts_json_shape *m, int by_key) {
   return m->slot_gen == a->keys_gen ? m->slot : memo_slot_find(a, m, by_key);
 }
 
-void ts__adapter_memo_args(ts_adapter *a, ts_json_shape *m, int by_key, const ts_json_shape_value *v) {
-  /* the remembered slot tested here, the lookup out of line: a call per hit saved */
-  ts__adapter_call_args_value(a, m->slot_gen == a->keys_gen ? m->slot : memo_slot_find(a, m, by_key), v);
+int ts__adapter_memo_key_fragment(ts_adapter *a, const char *text, size_t len, ts_view name, int text_kind) {
+  ts_json_shape *memo = ts__adapter_memo(a);
+  ts_json_shape_value v;
+  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &v)) return 0;
+  if (memo->kind == text_kind) { /* a text delta: TEXT_DELTA with this payload's text */
+    a->memo_hits++;
+    ts_view val = v.val;
+    if (!val.p && ts__adapter_decode(a, v.used.raw, v.used.escaped, &val) <= 0) return 1;
+    ts__adapter_text(a, val);
+    return 1;
+  }
+  ts__adapter_call_args_value(a, memo->slot_gen == a->keys_gen ? memo->slot : memo_slot_find(a, memo, 1), &v);
+  return 1;
 }
 
 void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) {

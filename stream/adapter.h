@@ -380,9 +380,12 @@ int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_vi
  * or ts__adapter_call_by_nkey(a, m->nkey), remembered in the memo from one hit to the
  * next while no slot is added and no key replaced (ts_json_shape_keep forgets it). */
 int ts__adapter_memo_slot(ts_adapter *a, struct ts_json_shape *m, int by_key);
-/* ts__adapter_call_args_value(a, ts__adapter_memo_slot(a, m, by_key), v) in one call. */
-struct ts_json_shape_value;
-void ts__adapter_memo_args(ts_adapter *a, struct ts_json_shape *m, int by_key, const struct ts_json_shape_value *v);
+/* For a reader whose simple kinds are a text delta (memo kind `text_kind`) and an
+ * argument fragment for the call with the string key memo->key (Responses): 1 when the
+ * payload matched the memo and its reading was reported (TEXT_DELTA, or CALL_ARGS as
+ * ts__adapter_call_args_value reports it, to ts__adapter_memo_slot(a, memo, 1)); 0 else,
+ * nothing reported. One call per event for the match and its report. */
+int ts__adapter_memo_key_fragment(ts_adapter *a, const char *text, size_t len, ts_view name, int text_kind);
 struct ts_json_shape_value;
 void ts__adapter_call_args_value(ts_adapter *a, int slot, const struct ts_json_shape_value *v);
 struct ts_json_shape_notes;

@@ -388,25 +388,13 @@ static __attribute__((noinline)) int responses_full(ts_adapter *a, char *text, s
                                                     ts_json_shape *memo);
 
 static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
-  ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_shape_value v;
-  if (memo && ts_json_shape_match_value(memo, text, len, event, &v)) {
-    /* P0's reading (a delta event) with this payload's delta, decoded by the match; the
-     * item id is P0's, unescaped, in the memo's copy: rf_delta's reading */
-    if (memo->kind == RF_TEXT) {
-      ts__adapter_memo_hit(a);
-      ts_view val = v.val;
-      if (!val.p && ts__adapter_decode_str(a, &v.used, &val) <= 0) return 1;
-      ts__adapter_text(a, val);
-    } else {
-      ts__adapter_memo_args(a, memo, 1, &v);
-    }
-    return 1;
-  }
+  /* P0's reading (a delta event) with this payload's delta, decoded by the match; the
+   * item id is P0's, unescaped, in the memo's copy: rf_delta's reading */
+  if (ts__adapter_memo_key_fragment(a, text, len, event, RF_TEXT)) return 1;
   /* the request echoes, unread (provider.h: fast_event answers for skip; a memo hit's
    * name is a delta's, never one of these) */
   if (responses_skip(event)) return 1;
-  return responses_full(a, text, len, event, memo);
+  return responses_full(a, text, len, event, ts__adapter_memo(a));
 }
 
 /* The full one-pass reading, apart from the memo's path (as chat_full). */
