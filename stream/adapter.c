@@ -732,6 +732,12 @@ int ts_adapter_keeps(const ts_adapter *a) {
   return p && p->keep;
 }
 
+uint64_t ts_adapter_keep_whole_lengths(const ts_adapter *a) {
+  if (!a || a->fmt == TS_FORMAT_AUTO) return 0; /* another row may yet answer */
+  const ts_provider *p = ts_provider_get(a->fmt);
+  return !p ? 0 : !p->keep ? ~(uint64_t)0 : p->keep_whole_lengths;
+}
+
 int ts_adapter_feed_cut(ts_adapter *a, const char *event, size_t event_len) {
   if (!a) return TS_E_INVAL;
   if (a->aborted) return TS_E_ABORTED;

@@ -221,6 +221,14 @@ void ts_adapter_set_args_fn(ts_adapter *a, ts_adapter_args_fn fn);
  * then stop asking, which spares a call per event. */
 int ts_adapter_keeps(const ts_adapter *a);
 
+/* Bit n (n < 64) set when ts_adapter_keep answers SIZE_MAX for every name of n bytes from
+ * now on: the format is known and its provider promises it (Responses: every length but
+ * those of the request echoes, the `.done` events and the terminal events; the argument
+ * delta's is 38). 0 while the format is undecided. A framer asked the keep question per
+ * event (the tap's sse_keep) answers those names itself, sparing the adapter's entry
+ * point and the provider's for nearly every event. */
+uint64_t ts_adapter_keep_whole_lengths(const ts_adapter *a);
+
 /* An event whose payload was cut short as ts_adapter_keep allowed: handled by its name
  * alone (a terminal event ends the turn, without usage) or ignored. Returns as
  * ts_adapter_feed_event. */

@@ -208,6 +208,10 @@ typedef struct ts_provider {
    * (handled by its name) or is dropped. For repeats of what the provider already sent
    * (Responses' `.done` events). */
   size_t (*keep)(struct ts_adapter *a, ts_view name);
+  /* keep_whole_lengths: bit n (n < 64) set when keep answers SIZE_MAX for every name of
+   * n bytes, whatever the turn's state, so that a framer need not ask about them
+   * (ts_adapter_keep_whole_lengths); 0: nothing promised. */
+  uint64_t keep_whole_lengths;
 } ts_provider;
 
 /* Auto detection, asking the rows in table order. ts_provider_detect_name: the format

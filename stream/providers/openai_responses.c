@@ -533,15 +533,16 @@ static int responses_oversized(ts_adapter *a, ts_view name) {
  * arguments came as deltas they tell nothing new (a call's READY comes from its deltas;
  * one whose arguments stayed incomplete ends with the turn instead). The request echoes
  * are never read. */
+/* The lengths of the names responses_keep tells apart (the request echoes, the `.done`
+ * events, the terminal events); any other name is kept whole. */
+#define RESPONSES_KEEP_LENGTHS                                                                  \
+  ((UINT64_C(1) << 15) | (UINT64_C(1) << 16) | (UINT64_C(1) << 18) | (UINT64_C(1) << 19) |     \
+   (UINT64_C(1) << 20) | (UINT64_C(1) << 25) | (UINT64_C(1) << 37))
+
 static size_t responses_keep(ts_adapter *a, ts_view name) {
   /* Asked once per event, and nearly every event is an argument delta (38 bytes): only
-   * the names below have another answer than "all", so any other length has it at once. */
-  switch (name.len) {
-  case 15: case 16: case 18: case 19: case 20: case 25: case 37:
-    break;
-  default:
-    return SIZE_MAX;
-  }
+   * the names of the lengths above have another answer than "all". */
+  if (name.len >= 64 || !((RESPONSES_KEEP_LENGTHS >> name.len) & 1)) return SIZE_MAX;
   if (responses_skip(name)) return 0;
   if (name_is(name, "response.function_call_arguments.done") ||
       name_is(name, "response.output_item.done"))
@@ -635,6 +636,7 @@ const ts_provider ts_provider_openai_responses = {
     .skip = responses_skip,
     .oversized = responses_oversized,
     .keep = responses_keep,
+    .keep_whole_lengths = ~RESPONSES_KEEP_LENGTHS,
     .named_errors = 1,
     .request = responses_request,
     .url_suffix = "/responses",

@@ -1460,8 +1460,13 @@ START_TEST(test_keep_responses) {
       {"response.failed", SIZE_MAX, SIZE_MAX},
       {"", SIZE_MAX, SIZE_MAX},
   };
+  ts_adapter *u = new_adapter(TS_FORMAT_AUTO, noop_cb, NULL);
+  ck_assert(ts_adapter_keep_whole_lengths(u) == 0); /* undecided: nothing promised */
+  ts_adapter_free(u);
   for (int open = 0; open < 2; open++) {
     ts_adapter *a = new_adapter(TS_FORMAT_OPENAI_RESPONSES, noop_cb, NULL);
+    uint64_t whole = ts_adapter_keep_whole_lengths(a);
+    ck_assert(whole >> 38 & 1); /* the argument delta's name: never asked */
     if (open) {
       char ev[] = "{\"type\":\"response.output_item.added\",\"item\":{\"id\":\"fc_1\",\"type\":\"function_call\","
                   "\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"\"}}";
@@ -1470,6 +1475,8 @@ START_TEST(test_keep_responses) {
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
       size_t n = strlen(want[i].name), k = open ? want[i].open : want[i].none;
       ck_assert_msg(ts_adapter_keep(a, want[i].name, n) == k, "%s (call open: %d)", want[i].name, open);
+      if (n < 64 && (whole >> n & 1)) /* the promise: a length kept whole has no other answer */
+        ck_assert_msg(k == SIZE_MAX, "%s: its length is promised whole (call open: %d)", want[i].name, open);
       char off[64];
       memcpy(off, want[i].name, n);
       for (size_t j = 0; j < n; j++) { /* one byte off: not the name, "all" */
