@@ -75,6 +75,9 @@ struct ts_adapter {
   uint8_t no_memo;  /* ts_adapter_set_memo(a, 0): the one-pass readers keep no shape memo */
   uint64_t memo_hits; /* payloads read from the shape memo (ts_adapter_memo_hits) */
   uint32_t keys_gen;  /* changes whenever a slot is added or a key replaced (never 0) */
+  const char *hb_event; /* the event being offered to the one pass (ts_adapter_feed_event) */
+  size_t hb_event_len, hb_len;
+  char *hb_data;
   int row_fmt;        /* the format `row` is the row of (-1: none yet; see row_of) */
   const ts_provider *row;
   int finish_rc;
@@ -163,21 +166,32 @@ void ts_adapter_set_memo(ts_adapter *a, int on) {
 
 uint64_t ts_adapter_memo_hits(const ts_adapter *a) { return a ? a->memo_hits : 0; }
 
-ts_json_shape *ts__adapter_memo(ts_adapter *a) {
+static inline ts_json_shape *memo_of(ts_adapter *a) {
   _Static_assert(sizeof(ts_json_shape) <= TS_ADAPTER_SCRATCH, "the memo lives in the scratch block");
   return a->no_memo ? NULL : (ts_json_shape *)(void *)a->scratch;
 }
 
+ts_json_shape *ts__adapter_memo(ts_adapter *a) { return memo_of(a); }
+
 void ts__adapter_memo_hit(ts_adapter *a) { a->memo_hits++; }
 
+/* ts__adapter_call_args_value, inline in the memo paths that report a hit's fragment. */
+static inline __attribute__((always_inline)) void args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) {
+  a->memo_hits++;
+  if (slot < 0) return;
+  ts_view val = v->val;
+  if (!val.p && ts__adapter_decode(a, v->used.raw, v->used.escaped, &val) < 0) return;
+  ts__adapter_call_args(a, slot, val);
+}
+
 int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name) {
-  ts_json_shape *memo = ts__adapter_memo(a);
+  ts_json_shape *memo = memo_of(a);
   ts_json_shape_value v;
   if (!memo || !ts_json_shape_match_value(memo, text, len, name, &v)) return 0;
   /* P0's reading (a fragment for the call with P0's key) with this payload's fragment,
    * decoded by the match itself */
   if (memo->kind)
-    ts__adapter_call_args_value(a, ts__adapter_memo_slot(a, memo, 0), &v);
+    args_value(a, ts__adapter_memo_slot(a, memo, 0), &v);
   else
     a->memo_hits++;
   return 1;
@@ -201,10 +215,11 @@ int ts__adapter_memo_slot(ts_adapter *a, ts_json_shape *m, int by_key) {
   return m->slot_gen == a->keys_gen ? m->slot : memo_slot_find(a, m, by_key);
 }
 
-int ts__adapter_memo_key_fragment(ts_adapter *a, const char *text, size_t len, ts_view name, int text_kind) {
-  ts_json_shape *memo = ts__adapter_memo(a);
+int ts__adapter_memo_key_fragment(ts_adapter *a, char *text, size_t len, ts_view name, int text_kind,
+                                  int (*miss)(ts_adapter *, char *, size_t, ts_view)) {
+  ts_json_shape *memo = memo_of(a);
   ts_json_shape_value v;
-  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &v)) return 0;
+  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &v)) return miss(a, text, len, name);
   if (memo->kind == text_kind) { /* a text delta: TEXT_DELTA with this payload's text */
     a->memo_hits++;
     ts_view val = v.val;
@@ -212,17 +227,11 @@ int ts__adapter_memo_key_fragment(ts_adapter *a, const char *text, size_t len, t
     ts__adapter_text(a, val);
     return 1;
   }
-  ts__adapter_call_args_value(a, memo->slot_gen == a->keys_gen ? memo->slot : memo_slot_find(a, memo, 1), &v);
+  args_value(a, memo->slot_gen == a->keys_gen ? memo->slot : memo_slot_find(a, memo, 1), &v);
   return 1;
 }
 
-void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) {
-  a->memo_hits++;
-  if (slot < 0) return;
-  ts_view val = v->val;
-  if (!val.p && ts__adapter_decode(a, v->used.raw, v->used.escaped, &val) < 0) return;
-  ts__adapter_call_args(a, slot, val);
-}
+void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) { args_value(a, slot, v); }
 
 void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len, ts_view name,
                                     const ts_json_shape_notes *notes, int has_key, int64_t nkey, ts_view raw) {
@@ -658,8 +667,11 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
       !a->finished && !a->general && a->fmt != TS_FORMAT_AUTO && (p = row_of(a)) && p->fast_event) {
     a->ev_err = 0;
     a->fed = 1;
+    /* kept in the adapter rather than in saved registers across the call: the hand-back
+     * below is rare, the call is per event */
+    a->hb_event = event, a->hb_event_len = event_len, a->hb_data = data, a->hb_len = data_len;
     if (p->fast_event(a, data, data_len, name_view(event, event_len))) return a->aborted ? TS_E_ABORTED : a->ev_err;
-    return feed_event(a, event, event_len, data, data_len, 1);
+    return feed_event(a, a->hb_event, a->hb_event_len, a->hb_data, a->hb_len, 1);
   }
   return feed_event(a, event, event_len, data, data_len, 0);
 }

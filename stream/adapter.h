@@ -389,11 +389,14 @@ int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_vi
  * next while no slot is added and no key replaced (ts_json_shape_keep forgets it). */
 int ts__adapter_memo_slot(ts_adapter *a, struct ts_json_shape *m, int by_key);
 /* For a reader whose simple kinds are a text delta (memo kind `text_kind`) and an
- * argument fragment for the call with the string key memo->key (Responses): 1 when the
- * payload matched the memo and its reading was reported (TEXT_DELTA, or CALL_ARGS as
- * ts__adapter_call_args_value reports it, to ts__adapter_memo_slot(a, memo, 1)); 0 else,
- * nothing reported. One call per event for the match and its report. */
-int ts__adapter_memo_key_fragment(ts_adapter *a, const char *text, size_t len, ts_view name, int text_kind);
+ * argument fragment for the call with the string key memo->key (Responses): when the
+ * payload matches the memo, its reading is reported (TEXT_DELTA, or CALL_ARGS as
+ * ts__adapter_call_args_value reports it, to ts__adapter_memo_slot(a, memo, 1)) and 1
+ * returned; else nothing is reported and the answer is miss(a, text, len, name)'s, the
+ * reader's own path, called last (so that the reader's entry is one jump, no frame of its
+ * own, for the event nearly every event is). */
+int ts__adapter_memo_key_fragment(ts_adapter *a, char *text, size_t len, ts_view name, int text_kind,
+                                  int (*miss)(ts_adapter *, char *, size_t, ts_view));
 struct ts_json_shape_value;
 void ts__adapter_call_args_value(ts_adapter *a, int slot, const struct ts_json_shape_value *v);
 struct ts_json_shape_notes;

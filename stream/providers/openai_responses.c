@@ -387,14 +387,18 @@ static void rf_delta(ts_adapter *a, int kind, const ts_json_scan_str *item_id, c
 static __attribute__((noinline)) int responses_full(ts_adapter *a, char *text, size_t len, ts_view event,
                                                     ts_json_shape *memo);
 
-static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
-  /* P0's reading (a delta event) with this payload's delta, decoded by the match; the
-   * item id is P0's, unescaped, in the memo's copy: rf_delta's reading */
-  if (ts__adapter_memo_key_fragment(a, text, len, event, RF_TEXT)) return 1;
+/* A payload the memo did not match. */
+static int responses_miss(ts_adapter *a, char *text, size_t len, ts_view event) {
   /* the request echoes, unread (provider.h: fast_event answers for skip; a memo hit's
    * name is a delta's, never one of these) */
   if (responses_skip(event)) return 1;
   return responses_full(a, text, len, event, ts__adapter_memo(a));
+}
+
+static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
+  /* P0's reading (a delta event) with this payload's delta, decoded by the match; the
+   * item id is P0's, unescaped, in the memo's copy: rf_delta's reading */
+  return ts__adapter_memo_key_fragment(a, text, len, event, RF_TEXT, responses_miss);
 }
 
 /* The full one-pass reading, apart from the memo's path (as chat_full). */
