@@ -74,6 +74,12 @@ struct ts_adapter {
   uint8_t fed;      /* an event was fed */
   uint8_t no_memo;  /* ts_adapter_set_memo(a, 0): the one-pass readers keep no shape memo */
   uint64_t memo_hits; /* payloads read from the shape memo (ts_adapter_memo_hits) */
+  uint32_t keys_gen;  /* changes whenever a slot is added or a key replaced (never 0) */
+  const char *hb_event; /* the event being offered to the one pass (ts_adapter_feed_event) */
+  size_t hb_event_len, hb_len;
+  char *hb_data;
+  int row_fmt;        /* the format `row` is the row of (-1: none yet; see row_of) */
+  const ts_provider *row;
   int finish_rc;
   int ev_err;       /* first error reported during the current feed / finish */
   unsigned flags;   /* providers' own bits */
@@ -143,6 +149,8 @@ int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *u
   a->cb = cb;
   a->user = user;
   a->last = -1;
+  a->keys_gen = 1;
+  a->row_fmt = -1;
   *out = a;
   return TS_E_OK;
 }
@@ -158,33 +166,72 @@ void ts_adapter_set_memo(ts_adapter *a, int on) {
 
 uint64_t ts_adapter_memo_hits(const ts_adapter *a) { return a ? a->memo_hits : 0; }
 
-ts_json_shape *ts__adapter_memo(ts_adapter *a) {
+static inline ts_json_shape *memo_of(ts_adapter *a) {
   _Static_assert(sizeof(ts_json_shape) <= TS_ADAPTER_SCRATCH, "the memo lives in the scratch block");
   return a->no_memo ? NULL : (ts_json_shape *)(void *)a->scratch;
 }
 
+ts_json_shape *ts__adapter_memo(ts_adapter *a) { return memo_of(a); }
+
 void ts__adapter_memo_hit(ts_adapter *a) { a->memo_hits++; }
 
-int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name) {
-  ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_shape_value v;
-  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &v)) return 0;
-  /* P0's reading (a fragment for the call with P0's key) with this payload's fragment,
-   * decoded by the match itself */
-  if (memo->kind)
-    ts__adapter_call_args_value(a, ts__adapter_call_by_nkey(a, memo->nkey), &v);
-  else
-    a->memo_hits++;
-  return 1;
-}
-
-void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) {
+/* ts__adapter_call_args_value, inline in the memo paths that report a hit's fragment. */
+static inline __attribute__((always_inline)) void args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) {
   a->memo_hits++;
   if (slot < 0) return;
   ts_view val = v->val;
   if (!val.p && ts__adapter_decode(a, v->used.raw, v->used.escaped, &val) < 0) return;
   ts__adapter_call_args(a, slot, val);
 }
+
+int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name) {
+  ts_json_shape *memo = memo_of(a);
+  ts_json_shape_value v;
+  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &v)) return 0;
+  /* P0's reading (a fragment for the call with P0's key) with this payload's fragment,
+   * decoded by the match itself */
+  if (memo->kind)
+    args_value(a, ts__adapter_memo_slot(a, memo, 0), &v);
+  else
+    a->memo_hits++;
+  return 1;
+}
+
+/* The call table's lookups for a memo hit: the memo's key meets the same table as at the
+ * previous hit unless a slot was added or a key replaced since (keys_gen), so the slot
+ * found then is the slot found now; a Responses item id is 53 bytes to compare per event
+ * otherwise. */
+static void keys_changed(ts_adapter *a) {
+  if (++a->keys_gen == 0) a->keys_gen = 1;
+}
+
+static __attribute__((noinline)) int memo_slot_find(ts_adapter *a, ts_json_shape *m, int by_key) {
+  m->slot = by_key ? ts__adapter_call_by_key(a, m->key) : ts__adapter_call_by_nkey(a, m->nkey);
+  m->slot_gen = a->keys_gen;
+  return m->slot;
+}
+
+int ts__adapter_memo_slot(ts_adapter *a, ts_json_shape *m, int by_key) {
+  return m->slot_gen == a->keys_gen ? m->slot : memo_slot_find(a, m, by_key);
+}
+
+int ts__adapter_memo_key_fragment(ts_adapter *a, char *text, size_t len, ts_view name, int text_kind,
+                                  int (*miss)(ts_adapter *, char *, size_t, ts_view)) {
+  ts_json_shape *memo = memo_of(a);
+  ts_json_shape_value v;
+  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &v)) return miss(a, text, len, name);
+  if (memo->kind == text_kind) { /* a text delta: TEXT_DELTA with this payload's text */
+    a->memo_hits++;
+    ts_view val = v.val;
+    if (!val.p && ts__adapter_decode(a, v.used.raw, v.used.escaped, &val) <= 0) return 1;
+    ts__adapter_text(a, val);
+    return 1;
+  }
+  args_value(a, memo->slot_gen == a->keys_gen ? memo->slot : memo_slot_find(a, memo, 1), &v);
+  return 1;
+}
+
+void ts__adapter_call_args_value(ts_adapter *a, int slot, const ts_json_shape_value *v) { args_value(a, slot, v); }
 
 void ts__adapter_memo_keep_fragment(ts_adapter *a, const char *text, size_t len, ts_view name,
                                     const ts_json_shape_notes *notes, int has_key, int64_t nkey, ts_view raw) {
@@ -241,6 +288,16 @@ int ts_adapter_narrow(ts_adapter *a, ts_format format, int sse_only) {
 static ts_format allowed(const ts_adapter *a, ts_format f) {
   const ts_provider *p = ts_provider_get(f);
   return a->sse_only && p && p->media_type ? TS_FORMAT_AUTO : f;
+}
+
+/* ts_provider_get(a->fmt), looked up again only when the format changed: asked twice per
+ * event (the keep question, the feed), always with the same answer once it is known. */
+static inline const ts_provider *row_of(ts_adapter *a) {
+  if (__builtin_expect(a->row_fmt != (int)a->fmt, 0)) {
+    a->row = ts_provider_get(a->fmt);
+    a->row_fmt = (int)a->fmt;
+  }
+  return a->row;
 }
 
 /* ---- reporting ------------------------------------------------------------------ */
@@ -348,6 +405,7 @@ int ts__adapter_call_begin(ts_adapter *a, int64_t nkey, ts_view key, ts_view id,
     return -1;
   }
   int slot = (int)a->nslots++;
+  keys_changed(a);
   ms_call *c = &a->calls[slot];
   memset(c, 0, offsetof(ms_call, key));
   c->nkey = nkey;
@@ -421,6 +479,7 @@ void ts__adapter_call_set_key(ts_adapter *a, int slot, ts_view key) {
   }
   memmove(c->key, key.p, key.len);
   c->key_len = (uint16_t)key.len;
+  keys_changed(a);
 }
 
 void ts__adapter_call_args(ts_adapter *a, int slot, ts_view text) {
@@ -596,7 +655,30 @@ static const ts_provider *sentinel_of(ts_view d) {
   return NULL;
 }
 
+static __attribute__((noinline)) int feed_event(ts_adapter *a, const char *event, size_t event_len, char *data,
+                                               size_t data_len, int tried);
+
+/* The way nearly every event comes: the format known, its row with a one-pass reader, a
+ * payload that is an object with nothing to trim around it. Everything else, and a
+ * payload the one pass hands back, goes through feed_event. */
 int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len) {
+  const ts_provider *p;
+  if (a && data && data_len && data[0] == '{' && data[data_len - 1] == '}' && !a->aborted && !a->done &&
+      !a->finished && !a->general && a->fmt != TS_FORMAT_AUTO && (p = row_of(a)) && p->fast_event) {
+    a->ev_err = 0;
+    a->fed = 1;
+    /* kept in the adapter rather than in saved registers across the call: the hand-back
+     * below is rare, the call is per event */
+    a->hb_event = event, a->hb_event_len = event_len, a->hb_data = data, a->hb_len = data_len;
+    if (p->fast_event(a, data, data_len, name_view(event, event_len))) return a->aborted ? TS_E_ABORTED : a->ev_err;
+    return feed_event(a, a->hb_event, a->hb_event_len, a->hb_data, a->hb_len, 1);
+  }
+  return feed_event(a, event, event_len, data, data_len, 0);
+}
+
+/* The whole of ts_adapter_feed_event; tried: the one pass has read this payload already
+ * and handed it back (nothing reported, nothing changed). */
+static int feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len, int tried) {
   if (!a || (!data && data_len)) return TS_E_INVAL;
   if (a->aborted) return TS_E_ABORTED;
   if (a->done || a->finished) return TS_E_OK;
@@ -604,7 +686,7 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
   a->fed = 1;
   ts_view name = name_view(event, event_len);
   ts_view d = trim(data ? data : "", data ? data_len : 0);
-  const ts_provider *p = ts_provider_get(a->fmt), *s;
+  const ts_provider *p = row_of(a), *s;
   if (d.len == 0) {
     if (view_eq(name, "error") && (!p || p->named_errors)) ts__adapter_provider_error(a, &a->jv, -1, NULL);
   } else if (d.p[0] != '{' && (s = sentinel_of(d))) { /* a sentinel is never an object */
@@ -616,10 +698,11 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
       a->fmt = allowed(a, ts_provider_detect_name(name, (ts_view){NULL, 0}));
       p = ts_provider_get(a->fmt);
     }
-    if (p && p->skip && p->skip(name)) return TS_E_OK;
     char *text = data + (d.p - data);
-    if (p && p->fast_event && !a->general && p->fast_event(a, text, d.len, name))
+    /* the one pass first: it answers for the names skip would skip (provider.h) */
+    if (!tried && p && p->fast_event && !a->general && p->fast_event(a, text, d.len, name))
       return a->aborted ? TS_E_ABORTED : a->ev_err;
+    if (p && p->skip && p->skip(name)) return TS_E_OK;
     int rc = jv_ready(a);
     if (rc == TS_E_OK) rc = payload_code(ts_jv_parse(&a->jv, text, d.len));
     if (rc == TS_E_MS_TOO_MANY_TOKENS && p && p->oversized && p->oversized(a, name)) {
@@ -639,9 +722,9 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
 }
 
 /* The row that reads (or, while undetected, would read) an event of this name. */
-static const ts_provider *row_for(const ts_adapter *a, ts_view name) {
-  ts_format f = a->fmt == TS_FORMAT_AUTO ? ts_provider_detect_name(name, (ts_view){NULL, 0}) : a->fmt;
-  return ts_provider_get(f);
+static const ts_provider *row_for(ts_adapter *a, ts_view name) {
+  if (a->fmt != TS_FORMAT_AUTO) return row_of(a);
+  return ts_provider_get(ts_provider_detect_name(name, (ts_view){NULL, 0}));
 }
 
 size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len) {
@@ -659,6 +742,12 @@ int ts_adapter_keeps(const ts_adapter *a) {
   if (a->fmt == TS_FORMAT_AUTO) return 1; /* any row may yet read the stream */
   const ts_provider *p = ts_provider_get(a->fmt);
   return p && p->keep;
+}
+
+uint64_t ts_adapter_keep_whole_lengths(const ts_adapter *a) {
+  if (!a || a->fmt == TS_FORMAT_AUTO) return 0; /* another row may yet answer */
+  const ts_provider *p = ts_provider_get(a->fmt);
+  return !p ? 0 : !p->keep ? ~(uint64_t)0 : p->keep_whole_lengths;
 }
 
 int ts_adapter_feed_cut(ts_adapter *a, const char *event, size_t event_len) {

@@ -221,6 +221,14 @@ void ts_adapter_set_args_fn(ts_adapter *a, ts_adapter_args_fn fn);
  * then stop asking, which spares a call per event. */
 int ts_adapter_keeps(const ts_adapter *a);
 
+/* Bit n (n < 64) set when ts_adapter_keep answers SIZE_MAX for every name of n bytes from
+ * now on: the format is known and its provider promises it (Responses: every length but
+ * those of the request echoes, the `.done` events and the terminal events; the argument
+ * delta's is 38). 0 while the format is undecided. A framer asked the keep question per
+ * event (the tap's sse_keep) answers those names itself, sparing the adapter's entry
+ * point and the provider's for nearly every event. */
+uint64_t ts_adapter_keep_whole_lengths(const ts_adapter *a);
+
 /* An event whose payload was cut short as ts_adapter_keep allowed: handled by its name
  * alone (a terminal event ends the turn, without usage) or ignored. Returns as
  * ts_adapter_feed_event. */
@@ -376,6 +384,19 @@ int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_vi
  * slot (nothing for -1) with the fragment (json_shape.h, ts_json_shape_match_value): its value as the match decoded it, or, when that was left
  * to the caller, the used string decoded in place first (reporting a bad escape, and then
  * nothing else). */
+/* The slot of memo m's call for a memo hit: ts__adapter_call_by_key(a, m->key) (by_key)
+ * or ts__adapter_call_by_nkey(a, m->nkey), remembered in the memo from one hit to the
+ * next while no slot is added and no key replaced (ts_json_shape_keep forgets it). */
+int ts__adapter_memo_slot(ts_adapter *a, struct ts_json_shape *m, int by_key);
+/* For a reader whose simple kinds are a text delta (memo kind `text_kind`) and an
+ * argument fragment for the call with the string key memo->key (Responses): when the
+ * payload matches the memo, its reading is reported (TEXT_DELTA, or CALL_ARGS as
+ * ts__adapter_call_args_value reports it, to ts__adapter_memo_slot(a, memo, 1)) and 1
+ * returned; else nothing is reported and the answer is miss(a, text, len, name)'s, the
+ * reader's own path, called last (so that the reader's entry is one jump, no frame of its
+ * own, for the event nearly every event is). */
+int ts__adapter_memo_key_fragment(ts_adapter *a, char *text, size_t len, ts_view name, int text_kind,
+                                  int (*miss)(ts_adapter *, char *, size_t, ts_view));
 struct ts_json_shape_value;
 void ts__adapter_call_args_value(ts_adapter *a, int slot, const struct ts_json_shape_value *v);
 struct ts_json_shape_notes;

@@ -27,6 +27,7 @@
 int ts_json_shape_keep(ts_json_shape *m, const char *text, size_t len, ts_view name,
                        const ts_json_shape_notes *nt, ts_view used) {
   m->len = 0;
+  m->slot_gen = 0;
   if (len == 0 || len > TS_JSON_SHAPE_MAX || name.len > TS_JSON_SHAPE_NAME_MAX) return 0;
   if ((nt && nt->over) || !used.p || used.p < text || used.p + used.len > text + len) return 0;
   /* The spans in the order of the text: the noted ones come in order (top-level members,
@@ -97,41 +98,82 @@ static inline int same(const char *a, const char *b, size_t n) {
   return n == 0 || a[0] == b[0];
 }
 
-/* The match, and with buf set the used string decoded in the same walk (match_value). */
+/* A number span's end, as scan_num finds it: an integer of 1..8 digits after its first
+ * (Responses' sequence_number, an index) found by one 8-byte word, the first byte that
+ * is no digit located by its bit; anything else (a sign, a zero, a fraction or exponent,
+ * more digits, fewer than 9 bytes left) goes to scan_num. A byte of 0xFA or more carries
+ * into the next one when 6 is added, but it is itself no digit, and the carry lands only
+ * in later bytes, past the first non-digit that is looked for. */
+static inline const char *span_num(const char *p, const char *end) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (end - p >= 9 && *p >= '1' && *p <= '9') {
+    uint64_t w;
+    memcpy(&w, p + 1, 8);
+    const uint64_t hi = UINT64_C(0xF0F0F0F0F0F0F0F0), three = UINT64_C(0x3030303030303030);
+    uint64_t nd = ((w & hi) ^ three) | (((w + UINT64_C(0x0606060606060606)) & hi) ^ three);
+    if (nd) {
+      const char *q = p + 1 + (__builtin_ctzll(nd) >> 3); /* q < end: at most p + 8 */
+      if (*q != '.' && *q != 'e' && *q != 'E') return q;
+    }
+  }
+#endif
+  return p < end && (*p == '-' || scan_is_digit(*p)) ? scan_num(p, end) : NULL;
+}
+
+/* One ignored span at p (just after its fixed run): its end, or NULL when P holds no
+ * value of the span's kind there. */
+static inline __attribute__((always_inline)) const char *ignored_span(const ts_json_shape_span *sp,
+                                                                      const char *p, const char *end,
+                                                                      const char *text) {
+  int esc = 0;
+  return sp->kind == TS_JSON_SHAPE_STRING ? scan_string(p, end, text, &esc) /* after the opening quote */
+                                          : span_num(p, end);
+}
+
+/* The match, and with buf set the used string decoded in the same walk (match_value).
+ * The spans before the used one, the used one, the spans after it: the used span's
+ * decoding is written once, outside the loops, and the loops ask nothing per span but
+ * its kind. */
 static inline __attribute__((always_inline)) int match(const ts_json_shape *m, const char *text,
                                                        size_t len, ts_view name,
                                                        ts_json_scan_str *used, char *buf,
                                                        size_t cap, ts_view *val) {
   if (!m->len || name.len != m->name_len || !same(name.p, m->name, name.len)) return 0;
-  const char *p = text, *end = text + len;
+  const char *p = text, *end = text + len, *q;
   size_t o0 = 0; /* where P0's next fixed run starts */
-  for (unsigned k = 0; k < m->n_spans; k++) {
-    const ts_json_shape_span *sp = &m->span[k];
+  const ts_json_shape_span *sp = m->span, *const su = m->span + m->used, *const sn = m->span + m->n_spans;
+  for (; sp < su; sp++) {
+    size_t run = sp->off - o0;
+    if ((size_t)(end - p) < run || !same(p, m->text + o0, run)) return 0;
+    p = ignored_span(sp, p + run, end, text);
+    if (!p) return 0;
+    o0 = (size_t)sp->off + sp->len;
+  }
+  { /* the used span: a string (ts_json_shape_keep) */
     size_t run = sp->off - o0;
     if ((size_t)(end - p) < run || !same(p, m->text + o0, run)) return 0;
     p += run;
-    const char *v = p, *q;
-    if (sp->kind == TS_JSON_SHAPE_STRING) {
-      int esc = 0;
-      if (buf && k == m->used) {
-        ssize_t w = 0;
-        q = scan_string_decode(p, end, text, &esc, buf, cap, &w);
-        if (!q) return 0;
-        /* no escapes: the value is the payload's own bytes; given up: the caller's */
-        *val = !esc ? (ts_view){v, (size_t)(q - v)} : w >= 0 ? (ts_view){buf, (size_t)w} : (ts_view){NULL, 0};
-      } else {
-        q = scan_string(p, end, text, &esc); /* p is just after the opening quote (fixed) */
-        if (!q) return 0;
-      }
-      if (k == m->used) {
-        used->raw = (ts_view){v, (size_t)(q - v)};
-        used->escaped = esc;
-      }
+    int esc = 0;
+    if (buf) {
+      ssize_t w = 0;
+      q = scan_string_decode(p, end, text, &esc, buf, cap, &w);
+      if (!q) return 0;
+      /* no escapes: the value is the payload's own bytes; given up: the caller's */
+      *val = !esc ? (ts_view){p, (size_t)(q - p)} : w >= 0 ? (ts_view){buf, (size_t)w} : (ts_view){NULL, 0};
     } else {
-      q = p < end && (*p == '-' || scan_is_digit(*p)) ? scan_num(p, end) : NULL;
+      q = scan_string(p, end, text, &esc); /* p is just after the opening quote (fixed) */
       if (!q) return 0;
     }
+    used->raw = (ts_view){p, (size_t)(q - p)};
+    used->escaped = esc;
     p = q;
+    o0 = (size_t)sp->off + sp->len;
+  }
+  for (sp++; sp < sn; sp++) {
+    size_t run = sp->off - o0;
+    if ((size_t)(end - p) < run || !same(p, m->text + o0, run)) return 0;
+    p = ignored_span(sp, p + run, end, text);
+    if (!p) return 0;
     o0 = (size_t)sp->off + sp->len;
   }
   size_t run = m->len - o0;

@@ -81,6 +81,10 @@ typedef struct ts_json_shape {
   int64_t nkey;
   int kind;
   ts_view key; /* into the copy */
+  /* The adapter's record of the slot that key or nkey names (ts__adapter_memo_slot):
+   * valid while slot_gen equals its table's generation; 0, set by keep: none. */
+  int slot;
+  uint32_t slot_gen;
   char name[TS_JSON_SHAPE_NAME_MAX];
   char text[TS_JSON_SHAPE_MAX];
 } ts_json_shape;

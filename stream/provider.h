@@ -150,7 +150,9 @@ typedef struct ts_provider {
    * are decoded in place) in one pass (stream/json_scan.h) when it has the provider's
    * regular shape, reporting exactly what `event` would; returns 1 then. Returns 0, having
    * reported nothing and changed nothing, for anything else: the payload then goes to
-   * `event` through the token array. */
+   * `event` through the token array. A row with `skip` as well: fast_event is asked
+   * first, and must itself return 1, reporting nothing, for an event that skip would
+   * skip (so that the common event pays no skip question of its own). */
   int (*fast_event)(struct ts_adapter *a, char *text, size_t len, ts_view name);
   void (*on_sentinel)(struct ts_adapter *a);
   int (*skip)(ts_view name);
@@ -206,6 +208,10 @@ typedef struct ts_provider {
    * (handled by its name) or is dropped. For repeats of what the provider already sent
    * (Responses' `.done` events). */
   size_t (*keep)(struct ts_adapter *a, ts_view name);
+  /* keep_whole_lengths: bit n (n < 64) set when keep answers SIZE_MAX for every name of
+   * n bytes, whatever the turn's state, so that a framer need not ask about them
+   * (ts_adapter_keep_whole_lengths); 0: nothing promised. */
+  uint64_t keep_whole_lengths;
 } ts_provider;
 
 /* Auto detection, asking the rows in table order. ts_provider_detect_name: the format

@@ -110,6 +110,8 @@ struct ts_tap {
                      * format is undecided, 2 once decided (its row has a keep), else 0 */
   uint8_t piece_work; /* every argument piece has work after the tokenizer: delta events
                        * asked for, or raw input (call_args) */
+  uint64_t keep_whole; /* name lengths the adapter keeps whole (ts_adapter_keep_whole_lengths),
+                        * answered by sse_keep without asking; 0 until the format is known */
 };
 
 const char *ts_tap_type_name(int type) {
@@ -662,8 +664,21 @@ static int on_call_args(void *user, uint32_t index, ts_view text) {
 
 /* ---- the SSE framer's callback ------------------------------------------------------- */
 
+static int on_sse_event_rest(ts_tap *t, const ts_sse_event *se);
+
+/* The common event (whole, not an error, the format decided) here; the rest out of line,
+ * so that this frame saves as little as a call needs. */
 static int on_sse_event(void *user, const ts_sse_event *se) {
   ts_tap *t = user;
+  if (__builtin_expect(se->kind != TS_SSE_ERROR && !se->cut && t->asking != 1, 1)) {
+    t->ev_off = t->base + se->end_offset;
+    ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
+    return t->aborted;
+  }
+  return on_sse_event_rest(t, se);
+}
+
+static __attribute__((noinline)) int on_sse_event_rest(ts_tap *t, const ts_sse_event *se) {
   if (se->kind == TS_SSE_ERROR) {
     t->ev_off = t->base + se->err_offset;
     const char *msg = ts_err_message(se->code);
@@ -677,6 +692,7 @@ static int on_sse_event(void *user, const ts_sse_event *se) {
     ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
   if (t->asking == 1 && ts_adapter_format_of(t->ms) != TS_FORMAT_AUTO) { /* decided */
     t->asking = 2;
+    t->keep_whole = ts_adapter_keep_whole_lengths(t->ms);
     if (!ts_adapter_keeps(t->ms)) { /* the format keeps every event whole: stop asking */
       ts_sse_set_keep(&t->sse, NULL, NULL);
       t->asking = 0;
@@ -690,6 +706,7 @@ static int on_sse_event(void *user, const ts_sse_event *se) {
  * neither ready nor failed: it may be what ends that call, at that event's offset. */
 static size_t sse_keep(void *user, const char *name, size_t len) {
   ts_tap *t = user;
+  if (len < 64 && ((t->keep_whole >> len) & 1)) return TS_SSE_KEEP_ALL; /* the common name */
   size_t k = ts_adapter_keep(t->ms, name, len);
   if (k == 0)
     for (uint32_t i = 0; i < t->ncalls; i++)

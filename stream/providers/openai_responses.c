@@ -51,6 +51,7 @@ static int name_is(ts_view v, const char *lit) {
  * `response.in_progress`, `response.queued`: they echo the whole request, tools and all,
  * and would only spend tokens). */
 static int responses_skip(ts_view event) {
+  if (event.len != 15 && event.len != 16 && event.len != 20) return 0; /* the common case, at once */
   return name_is(event, "response.created") || name_is(event, "response.in_progress") ||
          name_is(event, "response.queued");
 }
@@ -386,23 +387,18 @@ static void rf_delta(ts_adapter *a, int kind, const ts_json_scan_str *item_id, c
 static __attribute__((noinline)) int responses_full(ts_adapter *a, char *text, size_t len, ts_view event,
                                                     ts_json_shape *memo);
 
+/* A payload the memo did not match. */
+static int responses_miss(ts_adapter *a, char *text, size_t len, ts_view event) {
+  /* the request echoes, unread (provider.h: fast_event answers for skip; a memo hit's
+   * name is a delta's, never one of these) */
+  if (responses_skip(event)) return 1;
+  return responses_full(a, text, len, event, ts__adapter_memo(a));
+}
+
 static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) {
-  ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_shape_value v;
-  if (memo && ts_json_shape_match_value(memo, text, len, event, &v)) {
-    /* P0's reading (a delta event) with this payload's delta, decoded by the match; the
-     * item id is P0's, unescaped, in the memo's copy: rf_delta's reading */
-    if (memo->kind == RF_TEXT) {
-      ts__adapter_memo_hit(a);
-      ts_view val = v.val;
-      if (!val.p && ts__adapter_decode_str(a, &v.used, &val) <= 0) return 1;
-      ts__adapter_text(a, val);
-    } else {
-      ts__adapter_call_args_value(a, ts__adapter_call_by_key(a, memo->key), &v);
-    }
-    return 1;
-  }
-  return responses_full(a, text, len, event, memo);
+  /* P0's reading (a delta event) with this payload's delta, decoded by the match; the
+   * item id is P0's, unescaped, in the memo's copy: rf_delta's reading */
+  return ts__adapter_memo_key_fragment(a, text, len, event, RF_TEXT, responses_miss);
 }
 
 /* The full one-pass reading, apart from the memo's path (as chat_full). */
@@ -541,7 +537,16 @@ static int responses_oversized(ts_adapter *a, ts_view name) {
  * arguments came as deltas they tell nothing new (a call's READY comes from its deltas;
  * one whose arguments stayed incomplete ends with the turn instead). The request echoes
  * are never read. */
+/* The lengths of the names responses_keep tells apart (the request echoes, the `.done`
+ * events, the terminal events); any other name is kept whole. */
+#define RESPONSES_KEEP_LENGTHS                                                                  \
+  ((UINT64_C(1) << 15) | (UINT64_C(1) << 16) | (UINT64_C(1) << 18) | (UINT64_C(1) << 19) |     \
+   (UINT64_C(1) << 20) | (UINT64_C(1) << 25) | (UINT64_C(1) << 37))
+
 static size_t responses_keep(ts_adapter *a, ts_view name) {
+  /* Asked once per event, and nearly every event is an argument delta (38 bytes): only
+   * the names of the lengths above have another answer than "all". */
+  if (name.len >= 64 || !((RESPONSES_KEEP_LENGTHS >> name.len) & 1)) return SIZE_MAX;
   if (responses_skip(name)) return 0;
   if (name_is(name, "response.function_call_arguments.done") ||
       name_is(name, "response.output_item.done"))
@@ -635,6 +640,7 @@ const ts_provider ts_provider_openai_responses = {
     .skip = responses_skip,
     .oversized = responses_oversized,
     .keep = responses_keep,
+    .keep_whole_lengths = ~RESPONSES_KEEP_LENGTHS,
     .named_errors = 1,
     .request = responses_request,
     .url_suffix = "/responses",

@@ -706,6 +706,12 @@ static const row responses_rows[] = {
      ADDED("fc_1", "call_1", "f", "") DELTA("fc_1", "{}") ARGS_DONE("fc_1", "{\\`other\\`:1}")
      ITEM_DONE("fc_1", "{\\`other\\`:2}") COMPLETED(""),
      "B0 call_1 f | A0 '{}' | E0 | T stop=completed", SAME_AUTO},
+    {__LINE__, "a request echo's name skips its payload, whatever type the payload names", TS_FORMAT_OPENAI_RESPONSES,
+     EV("response.created", "{`type`:`response.output_text.delta`,`delta`:`x`}")
+     EV("response.in_progress", "{`delta`:`y`,`type`:`response.output_text.delta`}")
+     EV("response.queued", "{`type`:`response.output_text.delta`,`delta`:`q`}")
+     RE("response.output_text.delta", "`delta`:`z`") COMPLETED(""),
+     "X 'z' | T stop=completed", SAME_AUTO},
     {__LINE__, ".done without deltas: its arguments are the call's", TS_FORMAT_OPENAI_RESPONSES,
      ADDED("fc_1", "call_1", "f", "") ITEM_DONE("fc_1", "{\\`w\\`:\\`\\u00e9\\`}") COMPLETED(""),
      "B0 call_1 f | A0 '{`w`:`\xc3\xa9`}' | E0 | T stop=completed", SAME_AUTO},
@@ -1434,6 +1440,56 @@ static int noop_cb(void *user, const ts_adapter_event *ev) {
   return 0;
 }
 
+/* Responses' keep question, name by name: the names it cuts or bounds and, of the same
+ * lengths, names one byte off them (answered "all"), with no call open and with a call
+ * open that has no arguments yet (the .done events kept then). */
+START_TEST(test_keep_responses) {
+  static const struct {
+    const char *name;
+    size_t none, open; /* the answer with no call, with a call open without arguments */
+  } want[] = {
+      {"response.created", 0, 0},
+      {"response.in_progress", 0, 0},
+      {"response.queued", 0, 0},
+      {"response.function_call_arguments.done", 0, SIZE_MAX},
+      {"response.output_item.done", 0, SIZE_MAX},
+      {"response.completed", (size_t)1 << 20, (size_t)1 << 20},
+      {"response.incomplete", (size_t)1 << 20, (size_t)1 << 20},
+      {"response.function_call_arguments.delta", SIZE_MAX, SIZE_MAX},
+      {"response.output_text.delta", SIZE_MAX, SIZE_MAX},
+      {"response.failed", SIZE_MAX, SIZE_MAX},
+      {"", SIZE_MAX, SIZE_MAX},
+  };
+  ts_adapter *u = new_adapter(TS_FORMAT_AUTO, noop_cb, NULL);
+  ck_assert(ts_adapter_keep_whole_lengths(u) == 0); /* undecided: nothing promised */
+  ts_adapter_free(u);
+  for (int open = 0; open < 2; open++) {
+    ts_adapter *a = new_adapter(TS_FORMAT_OPENAI_RESPONSES, noop_cb, NULL);
+    uint64_t whole = ts_adapter_keep_whole_lengths(a);
+    ck_assert(whole >> 38 & 1); /* the argument delta's name: never asked */
+    if (open) {
+      char ev[] = "{\"type\":\"response.output_item.added\",\"item\":{\"id\":\"fc_1\",\"type\":\"function_call\","
+                  "\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"\"}}";
+      ck_assert_int_eq(ts_adapter_feed_event(a, "response.output_item.added", 26, ev, strlen(ev)), TS_E_OK);
+    }
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+      size_t n = strlen(want[i].name), k = open ? want[i].open : want[i].none;
+      ck_assert_msg(ts_adapter_keep(a, want[i].name, n) == k, "%s (call open: %d)", want[i].name, open);
+      if (n < 64 && (whole >> n & 1)) /* the promise: a length kept whole has no other answer */
+        ck_assert_msg(k == SIZE_MAX, "%s: its length is promised whole (call open: %d)", want[i].name, open);
+      char off[64];
+      memcpy(off, want[i].name, n);
+      for (size_t j = 0; j < n; j++) { /* one byte off: not the name, "all" */
+        off[j] ^= 0x20;
+        ck_assert_msg(ts_adapter_keep(a, off, n) == SIZE_MAX, "%s with byte %zu changed", want[i].name, j);
+        off[j] ^= 0x20;
+      }
+    }
+    ts_adapter_free(a);
+  }
+}
+END_TEST
+
 /* ts_adapter_keeps: whether ts_adapter_keep may yet answer anything but SIZE_MAX (the
  * tap stops asking the SSE framer's keep question when it says no). */
 START_TEST(test_keeps) {
@@ -1905,6 +1961,17 @@ static const memo_row memo_rows[] = {
      EV("response.function_call_arguments.delta", "{`type`:`response.function_call_arguments.delta`,`sequence_number`:`4`,`item_id`:`fc_1`,`output_index`:0,`delta`:`b`,`obfuscation`:`o`}")
      R_DELTA("5", "fc_2", "lost", "o") R_DELTA("6", "fc_1", "c", "o") R_DELTA("7", "fc_1", "d", "o") R_END,
      "B0 call_1 f | A0 'a' | A0 'b' | A0 'c' | A0 'd' | E0 | T stop=completed", 1},
+    {__LINE__, "responses: the item id reused by a call that the general way begins between two memo hits",
+     TS_FORMAT_OPENAI_RESPONSES,
+     ADDED("fc_1", "call_1", "f", "") R_DELTA("3", "fc_1", "a", "o") R_DELTA("4", "fc_1", "b", "o")
+     RE("response.output_item.added", "`item`:{`id`:`fc_1`,`type`:`custom_tool_call`,`call_id`:`c2`,`name`:`g`}")
+     R_DELTA("5", "fc_1", "c", "o") R_DELTA("6", "fc_1", "d", "o") R_END,
+     "B0 call_1 f | A0 'a' | A0 'b' | B1 c2 g | A1 '{`input`:`' | A1 'c' | A1 'd' | E1 | E0 | T stop=completed", 3},
+    {__LINE__, "anthropic: the block index reused by a block that begins between two memo hits", TS_FORMAT_ANTHROPIC,
+     TOOL_START(0, "toolu_1", "f", "{}") JSON_DELTA(0, "a") JSON_DELTA(0, "b")
+     TOOL_START(0, "toolu_2", "g", "{}") JSON_DELTA(0, "c") JSON_DELTA(0, "d") BLOCK_STOP(0)
+     MSG_DELTA("`tool_use`", "") MSG_STOP,
+     "B0 toolu_1 f | A0 'a' | A0 'b' | B1 toolu_2 g | A1 'c' | A1 'd' | E1 | E0 | T stop=tool_use", 3},
     {__LINE__, "responses: an escaped item id is not kept", TS_FORMAT_OPENAI_RESPONSES,
      ADDED("fc_\\u0031", "call_1", "f", "") R_DELTA("3", "fc_\\u0031", "a", "o") R_DELTA("4", "fc_\\u0031", "b", "o") R_END,
      "B0 call_1 f | A0 'a' | A0 'b' | E0 | T stop=completed", 0},
@@ -2081,6 +2148,7 @@ int main(void) {
   tcase_add_test(tc, test_new_and_free);
   tcase_add_test(tc, test_memory_first_use);
   tcase_add_test(tc, test_keeps);
+  tcase_add_test(tc, test_keep_responses);
   tcase_add_test(tc, test_abort);
   tcase_add_test(tc, test_done_and_finish);
 

@@ -321,6 +321,75 @@ START_TEST(test_long_runs) {
 }
 END_TEST
 
+/* Number spans: every number text N of 1..11 bytes over digits, sign, point and
+ * exponent (sampled; all of them up to 3 bytes), at a span in the middle of the payload
+ * and at its end, each followed by its fixed bytes: a match exactly when the scanner
+ * reads P as it reads P0 (N a number ending where the fixed bytes resume). */
+START_TEST(test_numbers) {
+  static const char alpha[] = "0123456789-+.eEx,";
+  static const char *const shapes[][2] = {
+      {"{\"in\":", ",\"u\":\"x\",\"t\":1}"},   /* the number, then more than 9 bytes */
+      {"{\"u\":\"x\",\"in\":", "}"},            /* the number near the payload's end */
+      {"{\"u\":\"x\",\"in\":", ",\"k\":null}"}, /* and 9 bytes after it */
+  };
+  ts_json_shape *m = calloc(1, sizeof *m);
+  ck_assert_ptr_nonnull(m);
+  ts_view name = {NULL, 0};
+  long hits = 0, tried = 0;
+  uint64_t rng = 7;
+  for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+    sb p0 = {0};
+    sb_puts(&p0, shapes[sh][0]);
+    sb_puts(&p0, "7");
+    sb_puts(&p0, shapes[sh][1]);
+    ck_assert(keep(m, p0.p, p0.len, name));
+    for (size_t len = 1; len <= 11; len++) {
+      /* len <= 3: every text of that length, by its index; longer ones at random */
+      size_t total = 1;
+      for (size_t k = 0; k < len && len <= 3; k++) total *= sizeof alpha - 1;
+      if (len > 3) total = 3000;
+      for (size_t idx = 0; idx < total; idx++) {
+        {
+          char num[16];
+          size_t x = idx;
+          for (size_t k = 0; k < len; k++) {
+            if (len <= 3) {
+              num[k] = alpha[x % (sizeof alpha - 1)];
+              x /= sizeof alpha - 1;
+            } else {
+              rng = rng * 6364136223846793005u + 1442695040888963407u;
+              unsigned r = (unsigned)(rng >> 33);
+              num[k] = r % 4 ? (char)('0' + r / 4 % 10) : alpha[r / 4 % (sizeof alpha - 1)];
+            }
+          }
+          sb p = {0};
+          sb_puts(&p, shapes[sh][0]);
+          for (size_t k = 0; k < len; k++) sb_putc(&p, num[k]);
+          sb_puts(&p, shapes[sh][1]);
+          char *q = malloc(p.len); /* exact size: a read past the end is ASan's */
+          ck_assert_ptr_nonnull(q);
+          memcpy(q, p.p, p.len);
+          ts_json_scan_str used = {{NULL, 0}, 0};
+          ts_view ref = {NULL, 0};
+          int got = ts_json_shape_match(m, q, p.len, name, &used);
+          int want = same_reading(p0.p, p0.len, q, p.len, &ref);
+          ck_assert_msg(got == want, "shape %zu: %.*s: match %d, the scanner's reading %d", sh, (int)p.len, q, got, want);
+          ck_assert_int_eq(check_match_value(m, q, p.len, name), got);
+          hits += got;
+          tried++;
+          free(q);
+          free(p.p);
+        }
+      }
+    }
+    free(p0.p);
+  }
+  ck_assert_int_gt(hits, 1000);
+  ck_assert_int_gt(tried, 50000);
+  free(m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("json_shape");
   TCase *tc = ts_test_tcase(s, "memo", 0);
@@ -328,5 +397,6 @@ int main(void) {
   tcase_add_test(tc, test_limits);
   tcase_add_test(tc, test_edits);
   tcase_add_test(tc, test_long_runs);
+  tcase_add_test(tc, test_numbers);
   return ts_test_run(s, 0);
 }
