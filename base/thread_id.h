@@ -7,7 +7,10 @@
  * "t10 ..."), and the replay protocol is line- and space-delimited text. An id over the
  * limit is refused wherever it enters, never cut or replaced.
  *
- * Fresh ids are `th_` + 16 lowercase hex digits from the kernel's random source.
+ * Fresh ids are `th_` + 16 lowercase hex digits from the kernel's random source, cut
+ * from a pool that one getrandom(2) refills every ~500 ids (no system call per id); each
+ * byte is used once, and a forked child never repeats its parent's ids (the pool's page
+ * is wiped at fork). Safe to call from any thread.
  */
 #ifndef TS_THREAD_ID_H
 #define TS_THREAD_ID_H

@@ -53,6 +53,12 @@ typedef struct {
 struct ts_pub {
   ts__bus_origins origins; /* the Origin rule of the ws:// listeners (bus_net.h) */
   nng_socket sock, rep;
+  /* The live send's aio, one for the publisher's life, under send_mu: nng_sendmsg makes
+   * and frees an aio per message, and libnng 1.5's aio set-up draws a random number
+   * (nni_random: a getrandom(2) system call) to pick its expiry queue, one system call
+   * per event published (strace -f -k -e getrandom). */
+  nng_aio *aio;
+  pthread_mutex_t send_mu;
   int have_rep;
   pthread_t replay;
   /* The replay thread's answer under construction, and the archive's events: reused from
@@ -384,8 +390,16 @@ int ts_pub_open(const char *url, const char *replay_url, const ts_pub_opts *opts
     return mrc;
   }
   pthread_mutex_init(&p->mu, NULL);
-  int r, rv = nng_pub0_open(&p->sock);
+  pthread_mutex_init(&p->send_mu, NULL);
+  int r, rv = nng_aio_alloc(&p->aio, NULL, NULL);
   if (rv) {
+    r = ts__bus_nng_err(rv);
+    goto fail_nosock;
+  }
+  /* pub0 never waits for a subscriber; a zero timeout also covers the socket's own queue
+   * (what NNG_FLAG_NONBLOCK does for nng_sendmsg) */
+  nng_aio_set_timeout(p->aio, NNG_DURATION_ZERO);
+  if ((rv = nng_pub0_open(&p->sock)) != 0) {
     r = ts__bus_nng_err(rv);
     goto fail_nosock;
   }
@@ -413,6 +427,8 @@ fail:
   if (p->have_rep) nng_close(p->rep);
   nng_close(p->sock);
 fail_nosock:
+  if (p->aio) nng_aio_free(p->aio);
+  pthread_mutex_destroy(&p->send_mu);
   pthread_mutex_destroy(&p->mu);
   ts_hmap_fini(&p->map);
   ts__bus_origins_fini(&p->origins);
@@ -439,8 +455,15 @@ int ts_pub_send(ts_pub *p, const char *thread, size_t thread_len, uint64_t seq,
     nng_msg_free(m);
     return r;
   }
-  /* pub0 never waits for a subscriber; NONBLOCK also covers the socket's own queue. */
-  if (nng_sendmsg(p->sock, m, NNG_FLAG_NONBLOCK) != 0) nng_msg_free(m);
+  /* pub0 never waits for a subscriber (the aio's zero timeout); the wait is for the
+   * completion pub0 reports at once. On failure the message is still ours. */
+  pthread_mutex_lock(&p->send_mu);
+  nng_aio_set_msg(p->aio, m);
+  nng_send_aio(p->sock, p->aio);
+  nng_aio_wait(p->aio);
+  if (nng_aio_result(p->aio) != 0) nng_msg_free(nng_aio_get_msg(p->aio));
+  nng_aio_set_msg(p->aio, NULL);
+  pthread_mutex_unlock(&p->send_mu);
   return 0;
 }
 
@@ -464,6 +487,8 @@ void ts_pub_get_stats(ts_pub *p, ts_pub_stats *st) {
 void ts_pub_close(ts_pub *p) {
   if (!p) return;
   nng_close(p->sock);
+  nng_aio_free(p->aio);
+  pthread_mutex_destroy(&p->send_mu);
   if (p->have_rep) {
     nng_close(p->rep); /* ends replay_main's recv with NNG_ECLOSED */
     pthread_join(p->replay, NULL);

@@ -4,7 +4,10 @@
  * Byte 0 picks a small data buffer (so the limit errors are reached by short inputs) and
  * whether events keep only a head by name (ts_sse_set_keep: a name starting with 'a' keeps
  * nothing, 'b' three bytes) and which run scans line ends without AVX2 (ts__sse_set_simd:
- * the other uses the CPU's choice), bytes 1..8 the chunk sizes, the rest is the stream.
+ * the other uses the CPU's choice) and whether the chunked run starts with no data buffer
+ * and grows it on demand (ts_sse_set_grow, to exactly what is asked: an exact-size block,
+ * so a write past the room asked for is caught), bytes 1..8 the chunk sizes, the rest is
+ * the stream.
  * Both runs must report the same events (name, data, id, cut, end offset) and errors
  * (code, offset), and the same retry.
  */
@@ -42,14 +45,29 @@ static size_t keep_by_name(void *user, const char *name, size_t len) {
   return name[0] == 'a' ? 0 : name[0] == 'b' ? 3 : TS_SSE_KEEP_ALL;
 }
 
-static void run(const uint8_t *in, size_t n, size_t cap, int keep, int simd, ts_fuzz_chunks *chunks,
-                ts_buf *out) {
+static char *grown;
+
+static char *exact_grow(void *user, char *buf, size_t need, size_t *size) {
+  (void)user;
+  if (buf != grown || need <= *size) abort(); /* against the hook's contract */
+  char *b = realloc(buf, need);
+  if (!b) return NULL;
+  grown = b;
+  *size = need;
+  return b;
+}
+
+static void run(const uint8_t *in, size_t n, size_t cap, int keep, int simd, int grow,
+                ts_fuzz_chunks *chunks, ts_buf *out) {
   ts_buf_init(out, 64u << 20);
-  char *data = malloc(cap ? cap : 1);
+  char none = 0;
+  char *data = grow ? &none : malloc(cap ? cap : 1);
   char *buf = malloc(n ? n : 1); /* the framer may write into the chunks it is fed */
   memcpy(buf, in, n);
   ts_sse s;
   if (ts_sse_init(&s, data, cap, 0, on_item, out)) abort();
+  grown = NULL;
+  if (grow && ts_sse_set_grow(&s, 0, exact_grow, NULL)) abort();
   ts__sse_set_simd(&s, simd);
   if (keep) ts_sse_set_keep(&s, keep_by_name, NULL);
   for (size_t at = 0; at < n;) {
@@ -62,7 +80,8 @@ static void run(const uint8_t *in, size_t n, size_t cap, int keep, int simd, ts_
   ts_buf_append_u64(out, (uint64_t)ts_sse_retry(&s));
   ts_buf_putc(out, '\n');
   free(buf);
-  free(data);
+  if (grow) free(grown);
+  else free(data);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -74,8 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ts_fuzz_chunks chunks;
   ts_fuzz_chunks_init(&chunks, data + 1, 8);
   ts_buf whole, split;
-  run(data + 9, size - 9, cap, keep, simd, NULL, &whole);
-  run(data + 9, size - 9, cap, keep, !simd, &chunks, &split);
+  int grow = (data[0] / 20) & 1;
+  run(data + 9, size - 9, cap, keep, simd, 0, NULL, &whole);
+  run(data + 9, size - 9, cap, keep, !simd, grow, &chunks, &split);
   ts_fuzz_same("sse", &whole, &split);
   ts_buf_fini(&whole);
   ts_buf_fini(&split);

@@ -38,7 +38,26 @@ int ts_evs_init(ts_evs *s, char *buf, size_t cap, ts_evs_cb cb, void *user) {
   s->cap = cap;
   s->cb = cb;
   s->user = user;
+  s->room = cap;
   return TS_E_OK;
+}
+
+int ts_evs_set_grow(ts_evs *s, size_t size, ts_evs_grow_fn grow, void *user) {
+  if (!s || !grow || size > s->cap || s->pos) return TS_E_INVAL;
+  s->room = size;
+  s->grow = grow;
+  s->grow_user = user;
+  return TS_E_OK;
+}
+
+/* Room for `need` bytes (room < need <= cap): 0, or -1 when the hook refused. */
+static __attribute__((noinline)) int grow_buf(ts_evs *s, size_t need) {
+  size_t size = s->room;
+  char *b = s->grow ? s->grow(s->grow_user, size ? s->buf : NULL, need, &size) : NULL;
+  if (!b) return -1;
+  s->buf = b;
+  s->room = size < s->cap ? size : s->cap;
+  return s->room < need ? -1 : 0;
 }
 
 static void report(ts_evs *s, const ts_evs_item *it) {
@@ -191,6 +210,10 @@ int ts_evs_feed(ts_evs *s, char *buf, size_t len) {
       if (s->plen < 12) break;
       uint32_t crc;
       if (take_prelude(s, s->prelude, &crc) < 0) break;
+      if (s->total - 12 > s->room && grow_buf(s, s->total - 12)) { /* the rest goes to buf */
+        fail(s, TS_E_NOMEM);
+        break;
+      }
       s->crc = ts_crc32_update(crc, s->prelude + 8, 4);
       s->len = 0;
       continue;

@@ -21,7 +21,10 @@
  * Offsets: a message's `end_offset` is the bytes fed up to and including its CRC.
  * Memory: the caller's buffer holds one message after its prelude (only when the message
  * came in pieces), and the framer a copy of the last header block (TS_EVS_HEADERS_MEMO);
- * nothing is allocated.
+ * nothing is allocated. A caller that would rather not reserve the limit up front gives
+ * a smaller buffer (even none) and a grow hook (ts_evs_set_grow), asked for room for a
+ * whole message (never past cap) when its prelude says it will not fit; a refused growth
+ * is the sticky error TS_E_NOMEM at that message, as TS_E_EVS_TOO_LARGE is.
  */
 #ifndef TS_EVENTSTREAM_H
 #define TS_EVENTSTREAM_H
@@ -52,6 +55,12 @@ typedef struct {
 /* Return 0 to go on; nonzero stops the framer (TS_E_ABORTED, sticky). */
 typedef int (*ts_evs_cb)(void *user, const ts_evs_item *it);
 
+/* Grow hook: the buffer `buf` of *size bytes (NULL when *size is 0) must hold `need`
+ * bytes (*size < need <= cap). Returns a buffer of at least need bytes starting with the
+ * old one's *size bytes, its size in *size (the old buffer is the hook's to free), or NULL
+ * to refuse (nothing changed). Must not call into the framer. */
+typedef char *(*ts_evs_grow_fn)(void *user, char *buf, size_t need, size_t *size);
+
 typedef struct {
   ts_evs_cb cb;
   void *user;
@@ -70,10 +79,19 @@ typedef struct {
   uint16_t hm_len;
   uint16_t hm_off[2], hm_vlen[2]; /* the item's message_type and event_type */
   uint8_t hm[TS_EVS_HEADERS_MEMO];
+  size_t room;          /* bytes buf holds now (cap without a grow hook) */
+  ts_evs_grow_fn grow;
+  void *grow_user;
 } ts_evs;
 
 /* Sets the framer up over buf[0..cap) (cap >= 16). TS_E_OK or TS_E_INVAL. */
 int ts_evs_init(ts_evs *s, char *buf, size_t cap, ts_evs_cb cb, void *user);
+
+/* Before the first feed: buf (ts_evs_init's) holds only `size` bytes (<= cap; with 0 it is
+ * never read or written), and `grow` makes room up to cap. The buffer held at the end is
+ * the caller's to free (its hook saw every new one). TS_E_OK, or TS_E_INVAL for a NULL
+ * grow, a size over cap or a framer already fed. */
+int ts_evs_set_grow(ts_evs *s, size_t size, ts_evs_grow_fn grow, void *user);
 
 /* Feeds bytes; reports every message they complete. TS_E_OK (also after an error item:
  * the rest is then ignored), TS_E_ABORTED, or TS_E_INVAL for NULL buf with len > 0.

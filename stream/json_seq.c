@@ -39,12 +39,43 @@ int ts_json_seq_init(ts_json_seq *s, int array, char *buf, size_t cap, ts_json_s
   s->cap = cap;
   s->cb = cb;
   s->user = user;
+  s->room = cap;
   return TS_E_OK;
+}
+
+int ts_json_seq_set_grow(ts_json_seq *s, size_t size, ts_json_seq_grow_fn grow, void *user) {
+  if (!s || !grow || size > s->cap || s->pos) return TS_E_INVAL;
+  s->room = size;
+  s->grow = grow;
+  s->grow_user = user;
+  return TS_E_OK;
+}
+
+/* Room for one more byte of the value (s->len == s->room < s->cap): 0, or -1 when the
+ * hook refused (the buffer as it was). */
+static __attribute__((noinline)) int grow_buf(ts_json_seq *s) {
+  size_t size = s->room;
+  char *b = s->grow ? s->grow(s->grow_user, size ? s->buf : NULL, s->len + 1, &size) : NULL;
+  if (!b) return -1;
+  s->buf = b;
+  s->room = size < s->cap ? size : s->cap;
+  return s->room > s->len ? 0 : -1;
 }
 
 static void report(ts_json_seq *s, ts_json_seq_item *it) {
   if (s->aborted) return;
   if (s->cb(s->user, it)) s->aborted = 1;
+}
+
+/* The value cannot be stored: reported (TS_E_JSEQ_TOO_LARGE or TS_E_NOMEM at `at`) and
+ * skipped; framing goes on after it. */
+static void skip_value(ts_json_seq *s, int code, uint64_t at) {
+  s->skipping = 1;
+  ts_json_seq_item it = {0};
+  it.kind = TS_JSON_SEQ_ERROR;
+  it.code = code;
+  it.err_offset = at;
+  report(s, &it);
 }
 
 /* A sticky error at absolute offset `at`. */
@@ -85,16 +116,12 @@ int ts_json_seq_feed(ts_json_seq *s, const char *buf, size_t len) {
         break;
       case S_VALUE:
         if (!s->skipping) {
-          if (s->len == s->cap) {
-            s->skipping = 1;
-            ts_json_seq_item it = {0};
-            it.kind = TS_JSON_SEQ_ERROR;
-            it.code = TS_E_JSEQ_TOO_LARGE;
-            it.err_offset = at;
-            report(s, &it);
-          } else {
+          if (s->len == s->room && s->len == s->cap)
+            skip_value(s, TS_E_JSEQ_TOO_LARGE, at);
+          else if (s->len == s->room && grow_buf(s))
+            skip_value(s, TS_E_NOMEM, at);
+          else
             s->buf[s->len++] = (char)c;
-          }
         }
         if (s->in_str) {
           if (s->esc)
@@ -126,8 +153,13 @@ int ts_json_seq_feed(ts_json_seq *s, const char *buf, size_t len) {
           s->state = S_VALUE;
           s->depth = 1;
           s->in_str = s->esc = 0;
-          s->buf[0] = (char)c;
-          s->len = 1;
+          s->len = 0;
+          if (s->room == 0 && grow_buf(s)) {
+            skip_value(s, TS_E_NOMEM, at);
+          } else {
+            s->buf[0] = (char)c;
+            s->len = 1;
+          }
         } else {
           fail(s, TS_E_JSEQ_SYNTAX, at);
         }

@@ -30,7 +30,11 @@
  *
  * Memory: the caller's buffer holds the value being framed (its capacity is the limit);
  * the framer itself is a small struct, zero-filled plus ts_json_seq_init's settings.
- * Nothing is allocated.
+ * Nothing is allocated. A caller that would rather not reserve the limit up front gives
+ * a smaller buffer (even none) and a grow hook (ts_json_seq_set_grow), asked for more
+ * room, never past cap, when the next byte of a value does not fit; a refused growth is
+ * that value's error TS_E_JSEQ_TOO_LARGE's twin, TS_E_NOMEM (err_offset: the byte that
+ * did not fit): reported, the value skipped, framing going on after it.
  */
 #ifndef TS_JSON_SEQ_H
 #define TS_JSON_SEQ_H
@@ -55,6 +59,12 @@ typedef struct {
  * item's data is valid during the callback only. */
 typedef int (*ts_json_seq_cb)(void *user, const ts_json_seq_item *it);
 
+/* Grow hook: the buffer `buf` of *size bytes (NULL when *size is 0) must hold `need`
+ * bytes (*size < need <= cap). Returns a buffer of at least need bytes starting with the
+ * old one's *size bytes, its size in *size (the old buffer is the hook's to free), or NULL
+ * to refuse (nothing changed). Must not call into the framer. */
+typedef char *(*ts_json_seq_grow_fn)(void *user, char *buf, size_t need, size_t *size);
+
 typedef struct {
   ts_json_seq_cb cb;
   void *user;
@@ -66,11 +76,20 @@ typedef struct {
   uint8_t state;      /* internal */
   uint8_t in_str, esc, skipping, aborted;
   int err;            /* the sticky error */
+  size_t room;        /* bytes buf holds now (cap without a grow hook) */
+  ts_json_seq_grow_fn grow;
+  void *grow_user;
 } ts_json_seq;
 
 /* Sets the framer up over buf[0..cap) (cap >= 2). Returns TS_E_OK or TS_E_INVAL. */
 int ts_json_seq_init(ts_json_seq *s, int array, char *buf, size_t cap, ts_json_seq_cb cb,
                      void *user);
+
+/* Before the first feed: buf (ts_json_seq_init's) holds only `size` bytes (<= cap; with 0
+ * it is never read or written), and `grow` makes room up to cap. The buffer held at the
+ * end is the caller's to free (its hook saw every new one). TS_E_OK, or TS_E_INVAL for a
+ * NULL grow, a size over cap or a framer already fed. */
+int ts_json_seq_set_grow(ts_json_seq *s, size_t size, ts_json_seq_grow_fn grow, void *user);
 
 /* Feeds the next len bytes; reports every value they complete. Returns TS_E_OK (also
  * after reporting an error: it is an item, and the rest is ignored), TS_E_ABORTED, or

@@ -54,6 +54,12 @@
  * view is copied into the buffer when a second data line starts and, at the latest,
  * when feed returns: a view never outlives its chunk.
  *
+ * The buffer: with a grow hook (ts_sse_set_grow) it may hold fewer than cap bytes
+ * (`room`). Bytes reach it in three places only, each of which asks for room first
+ * (room_for): a data value appended to a copy (add_value), the "\n" joining a second data
+ * line and the view moved in before it (begin_field), and a view moved in at the end of a
+ * feed (keep_view). The whole-event loops never write it, so they do not look at room.
+ *
  * Limits: every check compares a segment's length with the room left, so an error
  * offset is exact whatever the chunking. The line limit cuts the segment at the line's
  * last allowed byte; only when the bytes before it are processed without error is a
@@ -127,9 +133,33 @@ int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb,
   s->retry = -1;
   s->limit = cap;
   s->keep_ask = TS_SSE_KEEP_ALL;
+  s->room = cap;
   ts__sse_set_simd(s, 1);
   return TS_E_OK;
 }
+
+int ts_sse_set_grow(ts_sse *s, size_t size, ts_sse_grow_fn grow, void *user) {
+  if (s == NULL || grow == NULL || size > s->cap || s->pos || s->bom_n || s->err || s->finished)
+    return TS_E_INVAL;
+  s->room = size;
+  s->grow = grow;
+  s->grow_user = user;
+  return TS_E_OK;
+}
+
+/* Asks the hook for room for `need` bytes (room < need <= cap). 0, or -1 when refused
+ * (the buffer as it was). */
+static __attribute__((noinline)) int grow_buf(ts_sse *s, size_t need) {
+  size_t size = s->room;
+  char *b = s->grow ? s->grow(s->grow_user, size ? s->buf : NULL, need, &size) : NULL;
+  if (b == NULL) return -1;
+  s->buf = b;
+  s->room = size < s->cap ? size : s->cap;
+  return s->room < need ? -1 : 0;
+}
+
+/* The buffer holds at least `need` bytes (need <= cap), or -1. */
+static inline int room_for(ts_sse *s, size_t need) { return need <= s->room ? 0 : grow_buf(s, need); }
 
 int ts__sse_set_simd(ts_sse *s, int on) {
 #ifdef TS_SSE_AVX2
@@ -264,6 +294,7 @@ static inline __attribute__((always_inline)) int begin_field(ts_sse *s, uint64_t
         return TS_E_OK;
       }
       if (s->data_len >= s->cap) return fail(s, TS_E_SSE_EVENT_TOO_LARGE, at);
+      if (room_for(s, s->data_len + 1)) return fail(s, TS_E_NOMEM, at);
       to_buf(s);
       s->buf[s->data_len++] = '\n';
     }
@@ -300,6 +331,7 @@ static inline __attribute__((always_inline)) int add_value(ts_sse *s, const run_
       s->data_mode = D_VIEW;
       s->view = p;
     } else if (s->data_mode == D_BUF) {
+      if (room_for(s, s->data_len + n)) return fail(s, TS_E_NOMEM, off(r, p) + (s->room - s->data_len));
       memcpy(s->buf + s->data_len, p, n);
     } else {
       assert(s->view + s->data_len == p); /* a view only grows along one line */
@@ -667,6 +699,33 @@ static inline __attribute__((always_inline)) char *events(ts_sse *s, const char 
 
 static int run(ts_sse *s, char *start, char *end, char *tried);
 
+/* The end of the bytes being run: a view into them is moved into the buffer (never keep
+ * a pointer into the caller's chunk). When the buffer cannot grow to hold it, the event
+ * is dropped with TS_E_NOMEM at its first byte that did not fit, and the framer goes on
+ * as after any error, except where the event's lines are already behind it: after a
+ * data line's ending it resynchronises at the next blank line as usual (it is in no
+ * line to skip), and when the blank line itself was seen (pending) there is nothing
+ * left to skip. */
+static int keep_view(ts_sse *s, const run_ctx *r, int rc) {
+  if (s->data_mode == D_VIEW && room_for(s, s->data_len)) {
+    if (rc) { /* stopped: nothing more is read */
+      reset_event(s);
+      return rc;
+    }
+    uint8_t state = s->state, pending = s->pending;
+    rc = fail(s, TS_E_NOMEM, off(r, s->view) + s->room);
+    if (s->state == S_DONE) return rc;
+    if (pending) {
+      s->pending = 0;
+      s->skipping = 0;
+    }
+    if (state == S_LINE_START) s->state = S_LINE_START;
+    return rc;
+  }
+  to_buf(s);
+  return rc;
+}
+
 /* feed for a chunk that starts between events: whole events from it, then the machine
  * for the rest, if any. */
 static inline __attribute__((always_inline)) int feed_events(ts_sse *s, char *buf, size_t len, int wide) {
@@ -800,8 +859,7 @@ static int run(ts_sse *s, char *start, char *end, char *tried) {
   }
 
 out:
-  /* Never keep a pointer into the caller's chunk. */
-  to_buf(s);
+  rc = keep_view(s, &r, rc);
   s->pos = r.base + (uint64_t)(end - start);
   return rc;
 }

@@ -5,7 +5,8 @@
  * "Interpreting an event stream"). This module turns the bytes of such a stream, in
  * chunks of any size, into events: an event name, its joined `data:` payload, the last
  * event id and the stream offset just past the blank line that ended it. It does no I/O
- * and never allocates; every buffer it fills has a fixed limit, and crossing a limit is
+ * and never allocates (a caller's grow hook may: see "Growing the data buffer"); every
+ * buffer it fills has a fixed limit, and crossing a limit is
  * an ordinary, recoverable error reported with its stream offset.
  *
  * What is recognised (the WHATWG rules, applied to bytes)
@@ -102,6 +103,18 @@
  *   with `cut` set and `data` holding the kept head (not valid JSON in general). The
  *   head is bounded by cap as well.
  *
+ * Growing the data buffer on demand (ts_sse_set_grow)
+ *   The data buffer is only written when an event's data cannot be a view: an event cut
+ *   between two feeds, or one with several data lines. A caller that would rather not
+ *   reserve `cap` bytes up front gives ts_sse_init a buffer of `size` bytes (even none)
+ *   and a grow hook; the framer asks the hook for more room the moment bytes it has
+ *   accepted must be stored and do not fit, never more than `cap` (the limit stays cap,
+ *   and an event over it is TS_E_SSE_EVENT_TOO_LARGE as without the hook). A refused
+ *   growth drops that event with an ERROR item TS_E_NOMEM (err_offset: the first byte
+ *   that did not fit; unlike the limits, where that falls depends on the chunking) and
+ *   resynchronises as after a limit error; events already dispatched are not affected,
+ *   and the buffer is still the one the framer had. The framer itself never allocates.
+ *
  * Resynchronisation after an error
  *   The event being built is dropped (its name and data; `id:` lines already
  *   processed keep their effect), and every line is discarded up to and including the
@@ -170,6 +183,14 @@ typedef int (*ts_sse_cb)(void *user, const ts_sse_event *ev);
 /* How many data bytes of the event named name[0..len) to keep (see "Keeping less"). */
 typedef size_t (*ts_sse_keep_fn)(void *user, const char *name, size_t len);
 
+/* Grow hook (ts_sse_set_grow): the data buffer `buf` of *size bytes (buf NULL when *size
+ * is 0: none yet) must hold at least `need` bytes (*size < need <= cap). Returns a buffer
+ * of at least need bytes whose first *size bytes are the old buffer's, and stores its size
+ * in *size (the old buffer is then the hook's to free: realloc's contract); or NULL to
+ * refuse, leaving buf and *size as they were. Called from inside feed, never from a
+ * callback; it must not call into the framer. */
+typedef char *(*ts_sse_grow_fn)(void *user, char *buf, size_t need, size_t *size);
+
 /* Opaque in spirit: read it only through the functions below. It is public so the
  * caller can embed it (no allocation). Zero-filled plus ts_sse_init's settings is the
  * start state. About 800 bytes, most of it the name and id storage. */
@@ -217,6 +238,9 @@ typedef struct ts_sse {
   uint8_t simd;         /* line ends are scanned with AVX2 (set by ts_sse_init from the CPU) */
   size_t short_line;    /* min(cap, max_line): a data line no longer is within both limits */
   ts_sse_event item;    /* the item of a whole event: kind and zeros set once, the rest per event */
+  size_t room;          /* bytes buf holds now: cap, unless ts_sse_set_grow said fewer */
+  ts_sse_grow_fn grow;  /* may be NULL: buf holds cap bytes and never grows */
+  void *grow_user;
 } ts_sse;
 
 /* Makes `s` ready for a new stream.
@@ -231,6 +255,14 @@ int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb,
 /* Sets (or, with NULL, clears) the keep callback: before the first feed, or from the
  * callback (for the events after the one being dispatched). */
 void ts_sse_set_keep(ts_sse *s, ts_sse_keep_fn keep, void *user);
+
+/* Before the first feed: the data buffer given to ts_sse_init holds only `size` bytes
+ * (size <= cap; with 0 it is never read or written, any non-NULL pointer will do), and
+ * `grow` makes room as events need it, up to cap (see "Growing the data buffer"). The
+ * buffer the framer holds when the stream ends is the caller's to free: it learns of
+ * every new one from its hook. Returns TS_E_OK, or TS_E_INVAL (nothing changed) for a
+ * NULL grow, a size over cap or a framer already fed. */
+int ts_sse_set_grow(ts_sse *s, size_t size, ts_sse_grow_fn grow, void *user);
 
 /* Feeds the next `len` bytes of the stream (len may be 0, buf then may be NULL).
  * Reports, before returning, every item those bytes complete. The chunk must be

@@ -97,7 +97,11 @@ struct ts_tap {
   ts_sse sse;
   ts_json_seq jseq;
   ts_evs evs;
-  char *sse_buf;    /* the framer's buffer: one SSE event's data, or one JSON value */
+  char *sse_buf;    /* the framer's buffer: one SSE event's data, or one JSON value; NULL
+                     * until an event needs it (grow_buf), then doubling up to max_event_bytes */
+  size_t sse_size;  /* its size */
+  uint32_t sse_grows; /* its allocations (ts__tap_buffer) */
+  char buf0;        /* the framers' buffer while there is none (size 0: never touched) */
   ts_adapter *ms;
   call **calls; /* by index */
   uint32_t ncalls;
@@ -744,6 +748,30 @@ static int on_evs_message(void *user, const ts_evs_item *it) {
   return t->aborted;
 }
 
+/* The framers' grow hook (one hook for the three: only one of them runs per tap). The
+ * buffer is only written for an event cut between two feeds, or one of several data
+ * lines (a whole event is read where it lies), so most taps never allocate it; the first
+ * growth takes TAP_BUF_START bytes and each later one doubles, up to max_event_bytes:
+ * a huge event costs about one copy of itself (realloc moves big blocks by remapping),
+ * never the limit reserved up front (an mmap and a munmap per tapped reply, and page
+ * tables, when it was). Refused: that event's TS_E_NOMEM (the framers' contracts). */
+#define TAP_BUF_START 4096
+static char *grow_buf(void *user, char *buf, size_t need, size_t *size) {
+  ts_tap *t = user;
+  size_t cap = t->cfg.max_event_bytes, n = t->sse_size < TAP_BUF_START ? TAP_BUF_START : t->sse_size;
+  (void)buf; /* t->sse_buf */
+  while (n < need && n < cap) n = n > cap / 2 ? cap : n * 2;
+  if (n > cap) n = cap;
+  if (n < need) return NULL; /* over the cap: the framers never ask */
+  char *b = realloc(t->sse_buf, n);
+  if (!b) return NULL;
+  t->sse_buf = b;
+  t->sse_size = n;
+  t->sse_grows++;
+  *size = n;
+  return b;
+}
+
 /* Decides the framing from the content type when it tells (tap.h, "Content type"), else
  * from the reply's first byte that is not whitespace: `{` is JSON values (NDJSON, or one
  * body: an error reply), `[` one JSON array of events, `<` an HTML page (an error page
@@ -760,10 +788,12 @@ static void decide_framing(ts_tap *t, char c) {
   }
   if (c == 0) { /* a binary frame's length: under 16 MiB, its first byte is 0 */
     t->framing = FRAME_EVS;
-    ts_evs_init(&t->evs, t->sse_buf, t->cfg.max_event_bytes, on_evs_message, t);
+    ts_evs_init(&t->evs, &t->buf0, t->cfg.max_event_bytes, on_evs_message, t);
+    ts_evs_set_grow(&t->evs, 0, grow_buf, t);
   } else if (c == '{' || c == '[') {
     t->framing = c == '[' ? FRAME_JSON_ARRAY : FRAME_JSON;
-    ts_json_seq_init(&t->jseq, c == '[', t->sse_buf, t->cfg.max_event_bytes, on_json_value, t);
+    ts_json_seq_init(&t->jseq, c == '[', &t->buf0, t->cfg.max_event_bytes, on_json_value, t);
+    ts_json_seq_set_grow(&t->jseq, 0, grow_buf, t);
   } else if (c == '<') {
     t->framing = FRAME_IGNORE;
   } else {
@@ -952,12 +982,12 @@ int ts_tap_new(ts_tap **out, const ts_tap_config *cfg, ts_tap_cb cb, void *user)
     /* call 0 of a fresh tap can only fail for memory */
     if (!call_begin(t, 0, (ts_view){"", 0}, (ts_view){cfg->raw_tool, len})) rc = TS_E_NOMEM;
   } else {
-    t->sse_buf = malloc(t->cfg.max_event_bytes);
-    rc = t->sse_buf ? ts_adapter_new(&t->ms, cfg->format, on_model_event, t) : TS_E_NOMEM;
+    rc = ts_adapter_new(&t->ms, cfg->format, on_model_event, t);
     if (rc == TS_E_OK) ts_adapter_set_args_fn(t->ms, on_call_args);
     if (rc == TS_E_OK)
-      rc = ts_sse_init(&t->sse, t->sse_buf, t->cfg.max_event_bytes,
+      rc = ts_sse_init(&t->sse, &t->buf0, t->cfg.max_event_bytes,
                        t->cfg.max_event_bytes + TS_SSE_LINE_SLACK, on_sse_event, t);
+    if (rc == TS_E_OK) rc = ts_sse_set_grow(&t->sse, 0, grow_buf, t);
     if (rc == TS_E_OK) ts_sse_set_keep(&t->sse, sse_keep, t);
     t->asking = 1;
   }
@@ -1063,3 +1093,8 @@ int ts_tap_finish(ts_tap *t) {
 int ts_tap_failed(const ts_tap *t) { return t->failed; }
 
 uint64_t ts_tap_offset(const ts_tap *t) { return t->pos; }
+
+size_t ts__tap_buffer(const ts_tap *t, uint32_t *grows) {
+  if (grows) *grows = t->sse_grows;
+  return t->sse_size;
+}

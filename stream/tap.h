@@ -133,7 +133,8 @@ typedef const char *(*ts_tap_progress_fn)(void *user, const char *tool, size_t t
 /* The default cap on one SSE event's data (one JSON value for NDJSON, one frame's payload
  * for Bedrock): a call's whole arguments plus this, since Gemini and Ollama send a call in
  * one event (raw JSON, so the event is the arguments and a small envelope). The buffer is
- * allocated at that size but only the pages an event touches become resident. */
+ * not reserved at that size: it is allocated when an event first needs it (one cut
+ * between two feeds: a whole event is read where it lies), 4 KiB doubling up to the cap. */
 #define TS_TAP_EVENT_SLACK (1u << 20)
 #define TS_TAP_MAX_EVENT_BYTES (TS_TAP_MAX_ARGS_BYTES + TS_TAP_EVENT_SLACK)
 
@@ -213,5 +214,9 @@ int ts_tap_failed(const ts_tap *t);
 
 /* Bytes fed so far. */
 uint64_t ts_tap_offset(const ts_tap *t);
+
+/* For the tests (not an API): the size of the framer's buffer now (0: none allocated),
+ * and in *grows (may be NULL) how many allocations it took. */
+size_t ts__tap_buffer(const ts_tap *t, uint32_t *grows);
 
 #endif /* TS_TAP_H */

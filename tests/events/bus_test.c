@@ -7,6 +7,7 @@
  * by a TS_SUB_GONE item. WebSocket is checked with a raw client of our own; TLS with a
  * certificate made by the openssl command in a temporary directory.
  */
+#define _GNU_SOURCE /* syscall */
 #include <arpa/inet.h>
 #include <check.h>
 #include <netinet/in.h>
@@ -18,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1455,6 +1458,49 @@ START_TEST(test_sync_does_not_stall_live) {
 }
 END_TEST
 
+/* ---- no system call of nng's per event ---------------------------------------------- *
+ * This executable defines getrandom (a plain system call), which libnng's calls resolve
+ * to; it counts the calls made on the thread that publishes while it publishes. nng's
+ * nng_sendmsg sets up an aio per message, and libnng 1.5's aio set-up draws a random
+ * number with getrandom(2): one system call per event, which ts_pub_send avoids by
+ * keeping one aio for the publisher's life. */
+
+static struct {
+  int on;
+  pthread_t thread;
+  unsigned calls;
+} rnd;
+
+ssize_t getrandom(void *buf, size_t n, unsigned flags) {
+  if (__atomic_load_n(&rnd.on, __ATOMIC_ACQUIRE) && pthread_equal(pthread_self(), rnd.thread))
+    rnd.calls++;
+  return (ssize_t)syscall(SYS_getrandom, buf, n, flags);
+}
+
+START_TEST(test_publish_no_getrandom_per_event) {
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open("tcp://127.0.0.1:0", "tcp://127.0.0.1:0", NULL, &p), 0);
+  ts_sub *s;
+  ck_assert_int_eq(ts_sub_open(ts_pub_url(p, 0), ts_pub_url(p, 1), "t1", NULL, &s), 0);
+  tally t = {.thread = "t1", .next = 1};
+  ts_sub_item it;
+  int r;
+  for (int i = 0; i < 1000 && !ts_sub_connected(s); i++) {
+    while ((r = ts_sub_next(s, &it, 0)) == 1) tally_item(&t, &it);
+    sleep_us(10000);
+  }
+  rnd.thread = pthread_self();
+  __atomic_store_n(&rnd.on, 1, __ATOMIC_RELEASE);
+  for (uint64_t i = 1; i <= 200; i++) send_ev(p, "t1", i);
+  __atomic_store_n(&rnd.on, 0, __ATOMIC_RELEASE);
+  drain(s, &t, 200, 20);
+  assert_clean(&t, 200); /* every event delivered, in order (live or replayed) */
+  ck_assert_msg(rnd.calls == 0, "%u getrandom calls for 200 events published", rnd.calls);
+  ts_sub_close(s);
+  ts_pub_close(p);
+}
+END_TEST
+
 /* TS_BUS_ONLY=test_name runs one test (for debugging). */
 #define ADD(tc, fn)                                                                  \
   do {                                                                               \
@@ -1493,6 +1539,7 @@ static Suite *suite(void) {
   ADD(tc, test_tail_loss);
   ADD(tc, test_slow_replay_waited_for);
   ADD(tc, test_sync_does_not_stall_live);
+  ADD(tc, test_publish_no_getrandom_per_event);
   suite_add_tcase(s, tc);
   return s;
 }

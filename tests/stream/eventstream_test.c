@@ -82,6 +82,25 @@ static int on_item(void *user, const ts_evs_item *it) {
   return 0;
 }
 
+/* The grow hook of the runs with grow_mode set: no buffer at the start, each growth to
+ * exactly `need` (an exact-size block: ASan catches a write past it), refused past
+ * grow_max (0: never). */
+static int grow_mode;
+static size_t grow_max;
+static char *grown;
+static int grow_bad;
+
+static char *exact_grow(void *user, char *buf, size_t need, size_t *size) {
+  (void)user;
+  if (buf != grown || need <= *size) grow_bad = 1;
+  if (grow_max && need > grow_max) return NULL;
+  char *b = realloc(buf, need);
+  if (!b) return NULL;
+  grown = b;
+  *size = need;
+  return b;
+}
+
 static void run(const uint8_t *in, size_t len, size_t cap, size_t step, rec *r) {
   int scribble = r->scribble;
   memset(r, 0, sizeof *r);
@@ -89,6 +108,9 @@ static void run(const uint8_t *in, size_t len, size_t cap, size_t step, rec *r) 
   char buf[512];
   ts_evs s;
   ck_assert_int_eq(ts_evs_init(&s, buf, cap, on_item, r), TS_E_OK);
+  if (grow_mode) ck_assert_int_eq(ts_evs_set_grow(&s, 0, exact_grow, NULL), TS_E_OK);
+  grown = NULL;
+  grow_bad = 0;
   if (!step) step = len ? len : 1;
   for (size_t off = 0; off < len; off += step) {
     size_t k = len - off < step ? len - off : step;
@@ -99,17 +121,66 @@ static void run(const uint8_t *in, size_t len, size_t cap, size_t step, rec *r) 
     free(piece);
   }
   snprintf(r->trace + r->n, sizeof r->trace - r->n, "%s", ts_evs_cut(&s) ? "cut" : "end");
+  ck_assert_int_eq(grow_bad, 0);
+  free(grown);
+  grown = NULL;
 }
 
+/* Whole and at every read size 1..31, with the caller's buffer and with none at the start,
+ * grown on demand: the same trace every time. */
 static void check(int line, const uint8_t *in, size_t len, size_t cap, const char *want) {
   rec whole = {0}, part = {0};
-  run(in, len, cap, 0, &whole);
-  ck_assert_msg(!strcmp(whole.trace, want), "line %d:\n got %s\nwant %s", line, whole.trace, want);
-  for (size_t step = 1; step <= 31; step++) {
-    run(in, len, cap, step, &part);
-    ck_assert_msg(!strcmp(part.trace, want), "line %d, reads of %zu:\n got %s", line, step, part.trace);
+  for (grow_mode = 0; grow_mode < 2; grow_mode++) {
+    run(in, len, cap, 0, &whole);
+    ck_assert_msg(!strcmp(whole.trace, want), "line %d:\n got %s\nwant %s", line, whole.trace, want);
+    for (size_t step = 1; step <= 31; step++) {
+      run(in, len, cap, step, &part);
+      ck_assert_msg(!strcmp(part.trace, want), "line %d, reads of %zu%s:\n got %s", line, step,
+                    grow_mode ? " (grown)" : "", part.trace);
+    }
   }
+  grow_mode = 0;
 }
+
+/* A refused growth: a message that comes in pieces and cannot be given room is the sticky
+ * TS_E_NOMEM at that message (as TS_E_EVS_TOO_LARGE); read whole, it needs no buffer. */
+START_TEST(test_grow_refused) {
+  uint8_t s[2048];
+  size_t n = 0;
+  frame(s, &n, "event", "contentBlockDelta", "{\"a\":1}");
+  size_t first = n;
+  frame(s, &n, "event", "messageStop", "{}");
+  char want[256];
+  rec r = {0};
+  grow_mode = 1;
+  grow_max = 8;
+  run(s, n, 512, 0, &r);
+  snprintf(want, sizeof want, "event/contentBlockDelta@%zu:{\"a\":1}|event/messageStop@%zu:{}|end", first, n);
+  ck_assert_str_eq(r.trace, want);
+  for (size_t step = 1; step <= 31; step++) {
+    run(s, n, 512, step, &r);
+    ck_assert_msg(!strcmp(r.trace, "Enomem@0|cut"), "reads of %zu: %s", step, r.trace);
+  }
+  /* the first message whole in the first read, the second in pieces (its first byte there) */
+  rec two = {0};
+  grow_max = 0;
+  run(s, n, 512, first + 1, &two);
+  ck_assert_str_eq(two.trace, want);
+  grow_max = 8;
+  run(s, n, 512, first + 1, &two);
+  snprintf(want, sizeof want, "event/contentBlockDelta@%zu:{\"a\":1}|Enomem@%zu|cut", first, first);
+  ck_assert_str_eq(two.trace, want);
+  grow_max = 0;
+  grow_mode = 0;
+  ts_evs e;
+  char buf[16];
+  ck_assert_int_eq(ts_evs_init(&e, buf, 16, on_item, &r), TS_E_OK);
+  ck_assert_int_eq(ts_evs_set_grow(&e, 0, NULL, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_evs_set_grow(&e, 17, exact_grow, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_evs_feed(&e, buf, 1), TS_E_OK);
+  ck_assert_int_eq(ts_evs_set_grow(&e, 0, exact_grow, NULL), TS_E_INVAL);
+}
+END_TEST
 
 START_TEST(test_frames) {
   uint8_t s[2048];
@@ -314,6 +385,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_frames);
   tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_grow_refused);
   tcase_add_test(tc, test_header_memo);
   tcase_add_test(tc, test_views_in_the_chunk);
   tcase_add_test(tc, test_header_types);

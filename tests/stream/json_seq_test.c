@@ -33,12 +33,34 @@ static int on_item(void *user, const ts_json_seq_item *it) {
   return ++r->items == r->stop_at;
 }
 
+/* The grow hook of the runs with grow_mode set: no buffer at the start, each growth to
+ * exactly `need` (an exact-size block: ASan catches a write past the room asked for),
+ * refused past grow_max (0: never). */
+static int grow_mode;
+static size_t grow_max;
+static char *grown;
+static int grow_bad;
+
+static char *exact_grow(void *user, char *buf, size_t need, size_t *size) {
+  (void)user;
+  if (buf != grown || need <= *size) grow_bad = 1;
+  if (grow_max && need > grow_max) return NULL;
+  char *b = realloc(buf, need);
+  if (!b) return NULL;
+  grown = b;
+  *size = need;
+  return b;
+}
+
 /* Feeds `in` in reads of `step` bytes (0: whole); the trace ends with "cut" or "end". */
 static void run(const char *in, int array, size_t cap, size_t step, rec *r) {
   memset(r, 0, sizeof *r);
   char buf[256];
   ts_json_seq s;
   ck_assert_int_eq(ts_json_seq_init(&s, array, buf, cap, on_item, r), TS_E_OK);
+  if (grow_mode) ck_assert_int_eq(ts_json_seq_set_grow(&s, 0, exact_grow, NULL), TS_E_OK);
+  grown = NULL;
+  grow_bad = 0;
   size_t len = strlen(in);
   if (!step) step = len ? len : 1;
   for (size_t off = 0; off < len; off += step) {
@@ -49,6 +71,9 @@ static void run(const char *in, int array, size_t cap, size_t step, rec *r) {
     free(piece);
   }
   snprintf(r->trace + r->n, sizeof r->trace - r->n, "%s", ts_json_seq_cut(&s) ? "cut" : "end");
+  ck_assert_int_eq(grow_bad, 0);
+  free(grown);
+  grown = NULL;
 }
 
 static const struct {
@@ -86,6 +111,9 @@ static const struct {
 };
 
 START_TEST(test_rows) {
+  /* with the caller's buffer (_i 0), and with none at the start, grown on demand (_i 1):
+   * the same items at every read size */
+  grow_mode = _i;
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     rec whole, part;
     size_t cap = rows[i].cap;
@@ -98,6 +126,34 @@ START_TEST(test_rows) {
                     rows[i].line, rows[i].label, step, part.trace, whole.trace);
     }
   }
+}
+END_TEST
+
+/* A refused growth is that value's TS_E_NOMEM at the byte that did not fit: the value is
+ * skipped, the values before and after it framed as usual, at every read size (the
+ * framer copies every byte, so where growth is asked does not depend on the reads). */
+START_TEST(test_grow_refused) {
+  grow_mode = 1;
+  grow_max = 4;
+  static const char in[] = "{\"a\":1}{\"bbbb\":2}{}";
+  const char *want = "Enomem@4|Enomem@11|V19:{}|end"; /* 7 bytes, 10 bytes: over 4 */
+  rec r;
+  for (size_t step = 0; step <= 31; step++) {
+    run(in, 0, 256, step, &r);
+    ck_assert_msg(!strcmp(r.trace, want), "reads of %zu:\n got %s\nwant %s", step, r.trace, want);
+  }
+  grow_max = 0;
+  run(in, 0, 256, 1, &r);
+  ck_assert_str_eq(r.trace, "V7:{\"a\":1}|V17:{\"bbbb\":2}|V19:{}|end");
+  /* set_grow's rules */
+  ts_json_seq s;
+  char buf[8];
+  ck_assert_int_eq(ts_json_seq_init(&s, 0, buf, 8, on_item, &r), TS_E_OK);
+  ck_assert_int_eq(ts_json_seq_set_grow(&s, 0, NULL, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_json_seq_set_grow(&s, 9, exact_grow, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_json_seq_feed(&s, "{", 1), TS_E_OK);
+  ck_assert_int_eq(ts_json_seq_set_grow(&s, 0, exact_grow, NULL), TS_E_INVAL);
+  grow_mode = 0;
 }
 END_TEST
 
@@ -132,7 +188,8 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("json_seq");
   TCase *tc = tcase_create("core");
-  tcase_add_test(tc, test_rows);
+  tcase_add_loop_test(tc, test_rows, 0, 2);
+  tcase_add_test(tc, test_grow_refused);
   tcase_add_test(tc, test_api);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

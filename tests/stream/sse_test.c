@@ -187,6 +187,41 @@ typedef struct {
   size_t *views; /* may be NULL */
 } sse_runner;
 
+/* ---- a data buffer grown on demand (ts_sse_set_grow) -------------------------------- */
+
+/* The tests' grow hook: `exact` grows to exactly `need` (an exact-size heap block at every
+ * step, so ASan catches a write past the room the framer asked for), else doubles from 16;
+ * `max` (0: none) refuses any growth past it. */
+typedef struct {
+  int exact;
+  size_t max;
+  unsigned calls, refused;
+  int bad;  /* a call against the contract */
+  char *buf; /* the buffer now (the caller frees it) */
+  size_t size;
+} grow_ctl;
+
+static char *test_grow(void *user, char *buf, size_t need, size_t *size) {
+  grow_ctl *g = user;
+  g->calls++;
+  if (need <= *size || buf != g->buf || *size != g->size || (buf == NULL) != (*size == 0)) g->bad = 1;
+  size_t n = g->exact ? need : (*size ? *size * 2 : 16);
+  while (n < need) n *= 2;
+  if (g->max && n > g->max) n = g->max;
+  if (n < need) {
+    g->refused++;
+    return NULL;
+  }
+  char *b = realloc(buf, n);
+  if (!b) return NULL;
+  g->buf = b;
+  g->size = *size = n;
+  return b;
+}
+
+/* 1: the framers of sse_run start with no buffer and grow it exactly (test_grow). */
+static int use_grow = 0;
+
 /* The line-end scan every run uses: 1, the CPU's choice (AVX2 where it has it); 0, the
  * baseline (ts__sse_set_simd). The table and the random streams run under both. */
 static int use_simd = 1;
@@ -195,10 +230,13 @@ static int use_simd = 1;
  * nonzero return code of feed or finish appended. */
 static void sse_run(void *user, ts_split *feed, sb *items) {
   const sse_runner *sr = user;
-  char *dbuf = malloc(sr->cap ? sr->cap : 1);
+  grow_ctl g = {.exact = 1};
+  char none = 0;
+  char *dbuf = use_grow ? &none : malloc(sr->cap ? sr->cap : 1);
   ck_assert_ptr_nonnull(dbuf);
   ts_sse s;
   ck_assert_int_eq(ts_sse_init(&s, dbuf, sr->cap, sr->max_line, rec_cb, &rec), TS_E_OK);
+  if (use_grow) ck_assert_int_eq(ts_sse_set_grow(&s, 0, test_grow, &g), TS_E_OK);
   ts__sse_set_simd(&s, use_simd);
   rec_reset(&rec);
   sb out = {0};
@@ -224,7 +262,12 @@ static void sse_run(void *user, ts_split *feed, sb *items) {
     *sr->views = 0;
     for (size_t i = 0; i < rec.n; i++) *sr->views += (size_t)rec.it[i].view;
   }
-  free(dbuf);
+  if (use_grow) {
+    ck_assert_int_eq(g.bad, 0);
+    free(g.buf);
+  } else {
+    free(dbuf);
+  }
 }
 
 /* One run of `in` as `sc` reads it; returns the canonical text (malloc'd). */
@@ -384,6 +427,11 @@ static void check_all_splits(const char *ctx, const char *in, size_t len, size_t
   use_simd = 0;
   ts_split_check_cuts(ctx, in, len, sse_run, &sr, want);
   use_simd = 1;
+  /* and with no buffer at the start, grown to exactly what each event needs: the same
+   * items at every split (a refused growth aside, the buffer's size changes nothing) */
+  use_grow = 1;
+  check_splits(ctx, in, len, sse_run, &sr, want);
+  use_grow = 0;
 }
 
 /* ---- the table -------------------------------------------------------------------- */
@@ -1102,9 +1150,10 @@ START_TEST(test_random_vs_reference) {
     sched mixed = {0, 0, xorshift(&seed) | 1};
     sched sevens = {7, 0, 0};
     sched *all[] = {&whole, &bytes, &mixed, &sevens};
-    for (size_t k = 0; k < 6; k++) {
-      use_simd = k < 4; /* the baseline scan: whole and in random reads (see check_all_splits) */
-      char *got = feed_run(in, len, cap, max_line, *all[k < 4 ? k : (k - 4) * 2], NULL);
+    for (size_t k = 0; k < 8; k++) {
+      use_simd = k < 4 || k >= 6; /* the baseline scan: whole and in random reads (see check_all_splits) */
+      use_grow = k >= 6;          /* a buffer grown on demand: byte by byte and random reads */
+      char *got = feed_run(in, len, cap, max_line, *all[k < 4 ? k : k < 6 ? (k - 4) * 2 : (k - 6) + 1], NULL);
       if (strcmp(got, want) != 0) {
         sb q = {0};
         sb_quoted(&q, in, len);
@@ -1114,7 +1163,167 @@ START_TEST(test_random_vs_reference) {
       free(got);
     }
     use_simd = 1;
+    use_grow = 0;
     free(want);
+  }
+}
+END_TEST
+
+/* ---- growing the buffer on demand ---------------------------------------------------- */
+
+/* A framer with no buffer at the start and a doubling hook (test_grow, not exact). */
+static void grow_feed(const char *in, size_t len, size_t step, size_t cap, grow_ctl *g) {
+  char none = 0;
+  ts_sse s;
+  ck_assert_int_eq(ts_sse_init(&s, &none, cap, 0, rec_cb, &rec), TS_E_OK);
+  ck_assert_int_eq(ts_sse_set_grow(&s, 0, test_grow, g), TS_E_OK);
+  rec_reset(&rec);
+  for (size_t at = 0; at < len; at += step) {
+    size_t n = len - at < step ? len - at : step;
+    char *c = malloc(n);
+    memcpy(c, in + at, n);
+    ck_assert_int_eq(ts_sse_feed(&s, c, n), TS_E_OK);
+    free(c);
+  }
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  ck_assert_int_eq(g->bad, 0);
+}
+
+/* The buffer is only written for an event cut between feeds or of several data lines:
+ * a provider's stream read whole or an event per read never grows it; read byte by byte
+ * it grows by doubling to the largest event's data, in a few steps, never past it twice
+ * over. The limit stays cap: a larger event is the usual too-large error. */
+START_TEST(test_grow_on_demand) {
+  size_t len;
+  char *in = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
+  grow_ctl whole = {0};
+  grow_feed(in, len, len, 1u << 16, &whole);
+  ck_assert_uint_eq(rec.n, 18);
+  ck_assert_uint_eq(whole.calls, 0);
+  ck_assert_ptr_null(whole.buf);
+  size_t largest = 0;
+  for (size_t i = 0; i < rec.n; i++)
+    if (rec.it[i].data_len > largest) largest = rec.it[i].data_len;
+  grow_ctl bytes = {0};
+  grow_feed(in, len, 1, 1u << 16, &bytes);
+  ck_assert_uint_eq(rec.n, 18);
+  ck_assert_uint_ge(bytes.size, largest);
+  ck_assert_uint_lt(bytes.size, 2 * largest);
+  ck_assert_uint_le(bytes.calls, 8); /* 16, 32, ... doubling */
+  free(bytes.buf);
+  free(in);
+
+  /* the joining "\n" of a second data line is written to the buffer too */
+  static const char two[] = "data: a\ndata: b\n\n";
+  grow_ctl j = {0};
+  grow_feed(two, sizeof two - 1, sizeof two - 1, 64, &j);
+  ck_assert_uint_eq(rec.n, 1);
+  ck_assert(rec_eq(&rec, rec.it[0].data, rec.it[0].data_len, "a\nb"));
+  ck_assert_uint_eq(j.calls, 1);
+  free(j.buf);
+
+  /* over cap: too large, as with a buffer of cap bytes, and the hook is not asked past it */
+  static const char big[] = "data: 0123456789abcdefghij\n\ndata: ok\n\n";
+  grow_ctl b = {0};
+  grow_feed(big, sizeof big - 1, 1, 16, &b);
+  ck_assert_uint_eq(rec.n, 2);
+  ck_assert_int_eq(rec.it[0].kind, TS_SSE_ERROR);
+  ck_assert_int_eq(rec.it[0].code, TS_E_SSE_EVENT_TOO_LARGE);
+  ck_assert_uint_eq(rec.it[0].off, 6 + 16);
+  ck_assert_uint_le(b.size, 16);
+  ck_assert(rec_eq(&rec, rec.it[1].data, rec.it[1].data_len, "ok"));
+  free(b.buf);
+
+  /* set_grow's rules */
+  ts_sse s;
+  char one[4];
+  ck_assert_int_eq(ts_sse_init(&s, one, 4, 0, rec_cb, &rec), TS_E_OK);
+  ck_assert_int_eq(ts_sse_set_grow(&s, 0, NULL, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_sse_set_grow(&s, 5, test_grow, &b), TS_E_INVAL);
+  ck_assert_int_eq(ts_sse_feed(&s, one, 0), TS_E_OK);
+  char x[] = "data: 1\n\n";
+  ck_assert_int_eq(ts_sse_feed(&s, x, 3), TS_E_OK);
+  ck_assert_int_eq(ts_sse_set_grow(&s, 4, test_grow, &b), TS_E_INVAL); /* already fed */
+}
+END_TEST
+
+/* A refused growth: the event that needed it is one ERROR item TS_E_NOMEM, at a byte of
+ * that event (which one depends on the reads: a whole event needs no buffer at all), and
+ * the events before and after it arrive as they would have, with their offsets: for
+ * every read size 1..31 and every cut in two, for the ways an event's bytes reach the
+ * buffer (a data line cut by a read, several data lines, a line ending or a CR blank line
+ * as a read's last byte). */
+typedef struct {
+  const char *label, *in, *big_data;
+  uint64_t big_start, big_end; /* the big event's bytes */
+  int whole_ok;                 /* read whole, the big event arrives (a view) */
+} refuse_case;
+
+static void refuse_check(const refuse_case *c, size_t len, const char *how) {
+  ck_assert_msg(rec.n == 3, "%s %s: %zu items", c->label, how, rec.n);
+  ck_assert_msg(rec.it[0].kind == TS_SSE_DISPATCH && rec_eq(&rec, rec.it[0].data, rec.it[0].data_len, "a") &&
+                    rec.it[0].off == 9,
+                "%s %s: the event before", c->label, how);
+  ck_assert_msg(rec.it[2].kind == TS_SSE_DISPATCH && rec_eq(&rec, rec.it[2].data, rec.it[2].data_len, "c") &&
+                    rec.it[2].off == len,
+                "%s %s: the event after", c->label, how);
+  const rec_item *b = &rec.it[1];
+  if (b->kind == TS_SSE_DISPATCH)
+    ck_assert_msg(rec_eq(&rec, b->data, b->data_len, c->big_data) && b->off == c->big_end, "%s %s: big event",
+                  c->label, how);
+  else
+    ck_assert_msg(b->code == TS_E_NOMEM && b->off >= c->big_start && b->off < c->big_end,
+                  "%s %s: code %d at %llu", c->label, how, b->code, (unsigned long long)b->off);
+}
+
+static void refuse_run(void *user, ts_split *feed, sb *out) {
+  (void)out;
+  grow_ctl g = {.max = 8};
+  char none = 0;
+  ts_sse s;
+  ck_assert_int_eq(ts_sse_init(&s, &none, 1024, 0, rec_cb, &rec), TS_E_OK);
+  ck_assert_int_eq(ts_sse_set_grow(&s, 0, test_grow, &g), TS_E_OK);
+  ts__sse_set_simd(&s, use_simd);
+  rec_reset(&rec);
+  char *c;
+  size_t n;
+  while (ts_split_next(feed, &c, &n)) ck_assert_int_eq(ts_sse_feed(&s, c, n), TS_E_OK);
+  ck_assert_int_eq(ts_sse_finish(&s), TS_E_OK);
+  ck_assert_int_eq(g.bad, 0);
+  unsigned *refused = user;
+  *refused += g.refused;
+  free(g.buf);
+}
+
+START_TEST(test_grow_refused) {
+  static const refuse_case cases_[] = {
+      {"one data line", "data: a\n\ndata: 0123456789abcdef\n\ndata: c\n\n", "0123456789abcdef", 9, 33, 1},
+      {"two data lines", "data: a\n\ndata: 01234\ndata: 56789abc\n\ndata: c\n\n", "01234\n56789abc", 9, 37, 0},
+      {"CR endings", "data: a\n\ndata: 0123456789abcdef\r\rdata: c\n\n", "0123456789abcdef", 9, 33, 1},
+      {"CR LF endings", "data: a\n\nevent: e\r\ndata: 0123456789abcdef\r\n\r\ndata: c\n\n", "0123456789abcdef",
+       9, 45, 1},
+  };
+  for (size_t k = 0; k < sizeof cases_ / sizeof cases_[0]; k++) {
+    const refuse_case *c = &cases_[k];
+    size_t len = strlen(c->in);
+    unsigned refused = 0;
+    sb out = {0};
+    char how[32];
+    for (size_t size = 0; size <= 31; size++) {
+      ts_split_run_once(c->in, len, size, refuse_run, &refused, &out);
+      snprintf(how, sizeof how, "reads of %zu", size);
+      refuse_check(c, len, how);
+    }
+    ts_split_run_once(c->in, len, 0, refuse_run, &refused, &out);
+    ck_assert_msg((rec.it[1].kind == TS_SSE_DISPATCH) == c->whole_ok, "%s whole: %s", c->label,
+                  c->whole_ok ? "a whole event needs no buffer" : "two data lines are joined in the buffer");
+    for (size_t cut = 0; cut <= len; cut++) {
+      ts_split_run_cut(c->in, len, cut, refuse_run, &refused, &out);
+      snprintf(how, sizeof how, "cut at %zu", cut);
+      refuse_check(c, len, how);
+    }
+    ck_assert_msg(refused > 0, "%s: never refused", c->label);
+    sb_free(&out);
   }
 }
 END_TEST
@@ -1278,6 +1487,8 @@ static Suite *sse_suite(void) {
   tcase_add_test(tc, test_long_cr_only_stream);
   tcase_add_test(tc, test_keep_head);
   tcase_add_test(tc, test_keep_cleared_in_callback);
+  tcase_add_test(tc, test_grow_on_demand);
+  tcase_add_test(tc, test_grow_refused);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -417,8 +417,8 @@ static const char *lookup_progress(void *user, const char *tool, size_t len, siz
 enum { OPT_NOAUTO = 1, OPT_NOEOL = 2 };
 
 /* Options, space-separated: p=ARG (every tool), pt=TOOL:ARG, tool=NAME (raw), deltas,
- * text, hb=N, pmax=N, margs=N, mev=N, noauto, noeol. The default event cap is 64 KiB
- * (the tap allocates it at creation; the default 4 MiB would slow thousands of runs). */
+ * text, hb=N, pmax=N, margs=N, mev=N, noauto, noeol. The event cap is 64 KiB unless
+ * mev says otherwise. */
 static int setup_init(setup *s, ts_format fmt, const char *opts) {
   memset(s, 0, sizeof *s);
   s->cfg.format = fmt;
@@ -2489,6 +2489,82 @@ START_TEST(test_alloc_per_call) {
 }
 END_TEST
 
+/* ---- the framer's buffer, allocated on demand ------------------------------------------ */
+
+typedef struct {
+  int ready, stream_errors;
+  size_t args_len;
+} buf_tally;
+
+static int buf_cb(void *user, const ts_tap_event *e) {
+  buf_tally *b = user;
+  if (e->type == TS_TAP_TOOL_CALL_READY) b->ready++, b->args_len += e->arguments.len;
+  if (e->type == TS_TAP_STREAM_ERROR) b->stream_errors++;
+  return 0;
+}
+
+/* Feeds in reads of `step` bytes (0: whole), each its own block; returns the buffer's
+ * size at the end and its allocations in *grows. */
+static size_t buf_feed(ts_format fmt, const char *in, size_t len, size_t step, buf_tally *b,
+                       uint32_t *grows) {
+  ts_tap_config cfg = {.format = fmt}; /* the default limits: a 17 MiB event cap */
+  memset(b, 0, sizeof *b);
+  ts_tap *t = tap_new(&cfg, buf_cb, b);
+  REQUIRE(t != NULL, "tap_new");
+  REQUIRE(ts__tap_buffer(t, grows) == 0 && *grows == 0, "a buffer before the first byte");
+  if (!step) step = len;
+  for (size_t at = 0; at < len; at += step) {
+    size_t n = len - at < step ? len - at : step;
+    char *c = malloc(n);
+    memcpy(c, in + at, n);
+    ts_tap_feed(t, c, n);
+    free(c);
+  }
+  ts_tap_finish(t);
+  size_t size = ts__tap_buffer(t, grows);
+  ts_tap_free(t);
+  return size;
+}
+
+/* The framer's buffer is not reserved at the event cap (17 MiB with the defaults: an
+ * mmap and a munmap per tap): an SSE stream read whole, or an event per read, never
+ * allocates it; read byte by byte, 4 KiB holds its events; a 200 KiB event cut into
+ * 1,000-byte reads takes it to 256 KiB in 7 allocations; JSON framing (Gemini's array)
+ * copies every value, so it allocates at the first. */
+START_TEST(test_buffer_on_demand) {
+  size_t len;
+  char *text = ts_test_read_file(ts_test_path("tests/corpus/openai-chat-two-parallel-calls.sse"), &len);
+  buf_tally whole, bytes;
+  uint32_t grows;
+  REQUIRE_EQ(buf_feed(TS_FORMAT_OPENAI_CHAT, text, len, 0, &whole, &grows), 0);
+  REQUIRE_EQ(grows, 0);
+  REQUIRE(whole.ready == 2 && whole.stream_errors == 0, "ready %d, errors %d", whole.ready, whole.stream_errors);
+  REQUIRE_EQ(buf_feed(TS_FORMAT_OPENAI_CHAT, text, len, 1, &bytes, &grows), 4096);
+  REQUIRE_EQ(grows, 1);
+  REQUIRE(bytes.ready == 2 && bytes.args_len == whole.args_len, "byte by byte: ready %d", bytes.ready);
+  free(text);
+
+  enum { BIG = 200 * 1024 };
+  sb big = {0};
+  sb_puts(&big, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\","
+                "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":\\\"");
+  for (int i = 0; i < BIG; i++) sb_putc(&big, 'x');
+  sb_puts(&big, "\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n");
+  REQUIRE_EQ(buf_feed(TS_FORMAT_OPENAI_CHAT, big.p, big.len, 1000, &bytes, &grows), 256 * 1024);
+  REQUIRE_EQ(grows, 7); /* 4, 8, ... 256 KiB */
+  REQUIRE(bytes.ready == 1 && bytes.args_len == BIG + 8, "ready %d, %zu bytes", bytes.ready, bytes.args_len);
+  REQUIRE_EQ(buf_feed(TS_FORMAT_OPENAI_CHAT, big.p, big.len, 0, &whole, &grows), 0);
+  REQUIRE(whole.ready == 1 && whole.args_len == BIG + 8, "whole: ready %d", whole.ready);
+  sb_free(&big);
+
+  text = ts_test_read_file(ts_test_path("tests/corpus/gemini-array-two-function-calls.json"), &len);
+  REQUIRE_EQ(buf_feed(TS_FORMAT_AUTO, text, len, 0, &whole, &grows), 4096);
+  REQUIRE_EQ(grows, 1);
+  REQUIRE(whole.ready == 2 && whole.stream_errors == 0, "gemini: ready %d", whole.ready);
+  free(text);
+}
+END_TEST
+
 /* Fail the n-th allocation, for every n: the tap is refused at creation or reports the
  * failure as events; it never crashes or leaks (ASan), every call that started ends,
  * and nothing it reports as ready or as a label differs from the unhindered run
@@ -2578,6 +2654,7 @@ int main(void) {
   tcase_add_test(ta, test_abort);
   tcase_add_test(ta, test_alloc_per_call);
   tcase_add_test(ta, test_out_of_memory);
+  tcase_add_test(ta, test_buffer_on_demand);
   suite_add_tcase(s, ta);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
