@@ -483,21 +483,33 @@ static inline int is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' |
 
 int ts_json_tok_init(ts_json_tok *t, uint32_t max_depth, ts_json_tok_cb cb, void *user) {
   if (!t) return TS_E_INVAL;
-  memset(t, 0, offsetof(ts_json_tok, stack));
   if (!cb || max_depth > TS_JSON_MAX_DEPTH_CAP) {
+    memset(t, 0, offsetof(ts_json_tok, stack));
     t->err = TS_E_INVAL;
     t->mode = MODE(S_ERROR);
     return TS_E_INVAL;
   }
+  /* Field by field, not a memset (a document of 140 bytes pays this each time): every
+   * field a call may read before writing it. The open token (t->tok), the literal's
+   * start and the stack's bits are always written before they are read. */
   t->cb = cb;
   t->user = user;
+  t->pos = 0;
+  t->err_offset = 0;
+  t->depth = 0;
   t->max_depth = max_depth ? max_depth : TS_JSON_DEFAULT_MAX_DEPTH;
+  t->err = 0;
   t->mode = MODE(S_VALUE);
+  t->lit = 0;
+  t->lit_k = 0;
+  t->in_obj = 0;
   return TS_E_OK;
 }
 
 int ts_json_tok_done(const ts_json_tok *t) {
-  return (STATE(t) == S_DONE || STATE(t) == S_FINISHED) && !t->err;
+  /* no error in either state: t->err is set only with S_ERROR */
+  const unsigned state = STATE(t);
+  return state == S_DONE || state == S_FINISHED;
 }
 
 /* ---- string bodies ---------------------------------------------------------------------
