@@ -14,6 +14,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_split.h"
@@ -27,6 +28,10 @@ typedef struct {
 static int on_token(void *user, const ts_json_token *tok) {
   trace *t = user;
   ts_buf *b = &t->out;
+  /* The fragment discipline, in every run: TS_JSON_FIRST on a token's first fragment and
+   * on no other (the tokenizer keeps "nothing reported yet" for a string in its state
+   * word between feeds, json_tok.c MODE_FIRST). */
+  if (!t->in_fragment != !!(tok->flags & TS_JSON_FIRST)) abort();
   /* One line per token: "kind depth @offset bytes"; the fragments of one key, string or
    * number are merged, since only their bytes (not their boundaries) must not depend on
    * the chunking. */

@@ -39,12 +39,16 @@
  * string does not enter the machine at all (ts_json_tok_feed, at the end): the open
  * token lives in the struct (t->tok: kind, depth, flags), so reporting the chunk as its
  * next fragment writes only the view (text, len, offset) and calls back. A chunk of 4
- * to 8 bytes between characters takes one word test for stop bytes (two compares); one with a stop,
- * or of 1 to 3 bytes, or starting inside an escape, runs through the DFA whole (two
- * table loads a byte, no test per byte: the exits absorb); only a closing quote or an
- * error sends it to the machine, at the byte concerned. The error and finished
- * conditions are states too (S_ERROR, S_FINISHED), so the healthy path tests only
- * `state`.
+ * to 8 bytes between characters takes one word test for stop bytes (two compares); one
+ * with a stop, or of 1 to 3 bytes, or starting inside an escape, runs through the DFA
+ * whole (two table loads a byte in straight-line steps, no test per byte: the exits
+ * absorb); only a closing quote or an error sends it to the machine, at the byte
+ * concerned. The grammar state and the DFA's state share one word (t->mode), with the
+ * error and finished conditions as states too (S_ERROR, S_FINISHED) and "the string
+ * has reported nothing yet" as one bit, so that one sum and one compare pick the
+ * commonest case (4 to 8 bytes between characters in a string that has reported a
+ * fragment); feed only picks, every case is a tail call (none pays for the registers
+ * another needs), and a chunk for the grammar reaches the machine after two compares.
  *
  * Errors record the code and the absolute offset of the offending byte and become
  * sticky; no token is reported from that byte on.
@@ -59,14 +63,15 @@
 
 /* Grammar and lexer states. The order matters only for the range tests below. */
 enum {
-  S_VALUE = 0,      /* a value must come (start, after ':', after ',' in an array) */
+  S_STR = 0,        /* inside a string or key body (mode's low 16 bits: the DFA state, see
+                     * below); 0, so that t->mode is 0 exactly between characters in a string */
+  S_VALUE,          /* a value must come (start, after ':', after ',' in an array) */
   S_VALUE_OR_AEND,  /* after '[': a value or ']' */
   S_KEY_OR_OEND,    /* after '{': a key or '}' */
   S_KEY,            /* after ',' in an object: a key */
   S_COLON,          /* after a key */
   S_AFTER,          /* after a value inside a container: ',' or the close */
   S_DONE,           /* after the top-level value: whitespace only */
-  S_STR,            /* inside a string or key body (t->sub: the DFA state, see below) */
   S_NUM_MINUS,      /* number: after '-' */
   S_NUM_ZERO,       /* number: after a leading 0 */
   S_NUM_INT,        /* number: in the integer digits */
@@ -75,12 +80,25 @@ enum {
   S_NUM_E,          /* number: after 'e' / 'E' */
   S_NUM_ESIGN,      /* number: after the exponent's sign */
   S_NUM_EXP,        /* number: in the exponent digits */
-  S_LIT,            /* true / false / null: t->sub letters matched of literal t->lit */
+  S_LIT,            /* true / false / null: t->lit_k letters matched of literal t->lit */
   S_FINISHED,       /* finish succeeded (the value was complete: done() holds) */
   S_ERROR,          /* t->err is set; nothing more is reported */
 };
 
-/* Inside a string body, t->sub is the state of a small DFA that checks escapes and
+/* t->mode: the state above in the high 16 bits and, in a string, the DFA state (below) in
+ * the low 16. It is always written whole (a narrower store followed by the next call's
+ * wider load would stall the CPU's store forwarding). */
+#define MODE(st) ((uint32_t)(st) << 16)
+#define STATE(t) ((unsigned)((t)->mode >> 16))
+/* In a string, this bit of t->mode (the DFA's states are multiples of 32) says that the
+ * string has reported no fragment yet (t->tok.flags holds TS_JSON_FIRST): t->mode is 0
+ * only where the next fragment is neither the first nor inside a character, the one
+ * case feed's shortest path handles (it never writes t->tok.flags). */
+#define MODE_FIRST 16u
+/* The DFA's state from t->mode in a string. */
+#define MODE_DFA(m) ((m) & 0xFFE0u)
+
+/* Inside a string body, t->mode's low 16 bits are the state of a small DFA that checks escapes and
  * UTF-8 one byte at a time (the plain runs between them are skipped 16 bytes at a time,
  * see scan_string). A state says exactly what the next byte may be:
  *   PL   between characters
@@ -123,7 +141,7 @@ static const uint8_t str_class[256] = {
 };
 
 /* str_dfa[32 * state + class] is 32 times the next state: states are kept scaled (in
- * t->sub too), so the next index is one addition away. The exits absorb every byte, so
+ * t->mode too), so the next index is one addition away. The exits absorb every byte, so
  * a short chunk can be run without a test per byte. Columns: Q BS CT AS U EL H07 H89 HAB Hb HC HD HEF Hf K80 K90 KA0 LC2 LE0 LE1 LED LF0 LF1 LF4 BAD. */
 #define X(st) (st * 32)
 static const uint16_t str_dfa[D_NSTATES * 32] = {
@@ -465,21 +483,33 @@ static inline int is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' |
 
 int ts_json_tok_init(ts_json_tok *t, uint32_t max_depth, ts_json_tok_cb cb, void *user) {
   if (!t) return TS_E_INVAL;
-  memset(t, 0, offsetof(ts_json_tok, stack));
   if (!cb || max_depth > TS_JSON_MAX_DEPTH_CAP) {
+    memset(t, 0, offsetof(ts_json_tok, stack));
     t->err = TS_E_INVAL;
-    t->state = S_ERROR;
+    t->mode = MODE(S_ERROR);
     return TS_E_INVAL;
   }
+  /* Field by field, not a memset (a document of 140 bytes pays this each time): every
+   * field a call may read before writing it. The open token (t->tok), the literal's
+   * start and the stack's bits are always written before they are read. */
   t->cb = cb;
   t->user = user;
+  t->pos = 0;
+  t->err_offset = 0;
+  t->depth = 0;
   t->max_depth = max_depth ? max_depth : TS_JSON_DEFAULT_MAX_DEPTH;
-  t->state = S_VALUE;
+  t->err = 0;
+  t->mode = MODE(S_VALUE);
+  t->lit = 0;
+  t->lit_k = 0;
+  t->in_obj = 0;
   return TS_E_OK;
 }
 
 int ts_json_tok_done(const ts_json_tok *t) {
-  return (t->state == S_DONE || t->state == S_FINISHED) && !t->err;
+  /* no error in either state: t->err is set only with S_ERROR */
+  const unsigned state = STATE(t);
+  return state == S_DONE || state == S_FINISHED;
 }
 
 /* ---- string bodies ---------------------------------------------------------------------
@@ -489,8 +519,8 @@ int ts_json_tok_done(const ts_json_tok *t) {
 
 /* Runs the DFA from state *sp over [p, end) until it is back at PL or exits; returns
  * the byte after the last one it took. Needs p < end and *sp != PL or p at a stop. */
-static inline const char *dfa_run(unsigned *sp, const char *p, const char *end) {
-  unsigned s = *sp;
+static inline const char *dfa_run(size_t *sp, const char *p, const char *end) {
+  size_t s = *sp;
   do {
     s = str_dfa[s + str_class[(uint8_t)*p++]];
   } while (s - 32u < 32u * (D_QT - 1) && p < end);
@@ -498,11 +528,11 @@ static inline const char *dfa_run(unsigned *sp, const char *p, const char *end) 
   return p;
 }
 
-/* Lexes a string body from p, in DFA state s (scaled). Returns the closing quote (t->sub is
- * PL), or end (the chunk ended inside the string; t->sub says where), or, with *err
+/* Lexes a string body from p, in DFA state s (scaled). Returns the closing quote (t->mode is
+ * PL), or end (the chunk ended inside the string; t->mode says where), or, with *err
  * set, the offending byte. `buf` is the chunk's start (see scan_string). */
 static inline __attribute__((always_inline)) const char *
-str_body(ts_json_tok *t, unsigned s, const char *p, const char *end, const char *buf,
+str_body(ts_json_tok *t, size_t s, const char *p, const char *end, const char *buf,
          int *err) {
   for (;;) {
     if (s == 32 * D_PL) {
@@ -519,18 +549,20 @@ str_body(ts_json_tok *t, unsigned s, const char *p, const char *end, const char 
       return p - 1;
     }
   }
-  t->sub = (uint16_t)s;
+  t->mode = MODE(S_STR) | (uint32_t)s;
   return end;
 }
 
 /* A call that reports nothing: after an error or finish (the bytes still count, so
  * ts_json_tok_offset is the bytes fed however they were chunked), or an empty chunk. */
 __attribute__((noinline, cold)) static int feed_idle(ts_json_tok *t, size_t len) {
-  const unsigned state = t->state;
+  const unsigned state = STATE(t);
   if (state < S_FINISHED) return TS_E_OK;
   t->pos += len;
   return state == S_ERROR ? t->err : TS_E_JSON_FINISHED;
 }
+
+static int str_more(ts_json_tok *t, const char *buf, size_t len, const char *from);
 
 /* The state machine. `sp`, if not NULL, says that the chunk begins inside a plain
  * string body whose scan already stopped at sp. Grammar points are labels; the common
@@ -540,8 +572,8 @@ __attribute__((noinline, cold)) static int feed_idle(ts_json_tok *t, size_t len)
 __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *buf, size_t len,
                                                   const char *sp) {
   /* first, so that the early return needs none of the registers the machine saves */
-  if (__builtin_expect(t->state >= S_FINISHED || len == 0, 0)) return feed_idle(t, len);
-  unsigned state = t->state;
+  if (__builtin_expect(t->mode >= MODE(S_FINISHED) || len == 0, 0)) return feed_idle(t, len);
+  uint32_t mode; /* t->mode as the chunk leaves it (written at out) */
   const char *p = buf;
   const char *const end = buf + len;
   const uint64_t base = t->pos;
@@ -555,7 +587,6 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   unsigned first = 0, skind = 0;
   const char *frag = buf; /* start of the key/string/number text in this chunk */
   int err = 0;
-  unsigned sub; /* the string DFA's state where the lexer starts */
   uint8_t c;
   ts_json_token tok;
 
@@ -581,6 +612,13 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
     EMIT((k), frag, (size_t)((q)-frag), OFF(frag), depth, first | ((last) ? TS_JSON_LAST : 0u)); \
     first = 0;                                                                            \
   } while (0)
+/* The chunk ends inside a string or a number: its token, for the next call. */
+#define TOK_OUT()                     \
+  do {                                \
+    t->tok.flags = (uint8_t)first;    \
+    t->tok.kind = (uint8_t)skind;     \
+    t->tok.depth = depth;             \
+  } while (0)
 /* Whitespace: anything above ' ' is not, so one compare settles the common case. */
 #define SKIP_WS(label)                  \
   if (c <= ' ' && is_ws(c)) {           \
@@ -599,7 +637,7 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   first = t->tok.flags;   \
   skind = t->tok.kind;    \
   goto label
-  switch (state) {
+  switch (STATE(t)) {
     case S_VALUE: goto g_value;
     case S_VALUE_OR_AEND: goto g_value_or_aend;
     case S_KEY_OR_OEND: goto g_key_or_oend;
@@ -607,7 +645,9 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
     case S_COLON: goto g_colon;
     case S_AFTER: goto g_after;
     case S_DONE: goto g_done;
-    case S_STR: RESUME_TOK(str_resume);
+    /* feed sends a chunk that continues a string to the string functions below, which
+     * enter the machine only at the closing quote (sp); this is for completeness */
+    case S_STR: return str_more(t, buf, len, buf);
     case S_NUM_MINUS: RESUME_TOK(n_minus);
     case S_NUM_ZERO: RESUME_TOK(n_zero);
     case S_NUM_INT: RESUME_TOK(n_int);
@@ -623,7 +663,7 @@ __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *bu
   /* ---- grammar ---- */
 g_value: /* a value must come */
   if (p == end) {
-    state = S_VALUE;
+    mode = MODE(S_VALUE);
     goto out;
   }
   c = (uint8_t)*p;
@@ -640,7 +680,7 @@ value_c:
 
 g_value_or_aend: /* after '[' */
   if (p == end) {
-    state = S_VALUE_OR_AEND;
+    mode = MODE(S_VALUE_OR_AEND);
     goto out;
   }
   c = (uint8_t)*p;
@@ -650,7 +690,7 @@ g_value_or_aend: /* after '[' */
 
 g_key_or_oend: /* after '{' */
   if (p == end) {
-    state = S_KEY_OR_OEND;
+    mode = MODE(S_KEY_OR_OEND);
     goto out;
   }
   c = (uint8_t)*p;
@@ -664,7 +704,7 @@ g_key_or_oend: /* after '{' */
 
 g_key: /* after ',' in an object */
   if (p == end) {
-    state = S_KEY;
+    mode = MODE(S_KEY);
     goto out;
   }
   c = (uint8_t)*p;
@@ -677,7 +717,7 @@ g_key: /* after ',' in an object */
 
 g_colon: /* after a key */
   if (p == end) {
-    state = S_COLON;
+    mode = MODE(S_COLON);
     goto out;
   }
   c = (uint8_t)*p;
@@ -692,7 +732,7 @@ after_value: /* a value just completed; p is at the byte after it */
   if (!depth) goto g_done;
 g_after: /* after a value inside a container */
   if (p == end) {
-    state = S_AFTER;
+    mode = MODE(S_AFTER);
     goto out;
   }
   c = (uint8_t)*p;
@@ -708,7 +748,7 @@ g_after: /* after a value inside a container */
 
 g_done: /* after the top-level value */
   if (p == end) {
-    state = S_DONE;
+    mode = MODE(S_DONE);
     goto out;
   }
   c = (uint8_t)*p;
@@ -747,13 +787,9 @@ str_open:
   p++;
   frag = p;
   first = TS_JSON_FIRST;
-  /* between characters (t->sub is written when a chunk ends inside the string) */
-  sub = 32 * D_PL;
-  goto str_lex;
-str_resume:
-  sub = t->sub;
-str_lex: /* one copy of the inlined lexer: two cost the whole machine spills */
-  p = str_body(t, sub, p, end, buf, &err);
+  /* between characters (t->mode is written when a chunk ends inside the string); a
+   * chunk that continues a string never starts here (see the switch) */
+  p = str_body(t, 32 * D_PL, p, end, buf, &err);
   if (err) goto fail;
   if (p == end) goto str_chunk_end;
 str_quote:
@@ -763,9 +799,14 @@ str_quote:
   goto after_value;
 
 str_chunk_end:
-  state = S_STR;
-  if (p != frag) EMIT_FRAG(skind, p, 0);
-  goto out_tok;
+  /* str_body has written t->mode (S_STR and the DFA's state); a string that has
+   * reported nothing yet says so there too (first is TS_JSON_FIRST or 0) */
+  if (p != frag)
+    EMIT_FRAG(skind, p, 0);
+  else
+    t->mode |= first * MODE_FIRST;
+  TOK_OUT();
+  goto out_kept;
 
   /* ---- numbers ---- */
 num_open:
@@ -777,7 +818,7 @@ num_open:
   goto n_int;
 n_minus:
   if (p == end) {
-    state = S_NUM_MINUS;
+    mode = MODE(S_NUM_MINUS);
     goto num_chunk_end;
   }
   if (*p == '0') {
@@ -791,7 +832,7 @@ n_minus:
   FAIL(TS_E_JSON_NUMBER);
 n_zero:
   if (p == end) {
-    state = S_NUM_ZERO;
+    mode = MODE(S_NUM_ZERO);
     goto num_chunk_end;
   }
   if ((uint8_t)(*p - '0') <= 9) FAIL(TS_E_JSON_NUMBER);
@@ -799,7 +840,7 @@ n_zero:
 n_int:
   while (p < end && (uint8_t)(*p - '0') <= 9) p++;
   if (p == end) {
-    state = S_NUM_INT;
+    mode = MODE(S_NUM_INT);
     goto num_chunk_end;
   }
 n_after_int:
@@ -814,7 +855,7 @@ n_after_int:
   goto num_end;
 n_dot:
   if (p == end) {
-    state = S_NUM_DOT;
+    mode = MODE(S_NUM_DOT);
     goto num_chunk_end;
   }
   if ((uint8_t)(*p - '0') > 9) FAIL(TS_E_JSON_NUMBER);
@@ -822,7 +863,7 @@ n_dot:
 n_frac:
   while (p < end && (uint8_t)(*p - '0') <= 9) p++;
   if (p == end) {
-    state = S_NUM_FRAC;
+    mode = MODE(S_NUM_FRAC);
     goto num_chunk_end;
   }
   if ((*p | 0x20) == 'e') {
@@ -832,7 +873,7 @@ n_frac:
   goto num_end;
 n_e:
   if (p == end) {
-    state = S_NUM_E;
+    mode = MODE(S_NUM_E);
     goto num_chunk_end;
   }
   if (*p == '+' || *p == '-') {
@@ -844,7 +885,7 @@ n_e:
   goto n_exp;
 n_esign:
   if (p == end) {
-    state = S_NUM_ESIGN;
+    mode = MODE(S_NUM_ESIGN);
     goto num_chunk_end;
   }
   if ((uint8_t)(*p - '0') > 9) FAIL(TS_E_JSON_NUMBER);
@@ -852,7 +893,7 @@ n_esign:
 n_exp:
   while (p < end && (uint8_t)(*p - '0') <= 9) p++;
   if (p == end) {
-    state = S_NUM_EXP;
+    mode = MODE(S_NUM_EXP);
     goto num_chunk_end;
   }
 num_end:
@@ -867,21 +908,21 @@ num_chunk_end:
   /* ---- literals ---- */
 lit_open:
   t->lit = c == 't' ? 0 : c == 'f' ? 1 : 2;
-  t->sub = 0;
+  t->lit_k = 0;
   t->tok_start = OFF(p);
 lit_resume: {
   const unsigned lit = t->lit;
   const char *want = lit_text[lit];
   const unsigned n = lit_len[lit];
-  unsigned k = t->sub;
+  unsigned k = t->lit_k;
   while (p < end && k < n) {
     if (*p != want[k]) FAIL(TS_E_JSON_LITERAL);
     k++;
     p++;
   }
   if (k < n) {
-    t->sub = (uint16_t)k;
-    state = S_LIT;
+    t->lit_k = (uint8_t)k;
+    mode = MODE(S_LIT);
     goto out;
   }
   EMIT(lit_kind[lit], want, n, t->tok_start, depth, TS_JSON_FIRST | TS_JSON_LAST);
@@ -889,25 +930,24 @@ lit_resume: {
 }
 
 out_tok:
-  /* the chunk ended inside a string or a number: its token, for the next call */
-  t->tok.flags = (uint8_t)first;
-  t->tok.kind = (uint8_t)skind;
-  t->tok.depth = depth;
+  TOK_OUT();
 out:
-  t->state = (uint8_t)state;
+  t->mode = mode;
+out_kept:
   t->depth = depth;
   t->in_obj = (uint8_t)obj;
   t->pos = base + len;
   return TS_E_OK;
 
 fail:
-  t->state = S_ERROR;
+  t->mode = MODE(S_ERROR);
   t->depth = depth;
   t->err = err;
   t->err_offset = OFF(p);
   t->pos = base + len;
   return err;
 #undef OFF
+#undef TOK_OUT
 #undef FAIL
 #undef EMIT
 #undef EMIT_FRAG
@@ -927,7 +967,7 @@ fail:
 /* The callback stopped the tokenizer during a fast-path fragment. Cold. */
 __attribute__((noinline, cold)) static int fast_aborted(ts_json_tok *t) {
   const size_t len = t->tok.len;
-  t->state = S_ERROR;
+  t->mode = MODE(S_ERROR);
   t->err = TS_E_ABORTED;
   t->err_offset = t->pos + len;
   t->pos += len;
@@ -992,9 +1032,9 @@ __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, s
                                               const char *from) {
   const char *const end = buf + len;
   int err = 0;
-  const char *p = str_body(t, t->sub, from, end, buf, &err);
+  const char *p = str_body(t, MODE_DFA(t->mode), from, end, buf, &err);
   if (__builtin_expect(err != 0, 0)) {
-    t->state = S_ERROR;
+    t->mode = MODE(S_ERROR);
     t->err = err;
     t->err_offset = t->pos + (uint64_t)(p - buf);
     t->pos += len;
@@ -1008,7 +1048,10 @@ __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, s
 /* A chunk of 32 bytes or more that continues a string between characters. */
 __attribute__((noinline)) static int str_wide(ts_json_tok *t, const char *buf, size_t len) {
   const char *const p = scan_wide(buf, buf + len);
-  if (p == buf + len) return str_fragment(t, buf, len);
+  if (p == buf + len) {
+    t->mode = MODE(S_STR); /* between characters, and this is not the first fragment */
+    return str_fragment(t, buf, len);
+  }
   if (*p == '"') return feed_machine(t, buf, len, p); /* the string ends: grammar */
   return str_more(t, buf, len, p);
 }
@@ -1018,44 +1061,99 @@ __attribute__((noinline)) static int str_wide(ts_json_tok *t, const char *buf, s
  * test per byte (the exits absorb); longer ones are scanned 16 bytes at a time. */
 #define SHORT_CHUNK 8
 
+/* Reports the whole chunk [buf, buf + len) as the next fragment of a string that has
+ * reported one already (t->mode is 0 or a DFA state: t->tok.flags is 0). */
+static inline int str_next(ts_json_tok *t, const char *buf, size_t len) {
+  t->tok.text = buf;
+  t->tok.len = len;
+  t->tok.offset = t->pos;
+  const int r = t->cb(t->user, &t->tok);
+  if (__builtin_expect(r != 0, 0)) return fast_aborted(t);
+  t->pos += t->tok.len; /* the callback cannot change it; no need to keep len alive */
+  return r;
+}
+
+/* Runs the DFA over [p, end), 1 to 8 (SHORT_CHUNK) bytes, from state s (scaled; size_t, so
+ * that no step needs a zero extension): two table loads a byte, no test per byte (the
+ * exits absorb) and no loop (one jump on the count, then straight-line steps). If the
+ * bytes hold no error and no closing quote, returns the DFA's last state, below
+ * 32 * D_QT; otherwise an exit state. */
+static inline __attribute__((always_inline)) size_t str_dfa_chunk(const char *p,
+                                                                  const char *end, size_t s) {
+#define STEP(k) s = str_dfa[s + str_class[(uint8_t)end[-(k)]]]
+  switch ((end - p) & 7) { /* 1 ..= 8 bytes: 8 is case 0, and no case is missing */
+    case 0: STEP(8); /* fall through */
+    case 7: STEP(7); /* fall through */
+    case 6: STEP(6); /* fall through */
+    case 5: STEP(5); /* fall through */
+    case 4: STEP(4); /* fall through */
+    case 3: STEP(3); /* fall through */
+    case 2: STEP(2); /* fall through */
+    case 1: STEP(1);
+  }
+#undef STEP
+  return s;
+}
+
+/* 4 to 8 bytes continuing a string between characters: one word test for stop bytes
+ * rather than a DFA step per byte. `first`: the string has reported nothing yet
+ * (t->mode is MODE_FIRST; otherwise it is 0). */
+static inline __attribute__((always_inline)) int str_short_at(ts_json_tok *t, const char *buf,
+                                                             size_t len, int first) {
+  const unsigned ok = short_plain(buf, len);
+  if ((uint8_t)ok == 0xFF) {
+    if (!first) return str_next(t, buf, len);
+    t->mode = MODE(S_STR);
+    return str_fragment(t, buf, len);
+  }
+  const char *const q = short_at(buf, len, ok);
+  /* the first stop is the closing quote: the rest of the chunk is grammar */
+  if (*q == '"') return feed_machine(t, buf, len, q);
+  /* the bytes before q leave the DFA at PL */
+  const size_t s = str_dfa_chunk(q, buf + len, 32 * D_PL);
+  if (__builtin_expect(s >= 32 * D_QT, 0)) return str_more(t, buf, len, buf);
+  t->mode = MODE(S_STR) | (uint32_t)s;
+  return first ? str_fragment(t, buf, len) : str_next(t, buf, len);
+}
+__attribute__((noinline)) static int str_short(ts_json_tok *t, const char *buf, size_t len) {
+  return str_short_at(t, buf, len, 0);
+}
+__attribute__((noinline)) static int str_short_first(ts_json_tok *t, const char *buf,
+                                                     size_t len) {
+  return str_short_at(t, buf, len, 1);
+}
+
+/* 1 to SHORT_CHUNK bytes continuing a string in any state: the DFA over all of them. */
+__attribute__((noinline)) static int str_tiny(ts_json_tok *t, const char *buf, size_t len) {
+  const size_t s = str_dfa_chunk(buf, buf + len, MODE_DFA(t->mode));
+  if (__builtin_expect(s >= 32 * D_QT, 0)) return str_more(t, buf, len, buf);
+  t->mode = MODE(S_STR) | (uint32_t)s;
+  return str_fragment(t, buf, len);
+}
+
 int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
-  /* Inside a string (which also excludes the error and finished states), a short chunk
-   * that holds no closing quote and no error is one fragment: the DFA's last state is
-   * all that changes. Anything else goes to the machine or str_more, which start again
-   * from t->sub. */
-  if (t->state == S_STR) {
-    unsigned s = t->sub;
-    const char *p = buf, *const end = buf + len;
-    /* 4 to 8 bytes between characters: s is 0 (PL) or 32 to 992 (states are scaled),
-     * so one sum and one compare test both (len - 4 wraps below 4 bytes; adding s
-     * cannot bring it back under 4, nor can any real len wrap) */
-    if (len - 4 + s <= SHORT_CHUNK - 4) {
-      /* between characters, 4 to 8 bytes with nothing to stop at take one word test
-       * rather than a DFA step per byte */
-      const unsigned ok = short_plain(buf, len);
-      if ((uint8_t)ok == 0xFF) return str_fragment(t, buf, len);
-      const char *const q = short_at(buf, len, ok);
-      /* the first stop is the closing quote: the rest of the chunk is grammar */
-      if (*q == '"') return feed_machine(t, buf, len, q);
-      p = q; /* the bytes before it leave the DFA at PL */
-      goto dfa;
-    }
+  /* Inside a string (which also excludes the error and finished states), a chunk that
+   * holds no closing quote and no error is one fragment: the DFA's last state is all
+   * that changes. Anything else goes to the machine or str_more, which start again
+   * from t->mode. Every case is a tail call, so that none pays for another's
+   * registers. */
+  const uint32_t mode = t->mode;
+  /* 4 to 8 bytes between characters in a string, not its first fragment: mode is 0
+   * there and 16 or more anywhere else (MODE_FIRST, the DFA's states scaled by 32, the
+   * others by 65536), so one sum and one compare test both (len - 4 wraps below 4
+   * bytes; adding mode, below 2^32, cannot bring it back under 4, nor can any real len
+   * wrap) */
+  if (len - 4 + mode <= SHORT_CHUNK - 4) return str_short(t, buf, len);
+  if (mode < MODE(S_STR + 1)) { /* inside a string */
     if (len - 1 < SHORT_CHUNK) { /* 1 ..= SHORT_CHUNK bytes */
-    dfa:
-      if ((end - p) & 1) s = str_dfa[s + str_class[(uint8_t)*p++]];
-      for (; p < end; p += 2) { /* two bytes a turn: half the loop's own cost */
-        s = str_dfa[s + str_class[(uint8_t)p[0]]];
-        s = str_dfa[s + str_class[(uint8_t)p[1]]];
-      }
-      if (s < 32 * D_QT) {
-        t->sub = (uint16_t)s;
-        return str_fragment(t, buf, len);
-      }
+      /* 4 or more between characters as the string's first fragment: as above */
+      if (mode == MODE_FIRST && len >= 4) return str_short_first(t, buf, len);
+      return str_tiny(t, buf, len);
     }
 #if defined(TS_WIDE_SCAN)
     /* 32 bytes or more continuing a string between characters: a long string, so 32
      * bytes a step from the start; what scan_wide leaves, str_more finishes */
-    if (len >= 32 && s == 32 * D_PL && wide_scan) return str_wide(t, buf, len);
+    if (len >= 32 && MODE_DFA(mode) == 32 * D_PL && wide_scan) return str_wide(t, buf, len);
 #endif
     if (len) return str_more(t, buf, len, buf);
   }
@@ -1063,7 +1161,7 @@ int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
 }
 
 int ts_json_tok_finish(ts_json_tok *t) {
-  unsigned state = t->state;
+  unsigned state = STATE(t);
   if (state == S_ERROR) return t->err;
   if (state == S_FINISHED) return TS_E_OK;
   int err = TS_E_OK;
@@ -1080,7 +1178,7 @@ int ts_json_tok_finish(ts_json_tok *t) {
       if (t->cb(t->user, &tok)) {
         err = TS_E_ABORTED;
       } else {
-        t->state = S_DONE;
+        t->mode = MODE(S_DONE);
         state = S_DONE;
       }
     }
@@ -1088,11 +1186,11 @@ int ts_json_tok_finish(ts_json_tok *t) {
   if (!err && state != S_DONE)
     err = (state == S_VALUE && t->depth == 0) ? TS_E_JSON_EMPTY : TS_E_JSON_TRUNCATED;
   if (err) {
-    t->state = S_ERROR;
+    t->mode = MODE(S_ERROR);
     t->err = err;
     t->err_offset = t->pos;
     return err;
   }
-  t->state = S_FINISHED;
+  t->mode = MODE(S_FINISHED);
   return TS_E_OK;
 }

@@ -72,7 +72,7 @@
  *   on x86-64 escapes and UTF-8 characters held whole in a chunk are
  *   stepped over inside the 16-byte blocks rather than checked byte by byte. A chunk that only continues a string (the common case for a long
  *   argument arriving in deltas) is reported without entering the grammar machine;
- *   a call costs about 31 instructions more than its bytes do, the callback not
+ *   a call costs about 30 instructions more than its bytes do, the callback not
  *   counted (docs/performance.md has the figures).
  */
 #ifndef TS_JSON_TOK_H
@@ -130,10 +130,13 @@ typedef struct ts_json_tok {
   uint32_t depth;      /* open containers */
   uint32_t max_depth;
   int32_t err;         /* sticky ts_err, 0 while healthy */
-  uint8_t state;       /* grammar / lexer state, see json_tok.c */
+  /* The grammar / lexer state (json_tok.c) times 65536, plus, inside a string, the
+   * string DFA's state: one word, so that one compare tells a chunk that continues a
+   * string between characters from everything else. */
+  uint32_t mode;
   uint8_t lit;         /* which literal is being matched */
+  uint8_t lit_k;       /* letters of it matched */
   uint8_t in_obj;      /* the innermost open container is an object */
-  uint16_t sub;        /* state inside a token: the string DFA's state, literal letters matched */
   uint64_t tok_start;  /* absolute offset where the current literal began */
   /* The open key/string/number's token, kept between calls: kind and depth of the
    * token, flags TS_JSON_FIRST until it has reported a fragment. A chunk that only

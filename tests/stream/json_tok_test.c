@@ -265,6 +265,9 @@ static void run_doc(const char *doc, size_t len, uint32_t max_depth, const size_
     if (n) memcpy(chunks[i], doc + starts[i], n);
   }
   ts_json_tok t;
+  /* init must write every field a call reads before writing it (it no longer clears
+   * the whole struct): start from garbage */
+  memset(&t, 0xA5, sizeof t);
   CHECK(ts_json_tok_init(&t, max_depth, record, r) == TS_E_OK, "%s: init failed", what);
   int done0 = ts_json_tok_done(&t);
 
@@ -1507,6 +1510,69 @@ START_TEST(test_string_across_feeds) {
 }
 END_TEST
 
+/* Feeds of 1 to 9 bytes inside strings (json_tok.c, ts_json_tok_feed and the string
+ * functions before it): 4 to 8 bytes between characters take one word test (str_short;
+ * str_short_first when the string has reported nothing yet, t->mode MODE_FIRST: the
+ * chunk before ended at its opening quote), 1 to 8 bytes anywhere else run through
+ * the DFA in straight-line steps (str_tiny, and str_short after its first stop), and an
+ * exit of the DFA hands the chunk to str_more. So every cluster of escapes and
+ * characters (and every bad one), in a long string and as a whole short string and
+ * key, is fed in chunks whose sizes run through an irregular cycle of 1 to 9 bytes,
+ * from every starting point of the cycle and every lead of 0 to 8 bytes: every length
+ * at every offset and DFA state, chunks that begin just after an opening quote, and
+ * chunks that end at or just before a closing quote. The same tokens and errors, at
+ * the same offsets, as the reference. */
+START_TEST(test_short_feeds) {
+  static const size_t cycle[] = {4, 1, 5, 8, 2, 6, 3, 7, 9, 4, 5, 4, 8, 6, 1, 7, 2, 3};
+  const size_t ncycle = sizeof cycle / sizeof cycle[0];
+  sb s = {0};
+  for (size_t c = 0; c < NCLUSTERS; c++) {
+    s.len = 0;
+    sb_puts(&s, "{\"");
+    sb_puts(&s, clusters[c]); /* a key that is the cluster */
+    sb_puts(&s, "\":[\"ab");
+    sb_puts(&s, clusters[c]);
+    sb_puts(&s, "cdefghij\",\"");
+    sb_puts(&s, clusters[c]); /* a string that is the cluster */
+    sb_puts(&s, "\",\"\",\"x\",\"wxyz\",\"");
+    for (int k = 0; k < 3; k++) {
+      sb_puts(&s, clusters[c]);
+      sb_puts(&s, "pq");
+    }
+    sb_puts(&s, "\",12,\"k\"],\"z\":\"");
+    sb_puts(&s, clusters[c]);
+    sb_puts(&s, "\"}");
+    run_t ref;
+    ref_parse(s.p, s.len, 0, &ref);
+    CHECK((ref.err != 0) == (c >= NGOOD), "short feeds cluster %zu: reference err %d", c,
+          ref.err);
+    size_t *cuts = malloc(s.len * sizeof *cuts);
+    CHECK(cuts, "out of memory");
+    for (size_t start = 0; start < ncycle; start++) {
+      for (size_t lead = 0; lead <= 8; lead++) {
+        size_t n = 0, at = lead, k = start;
+        if (lead) cuts[n++] = lead;
+        for (;;) {
+          at += cycle[k++ % ncycle];
+          if (at >= s.len) break;
+          cuts[n++] = at;
+        }
+        run_t r;
+        char what[120];
+        snprintf(what, sizeof what, "short feeds cluster %zu, cycle from %zu, lead %zu", c,
+                 start, lead);
+        run_doc(s.p, s.len, 0, cuts, n, 0, &r, what);
+        same_runs(&ref, &r, what);
+        run_free(&r);
+      }
+    }
+    free(cuts);
+    run_free(&ref);
+  }
+  free(s.p);
+}
+END_TEST
+
 /* The 32-byte scan (json_tok.c, scan_wide: AVX2, entered for a string its first 16-byte
  * block did not end, while more than 32 bytes are left in the chunk; lone one-character
  * escapes cleared by a nibble lookup before the walk). Each cluster at every offset
@@ -1621,6 +1687,7 @@ int main(void) {
   tcase_add_test(tr, test_random);
   tcase_add_test(tr, test_string_scan);
   tcase_add_test(tr, test_string_across_feeds);
+  tcase_add_test(tr, test_short_feeds);
   tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
   tcase_add_test(tr, test_string_wide);
@@ -1635,6 +1702,7 @@ int main(void) {
   tcase_add_test(tn, test_random);
   tcase_add_test(tn, test_string_scan);
   tcase_add_test(tn, test_string_masks);
+  tcase_add_test(tn, test_short_feeds);
   tcase_add_test(tn, test_string_wide);
   tcase_add_test(tn, test_large);
   suite_add_tcase(s, tn);
