@@ -52,12 +52,7 @@ int ts_evs_set_grow(ts_evs *s, size_t size, ts_evs_grow_fn grow, void *user) {
 
 /* Room for `need` bytes (room < need <= cap): 0, or -1 when the hook refused. */
 static __attribute__((noinline)) int grow_buf(ts_evs *s, size_t need) {
-  size_t size = s->room;
-  char *b = s->grow ? s->grow(s->grow_user, size ? s->buf : NULL, need, &size) : NULL;
-  if (!b) return -1;
-  s->buf = b;
-  s->room = size < s->cap ? size : s->cap;
-  return s->room < need ? -1 : 0;
+  return ts_grow_to(s->grow, s->grow_user, &s->buf, &s->room, s->cap, need);
 }
 
 static void report(ts_evs *s, const ts_evs_item *it) {

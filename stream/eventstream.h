@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/grow.h"
 #include "base/view.h"
 
 typedef enum { TS_EVS_MESSAGE = 1, TS_EVS_ERROR } ts_evs_kind;
@@ -55,11 +56,8 @@ typedef struct {
 /* Return 0 to go on; nonzero stops the framer (TS_E_ABORTED, sticky). */
 typedef int (*ts_evs_cb)(void *user, const ts_evs_item *it);
 
-/* Grow hook: the buffer `buf` of *size bytes (NULL when *size is 0) must hold `need`
- * bytes (*size < need <= cap). Returns a buffer of at least need bytes starting with the
- * old one's *size bytes, its size in *size (the old buffer is the hook's to free), or NULL
- * to refuse (nothing changed). Must not call into the framer. */
-typedef char *(*ts_evs_grow_fn)(void *user, char *buf, size_t need, size_t *size);
+/* Grow hook (ts_evs_set_grow) of the message buffer, up to cap: base/grow.h's contract. */
+typedef ts_grow_fn ts_evs_grow_fn;
 
 typedef struct {
   ts_evs_cb cb;

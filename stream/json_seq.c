@@ -54,12 +54,7 @@ int ts_json_seq_set_grow(ts_json_seq *s, size_t size, ts_json_seq_grow_fn grow, 
 /* Room for one more byte of the value (s->len == s->room < s->cap): 0, or -1 when the
  * hook refused (the buffer as it was). */
 static __attribute__((noinline)) int grow_buf(ts_json_seq *s) {
-  size_t size = s->room;
-  char *b = s->grow ? s->grow(s->grow_user, size ? s->buf : NULL, s->len + 1, &size) : NULL;
-  if (!b) return -1;
-  s->buf = b;
-  s->room = size < s->cap ? size : s->cap;
-  return s->room > s->len ? 0 : -1;
+  return ts_grow_to(s->grow, s->grow_user, &s->buf, &s->room, s->cap, s->len + 1);
 }
 
 static void report(ts_json_seq *s, ts_json_seq_item *it) {

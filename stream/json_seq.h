@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/grow.h"
 
 typedef enum { TS_JSON_SEQ_VALUE = 1, TS_JSON_SEQ_ERROR } ts_json_seq_kind;
 
@@ -59,11 +60,9 @@ typedef struct {
  * item's data is valid during the callback only. */
 typedef int (*ts_json_seq_cb)(void *user, const ts_json_seq_item *it);
 
-/* Grow hook: the buffer `buf` of *size bytes (NULL when *size is 0) must hold `need`
- * bytes (*size < need <= cap). Returns a buffer of at least need bytes starting with the
- * old one's *size bytes, its size in *size (the old buffer is the hook's to free), or NULL
- * to refuse (nothing changed). Must not call into the framer. */
-typedef char *(*ts_json_seq_grow_fn)(void *user, char *buf, size_t need, size_t *size);
+/* Grow hook (ts_json_seq_set_grow) of the value buffer, up to cap: base/grow.h's
+ * contract. */
+typedef ts_grow_fn ts_json_seq_grow_fn;
 
 typedef struct {
   ts_json_seq_cb cb;

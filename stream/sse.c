@@ -150,12 +150,7 @@ int ts_sse_set_grow(ts_sse *s, size_t size, ts_sse_grow_fn grow, void *user) {
 /* Asks the hook for room for `need` bytes (room < need <= cap). 0, or -1 when refused
  * (the buffer as it was). */
 static __attribute__((noinline)) int grow_buf(ts_sse *s, size_t need) {
-  size_t size = s->room;
-  char *b = s->grow ? s->grow(s->grow_user, size ? s->buf : NULL, need, &size) : NULL;
-  if (b == NULL) return -1;
-  s->buf = b;
-  s->room = size < s->cap ? size : s->cap;
-  return s->room < need ? -1 : 0;
+  return ts_grow_to(s->grow, s->grow_user, &s->buf, &s->room, s->cap, need);
 }
 
 /* The buffer holds at least `need` bytes (need <= cap), or -1. */

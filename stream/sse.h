@@ -140,6 +140,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/grow.h"
 
 /* Event names in provider streams are short identifiers ("content_block_delta",
  * "response.function_call_arguments.delta" is the longest we know, 38 bytes). */
@@ -183,13 +184,8 @@ typedef int (*ts_sse_cb)(void *user, const ts_sse_event *ev);
 /* How many data bytes of the event named name[0..len) to keep (see "Keeping less"). */
 typedef size_t (*ts_sse_keep_fn)(void *user, const char *name, size_t len);
 
-/* Grow hook (ts_sse_set_grow): the data buffer `buf` of *size bytes (buf NULL when *size
- * is 0: none yet) must hold at least `need` bytes (*size < need <= cap). Returns a buffer
- * of at least need bytes whose first *size bytes are the old buffer's, and stores its size
- * in *size (the old buffer is then the hook's to free: realloc's contract); or NULL to
- * refuse, leaving buf and *size as they were. Called from inside feed, never from a
- * callback; it must not call into the framer. */
-typedef char *(*ts_sse_grow_fn)(void *user, char *buf, size_t need, size_t *size);
+/* Grow hook (ts_sse_set_grow) of the data buffer, up to cap: base/grow.h's contract. */
+typedef ts_grow_fn ts_sse_grow_fn;
 
 /* Opaque in spirit: read it only through the functions below. It is public so the
  * caller can embed it (no allocation). Zero-filled plus ts_sse_init's settings is the

@@ -14,6 +14,7 @@
 
 #include "stream/eventstream.h"
 #include "support/evs_frame.h"
+#include "support/grow.h"
 #include "support/test_support.h"
 
 #define ref_crc ts_test_crc32 /* support/evs_frame.h: bit by bit, independent of the framer */
@@ -82,24 +83,10 @@ static int on_item(void *user, const ts_evs_item *it) {
   return 0;
 }
 
-/* The grow hook of the runs with grow_mode set: no buffer at the start, each growth to
- * exactly `need` (an exact-size block: ASan catches a write past it), refused past
- * grow_max (0: never). */
+/* The runs with grow_mode set start with no buffer and grow it on demand
+ * (support/grow.h: each growth exactly what is asked, refused past G.max). */
 static int grow_mode;
-static size_t grow_max;
-static char *grown;
-static int grow_bad;
-
-static char *exact_grow(void *user, char *buf, size_t need, size_t *size) {
-  (void)user;
-  if (buf != grown || need <= *size) grow_bad = 1;
-  if (grow_max && need > grow_max) return NULL;
-  char *b = realloc(buf, need);
-  if (!b) return NULL;
-  grown = b;
-  *size = need;
-  return b;
-}
+static ts_test_grow G;
 
 static void run(const uint8_t *in, size_t len, size_t cap, size_t step, rec *r) {
   int scribble = r->scribble;
@@ -108,9 +95,9 @@ static void run(const uint8_t *in, size_t len, size_t cap, size_t step, rec *r) 
   char buf[512];
   ts_evs s;
   ck_assert_int_eq(ts_evs_init(&s, buf, cap, on_item, r), TS_E_OK);
-  if (grow_mode) ck_assert_int_eq(ts_evs_set_grow(&s, 0, exact_grow, NULL), TS_E_OK);
-  grown = NULL;
-  grow_bad = 0;
+  if (grow_mode) ck_assert_int_eq(ts_evs_set_grow(&s, 0, ts_test_exact_grow, &G), TS_E_OK);
+  G.grown = NULL;
+  G.bad = 0;
   if (!step) step = len ? len : 1;
   for (size_t off = 0; off < len; off += step) {
     size_t k = len - off < step ? len - off : step;
@@ -121,9 +108,9 @@ static void run(const uint8_t *in, size_t len, size_t cap, size_t step, rec *r) 
     free(piece);
   }
   snprintf(r->trace + r->n, sizeof r->trace - r->n, "%s", ts_evs_cut(&s) ? "cut" : "end");
-  ck_assert_int_eq(grow_bad, 0);
-  free(grown);
-  grown = NULL;
+  ck_assert_int_eq(G.bad, 0);
+  free(G.grown);
+  G.grown = NULL;
 }
 
 /* Whole and at every read size 1..31, with the caller's buffer and with none at the start,
@@ -153,7 +140,7 @@ START_TEST(test_grow_refused) {
   char want[256];
   rec r = {0};
   grow_mode = 1;
-  grow_max = 8;
+  G.max = 8;
   run(s, n, 512, 0, &r);
   snprintf(want, sizeof want, "event/contentBlockDelta@%zu:{\"a\":1}|event/messageStop@%zu:{}|end", first, n);
   ck_assert_str_eq(r.trace, want);
@@ -163,22 +150,22 @@ START_TEST(test_grow_refused) {
   }
   /* the first message whole in the first read, the second in pieces (its first byte there) */
   rec two = {0};
-  grow_max = 0;
+  G.max = 0;
   run(s, n, 512, first + 1, &two);
   ck_assert_str_eq(two.trace, want);
-  grow_max = 8;
+  G.max = 8;
   run(s, n, 512, first + 1, &two);
   snprintf(want, sizeof want, "event/contentBlockDelta@%zu:{\"a\":1}|Enomem@%zu|cut", first, first);
   ck_assert_str_eq(two.trace, want);
-  grow_max = 0;
+  G.max = 0;
   grow_mode = 0;
   ts_evs e;
   char buf[16];
   ck_assert_int_eq(ts_evs_init(&e, buf, 16, on_item, &r), TS_E_OK);
   ck_assert_int_eq(ts_evs_set_grow(&e, 0, NULL, NULL), TS_E_INVAL);
-  ck_assert_int_eq(ts_evs_set_grow(&e, 17, exact_grow, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_evs_set_grow(&e, 17, ts_test_exact_grow, &G), TS_E_INVAL);
   ck_assert_int_eq(ts_evs_feed(&e, buf, 1), TS_E_OK);
-  ck_assert_int_eq(ts_evs_set_grow(&e, 0, exact_grow, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_evs_set_grow(&e, 0, ts_test_exact_grow, &G), TS_E_INVAL);
 }
 END_TEST
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "stream/json_seq.h"
+#include "support/grow.h"
 #include "support/test_support.h"
 
 typedef struct {
@@ -33,24 +34,10 @@ static int on_item(void *user, const ts_json_seq_item *it) {
   return ++r->items == r->stop_at;
 }
 
-/* The grow hook of the runs with grow_mode set: no buffer at the start, each growth to
- * exactly `need` (an exact-size block: ASan catches a write past the room asked for),
- * refused past grow_max (0: never). */
+/* The runs with grow_mode set start with no buffer and grow it on demand
+ * (support/grow.h: each growth exactly what is asked, refused past G.max). */
 static int grow_mode;
-static size_t grow_max;
-static char *grown;
-static int grow_bad;
-
-static char *exact_grow(void *user, char *buf, size_t need, size_t *size) {
-  (void)user;
-  if (buf != grown || need <= *size) grow_bad = 1;
-  if (grow_max && need > grow_max) return NULL;
-  char *b = realloc(buf, need);
-  if (!b) return NULL;
-  grown = b;
-  *size = need;
-  return b;
-}
+static ts_test_grow G;
 
 /* Feeds `in` in reads of `step` bytes (0: whole); the trace ends with "cut" or "end". */
 static void run(const char *in, int array, size_t cap, size_t step, rec *r) {
@@ -58,9 +45,9 @@ static void run(const char *in, int array, size_t cap, size_t step, rec *r) {
   char buf[256];
   ts_json_seq s;
   ck_assert_int_eq(ts_json_seq_init(&s, array, buf, cap, on_item, r), TS_E_OK);
-  if (grow_mode) ck_assert_int_eq(ts_json_seq_set_grow(&s, 0, exact_grow, NULL), TS_E_OK);
-  grown = NULL;
-  grow_bad = 0;
+  if (grow_mode) ck_assert_int_eq(ts_json_seq_set_grow(&s, 0, ts_test_exact_grow, &G), TS_E_OK);
+  G.grown = NULL;
+  G.bad = 0;
   size_t len = strlen(in);
   if (!step) step = len ? len : 1;
   for (size_t off = 0; off < len; off += step) {
@@ -71,9 +58,9 @@ static void run(const char *in, int array, size_t cap, size_t step, rec *r) {
     free(piece);
   }
   snprintf(r->trace + r->n, sizeof r->trace - r->n, "%s", ts_json_seq_cut(&s) ? "cut" : "end");
-  ck_assert_int_eq(grow_bad, 0);
-  free(grown);
-  grown = NULL;
+  ck_assert_int_eq(G.bad, 0);
+  free(G.grown);
+  G.grown = NULL;
 }
 
 static const struct {
@@ -134,7 +121,7 @@ END_TEST
  * framer copies every byte, so where growth is asked does not depend on the reads). */
 START_TEST(test_grow_refused) {
   grow_mode = 1;
-  grow_max = 4;
+  G.max = 4;
   static const char in[] = "{\"a\":1}{\"bbbb\":2}{}";
   const char *want = "Enomem@4|Enomem@11|V19:{}|end"; /* 7 bytes, 10 bytes: over 4 */
   rec r;
@@ -142,7 +129,7 @@ START_TEST(test_grow_refused) {
     run(in, 0, 256, step, &r);
     ck_assert_msg(!strcmp(r.trace, want), "reads of %zu:\n got %s\nwant %s", step, r.trace, want);
   }
-  grow_max = 0;
+  G.max = 0;
   run(in, 0, 256, 1, &r);
   ck_assert_str_eq(r.trace, "V7:{\"a\":1}|V17:{\"bbbb\":2}|V19:{}|end");
   /* set_grow's rules */
@@ -150,9 +137,9 @@ START_TEST(test_grow_refused) {
   char buf[8];
   ck_assert_int_eq(ts_json_seq_init(&s, 0, buf, 8, on_item, &r), TS_E_OK);
   ck_assert_int_eq(ts_json_seq_set_grow(&s, 0, NULL, NULL), TS_E_INVAL);
-  ck_assert_int_eq(ts_json_seq_set_grow(&s, 9, exact_grow, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_json_seq_set_grow(&s, 9, ts_test_exact_grow, &G), TS_E_INVAL);
   ck_assert_int_eq(ts_json_seq_feed(&s, "{", 1), TS_E_OK);
-  ck_assert_int_eq(ts_json_seq_set_grow(&s, 0, exact_grow, NULL), TS_E_INVAL);
+  ck_assert_int_eq(ts_json_seq_set_grow(&s, 0, ts_test_exact_grow, &G), TS_E_INVAL);
   grow_mode = 0;
 }
 END_TEST
