@@ -49,6 +49,10 @@
  * commonest case (4 to 8 bytes between characters in a string that has reported a
  * fragment); feed only picks, every case is a tail call (none pays for the registers
  * another needs), and a chunk for the grammar reaches the machine after two compares.
+ * Where a short chunk ends a string, what follows the closing quote (a colon, a comma, a
+ * close, the next opening quote, a plain integer) is taken by a small loop of its own,
+ * the grammar short path (str_close, gram_run), which enters the machine only at a byte
+ * it does not take.
  *
  * Errors record the code and the absolute offset of the offending byte and become
  * sticky; no token is reported from that byte on.
@@ -568,7 +572,8 @@ static int str_more(ts_json_tok *t, const char *buf, size_t len, const char *fro
  * string body whose scan already stopped at sp. Grammar points are labels; the common
  * transitions jump straight to the next one, and each label saves its own state when
  * the chunk runs out. Locals mirror the hot fields of *t and are stored back at `out`
- * (the callback sees t->pos and t->depth as they were when feed was called). */
+ * (the callback sees t->pos and t->depth as they were when the machine was entered: at
+ * the chunk's start, or where the grammar short path handed the rest of a chunk over). */
 __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *buf, size_t len,
                                                   const char *sp) {
   /* first, so that the early return needs none of the registers the machine saves */
