@@ -1586,7 +1586,8 @@ END_TEST
  * so that every chunk end falls inside each step, plus whole, byte by byte and every
  * split 1..31; the same tokens, errors and offsets as the reference. */
 static const char *const gram_docs[] = {
-    "{\"abcdef\":\"ghijkl\",\"mnopqr\":12345,\"stuvw\":-678,\"x\":[1,\"yy\",-2],\"zz\":{\"a\":\"b\"},\"q\":\"r\"}",
+    "{\"abcdef\":\"ghijkl\",\"mnopqr\":12345,\"stuvw\":-678,\"x\":[1,\"yy\",-2],"
+    "\"zz\":{\"a\":\"b\"},\"q\":\"r\"}",
     "{\"a\":{\"b\":[\"cdefgh\"]},\"i\":[[\"jklmno\"]],\"p\":[\"q\",[\"r\"],{\"s\":\"t\"}]}",
     "[[[[[[[[[[{\"abcdefgh\":\"ijkl\",\"m\":[\"nop\"]}]]]]]]]]],\"q\",{\"rs\":\"tu\"}]",
     "{\"abcd\":0,\"efgh\":-0,\"ijkl\":12.5,\"mnop\":1e5,\"qrst\":-9E+2,\"uv\":7,\"w\":-12}",
