@@ -50,9 +50,9 @@
  * fragment); feed only picks, every case is a tail call (none pays for the registers
  * another needs), and a chunk for the grammar reaches the machine after two compares.
  * Where a short chunk ends a string, what follows the closing quote (a colon, a comma, a
- * close, the next opening quote, a plain integer) is taken by a small loop of its own,
- * the grammar short path (str_close, gram_run), which enters the machine only at a byte
- * it does not take.
+ * close, the next opening quote, a literal, a plain integer) is taken by a small loop of
+ * its own, the grammar short path (str_close, gram_run), which enters the machine only
+ * at a byte it does not take.
  *
  * Errors record the code and the absolute offset of the offending byte and become
  * sticky; no token is reported from that byte on.
@@ -1132,17 +1132,20 @@ __attribute__((noinline)) static int str_short_first(ts_json_tok *t, const char 
 
 /* ---- the grammar short path ----------------------------------------------------------
  * W2's and W3's 4-byte deltas are mostly structure: the end of a key and its colon, the
- * end of a value and its comma, the next opening quote and the first bytes of a key.
- * The machine takes all of that, but its entry and exit (six registers saved, the state
- * loaded and dispatched, and stored back) cost about as much as the bytes. So the end of
- * a string found by str_short, and a chunk of up to SHORT_CHUNK bytes that starts between
- * tokens, go through the small loop below: it takes ':' after a key, ',' after a value,
- * whitespace, and an opening quote whose string the chunk ends inside without a stop
- * byte (the string's first fragment, or nothing yet), and enters the machine at the
- * first byte it does not take (a number, a literal, a container, anything in error),
- * with t->mode set to the grammar state for that byte. It reports exactly what the
- * machine would (the same fragments, flags, offsets and depths), and t->pos is the
- * chunk's start until the chunk is done, as in the machine. */
+ * end of a value and its comma or close, the next opening quote and the first bytes of a
+ * key. The machine takes all of that, but its entry and exit (six registers saved, the
+ * state loaded and dispatched, and stored back) cost about as much as the bytes. So where
+ * str_short finds a string's closing quote, str_close reports the string's end and the
+ * small loop below takes what follows: ':' after a key, ',' after a value, the
+ * container's close, an opening quote whose string the chunk ends inside without a stop
+ * byte (the string's first fragment, or nothing yet), a literal (whole, or cut by the
+ * chunk's end) and an integer the chunk ends inside or a ',' '}' ']' ends. It enters the
+ * machine at the first byte it does not take (whitespace, a container, a float, a 0, a
+ * stop byte in the new string, anything in error), with t->mode set to the grammar state
+ * for that byte, as a chunk of its own: t->pos is advanced to that byte first, so every
+ * offset the machine reports or records is the same. (A start-at-p entry to the machine
+ * itself moved its register allocation: every cell got slower.) It reports exactly what
+ * the machine would: the same fragments, flags, offsets, depths and error offsets. */
 
 /* The callback stopped the tokenizer during a fragment reported by the grammar short
  * path; `at` is where the machine would have recorded it (the fragment's end). Cold. */
@@ -1213,6 +1216,40 @@ after:
   goto open;
 value:
   if (p == end) goto done;
+  if (*p == 't' || *p == 'f' || *p == 'n') {
+    /* a literal: whole (reported) or cut by the chunk's end (the machine's S_LIT goes on);
+     * a wrong letter is the machine's, from the literal's first letter */
+    const unsigned lit = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
+    const char *const want = lit_text[lit];
+    const unsigned n = lit_len[lit];
+    const char *q = p;
+    unsigned k = 0;
+    while (q < end && k < n && *q == want[k]) {
+      q++;
+      k++;
+    }
+    const uint64_t start = t->pos + (uint64_t)(p - buf);
+    if (k < n) {
+      if (q != end) goto machine;
+      t->lit = (uint8_t)lit;
+      t->lit_k = (uint8_t)k;
+      t->tok_start = start;
+      t->mode = MODE(S_LIT);
+      t->pos += len;
+      return TS_E_OK;
+    }
+    t->tok.text = want;
+    t->tok.len = n;
+    t->tok.offset = start;
+    t->tok.depth = t->depth;
+    t->tok.kind = lit_kind[lit];
+    t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
+    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+      return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
+    p = q;
+    st = S_AFTER;
+    goto after;
+  }
   if (*p != '"') {
     /* an integer from 1 (a '-' and digits, the first not 0) that the chunk ends inside
      * or that a ',' '}' or ']' ends; any other number is the machine's, from its start */

@@ -1577,8 +1577,9 @@ END_TEST
  * that continues a string between characters and holds its closing quote reports the
  * string's end and then takes, without the machine, a ':' after a key, a ',' after a
  * value, the close of the container, an opening quote whose string the chunk ends
- * inside without a stop byte, and an integer the chunk ends inside or a ',' '}' ']'
- * ends; anything else goes to the machine at that byte. Each document below puts
+ * inside without a stop byte, a literal (whole or cut by the chunk's end), and an
+ * integer the chunk ends inside or a ',' '}' ']' ends; anything else goes to the machine
+ * at that byte. Each document below puts
  * every one of those (and each way out of them: '.', 'e', '0', '-' at the end, a
  * stop byte in the new string, whitespace, bad bytes) after a closing quote, at
  * nesting depths that cross a byte of the container stack. Each is fed with a chunk of
@@ -1591,7 +1592,8 @@ static const char *const gram_docs[] = {
     "{\"a\":{\"b\":[\"cdefgh\"]},\"i\":[[\"jklmno\"]],\"p\":[\"q\",[\"r\"],{\"s\":\"t\"}]}",
     "[[[[[[[[[[{\"abcdefgh\":\"ijkl\",\"m\":[\"nop\"]}]]]]]]]]],\"q\",{\"rs\":\"tu\"}]",
     "{\"abcd\":0,\"efgh\":-0,\"ijkl\":12.5,\"mnop\":1e5,\"qrst\":-9E+2,\"uv\":7,\"w\":-12}",
-    "{\"abcd\":true,\"efgh\":false,\"ijkl\":null,\"mn\":\"\",\"op\":[],\"qr\":{},\"s\":[\"\"]}",
+    "{\"abcd\":true,\"efgh\":false,\"ijkl\":null,\"mn\":\"\",\"op\":[],\"qr\":{},\"s\":[\"\"],"
+    "\"t\":[\"u\",true,\"v\",false,\"w\",null],\"x\":{\"y\":true}}",
     "{\"abcd\":\"ef\\ngh\",\"ij\\\"kl\":\"m\\u00e9n\",\"o\xC3\xA9p\":\"q\",\"r\":\"\xE2\x82\xAC\"}",
     "[ \"abcd\" , \"efgh\" ,\"ij\"\t]",
     "{\"abcd\" : \"efgh\"  ,\"i\":1 ,\"j\" :2}",
@@ -1625,6 +1627,12 @@ static const char *const gram_docs[] = {
     "{\"abcd\":12",
     "{\"abcd\":\"ef\"",
     "{\"abcd\":\"ef\"}}",
+    "{\"abcd\":tru}",
+    "{\"abcd\":nul,",
+    "[\"abcd\",fals]",
+    "[\"abcd\",trueX]",
+    "[\"abcd\",nulll]",
+    "{\"abcd\":t",
 };
 
 START_TEST(test_grammar_short) {
