@@ -49,6 +49,10 @@
  * commonest case (4 to 8 bytes between characters in a string that has reported a
  * fragment); feed only picks, every case is a tail call (none pays for the registers
  * another needs), and a chunk for the grammar reaches the machine after two compares.
+ * Where a short chunk ends a string, what follows the closing quote (a colon, a comma, a
+ * close, the next opening quote, a literal, a plain integer) is taken by a small loop of
+ * its own, the grammar short path (str_close, gram_run), which enters the machine only
+ * at a byte it does not take.
  *
  * Errors record the code and the absolute offset of the offending byte and become
  * sticky; no token is reported from that byte on.
@@ -568,7 +572,8 @@ static int str_more(ts_json_tok *t, const char *buf, size_t len, const char *fro
  * string body whose scan already stopped at sp. Grammar points are labels; the common
  * transitions jump straight to the next one, and each label saves its own state when
  * the chunk runs out. Locals mirror the hot fields of *t and are stored back at `out`
- * (the callback sees t->pos and t->depth as they were when feed was called). */
+ * (the callback sees t->pos and t->depth as they were when the machine was entered: at
+ * the chunk's start, or where the grammar short path handed the rest of a chunk over). */
 __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *buf, size_t len,
                                                   const char *sp) {
   /* first, so that the early return needs none of the registers the machine saves */
@@ -1061,6 +1066,8 @@ __attribute__((noinline)) static int str_wide(ts_json_tok *t, const char *buf, s
  * test per byte (the exits absorb); longer ones are scanned 16 bytes at a time. */
 #define SHORT_CHUNK 8
 
+static int str_close(ts_json_tok *t, const char *buf, size_t len, const char *q);
+
 /* Reports the whole chunk [buf, buf + len) as the next fragment of a string that has
  * reported one already (t->mode is 0 or a DFA state: t->tok.flags is 0). */
 static inline int str_next(ts_json_tok *t, const char *buf, size_t len) {
@@ -1108,7 +1115,7 @@ static inline __attribute__((always_inline)) int str_short_at(ts_json_tok *t, co
   }
   const char *const q = short_at(buf, len, ok);
   /* the first stop is the closing quote: the rest of the chunk is grammar */
-  if (*q == '"') return feed_machine(t, buf, len, q);
+  if (*q == '"') return str_close(t, buf, len, q);
   /* the bytes before q leave the DFA at PL */
   const size_t s = str_dfa_chunk(q, buf + len, 32 * D_PL);
   if (__builtin_expect(s >= 32 * D_QT, 0)) return str_more(t, buf, len, buf);
@@ -1121,6 +1128,207 @@ __attribute__((noinline)) static int str_short(ts_json_tok *t, const char *buf, 
 __attribute__((noinline)) static int str_short_first(ts_json_tok *t, const char *buf,
                                                      size_t len) {
   return str_short_at(t, buf, len, 1);
+}
+
+/* ---- the grammar short path ----------------------------------------------------------
+ * W2's and W3's 4-byte deltas are mostly structure: the end of a key and its colon, the
+ * end of a value and its comma or close, the next opening quote and the first bytes of a
+ * key. The machine takes all of that, but its entry and exit (six registers saved, the
+ * state loaded and dispatched, and stored back) cost about as much as the bytes. So where
+ * str_short finds a string's closing quote, str_close reports the string's end and the
+ * small loop below takes what follows: ':' after a key, ',' after a value, the
+ * container's close, an opening quote whose string the chunk ends inside without a stop
+ * byte (the string's first fragment, or nothing yet), a literal (whole, or cut by the
+ * chunk's end) and an integer the chunk ends inside or a ',' '}' ']' ends. It enters the
+ * machine at the first byte it does not take (whitespace, a container, a float, a 0, a
+ * stop byte in the new string, anything in error), with t->mode set to the grammar state
+ * for that byte, as a chunk of its own: t->pos is advanced to that byte first, so every
+ * offset the machine reports or records is the same. (A start-at-p entry to the machine
+ * itself moved its register allocation: every cell got slower.) It reports exactly what
+ * the machine would: the same fragments, flags, offsets, depths and error offsets. */
+
+/* The callback stopped the tokenizer during a fragment reported by the grammar short
+ * path; `at` is where the machine would have recorded it (the fragment's end). Cold. */
+__attribute__((noinline, cold)) static int gram_aborted(ts_json_tok *t, uint64_t at, size_t len) {
+  t->mode = MODE(S_ERROR);
+  t->err = TS_E_ABORTED;
+  t->err_offset = at;
+  t->pos += len;
+  return TS_E_ABORTED;
+}
+
+/* Takes [p, buf + len) from grammar state st (S_COLON after a key, S_AFTER after a value
+ * in a container, S_DONE after the top-level value) as long as it is structure the loop
+ * knows (see above), then hands the rest to the machine. Each state is a label, as in
+ * the machine, so no byte tests the state. */
+static inline __attribute__((always_inline)) int gram_run(ts_json_tok *t, const char *buf,
+                                                         size_t len, const char *p,
+                                                         unsigned st) {
+  const char *const end = buf + len;
+  uint8_t kind;
+  switch (st) {
+    case S_COLON: goto colon;
+    case S_AFTER: goto after;
+    default: goto machine; /* S_DONE: whitespace or an error, the machine's */
+  }
+colon:
+  if (p == end) goto done;
+  if (*p != ':') goto machine;
+  p++;
+  st = S_VALUE;
+  goto value;
+after:
+  if (p == end) goto done;
+  if (*p != ',') {
+    const unsigned obj = t->in_obj;
+    if (*p != (obj ? '}' : ']')) goto machine;
+    /* the container's close (the machine's close_object / close_array) */
+    const uint32_t depth = t->depth - 1;
+    t->tok.text = p;
+    t->tok.len = 1;
+    t->tok.offset = t->pos + (uint64_t)(p - buf);
+    t->tok.depth = depth;
+    t->tok.kind = obj ? TS_JSON_OBJECT_END : TS_JSON_ARRAY_END;
+    t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
+    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) {
+      t->depth = depth;
+      return gram_aborted(t, t->pos + (uint64_t)(p - buf), len);
+    }
+    t->depth = depth;
+    p++;
+    if (!depth) {
+      st = S_DONE;
+      if (p == end) goto done;
+      goto machine;
+    }
+    t->in_obj = (t->stack[(depth - 1) >> 3] >> ((depth - 1) & 7)) & 1;
+    goto after;
+  }
+  p++;
+  if (!t->in_obj) {
+    st = S_VALUE;
+    goto value;
+  }
+  st = S_KEY;
+  if (p == end) goto done;
+  if (*p != '"') goto machine;
+  kind = TS_JSON_KEY;
+  goto open;
+value:
+  if (p == end) goto done;
+  if (*p == 't' || *p == 'f' || *p == 'n') {
+    /* a literal: whole (reported) or cut by the chunk's end (the machine's S_LIT goes on);
+     * a wrong letter is the machine's, from the literal's first letter */
+    const unsigned lit = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
+    const char *const want = lit_text[lit];
+    const unsigned n = lit_len[lit];
+    const char *q = p;
+    unsigned k = 0;
+    while (q < end && k < n && *q == want[k]) {
+      q++;
+      k++;
+    }
+    const uint64_t start = t->pos + (uint64_t)(p - buf);
+    if (k < n) {
+      if (q != end) goto machine;
+      t->lit = (uint8_t)lit;
+      t->lit_k = (uint8_t)k;
+      t->tok_start = start;
+      t->mode = MODE(S_LIT);
+      t->pos += len;
+      return TS_E_OK;
+    }
+    t->tok.text = want;
+    t->tok.len = n;
+    t->tok.offset = start;
+    t->tok.depth = t->depth;
+    t->tok.kind = lit_kind[lit];
+    t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
+    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+      return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
+    p = q;
+    st = S_AFTER;
+    goto after;
+  }
+  if (*p != '"') {
+    /* an integer from 1 (a '-' and digits, the first not 0) that the chunk ends inside
+     * or that a ',' '}' or ']' ends; any other number is the machine's, from its start */
+    const char *n = p + (*p == '-');
+    if (n == end || (uint8_t)(*n - '1') > 8) goto machine;
+    n++;
+    while (n < end && (uint8_t)(*n - '0') <= 9) n++;
+    t->tok.text = p;
+    t->tok.len = (size_t)(n - p);
+    t->tok.offset = t->pos + (uint64_t)(p - buf);
+    t->tok.depth = t->depth;
+    t->tok.kind = TS_JSON_NUMBER;
+    if (n == end) { /* its first fragment; the machine's S_NUM_INT goes on */
+      t->tok.flags = TS_JSON_FIRST;
+      if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+        return gram_aborted(t, t->pos + len, len);
+      t->tok.flags = 0;
+      t->mode = MODE(S_NUM_INT);
+      t->pos += len;
+      return TS_E_OK;
+    }
+    if (*n != ',' && *n != '}' && *n != ']') goto machine;
+    t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
+    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+      return gram_aborted(t, t->pos + (uint64_t)(n - buf), len);
+    p = n;
+    st = S_AFTER; /* reached only after ':' or ',', so inside a container */
+    goto after;
+  }
+  kind = TS_JSON_STRING;
+open: {
+  /* a string or key the chunk ends inside, with no stop byte in it (its DFA is at PL);
+   * anything else is the machine's, from the opening quote */
+  const char *const s = p + 1;
+  const char *r = s;
+  while (r < end && !str_stop[(uint8_t)*r]) r++;
+  if (r != end) goto machine;
+  t->tok.kind = kind;
+  t->tok.depth = t->depth;
+  if (s == end) { /* nothing of it yet */
+    t->tok.flags = TS_JSON_FIRST;
+    t->mode = MODE(S_STR) | MODE_FIRST;
+    t->pos += len;
+    return TS_E_OK;
+  }
+  t->tok.text = s;
+  t->tok.len = (size_t)(end - s);
+  t->tok.offset = t->pos + (uint64_t)(s - buf);
+  t->tok.flags = TS_JSON_FIRST;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) return gram_aborted(t, t->pos + len, len);
+  t->tok.flags = 0;
+  t->mode = MODE(S_STR);
+  t->pos += len;
+  return TS_E_OK;
+}
+done:
+  t->mode = MODE(st);
+  t->pos += len;
+  return TS_E_OK;
+machine:
+  /* the machine takes the rest as a chunk of its own (the offsets it reports are t->pos
+   * plus the distance from its start), from the state for the byte at p */
+  t->mode = MODE(st);
+  t->pos += (uint64_t)(p - buf);
+  return feed_machine(t, p, (size_t)(end - p), NULL);
+}
+
+/* The string continued by [buf, q) ends at the closing quote q: its last fragment, then
+ * the grammar short path from the byte after q. */
+__attribute__((noinline)) static int str_close(ts_json_tok *t, const char *buf, size_t len,
+                                               const char *q) {
+  t->tok.text = buf;
+  t->tok.len = (size_t)(q - buf);
+  t->tok.offset = t->pos;
+  t->tok.flags |= TS_JSON_LAST;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+    return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
+  const unsigned st = t->tok.kind == TS_JSON_KEY ? S_COLON : t->depth ? S_AFTER : S_DONE;
+  return gram_run(t, buf, len, q + 1, st);
 }
 
 /* 1 to SHORT_CHUNK bytes continuing a string in any state: the DFA over all of them. */

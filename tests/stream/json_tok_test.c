@@ -1573,6 +1573,163 @@ START_TEST(test_short_feeds) {
 }
 END_TEST
 
+/* The grammar short path (json_tok.c, str_close and gram_run): a chunk of 4 to 8 bytes
+ * that continues a string between characters and holds its closing quote reports the
+ * string's end and then takes, without the machine, a ':' after a key, a ',' after a
+ * value, the close of the container, an opening quote whose string the chunk ends
+ * inside without a stop byte, a literal (whole or cut by the chunk's end), and an
+ * integer the chunk ends inside or a ',' '}' ']' ends; anything else goes to the machine
+ * at that byte. Each document below puts
+ * every one of those (and each way out of them: '.', 'e', '0', '-' at the end, a
+ * stop byte in the new string, whitespace, bad bytes) after a closing quote, at
+ * nesting depths that cross a byte of the container stack. Each is fed with a chunk of
+ * every length 1 to 9 at every offset (the rest in pieces of that length, and whole),
+ * so that every chunk end falls inside each step, plus whole, byte by byte and every
+ * split 1..31; the same tokens, errors and offsets as the reference. */
+static const char *const gram_docs[] = {
+    "{\"abcdef\":\"ghijkl\",\"mnopqr\":12345,\"stuvw\":-678,\"x\":[1,\"yy\",-2],"
+    "\"zz\":{\"a\":\"b\"},\"q\":\"r\"}",
+    "{\"a\":{\"b\":[\"cdefgh\"]},\"i\":[[\"jklmno\"]],\"p\":[\"q\",[\"r\"],{\"s\":\"t\"}]}",
+    "[[[[[[[[[[{\"abcdefgh\":\"ijkl\",\"m\":[\"nop\"]}]]]]]]]]],\"q\",{\"rs\":\"tu\"}]",
+    "{\"abcd\":0,\"efgh\":-0,\"ijkl\":12.5,\"mnop\":1e5,\"qrst\":-9E+2,\"uv\":7,\"w\":-12}",
+    "{\"abcd\":true,\"efgh\":false,\"ijkl\":null,\"mn\":\"\",\"op\":[],\"qr\":{},\"s\":[\"\"],"
+    "\"t\":[\"u\",true,\"v\",false,\"w\",null],\"x\":{\"y\":true}}",
+    "{\"abcd\":\"ef\\ngh\",\"ij\\\"kl\":\"m\\u00e9n\",\"o\xC3\xA9p\":\"q\",\"r\":\"\xE2\x82\xAC\"}",
+    "[ \"abcd\" , \"efgh\" ,\"ij\"\t]",
+    "{\"abcd\" : \"efgh\"  ,\"i\":1 ,\"j\" :2}",
+    "\"abcdefgh\"",
+    "\"abcdefgh\"  \n",
+    "[\"abcdefgh\",\"ijklmnop\",123456789,\"qr\",-1]",
+    /* bad input after a closing quote */
+    "\"abcdefgh\",",
+    "\"abcdefgh\"x",
+    "{\"abcd\":-x}",
+    "{\"abcd\":-}",
+    "{\"abcd\":12x}",
+    "{\"abcd\":12 x}",
+    "{\"abcd\":1}}",
+    "{\"abcd\":1]",
+    "{\"abcd\"x",
+    "{\"abcd\",1}",
+    "[\"abcd\"}",
+    "[\"abcd\":1]",
+    "{\"abcd\":\"e\"]",
+    "{\"abcd\":\"e\",}",
+    "{\"abcd\":\"efgh\",1}",
+    "[\"abcd\",]",
+    "{\"abcd\":01}",
+    "{\"abcd\":-01}",
+    "{\"abcd\":1.}",
+    "{\"abcd\":\"efgh\",\"ij\x01\"}",
+    "{\"abcd\":\"efgh\",\"ij\xff\"}",
+    "{\"abcd\":\"ef\",\"gh\\x\"}",
+    "[\"abcd\",\"ef",
+    "{\"abcd\":12",
+    "{\"abcd\":\"ef\"",
+    "{\"abcd\":\"ef\"}}",
+    "{\"abcd\":tru}",
+    "{\"abcd\":nul,",
+    "[\"abcd\",fals]",
+    "[\"abcd\",trueX]",
+    "[\"abcd\",nulll]",
+    "{\"abcd\":t",
+};
+
+START_TEST(test_grammar_short) {
+  for (size_t d = 0; d < sizeof gram_docs / sizeof gram_docs[0]; d++) {
+    const char *doc = gram_docs[d];
+    const size_t len = strlen(doc);
+    run_t ref;
+    ref_parse(doc, len, 0, &ref);
+    CHECK((ref.err != 0) == (d >= 11), "grammar short doc %zu: reference err %d", d, ref.err);
+    char what[160];
+    snprintf(what, sizeof what, "grammar short doc %zu", d);
+    check_all_splits(doc, len, 0, &ref, what);
+    size_t *cuts = malloc((len + 2) * sizeof *cuts);
+    CHECK(cuts, "out of memory");
+    for (size_t k = 1; k <= 9; k++) {
+      for (size_t at = 0; at < len; at++) {
+        for (int rest = 0; rest < 2; rest++) {
+          /* [at, at + k) is one chunk; before it one chunk; after it pieces of k or
+           * the rest whole */
+          size_t n = 0;
+          if (at) cuts[n++] = at;
+          for (size_t c = at + k; c < len; c += rest ? len : k) cuts[n++] = c;
+          run_t r;
+          snprintf(what, sizeof what, "grammar short doc %zu, chunk of %zu at %zu, rest %s", d,
+                   k, at, rest ? "whole" : "in chunks");
+          run_doc(doc, len, 0, cuts, n, 0, &r, what);
+          same_runs(&ref, &r, what);
+          run_free(&r);
+        }
+      }
+    }
+    free(cuts);
+    run_free(&ref);
+  }
+}
+END_TEST
+
+/* A callback that stops the tokenizer at its `at`-th call, noting the token. */
+typedef struct {
+  uint64_t n, at;
+  ts_json_token last;
+} stop_at;
+static int stop_cb(void *user, const ts_json_token *tok) {
+  stop_at *s = user;
+  s->last = *tok;
+  return ++s->n == s->at;
+}
+
+/* Stopping the tokenizer from the callback at every token the grammar short path (or
+ * the machine) reports, in chunks of 1 to 9 bytes: TS_E_ABORTED, sticky, recorded at
+ * the end of the fragment being reported (a container's close: at its byte), and every
+ * byte counted, as the machine does. */
+START_TEST(test_grammar_short_abort) {
+  for (size_t d = 0; d < 11; d++) {
+    const char *doc = gram_docs[d];
+    const size_t len = strlen(doc);
+    for (size_t k = 1; k <= 9; k++) {
+      for (uint64_t at = 1;; at++) {
+        stop_at s = {0, at, {0}};
+        ts_json_tok t;
+        ck_assert_int_eq(ts_json_tok_init(&t, 0, stop_cb, &s), TS_E_OK);
+        int rc = TS_E_OK;
+        size_t fed = 0;
+        while (fed < len && rc == TS_E_OK) {
+          const size_t n = len - fed < k ? len - fed : k;
+          rc = ts_json_tok_feed(&t, doc + fed, n);
+          fed += n;
+        }
+        if (rc == TS_E_OK) rc = ts_json_tok_finish(&t);
+        if (s.n < at) {
+          ck_assert_int_eq(rc, TS_E_OK);
+          break;
+        }
+        const int single = s.last.kind != TS_JSON_KEY && s.last.kind != TS_JSON_STRING &&
+                           s.last.kind != TS_JSON_NUMBER;
+        const int bracket = single && s.last.kind <= TS_JSON_ARRAY_END;
+        const uint64_t want = s.last.offset + (bracket ? 0 : s.last.len);
+        CHECK(rc == TS_E_ABORTED && s.n == at,
+              "doc %zu, chunks %zu, abort at %" PRIu64 ": rc %d after %" PRIu64 " calls", d, k,
+              at, rc, s.n);
+        if (fed < len || s.last.kind != TS_JSON_NUMBER || s.last.len != 0)
+          CHECK(ts_json_tok_error_offset(&t) == want,
+                "doc %zu, chunks %zu, abort at %" PRIu64 " (kind %u at %" PRIu64
+                " len %zu): error offset %" PRIu64 ", want %" PRIu64,
+                d, k, at, (unsigned)s.last.kind, s.last.offset, s.last.len,
+                ts_json_tok_error_offset(&t), want);
+        CHECK(ts_json_tok_offset(&t) == fed, "doc %zu: offset %" PRIu64 " after %zu fed", d,
+              ts_json_tok_offset(&t), fed);
+        ck_assert_int_eq(ts_json_tok_feed(&t, "1", 1), TS_E_ABORTED);
+        ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_ABORTED);
+        ck_assert_uint_eq(s.n, at);
+      }
+    }
+  }
+}
+END_TEST
+
 /* The 32-byte scan (json_tok.c, scan_wide: AVX2, entered for a string its first 16-byte
  * block did not end, while more than 32 bytes are left in the chunk; lone one-character
  * escapes cleared by a nibble lookup before the walk). Each cluster at every offset
@@ -1688,6 +1845,8 @@ int main(void) {
   tcase_add_test(tr, test_string_scan);
   tcase_add_test(tr, test_string_across_feeds);
   tcase_add_test(tr, test_short_feeds);
+  tcase_add_test(tr, test_grammar_short);
+  tcase_add_test(tr, test_grammar_short_abort);
   tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
   tcase_add_test(tr, test_string_wide);
@@ -1703,6 +1862,7 @@ int main(void) {
   tcase_add_test(tn, test_string_scan);
   tcase_add_test(tn, test_string_masks);
   tcase_add_test(tn, test_short_feeds);
+  tcase_add_test(tn, test_grammar_short);
   tcase_add_test(tn, test_string_wide);
   tcase_add_test(tn, test_large);
   suite_add_tcase(s, tn);
