@@ -98,8 +98,8 @@ static void run_case(int with_archive, uint64_t *events, uint64_t *gone, int *or
       next = it.seq + 1;
     }
   }
-  ts_sub_close(s);
   ts_pub_close(p);
+  ts_sub_close(s);
   if (with_archive) ck_assert_int_gt(arc.calls, 0);
 }
 
@@ -146,8 +146,8 @@ START_TEST(test_archive_serves_unknown_thread) {
     next++;
   }
   ck_assert_uint_eq(next, 41);
-  ts_sub_close(s);
   ts_pub_close(p);
+  ts_sub_close(s);
 }
 END_TEST
 
