@@ -156,6 +156,13 @@ static int grab_inst(void *user, const ts_store_subagent *a) {
   return 0;
 }
 
+/* A child with nothing left to do or say: its last session ended and was reported, and
+ * no message waits for it. Only an unsettled non-blocking child needs a job. */
+static int settled(const inst *in) {
+  return (!strcmp(in->state, "done") || !strcmp(in->state, "failed")) && in->reports > 0 &&
+         in->reported_seq == in->last_seq && in->queued == 0;
+}
+
 static const ts_defs_subagent *find_rel(const ts_defs_side *side, const char *name, size_t len) {
   for (size_t i = 0; i < side->n_subagents; i++) {
     const ts_defs_subagent *r = &side->subagents[i];
@@ -456,10 +463,14 @@ static int run_session(const sa_ctx *c, const char *child, const volatile sig_at
   outcome_of(s1, &in, pr.has_ws ? pr.ws : NULL, rc, o);
   int qrc = 0;
   /* A stopped session is not over (--resume continues it): nothing is reported then, so
-   * the parent hears once, when it ends. */
+   * the parent hears once, when it ends. A session that added nothing to a conversation
+   * already reported (run again after a crash) is no new end: the store reports it no
+   * more (1), and its end is not announced twice. */
   if (rc != TS_E_ABORTED) {
     qrc = o->err ? o->err
                  : ts_store_subagent_report(s1, child, o->p, o->len, !in.blocking, NULL);
+  }
+  if (rc != TS_E_ABORTED && qrc != 1) {
     ts_event ev;
     memset(&ev, 0, sizeof ev);
     ev.body.type = TS_EVENT_THREAD_FINISHED;
@@ -467,6 +478,7 @@ static int run_session(const sa_ctx *c, const char *child, const volatile sig_at
     if (!o->err) ev.outcome = (ts_view){o->p, o->len};
     emit_on(c, s1, child, in.parent, &ev);
   }
+  if (qrc == 1) qrc = 0;
   if (rc && rwhy[0]) snprintf(why, cap, "%s", rwhy);
   if (qrc) snprintf(why, cap, "recording the outcome failed: %s", ts_store_errmsg(s1));
   ts_store_close(s1);
@@ -798,8 +810,10 @@ static void tool_create(void *user, const ts_call_info *call, const char *args, 
     blocking_result(c, in.thread, call, "subagent_create", out);
     return;
   }
+  /* created by this call before a crash: it runs again only if it has more to do (a
+   * settled child started again would only repeat its outcome) */
   pthread_mutex_lock(&jobs_mu);
-  rc = start_job(c, in.thread, in.parent);
+  rc = settled(&in) ? 0 : start_job(c, in.thread, in.parent);
   pthread_mutex_unlock(&jobs_mu);
   if (rc) {
     ts_tool_result_error(out, "subagent_create: %s is created but cannot start now (%s); "
@@ -809,7 +823,7 @@ static void tool_create(void *user, const ts_call_info *call, const char *args, 
   }
   ts_buf b;
   ts_buf_init(&b, 4096 + sizeof in);
-  put_instance(&b, &in, "running");
+  put_instance(&b, &in, settled(&in) ? in.state : "running");
   ts_tool_result_json(out, b.p, b.len);
   ts_buf_fini(&b);
 }
@@ -925,9 +939,9 @@ typedef struct {
 static int resume_row(void *user, const ts_store_subagent *a) {
   resume_scan *r = user;
   if (a->blocking) return 0; /* a blocking child resumes with its parent's call */
-  int settled = (!strcmp(a->state, "done") || !strcmp(a->state, "failed")) &&
-                a->reports > 0 && a->reported_seq == a->last_seq && a->queued == 0;
-  if (!settled) start_job(r->c, a->thread, a->parent); /* jobs_mu held by the caller */
+  inst in = {0};
+  grab_inst(&in, a);
+  if (!settled(&in)) start_job(r->c, a->thread, a->parent); /* jobs_mu held by the caller */
   return 0;
 }
 

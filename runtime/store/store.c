@@ -211,6 +211,7 @@ enum {
   ST_SUB_GET,
   ST_SUB_BY_CALL,
   ST_SUB_REPORT,
+  ST_SUB_EXISTS,
   ST_TAG_INSERT,
   ST_COUNT
 };
@@ -340,9 +341,13 @@ static const char *const stmt_sql[ST_COUNT] = {
                    "WHERE s.thread = ?1",
     [ST_SUB_BY_CALL] = "SELECT " SUB_COLS " FROM subagents s JOIN threads t ON t.id = s.thread "
                        "WHERE s.parent = ?1 AND s.turn = ?2 AND s.idx = ?3",
+    /* only a conversation that moved since the last report is reported (a session run
+     * again after a crash, with nothing new, is not) */
     [ST_SUB_REPORT] = "UPDATE subagents SET outcome = ?2, reports = reports + 1, reported_seq = "
                       "(SELECT coalesce(max(seq), 0) FROM messages WHERE thread = ?1) "
-                      "WHERE thread = ?1 RETURNING parent",
+                      "WHERE thread = ?1 AND (reports = 0 OR reported_seq <> (SELECT "
+                      "coalesce(max(seq), 0) FROM messages WHERE thread = ?1)) RETURNING parent",
+    [ST_SUB_EXISTS] = "SELECT json_valid(?2) FROM subagents WHERE thread = ?1",
     [ST_TAG_INSERT] = "INSERT INTO thread_tags(thread, tag) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
 };
 
@@ -1709,12 +1714,28 @@ int ts_store_subagent_report(ts_store *s, const char *thread, const char *outcom
   }
   if (rc != SQLITE_DONE) r = sql_fail(s, rc, what, thread);
   done(st);
-  if (!r && !row) {
-    say(s->err, sizeof s->err, "%s: thread \"%s\" is no subagent", what, thread);
-    r = TS_E_STORE_NO_THREAD;
+  int known = row;
+  if (!r && !row) { /* nothing new since the last report, or no subagent at all */
+    sqlite3_stmt *ex = NULL;
+    int64_t valid = 0;
+    if (!(r = get(s, ST_SUB_EXISTS, &ex, what))) {
+      bind_str(ex, 1, thread);
+      bind_text(ex, 2, outcome, len);
+      r = step_write(s, ex, what, thread, &valid, &known);
+    }
+    if (!r && !known) {
+      say(s->err, sizeof s->err, "%s: thread \"%s\" is no subagent", what, thread);
+      r = TS_E_STORE_NO_THREAD;
+    } else if (!r && !valid) { /* the schema's check, which an update would have made */
+      say(s->err, sizeof s->err, "%s: the outcome of \"%s\" is not JSON", what, thread);
+      r = TS_E_INVAL;
+    }
   }
-  if (!r && queue) r = inbox_push(s, parent, thread, outcome, len, inbox_seq, what);
+  if (!r && row && queue) r = inbox_push(s, parent, thread, outcome, len, inbox_seq, what);
   if (!r) r = run(s, ST_COMMIT, what);
-  if (r) rollback(s);
-  return r;
+  if (r) {
+    rollback(s);
+    return r;
+  }
+  return row ? 0 : 1;
 }

@@ -491,8 +491,10 @@ int ts_store_subagent_by_call(ts_store *s, const char *parent, uint32_t turn, ui
  * and, when `queue` is nonzero, queues the same text to the parent's inbox (sender: the
  * child; its item seq in *inbox_seq, may be NULL), in ONE transaction: an outcome is
  * queued to the parent once per report, never lost nor doubled by a crash.
- * TS_E_STORE_NO_THREAD when `thread` is no subagent; TS_E_INVAL for JSON the schema
- * rejects. */
+ * A child whose conversation has not moved since its last report is not reported again
+ * (a session run again after a crash, or a lifecycle call re-run, adds nothing): that
+ * returns 1 and changes nothing. 0 when reported; TS_E_STORE_NO_THREAD when `thread` is
+ * no subagent; TS_E_INVAL for JSON the schema rejects. */
 int ts_store_subagent_report(ts_store *s, const char *thread, const char *outcome, size_t len,
                              int queue, uint64_t *inbox_seq);
 

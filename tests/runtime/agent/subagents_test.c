@@ -367,6 +367,75 @@ START_TEST(test_child_ids) {
 }
 END_TEST
 
+/* subagent_create run again for the same call (the dispatcher re-runs an idempotent call
+ * whose result a crash cut) after its non-blocking child has ended and reported: the
+ * child is found, not started again, and its outcome reaches the parent once. Before,
+ * the re-run started a job whose empty session reported the same outcome a second time
+ * (subagents_crash_test saw it as two outcome messages under load). */
+static int count_item(void *user, const ts_store_inbox_item *it) {
+  (void)it;
+  (*(int *)user)++;
+  return 0;
+}
+
+START_TEST(test_create_run_again_reports_once) {
+  ts_test_tempdir(dir, sizeof dir, "subagents-again");
+  snprintf(data, sizeof data, "%s/data", dir);
+  snprintf(session, sizeof session, "%s/session", dir);
+  snprintf(pws, sizeof pws, "%s/pws", dir);
+  mkdir(session, 0755);
+  mkdir(pws, 0755);
+  ts_test_chat_turn(session, "writer", 1, NULL, 0, "written");
+  ts_test_chat_turn(session, "writer", 2, NULL, 0, "written again"); /* must not be asked */
+  snprintf(mods.dirs[1], sizeof mods.dirs[1], "%s/writer", session);
+  mods.rm[1] = (ts_replay_model){mods.dirs[1], 0};
+  char why[1024] = "";
+  ts_store *s, *ds;
+  ck_assert_int_eq(ts_store_open(data, &s, why, sizeof why), 0);
+  ck_assert_int_eq(ts_store_open(data, &ds, why, sizeof why), 0);
+  ck_assert_int_eq(ts_store_thread_create_child(s, "q", NULL, pws, NULL), 0);
+  ts_registry *reg = ts_registry_new();
+  ts_agent_config ac = {.store = s, .dispatch_store = ds, .reg = reg, .thread = "q",
+                        .workspace = pws, .sink = {.who = "subagents_test", .no_time = 1}};
+  ts_subagents_runner runner = {run_child, &mods};
+  ck_assert_int_eq(ts_subagents_add_tools(reg, NULL, &agent, &side, &ac, &runner, why, sizeof why),
+                   0);
+  const ts_tool *create = ts_registry_find(reg, "subagent_create", 15);
+  ck_assert_ptr_nonnull(create);
+  static const char args[] = "{\"agent\":\"write\",\"name\":\"beta\",\"message\":\"b\"}";
+  ts_call_info call = {.thread = "q", .turn = 2, .index = 0, .call_id = "q_2_0",
+                       .tool = "subagent_create", .workspace = pws};
+  const char *want[2] = {"\"status\":\"running\"", "\"status\":\"done\""};
+  for (int run = 0; run < 2; run++) {
+    ts_tool_result r = {0};
+    ts_tool_execute(create, &call, args, sizeof args - 1, &r);
+    ck_assert_msg(!r.is_error && strstr(r.text, "\"id\":\"q/t2c0\"") && strstr(r.text, want[run]),
+                  "run %d: %s", run, r.text);
+    ts_tool_result_free(&r);
+    ts_subagents_join("q");
+    int queued = 0;
+    ck_assert_int_eq(ts_store_inbox(s, "q", 1, count_item, &queued), 1);
+    ck_assert_msg(queued == 1, "run %d: %d outcomes queued to the parent", run, queued);
+  }
+  seen w;
+  memset(&w, 0, sizeof w);
+  ts_buf_init(&w.all, 1 << 20);
+  ts_store_messages(s, "q/t2c0", 0, see, &w);
+  ck_assert_str_eq(w.all.p, "user=b\nassistant={\"turn\":1,\"text\":\"written\",\"tool_calls\":[]}\n");
+  ts_buf_fini(&w.all);
+  evs e;
+  ts_buf_init(&e.b, 1 << 20);
+  ts_store_events_after(s, "q/t2c0", 0, 0, see_event, &e);
+  const char *fin = strstr(e.b.p, "\"type\":\"thread_finished\"");
+  ck_assert_msg(fin && !strstr(fin + 1, "\"type\":\"thread_finished\""), "%s", e.b.p);
+  ts_buf_fini(&e.b);
+  ts_registry_free(reg);
+  ts_store_close(s);
+  ts_store_close(ds);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("subagents");
   TCase *tc = tcase_create("core");
@@ -374,6 +443,7 @@ int main(void) {
   tcase_add_test(tc, test_tree_of_subagents);
   tcase_add_test(tc, test_child_ids);
   tcase_add_test(tc, test_tools_injected);
+  tcase_add_test(tc, test_create_run_again_reports_once);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);
 }

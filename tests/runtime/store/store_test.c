@@ -1275,6 +1275,9 @@ START_TEST(test_subagent_instances) {
   ck_assert_int_eq(ts_store_subagent_report(s, "p.s2", "{\"text\":\"b\"}", 12, 1, &item), 0);
   ck_assert_uint_eq(item, 1);
   ck_assert_int_eq(ts_store_subagent_report(s, "p.s2", "not json", 8, 1, NULL), TS_E_INVAL);
+  /* nothing new in the child since: a second report (a session run again after a crash)
+   * records and queues nothing */
+  ck_assert_int_eq(ts_store_subagent_report(s, "p.s2", "{\"text\":\"c\"}", 12, 1, &item), 1);
   ck_assert_int_eq(ts_store_subagent_report(s, "p", "{}", 2, 1, NULL), TS_E_STORE_NO_THREAD);
   memset(&v, 0, sizeof v);
   ck_assert_int_eq(ts_store_subagents(s, "p", see_sub, &v), 2);
