@@ -97,6 +97,35 @@ static void on_signal(int sig) {
   stop_flag = 1;
 }
 
+/* ---- closing ------------------------------------------------------------------------ */
+
+/* libnng 1.5.2's nng_close of a sub0 socket can hang while its publisher is up (nng issue
+ * 1543; seen in the bus tests under load). The command must still end when the user stops
+ * it: everything it had to print is flushed first, then the close gets CLOSE_GRACE_S, and
+ * past that the process exits with the status it had (the kernel closes the sockets). */
+#define CLOSE_GRACE_S 2
+
+static volatile sig_atomic_t close_status;
+
+static void on_close_overdue(int sig) {
+  (void)sig;
+  _exit(close_status);
+}
+
+static int close_sub(ts_sub *s, int rc) {
+  fflush(stdout);
+  fflush(stderr);
+  close_status = rc;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_close_overdue;
+  sigaction(SIGALRM, &sa, NULL);
+  alarm(CLOSE_GRACE_S);
+  ts_sub_close(s);
+  alarm(0);
+  return rc;
+}
+
 /* ---- the command ------------------------------------------------------------------- */
 
 int ts_cli_sub(int argc, char **argv) {
@@ -138,8 +167,7 @@ int ts_cli_sub(int argc, char **argv) {
               "toolstream sub: cannot connect to %s: no publisher answered within %llu ms "
               "(--wait keeps trying)\n",
               url, (unsigned long long)connect_ms);
-      ts_sub_close(s);
-      return 1;
+      return close_sub(s, 1);
     }
     ts_clock_sleep_ms(20);
   }
@@ -147,8 +175,7 @@ int ts_cli_sub(int argc, char **argv) {
   ts_live w;
   if (!json && ts_live_init(&w)) {
     fprintf(stderr, "toolstream sub: out of memory\n");
-    ts_sub_close(s);
-    return 1;
+    return close_sub(s, 1);
   }
   int rc = 0;
   uint64_t got = 0;
@@ -187,6 +214,5 @@ int ts_cli_sub(int argc, char **argv) {
     if (count && got >= count) break;
   }
   if (!json) ts_live_fini(&w);
-  ts_sub_close(s);
-  return rc;
+  return close_sub(s, rc);
 }
