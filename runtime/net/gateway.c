@@ -75,6 +75,7 @@
 #include <netdb.h>
 #include <pthread.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1972,6 +1973,11 @@ static int worker_new(gw_group *g, struct event_base *base, const ts_gw_config *
     return TS_E_IO;
   }
   evconnlistener_set_error_cb(gw->lev, on_accept_error);
+  /* Each chunk goes to its client the moment it is read; Nagle would hold a chunk back
+   * while the one before it waits for the client's (delayed) ACK. Accepted sockets take
+   * the option from the listener (Linux), so it costs no call per connection. */
+  int one = 1;
+  setsockopt(evconnlistener_get_fd(gw->lev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
   getsockname(evconnlistener_get_fd(gw->lev), (struct sockaddr *)&ss, &sl);

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,45 @@ START_TEST(test_listens_on_loopback) {
   ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
   listen_addr(ts_gw_port(gw), addr, sizeof addr);
   ck_assert_str_eq(addr, "0100007F"); /* 127.0.0.1, not 0.0.0.0 */
+  ts_gw_free(gw);
+}
+END_TEST
+
+/* A client's connection, as the gateway holds it, has Nagle off: a chunk is never held
+ * back while the one before it waits for the client's ACK. Found among this process's
+ * descriptors by its two ends. */
+START_TEST(test_client_sockets_nodelay) {
+  ts_gw_upstream up = {NULL, "http://127.0.0.1:9"};
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1};
+  ts_gw *gw;
+  char why[256];
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ts_gw_port(gw))};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  struct sockaddr_in mine;
+  socklen_t ml = sizeof mine;
+  getsockname(fd, (struct sockaddr *)&mine, &ml);
+  int found = -1;
+  double end = now_ms() + 30000;
+  while (found < 0 && now_ms() < end) {
+    event_base_loop(base, EVLOOP_NONBLOCK); /* the gateway accepts */
+    for (int k = 3; k < 4096 && found < 0; k++) {
+      struct sockaddr_in l, p;
+      socklen_t ll = sizeof l, pl = sizeof p;
+      if (k == fd || getsockname(k, (struct sockaddr *)&l, &ll) || getpeername(k, (struct sockaddr *)&p, &pl))
+        continue;
+      if (l.sin_family == AF_INET && l.sin_port == a.sin_port && p.sin_port == mine.sin_port) found = k;
+    }
+  }
+  ck_assert_msg(found >= 0, "the gateway's end of the connection was not found");
+  int on = 0;
+  socklen_t ol = sizeof on;
+  ck_assert_int_eq(getsockopt(found, IPPROTO_TCP, TCP_NODELAY, &on, &ol), 0);
+  ck_assert_msg(on, "Nagle is on for the gateway's client socket");
+  close(fd);
+  event_base_loop(base, EVLOOP_NONBLOCK);
   ts_gw_free(gw);
 }
 END_TEST
@@ -750,6 +790,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_config_rows, 0, (int)(sizeof rows / sizeof rows[0]));
   tcase_add_test(tc, test_config_limits);
   tcase_add_test(tc, test_listens_on_loopback);
+  tcase_add_test(tc, test_client_sockets_nodelay);
   tcase_add_test(tc, test_builtin_endpoints);
   tcase_add_test(tc, test_workers);
   tcase_add_test(tc, test_proxy_strips_progress_argument);
