@@ -1157,19 +1157,31 @@ __attribute__((noinline, cold)) static int gram_aborted(ts_json_tok *t, uint64_t
   return TS_E_ABORTED;
 }
 
-/* Takes [p, buf + len) from grammar state st (S_COLON after a key, S_AFTER after a value
- * in a container, S_DONE after the top-level value) as long as it is structure the loop
- * knows (see above), then hands the rest to the machine. Each state is a label, as in
- * the machine, so no byte tests the state. */
+/* Takes [p, buf + len) from grammar state st as long as it is structure the loop knows
+ * (see above), then hands the rest to the machine. Each state is a label, as in the
+ * machine, so no byte tests the state. From str_close, st is S_COLON (after a key),
+ * S_AFTER (after a value in a container) or S_DONE (after the top-level value); from
+ * gram_short (a short chunk that starts outside a string), any state but S_STR: the
+ * grammar states, an integer or fraction (the number's fragment goes on), a literal
+ * (its letters go on); the rest go straight to the machine. */
 static inline __attribute__((always_inline)) int gram_run(ts_json_tok *t, const char *buf,
                                                          size_t len, const char *p,
                                                          unsigned st) {
   const char *const end = buf + len;
+  const char *n;
   uint8_t kind;
+  unsigned nst;
   switch (st) {
     case S_COLON: goto colon;
     case S_AFTER: goto after;
-    default: goto machine; /* S_DONE: whitespace or an error, the machine's */
+    case S_VALUE: goto value;
+    case S_KEY: goto key;
+    case S_KEY_OR_OEND: goto key_or_oend;
+    case S_VALUE_OR_AEND: goto value_or_aend;
+    case S_NUM_INT: /* fall through */
+    case S_NUM_FRAC: goto num_more;
+    case S_LIT: goto lit_more;
+    default: goto machine; /* S_DONE (whitespace or an error), the rest of a number */
   }
 colon:
   if (p == end) goto done;
@@ -1177,32 +1189,18 @@ colon:
   p++;
   st = S_VALUE;
   goto value;
+after_value: /* a value just ended, at p */
+  if (!t->depth) {
+    st = S_DONE;
+    if (p == end) goto done;
+    goto machine;
+  }
+  st = S_AFTER;
 after:
   if (p == end) goto done;
   if (*p != ',') {
-    const unsigned obj = t->in_obj;
-    if (*p != (obj ? '}' : ']')) goto machine;
-    /* the container's close (the machine's close_object / close_array) */
-    const uint32_t depth = t->depth - 1;
-    t->tok.text = p;
-    t->tok.len = 1;
-    t->tok.offset = t->pos + (uint64_t)(p - buf);
-    t->tok.depth = depth;
-    t->tok.kind = obj ? TS_JSON_OBJECT_END : TS_JSON_ARRAY_END;
-    t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
-    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) {
-      t->depth = depth;
-      return gram_aborted(t, t->pos + (uint64_t)(p - buf), len);
-    }
-    t->depth = depth;
-    p++;
-    if (!depth) {
-      st = S_DONE;
-      if (p == end) goto done;
-      goto machine;
-    }
-    t->in_obj = (t->stack[(depth - 1) >> 3] >> ((depth - 1) & 7)) & 1;
-    goto after;
+    if (*p != (t->in_obj ? '}' : ']')) goto machine;
+    goto close;
   }
   p++;
   if (!t->in_obj) {
@@ -1210,26 +1208,95 @@ after:
     goto value;
   }
   st = S_KEY;
+key:
   if (p == end) goto done;
   if (*p != '"') goto machine;
   kind = TS_JSON_KEY;
   goto open;
+key_or_oend: /* after '{' */
+  if (p == end) goto done;
+  if (*p == '"') {
+    kind = TS_JSON_KEY;
+    goto open;
+  }
+  if (*p != '}') goto machine;
+  goto close;
+value_or_aend: /* after '[' */
+  if (p == end) goto done;
+  if (*p == ']') goto close;
+  goto value_c;
+close: {
+  /* the innermost container's close, at p (the machine's close_object / close_array) */
+  const uint32_t depth = t->depth - 1;
+  t->tok.text = p;
+  t->tok.len = 1;
+  t->tok.offset = t->pos + (uint64_t)(p - buf);
+  t->tok.depth = depth;
+  t->tok.kind = t->in_obj ? TS_JSON_OBJECT_END : TS_JSON_ARRAY_END;
+  t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) {
+    t->depth = depth;
+    return gram_aborted(t, t->pos + (uint64_t)(p - buf), len);
+  }
+  t->depth = depth;
+  p++;
+  if (!depth) {
+    st = S_DONE;
+    if (p == end) goto done;
+    goto machine;
+  }
+  t->in_obj = (t->stack[(depth - 1) >> 3] >> ((depth - 1) & 7)) & 1;
+  st = S_AFTER;
+  goto after;
+}
 value:
   if (p == end) goto done;
+value_c:
+  if (*p == '"') {
+    kind = TS_JSON_STRING;
+    goto open;
+  }
+  if (*p == '{' || *p == '[') {
+    /* a container opens (the machine's open): its BEGIN, then its first key or value */
+    const uint32_t depth = t->depth;
+    if (depth >= t->max_depth) goto machine; /* the machine's error */
+    const unsigned obj = *p == '{';
+    t->tok.text = p;
+    t->tok.len = 1;
+    t->tok.offset = t->pos + (uint64_t)(p - buf);
+    t->tok.depth = depth;
+    t->tok.kind = obj ? TS_JSON_OBJECT_BEGIN : TS_JSON_ARRAY_BEGIN;
+    t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
+    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+      return gram_aborted(t, t->pos + (uint64_t)(p - buf), len);
+    if (obj)
+      t->stack[depth >> 3] |= (uint8_t)(1u << (depth & 7));
+    else
+      t->stack[depth >> 3] &= (uint8_t) ~(1u << (depth & 7));
+    t->depth = depth + 1;
+    t->in_obj = (uint8_t)obj;
+    p++;
+    if (obj) {
+      st = S_KEY_OR_OEND;
+      goto key_or_oend;
+    }
+    st = S_VALUE_OR_AEND;
+    goto value_or_aend;
+  }
   if (*p == 't' || *p == 'f' || *p == 'n') {
     /* a literal: whole (reported) or cut by the chunk's end (the machine's S_LIT goes on);
      * a wrong letter is the machine's, from the literal's first letter */
     const unsigned lit = *p == 't' ? 0 : *p == 'f' ? 1 : 2;
     const char *const want = lit_text[lit];
-    const unsigned n = lit_len[lit];
+    const unsigned ln = lit_len[lit];
     const char *q = p;
     unsigned k = 0;
-    while (q < end && k < n && *q == want[k]) {
+    while (q < end && k < ln && *q == want[k]) {
       q++;
       k++;
     }
     const uint64_t start = t->pos + (uint64_t)(p - buf);
-    if (k < n) {
+    if (k < ln) {
       if (q != end) goto machine;
       t->lit = (uint8_t)lit;
       t->lit_k = (uint8_t)k;
@@ -1239,7 +1306,7 @@ value:
       return TS_E_OK;
     }
     t->tok.text = want;
-    t->tok.len = n;
+    t->tok.len = ln;
     t->tok.offset = start;
     t->tok.depth = t->depth;
     t->tok.kind = lit_kind[lit];
@@ -1247,48 +1314,117 @@ value:
     if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
       return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
     p = q;
-    st = S_AFTER;
-    goto after;
+    goto after_value;
   }
-  if (*p != '"') {
-    /* an integer from 1 (a '-' and digits, the first not 0) that the chunk ends inside
-     * or that a ',' '}' or ']' ends; any other number is the machine's, from its start */
-    const char *n = p + (*p == '-');
-    if (n == end || (uint8_t)(*n - '1') > 8) goto machine;
-    n++;
+  /* a number from 1 (a '-', digits, the first not 0, and a fraction) that the chunk
+   * ends inside (its first fragment) or that a ',' '}' or ']' ends (its one fragment);
+   * any other number (0, an exponent, a '-' or '.' at the chunk's end) is the
+   * machine's, from its start */
+  n = p + (*p == '-');
+  if (n == end || (uint8_t)(*n - '1') > 8) goto machine;
+  n++;
+  while (n < end && (uint8_t)(*n - '0') <= 9) n++;
+  nst = S_NUM_INT;
+  if (n < end && *n == '.') {
+    if (end - n < 2 || (uint8_t)(n[1] - '0') > 9) goto machine;
+    n += 2;
     while (n < end && (uint8_t)(*n - '0') <= 9) n++;
-    t->tok.text = p;
-    t->tok.len = (size_t)(n - p);
-    t->tok.offset = t->pos + (uint64_t)(p - buf);
-    t->tok.depth = t->depth;
-    t->tok.kind = TS_JSON_NUMBER;
-    if (n == end) { /* its first fragment; the machine's S_NUM_INT goes on */
-      t->tok.flags = TS_JSON_FIRST;
-      if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-        return gram_aborted(t, t->pos + len, len);
-      t->tok.flags = 0;
-      t->mode = MODE(S_NUM_INT);
-      t->pos += len;
-      return TS_E_OK;
-    }
-    if (*n != ',' && *n != '}' && *n != ']') goto machine;
-    t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
-    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-      return gram_aborted(t, t->pos + (uint64_t)(n - buf), len);
-    p = n;
-    st = S_AFTER; /* reached only after ':' or ',', so inside a container */
-    goto after;
+    nst = S_NUM_FRAC;
   }
-  kind = TS_JSON_STRING;
+  t->tok.text = p;
+  t->tok.len = (size_t)(n - p);
+  t->tok.offset = t->pos + (uint64_t)(p - buf);
+  t->tok.depth = t->depth;
+  t->tok.kind = TS_JSON_NUMBER;
+  if (n == end) { /* its first fragment; the machine's S_NUM_INT or S_NUM_FRAC goes on */
+    t->tok.flags = TS_JSON_FIRST;
+    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+      return gram_aborted(t, t->pos + len, len);
+    t->tok.flags = 0;
+    t->mode = MODE(nst);
+    t->pos += len;
+    return TS_E_OK;
+  }
+  if (*n != ',' && *n != '}' && *n != ']') goto machine;
+  t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+    return gram_aborted(t, t->pos + (uint64_t)(n - buf), len);
+  p = n;
+  goto after_value;
+num_more: /* the chunk continues an integer's or a fraction's digits (p is buf) */
+  n = p;
+  while (n < end && (uint8_t)(*n - '0') <= 9) n++;
+  /* the number's next fragment [buf, n): the chunk ends inside it, or a ',' '}' or ']'
+   * ends it (its last); anything else (a '.', an exponent, a bad byte) is the machine's,
+   * from the chunk's start, in the state st the chunk began in */
+  t->tok.text = p;
+  t->tok.len = (size_t)(n - p);
+  t->tok.offset = t->pos;
+  if (n == end) {
+    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+      return gram_aborted(t, t->pos + len, len);
+    t->tok.flags = 0;
+    t->pos += len;
+    return TS_E_OK;
+  }
+  if (*n != ',' && *n != '}' && *n != ']') goto machine;
+  t->tok.flags |= TS_JSON_LAST;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+    return gram_aborted(t, t->pos + (uint64_t)(n - buf), len);
+  p = n;
+  goto after_value;
+lit_more: { /* the chunk continues a literal (p is buf) */
+  const unsigned lit = t->lit;
+  const char *const want = lit_text[lit];
+  const unsigned ln = lit_len[lit];
+  unsigned k = t->lit_k;
+  const char *q = p;
+  while (q < end && k < ln && *q == want[k]) {
+    q++;
+    k++;
+  }
+  if (k < ln) {
+    if (q != end) goto machine; /* a wrong letter: the machine's, from the chunk's start */
+    t->lit_k = (uint8_t)k;
+    t->pos += len;
+    return TS_E_OK;
+  }
+  t->tok.text = want;
+  t->tok.len = ln;
+  t->tok.offset = t->tok_start;
+  t->tok.depth = t->depth;
+  t->tok.kind = lit_kind[lit];
+  t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+    return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
+  p = q;
+  goto after_value;
+}
 open: {
-  /* a string or key the chunk ends inside, with no stop byte in it (its DFA is at PL);
-   * anything else is the machine's, from the opening quote */
+  /* a string or key: one the chunk ends inside with no stop byte in it (its DFA is at
+   * PL: its first fragment, or nothing yet), or one it holds whole with no stop byte
+   * but its closing quote (its one fragment, then the grammar goes on); anything else
+   * is the machine's, from the opening quote */
   const char *const s = p + 1;
   const char *r = s;
   while (r < end && !str_stop[(uint8_t)*r]) r++;
-  if (r != end) goto machine;
   t->tok.kind = kind;
   t->tok.depth = t->depth;
+  if (r != end) {
+    if (*r != '"') goto machine;
+    t->tok.text = s;
+    t->tok.len = (size_t)(r - s);
+    t->tok.offset = t->pos + (uint64_t)(s - buf);
+    t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
+    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+      return gram_aborted(t, t->pos + (uint64_t)(r - buf), len);
+    p = r + 1;
+    if (kind == TS_JSON_KEY) {
+      st = S_COLON;
+      goto colon;
+    }
+    goto after_value;
+  }
   if (s == end) { /* nothing of it yet */
     t->tok.flags = TS_JSON_FIRST;
     t->mode = MODE(S_STR) | MODE_FIRST;
@@ -1331,6 +1467,13 @@ __attribute__((noinline)) static int str_close(ts_json_tok *t, const char *buf, 
   return gram_run(t, buf, len, q + 1, st);
 }
 
+/* 1 to SHORT_CHUNK bytes that start outside a string: the grammar short path from the
+ * chunk's start, in the state the last chunk left (the machine's, for a state the path
+ * does not take: the error and finished states among them). */
+__attribute__((noinline)) static int gram_short(ts_json_tok *t, const char *buf, size_t len) {
+  return gram_run(t, buf, len, buf, STATE(t));
+}
+
 /* 1 to SHORT_CHUNK bytes continuing a string in any state: the DFA over all of them. */
 __attribute__((noinline)) static int str_tiny(ts_json_tok *t, const char *buf, size_t len) {
   const size_t s = str_dfa_chunk(buf, buf + len, MODE_DFA(t->mode));
@@ -1364,7 +1507,10 @@ int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
     if (len >= 32 && MODE_DFA(mode) == 32 * D_PL && wide_scan) return str_wide(t, buf, len);
 #endif
     if (len) return str_more(t, buf, len, buf);
+    return feed_machine(t, buf, len, NULL);
   }
+  /* 1 ..= SHORT_CHUNK bytes outside a string: the grammar short path */
+  if (len - 1 < SHORT_CHUNK) return gram_short(t, buf, len);
   return feed_machine(t, buf, len, NULL);
 }
 
