@@ -576,8 +576,10 @@ static int str_more(ts_json_tok *t, const char *buf, size_t len, const char *fro
  * the chunk's start, or where the grammar short path handed the rest of a chunk over). */
 __attribute__((noinline)) static int feed_machine(ts_json_tok *t, const char *buf, size_t len,
                                                   const char *sp) {
-  /* first, so that the early return needs none of the registers the machine saves */
-  if (__builtin_expect(t->mode >= MODE(S_FINISHED) || len == 0, 0)) return feed_idle(t, len);
+  /* first, so that the early return needs none of the registers the machine saves. The
+   * machine never sees an empty chunk: feed sends one to gram_short or feed_idle, and
+   * every sub-chunk it is handed holds a byte at least. */
+  if (__builtin_expect(t->mode >= MODE(S_FINISHED), 0)) return feed_idle(t, len);
   uint32_t mode; /* t->mode as the chunk leaves it (written at out) */
   const char *p = buf;
   const char *const end = buf + len;
@@ -1179,7 +1181,9 @@ static inline __attribute__((always_inline)) int gram_run(ts_json_tok *t, const 
     case S_KEY_OR_OEND: goto key_or_oend;
     case S_VALUE_OR_AEND: goto value_or_aend;
     case S_NUM_INT: /* fall through */
-    case S_NUM_FRAC: goto num_more;
+    case S_NUM_FRAC:
+      if (p == end) goto done; /* an empty chunk reports nothing */
+      goto num_more;
     case S_LIT: goto lit_more;
     default: goto machine; /* S_DONE (whitespace or an error), the rest of a number */
   }
@@ -1507,10 +1511,11 @@ int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
     if (len >= 32 && MODE_DFA(mode) == 32 * D_PL && wide_scan) return str_wide(t, buf, len);
 #endif
     if (len) return str_more(t, buf, len, buf);
-    return feed_machine(t, buf, len, NULL);
+    return feed_idle(t, 0);
   }
-  /* 1 ..= SHORT_CHUNK bytes outside a string: the grammar short path */
-  if (len - 1 < SHORT_CHUNK) return gram_short(t, buf, len);
+  /* up to SHORT_CHUNK bytes outside a string (an empty chunk too, so that the machine
+   * never sees one): the grammar short path */
+  if (len <= SHORT_CHUNK) return gram_short(t, buf, len);
   return feed_machine(t, buf, len, NULL);
 }
 
