@@ -1180,12 +1180,23 @@ static inline __attribute__((always_inline)) int gram_run(ts_json_tok *t, const 
     case S_KEY: goto key;
     case S_KEY_OR_OEND: goto key_or_oend;
     case S_VALUE_OR_AEND: goto value_or_aend;
-    case S_NUM_INT: /* fall through */
-    case S_NUM_FRAC:
-      if (p == end) goto done; /* an empty chunk reports nothing */
-      goto num_more;
     case S_LIT: goto lit_more;
-    default: goto machine; /* S_DONE (whitespace or an error), the rest of a number */
+    default: break;
+  }
+  /* S_DONE (whitespace or an error), S_ERROR, S_FINISHED: the machine's; else a number
+   * goes on from the chunk's start (an empty chunk reports nothing) */
+  if (st < S_NUM_MINUS || st > S_NUM_EXP) goto machine;
+  if (p == end) goto done;
+  n = p;
+  switch (st) {
+    case S_NUM_MINUS: goto num_minus;
+    case S_NUM_ZERO: goto num_zero;
+    case S_NUM_INT: goto num_int;
+    case S_NUM_DOT: goto num_dot;
+    case S_NUM_FRAC: goto num_frac;
+    case S_NUM_E: goto num_e;
+    case S_NUM_ESIGN: goto num_esign;
+    default: goto num_exp;
   }
 colon:
   if (p == end) goto done;
@@ -1320,63 +1331,104 @@ value_c:
     p = q;
     goto after_value;
   }
-  /* a number from 1 (a '-', digits, the first not 0, and a fraction) that the chunk
-   * ends inside (its first fragment) or that a ',' '}' or ']' ends (its one fragment);
-   * any other number (0, an exponent, a '-' or '.' at the chunk's end) is the
-   * machine's, from its start */
-  n = p + (*p == '-');
-  if (n == end || (uint8_t)(*n - '1') > 8) goto machine;
+  /* a number, from its first byte: see num_minus */
+  t->tok.flags = TS_JSON_FIRST;
+  n = p + 1;
+  if (*p == '-') goto num_minus;
+  if (*p == '0') goto num_zero;
+  if ((uint8_t)(*p - '1') <= 8) goto num_int;
+  goto machine; /* not a value: the machine's error */
+  /* The number lexer, the machine's states one label each: [p, n) is the number's text
+   * in this chunk (from its first byte, or from the chunk's start where the chunk
+   * continues one, st being the state it continues in), t->tok.flags its first-ness.
+   * The chunk ends inside it (its next fragment: the machine's state for the next
+   * chunk), or a ',' '}' or ']' ends it (its last fragment, then the grammar); anything
+   * else (whitespace, an error) is the machine's, from p in state st, with nothing of
+   * this chunk reported. */
+num_minus:
+  nst = S_NUM_MINUS;
+  if (n == end) goto num_cut;
+  if (*n == '0') {
+    n++;
+    goto num_zero;
+  }
+  if ((uint8_t)(*n - '1') > 8) goto machine;
   n++;
+num_int:
   while (n < end && (uint8_t)(*n - '0') <= 9) n++;
   nst = S_NUM_INT;
-  if (n < end && *n == '.') {
-    if (end - n < 2 || (uint8_t)(n[1] - '0') > 9) goto machine;
-    n += 2;
-    while (n < end && (uint8_t)(*n - '0') <= 9) n++;
-    nst = S_NUM_FRAC;
+  if (n == end) goto num_cut;
+num_after_int:
+  if (*n == '.') {
+    n++;
+    goto num_dot;
   }
+  if ((*n | 0x20) == 'e') {
+    n++;
+    goto num_e;
+  }
+  goto num_term;
+num_zero:
+  nst = S_NUM_ZERO;
+  if (n == end) goto num_cut;
+  goto num_after_int; /* a digit after the 0 is not a number's end: the machine's error */
+num_dot:
+  nst = S_NUM_DOT;
+  if (n == end) goto num_cut;
+  if ((uint8_t)(*n - '0') > 9) goto machine;
+  n++;
+num_frac:
+  while (n < end && (uint8_t)(*n - '0') <= 9) n++;
+  nst = S_NUM_FRAC;
+  if (n == end) goto num_cut;
+  if ((*n | 0x20) == 'e') {
+    n++;
+    goto num_e;
+  }
+  goto num_term;
+num_e:
+  nst = S_NUM_E;
+  if (n == end) goto num_cut;
+  if (*n == '+' || *n == '-') {
+    n++;
+    goto num_esign;
+  }
+  if ((uint8_t)(*n - '0') > 9) goto machine;
+  n++;
+  goto num_exp;
+num_esign:
+  nst = S_NUM_ESIGN;
+  if (n == end) goto num_cut;
+  if ((uint8_t)(*n - '0') > 9) goto machine;
+  n++;
+num_exp:
+  while (n < end && (uint8_t)(*n - '0') <= 9) n++;
+  nst = S_NUM_EXP;
+  if (n == end) goto num_cut;
+num_term:
+  if (*n != ',' && *n != '}' && *n != ']') goto machine;
   t->tok.text = p;
   t->tok.len = (size_t)(n - p);
   t->tok.offset = t->pos + (uint64_t)(p - buf);
   t->tok.depth = t->depth;
   t->tok.kind = TS_JSON_NUMBER;
-  if (n == end) { /* its first fragment; the machine's S_NUM_INT or S_NUM_FRAC goes on */
-    t->tok.flags = TS_JSON_FIRST;
-    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-      return gram_aborted(t, t->pos + len, len);
-    t->tok.flags = 0;
-    t->mode = MODE(nst);
-    t->pos += len;
-    return TS_E_OK;
-  }
-  if (*n != ',' && *n != '}' && *n != ']') goto machine;
-  t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
-  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-    return gram_aborted(t, t->pos + (uint64_t)(n - buf), len);
-  p = n;
-  goto after_value;
-num_more: /* the chunk continues an integer's or a fraction's digits (p is buf) */
-  n = p;
-  while (n < end && (uint8_t)(*n - '0') <= 9) n++;
-  /* the number's next fragment [buf, n): the chunk ends inside it, or a ',' '}' or ']'
-   * ends it (its last); anything else (a '.', an exponent, a bad byte) is the machine's,
-   * from the chunk's start, in the state st the chunk began in */
-  t->tok.text = p;
-  t->tok.len = (size_t)(n - p);
-  t->tok.offset = t->pos;
-  if (n == end) {
-    if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-      return gram_aborted(t, t->pos + len, len);
-    t->tok.flags = 0;
-    t->pos += len;
-    return TS_E_OK;
-  }
-  if (*n != ',' && *n != '}' && *n != ']') goto machine;
   t->tok.flags |= TS_JSON_LAST;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
     return gram_aborted(t, t->pos + (uint64_t)(n - buf), len);
   p = n;
   goto after_value;
+num_cut: /* the chunk ends inside the number: its next fragment */
+  t->tok.text = p;
+  t->tok.len = (size_t)(end - p);
+  t->tok.offset = t->pos + (uint64_t)(p - buf);
+  t->tok.depth = t->depth;
+  t->tok.kind = TS_JSON_NUMBER;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+    return gram_aborted(t, t->pos + len, len);
+  t->tok.flags = 0;
+  t->mode = MODE(nst);
+  t->pos += len;
+  return TS_E_OK;
 lit_more: { /* the chunk continues a literal (p is buf) */
   const unsigned lit = t->lit;
   const char *const want = lit_text[lit];
