@@ -1583,7 +1583,7 @@ END_TEST
  * every one of those (and each way out of them: '.', 'e', '0', '-' at the end, a
  * stop byte in the new string, whitespace, bad bytes) after a closing quote, at
  * nesting depths that cross a byte of the container stack. Each is fed with a chunk of
- * every length 1 to 9 at every offset (the rest in pieces of that length, and whole),
+ * every length 1 to 17 at every offset (the rest in pieces of that length, and whole),
  * so that every chunk end falls inside each step, plus whole, byte by byte and every
  * split 1..31; the same tokens, errors and offsets as the reference. */
 static const char *const gram_docs[] = {
@@ -1635,7 +1635,7 @@ static const char *const gram_docs[] = {
     "{\"abcd\":t",
 };
 
-/* `doc` with one chunk of every length 1 to 9 at every offset (the chunk before it
+/* `doc` with one chunk of every length 1 to 17 at every offset (the chunk before it
  * whole, the rest in pieces of that length or whole), and whole, byte by byte and every
  * split 1..31: the same tokens, errors and offsets as the reference. */
 static void check_short_chunks(const char *doc, uint32_t max_depth, const char *label) {
@@ -1646,7 +1646,7 @@ static void check_short_chunks(const char *doc, uint32_t max_depth, const char *
   check_all_splits(doc, len, max_depth, &ref, label);
   size_t *cuts = malloc((len + 2) * sizeof *cuts);
   CHECK(cuts, "out of memory");
-  for (size_t k = 1; k <= 9; k++) {
+  for (size_t k = 1; k <= 17; k++) {
     for (size_t at = 0; at < len; at++) {
       for (int rest = 0; rest < 2; rest++) {
         /* [at, at + k) is one chunk; before it one chunk; after it pieces of k or
@@ -1693,12 +1693,12 @@ static int stop_cb(void *user, const ts_json_token *tok) {
 }
 
 /* Stopping the tokenizer from the callback at every token the grammar short path (or
- * the machine) reports, in chunks of 1 to 9 bytes: TS_E_ABORTED, sticky, recorded at
+ * the machine) reports, in chunks of 1 to 17 bytes: TS_E_ABORTED, sticky, recorded at
  * the end of the fragment being reported (a container's close: at its byte), and every
  * byte counted, as the machine does. */
 static void check_aborts(const char *doc, size_t d) {
   const size_t len = strlen(doc);
-  for (size_t k = 1; k <= 9; k++) {
+  for (size_t k = 1; k <= 17; k++) {
     for (uint64_t at = 1;; at++) {
       stop_at s = {0, at, {0}};
       ts_json_tok t;
@@ -1750,7 +1750,7 @@ END_TEST
  * containers (at depths that cross a byte of the container stack, and up to the depth
  * limit), takes a key or string the chunk holds whole with no stop byte, and a number's
  * fraction. The documents put each of those at every chunk start (each is fed with a
- * chunk of every length 1 to 9 at every offset), every way out of them to the machine
+ * chunk of every length 1 to 17 at every offset), every way out of them to the machine
  * (an exponent after digits, a '0', a '-' or '.' at the chunk's end, whitespace, a stop
  * byte in a whole string, a wrong letter), top-level values of every kind, and bad input
  * at each step; the first GRAM_START_GOOD are good JSON. */
