@@ -49,10 +49,12 @@
  * commonest case (4 to 8 bytes between characters in a string that has reported a
  * fragment); feed only picks, every case is a tail call (none pays for the registers
  * another needs), and a chunk for the grammar reaches the machine after two compares.
- * Where a short chunk ends a string, what follows the closing quote (a colon, a comma, a
- * close, the next opening quote, a literal, a plain integer) is taken by a small loop of
- * its own, the grammar short path (str_close, gram_run), which enters the machine only
- * at a byte it does not take.
+ * Structure in short chunks is taken by a small loop of its own, the grammar short path
+ * (gram_run): after a closing quote that str_short or str_more finds (str_close), and
+ * from the start of a chunk of up to 16 bytes that starts outside a string
+ * (gram_short). It takes colons, commas, containers opened and closed, keys and strings
+ * with no stop byte, numbers and literals, and enters the machine only at a byte it
+ * does not take.
  *
  * Errors record the code and the absolute offset of the offending byte and become
  * sticky; no token is reported from that byte on.
@@ -967,9 +969,10 @@ fail:
  * A chunk that continues a string goes through the three functions below and never
  * through the machine: the token in progress lives in t->tok (kind, depth, first-ness),
  * so reporting the chunk writes only its view. Escapes and UTF-8 characters held whole
- * in the chunk are checked here too; anything else (the closing quote, an escape or a
- * character cut by the chunk's end, a surrogate pair, a byte in error) hands the rest
- * of the chunk to the machine at the byte that needs it, with nothing reported yet. */
+ * in the chunk are checked here too, and an escape or a character cut by the chunk's
+ * end or a surrogate pair by the DFA. The closing quote ends the string where it is
+ * found (str_close, then the grammar short path below; after the 32-byte scan, the
+ * machine, at the quote), and a byte in error is recorded where it is found. */
 
 /* The callback stopped the tokenizer during a fast-path fragment. Cold. */
 __attribute__((noinline, cold)) static int fast_aborted(ts_json_tok *t) {
@@ -1035,8 +1038,8 @@ static inline const char *short_at(const char *buf, size_t len, unsigned ok) {
 static int str_close(ts_json_tok *t, const char *buf, size_t len, const char *q);
 
 /* The chunk [buf, buf + len) continues a string. If it holds no closing quote and no
- * error, it is one fragment; otherwise the machine takes over at the quote, or the
- * error is recorded here. */
+ * error, it is one fragment; otherwise the string ends at the quote (str_close: its
+ * last fragment, then the grammar short path), or the error is recorded here. */
 __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, size_t len,
                                               const char *from) {
   const char *const end = buf + len;
@@ -1139,17 +1142,23 @@ __attribute__((noinline)) static int str_short_first(ts_json_tok *t, const char 
  * end of a value and its comma or close, the next opening quote and the first bytes of a
  * key. The machine takes all of that, but its entry and exit (six registers saved, the
  * state loaded and dispatched, and stored back) cost about as much as the bytes. So where
- * str_short finds a string's closing quote, str_close reports the string's end and the
- * small loop below takes what follows: ':' after a key, ',' after a value, the
- * container's close, an opening quote whose string the chunk ends inside without a stop
- * byte (the string's first fragment, or nothing yet), a literal (whole, or cut by the
- * chunk's end) and an integer the chunk ends inside or a ',' '}' ']' ends. It enters the
- * machine at the first byte it does not take (whitespace, a container, a float, a 0, a
- * stop byte in the new string, anything in error), with t->mode set to the grammar state
- * for that byte, as a chunk of its own: t->pos is advanced to that byte first, so every
- * offset the machine reports or records is the same. (A start-at-p entry to the machine
- * itself moved its register allocation: every cell got slower.) It reports exactly what
- * the machine would: the same fragments, flags, offsets, depths and error offsets. */
+ * str_short or str_more finds a string's closing quote, str_close reports the string's
+ * end and the small loop below takes what follows; and a chunk of up to GRAM_CHUNK bytes
+ * that starts outside a string (gram_short) starts there, in the state the last chunk
+ * left. It takes ':' after a key, ',' after a value, a container's open (up to the depth
+ * limit) and close, an opening quote whose string the chunk ends inside without a stop
+ * byte (the string's first fragment, or nothing yet) or holds whole with none (its one
+ * fragment), a literal (whole, cut by the chunk's end, or going on from the last chunk)
+ * and a number in any of the machine's number states (a fragment at the chunk's end, or
+ * ended by ',' '}' or ']'). It enters the machine at the first byte it does not take
+ * (whitespace, a stop byte in a new string, a number ended by anything else, anything in
+ * error), with t->mode set to the state for that byte, as a chunk of its own: t->pos is
+ * advanced to that byte first, so every offset the machine reports or records is the
+ * same. (A start-at-p entry to the machine itself moved its register allocation: every
+ * cell got slower.) A token the chunk began inside (a number, a literal) goes to the
+ * machine from the chunk's start, with nothing of the chunk reported yet. It reports
+ * exactly what the machine would: the same fragments, flags, offsets, depths and error
+ * offsets. */
 
 /* The callback stopped the tokenizer during a fragment reported by the grammar short
  * path; `at` is where the machine would have recorded it (the fragment's end). Cold. */
