@@ -1195,22 +1195,21 @@ static inline __attribute__((always_inline)) int gram_run(ts_json_tok *t, const 
     case S_KEY_OR_OEND: goto key_or_oend;
     case S_VALUE_OR_AEND: goto value_or_aend;
     case S_LIT: goto lit_more;
-    default: break;
-  }
-  /* S_DONE (whitespace or an error), S_ERROR, S_FINISHED: the machine's; else a number
-   * goes on from the chunk's start (an empty chunk reports nothing) */
-  if (st < S_NUM_MINUS || st > S_NUM_EXP) goto machine;
-  if (p == end) goto done;
-  n = p;
-  switch (st) {
-    case S_NUM_MINUS: goto num_minus;
-    case S_NUM_ZERO: goto num_zero;
-    case S_NUM_INT: goto num_int;
-    case S_NUM_DOT: goto num_dot;
-    case S_NUM_FRAC: goto num_frac;
-    case S_NUM_E: goto num_e;
-    case S_NUM_ESIGN: goto num_esign;
-    default: goto num_exp;
+    /* a number goes on from the chunk's start (an empty chunk reports nothing) */
+#define NUM_MORE(label) \
+  if (p == end) goto done; \
+  n = p;                   \
+  goto label
+    case S_NUM_MINUS: NUM_MORE(num_minus);
+    case S_NUM_ZERO: NUM_MORE(num_zero);
+    case S_NUM_INT: NUM_MORE(num_int);
+    case S_NUM_DOT: NUM_MORE(num_dot);
+    case S_NUM_FRAC: NUM_MORE(num_frac);
+    case S_NUM_E: NUM_MORE(num_e);
+    case S_NUM_ESIGN: NUM_MORE(num_esign);
+    case S_NUM_EXP: NUM_MORE(num_exp);
+#undef NUM_MORE
+    default: goto machine; /* S_DONE (whitespace or an error), S_ERROR, S_FINISHED */
   }
 colon:
   if (p == end) goto done;
