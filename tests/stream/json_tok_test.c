@@ -1574,12 +1574,13 @@ START_TEST(test_short_feeds) {
 END_TEST
 
 /* The grammar short path (json_tok.c, str_close and gram_run): a chunk of 4 to 8 bytes
- * that continues a string between characters and holds its closing quote reports the
- * string's end and then takes, without the machine, a ':' after a key, a ',' after a
- * value, the close of the container, an opening quote whose string the chunk ends
- * inside without a stop byte, a literal (whole or cut by the chunk's end), and an
- * integer the chunk ends inside or a ',' '}' ']' ends; anything else goes to the machine
- * at that byte. Each document below puts
+ * that continues a string between characters (str_short), or one of 9 to 31 bytes
+ * (str_more), and holds its closing quote reports the string's end and then takes,
+ * without the machine, a ':' after a key, a ',' after a value, the close of the
+ * container, an opening quote whose string the chunk ends inside without a stop byte,
+ * a literal (whole or cut by the chunk's end), and a number the chunk ends inside or a
+ * ',' '}' ']' ends (and more: see test_grammar_start); anything else goes to the
+ * machine at that byte. Each document below puts
  * every one of those (and each way out of them: '.', 'e', '0', '-' at the end, a
  * stop byte in the new string, whitespace, bad bytes) after a closing quote, at
  * nesting depths that cross a byte of the container stack. Each is fed with a chunk of
