@@ -1545,8 +1545,9 @@ __attribute__((noinline)) static int str_close(ts_json_tok *t, const char *buf, 
 /* 0 to GRAM_CHUNK bytes that start outside a string: the grammar short path from the
  * chunk's start, in the state the last chunk left (the machine's, for a state the path
  * does not take: the error and finished states among them). */
-__attribute__((noinline)) static int gram_short(ts_json_tok *t, const char *buf, size_t len) {
-  return gram_run(t, buf, len, buf, STATE(t));
+__attribute__((noinline)) static int gram_short(ts_json_tok *t, const char *buf, size_t len,
+                                                uint32_t mode) {
+  return gram_run(t, buf, len, buf, mode >> 16);
 }
 
 /* 1 to SHORT_CHUNK bytes continuing a string in any state: the DFA over all of them. */
@@ -1586,7 +1587,7 @@ int ts_json_tok_feed(ts_json_tok *t, const char *buf, size_t len) {
   }
   /* up to GRAM_CHUNK bytes outside a string (an empty chunk too, so that the machine
    * never sees one): the grammar short path */
-  if (len <= GRAM_CHUNK) return gram_short(t, buf, len);
+  if (len <= GRAM_CHUNK) return gram_short(t, buf, len, mode);
   return feed_machine(t, buf, len, NULL);
 }
 
