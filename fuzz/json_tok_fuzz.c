@@ -8,9 +8,12 @@
  * the error cut short may have reported its first fragments in one run (they were valid
  * when they were read) and not in the other: that unfinished token is left out.
  *
- * Four runs: whole; in the chosen chunks (1..32 bytes); in chunks three times as long
- * (3..96: long enough for the 32-byte string scan inside a chunk); and whole with the
- * 32-byte (AVX2) scan turned off, so the 16-byte scan is checked against it too.
+ * Six runs: whole; in the chosen chunks (1..32 bytes); in chunks three times as long
+ * (3..96: long enough for the 32-byte string scan inside a chunk); whole with the
+ * 32-byte (AVX2) scan turned off, so the 16-byte scan is checked against it too; and
+ * whole against the chosen chunks again under a depth limit of 1 to 8 (from byte 7),
+ * so that the limit is met where the grammar short path opens a container (json_tok.c,
+ * gram_run) as well as in the machine.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -51,11 +54,12 @@ static int on_token(void *user, const ts_json_token *tok) {
   return 0;
 }
 
-static void run(const uint8_t *in, size_t n, ts_fuzz_chunks *chunks, size_t scale, trace *t) {
+static void run(const uint8_t *in, size_t n, ts_fuzz_chunks *chunks, size_t scale,
+                uint32_t max_depth, trace *t) {
   ts_buf_init(&t->out, 64u << 20);
   t->in_fragment = 0;
   ts_json_tok tok;
-  ts_json_tok_init(&tok, 64, on_token, t);
+  ts_json_tok_init(&tok, max_depth, on_token, t);
   for (size_t at = 0; at < n;) {
     size_t k = chunks ? ts_fuzz_chunks_next(chunks, n - at) * scale : n - at;
     if (k > n - at) k = n - at;
@@ -80,17 +84,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ts_fuzz_chunks chunks;
   ts_fuzz_chunks_init(&chunks, data, 8);
   trace whole, split, longer, narrow;
-  run(data + 8, size - 8, NULL, 1, &whole);
-  run(data + 8, size - 8, &chunks, 1, &split);
+  run(data + 8, size - 8, NULL, 1, 64, &whole);
+  run(data + 8, size - 8, &chunks, 1, 64, &split);
   ts_fuzz_chunks_init(&chunks, data, 8);
-  run(data + 8, size - 8, &chunks, 3, &longer);
+  run(data + 8, size - 8, &chunks, 3, 64, &longer);
   const int wide = ts__json_tok_wide(-1);
   ts__json_tok_wide(0);
-  run(data + 8, size - 8, NULL, 1, &narrow);
+  run(data + 8, size - 8, NULL, 1, 64, &narrow);
   ts__json_tok_wide(wide);
   ts_fuzz_same("json_tok", &whole.out, &split.out);
   ts_fuzz_same("json_tok (chunks x3)", &whole.out, &longer.out);
   ts_fuzz_same("json_tok (16-byte scan)", &whole.out, &narrow.out);
+  {
+    const uint32_t max_depth = 1u + (data[7] & 7u);
+    trace whole_d, split_d;
+    run(data + 8, size - 8, NULL, 1, max_depth, &whole_d);
+    ts_fuzz_chunks_init(&chunks, data, 8);
+    run(data + 8, size - 8, &chunks, 1, max_depth, &split_d);
+    ts_fuzz_same("json_tok (depth limit)", &whole_d.out, &split_d.out);
+    ts_buf_fini(&whole_d.out);
+    ts_buf_fini(&split_d.out);
+  }
   ts_buf_fini(&whole.out);
   ts_buf_fini(&split.out);
   ts_buf_fini(&longer.out);

@@ -1574,16 +1574,17 @@ START_TEST(test_short_feeds) {
 END_TEST
 
 /* The grammar short path (json_tok.c, str_close and gram_run): a chunk of 4 to 8 bytes
- * that continues a string between characters and holds its closing quote reports the
- * string's end and then takes, without the machine, a ':' after a key, a ',' after a
- * value, the close of the container, an opening quote whose string the chunk ends
- * inside without a stop byte, a literal (whole or cut by the chunk's end), and an
- * integer the chunk ends inside or a ',' '}' ']' ends; anything else goes to the machine
- * at that byte. Each document below puts
+ * that continues a string between characters (str_short), or one of 9 to 31 bytes
+ * (str_more), and holds its closing quote reports the string's end and then takes,
+ * without the machine, a ':' after a key, a ',' after a value, the close of the
+ * container, an opening quote whose string the chunk ends inside without a stop byte,
+ * a literal (whole or cut by the chunk's end), and a number the chunk ends inside or a
+ * ',' '}' ']' ends (and more: see test_grammar_start); anything else goes to the
+ * machine at that byte. Each document below puts
  * every one of those (and each way out of them: '.', 'e', '0', '-' at the end, a
  * stop byte in the new string, whitespace, bad bytes) after a closing quote, at
  * nesting depths that cross a byte of the container stack. Each is fed with a chunk of
- * every length 1 to 9 at every offset (the rest in pieces of that length, and whole),
+ * every length 1 to 17 at every offset (the rest in pieces of that length, and whole),
  * so that every chunk end falls inside each step, plus whole, byte by byte and every
  * split 1..31; the same tokens, errors and offsets as the reference. */
 static const char *const gram_docs[] = {
@@ -1635,37 +1636,48 @@ static const char *const gram_docs[] = {
     "{\"abcd\":t",
 };
 
+/* `doc` with one chunk of every length 1 to 17 at every offset (the chunk before it
+ * whole, the rest in pieces of that length or whole), and whole, byte by byte and every
+ * split 1..31: the same tokens, errors and offsets as the reference. */
+static void check_short_chunks(const char *doc, uint32_t max_depth, const char *label) {
+  const size_t len = strlen(doc);
+  run_t ref;
+  ref_parse(doc, len, max_depth, &ref);
+  char what[320];
+  check_all_splits(doc, len, max_depth, &ref, label);
+  size_t *cuts = malloc((len + 2) * sizeof *cuts);
+  CHECK(cuts, "out of memory");
+  for (size_t k = 1; k <= 17; k++) {
+    for (size_t at = 0; at < len; at++) {
+      for (int rest = 0; rest < 2; rest++) {
+        /* [at, at + k) is one chunk; before it one chunk; after it pieces of k or
+         * the rest whole */
+        size_t n = 0;
+        if (at) cuts[n++] = at;
+        for (size_t c = at + k; c < len; c += rest ? len : k) cuts[n++] = c;
+        run_t r;
+        snprintf(what, sizeof what, "%s, chunk of %zu at %zu, rest %s", label, k, at,
+                 rest ? "whole" : "in chunks");
+        run_doc(doc, len, max_depth, cuts, n, 0, &r, what);
+        same_runs(&ref, &r, what);
+        run_free(&r);
+      }
+    }
+  }
+  free(cuts);
+  run_free(&ref);
+}
+
 START_TEST(test_grammar_short) {
   for (size_t d = 0; d < sizeof gram_docs / sizeof gram_docs[0]; d++) {
     const char *doc = gram_docs[d];
-    const size_t len = strlen(doc);
     run_t ref;
-    ref_parse(doc, len, 0, &ref);
+    ref_parse(doc, strlen(doc), 0, &ref);
     CHECK((ref.err != 0) == (d >= 11), "grammar short doc %zu: reference err %d", d, ref.err);
+    run_free(&ref);
     char what[160];
     snprintf(what, sizeof what, "grammar short doc %zu", d);
-    check_all_splits(doc, len, 0, &ref, what);
-    size_t *cuts = malloc((len + 2) * sizeof *cuts);
-    CHECK(cuts, "out of memory");
-    for (size_t k = 1; k <= 9; k++) {
-      for (size_t at = 0; at < len; at++) {
-        for (int rest = 0; rest < 2; rest++) {
-          /* [at, at + k) is one chunk; before it one chunk; after it pieces of k or
-           * the rest whole */
-          size_t n = 0;
-          if (at) cuts[n++] = at;
-          for (size_t c = at + k; c < len; c += rest ? len : k) cuts[n++] = c;
-          run_t r;
-          snprintf(what, sizeof what, "grammar short doc %zu, chunk of %zu at %zu, rest %s", d,
-                   k, at, rest ? "whole" : "in chunks");
-          run_doc(doc, len, 0, cuts, n, 0, &r, what);
-          same_runs(&ref, &r, what);
-          run_free(&r);
-        }
-      }
-    }
-    free(cuts);
-    run_free(&ref);
+    check_short_chunks(doc, 0, what);
   }
 }
 END_TEST
@@ -1682,51 +1694,137 @@ static int stop_cb(void *user, const ts_json_token *tok) {
 }
 
 /* Stopping the tokenizer from the callback at every token the grammar short path (or
- * the machine) reports, in chunks of 1 to 9 bytes: TS_E_ABORTED, sticky, recorded at
+ * the machine) reports, in chunks of 1 to 17 bytes: TS_E_ABORTED, sticky, recorded at
  * the end of the fragment being reported (a container's close: at its byte), and every
  * byte counted, as the machine does. */
-START_TEST(test_grammar_short_abort) {
-  for (size_t d = 0; d < 11; d++) {
-    const char *doc = gram_docs[d];
-    const size_t len = strlen(doc);
-    for (size_t k = 1; k <= 9; k++) {
-      for (uint64_t at = 1;; at++) {
-        stop_at s = {0, at, {0}};
-        ts_json_tok t;
-        ck_assert_int_eq(ts_json_tok_init(&t, 0, stop_cb, &s), TS_E_OK);
-        int rc = TS_E_OK;
-        size_t fed = 0;
-        while (fed < len && rc == TS_E_OK) {
-          const size_t n = len - fed < k ? len - fed : k;
-          rc = ts_json_tok_feed(&t, doc + fed, n);
-          fed += n;
-        }
-        if (rc == TS_E_OK) rc = ts_json_tok_finish(&t);
-        if (s.n < at) {
-          ck_assert_int_eq(rc, TS_E_OK);
-          break;
-        }
-        const int single = s.last.kind != TS_JSON_KEY && s.last.kind != TS_JSON_STRING &&
-                           s.last.kind != TS_JSON_NUMBER;
-        const int bracket = single && s.last.kind <= TS_JSON_ARRAY_END;
-        const uint64_t want = s.last.offset + (bracket ? 0 : s.last.len);
-        CHECK(rc == TS_E_ABORTED && s.n == at,
-              "doc %zu, chunks %zu, abort at %" PRIu64 ": rc %d after %" PRIu64 " calls", d, k,
-              at, rc, s.n);
-        if (fed < len || s.last.kind != TS_JSON_NUMBER || s.last.len != 0)
-          CHECK(ts_json_tok_error_offset(&t) == want,
-                "doc %zu, chunks %zu, abort at %" PRIu64 " (kind %u at %" PRIu64
-                " len %zu): error offset %" PRIu64 ", want %" PRIu64,
-                d, k, at, (unsigned)s.last.kind, s.last.offset, s.last.len,
-                ts_json_tok_error_offset(&t), want);
-        CHECK(ts_json_tok_offset(&t) == fed, "doc %zu: offset %" PRIu64 " after %zu fed", d,
-              ts_json_tok_offset(&t), fed);
-        ck_assert_int_eq(ts_json_tok_feed(&t, "1", 1), TS_E_ABORTED);
-        ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_ABORTED);
-        ck_assert_uint_eq(s.n, at);
+static void check_aborts(const char *doc, size_t d) {
+  const size_t len = strlen(doc);
+  for (size_t k = 1; k <= 17; k++) {
+    for (uint64_t at = 1;; at++) {
+      stop_at s = {0, at, {0}};
+      ts_json_tok t;
+      ck_assert_int_eq(ts_json_tok_init(&t, 0, stop_cb, &s), TS_E_OK);
+      int rc = TS_E_OK;
+      size_t fed = 0;
+      while (fed < len && rc == TS_E_OK) {
+        const size_t n = len - fed < k ? len - fed : k;
+        rc = ts_json_tok_feed(&t, doc + fed, n);
+        fed += n;
       }
+      if (rc == TS_E_OK) rc = ts_json_tok_finish(&t);
+      if (s.n < at) {
+        ck_assert_int_eq(rc, TS_E_OK);
+        break;
+      }
+      const int single = s.last.kind != TS_JSON_KEY && s.last.kind != TS_JSON_STRING &&
+                         s.last.kind != TS_JSON_NUMBER;
+      const int bracket = single && s.last.kind <= TS_JSON_ARRAY_END;
+      const uint64_t want = s.last.offset + (bracket ? 0 : s.last.len);
+      CHECK(rc == TS_E_ABORTED && s.n == at,
+            "doc %zu, chunks %zu, abort at %" PRIu64 ": rc %d after %" PRIu64 " calls", d, k,
+            at, rc, s.n);
+      if (fed < len || s.last.kind != TS_JSON_NUMBER || s.last.len != 0)
+        CHECK(ts_json_tok_error_offset(&t) == want,
+              "doc %zu, chunks %zu, abort at %" PRIu64 " (kind %u at %" PRIu64
+              " len %zu): error offset %" PRIu64 ", want %" PRIu64,
+              d, k, at, (unsigned)s.last.kind, s.last.offset, s.last.len,
+              ts_json_tok_error_offset(&t), want);
+      CHECK(ts_json_tok_offset(&t) == fed, "doc %zu: offset %" PRIu64 " after %zu fed", d,
+            ts_json_tok_offset(&t), fed);
+      ck_assert_int_eq(ts_json_tok_feed(&t, "1", 1), TS_E_ABORTED);
+      ck_assert_int_eq(ts_json_tok_finish(&t), TS_E_ABORTED);
+      ck_assert_uint_eq(s.n, at);
     }
   }
+}
+
+START_TEST(test_grammar_short_abort) {
+  for (size_t d = 0; d < 11; d++) check_aborts(gram_docs[d], d);
+}
+END_TEST
+
+/* The grammar short path from a chunk's start (json_tok.c, gram_short): a chunk of 1 to
+ * 8 bytes that starts outside a string runs gram_run from the state the last chunk left:
+ * after a key (':'), after a value (',', the close), where a key or value must come
+ * (after '{', '[', ':' or ','), inside an integer or a fraction (its digits go on, a ','
+ * '}' or ']' ends it), inside a literal (its letters go on); and gram_run now also opens
+ * containers (at depths that cross a byte of the container stack, and up to the depth
+ * limit), takes a key or string the chunk holds whole with no stop byte, and a number's
+ * fraction. The documents put each of those at every chunk start (each is fed with a
+ * chunk of every length 1 to 17 at every offset), every way out of them to the machine
+ * (an exponent after digits, a '0', a '-' or '.' at the chunk's end, whitespace, a stop
+ * byte in a whole string, a wrong letter), top-level values of every kind, and bad input
+ * at each step; the first GRAM_START_GOOD are good JSON. */
+#define GRAM_START_GOOD 20
+static const char *const gram_start_docs[] = {
+    "{\"a\":1.5,\"bc\":-12.25,\"d\":[0.5,3.14159,-7.0,12,-345],\"e\":{\"f\":10.01},\"g\":9}",
+    "[1.5,22.75,-3.125,[4.5],{\"g\":6.25},1234567.125,-98765,7]",
+    "[[],{},[[]],[{}],{\"a\":[]},{\"b\":{}},[[[[[[[[[[1]]]]]]]]]],"
+    "{\"c\":{\"d\":{\"e\":{\"f\":{\"g\":{\"h\":{\"i\":{\"j\":{\"k\":[{}]}}}}}}}}}]",
+    "{\"id\":\"x\",\"ab\":\"\",\"\":\"cd\",\"e\":[\"f\",\"\",\"gh\",\"ijklmnopq\"],\"r\":{\"s\":\"t\"}}",
+    "{\"a\":\"\\n\",\"b\":\"\xC3\xA9x\",\"\\\"\":1,\"c\":[\"\\u00e9\",\"\xE2\x82\xAC\"],\"d\":\"e\"}",
+    "[true,false,null,[true],{\"t\":false},null,{\"n\":null},[false,true]]",
+    "[12345.5,123456e2,1234567.25E-1,1.5e3,2E+2,-3e1,0,-0,0.25,-0.5,10]",
+    "{ \"a\" : [ 1.5 , true ] , \"b\" : { } ,\"c\":[ ],\"d\":\t12 }",
+    "12.5",
+    "-1234567",
+    "true",
+    "\"abcdef\"",
+    "[]",
+    "{}",
+    "[{\"abc\":[{\"de\":[1,[2.5,{\"f\":null}]]}]}]",
+    "[1E-7,0e0,-0E+0,0.0e-0,-12.5e+34,0.125E-12,5e123,-7E9]",
+    "{\"a\":-0.0e+12,\"b\":0,\"c\":-0,\"d\":[0],\"e\":{\"f\":-0.5}}",
+    "-0.0e+12",
+    "0",
+    "1e5",
+    /* bad input */
+    "{\"a\":1.5.2}", "{\"a\":1.x}", "{\"a\":1.}", "[1.5x]", "[1.}", "[-]", "[-x]", "[12,]",
+    "{\"a\":12}}", "[1}", "{\"a\":1]", "{]", "[}", "{\"a\"}", "{,}", "[,1]", "{\"a\":}", ":",
+    "]", "}", ",", "1,", "1 2", "12]", "\"ab\"x", "\"ab\",", "[tru]", "[trux]", "[nul",
+    "{\"a\":fals", "truee", "nulx", "[1.5", "{\"a\":[", "{\"a\":{", "[{\"a\":1.25]",
+    "{\"a\":\"b\"x}", "{\"ab\":\"c\",}", "[\"\"x]", "[true false]", "{\"a\":1.5,\"b\":-}",
+    "{\"a\x01\":1}", "[\"\xff\"]", "[1.5e]", "[0x1]", "[01]", "[-01]", "{\"a\":1}x",
+    "[1.5]]", "[[1.25}]", "[1.25,]", "{\"a\":12.5,}", "{\"abc\":[true}", "[[[[[[[[[[}",
+    "[null,nul]", "{\"a\":[1,2.5e+]}", "12.5x", "-12.", "1.5]", "tru", "[\"ab", "{\"ab\":",
+    "{\"ab\"", "[\"abc\",", "{\"a\":1,\"b\"", "[{}x]", "[[]x]", "[1e]", "[1e+]",
+    "[1e+x]", "[1ex]", "[-0x]", "[0.x]", "[1.5e5.5]", "[1e5e5]", "[-.5]", "[.5]", "[+1]",
+    "[00]", "[-00.5]", "[1E]", "[1.5E-]", "{\"a\":-}", "{\"a\":1e5 x}", "0x", "-", "1.",
+    "1e", "1e+", "[1.5e3", "{\"a\":0", "[-0.5E", "[0,", "01",
+};
+
+START_TEST(test_grammar_start) {
+  const size_t ndocs = sizeof gram_start_docs / sizeof gram_start_docs[0];
+  for (size_t d = 0; d < ndocs; d++) {
+    const char *doc = gram_start_docs[d];
+    run_t ref;
+    ref_parse(doc, strlen(doc), 0, &ref);
+    CHECK((ref.err != 0) == (d >= GRAM_START_GOOD), "grammar start doc %zu: reference err %d",
+          d, ref.err);
+    run_free(&ref);
+    char what[160];
+    snprintf(what, sizeof what, "grammar start doc %zu", d);
+    check_short_chunks(doc, 0, what);
+  }
+  /* the depth limit met by a container the short path opens, and just not met */
+  static const char *const deep[] = {
+      "[[[1]]]", "{\"a\":{\"b\":{}}}", "[{\"a\":[]}]", "{\"a\":[[1.5]],\"b\":{\"c\":{\"d\":1}}}",
+      "[[],[[]],[[[]]]]",
+  };
+  for (size_t d = 0; d < sizeof deep / sizeof deep[0]; d++) {
+    for (uint32_t md = 1; md <= 4; md++) {
+      char what[160];
+      snprintf(what, sizeof what, "grammar start depth doc %zu, max depth %u", d, md);
+      check_short_chunks(deep[d], md, what);
+    }
+  }
+}
+END_TEST
+
+/* Stopping the tokenizer at every token of the documents above, as for the grammar
+ * short path after a closing quote. */
+START_TEST(test_grammar_start_abort) {
+  for (size_t d = 0; d < GRAM_START_GOOD; d++) check_aborts(gram_start_docs[d], d);
 }
 END_TEST
 
@@ -1847,6 +1945,8 @@ int main(void) {
   tcase_add_test(tr, test_short_feeds);
   tcase_add_test(tr, test_grammar_short);
   tcase_add_test(tr, test_grammar_short_abort);
+  tcase_add_test(tr, test_grammar_start);
+  tcase_add_test(tr, test_grammar_start_abort);
   tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
   tcase_add_test(tr, test_string_wide);
@@ -1863,6 +1963,7 @@ int main(void) {
   tcase_add_test(tn, test_string_masks);
   tcase_add_test(tn, test_short_feeds);
   tcase_add_test(tn, test_grammar_short);
+  tcase_add_test(tn, test_grammar_start);
   tcase_add_test(tn, test_string_wide);
   tcase_add_test(tn, test_large);
   suite_add_tcase(s, tn);
