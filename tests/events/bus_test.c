@@ -783,7 +783,9 @@ START_TEST(test_late_subscriber) {
   ts_sub_stats st;
   ts_sub_get_stats(s, &st);
   ck_assert_uint_eq(st.replayed, 3007);
-  ts_sub_close(s);
+  /* closed after the publisher, as every subscriber here (libnng 1.5.2's close of a sub0
+   * socket hangs now and then while its publisher is up: nng issue 1543) */
+  ts_sub *first = s;
 
   /* "live only" sees nothing of the past, then the new events */
   ts_sub_opts so = {.from = TS_SUB_LIVE};
@@ -799,6 +801,7 @@ START_TEST(test_late_subscriber) {
   ck_assert_msg(t2.errors == 0 && t2.events == 20 && t2.gone == 0, "%s", t2.first_error);
   ts_pub_close(p);
   ts_sub_close(s);
+  ts_sub_close(first);
 }
 END_TEST
 
@@ -859,8 +862,9 @@ START_TEST(test_gone) {
   ck_assert_msg(t.errors == 0 && t.events == 100 && t.gone == 200, "%s", t.first_error);
 
   /* a subscriber that falls behind: it stops reading while 1000 events go by with a
-   * tiny queue, so most are dropped live and only the last 100 are in the history */
-  ts_sub_close(s);
+   * tiny queue, so most are dropped live and only the last 100 are in the history (the
+   * first subscriber is closed after the publisher: nng issue 1543) */
+  ts_sub *first = s;
   ts_sub_opts so = {.recv_buffer = 2};
   ck_assert_int_eq(ts_sub_open(a, b, "g", &so, &s), 0);
   tally t3 = {.thread = "g", .next = 1};
@@ -878,6 +882,7 @@ START_TEST(test_gone) {
   ck_assert_uint_ge(st.gone, 2);
   ts_pub_close(p);
   ts_sub_close(s);
+  ts_sub_close(first);
 }
 END_TEST
 
@@ -1370,10 +1375,10 @@ START_TEST(test_slow_replay_waited_for) {
   ts_sub_stats st;
   ts_sub_get_stats(s, &st);
   ck_assert_uint_ge(st.replay_retries, 1); /* the late answers were counted as such */
-  ts_sub_close(s);
+  ts_pub_close(p); /* the peers first (nng issue 1543) */
   nng_close(sr.rep);
   pthread_join(th, NULL);
-  ts_pub_close(p);
+  ts_sub_close(s);
 }
 END_TEST
 
@@ -1464,10 +1469,12 @@ START_TEST(test_sync_does_not_stall_live) {
   ck_assert_int_eq(c.rc, 1);
   ck_assert_str_eq(c.thread, "ns");
   ck_assert_uint_eq(c.seq, 1);
-  ts_sub_close(s);
+  /* the peers first: libnng 1.5.2's close of a sub0 (and req0) socket hangs now and then
+   * while its peer is up (nng issue 1543; this test hung here once under load) */
+  ts_pub_close(p);
   nng_close(hr.rep);
   pthread_join(th, NULL);
-  ts_pub_close(p);
+  ts_sub_close(s);
 }
 END_TEST
 
