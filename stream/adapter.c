@@ -44,7 +44,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/json_scan_impl.h"
 #include "stream/json_shape.h"
+#include "stream/json_shape_impl.h"
 #include "stream/json_unescape.h"
 #include "stream/json_view.h"
 
@@ -64,15 +66,20 @@ struct ts_adapter {
   ts_format fmt;
   ts_adapter_cb cb;
   void *user;
-  uint8_t aborted;  /* the callback asked to stop: sticky */
-  uint8_t done;     /* the provider ended the turn (TURN_END or a terminal error) */
-  uint8_t finished; /* ts_adapter_finish was called */
+  union { /* the five reasons not to take ts_adapter_feed_fragment's way, tested as one word */
+    struct {
+      uint8_t aborted;  /* the callback asked to stop: sticky */
+      uint8_t done;     /* the provider ended the turn (TURN_END or a terminal error) */
+      uint8_t finished; /* ts_adapter_finish was called */
+      uint8_t general;  /* ts_adapter_set_general: no one-pass reading */
+      uint8_t no_memo;  /* ts_adapter_set_memo(a, 0): the one-pass readers keep no shape memo */
+    };
+    uint64_t no_fragment;
+  };
   uint8_t has_stop;
   uint8_t overflow; /* TS_E_MS_TOO_MANY_CALLS was reported */
-  uint8_t general;  /* ts_adapter_set_general: no one-pass reading */
   uint8_t sse_only; /* auto detection among the SSE formats only (ts_adapter_narrow) */
   uint8_t fed;      /* an event was fed */
-  uint8_t no_memo;  /* ts_adapter_set_memo(a, 0): the one-pass readers keep no shape memo */
   uint64_t memo_hits; /* payloads read from the shape memo (ts_adapter_memo_hits) */
   uint32_t keys_gen;  /* changes whenever a slot is added or a key replaced (never 0) */
   const char *hb_event; /* the event being offered to the one pass (ts_adapter_feed_event) */
@@ -735,6 +742,41 @@ size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len) {
 
 void ts_adapter_set_args_fn(ts_adapter *a, ts_adapter_args_fn fn) {
   if (a) a->args_fn = fn;
+}
+
+void ts_adapter_abort(ts_adapter *a) {
+  if (a) a->aborted = 1;
+}
+
+int ts_adapter_fragments(const ts_adapter *a) {
+  if (!a || a->fmt == TS_FORMAT_AUTO || a->general || a->no_memo) return 0;
+  const ts_provider *p = ts_provider_get(a->fmt);
+  return p && p->fast_event && p->memo_fragments;
+}
+
+/* ts_adapter_feed_event -> fast_event -> ts__adapter_memo_fragment -> args_value ->
+ * ts__adapter_call_args -> the args function, for the one case where all that comes to a
+ * fragment handed on: every step's test is here, the rest is left to the general way. */
+int ts_adapter_feed_fragment(ts_adapter *a, const char *event, size_t event_len, const char *data,
+                             size_t data_len, ts_adapter_fragment *out) {
+  /* aborted, done, finished, general, no_memo; the row (fmt cannot change once known) */
+  if (a->no_fragment || a->row_fmt != (int)a->fmt || !a->row || !a->row->memo_fragments) return 0;
+  ts_json_shape *memo = (ts_json_shape *)(void *)a->scratch;
+  /* the match fails for an empty memo, and for a payload that is not P0's object with
+   * nothing around it (P0 is one, trimmed: ts_adapter_feed_event's own test) */
+  if (!memo->one || ts__json_shape_match_one(memo, data, data_len, name_view(event, event_len), &out->value) <= 0 ||
+      !memo->kind)
+    return 0; /* (a memo of another kind, or a long fragment: the general way's) */
+  int slot = memo->slot_gen == a->keys_gen ? memo->slot : memo_slot_find(a, memo, 0);
+  ts_view val = out->value.val;
+  if (slot < 0 || !val.p || !val.len || a->calls[slot].state != SLOT_OPEN) return 0;
+  ms_call *c = &a->calls[slot];
+  a->memo_hits++;
+  a->last = slot;
+  c->has_args = 1;
+  out->index = c->index;
+  out->text = val;
+  return 1;
 }
 
 int ts_adapter_keeps(const ts_adapter *a) {
