@@ -249,6 +249,11 @@ typedef struct ts_adapter_fragment {
 int ts_adapter_fragments(const ts_adapter *a);
 int ts_adapter_feed_fragment(ts_adapter *a, const char *event, size_t event_len, const char *data,
                              size_t data_len, ts_adapter_fragment *out);
+/* For the tests and the fuzzer (not an API): with on == 0 ts_adapter_feed_fragment's match
+ * compares without AVX2 from now on, even where the CPU has it; with on != 0 it goes back
+ * to the CPU's choice (ts_adapter_new's). Both give the same answers. Returns 1 when AVX2
+ * is now in use, else 0. */
+int ts__adapter_set_simd(ts_adapter *a, int on);
 /* The caller stopped (as the callback or the args function returning nonzero would):
  * every call from now on returns TS_E_ABORTED and reports nothing. */
 void ts_adapter_abort(ts_adapter *a);

@@ -153,11 +153,31 @@ int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t l
   return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val);
 }
 
-int ts_json_shape_match_one(const ts_json_shape *m, const char *text, size_t len, ts_view name,
-                            ts_json_shape_value *out) {
+static inline __attribute__((always_inline)) int match_one(const ts_json_shape *m, const char *text, size_t len,
+                                                           ts_view name, ts_json_shape_value *out, int wide) {
   if (m->one) {
-    int r = ts__json_shape_match_one(m, text, len, name, out);
+    int r = ts__json_shape_match_one(m, text, len, name, out, wide);
     if (r >= 0) return r;
   }
   return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val);
+}
+
+int ts_json_shape_match_one(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                            ts_json_shape_value *out) {
+  return match_one(m, text, len, name, out, 0);
+}
+
+#ifdef TS_SHAPE_AVX2
+TS_SHAPE_AVX2_TARGET static int match_one_avx2(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                                               ts_json_shape_value *out) {
+  return match_one(m, text, len, name, out, 1);
+}
+#endif
+
+int ts__json_shape_match_one_avx2(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                                  ts_json_shape_value *out) {
+#ifdef TS_SHAPE_AVX2
+  if (__builtin_cpu_supports("avx2")) return match_one_avx2(m, text, len, name, out);
+#endif
+  return match_one(m, text, len, name, out, 0);
 }

@@ -121,6 +121,26 @@ static inline __attribute__((always_inline)) int shape_last_string(const char *p
   return 1;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TS_SHAPE_AVX2 1 /* the head's compare by 32-byte blocks where the CPU has AVX2 */
+#define TS_SHAPE_AVX2_TARGET __attribute__((target("avx2")))
+/* shape_same with 32-byte registers (called only on a CPU that has them, from a function
+ * compiled for AVX2): the block ending at the end and those from the start before it, one
+ * test; under 32 bytes, shape_same. An Anthropic delta's head is 87 bytes: three blocks. */
+TS_SHAPE_AVX2_TARGET static inline int shape_same_avx2(const char *a, const char *b, size_t n) {
+  if (n < 32) return shape_same(a, b, n);
+#define LD32(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+  __m256i e = _mm256_cmpeq_epi8(LD32(a + n - 32), LD32(b + n - 32));
+  for (size_t k = 0; k + 32 < n; k += 32) e = _mm256_and_si256(e, _mm256_cmpeq_epi8(LD32(a + k), LD32(b + k)));
+#undef LD32
+  return (unsigned)_mm256_movemask_epi8(e) == 0xFFFFFFFFu;
+}
+#define SHAPE_SAME_HEAD(wide, a, b, n) ((wide) ? shape_same_avx2(a, b, n) : shape_same(a, b, n))
+#else
+#define SHAPE_SAME_HEAD(wide, a, b, n) ((void)(wide), shape_same(a, b, n))
+#endif
+
 /* The fixed tail t[0..n) of P (1 <= n <= 16, P at least 16 bytes, t ending it) against P0's
  * tail t0 (P0 at least 16 bytes too): the 16-byte blocks that end the two payloads,
  * compared in their last n bytes. */
@@ -137,19 +157,20 @@ static inline int shape_same_tail(const char *t, const char *t0, size_t n) {
 /* match_value for a memo whose one span is the used string (Anthropic's delta): P is
  * P0's fixed head, the string's text, P0's fixed tail (its closing quote first), so the
  * text's extent follows from P's length, and the two runs are compared before the text is
- * read (shape_last_string). The event name is compared unless the reader said its reading
+ * read (shape_last_string), the head by 32-byte blocks when `wide` (a constant in each
+ * compiled copy: the caller is compiled for AVX2 and the CPU has it). The event name is compared unless the reader said its reading
  * does not depend on it (any_name). -1: not decided here (a text over 64 bytes, or too
  * close to the payload's start for shape_last_string's blocks): the general match
  * decides. */
 static inline __attribute__((always_inline)) int ts__json_shape_match_one(const ts_json_shape *m, const char *text,
                                                                           size_t len, ts_view name,
-                                                                          ts_json_shape_value *out) {
+                                                                          ts_json_shape_value *out, int wide) {
   size_t head = m->span[0].off, tail = m->tail;
   if (!m->len || len < head + tail) return 0;
   size_t body = len - head - tail;
   if (body > 64 || head + body < 16 * ((body + 15) / 16)) return -1;
   if (!m->any_name && (name.len != m->name_len || !shape_same(name.p, m->name, name.len))) return 0;
-  if (!shape_same(text, m->text, head)) return 0;
+  if (!SHAPE_SAME_HEAD(wide, text, m->text, head)) return 0;
   if (tail <= 16 && len >= 16 && m->len >= 16 ? !shape_same_tail(text + len - tail, m->text + m->len - tail, tail)
                                               : !shape_same(text + len - tail, m->text + m->len - tail, tail))
     return 0;

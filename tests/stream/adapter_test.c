@@ -70,8 +70,10 @@ typedef struct {
   uint64_t memo_hits; /* payloads the last run read from the memo */
   int via_fn;  /* CALL_ARGS through ts_adapter_set_args_fn (rec_args), not the callback */
   int in_fn;
-  int direct;  /* each event offered to ts_adapter_feed_fragment first, as the tap does */
+  int direct;  /* each event offered to ts_adapter_feed_fragment first, as the tap does
+                * (its match with AVX2 where the CPU has it on odd events, without on even ones) */
   uint64_t direct_hits; /* events ts_adapter_feed_fragment took in the last run */
+  uint64_t direct_tries;
 } rec;
 
 static rec R;
@@ -311,6 +313,7 @@ static ts_adapter *new_adapter(ts_format fmt, ts_adapter_cb cb, void *user) {
  * passed on (ts_adapter_abort). 1 when the event was taken; *rc then as feed would return. */
 static int feed_direct(ts_adapter *a, rec *r, const tev *e, int *rc) {
   ts_adapter_fragment fr;
+  ts__adapter_set_simd(a, (int)(r->direct_tries++ & 1));
   if (!ts_adapter_fragments(a) || !ts_adapter_feed_fragment(a, e->name, e->name_len, e->data, e->data_len, &fr))
     return 0;
   r->direct_hits++;
