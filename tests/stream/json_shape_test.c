@@ -131,8 +131,8 @@ static int check_match_value(const ts_json_shape *m, const char *q, size_t n, ts
   const char *buf = v->buf;
   size_t cap = sizeof v->buf;
   /* the one-span way (ts_json_shape_match_one): the same answer, to the byte */
-  ts_json_shape_value *w = malloc(sizeof *w);
-  ck_assert_ptr_nonnull(w);
+  static ts_json_shape_value wv;
+  ts_json_shape_value *w = &wv;
   for (int wide = 0; wide < 2; wide++) { /* the adapter's two copies: 16- and 32-byte compares */
     int r = wide ? ts__json_shape_match_one_avx2(m, q, n, name, w) : ts_json_shape_match_one(m, q, n, name, w);
     ck_assert_msg(r == got, "match_one (wide %d) says %d for %.*s", wide, r, (int)n, q);
@@ -146,7 +146,6 @@ static int check_match_value(const ts_json_shape *m, const char *q, size_t n, ts
       ck_assert_msg(w->val.p == w->buf && w->val.len == val.len && memcmp(w->val.p, val.p, val.len) == 0,
                     "match_one's value differs for %.*s", (int)n, q);
   }
-  free(w);
   if (!got) {
     free(v);
     return 0;
@@ -460,8 +459,8 @@ START_TEST(test_one_span) {
       ck_assert_int_eq(m->one, 1);
       for (size_t a = 0; a < np; a++)
         for (size_t b = 0; b < np; b++)
-          for (size_t c = 0; c < np; c += (a + b) % 4 + 2)
-            for (size_t d = np - 1, k = 0; k < 2; k++, d = a) {
+          for (size_t c = 0; c < np; c += (a + b) % 5 + 3)
+            for (size_t d = np - 1, k = 0; k < 1 + (a % 3 == 0); k++, d = b) {
               sb p = {0}, u = {0};
               sb_puts(&u, pieces[a]), sb_puts(&u, pieces[b]), sb_puts(&u, pieces[c]), sb_puts(&u, pieces[d]);
               sb_puts(&p, head.p);
@@ -500,9 +499,9 @@ START_TEST(test_one_span) {
   }
   ts_json_shape_clear(m);
   ck_assert_int_eq(m->one, 0);
-  ck_assert_int_gt(hits, 10000);
-  ck_assert_int_gt(escaped, 5000);
-  ck_assert_int_gt(tried, 30000);
+  ck_assert_int_gt(hits, 4000);
+  ck_assert_int_gt(escaped, 3000);
+  ck_assert_int_gt(tried, 10000);
   free(m);
 }
 END_TEST
