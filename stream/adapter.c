@@ -74,6 +74,7 @@ struct ts_adapter {
       uint8_t general;  /* ts_adapter_set_general: no one-pass reading */
       uint8_t no_memo;  /* ts_adapter_set_memo(a, 0): the one-pass readers keep no shape memo */
       uint8_t not_direct; /* the format's row (row_of) has no memo_fragments, or none is known yet */
+      uint8_t spare[2];   /* always 0: the word has no byte outside a member */
     };
     uint64_t no_fragment;
   };

@@ -119,7 +119,8 @@ static inline void ts_json_shape_clear(ts_json_shape *m) { m->len = 0, m->one = 
 int ts_json_shape_keep(ts_json_shape *m, const char *text, size_t len, ts_view name,
                        const ts_json_shape_notes *nt, ts_view used);
 
-/* 1 when P = text[0..len) with event name `name` matches the memo (see above), with
+/* 1 when P = text[0..len) with event name `name` (any name, when the reader set any_name)
+ * matches the memo (see above), with
  * *used set to P's used value (views into text); 0 otherwise (always for an empty memo).
  * Reads only. */
 int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts_view name,
