@@ -11,7 +11,10 @@
  * be equal. Byte 0's higher bits also choose to feed each payload twice in a row, or
  * the first payload (the base) again before each later one (its mutations): either way
  * the memo is warmed by a payload of the same shape before the next one comes, which is
- * where a memo that took a different payload for a match would show.
+ * where a memo that took a different payload for a match would show. A fourth adapter
+ * is fed the tap's way: each event offered to ts_adapter_feed_fragment first (its match
+ * with AVX2 and without, by turns), a fragment it hands back recorded as the CALL_ARGS it
+ * stands for; its trace must be the same too.
  *
  * Also, the scanner (stream/json_scan.h) against the token array: a document the
  * scanner reads to its end must parse (or be over the token limit). (Not the other way:
@@ -53,6 +56,16 @@ static int on_event(void *user, const ts_adapter_event *ev) {
   return 0;
 }
 
+/* The fourth adapter's fragments, through the args function or handed back. */
+static int on_args(void *user, uint32_t index, ts_view text) {
+  ts_adapter_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.kind = TS_ADAPTER_CALL_ARGS;
+  ev.index = index;
+  ev.text = text;
+  return on_event(user, &ev);
+}
+
 static void check_scan(const uint8_t *data, size_t len) {
   ts_json_scan s;
   ts_json_item it;
@@ -90,16 +103,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size--;
   check_scan(data, size);
 
-  ts_buf t[3];
-  ts_adapter *ad[3] = {NULL, NULL, NULL};
+  ts_buf t[4];
+  ts_adapter *ad[4] = {NULL, NULL, NULL, NULL};
   char *copy = malloc(size + 1); /* each feed gets its own bytes: payloads are decoded in place */
   if (!copy) abort();
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
     ts_buf_init(&t[k], 1u << 24);
     if (ts_adapter_new(&ad[k], fmt, on_event, &t[k]) != TS_E_OK) abort();
   }
   ts_adapter_set_general(ad[1], 1);
   ts_adapter_set_memo(ad[2], 0);
+  ts_adapter_set_args_fn(ad[3], on_args);
+  unsigned turn = 0;
   size_t start = 0, base[2] = {0, 0};
   while (start <= size) {
     const uint8_t *nl = memchr(data + start, '\n', size - start);
@@ -116,21 +131,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         name_len = (size_t)(tab - data) - s0;
         at = (size_t)(tab - data) + 1;
       }
-      int rc[3];
-      for (int k = 0; k < 3; k++) {
+      int rc[4];
+      for (int k = 0; k < 4; k++) {
         memcpy(copy + s0, data + s0, e0 - s0);
-        rc[k] = ts_adapter_feed_event(ad[k], copy + s0, name_len, copy + at, e0 - at);
+        ts_adapter_fragment fr;
+        ts__adapter_set_simd(ad[k], (int)(turn++ & 1));
+        if (k == 3 && ts_adapter_fragments(ad[k]) &&
+            ts_adapter_feed_fragment(ad[k], copy + s0, name_len, copy + at, e0 - at, &fr)) {
+          if (!fr.text.len) abort();
+          if (on_args(&t[k], fr.index, fr.text)) ts_adapter_abort(ad[k]);
+          rc[k] = TS_E_OK; /* nothing but the fragment: no error */
+        } else {
+          rc[k] = ts_adapter_feed_event(ad[k], copy + s0, name_len, copy + at, e0 - at);
+        }
       }
-      if (rc[0] != rc[1] || rc[2] != rc[1]) abort();
+      if (rc[0] != rc[1] || rc[2] != rc[1] || rc[3] != rc[1]) abort();
     }
     start = end + 1;
   }
-  int fr[3];
-  for (int k = 0; k < 3; k++) fr[k] = ts_adapter_finish(ad[k]);
-  if (fr[0] != fr[1] || fr[2] != fr[1]) abort();
-  for (int k = 0; k < 3; k += 2)
+  int fr[4];
+  for (int k = 0; k < 4; k++) fr[k] = ts_adapter_finish(ad[k]);
+  if (fr[0] != fr[1] || fr[2] != fr[1] || fr[3] != fr[1]) abort();
+  for (int k = 0; k < 4; k += k == 0 ? 2 : 1)
     if (t[k].len != t[1].len || (t[k].len && memcmp(t[k].p, t[1].p, t[k].len) != 0)) abort();
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
     ts_adapter_free(ad[k]);
     ts_buf_fini(&t[k]);
   }

@@ -44,7 +44,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/json_scan_impl.h"
 #include "stream/json_shape.h"
+#include "stream/json_shape_impl.h"
 #include "stream/json_unescape.h"
 #include "stream/json_view.h"
 
@@ -64,15 +66,23 @@ struct ts_adapter {
   ts_format fmt;
   ts_adapter_cb cb;
   void *user;
-  uint8_t aborted;  /* the callback asked to stop: sticky */
-  uint8_t done;     /* the provider ended the turn (TURN_END or a terminal error) */
-  uint8_t finished; /* ts_adapter_finish was called */
+  union { /* the reasons not to take ts_adapter_feed_fragment's way, tested as one word */
+    struct {
+      uint8_t aborted;  /* the callback asked to stop: sticky */
+      uint8_t done;     /* the provider ended the turn (TURN_END or a terminal error) */
+      uint8_t finished; /* ts_adapter_finish was called */
+      uint8_t general;  /* ts_adapter_set_general: no one-pass reading */
+      uint8_t no_memo;  /* ts_adapter_set_memo(a, 0): the one-pass readers keep no shape memo */
+      uint8_t not_direct; /* the format's row (row_of) has no memo_fragments, or none is known yet */
+      uint8_t spare[2];   /* always 0: the word has no byte outside a member */
+    };
+    uint64_t no_fragment;
+  };
+  uint8_t simd;     /* the fragment path's match with AVX2 (the CPU has it; ts__adapter_set_simd) */
   uint8_t has_stop;
   uint8_t overflow; /* TS_E_MS_TOO_MANY_CALLS was reported */
-  uint8_t general;  /* ts_adapter_set_general: no one-pass reading */
   uint8_t sse_only; /* auto detection among the SSE formats only (ts_adapter_narrow) */
   uint8_t fed;      /* an event was fed */
-  uint8_t no_memo;  /* ts_adapter_set_memo(a, 0): the one-pass readers keep no shape memo */
   uint64_t memo_hits; /* payloads read from the shape memo (ts_adapter_memo_hits) */
   uint32_t keys_gen;  /* changes whenever a slot is added or a key replaced (never 0) */
   const char *hb_event; /* the event being offered to the one pass (ts_adapter_feed_event) */
@@ -151,6 +161,8 @@ int ts_adapter_new(ts_adapter **out, ts_format format, ts_adapter_cb cb, void *u
   a->last = -1;
   a->keys_gen = 1;
   a->row_fmt = -1;
+  a->not_direct = 1;
+  ts__adapter_set_simd(a, 1);
   *out = a;
   return TS_E_OK;
 }
@@ -296,6 +308,7 @@ static inline const ts_provider *row_of(ts_adapter *a) {
   if (__builtin_expect(a->row_fmt != (int)a->fmt, 0)) {
     a->row = ts_provider_get(a->fmt);
     a->row_fmt = (int)a->fmt;
+    a->not_direct = !(a->row && a->row->fast_event && a->row->memo_fragments);
   }
   return a->row;
 }
@@ -735,6 +748,74 @@ size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len) {
 
 void ts_adapter_set_args_fn(ts_adapter *a, ts_adapter_args_fn fn) {
   if (a) a->args_fn = fn;
+}
+
+void ts_adapter_abort(ts_adapter *a) {
+  if (a) a->aborted = 1;
+}
+
+int ts_adapter_fragments(const ts_adapter *a) {
+  if (!a || a->fmt == TS_FORMAT_AUTO || a->general || a->no_memo) return 0;
+  const ts_provider *p = ts_provider_get(a->fmt);
+  return p && p->fast_event && p->memo_fragments;
+}
+
+int ts__adapter_set_simd(ts_adapter *a, int on) {
+#ifdef TS_SHAPE_AVX2
+  a->simd = on && __builtin_cpu_supports("avx2");
+#else
+  (void)on;
+  a->simd = 0;
+#endif
+  return a->simd;
+}
+
+/* ts_adapter_feed_event -> fast_event -> ts__adapter_memo_fragment -> args_value ->
+ * ts__adapter_call_args -> the args function, for the one case where all that comes to a
+ * fragment handed on: every step's test is here, the rest is left to the general way.
+ * Compiled twice, the head's compare by 16-byte blocks and (wide) by 32-byte ones. */
+static inline __attribute__((always_inline)) int fragment(ts_adapter *a, const char *event, size_t event_len,
+                                                          const char *data, size_t data_len,
+                                                          ts_adapter_fragment *out, int wide) {
+  ts_json_shape *memo = (ts_json_shape *)(void *)a->scratch;
+  /* the match fails for an empty memo, and for a payload that is not P0's object with
+   * nothing around it (P0 is one, trimmed: ts_adapter_feed_event's own test) */
+  if (!memo->one ||
+      ts__json_shape_match_one(memo, data, data_len, name_view(event, event_len), &out->value, wide) <= 0 ||
+      !memo->kind)
+    return 0; /* (a memo of another kind, or a long fragment: the general way's) */
+  int slot = memo->slot_gen == a->keys_gen ? memo->slot : memo_slot_find(a, memo, 0);
+  ts_view val = out->value.val;
+  if (slot < 0 || !val.p || !val.len || a->calls[slot].state != SLOT_OPEN) return 0;
+  ms_call *c = &a->calls[slot];
+  a->memo_hits++;
+  a->last = slot;
+  c->has_args = 1;
+  out->index = c->index;
+  out->text = val;
+  return 1;
+}
+
+static __attribute__((noinline)) int fragment_base(ts_adapter *a, const char *event, size_t event_len,
+                                                   const char *data, size_t data_len, ts_adapter_fragment *out) {
+  return fragment(a, event, event_len, data, data_len, out, 0);
+}
+#ifdef TS_SHAPE_AVX2
+TS_SHAPE_AVX2_TARGET static __attribute__((noinline)) int fragment_avx2(ts_adapter *a, const char *event,
+                                                                        size_t event_len, const char *data,
+                                                                        size_t data_len, ts_adapter_fragment *out) {
+  return fragment(a, event, event_len, data, data_len, out, 1);
+}
+#endif
+
+int ts_adapter_feed_fragment(ts_adapter *a, const char *event, size_t event_len, const char *data,
+                             size_t data_len, ts_adapter_fragment *out) {
+  /* aborted, done, finished, general, no_memo, not_direct: one word */
+  if (a->no_fragment) return 0;
+#ifdef TS_SHAPE_AVX2
+  if (a->simd) return fragment_avx2(a, event, event_len, data, data_len, out);
+#endif
+  return fragment_base(a, event, event_len, data, data_len, out);
 }
 
 int ts_adapter_keeps(const ts_adapter *a) {

@@ -103,6 +103,7 @@
 #include "base/error.h"
 #include "base/view.h"
 #include "stream/json_scan.h"
+#include "stream/json_shape.h"
 #include "stream/provider.h"
 
 typedef enum {
@@ -215,6 +216,47 @@ size_t ts_adapter_keep(ts_adapter *a, const char *event, size_t event_len);
  * default) sends CALL_ARGS to the callback too. Set it before the first event. */
 typedef int (*ts_adapter_args_fn)(void *user, uint32_t index, ts_view text);
 void ts_adapter_set_args_fn(ts_adapter *a, ts_adapter_args_fn fn);
+
+/* The argument fragment's short way, for the event nearly every event of a big call is
+ * (an Anthropic `input_json_delta`): the caller takes the fragment and feeds it itself,
+ * without ts_adapter_feed_event, the provider's reader, the fragment's report and the
+ * args function in between.
+ *
+ * ts_adapter_fragments: nonzero when the format is known and its reader's shape memo
+ * (stream/json_shape.h) holds, after its first full reading of a delta, what
+ * ts_adapter_feed_fragment reads (provider.h, memo_fragments; Anthropic); the answer
+ * does not change for the rest of the turn unless ts_adapter_set_general or
+ * ts_adapter_set_memo is called.
+ *
+ * ts_adapter_feed_fragment: offered the event that ts_adapter_feed_event would be given
+ * (`data` is only read), returns 1 when it is, by the memo, exactly an argument fragment
+ * for an open call and nothing else, and the fragment is not empty: out->index is the
+ * call's index and out->text the fragment decoded (a view into `data` or into
+ * out->value's buffer, valid while both live). The adapter has then done what it does for
+ * that event (the memo hit counted, the call's state), except the one thing left to the
+ * caller: give out->text to call out->index as the args function would have been given
+ * it, and, when that asks to stop, call ts_adapter_abort. Returns 0, having done and
+ * changed nothing, for anything else (another event, a miss, a fragment that is empty,
+ * for a call ended or unknown, or with an escape the match leaves to the general way, an
+ * adapter stopped, done or finished): feed the event to ts_adapter_feed_event, which
+ * reports it. Either way every event and every count comes out as ts_adapter_feed_event
+ * alone would make them. */
+typedef struct ts_adapter_fragment {
+  uint32_t index;
+  ts_view text;
+  ts_json_shape_value value; /* the match's own, on the caller's stack */
+} ts_adapter_fragment;
+int ts_adapter_fragments(const ts_adapter *a);
+int ts_adapter_feed_fragment(ts_adapter *a, const char *event, size_t event_len, const char *data,
+                             size_t data_len, ts_adapter_fragment *out);
+/* For the tests and the fuzzer (not an API): with on == 0 ts_adapter_feed_fragment's match
+ * compares without AVX2 from now on, even where the CPU has it; with on != 0 it goes back
+ * to the CPU's choice (ts_adapter_new's). Both give the same answers. Returns 1 when AVX2
+ * is now in use, else 0. */
+int ts__adapter_set_simd(ts_adapter *a, int on);
+/* The caller stopped (as the callback or the args function returning nonzero would):
+ * every call from now on returns TS_E_ABORTED and reports nothing. */
+void ts_adapter_abort(ts_adapter *a);
 
 /* Zero when ts_adapter_keep can only answer SIZE_MAX from now on: the format is known
  * and its provider keeps every event whole (or the adapter reads no more). A framer may

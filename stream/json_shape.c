@@ -23,10 +23,13 @@
 #include <string.h>
 
 #include "stream/json_scan_impl.h"
+#include "stream/json_shape_impl.h"
 
 int ts_json_shape_keep(ts_json_shape *m, const char *text, size_t len, ts_view name,
                        const ts_json_shape_notes *nt, ts_view used) {
   m->len = 0;
+  m->one = 0;
+  m->any_name = 0;
   m->slot_gen = 0;
   if (len == 0 || len > TS_JSON_SHAPE_MAX || name.len > TS_JSON_SHAPE_NAME_MAX) return 0;
   if ((nt && nt->over) || !used.p || used.p < text || used.p + used.len > text + len) return 0;
@@ -48,54 +51,13 @@ int ts_json_shape_keep(ts_json_shape *m, const char *text, size_t len, ts_view n
   for (unsigned k = 1; k < n; k++) /* never overlapping, never out of order */
     if (m->span[k].off < m->span[k - 1].off + m->span[k - 1].len) return 0;
   m->n_spans = (uint8_t)n;
+  m->one = n == 1;
+  m->tail = (uint16_t)(len - m->span[0].off - m->span[0].len);
   memcpy(m->text, text, len);
   if (name.len) memcpy(m->name, name.p, name.len);
   m->name_len = (uint16_t)name.len;
   m->len = (uint16_t)len;
   return 1;
-}
-
-/* a[0..n) == b[0..n): 64 bytes a step (four blocks, one test) while more than 64 are
- * left, then the rest (1..64 bytes) as up to three blocks from its start and the block
- * ending at its end, in one test: a run between two spans is 20-90 bytes, and a loop per
- * 16 cost more in its tests than the compares. */
-static inline int same(const char *a, const char *b, size_t n) {
-#if defined(__SSE2__)
-  if (n >= 16) {
-#define LD(p, k) _mm_loadu_si128((const __m128i *)(const void *)((p) + 16 * (k)))
-#define EQ(k) _mm_cmpeq_epi8(LD(a, k), LD(b, k))
-    while (n > 64) {
-      __m128i e = _mm_and_si128(_mm_and_si128(EQ(0), EQ(1)), _mm_and_si128(EQ(2), EQ(3)));
-      if (_mm_movemask_epi8(e) != 0xFFFF) return 0;
-      a += 64, b += 64, n -= 64;
-    }
-    /* 1..64 left (at least 16 were there): the block ending at the end, then those from
-     * the start that it does not cover */
-    __m128i e = _mm_cmpeq_epi8(LD(a + n - 16, 0), LD(b + n - 16, 0));
-    if (n > 16) e = _mm_and_si128(e, EQ(0));
-    if (n > 32) e = _mm_and_si128(e, EQ(1));
-    if (n > 48) e = _mm_and_si128(e, EQ(2));
-    return _mm_movemask_epi8(e) == 0xFFFF;
-#undef EQ
-#undef LD
-  }
-#endif
-  if (n >= 8) {
-    uint64_t x, y, u, v;
-    memcpy(&x, a, 8), memcpy(&y, b, 8), memcpy(&u, a + n - 8, 8), memcpy(&v, b + n - 8, 8);
-    return ((x ^ y) | (u ^ v)) == 0;
-  }
-  if (n >= 4) {
-    uint32_t x, y, u, v;
-    memcpy(&x, a, 4), memcpy(&y, b, 4), memcpy(&u, a + n - 4, 4), memcpy(&v, b + n - 4, 4);
-    return ((x ^ y) | (u ^ v)) == 0;
-  }
-  if (n >= 2) {
-    uint16_t x, y, u, v;
-    memcpy(&x, a, 2), memcpy(&y, b, 2), memcpy(&u, a + n - 2, 2), memcpy(&v, b + n - 2, 2);
-    return ((x ^ y) | (u ^ v)) == 0;
-  }
-  return n == 0 || a[0] == b[0];
 }
 
 /* A number span's end, as scan_num finds it: an integer of 1..8 digits after its first
@@ -138,20 +100,20 @@ static inline __attribute__((always_inline)) int match(const ts_json_shape *m, c
                                                        size_t len, ts_view name,
                                                        ts_json_scan_str *used, char *buf,
                                                        size_t cap, ts_view *val) {
-  if (!m->len || name.len != m->name_len || !same(name.p, m->name, name.len)) return 0;
+  if (!m->len || (!m->any_name && (name.len != m->name_len || !shape_same(name.p, m->name, name.len)))) return 0;
   const char *p = text, *end = text + len, *q;
   size_t o0 = 0; /* where P0's next fixed run starts */
   const ts_json_shape_span *sp = m->span, *const su = m->span + m->used, *const sn = m->span + m->n_spans;
   for (; sp < su; sp++) {
     size_t run = sp->off - o0;
-    if ((size_t)(end - p) < run || !same(p, m->text + o0, run)) return 0;
+    if ((size_t)(end - p) < run || !shape_same(p, m->text + o0, run)) return 0;
     p = ignored_span(sp, p + run, end, text);
     if (!p) return 0;
     o0 = (size_t)sp->off + sp->len;
   }
   { /* the used span: a string (ts_json_shape_keep) */
     size_t run = sp->off - o0;
-    if ((size_t)(end - p) < run || !same(p, m->text + o0, run)) return 0;
+    if ((size_t)(end - p) < run || !shape_same(p, m->text + o0, run)) return 0;
     p += run;
     int esc = 0;
     if (buf) {
@@ -171,13 +133,13 @@ static inline __attribute__((always_inline)) int match(const ts_json_shape *m, c
   }
   for (sp++; sp < sn; sp++) {
     size_t run = sp->off - o0;
-    if ((size_t)(end - p) < run || !same(p, m->text + o0, run)) return 0;
+    if ((size_t)(end - p) < run || !shape_same(p, m->text + o0, run)) return 0;
     p = ignored_span(sp, p + run, end, text);
     if (!p) return 0;
     o0 = (size_t)sp->off + sp->len;
   }
   size_t run = m->len - o0;
-  if ((size_t)(end - p) != run || !same(p, m->text + o0, run)) return 0;
+  if ((size_t)(end - p) != run || !shape_same(p, m->text + o0, run)) return 0;
   return 1;
 }
 
@@ -189,4 +151,33 @@ int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts
 int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                               ts_json_shape_value *out) {
   return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val);
+}
+
+static inline __attribute__((always_inline)) int match_one(const ts_json_shape *m, const char *text, size_t len,
+                                                           ts_view name, ts_json_shape_value *out, int wide) {
+  if (m->one) {
+    int r = ts__json_shape_match_one(m, text, len, name, out, wide);
+    if (r >= 0) return r;
+  }
+  return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val);
+}
+
+int ts_json_shape_match_one(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                            ts_json_shape_value *out) {
+  return match_one(m, text, len, name, out, 0);
+}
+
+#ifdef TS_SHAPE_AVX2
+TS_SHAPE_AVX2_TARGET static int match_one_avx2(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                                               ts_json_shape_value *out) {
+  return match_one(m, text, len, name, out, 1);
+}
+#endif
+
+int ts__json_shape_match_one_avx2(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                                  ts_json_shape_value *out) {
+#ifdef TS_SHAPE_AVX2
+  if (__builtin_cpu_supports("avx2")) return match_one_avx2(m, text, len, name, out);
+#endif
+  return match_one(m, text, len, name, out, 0);
 }

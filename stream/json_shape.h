@@ -75,6 +75,10 @@ typedef struct ts_json_shape {
   uint16_t name_len; /* the event name P0 came with */
   uint8_t n_spans;
   uint8_t used;      /* the used span's index in span[] */
+  uint8_t one;       /* the used span is the only one (match_value reads it by its extent) */
+  uint8_t any_name;  /* set by the reader after keep: its reading of P0 does not depend on the
+                      * event name (the payload names its own type), so the match ignores it */
+  uint16_t tail;     /* with `one`: P0's bytes after the used span (its closing quote first) */
   ts_json_shape_span span[TS_JSON_SHAPE_SPANS + 1];
   /* The reader's own record of P0's reading apart from the used value (what the
    * reader needs to report it again); set by the reader after keep. */
@@ -106,7 +110,7 @@ static inline void ts_json_shape_note(ts_json_shape_notes *nt, const ts_json_ite
 }
 
 /* Empties the memo. */
-static inline void ts_json_shape_clear(ts_json_shape *m) { m->len = 0; }
+static inline void ts_json_shape_clear(ts_json_shape *m) { m->len = 0, m->one = 0; }
 
 /* Keeps P0 = text[0..len), read with event name `name`: a copy of it, the spans noted in
  * *nt (may be NULL: none) and the used string `used` (a string's body inside text, as the
@@ -115,7 +119,8 @@ static inline void ts_json_shape_clear(ts_json_shape *m) { m->len = 0; }
 int ts_json_shape_keep(ts_json_shape *m, const char *text, size_t len, ts_view name,
                        const ts_json_shape_notes *nt, ts_view used);
 
-/* 1 when P = text[0..len) with event name `name` matches the memo (see above), with
+/* 1 when P = text[0..len) with event name `name` (any name, when the reader set any_name)
+ * matches the memo (see above), with
  * *used set to P's used value (views into text); 0 otherwise (always for an empty memo).
  * Reads only. */
 int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts_view name,
@@ -140,6 +145,20 @@ typedef struct ts_json_shape_value {
  * *out means nothing. Reads `text` only. (Six arguments: all in registers.) */
 int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                               ts_json_shape_value *out);
+
+/* ts_json_shape_match_value's answer, to the byte, by a shorter way for a memo whose only
+ * span is the used string (an Anthropic delta's `partial_json`): the fixed head and tail
+ * are compared first, and the string, whose extent then follows from the payload's
+ * length, is read as a known text of at most 64 bytes (one mask per kind of special
+ * byte, the escapes decoded where the masks say). Any other memo, or a longer string:
+ * ts_json_shape_match_value's way. (Apart so that the readers of other shapes pay
+ * nothing for the question.) */
+int ts_json_shape_match_one(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                            ts_json_shape_value *out);
+/* For the tests (not an API): the same with the head compared by 32-byte blocks where the
+ * CPU has AVX2 (the adapter's copy for such a CPU), else ts_json_shape_match_one. */
+int ts__json_shape_match_one_avx2(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                                  ts_json_shape_value *out);
 
 /* A view into P0 (the text given to keep) as the same bytes in the copy. */
 static inline ts_view ts_json_shape_rebase(const ts_json_shape *m, const char *text0, ts_view v) {

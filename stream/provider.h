@@ -154,6 +154,11 @@ typedef struct ts_provider {
    * first, and must itself return 1, reporting nothing, for an event that skip would
    * skip (so that the common event pays no skip question of its own). */
   int (*fast_event)(struct ts_adapter *a, char *text, size_t len, ts_view name);
+  /* memo_fragments: fast_event starts with ts__adapter_memo_fragment(a, text, len, name),
+   * whose memo only its reader fills (ts__adapter_memo_keep_fragment): a memo hit is the
+   * whole reading of the payload, and ts_adapter_feed_fragment may read it instead
+   * (Anthropic). */
+  unsigned memo_fragments : 1;
   void (*on_sentinel)(struct ts_adapter *a);
   int (*skip)(ts_view name);
   int (*oversized)(struct ts_adapter *a, ts_view name);

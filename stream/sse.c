@@ -171,6 +171,12 @@ void ts_sse_set_keep(ts_sse *s, ts_sse_keep_fn keep, void *user) {
   s->keep_user = user;
 }
 
+void ts_sse_set_cb(ts_sse *s, ts_sse_cb cb, void *user) {
+  if (!cb) return;
+  s->cb = cb;
+  s->user = user;
+}
+
 /* The event keeps only a head: bytes past s->limit are dropped, not an error. */
 static int keeps_head(const ts_sse *s) { return s->keep_ask != TS_SSE_KEEP_ALL; }
 

@@ -252,6 +252,11 @@ int ts_sse_init(ts_sse *s, char *buf, size_t cap, size_t max_line, ts_sse_cb cb,
  * callback (for the events after the one being dispatched). */
 void ts_sse_set_keep(ts_sse *s, ts_sse_keep_fn keep, void *user);
 
+/* Replaces the item callback (not NULL: then nothing changes) and its context: before
+ * the first feed, or from the callback, for the items after the one being reported (a
+ * consumer that has learnt what the stream is can take a callback made for it). */
+void ts_sse_set_cb(ts_sse *s, ts_sse_cb cb, void *user);
+
 /* Before the first feed: the data buffer given to ts_sse_init holds only `size` bytes
  * (size <= cap; with 0 it is never read or written, any non-NULL pointer will do), and
  * `grow` makes room as events need it, up to cap (see "Growing the data buffer"). The

@@ -13,7 +13,7 @@
  * Per event, the cheap way: a big call is thousands of small events, so the fragments
  * come from the adapter straight to call_args (ts_adapter_set_args_fn, no event record),
  * a string's middle pieces go to the compact text without the compact writer (a few bytes
- * copied inline, args_append), a piece with nothing to do after the tokenizer returns at
+ * copied inline, on_arg_token), a piece with nothing to do after the tokenizer returns at
  * once, and the framer's keep question is dropped once the format is known to keep every
  * event whole.
  *
@@ -352,32 +352,43 @@ static uint64_t token_end(const ts_json_token *tk) {
   }
 }
 
-/* ts_buf_append for a token's few bytes that fit in what the buffer already holds, without
- * the call or memcpy's (a big call's fragments are a dozen bytes each, one token apiece);
- * anything else, growth, the limit and the sticky error, through ts_buf_append. */
-static inline int args_append(ts_buf *b, const char *s, size_t n) {
-  if (n > 16 || b->err || n > b->max - b->len || b->cap - b->len <= n) return ts_buf_append(b, s, n);
-  ts_copy_short(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-  return TS_E_OK;
+static __attribute__((noinline)) int on_arg_token_rest(call *c, ts_tap *t, const ts_json_token *tk);
+
+/* A middle piece that on_arg_token's short way does not take (more than 16 bytes, the
+ * buffer to grow, the limit, the sticky error): ts_buf_append's. */
+static __attribute__((noinline)) int arg_piece_append(call *c, const ts_json_token *tk) {
+  if (ts_buf_append(&c->args, tk->text, tk->len)) {
+    c->err = c->args.err;
+    c->err_at = tk->offset;
+    return 1;
+  }
+  return c->tap->aborted;
 }
 
+/* Most tokens of a big call are the middle pieces of one long string value: the compact
+ * text is the piece itself, and nothing else applies to it (not the first token, no
+ * separator, not the end, not raw input's offsets) unless the watcher wants it. Those are
+ * appended here, a few bytes that fit in what the buffer holds copied without a call, in
+ * a frame that saves no registers; every other token, and a piece that needs more,
+ * goes on in a function of its own. */
 static int on_arg_token(void *user, const ts_json_token *tk) {
   call *c = user;
   ts_tap *t = c->tap;
-  /* Most tokens of a big call are the middle pieces of one long string value: the compact
-   * text is the piece itself, and nothing else below applies to it (not the first token,
-   * no separator, not the end, not raw input's offsets) unless the watcher wants it. */
-  if (tk->kind == TS_JSON_STRING && !(tk->flags & (TS_JSON_FIRST | TS_JSON_LAST)) &&
-      !(c->watching && !c->started) && t->cfg.format != TS_FORMAT_RAW) {
-    if (args_append(&c->args, tk->text, tk->len)) {
-      c->err = c->args.err;
-      c->err_at = tk->offset;
-      return 1;
-    }
+  if (__builtin_expect(tk->kind == TS_JSON_STRING && !(tk->flags & (TS_JSON_FIRST | TS_JSON_LAST)) &&
+                           !(c->watching && !c->started) && t->cfg.format != TS_FORMAT_RAW,
+                       1)) {
+    ts_buf *b = &c->args;
+    size_t n = tk->len;
+    if (n > 16 || b->err || n > b->max - b->len || b->cap - b->len <= n) return arg_piece_append(c, tk);
+    ts_copy_short(b->p + b->len, tk->text, n);
+    b->len += n;
+    b->p[b->len] = '\0';
     return t->aborted;
   }
+  return on_arg_token_rest(c, t, tk);
+}
+
+static int on_arg_token_rest(call *c, ts_tap *t, const ts_json_token *tk) {
   if (t->cfg.format == TS_FORMAT_RAW) t->ev_off = token_end(tk);
   if (!c->tok_first_seen) {
     c->tok_first_seen = 1;
@@ -682,6 +693,28 @@ static int on_sse_event(void *user, const ts_sse_event *se) {
   return on_sse_event_rest(t, se);
 }
 
+/* The framer's callback once the format is known to be one whose reader's memo the tap
+ * may read itself (ts_adapter_fragments; the keep question then is never asked): the
+ * common event is an argument fragment that the adapter hands back rather than sends
+ * through ts_adapter_feed_event, the reader and on_call_args, and it goes to the call's
+ * tokenizer from here; anything else goes the usual way. */
+static int on_sse_direct(void *user, const ts_sse_event *se) {
+  ts_tap *t = user;
+  if (__builtin_expect(se->kind != TS_SSE_ERROR && !se->cut, 1)) {
+    t->ev_off = t->base + se->end_offset;
+    ts_adapter_fragment fr;
+    if (ts_adapter_feed_fragment(t->ms, se->name, se->name_len, se->data, se->data_len, &fr)) {
+      call *c = call_get(t, fr.index);
+      if (c) call_args(t, c, fr.text.p, fr.text.len);
+      if (t->aborted) ts_adapter_abort(t->ms); /* as on_call_args returning nonzero */
+      return t->aborted;
+    }
+    ts_adapter_feed_event(t->ms, se->name, se->name_len, se->data, se->data_len);
+    return t->aborted;
+  }
+  return on_sse_event_rest(t, se);
+}
+
 static __attribute__((noinline)) int on_sse_event_rest(ts_tap *t, const ts_sse_event *se) {
   if (se->kind == TS_SSE_ERROR) {
     t->ev_off = t->base + se->err_offset;
@@ -700,6 +733,7 @@ static __attribute__((noinline)) int on_sse_event_rest(ts_tap *t, const ts_sse_e
     if (!ts_adapter_keeps(t->ms)) { /* the format keeps every event whole: stop asking */
       ts_sse_set_keep(&t->sse, NULL, NULL);
       t->asking = 0;
+      if (ts_adapter_fragments(t->ms)) ts_sse_set_cb(&t->sse, on_sse_direct, t);
     }
   }
   return t->aborted;

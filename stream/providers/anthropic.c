@@ -263,6 +263,9 @@ static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
   if (type_is(type, "content_block_delta")) {
     if (!(seen & 4) || !type_is(dtype, "input_json_delta")) return 0;
     ts__adapter_memo_keep_fragment(a, text, len, event, NULL, have_index, index, frag); /* the simple kind */
+    /* the type read from the payload: no step of this reading, nor of the general way's,
+     * looks at the event's name, so a hit need not compare it */
+    if (seen & 1 && ts__adapter_memo(a)) ts__adapter_memo(a)->any_name = 1;
     ts__adapter_nkey_fragment(a, have_index, index, frag, frag_esc);
     return 1;
   }
@@ -395,6 +398,7 @@ const ts_provider ts_provider_anthropic = {
     .detect_name = anthropic_name,
     .event = anthropic_event,
     .fast_event = anthropic_fast,
+    .memo_fragments = 1,
     .named_errors = 1,
     .request = anthropic_request,
     .url_suffix = "/messages",

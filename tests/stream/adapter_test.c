@@ -70,6 +70,10 @@ typedef struct {
   uint64_t memo_hits; /* payloads the last run read from the memo */
   int via_fn;  /* CALL_ARGS through ts_adapter_set_args_fn (rec_args), not the callback */
   int in_fn;
+  int direct;  /* each event offered to ts_adapter_feed_fragment first, as the tap does
+                * (its match with AVX2 where the CPU has it on odd events, without on even ones) */
+  uint64_t direct_hits; /* events ts_adapter_feed_fragment took in the last run */
+  uint64_t direct_tries;
 } rec;
 
 static rec R;
@@ -304,26 +308,47 @@ static ts_adapter *new_adapter(ts_format fmt, ts_adapter_cb cb, void *user) {
   return a;
 }
 
+/* The tap's way with a format whose fragments it may take (ts_adapter_feed_fragment): the
+ * fragment handed back is given to the args function here, and a stop asked there is
+ * passed on (ts_adapter_abort). 1 when the event was taken; *rc then as feed would return. */
+static int feed_direct(ts_adapter *a, rec *r, const tev *e, int *rc) {
+  ts_adapter_fragment fr;
+  ts__adapter_set_simd(a, (int)(r->direct_tries++ & 1));
+  if (!ts_adapter_fragments(a) || !ts_adapter_feed_fragment(a, e->name, e->name_len, e->data, e->data_len, &fr))
+    return 0;
+  r->direct_hits++;
+  if (fr.text.len == 0) violation(r, "an empty fragment handed back", -1);
+  if (!(fr.text.p >= e->data && fr.text.p + fr.text.len <= e->data + e->data_len) &&
+      !(fr.text.p >= fr.value.buf && fr.text.p + fr.text.len <= fr.value.buf + sizeof fr.value.buf))
+    violation(r, "a fragment handed back from neither the payload nor its buffer", -1);
+  if (rec_args(r, fr.index, fr.text)) ts_adapter_abort(a);
+  *rc = r->aborted ? TS_E_ABORTED : TS_E_OK;
+  return 1;
+}
+
 static void run_events(ts_format fmt, tev *evs, size_t nev, rec *r) {
   long abort_at = r->abort_at;
-  int general = r->general, no_memo = r->no_memo, via_fn = r->via_fn;
+  int general = r->general, no_memo = r->no_memo, via_fn = r->via_fn, direct = r->direct;
   memset(r, 0, sizeof *r);
   r->abort_at = abort_at;
   r->general = general;
   r->no_memo = no_memo;
   r->via_fn = via_fn;
+  r->direct = direct;
   ts_adapter *a = new_adapter(fmt, rec_cb, r);
   ck_assert_ptr_nonnull(a);
   ts_adapter_set_general(a, general);
   if (no_memo) ts_adapter_set_memo(a, 0);
-  if (via_fn) ts_adapter_set_args_fn(a, rec_args);
+  if (via_fn || direct) ts_adapter_set_args_fn(a, rec_args);
   char msg[128];
   uint64_t before = ts_test_alloc_count();
   for (size_t k = 0; k < nev; k++) {
     r->first_err = 0;
     r->lo = evs[k].data;
     r->hi = evs[k].data + evs[k].data_len;
-    int rc = ts_adapter_feed_event(a, evs[k].name, evs[k].name_len, evs[k].data, evs[k].data_len);
+    int rc;
+    if (!direct || !feed_direct(a, r, &evs[k], &rc))
+      rc = ts_adapter_feed_event(a, evs[k].name, evs[k].name_len, evs[k].data, evs[k].data_len);
     int want = r->aborted ? TS_E_ABORTED : r->first_err;
     if (rc != want) {
       snprintf(msg, sizeof msg, "feed returned %s, first error reported %s", ts_err_name(rc),
@@ -401,10 +426,11 @@ typedef struct {
  * shape memo; via_fn: CALL_ARGS through ts_adapter_set_args_fn), R back to the default. */
 static void run_mode(ts_format fmt, const char *sse, size_t n, int twice, int general, int no_memo, int via_fn) {
   R.abort_at = 0;
-  R.general = general, R.no_memo = no_memo, R.via_fn = via_fn;
+  R.general = general, R.no_memo = no_memo, R.via_fn = via_fn & 1, R.direct = via_fn >> 1;
   (twice ? run_text_twice : run_text)(fmt, sse, n, &R);
-  R.general = R.no_memo = R.via_fn = 0;
+  R.general = R.no_memo = R.via_fn = R.direct = 0;
 }
+#define VIA_DIRECT 2 /* run_mode's via_fn: ts_adapter_feed_fragment first (feed_direct) */
 
 static void run_row(const row *w) {
   char *sse = tick(w->sse), *want = tick(w->want);
@@ -415,7 +441,7 @@ static void run_row(const row *w) {
   /* the general way (no one-pass reader), the one pass without its shape memo, and the
    * fragments through the fragment path report the same */
   static const struct { const char *name; int general, no_memo, via_fn; } once[] = {
-      {"general", 1, 0, 0}, {"no memo", 0, 1, 0}, {"args_fn", 0, 0, 1}};
+      {"general", 1, 0, 0}, {"no memo", 0, 1, 0}, {"args_fn", 0, 0, 1}, {"direct", 0, 0, VIA_DIRECT}};
   for (size_t k = 0; k < sizeof once / sizeof once[0]; k++) {
     run_mode(w->fmt, sse, n, 0, once[k].general, once[k].no_memo, once[k].via_fn);
     expect_trace(w->line, w->label, once[k].name, &R, want);
@@ -428,7 +454,8 @@ static void run_row(const row *w) {
   ck_assert(general);
   ck_assert_msg(!R.overflow, "line %d: trace overflow", w->line);
   static const struct { const char *name; int no_memo, via_fn; } twice[] = {
-      {"twice, no memo", 1, 0}, {"twice, memo", 0, 0}, {"twice, memo, args_fn", 0, 1}};
+      {"twice, no memo", 1, 0}, {"twice, memo", 0, 0}, {"twice, memo, args_fn", 0, 1},
+      {"twice, memo, direct", 0, VIA_DIRECT}};
   for (size_t k = 0; k < sizeof twice / sizeof twice[0]; k++) {
     run_mode(w->fmt, sse, n, 1, 0, twice[k].no_memo, twice[k].via_fn);
     expect_trace(w->line, w->label, twice[k].name, &R, general);
@@ -1883,6 +1910,22 @@ typedef struct {
 #define VX_S(path, value, more) VX_CHUNK("{`jsonPath`:`" path "`,`stringValue`:`" value "`" more "}", VX_MORE)
 #define VX_END GC("{`functionCall`:{}}", ",`finishReason`:`STOP`")
 
+/* ts_adapter_feed_fragment's edges: after `a` (read whole, the memo kept), `b`, the 64-byte
+ * fragment, the escaped one, `d\``, `e` (another event name: the type is the payload's) and
+ * `i` are taken by the short way (6); the empty fragment, the 65-byte one, the refused
+ * surrogate, the payload with spaces around it and the delta after the block's stop are
+ * memo hits the general way reads (5 more); the bad ones are no hits; after message_stop
+ * nothing is read. */
+#define DIRECT_EDGES \
+     TOOL_START(0, "t0", "f", "{}") JSON_DELTA(0, "a") JSON_DELTA(0, "b") JSON_DELTA(0, "") \
+     JSON_DELTA(0, "0123456789012345678901234567890123456789012345678901234567890123") \
+     JSON_DELTA(0, "0123456789012345678901234567890123456789012345678901234567890123x") \
+     JSON_DELTA(0, "\\`\\\\\\n\\u00e9\\ud83d\\ude00\\/") JSON_DELTA(0, "\\ud800x") JSON_DELTA(0, "\\x") \
+     JSON_DELTA(0, "c\\") JSON_DELTA(0, "\\u12") JSON_DELTA(0, "d\\`") \
+     EV("message_delta", "{`type`:`content_block_delta`,`index`:0,`delta`:{`type`:`input_json_delta`,`partial_json`:`e`}}") \
+     EV("content_block_delta", " {`type`:`content_block_delta`,`index`:0,`delta`:{`type`:`input_json_delta`,`partial_json`:`f`}} ") \
+     JSON_DELTA(0, "g`h") JSON_DELTA(0, "i") BLOCK_STOP(0) JSON_DELTA(0, "j") MSG_STOP JSON_DELTA(0, "k")
+
 static const memo_row memo_rows[] = {
     {__LINE__, "chat: a fragment without escapes, one with \\u and a pair, decoded by the match", TS_FORMAT_OPENAI_CHAT,
      C_BEGIN(0, "c0") C_DELTA(0, "{\\`k", "o") C_DELTA(0, "plain text, no escapes at all here", "oo")
@@ -1988,6 +2031,19 @@ static const memo_row memo_rows[] = {
      BLOCK_STOP(1) MSG_STOP,
      "B0 t0 f | A0 '{`a' | A0 '`:1}' | E0 | B1 t1 g | A1 '[' | A1 ']' | X 'hm' | A1 'x' | A1 'y' | E1 | T stop= "
      "usage={`input_tokens`:10,`output_tokens`:1}", 4},
+    /* ts_adapter_feed_fragment's edges (the "direct" mode of test_memo): each one left to
+     * the general way where the short way must not answer, with the same events */
+    {__LINE__, "anthropic direct: empty, long, escaped, refused and bad fragments; another name; spaces",
+     TS_FORMAT_ANTHROPIC,
+     DIRECT_EDGES,
+     "B0 t0 f | A0 'a' | A0 'b' | A0 '0123456789012345678901234567890123456789012345678901234567890123' | "
+     "A0 '0123456789012345678901234567890123456789012345678901234567890123x' | "
+     "A0 '`\\\\n\xc3\xa9\xf0\x9f\x98\x80/' | !json_surrogate | !ms_bad_json | !ms_bad_json | !ms_bad_json | "
+     "A0 'd`' | A0 'e' | A0 'f' | !ms_bad_json | A0 'i' | E0 | T stop=", 11},
+    {__LINE__, "anthropic direct: a block unknown, then the known one again", TS_FORMAT_ANTHROPIC,
+     TOOL_START(0, "t0", "f", "{}") JSON_DELTA(0, "a") JSON_DELTA(0, "b") JSON_DELTA(3, "x") JSON_DELTA(3, "y")
+     JSON_DELTA(0, "c") JSON_DELTA(0, "d") MSG_STOP,
+     "B0 t0 f | A0 'a' | A0 'b' | A0 'c' | A0 'd' | E0 | T stop=", 3},
     {__LINE__, "bedrock: fragments with their padding from the memo", TS_FORMAT_BEDROCK,
      B_START(0) B_DELTA(0, "{\\`a", "abc") B_DELTA(0, "\\`:", "abcdefghijklmnopqrstuvwxyz") B_DELTA(0, "1}", "")
      EV("contentBlockDelta", "{`contentBlockIndex`:0,`delta`:{`toolUse`:{`input`:`x`}},`p`:7}")
@@ -2050,19 +2106,86 @@ static const memo_row memo_rows[] = {
 START_TEST(test_memo) {
   const memo_row *w = &memo_rows[_i];
   char *sse = tick(w->sse), *want = tick(w->want);
-  static const char *const modes[] = {"memo", "no memo", "general"};
-  for (int m = 0; m < 3; m++) {
-    run_mode(w->fmt, sse, strlen(sse), 0, m == 2, m == 1, 0);
+  static const char *const modes[] = {"memo", "no memo", "general", "direct"};
+  for (int m = 0; m < 4; m++) {
+    run_mode(w->fmt, sse, strlen(sse), 0, m == 2, m == 1, m == 3 ? VIA_DIRECT : 0);
     expect_trace(w->line, w->label, modes[m], &R, want);
     uint64_t hits = R.memo_hits;
-    if (m == 0)
-      ck_assert_msg(hits == w->hits, "line %d (%s): %llu payloads from the memo, want %llu", w->line, w->label,
-                    (unsigned long long)hits, (unsigned long long)w->hits);
+    if (m == 0 || m == 3)
+      ck_assert_msg(hits == w->hits, "line %d (%s, %s): %llu payloads from the memo, want %llu", w->line, w->label,
+                    modes[m], (unsigned long long)hits, (unsigned long long)w->hits);
     else
       ck_assert_msg(hits == 0, "line %d (%s, %s): the memo was used", w->line, w->label, modes[m]);
+    /* the fragments taken by the short way: some for Anthropic's rows with hits, none else */
+    if (m == 3 && (w->fmt != TS_FORMAT_ANTHROPIC || !w->hits))
+      ck_assert_msg(R.direct_hits == 0, "line %d (%s): %llu taken by ts_adapter_feed_fragment", w->line, w->label,
+                    (unsigned long long)R.direct_hits);
+    if (m == 3 && w->fmt == TS_FORMAT_ANTHROPIC && w->hits)
+      ck_assert_msg(R.direct_hits > 0 && R.direct_hits <= w->hits, "line %d (%s): %llu taken by "
+                    "ts_adapter_feed_fragment of %llu hits", w->line, w->label,
+                    (unsigned long long)R.direct_hits, (unsigned long long)w->hits);
   }
   free(sse);
   free(want);
+}
+END_TEST
+
+/* ts_adapter_feed_fragment: exactly the fragments it may take (DIRECT_EDGES), and only for
+ * a format whose reader says so, while the memo and the one pass are on. */
+START_TEST(test_fragment_direct) {
+  char *sse = tick(DIRECT_EDGES);
+  run_mode(TS_FORMAT_ANTHROPIC, sse, strlen(sse), 0, 0, 0, VIA_DIRECT);
+  ck_assert_msg(!R.bad[0], "%s", R.bad);
+  ck_assert_int_eq(R.direct_hits, 6);
+  ck_assert_int_eq(R.memo_hits, 11);
+  /* every payload twice: each second copy of a fragment the short way takes is taken */
+  run_mode(TS_FORMAT_ANTHROPIC, sse, strlen(sse), 1, 0, 0, VIA_DIRECT);
+  ck_assert_msg(!R.bad[0], "%s", R.bad);
+  ck_assert_int_eq(R.direct_hits, 13);
+  free(sse);
+
+  static const ts_format fmts[] = {TS_FORMAT_OPENAI_CHAT, TS_FORMAT_OPENAI_RESPONSES, TS_FORMAT_ANTHROPIC,
+                                   TS_FORMAT_GEMINI, TS_FORMAT_BEDROCK, TS_FORMAT_AUTO};
+  for (size_t k = 0; k < sizeof fmts / sizeof fmts[0]; k++) {
+    ts_adapter *a = new_adapter(fmts[k], noop_cb, NULL);
+    ck_assert_int_eq(ts_adapter_fragments(a) != 0, fmts[k] == TS_FORMAT_ANTHROPIC);
+    ts_adapter_set_general(a, 1);
+    ck_assert_int_eq(ts_adapter_fragments(a), 0);
+    ts_adapter_set_general(a, 0);
+    ts_adapter_set_memo(a, 0);
+    ck_assert_int_eq(ts_adapter_fragments(a), 0);
+    ts_adapter_free(a);
+  }
+  ck_assert_int_eq(ts_adapter_fragments(NULL), 0);
+
+  /* with the memo off or the general way on, the short way takes nothing (the events are
+   * the same: run_row's modes) */
+  char *s2 = tick(TOOL_START(0, "t0", "f", "{}") JSON_DELTA(0, "a") JSON_DELTA(0, "b") JSON_DELTA(0, "c") MSG_STOP);
+  for (int m = 0; m < 2; m++) {
+    run_mode(TS_FORMAT_ANTHROPIC, s2, strlen(s2), 0, m == 1, m == 0, VIA_DIRECT);
+    ck_assert_msg(!R.bad[0], "%s", R.bad);
+    ck_assert_str_eq(R.trace, "B0 t0 f | A0 'a' | A0 'b' | A0 'c' | E0 | T stop=");
+    ck_assert_int_eq(R.direct_hits, 0);
+  }
+  free(s2);
+}
+END_TEST
+
+/* A stop asked for a fragment the short way handed back (ts_adapter_abort): nothing more
+ * is reported, finish returns TS_E_ABORTED (run_events checks both). */
+START_TEST(test_fragment_abort) {
+  char *sse = tick(TOOL_START(0, "t0", "f", "{}") JSON_DELTA(0, "a") JSON_DELTA(0, "b") JSON_DELTA(0, "c")
+                       JSON_DELTA(0, "d") BLOCK_STOP(0) MSG_STOP);
+  R.abort_at = 3; /* B0, A0 'a' (read whole), A0 'b' (the short way) */
+  R.direct = 1;
+  run_text(TS_FORMAT_ANTHROPIC, sse, strlen(sse), &R);
+  R.direct = 0;
+  R.abort_at = 0;
+  free(sse);
+  ck_assert_msg(!R.bad[0], "%s", R.bad);
+  ck_assert_str_eq(R.trace, "B0 t0 f | A0 'a' | A0 'b'");
+  ck_assert_int_eq(R.direct_hits, 1);
+  ck_assert(!R.done);
 }
 END_TEST
 
@@ -2120,6 +2243,8 @@ int main(void) {
   tcase_add_test(tc, test_id_limits);
   tcase_add_test(tc, test_feed_returns_first_error);
   tcase_add_test(tc, test_memo_long_fragment);
+  tcase_add_test(tc, test_fragment_direct);
+  tcase_add_test(tc, test_fragment_abort);
   tcase_add_loop_test(tc, test_one_pass_edges, 0, NROWS(edge_rows));
   tcase_add_test(tc, test_one_pass_built);
   tcase_add_loop_test(tc, test_memo, 0, NROWS(memo_rows));

@@ -11,6 +11,7 @@
  * that keep it a valid value must match (the memo is not allowed to be useless).
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +130,22 @@ static int check_match_value(const ts_json_shape *m, const char *q, size_t n, ts
   ts_view val = v->val;
   const char *buf = v->buf;
   size_t cap = sizeof v->buf;
+  /* the one-span way (ts_json_shape_match_one): the same answer, to the byte */
+  static ts_json_shape_value wv;
+  ts_json_shape_value *w = &wv;
+  for (int wide = 0; wide < 2; wide++) { /* the adapter's two copies: 16- and 32-byte compares */
+    int r = wide ? ts__json_shape_match_one_avx2(m, q, n, name, w) : ts_json_shape_match_one(m, q, n, name, w);
+    ck_assert_msg(r == got, "match_one (wide %d) says %d for %.*s", wide, r, (int)n, q);
+    if (!got) continue;
+    ck_assert(w->used.raw.p == used.raw.p && w->used.raw.len == used.raw.len && w->used.escaped == used.escaped);
+    if (!val.p)
+      ck_assert_msg(!w->val.p, "match_one decoded what match_value left: %.*s", (int)n, q);
+    else if (val.p != buf)
+      ck_assert(w->val.p == val.p && w->val.len == val.len);
+    else
+      ck_assert_msg(w->val.p == w->buf && w->val.len == val.len && memcmp(w->val.p, val.p, val.len) == 0,
+                    "match_one's value differs for %.*s", (int)n, q);
+  }
   if (!got) {
     free(v);
     return 0;
@@ -390,6 +407,105 @@ START_TEST(test_numbers) {
 }
 END_TEST
 
+/* Memos whose only span is the used string (ts_json_shape_match_one reads those by the
+ * text's extent): every string of up to 4 pieces from a set of every kind of escape, of
+ * bytes the scanner refuses or stops at, and of long runs, between heads and tails of
+ * lengths around the block sizes (a head too short for the text's blocks, a tail over 16
+ * bytes: the general way's), each P in a buffer of its exact size (ASan sees a byte read
+ * past it). check_match_value compares the three matches; a reference decides which P
+ * must match: the scanner's string from the head ends where the tail begins. */
+START_TEST(test_one_span) {
+  static const char *const pieces[] = {
+      "a", "xyz", "\\\"", "\\\\", "\\n", "\\/", "\\u00e9", "\\u20ac", "\\ud83d\\ude00", "\\ud800",
+      "\\udc00x", "\\u12", "\\x", "\\", "\"", "\x01", "\xc3\xa9", "0123456789abcdef",
+      "0123456789abcdef0123456789abcdef0123", ""};
+  static const size_t heads[] = {5, 17, 87};
+  static const size_t tails[] = {1, 3, 17};
+  const size_t np = sizeof pieces / sizeof pieces[0];
+  ts_json_shape *m = calloc(1, sizeof *m);
+  ck_assert_ptr_nonnull(m);
+  ts_view name = {"content_block_delta", 19};
+  long hits = 0, tried = 0, escaped = 0;
+  for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++) {
+    for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++) {
+      /* P0: {"kkk...":"<u>"  with u the used string's key, then the tail's members */
+      sb head = {0}, tail = {0}, p0 = {0};
+      sb_puts(&head, "{\"");
+      while (head.len + 6 < heads[h]) sb_puts(&head, "k");
+      sb_puts(&head, "\":\"");
+      if (head.len < heads[h]) { /* heads too short for a key: the used string first */
+        free(head.p);
+        head = (sb){0};
+        sb_puts(&head, "{\"u\":\"");
+        while (head.len < heads[h]) sb_puts(&head, " ");
+      }
+      sb_puts(&tail, "\"");
+      if (tails[t] > 1) {
+        sb_puts(&tail, "}");
+        while (tail.len + 1 < tails[t]) sb_puts(&tail, " ");
+      }
+      sb_puts(&tail, tails[t] > 1 ? "}" : "");
+      if (tails[t] > 1 && tail.len > tails[t]) tail.len = tails[t], tail.p[tail.len - 1] = '}';
+      sb_puts(&p0, head.p);
+      sb_puts(&p0, "frag");
+      sb_puts(&p0, tail.p);
+      ts_json_scan s;
+      ts_json_item it;
+      ts_json_scan_init(&s, p0.p, p0.len);
+      ts_view used = {NULL, 0};
+      while (ts_json_scan_next(&s, &it) == 1)
+        if (it.type == TS_JSON_SCAN_STRING && !used.p) used = it.raw;
+      ck_assert_msg(used.p && ts_json_shape_keep(m, p0.p, p0.len, name, NULL, used), "%s: not kept", p0.p);
+      ck_assert_int_eq(m->one, 1);
+      for (size_t a = 0; a < np; a++)
+        for (size_t b = 0; b < np; b++)
+          for (size_t c = 0; c < np; c += (a + b) % 5 + 3)
+            for (size_t d = np - 1, k = 0; k < 1 + (a % 3 == 0); k++, d = b) {
+              sb p = {0}, u = {0};
+              sb_puts(&u, pieces[a]), sb_puts(&u, pieces[b]), sb_puts(&u, pieces[c]), sb_puts(&u, pieces[d]);
+              sb_puts(&p, head.p);
+              sb_puts(&p, u.p);
+              sb_puts(&p, tail.p);
+              char *q = malloc(p.len);
+              ck_assert_ptr_nonnull(q);
+              memcpy(q, p.p, p.len);
+              /* the reference: the string from the head ends right before the tail */
+              int esc = 0;
+              ts_json_scan rs;
+              ts_json_scan_init(&rs, q, p.len);
+              ts_json_item ri;
+              int want = 0;
+              while (ts_json_scan_next(&rs, &ri) == 1)
+                if (ri.type == TS_JSON_SCAN_STRING) {
+                  want = ri.raw.p == q + (used.p - p0.p) && ri.raw.p + ri.raw.len == q + p.len - tail.len;
+                  esc = ri.escaped;
+                  break;
+                }
+              if (want && memcmp(q + p.len - tail.len, tail.p, tail.len)) want = 0;
+              int got = check_match_value(m, q, p.len, name);
+              ck_assert_msg(got == want, "head %zu tail %zu: %.*s: match %d", heads[h], tails[t], (int)p.len, q, got);
+              /* another name: no match, unless the reader said the name does not matter */
+              ck_assert_int_eq(check_match_value(m, q, p.len, (ts_view){"content_block_delte", 19}), 0);
+              m->any_name = 1;
+              ck_assert_int_eq(check_match_value(m, q, p.len, (ts_view){"x", 1}), got);
+              m->any_name = 0;
+              hits += got, escaped += got && esc, tried++;
+              free(q);
+              free(p.p);
+              free(u.p);
+            }
+      free(head.p), free(tail.p), free(p0.p);
+    }
+  }
+  ts_json_shape_clear(m);
+  ck_assert_int_eq(m->one, 0);
+  ck_assert_int_gt(hits, 4000);
+  ck_assert_int_gt(escaped, 3000);
+  ck_assert_int_gt(tried, 10000);
+  free(m);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("json_shape");
   TCase *tc = ts_test_tcase(s, "memo", 0);
@@ -398,5 +514,6 @@ int main(void) {
   tcase_add_test(tc, test_edits);
   tcase_add_test(tc, test_long_runs);
   tcase_add_test(tc, test_numbers);
+  tcase_add_test(tc, test_one_span);
   return ts_test_run(s, 0);
 }

@@ -1445,6 +1445,46 @@ START_TEST(test_keep_cleared_in_callback) {
 }
 END_TEST
 
+/* ts_sse_set_cb from the callback (the tap takes a callback made for the format once it
+ * is known): the item being reported is the old callback's, every later one the new
+ * one's, on the one-step path and in the machine alike; NULL changes nothing. */
+typedef struct {
+  ts_sse *s;
+  sb *out;
+  int switched;
+} recb_ctx;
+
+static int second_cb(void *user, const ts_sse_event *ev) {
+  recb_ctx *u = user;
+  sb_puts(u->out, "2: ");
+  return keep_cb(u->out, ev);
+}
+
+static int first_cb(void *user, const ts_sse_event *ev) {
+  recb_ctx *u = user;
+  sb_puts(u->out, "1: ");
+  keep_cb(u->out, ev);
+  ts_sse_set_cb(u->s, NULL, NULL); /* ignored */
+  if (ev->kind == TS_SSE_DISPATCH && ev->name_len == 4 && !memcmp(ev->name, "swap", 4)) ts_sse_set_cb(u->s, second_cb, u);
+  return 0;
+}
+
+static void recb_run(void *user, ts_split *feed, sb *out) {
+  (void)user;
+  ts_sse s;
+  recb_ctx u = {&s, out, 0};
+  keep_feed(&s, feed, out, first_cb, &u);
+}
+
+START_TEST(test_cb_replaced_in_callback) {
+  const char *in = "event: a\ndata: 1\n\nevent: swap\ndata: 2\n\nevent: b\ndata: 3\n\n"
+                   "data: 0123456789abcdefXYZ\n\nevent: c\ndata: 4\n\n";
+  const char *want = "1: event 'a' '1' @18\n1: event 'swap' '2' @39\n2: event 'b' '3' @57\n"
+                     "2: error -201 @79\n2: event 'c' '4' @102\nasked: a swap b c \n";
+  check_splits("callback replaced in the callback", in, strlen(in), recb_run, NULL, want);
+}
+END_TEST
+
 START_TEST(test_long_cr_only_stream) {
   size_t n = 200000;
   char *in = malloc(n);
@@ -1487,6 +1527,7 @@ static Suite *sse_suite(void) {
   tcase_add_test(tc, test_long_cr_only_stream);
   tcase_add_test(tc, test_keep_head);
   tcase_add_test(tc, test_keep_cleared_in_callback);
+  tcase_add_test(tc, test_cb_replaced_in_callback);
   tcase_add_test(tc, test_grow_on_demand);
   tcase_add_test(tc, test_grow_refused);
   suite_add_tcase(s, tc);
