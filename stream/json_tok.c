@@ -484,6 +484,19 @@ scan_string(const char *p, const char *end, const char *buf) {
   return scan_short(p, end);
 }
 
+#if defined(__SSE2__)
+/* The index of the first byte in the 16 at s that a string body must stop at, or 16
+ * if none is (s[16] must then be readable: where it is the closing quote, the string
+ * is the 16 bytes before it). */
+static inline __attribute__((always_inline)) unsigned short_stop(const char *s) {
+  const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+  const __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+                                 _mm_cmplt_epi8(_mm_xor_si128(v, _mm_set1_epi8(2)),
+                                                _mm_set1_epi8(0x21)));
+  return (unsigned)__builtin_ctz((unsigned)_mm_movemask_epi8(m) | 0x10000u);
+}
+#endif
+
 static inline int is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 
@@ -677,10 +690,7 @@ g_value: /* a value must come */
   }
   c = (uint8_t)*p;
 value_c:
-  if (c == '"') {
-    skind = TS_JSON_STRING;
-    goto str_open;
-  }
+  if (c == '"') goto sval_open;
   if ((uint8_t)(c - '0') <= 9 || c == '-') goto num_open;
   if (c == '{' || c == '[') goto open;
   if (c == 't' || c == 'f' || c == 'n') goto lit_open;
@@ -703,10 +713,7 @@ g_key_or_oend: /* after '{' */
     goto out;
   }
   c = (uint8_t)*p;
-  if (c == '"') {
-    skind = TS_JSON_KEY;
-    goto str_open;
-  }
+  if (c == '"') goto key_open;
   if (c == '}') goto close_object;
   SKIP_WS(g_key_or_oend);
   FAIL(TS_E_JSON_SYNTAX);
@@ -717,10 +724,7 @@ g_key: /* after ',' in an object */
     goto out;
   }
   c = (uint8_t)*p;
-  if (c == '"') {
-    skind = TS_JSON_KEY;
-    goto str_open;
-  }
+  if (c == '"') goto key_open;
   SKIP_WS(g_key);
   FAIL(TS_E_JSON_SYNTAX);
 
@@ -792,6 +796,39 @@ closed:
   goto g_after;
 
   /* ---- strings ---- */
+key_open: /* c is a key's opening quote, at p */
+#if defined(__SSE2__)
+  if (end - p > 18) {
+    const char *const s = p + 1;
+    const unsigned i = short_stop(s);
+    if (s[i] == '"') {
+      p = s + i;
+      EMIT(TS_JSON_KEY, s, i, OFF(s), depth, TS_JSON_FIRST | TS_JSON_LAST);
+      p++;
+      if (*p == ':') {
+        p++;
+        goto g_value;
+      }
+      goto g_colon;
+    }
+  }
+#endif
+  skind = TS_JSON_KEY;
+  goto str_open;
+sval_open: /* c is a string value's opening quote, at p */
+#if defined(__SSE2__)
+  if (end - p > 18) {
+    const char *const s = p + 1;
+    const unsigned i = short_stop(s);
+    if (s[i] == '"') {
+      p = s + i;
+      EMIT(TS_JSON_STRING, s, i, OFF(s), depth, TS_JSON_FIRST | TS_JSON_LAST);
+      p++;
+      goto after_value;
+    }
+  }
+#endif
+  skind = TS_JSON_STRING;
 str_open:
   p++;
   frag = p;
