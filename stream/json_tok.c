@@ -54,7 +54,11 @@
  * from the start of a chunk of up to 16 bytes that starts outside a string
  * (gram_short). It takes colons, commas, containers opened and closed, keys and strings
  * with no stop byte, numbers and literals, and enters the machine only at a byte it
- * does not take.
+ * does not take. In the machine itself (long chunks: a document fed whole or in large
+ * pieces), a key or string the 16 bytes after its opening quote end, with no escape or
+ * non-ASCII byte before the quote, is reported at once, with its kind and flags known,
+ * and a key's colon right after its quote is taken with it (key_open, sval_open); the
+ * general string lexer takes the rest.
  *
  * Errors record the code and the absolute offset of the offending byte and become
  * sticky; no token is reported from that byte on.
@@ -796,6 +800,13 @@ closed:
   goto g_after;
 
   /* ---- strings ---- */
+  /* A key or string whose first stop byte among the 16 after its opening quote is its
+   * closing quote (or that has none and the 17th is), with at least 19 bytes of the
+   * chunk from the opening quote (so the byte after the closing quote is in the chunk):
+   * its one fragment at once, then, for a key, the colon right after it. Most keys and
+   * short values are this; the rest (and a chunk that ends sooner) take str_open. The
+   * same token, flags and offsets as str_open's; a callback that stops it records the
+   * closing quote's offset, as str_quote does. (W3 whole -12.5% instructions.) */
 key_open: /* c is a key's opening quote, at p */
 #if defined(__SSE2__)
   if (end - p > 18) {
