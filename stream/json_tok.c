@@ -54,7 +54,11 @@
  * from the start of a chunk of up to 16 bytes that starts outside a string
  * (gram_short). It takes colons, commas, containers opened and closed, keys and strings
  * with no stop byte, numbers and literals, and enters the machine only at a byte it
- * does not take.
+ * does not take. In the machine itself (long chunks: a document fed whole or in large
+ * pieces), a key or string the 16 bytes after its opening quote end, with no escape or
+ * non-ASCII byte before the quote, is reported at once, with its kind and flags known,
+ * and a key's colon right after its quote is taken with it (key_open, sval_open); the
+ * general string lexer takes the rest.
  *
  * Errors record the code and the absolute offset of the offending byte and become
  * sticky; no token is reported from that byte on.
@@ -484,6 +488,19 @@ scan_string(const char *p, const char *end, const char *buf) {
   return scan_short(p, end);
 }
 
+#if defined(__SSE2__)
+/* The index of the first byte in the 16 at s that a string body must stop at, or 16
+ * if none is (s[16] must then be readable: where it is the closing quote, the string
+ * is the 16 bytes before it). */
+static inline __attribute__((always_inline)) unsigned short_stop(const char *s) {
+  const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
+  const __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+                                 _mm_cmplt_epi8(_mm_xor_si128(v, _mm_set1_epi8(2)),
+                                                _mm_set1_epi8(0x21)));
+  return (unsigned)__builtin_ctz((unsigned)_mm_movemask_epi8(m) | 0x10000u);
+}
+#endif
+
 static inline int is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 
@@ -677,10 +694,7 @@ g_value: /* a value must come */
   }
   c = (uint8_t)*p;
 value_c:
-  if (c == '"') {
-    skind = TS_JSON_STRING;
-    goto str_open;
-  }
+  if (c == '"') goto sval_open;
   if ((uint8_t)(c - '0') <= 9 || c == '-') goto num_open;
   if (c == '{' || c == '[') goto open;
   if (c == 't' || c == 'f' || c == 'n') goto lit_open;
@@ -703,10 +717,7 @@ g_key_or_oend: /* after '{' */
     goto out;
   }
   c = (uint8_t)*p;
-  if (c == '"') {
-    skind = TS_JSON_KEY;
-    goto str_open;
-  }
+  if (c == '"') goto key_open;
   if (c == '}') goto close_object;
   SKIP_WS(g_key_or_oend);
   FAIL(TS_E_JSON_SYNTAX);
@@ -717,10 +728,7 @@ g_key: /* after ',' in an object */
     goto out;
   }
   c = (uint8_t)*p;
-  if (c == '"') {
-    skind = TS_JSON_KEY;
-    goto str_open;
-  }
+  if (c == '"') goto key_open;
   SKIP_WS(g_key);
   FAIL(TS_E_JSON_SYNTAX);
 
@@ -792,6 +800,46 @@ closed:
   goto g_after;
 
   /* ---- strings ---- */
+  /* A key or string whose first stop byte among the 16 after its opening quote is its
+   * closing quote (or that has none and the 17th is), with at least 19 bytes of the
+   * chunk from the opening quote (so the byte after the closing quote is in the chunk):
+   * its one fragment at once, then, for a key, the colon right after it. Most keys and
+   * short values are this; the rest (and a chunk that ends sooner) take str_open. The
+   * same token, flags and offsets as str_open's; a callback that stops it records the
+   * closing quote's offset, as str_quote does. (W3 whole -12.5% instructions.) */
+key_open: /* c is a key's opening quote, at p */
+#if defined(__SSE2__)
+  if (end - p > 18) {
+    const char *const s = p + 1;
+    const unsigned i = short_stop(s);
+    if (s[i] == '"') {
+      p = s + i;
+      EMIT(TS_JSON_KEY, s, i, OFF(s), depth, TS_JSON_FIRST | TS_JSON_LAST);
+      p++;
+      if (*p == ':') {
+        p++;
+        goto g_value;
+      }
+      goto g_colon;
+    }
+  }
+#endif
+  skind = TS_JSON_KEY;
+  goto str_open;
+sval_open: /* c is a string value's opening quote, at p */
+#if defined(__SSE2__)
+  if (end - p > 18) {
+    const char *const s = p + 1;
+    const unsigned i = short_stop(s);
+    if (s[i] == '"') {
+      p = s + i;
+      EMIT(TS_JSON_STRING, s, i, OFF(s), depth, TS_JSON_FIRST | TS_JSON_LAST);
+      p++;
+      goto after_value;
+    }
+  }
+#endif
+  skind = TS_JSON_STRING;
 str_open:
   p++;
   frag = p;

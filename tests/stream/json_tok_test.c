@@ -1697,9 +1697,10 @@ static int stop_cb(void *user, const ts_json_token *tok) {
  * the machine) reports, in chunks of 1 to 17 bytes: TS_E_ABORTED, sticky, recorded at
  * the end of the fragment being reported (a container's close: at its byte), and every
  * byte counted, as the machine does. */
-static void check_aborts(const char *doc, size_t d) {
+static void check_aborts_upto(const char *doc, size_t d, size_t kmax) {
   const size_t len = strlen(doc);
-  for (size_t k = 1; k <= 17; k++) {
+  for (size_t j = 1; j <= kmax + 1; j++) {
+    const size_t k = j <= kmax ? j : len; /* and whole */
     for (uint64_t at = 1;; at++) {
       stop_at s = {0, at, {0}};
       ts_json_tok t;
@@ -1737,6 +1738,7 @@ static void check_aborts(const char *doc, size_t d) {
     }
   }
 }
+static void check_aborts(const char *doc, size_t d) { check_aborts_upto(doc, d, 17); }
 
 START_TEST(test_grammar_short_abort) {
   for (size_t d = 0; d < 11; d++) check_aborts(gram_docs[d], d);
@@ -1825,6 +1827,130 @@ END_TEST
  * short path after a closing quote. */
 START_TEST(test_grammar_start_abort) {
   for (size_t d = 0; d < GRAM_START_GOOD; d++) check_aborts(gram_start_docs[d], d);
+}
+END_TEST
+
+/* Keys and strings whole in one 16-byte block (json_tok.c, the machine's key_open and
+ * sval_open): where at least 19 bytes of the chunk follow an opening quote and the
+ * first stop byte among the 16 after it is the closing quote (or there is none and the
+ * 17th is the quote), the machine reports the token at once, and after a key takes the
+ * colon right after it. Bodies of every length 0 to 18 (the block's ends), and with a
+ * stop byte (escapes, \u, UTF-8, a control or bad byte) at every position 0 to 16, as
+ * keys followed by ':' directly, by whitespace and by bad bytes, and as values in an
+ * object, an array and at the top level followed by ',' '}' ']', whitespace and bad
+ * bytes; each whole, byte by byte, every split 1..31 and cut in two at every offset
+ * (every chunk end near each quote), with the same tokens, errors and offsets as the
+ * reference; and stopped at every callback, whole and in chunks of 1 to 31. */
+static void block_doc(sb *s, const char *body, int form) {
+  static const char pad[] = "                    "; /* 20: the fast path's 19 bytes */
+  s->len = 0;
+  switch (form) {
+    case 0: /* keys: ':' at once, after whitespace, after a value's string */
+      sb_puts(s, "{\"");
+      sb_puts(s, body);
+      sb_puts(s, "\":1,\"");
+      sb_puts(s, body);
+      sb_puts(s, "\" :\"");
+      sb_puts(s, body);
+      sb_puts(s, "\",\"");
+      sb_puts(s, body);
+      sb_puts(s, "\"\t:{\"");
+      sb_puts(s, body);
+      sb_puts(s, "\":[\"");
+      sb_puts(s, body);
+      sb_puts(s, "\"]},\"abcdefghijklmnopqrst\":true}");
+      break;
+    case 1: /* values: in an array, then ',' ']' and whitespace */
+      sb_puts(s, "[\"");
+      sb_puts(s, body);
+      sb_puts(s, "\",\"");
+      sb_puts(s, body);
+      sb_puts(s, "\" ,[\"");
+      sb_puts(s, body);
+      sb_puts(s, "\"],{\"k\":\"");
+      sb_puts(s, body);
+      sb_puts(s, "\"},\"");
+      sb_puts(s, body);
+      sb_puts(s, "\"\n,12345678901234567890]");
+      break;
+    case 2: /* the top-level value, then whitespace */
+      sb_putc(s, '"');
+      sb_puts(s, body);
+      sb_putc(s, '"');
+      sb_puts(s, pad);
+      break;
+    /* bad input right after the closing quote (padded so the fast path is taken) */
+    case 3: sb_puts(s, "{\""); sb_puts(s, body); sb_puts(s, "\"x"); sb_puts(s, pad); break;
+    case 4: sb_puts(s, "{\""); sb_puts(s, body); sb_puts(s, "\",1}"); sb_puts(s, pad); break;
+    case 5: sb_puts(s, "{\""); sb_puts(s, body); sb_puts(s, "\"}"); sb_puts(s, pad); break;
+    case 6: sb_puts(s, "[\""); sb_puts(s, body); sb_puts(s, "\":1]"); sb_puts(s, pad); break;
+    case 7: sb_puts(s, "[\""); sb_puts(s, body); sb_puts(s, "\"}"); sb_puts(s, pad); break;
+    case 8: sb_puts(s, "{\"a\":\""); sb_puts(s, body); sb_puts(s, "\"]"); sb_puts(s, pad); break;
+    case 9: sb_putc(s, '"'); sb_puts(s, body); sb_puts(s, "\"x"); sb_puts(s, pad); break;
+    default: sb_putc(s, '"'); sb_puts(s, body); sb_puts(s, "\","); sb_puts(s, pad); break;
+  }
+}
+#define BLOCK_FORMS 11
+
+/* `doc` whole, byte by byte, every split 1..31, and in two pieces cut at every offset
+ * (so that a chunk ends at every distance from each quote): the reference's run. */
+static void check_cuts(const char *doc, size_t len, const char *label) {
+  run_t ref;
+  ref_parse(doc, len, 0, &ref);
+  check_all_splits(doc, len, 0, &ref, label);
+  char what[240];
+  for (size_t at = 1; at < len; at++) {
+    run_t r;
+    snprintf(what, sizeof what, "%s, cut at %zu", label, at);
+    run_doc(doc, len, 0, &at, 1, 0, &r, what);
+    same_runs(&ref, &r, what);
+    run_free(&r);
+  }
+  run_free(&ref);
+}
+#define BLOCK_GOOD_FORMS 3
+
+START_TEST(test_block_strings) {
+  /* stop bytes: good ones (escapes, \u, UTF-8) and bad ones (a control byte, 0xFF, a
+   * bad escape, a lone continuation byte) */
+  static const char *const stops[] = {
+      "\\n", "\\\"", "\\\\", "\\u00e9", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x9A\x80",
+      "\x01", "\xff", "\\x", "\x80",
+  };
+  enum { NSTOPS = sizeof stops / sizeof stops[0], NSTOPS_GOOD = 7 };
+  sb s = {0};
+  char body[64], what[160];
+  for (int form = 0; form < BLOCK_FORMS; form++) {
+    for (int v = -1; v < NSTOPS; v++) {
+      for (size_t n = 0; n <= 18; n++) {
+        if (v >= 0 && n > 16) break;
+        /* n plain letters, or a stop byte at position n among letters (16 bytes in all) */
+        size_t o = 0;
+        const size_t plain = v < 0 ? n : 16;
+        for (size_t i = 0; i <= plain; i++) {
+          if (v >= 0 && i == n) {
+            memcpy(body + o, stops[v], strlen(stops[v]));
+            o += strlen(stops[v]);
+          }
+          if (i < plain) body[o++] = (char)('a' + i % 26);
+        }
+        body[o] = 0;
+        block_doc(&s, body, form);
+        sb_putc(&s, 0);
+        s.len--;
+        const int bad = form >= BLOCK_GOOD_FORMS || v >= NSTOPS_GOOD;
+        run_t ref;
+        ref_parse(s.p, s.len, 0, &ref);
+        CHECK((ref.err != 0) == bad, "block strings form %d stop %d at %zu: reference err %d",
+              form, v, n, ref.err);
+        run_free(&ref);
+        snprintf(what, sizeof what, "block strings form %d stop %d at %zu", form, v, n);
+        check_cuts(s.p, s.len, what);
+        if (!bad) check_aborts_upto(s.p, (size_t)(form * 100 + v + 1), 31);
+      }
+    }
+  }
+  free(s.p);
 }
 END_TEST
 
@@ -1947,6 +2073,7 @@ int main(void) {
   tcase_add_test(tr, test_grammar_short_abort);
   tcase_add_test(tr, test_grammar_start);
   tcase_add_test(tr, test_grammar_start_abort);
+  tcase_add_test(tr, test_block_strings);
   tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
   tcase_add_test(tr, test_string_wide);
@@ -1964,6 +2091,7 @@ int main(void) {
   tcase_add_test(tn, test_short_feeds);
   tcase_add_test(tn, test_grammar_short);
   tcase_add_test(tn, test_grammar_start);
+  tcase_add_test(tn, test_block_strings);
   tcase_add_test(tn, test_string_wide);
   tcase_add_test(tn, test_large);
   suite_add_tcase(s, tn);
