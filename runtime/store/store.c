@@ -211,7 +211,7 @@ enum {
   ST_SUB_GET,
   ST_SUB_BY_CALL,
   ST_SUB_REPORT,
-  ST_SUB_EXISTS,
+  ST_SUB_CHECK,
   ST_TAG_INSERT,
   ST_COUNT
 };
@@ -347,7 +347,8 @@ static const char *const stmt_sql[ST_COUNT] = {
                       "(SELECT coalesce(max(seq), 0) FROM messages WHERE thread = ?1) "
                       "WHERE thread = ?1 AND (reports = 0 OR reported_seq <> (SELECT "
                       "coalesce(max(seq), 0) FROM messages WHERE thread = ?1)) RETURNING parent",
-    [ST_SUB_EXISTS] = "SELECT json_valid(?2) FROM subagents WHERE thread = ?1",
+    /* a report that changed nothing: is it a subagent, and would its outcome have passed */
+    [ST_SUB_CHECK] = "SELECT json_valid(?2) FROM subagents WHERE thread = ?1",
     [ST_TAG_INSERT] = "INSERT INTO thread_tags(thread, tag) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
 };
 
@@ -1718,7 +1719,7 @@ int ts_store_subagent_report(ts_store *s, const char *thread, const char *outcom
   if (!r && !row) { /* nothing new since the last report, or no subagent at all */
     sqlite3_stmt *ex = NULL;
     int64_t valid = 0;
-    if (!(r = get(s, ST_SUB_EXISTS, &ex, what))) {
+    if (!(r = get(s, ST_SUB_CHECK, &ex, what))) {
       bind_str(ex, 1, thread);
       bind_text(ex, 2, outcome, len);
       r = step_write(s, ex, what, thread, &valid, &known);
