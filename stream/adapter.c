@@ -777,6 +777,8 @@ int ts__adapter_set_simd(ts_adapter *a, int on) {
 static inline __attribute__((always_inline)) int fragment(ts_adapter *a, const char *event, size_t event_len,
                                                           const char *data, size_t data_len,
                                                           ts_adapter_fragment *out, int wide) {
+  /* aborted, done, finished, general, no_memo, not_direct: one word */
+  if (a->no_fragment) return 0;
   ts_json_shape *memo = (ts_json_shape *)(void *)a->scratch;
   /* the match fails for an empty memo, and for a payload that is not P0's object with
    * nothing around it (P0 is one, trimmed: ts_adapter_feed_event's own test) */
@@ -808,10 +810,17 @@ TS_SHAPE_AVX2_TARGET static __attribute__((noinline)) int fragment_avx2(ts_adapt
 }
 #endif
 
+ts_adapter_fragment_fn ts_adapter_fragment_reader(const ts_adapter *a) {
+#ifdef TS_SHAPE_AVX2
+  if (a && a->simd) return fragment_avx2;
+#else
+  (void)a;
+#endif
+  return fragment_base;
+}
+
 int ts_adapter_feed_fragment(ts_adapter *a, const char *event, size_t event_len, const char *data,
                              size_t data_len, ts_adapter_fragment *out) {
-  /* aborted, done, finished, general, no_memo, not_direct: one word */
-  if (a->no_fragment) return 0;
 #ifdef TS_SHAPE_AVX2
   if (a->simd) return fragment_avx2(a, event, event_len, data, data_len, out);
 #endif

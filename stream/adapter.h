@@ -249,6 +249,15 @@ typedef struct ts_adapter_fragment {
 int ts_adapter_fragments(const ts_adapter *a);
 int ts_adapter_feed_fragment(ts_adapter *a, const char *event, size_t event_len, const char *data,
                              size_t data_len, ts_adapter_fragment *out);
+/* ts_adapter_fragment_reader: the function that ts_adapter_feed_fragment calls for `a`,
+ * for a caller that offers every event of a stream and would spare the call in between
+ * (the tap, once ts_adapter_fragments says yes): called with `a`, it answers as
+ * ts_adapter_feed_fragment does, to the byte, aborted, done, finished, general and no-memo
+ * adapters included. Never NULL. It stays right for `a` until ts__adapter_set_simd is
+ * called (it holds the match's choice of AVX2): ask again after that. */
+typedef int (*ts_adapter_fragment_fn)(ts_adapter *a, const char *event, size_t event_len, const char *data,
+                                      size_t data_len, ts_adapter_fragment *out);
+ts_adapter_fragment_fn ts_adapter_fragment_reader(const ts_adapter *a);
 /* For the tests and the fuzzer (not an API): with on == 0 ts_adapter_feed_fragment's match
  * compares without AVX2 from now on, even where the CPU has it; with on != 0 it goes back
  * to the CPU's choice (ts_adapter_new's). Both give the same answers. Returns 1 when AVX2

@@ -168,11 +168,14 @@ static inline __attribute__((always_inline)) int ts__json_shape_match_one(const 
   size_t head = m->span[0].off, tail = m->tail;
   if (!m->len || len < head + tail) return 0;
   size_t body = len - head - tail;
-  if (body > 64 || head + body < 16 * ((body + 15) / 16)) return -1;
+  /* (a head of 64 bytes or more holds any body's blocks: Anthropic's, 87, is tested once) */
+  if (body > 64 || (head < 64 && head + body < 16 * ((body + 15) / 16))) return -1;
   if (!m->any_name && (name.len != m->name_len || !shape_same(name.p, m->name, name.len))) return 0;
   if (!SHAPE_SAME_HEAD(wide, text, m->text, head)) return 0;
-  if (tail <= 16 && len >= 16 && m->len >= 16 ? !shape_same_tail(text + len - tail, m->text + m->len - tail, tail)
-                                              : !shape_same(text + len - tail, m->text + m->len - tail, tail))
+  /* (P and P0 are both at least head bytes: a head of 16 or more answers the two lengths) */
+  if (tail <= 16 && (head >= 16 || (len >= 16 && m->len >= 16))
+          ? !shape_same_tail(text + len - tail, m->text + m->len - tail, tail)
+          : !shape_same(text + len - tail, m->text + m->len - tail, tail))
     return 0;
   const char *p = text + head;
   int esc = 0;

@@ -103,6 +103,7 @@ struct ts_tap {
   uint32_t sse_grows; /* its allocations (ts__tap_buffer) */
   char buf0;        /* the framers' buffer while there is none (size 0: never touched) */
   ts_adapter *ms;
+  ts_adapter_fragment_fn fragment; /* on_sse_direct's: ts_adapter_fragment_reader(ms) */
   call **calls; /* by index */
   uint32_t ncalls;
   uint64_t pos;     /* bytes fed */
@@ -703,7 +704,7 @@ static int on_sse_direct(void *user, const ts_sse_event *se) {
   if (__builtin_expect(se->kind != TS_SSE_ERROR && !se->cut, 1)) {
     t->ev_off = t->base + se->end_offset;
     ts_adapter_fragment fr;
-    if (ts_adapter_feed_fragment(t->ms, se->name, se->name_len, se->data, se->data_len, &fr)) {
+    if (t->fragment(t->ms, se->name, se->name_len, se->data, se->data_len, &fr)) {
       call *c = call_get(t, fr.index);
       if (c) call_args(t, c, fr.text.p, fr.text.len);
       if (t->aborted) ts_adapter_abort(t->ms); /* as on_call_args returning nonzero */
@@ -733,7 +734,10 @@ static __attribute__((noinline)) int on_sse_event_rest(ts_tap *t, const ts_sse_e
     if (!ts_adapter_keeps(t->ms)) { /* the format keeps every event whole: stop asking */
       ts_sse_set_keep(&t->sse, NULL, NULL);
       t->asking = 0;
-      if (ts_adapter_fragments(t->ms)) ts_sse_set_cb(&t->sse, on_sse_direct, t);
+      if (ts_adapter_fragments(t->ms)) {
+        t->fragment = ts_adapter_fragment_reader(t->ms); /* the match's choice, made once */
+        ts_sse_set_cb(&t->sse, on_sse_direct, t);
+      }
     }
   }
   return t->aborted;
