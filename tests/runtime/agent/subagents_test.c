@@ -120,13 +120,19 @@ static int see_event(void *user, uint64_t seq, const char *json, size_t len) {
   return 0;
 }
 
-START_TEST(test_tree_of_subagents) {
-  ts_test_tempdir(dir, sizeof dir, "subagents");
+/* A test's temporary directory `name` with the store's, the recorded turns' and the
+ * parent's workspace directories in it. */
+static void make_dirs(const char *name) {
+  ts_test_tempdir(dir, sizeof dir, name);
   snprintf(data, sizeof data, "%s/data", dir);
   snprintf(session, sizeof session, "%s/session", dir);
   snprintf(pws, sizeof pws, "%s/pws", dir);
   mkdir(session, 0755);
   mkdir(pws, 0755);
+}
+
+START_TEST(test_tree_of_subagents) {
+  make_dirs("subagents");
   mkdir(ts_test_at(pws, "attachments"), 0755);
   ts_test_put(ts_test_at(pws, "attachments/brief.txt"), "the brief");
   const char *t1[] = {"subagent_create",
@@ -379,12 +385,7 @@ static int count_item(void *user, const ts_store_inbox_item *it) {
 }
 
 START_TEST(test_create_run_again_reports_once) {
-  ts_test_tempdir(dir, sizeof dir, "subagents-again");
-  snprintf(data, sizeof data, "%s/data", dir);
-  snprintf(session, sizeof session, "%s/session", dir);
-  snprintf(pws, sizeof pws, "%s/pws", dir);
-  mkdir(session, 0755);
-  mkdir(pws, 0755);
+  make_dirs("subagents-again");
   ts_test_chat_turn(session, "writer", 1, NULL, 0, "written");
   ts_test_chat_turn(session, "writer", 2, NULL, 0, "written again"); /* must not be asked */
   snprintf(mods.dirs[1], sizeof mods.dirs[1], "%s/writer", session);
