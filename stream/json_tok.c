@@ -1213,11 +1213,12 @@ __attribute__((noinline)) static int str_short_first(ts_json_tok *t, const char 
 
 /* The callback stopped the tokenizer during a fragment reported by the grammar short
  * path; `at` is where the machine would have recorded it (the fragment's end). Cold. */
-__attribute__((noinline, cold)) static int gram_aborted(ts_json_tok *t, uint64_t at, size_t len) {
+__attribute__((noinline, cold)) static int gram_aborted(ts_json_tok *t, uint64_t at,
+                                                     uint64_t pos) {
   t->mode = MODE(S_ERROR);
   t->err = TS_E_ABORTED;
   t->err_offset = at;
-  t->pos += len;
+  t->pos = pos; /* the chunk's end */
   return TS_E_ABORTED;
 }
 
@@ -1232,6 +1233,9 @@ static inline __attribute__((always_inline)) int gram_run(ts_json_tok *t, const 
                                                          size_t len, const char *p,
                                                          unsigned st) {
   const char *const end = buf + len;
+  /* offsets as bias + pointer, so that neither buf nor len need be kept across a
+   * callback (the callback cannot change t->pos) */
+  const uint64_t bias = t->pos - (uint64_t)(uintptr_t)buf;
   const char *n;
   uint8_t kind;
   unsigned nst;
@@ -1306,13 +1310,13 @@ close: {
   const uint32_t depth = t->depth - 1;
   t->tok.text = p;
   t->tok.len = 1;
-  t->tok.offset = t->pos + (uint64_t)(p - buf);
+  t->tok.offset = bias + (uint64_t)(uintptr_t)p;
   t->tok.depth = depth;
   t->tok.kind = t->in_obj ? TS_JSON_OBJECT_END : TS_JSON_ARRAY_END;
   t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) {
     t->depth = depth;
-    return gram_aborted(t, t->pos + (uint64_t)(p - buf), len);
+    return gram_aborted(t, bias + (uint64_t)(uintptr_t)p, bias + (uint64_t)(uintptr_t)end);
   }
   t->depth = depth;
   p++;
@@ -1339,12 +1343,12 @@ value_c:
     const unsigned obj = *p == '{';
     t->tok.text = p;
     t->tok.len = 1;
-    t->tok.offset = t->pos + (uint64_t)(p - buf);
+    t->tok.offset = bias + (uint64_t)(uintptr_t)p;
     t->tok.depth = depth;
     t->tok.kind = obj ? TS_JSON_OBJECT_BEGIN : TS_JSON_ARRAY_BEGIN;
     t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
     if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-      return gram_aborted(t, t->pos + (uint64_t)(p - buf), len);
+      return gram_aborted(t, bias + (uint64_t)(uintptr_t)p, bias + (uint64_t)(uintptr_t)end);
     if (obj)
       t->stack[depth >> 3] |= (uint8_t)(1u << (depth & 7));
     else
@@ -1371,14 +1375,14 @@ value_c:
       q++;
       k++;
     }
-    const uint64_t start = t->pos + (uint64_t)(p - buf);
+    const uint64_t start = bias + (uint64_t)(uintptr_t)p;
     if (k < ln) {
       if (q != end) goto machine;
       t->lit = (uint8_t)lit;
       t->lit_k = (uint8_t)k;
       t->tok_start = start;
       t->mode = MODE(S_LIT);
-      t->pos += len;
+      t->pos = bias + (uint64_t)(uintptr_t)end;
       return TS_E_OK;
     }
     t->tok.text = want;
@@ -1388,7 +1392,7 @@ value_c:
     t->tok.kind = lit_kind[lit];
     t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
     if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-      return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
+      return gram_aborted(t, bias + (uint64_t)(uintptr_t)q, bias + (uint64_t)(uintptr_t)end);
     p = q;
     goto after_value;
   }
@@ -1470,25 +1474,25 @@ num_term:
   if (*n != ',' && *n != '}' && *n != ']') goto machine;
   t->tok.text = p;
   t->tok.len = (size_t)(n - p);
-  t->tok.offset = t->pos + (uint64_t)(p - buf);
+  t->tok.offset = bias + (uint64_t)(uintptr_t)p;
   t->tok.depth = t->depth;
   t->tok.kind = TS_JSON_NUMBER;
   t->tok.flags |= TS_JSON_LAST;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-    return gram_aborted(t, t->pos + (uint64_t)(n - buf), len);
+    return gram_aborted(t, bias + (uint64_t)(uintptr_t)n, bias + (uint64_t)(uintptr_t)end);
   p = n;
   goto after_value;
 num_cut: /* the chunk ends inside the number: its next fragment */
   t->tok.text = p;
   t->tok.len = (size_t)(end - p);
-  t->tok.offset = t->pos + (uint64_t)(p - buf);
+  t->tok.offset = bias + (uint64_t)(uintptr_t)p;
   t->tok.depth = t->depth;
   t->tok.kind = TS_JSON_NUMBER;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-    return gram_aborted(t, t->pos + len, len);
+    return gram_aborted(t, bias + (uint64_t)(uintptr_t)end, bias + (uint64_t)(uintptr_t)end);
   t->tok.flags = 0;
   t->mode = MODE(nst);
-  t->pos += len;
+  t->pos = bias + (uint64_t)(uintptr_t)end;
   return TS_E_OK;
 lit_more: { /* the chunk continues a literal (p is buf) */
   const unsigned lit = t->lit;
@@ -1503,7 +1507,7 @@ lit_more: { /* the chunk continues a literal (p is buf) */
   if (k < ln) {
     if (q != end) goto machine; /* a wrong letter: the machine's, from the chunk's start */
     t->lit_k = (uint8_t)k;
-    t->pos += len;
+    t->pos = bias + (uint64_t)(uintptr_t)end;
     return TS_E_OK;
   }
   t->tok.text = want;
@@ -1513,7 +1517,7 @@ lit_more: { /* the chunk continues a literal (p is buf) */
   t->tok.kind = lit_kind[lit];
   t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-    return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
+    return gram_aborted(t, bias + (uint64_t)(uintptr_t)q, bias + (uint64_t)(uintptr_t)end);
   p = q;
   goto after_value;
 }
@@ -1531,10 +1535,10 @@ open: {
     if (*r != '"') goto machine;
     t->tok.text = s;
     t->tok.len = (size_t)(r - s);
-    t->tok.offset = t->pos + (uint64_t)(s - buf);
+    t->tok.offset = bias + (uint64_t)(uintptr_t)s;
     t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
     if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-      return gram_aborted(t, t->pos + (uint64_t)(r - buf), len);
+      return gram_aborted(t, bias + (uint64_t)(uintptr_t)r, bias + (uint64_t)(uintptr_t)end);
     p = r + 1;
     if (kind == TS_JSON_KEY) {
       st = S_COLON;
@@ -1545,28 +1549,28 @@ open: {
   if (s == end) { /* nothing of it yet */
     t->tok.flags = TS_JSON_FIRST;
     t->mode = MODE(S_STR) | MODE_FIRST;
-    t->pos += len;
+    t->pos = bias + (uint64_t)(uintptr_t)end;
     return TS_E_OK;
   }
   t->tok.text = s;
   t->tok.len = (size_t)(end - s);
-  t->tok.offset = t->pos + (uint64_t)(s - buf);
+  t->tok.offset = bias + (uint64_t)(uintptr_t)s;
   t->tok.flags = TS_JSON_FIRST;
-  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) return gram_aborted(t, t->pos + len, len);
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) return gram_aborted(t, bias + (uint64_t)(uintptr_t)end, bias + (uint64_t)(uintptr_t)end);
   t->tok.flags = 0;
   t->mode = MODE(S_STR);
-  t->pos += len;
+  t->pos = bias + (uint64_t)(uintptr_t)end;
   return TS_E_OK;
 }
 done:
   t->mode = MODE(st);
-  t->pos += len;
+  t->pos = bias + (uint64_t)(uintptr_t)end;
   return TS_E_OK;
 machine:
   /* the machine takes the rest as a chunk of its own (the offsets it reports are t->pos
    * plus the distance from its start), from the state for the byte at p */
   t->mode = MODE(st);
-  t->pos += (uint64_t)(p - buf);
+  t->pos = bias + (uint64_t)(uintptr_t)p;
   return feed_machine(t, p, (size_t)(end - p), NULL);
 }
 
@@ -1579,7 +1583,7 @@ __attribute__((noinline)) static int str_close(ts_json_tok *t, const char *buf, 
   t->tok.offset = t->pos;
   t->tok.flags |= TS_JSON_LAST;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-    return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
+    return gram_aborted(t, t->pos + (uint64_t)(q - buf), t->pos + len);
   const unsigned st = t->tok.kind == TS_JSON_KEY ? S_COLON : t->depth ? S_AFTER : S_DONE;
   return gram_run(t, buf, len, q + 1, st);
 }
