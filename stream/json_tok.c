@@ -54,7 +54,9 @@
  * from the start of a chunk of up to 16 bytes that starts outside a string
  * (gram_short). It takes colons, commas, containers opened and closed, keys and strings
  * with no stop byte, numbers and literals, and enters the machine only at a byte it
- * does not take. In the machine itself (long chunks: a document fed whole or in large
+ * does not take. Where a 4 to 8-byte chunk ends a string and what follows is only its
+ * colon or comma and the first bytes of the next key, string or integer (close_short),
+ * the state is stored first and the reports made with one register saved. In the machine itself (long chunks: a document fed whole or in large
  * pieces), a key or string the 16 bytes after its opening quote end, with no escape or
  * non-ASCII byte before the quote, is reported at once, with its kind and flags known,
  * and a key's colon right after its quote is taken with it (key_open, sval_open); the
@@ -1160,6 +1162,132 @@ static inline __attribute__((always_inline)) size_t str_dfa_chunk(const char *p,
   return s;
 }
 
+/* ---- a string's end in a short chunk, reported last -----------------------------------
+ * str_close calls back and then goes on with the chunk (gram_run), so it keeps the
+ * chunk's pointers across the call and saves six registers on entry and restores them
+ * on exit (about 20 instructions of a 4-byte feed's 114), whatever follows the quote.
+ * But in 4 to 8-byte deltas (str_short) what follows a closing quote is mostly nothing
+ * but the key's colon or the value's comma, then perhaps the next key's or value's
+ * opening quote and first bytes, or an integer's first digits. close_short tells those
+ * from the rest by the bytes after the quote before it reports anything, stores the
+ * state the chunk leaves (t->mode, t->pos), and then reports the string's last
+ * fragment with nothing but t live across the callback (str_short's one register);
+ * the new token's first fragment, where there is one, is close_next's, which finds its
+ * bytes again from t alone. Anything else goes to str_close at the quote, as before:
+ * the bytes after the quote are looked at once more there, at most 7, only by tests
+ * that found nothing to report. */
+
+/* The callback stopped the tokenizer at the chunk's last report, made after t->pos was
+ * advanced past the chunk; `at` is where the machine would have recorded it. Cold. */
+__attribute__((noinline, cold)) static int last_aborted(ts_json_tok *t, uint64_t at) {
+  t->mode = MODE(S_ERROR);
+  t->err = TS_E_ABORTED;
+  t->err_offset = at;
+  return TS_E_ABORTED;
+}
+
+/* After close_short's report of a string's last fragment (t->tok: the callback cannot
+ * change it, nor t->mode or t->pos): the first fragment, to the chunk's end, of the
+ * token that opens two bytes after the closing quote (after the colon or comma), t->mode
+ * (S_STR or S_NUM_INT) the state the chunk leaves it in: a key or string (its text from
+ * after its opening quote) or an integer. The chunk's end is as far from the string's
+ * fragment's text as t->pos is from its offset. Apart from close_short so that
+ * str_short keeps one register. */
+__attribute__((noinline)) static int close_next(ts_json_tok *t) {
+  const uint32_t mode = t->mode;
+  const char *const s = t->tok.text + t->tok.len + 2;
+  const char *const e = t->tok.text + (t->pos - t->tok.offset);
+  t->tok.flags = TS_JSON_FIRST; /* at the closed string's depth: t->tok.depth stays */
+  if (mode == MODE(S_NUM_INT)) {
+    t->tok.kind = TS_JSON_NUMBER;
+    t->tok.text = s;
+  } else {
+    /* a key's value, or a member's key */
+    t->tok.kind = t->tok.kind == TS_JSON_STRING && t->in_obj ? TS_JSON_KEY : TS_JSON_STRING;
+    t->tok.text = s + 1; /* after its opening quote */
+  }
+  t->tok.len = (size_t)(e - t->tok.text);
+  t->tok.offset = t->pos - t->tok.len;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) return last_aborted(t, t->pos);
+  t->tok.flags = 0;
+  return TS_E_OK;
+}
+
+/* The string continued by [buf, q), 4 to 8 bytes in all, ends at the closing quote q.
+ * Where the rest is nothing, or a key's colon or a value's comma in a container and
+ * then nothing, or a key or string that the chunk ends inside with no stop byte (an
+ * opening quote as the last byte: nothing of it yet), or after a colon or an array's
+ * comma an integer the chunk ends inside, the state is stored and the string's last
+ * fragment reported (see above); otherwise str_close. */
+static inline __attribute__((always_inline)) int close_short(ts_json_tok *t, const char *buf,
+                                                            size_t len, const char *q) {
+  const char *const end = buf + len;
+  const char *p = q + 1;
+  uint32_t mode;
+  if (t->tok.kind == TS_JSON_KEY) {
+    mode = MODE(S_COLON);
+    if (p != end) {
+      if (*p != ':') goto general;
+      p++;
+      mode = MODE(S_VALUE);
+      goto next;
+    }
+  } else if (t->depth) {
+    mode = MODE(S_AFTER);
+    if (p != end) {
+      if (*p != ',') goto general;
+      p++;
+      mode = t->in_obj ? MODE(S_KEY) : MODE(S_VALUE);
+      goto next;
+    }
+  } else {
+    if (p != end) goto general;
+    mode = MODE(S_DONE);
+  }
+  goto report;
+next: /* after the colon or comma (at q + 1), where a key or value comes */
+  if (p != end) {
+    if (*p == '"') {
+      /* a key or string (at q + 2) that the chunk ends inside with no stop byte: nothing
+       * of it yet, or its first fragment, the chunk's second report */
+      const char *r = p + 1;
+      while (r < end && !str_stop[(uint8_t)*r]) r++;
+      if (r != end) goto general;
+      mode = p + 1 == end ? MODE(S_STR) | MODE_FIRST : MODE(S_STR);
+    } else {
+      /* an integer (at q + 2) that the chunk ends inside: its first fragment */
+      if (mode != MODE(S_VALUE)) goto general;
+      const char *n = p + (*p == '-');
+      if (n == end || (uint8_t)(*n - '1') > 8) goto general;
+      n++;
+      while (n < end && (uint8_t)(*n - '0') <= 9) n++;
+      if (n != end) goto general;
+      mode = MODE(S_NUM_INT);
+    }
+  }
+report:
+  t->tok.text = buf;
+  t->tok.len = (size_t)(q - buf);
+  t->tok.offset = t->pos;
+  t->tok.flags |= TS_JSON_LAST;
+  t->mode = mode;
+  t->pos += len;
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
+    return last_aborted(t, t->tok.offset + t->tok.len);
+  mode = t->mode;
+  if (mode == (MODE(S_STR) | MODE_FIRST)) {
+    /* the new token (the callback cannot change t->tok): a key's value, or a member's
+     * key; at the closed string's depth */
+    t->tok.kind = t->tok.kind == TS_JSON_STRING && t->in_obj ? TS_JSON_KEY : TS_JSON_STRING;
+    t->tok.flags = TS_JSON_FIRST;
+    return TS_E_OK;
+  }
+  if (mode == MODE(S_STR) || mode == MODE(S_NUM_INT)) return close_next(t);
+  return TS_E_OK;
+general:
+  return str_close(t, buf, len, q);
+}
+
 /* 4 to 8 bytes continuing a string between characters: one word test for stop bytes
  * rather than a DFA step per byte. `first`: the string has reported nothing yet
  * (t->mode is MODE_FIRST; otherwise it is 0). */
@@ -1173,7 +1301,7 @@ static inline __attribute__((always_inline)) int str_short_at(ts_json_tok *t, co
   }
   const char *const q = short_at(buf, len, ok);
   /* the first stop is the closing quote: the rest of the chunk is grammar */
-  if (*q == '"') return str_close(t, buf, len, q);
+  if (*q == '"') return close_short(t, buf, len, q);
   /* the bytes before q leave the DFA at PL */
   const size_t s = str_dfa_chunk(q, buf + len, 32 * D_PL);
   if (__builtin_expect(s >= 32 * D_QT, 0)) return str_more(t, buf, len, buf);
@@ -1213,11 +1341,12 @@ __attribute__((noinline)) static int str_short_first(ts_json_tok *t, const char 
 
 /* The callback stopped the tokenizer during a fragment reported by the grammar short
  * path; `at` is where the machine would have recorded it (the fragment's end). Cold. */
-__attribute__((noinline, cold)) static int gram_aborted(ts_json_tok *t, uint64_t at, size_t len) {
+__attribute__((noinline, cold)) static int gram_aborted(ts_json_tok *t, uint64_t at,
+                                                     uint64_t pos) {
   t->mode = MODE(S_ERROR);
   t->err = TS_E_ABORTED;
   t->err_offset = at;
-  t->pos += len;
+  t->pos = pos; /* the chunk's end */
   return TS_E_ABORTED;
 }
 
@@ -1232,6 +1361,9 @@ static inline __attribute__((always_inline)) int gram_run(ts_json_tok *t, const 
                                                          size_t len, const char *p,
                                                          unsigned st) {
   const char *const end = buf + len;
+  /* offsets as bias + pointer, so that neither buf nor len need be kept across a
+   * callback (the callback cannot change t->pos) */
+  const uint64_t bias = t->pos - (uint64_t)(uintptr_t)buf;
   const char *n;
   uint8_t kind;
   unsigned nst;
@@ -1306,13 +1438,13 @@ close: {
   const uint32_t depth = t->depth - 1;
   t->tok.text = p;
   t->tok.len = 1;
-  t->tok.offset = t->pos + (uint64_t)(p - buf);
+  t->tok.offset = bias + (uint64_t)(uintptr_t)p;
   t->tok.depth = depth;
   t->tok.kind = t->in_obj ? TS_JSON_OBJECT_END : TS_JSON_ARRAY_END;
   t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) {
     t->depth = depth;
-    return gram_aborted(t, t->pos + (uint64_t)(p - buf), len);
+    return gram_aborted(t, bias + (uint64_t)(uintptr_t)p, bias + (uint64_t)(uintptr_t)end);
   }
   t->depth = depth;
   p++;
@@ -1339,12 +1471,12 @@ value_c:
     const unsigned obj = *p == '{';
     t->tok.text = p;
     t->tok.len = 1;
-    t->tok.offset = t->pos + (uint64_t)(p - buf);
+    t->tok.offset = bias + (uint64_t)(uintptr_t)p;
     t->tok.depth = depth;
     t->tok.kind = obj ? TS_JSON_OBJECT_BEGIN : TS_JSON_ARRAY_BEGIN;
     t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
     if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-      return gram_aborted(t, t->pos + (uint64_t)(p - buf), len);
+      return gram_aborted(t, bias + (uint64_t)(uintptr_t)p, bias + (uint64_t)(uintptr_t)end);
     if (obj)
       t->stack[depth >> 3] |= (uint8_t)(1u << (depth & 7));
     else
@@ -1371,14 +1503,14 @@ value_c:
       q++;
       k++;
     }
-    const uint64_t start = t->pos + (uint64_t)(p - buf);
+    const uint64_t start = bias + (uint64_t)(uintptr_t)p;
     if (k < ln) {
       if (q != end) goto machine;
       t->lit = (uint8_t)lit;
       t->lit_k = (uint8_t)k;
       t->tok_start = start;
       t->mode = MODE(S_LIT);
-      t->pos += len;
+      t->pos = bias + (uint64_t)(uintptr_t)end;
       return TS_E_OK;
     }
     t->tok.text = want;
@@ -1388,7 +1520,7 @@ value_c:
     t->tok.kind = lit_kind[lit];
     t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
     if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-      return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
+      return gram_aborted(t, bias + (uint64_t)(uintptr_t)q, bias + (uint64_t)(uintptr_t)end);
     p = q;
     goto after_value;
   }
@@ -1470,25 +1602,25 @@ num_term:
   if (*n != ',' && *n != '}' && *n != ']') goto machine;
   t->tok.text = p;
   t->tok.len = (size_t)(n - p);
-  t->tok.offset = t->pos + (uint64_t)(p - buf);
+  t->tok.offset = bias + (uint64_t)(uintptr_t)p;
   t->tok.depth = t->depth;
   t->tok.kind = TS_JSON_NUMBER;
   t->tok.flags |= TS_JSON_LAST;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-    return gram_aborted(t, t->pos + (uint64_t)(n - buf), len);
+    return gram_aborted(t, bias + (uint64_t)(uintptr_t)n, bias + (uint64_t)(uintptr_t)end);
   p = n;
   goto after_value;
 num_cut: /* the chunk ends inside the number: its next fragment */
   t->tok.text = p;
   t->tok.len = (size_t)(end - p);
-  t->tok.offset = t->pos + (uint64_t)(p - buf);
+  t->tok.offset = bias + (uint64_t)(uintptr_t)p;
   t->tok.depth = t->depth;
   t->tok.kind = TS_JSON_NUMBER;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-    return gram_aborted(t, t->pos + len, len);
+    return gram_aborted(t, bias + (uint64_t)(uintptr_t)end, bias + (uint64_t)(uintptr_t)end);
   t->tok.flags = 0;
   t->mode = MODE(nst);
-  t->pos += len;
+  t->pos = bias + (uint64_t)(uintptr_t)end;
   return TS_E_OK;
 lit_more: { /* the chunk continues a literal (p is buf) */
   const unsigned lit = t->lit;
@@ -1503,7 +1635,7 @@ lit_more: { /* the chunk continues a literal (p is buf) */
   if (k < ln) {
     if (q != end) goto machine; /* a wrong letter: the machine's, from the chunk's start */
     t->lit_k = (uint8_t)k;
-    t->pos += len;
+    t->pos = bias + (uint64_t)(uintptr_t)end;
     return TS_E_OK;
   }
   t->tok.text = want;
@@ -1513,7 +1645,7 @@ lit_more: { /* the chunk continues a literal (p is buf) */
   t->tok.kind = lit_kind[lit];
   t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-    return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
+    return gram_aborted(t, bias + (uint64_t)(uintptr_t)q, bias + (uint64_t)(uintptr_t)end);
   p = q;
   goto after_value;
 }
@@ -1531,10 +1663,10 @@ open: {
     if (*r != '"') goto machine;
     t->tok.text = s;
     t->tok.len = (size_t)(r - s);
-    t->tok.offset = t->pos + (uint64_t)(s - buf);
+    t->tok.offset = bias + (uint64_t)(uintptr_t)s;
     t->tok.flags = TS_JSON_FIRST | TS_JSON_LAST;
     if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-      return gram_aborted(t, t->pos + (uint64_t)(r - buf), len);
+      return gram_aborted(t, bias + (uint64_t)(uintptr_t)r, bias + (uint64_t)(uintptr_t)end);
     p = r + 1;
     if (kind == TS_JSON_KEY) {
       st = S_COLON;
@@ -1545,28 +1677,28 @@ open: {
   if (s == end) { /* nothing of it yet */
     t->tok.flags = TS_JSON_FIRST;
     t->mode = MODE(S_STR) | MODE_FIRST;
-    t->pos += len;
+    t->pos = bias + (uint64_t)(uintptr_t)end;
     return TS_E_OK;
   }
   t->tok.text = s;
   t->tok.len = (size_t)(end - s);
-  t->tok.offset = t->pos + (uint64_t)(s - buf);
+  t->tok.offset = bias + (uint64_t)(uintptr_t)s;
   t->tok.flags = TS_JSON_FIRST;
-  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) return gram_aborted(t, t->pos + len, len);
+  if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0)) return gram_aborted(t, bias + (uint64_t)(uintptr_t)end, bias + (uint64_t)(uintptr_t)end);
   t->tok.flags = 0;
   t->mode = MODE(S_STR);
-  t->pos += len;
+  t->pos = bias + (uint64_t)(uintptr_t)end;
   return TS_E_OK;
 }
 done:
   t->mode = MODE(st);
-  t->pos += len;
+  t->pos = bias + (uint64_t)(uintptr_t)end;
   return TS_E_OK;
 machine:
   /* the machine takes the rest as a chunk of its own (the offsets it reports are t->pos
    * plus the distance from its start), from the state for the byte at p */
   t->mode = MODE(st);
-  t->pos += (uint64_t)(p - buf);
+  t->pos = bias + (uint64_t)(uintptr_t)p;
   return feed_machine(t, p, (size_t)(end - p), NULL);
 }
 
@@ -1579,7 +1711,7 @@ __attribute__((noinline)) static int str_close(ts_json_tok *t, const char *buf, 
   t->tok.offset = t->pos;
   t->tok.flags |= TS_JSON_LAST;
   if (__builtin_expect(t->cb(t->user, &t->tok) != 0, 0))
-    return gram_aborted(t, t->pos + (uint64_t)(q - buf), len);
+    return gram_aborted(t, t->pos + (uint64_t)(q - buf), t->pos + len);
   const unsigned st = t->tok.kind == TS_JSON_KEY ? S_COLON : t->depth ? S_AFTER : S_DONE;
   return gram_run(t, buf, len, q + 1, st);
 }

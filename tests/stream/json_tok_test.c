@@ -2025,6 +2025,111 @@ START_TEST(test_wide_chosen) {
 }
 END_TEST
 
+/* A string's end in a chunk of 4 to 8 bytes (json_tok.c, close_short and close_next):
+ * where the rest of the chunk after the closing quote is nothing, a key's colon, or a
+ * comma after a value in a container, then at most a key or string that the chunk ends
+ * inside with no stop byte, or an integer it ends inside, the string's last fragment
+ * (and the new token's first) is reported at once, the state stored first; anything
+ * else goes to str_close. The documents put each of those at a chunk's end after
+ * every closing quote (each is fed with a chunk of every length 1 to 17 at every
+ * offset, so every 4 to 8-byte chunk that holds a closing quote is fed): a key's value
+ * and an object's next key, an array's next string, an integer or negative integer
+ * after a colon or an array's comma, empty strings, a stop byte in the new string,
+ * the numbers and values the path leaves to str_close (0, -0, a fraction, an exponent,
+ * literals, containers), whitespace, a top-level string; and bad input at each step (a
+ * number where a key must come, a leading 0, a bad byte in the new string, bytes after
+ * a top-level string, a truncated new string or number); the first CLOSE_SHORT_GOOD are
+ * good JSON. */
+#define CLOSE_SHORT_GOOD 11
+static const char *const close_short_docs[] = {
+    "{\"abcd\":\"efgh\",\"ijkl\":\"mnop\",\"qr\":\"st\",\"u\":\"v\",\"w\":\"xyz\",\"ab\":\"c\"}",
+    "[\"abcd\",\"efgh\",\"ij\",\"k\",\"lmnop\",[\"qr\",\"s\"],\"t\",{\"u\":[\"vw\"]}]",
+    "{\"abcd\":12345,\"efgh\":-678,\"ij\":9,\"k\":-1,\"l\":[10,-2,\"m\",3],\"n\":{\"o\":45}}",
+    "[\"abcd\",123,\"efgh\",-45,\"ij\",6,\"k\",-7,\"lm\",-12345678]",
+    "{\"abcd\":\"\",\"ef\":\"\",\"g\":[\"\"],\"h\":\"ij\",\"\":\"k\"}",
+    "{\"abcd\":\"\\n\",\"ef\":\"\\u00e9g\",\"h\":\"\xC3\xA9\",\"i\\\\j\":\"k\",\"l\":\"m\\\"\"}",
+    "{\"abcd\":0,\"ef\":-0,\"g\":1.5,\"h\":-2e3,\"i\":0.5,\"j\":10,\"k\":[0,-0.5,7E1]}",
+    "{\"abcd\":true,\"ef\":null,\"g\":[false],\"h\":{\"i\":\"j\"},\"k\":[],\"l\":{}}",
+    "\"abcdefgh\"",
+    "{\"abcd\" :\"e\", \"f\"  :\"g\",\"h\":\"i\" ,\"j\":\t\"k\"}",
+    "[ \"ab\" ,\"cd\",  \"ef\",\"g\"\n]",
+    /* bad input */
+    "{\"abcd\":\"ef\",12}", "{\"abcd\":\"ef\",-1}", "{\"abcd\":\"ef\",\"g\"}", "[\"abcd\",01]",
+    "{\"abcd\":01}", "{\"abcd\":-01}", "[\"ab\",-0x]", "[\"abcd\",-]", "[\"abcd\",-x]",
+    "{\"abcd\":1x}", "{\"abcd\":\"e\x01\"}", "{\"abcd\":\"ef\xff\"}", "{\"abcd\":\"e\\x\"}",
+    "\"abcd\"x", "\"abcd\",", "\"abcd\":", "[\"abcd\":1]", "{\"abcd\",\"e\"}", "{\"abcd\"}",
+    "[\"abcd\",\"ef", "[\"abcd\",12", "{\"abcd\":\"", "{\"abcd\":\"ef\",\"gh", "{\"abcd\":-",
+    "{\"abcd\":\"ef\":\"g\"}", "[\"abcd\"\"ef\"]", "{\"abcd\"::1}", "[\"ab\",,1]",
+};
+
+START_TEST(test_close_short) {
+  const size_t ndocs = sizeof close_short_docs / sizeof close_short_docs[0];
+  for (size_t d = 0; d < ndocs; d++) {
+    const char *doc = close_short_docs[d];
+    run_t ref;
+    ref_parse(doc, strlen(doc), 0, &ref);
+    CHECK((ref.err != 0) == (d >= CLOSE_SHORT_GOOD), "close short doc %zu: reference err %d",
+          d, ref.err);
+    run_free(&ref);
+    char what[160];
+    snprintf(what, sizeof what, "close short doc %zu", d);
+    check_short_chunks(doc, 0, what);
+  }
+}
+END_TEST
+
+/* Stopping the tokenizer at every token of the documents above: at a string's last
+ * fragment reported after the state was stored, and at the new token's first. */
+START_TEST(test_close_short_abort) {
+  for (size_t d = 0; d < CLOSE_SHORT_GOOD; d++) check_aborts(close_short_docs[d], d);
+}
+END_TEST
+
+/* No fragment is empty but a token's last: a chunk that ends at a key's or string's
+ * opening quote reports nothing of it (the next chunk gives its first fragment), which
+ * the recorder above cannot tell from an empty first fragment. The documents of the
+ * grammar short path and of close_short, fed with a chunk of every length 1 to 17 at
+ * every offset and the rest in pieces of that length, and whole. */
+static int empty_cb(void *user, const ts_json_token *tok) {
+  uint64_t *bad = user;
+  if (tok->len == 0 && !(tok->flags & TS_JSON_LAST)) ++*bad;
+  return 0;
+}
+static void check_no_empty_open(const char *doc, const char *label) {
+  const size_t len = strlen(doc);
+  for (size_t k = 1; k <= 18; k++) {
+    for (size_t at = 0; at < len; at++) {
+      uint64_t bad = 0;
+      ts_json_tok t;
+      ck_assert_int_eq(ts_json_tok_init(&t, 0, empty_cb, &bad), TS_E_OK);
+      /* [at, at + k) is one chunk (k 18: the rest whole), the chunk before it whole,
+       * the rest in pieces of k */
+      if (at) ts_json_tok_feed(&t, doc, at);
+      for (size_t c = at; c < len;) {
+        const size_t n = k <= 17 ? (len - c < k ? len - c : k) : len - c;
+        ts_json_tok_feed(&t, doc + c, n);
+        c += n;
+      }
+      ts_json_tok_finish(&t);
+      CHECK(bad == 0, "%s: %" PRIu64 " empty fragments not LAST, chunks of %zu from %zu", label,
+            bad, k, at);
+    }
+  }
+}
+
+START_TEST(test_no_empty_open) {
+  char what[80];
+  for (size_t d = 0; d < sizeof gram_docs / sizeof gram_docs[0]; d++) {
+    snprintf(what, sizeof what, "grammar short doc %zu", d);
+    check_no_empty_open(gram_docs[d], what);
+  }
+  for (size_t d = 0; d < sizeof close_short_docs / sizeof close_short_docs[0]; d++) {
+    snprintf(what, sizeof what, "close short doc %zu", d);
+    check_no_empty_open(close_short_docs[d], what);
+  }
+}
+END_TEST
+
 static void wide_off(void) { ts__json_tok_wide(0); }
 
 /* A long document in large chunks: many tokens, no allocation, the same as the reference. */
@@ -2073,6 +2178,9 @@ int main(void) {
   tcase_add_test(tr, test_grammar_short_abort);
   tcase_add_test(tr, test_grammar_start);
   tcase_add_test(tr, test_grammar_start_abort);
+  tcase_add_test(tr, test_close_short);
+  tcase_add_test(tr, test_close_short_abort);
+  tcase_add_test(tr, test_no_empty_open);
   tcase_add_test(tr, test_block_strings);
   tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
@@ -2091,6 +2199,7 @@ int main(void) {
   tcase_add_test(tn, test_short_feeds);
   tcase_add_test(tn, test_grammar_short);
   tcase_add_test(tn, test_grammar_start);
+  tcase_add_test(tn, test_close_short);
   tcase_add_test(tn, test_block_strings);
   tcase_add_test(tn, test_string_wide);
   tcase_add_test(tn, test_large);
