@@ -612,21 +612,36 @@ static inline char *after_blank(char *x, char *end) {
   return x + 1 + (x[1] == '\n');
 }
 
+/* The keep question for the item whole_event built (a named event, a keep callback
+ * set), out of line so that the loops and the one-event path keep no registers for it:
+ * the data past what the callback keeps is cut, as begin_field does (data_len <= cap). */
+static __attribute__((noinline)) void keep_item(ts_sse *s) {
+  ts_sse_event *ev = &s->item;
+  size_t keep = s->keep(s->keep_user, ev->name, ev->name_len);
+  if (keep != TS_SSE_KEEP_ALL && ev->data_len > keep) {
+    ev->data_len = keep;
+    if (!keep) ev->data = s->buf;
+    ev->cut = 1;
+  }
+}
+
 /* A whole event at p, the shape every provider sends: an optional `event:` line, one
  * `data:` line, a blank line, all in this chunk (the state is S_LINE_START, not skipping,
- * no CR pending, no event begun). It is dispatched straight from the chunk: the name and
+ * no CR pending, no event begun). Its item is built in s->item straight from the chunk,
+ * for the caller to dispatch (dispatch_item): the name and
  * the data are views into it, nothing is copied; each field name is a word compare
  * (is_data_colon, is_event_colon), the `event:` line's end a short scan (a name is at
  * most 64 bytes: one 64-byte mask on AVX2, 16 bytes a step else), the data line's end
  * one long scan (find_eol_avx2 or find_eol_once, `wide` choosing, a constant in each
- * compiled copy). Returns the byte after the blank line, or NULL with
- * nothing done (not even the keep callback asked) for anything else: other fields, a
+ * compiled copy). Returns the byte after the blank line (the keep callback not asked
+ * yet: dispatch_item asks it), or NULL with
+ * nothing done for anything else: other fields, a
  * second data line, a limit crossed (the machine reports it), a line cut by the chunk's
  * end, a CR as the chunk's last byte, an event shorter than 8 bytes. What the callback
  * sees is what the machine would give it, to the byte (tests/stream/sse_test.c compares
  * the two at every split). */
 static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const char *lo, char *p, char *end,
-                                                              int *rc, int wide) {
+                                                              int wide) {
   char *q, *v;
   const char *name = s->name;
   size_t name_len = 0;
@@ -667,11 +682,6 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
     blank += *blank == '\n';
   }
   if (blank >= end || !(after = after_blank(blank, end))) return NULL;
-  uint8_t cut = 0;
-  if (s->keep && name_len) { /* begin_field's question, with the same answer's effect */
-    size_t keep = s->keep(s->keep_user, name, name_len);
-    if (keep != TS_SSE_KEEP_ALL && n > keep) n = keep, cut = 1; /* n <= cap already */
-  }
   /* the item is the machine's dispatch() to the byte; kind, code and err_offset were set
    * by ts_sse_init and never change (a local would be zeroed and aligned per event) */
   ts_sse_event *ev = &s->item;
@@ -682,9 +692,16 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
   ev->id = s->id;
   ev->id_len = s->id_len;
   ev->end_offset = s->pos + (uint64_t)(after - lo);
-  ev->cut = cut;
-  *rc = s->cb(s->user, ev) ? stop(s, ev->end_offset) : TS_E_OK;
+  ev->cut = 0;
   return after;
+}
+
+/* The whole event in s->item (whole_event's) to the callback, after the keep question
+ * for a named event (begin_field's, with the same answer's effect): TS_E_OK, or the
+ * framer stopped. */
+static inline int dispatch_item(ts_sse *s) {
+  if (s->keep && s->item.name_len) keep_item(s);
+  return s->cb(s->user, &s->item) ? stop(s, s->item.end_offset) : TS_E_OK;
 }
 
 /* Whole events from p, one step each, while they come: the byte where the first that is
@@ -693,8 +710,8 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
  * offset s->pos. `wide`: the line-end scan of AVX2. */
 static inline __attribute__((always_inline)) char *events(ts_sse *s, const char *lo, char *p, char *end, int *rc,
                                                          int wide) {
-  for (char *after; p < end && (after = whole_event(s, lo, p, end, rc, wide)); p = after)
-    if (*rc) return after;
+  for (char *after; p < end && (after = whole_event(s, lo, p, end, wide)); p = after)
+    if ((*rc = dispatch_item(s))) return after;
   return p;
 }
 
@@ -727,12 +744,17 @@ static int keep_view(ts_sse *s, const run_ctx *r, int rc) {
   return rc;
 }
 
-/* feed for a chunk that starts between events: whole events from it, then the machine
- * for the rest, if any. */
-static inline __attribute__((always_inline)) int feed_events(ts_sse *s, char *buf, size_t len, int wide) {
-  char *end = buf + len;
+/* feed_events for a chunk that is more than one whole event: the first one's item
+ * (whole_event ended at `after`, or said no: NULL) dispatched, whole events after it,
+ * then the machine for the rest, if any. */
+static inline __attribute__((always_inline)) int feed_more(ts_sse *s, char *buf, size_t len, char *after,
+                                                           int wide) {
+  char *end = buf + len, *p = buf;
   int rc = TS_E_OK;
-  char *p = events(s, buf, buf, end, &rc, wide);
+  if (after) {
+    p = after;
+    if (!(rc = dispatch_item(s))) p = events(s, buf, p, end, &rc, wide);
+  }
   if (rc || p == end) {
     s->pos += len;
     return rc;
@@ -741,21 +763,41 @@ static inline __attribute__((always_inline)) int feed_events(ts_sse *s, char *bu
   return run(s, p, end, p);
 }
 
+/* feed for a chunk that starts between events. A chunk that is one whole event (a
+ * provider flushes each event: most reads are one) is dispatched in a frame that keeps
+ * only the framer across the callback; its end offset is the chunk's end. Anything else
+ * goes on in feed_more (`more`: its copy for this CPU, out of line, with the loop's
+ * registers). */
+static inline __attribute__((always_inline)) int feed_events(ts_sse *s, char *buf, size_t len, int wide,
+                                                             int (*more)(ts_sse *, char *, size_t, char *)) {
+  char *end = buf + len, *after = whole_event(s, buf, buf, end, wide);
+  if (after != end) return more(s, buf, len, after);
+  int rc = dispatch_item(s);
+  s->pos = s->item.end_offset; /* s->pos + len */
+  return rc;
+}
+
 /* events() and feed_events() compiled twice, once for any CPU and once for AVX2, and
  * picked by ts_sse.simd: the loop is small enough to have its registers to itself. */
 __attribute__((noinline)) static char *events_base(ts_sse *s, const char *lo, char *p, char *end, int *rc) {
   return events(s, lo, p, end, rc, 0);
 }
+__attribute__((noinline)) static int feed_more_base(ts_sse *s, char *buf, size_t len, char *after) {
+  return feed_more(s, buf, len, after, 0);
+}
 __attribute__((noinline)) static int feed_events_base(ts_sse *s, char *buf, size_t len) {
-  return feed_events(s, buf, len, 0);
+  return feed_events(s, buf, len, 0, feed_more_base);
 }
 #ifdef TS_SSE_AVX2
 AVX2_TARGET __attribute__((noinline)) static char *events_avx2(ts_sse *s, const char *lo, char *p, char *end,
                                                                int *rc) {
   return events(s, lo, p, end, rc, 1);
 }
+AVX2_TARGET __attribute__((noinline)) static int feed_more_avx2(ts_sse *s, char *buf, size_t len, char *after) {
+  return feed_more(s, buf, len, after, 1);
+}
 AVX2_TARGET __attribute__((noinline)) static int feed_events_avx2(ts_sse *s, char *buf, size_t len) {
-  return feed_events(s, buf, len, 1);
+  return feed_events(s, buf, len, 1, feed_more_avx2);
 }
 #endif
 static inline char *events_any(ts_sse *s, const char *lo, char *p, char *end, int *rc) {
