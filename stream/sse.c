@@ -474,6 +474,30 @@ static inline char *find_eol_once(char *p, char *end, const char *lo) {
   return eol_short(p, end, lo);
 }
 
+/* 1 when [p, x) (at least 32 bytes) holds no byte <= CR (no line end, then), 0 when it
+ * may: 64 bytes a test (three `pminub` and a compare, as find_eol_once), stopping at
+ * the first test that finds one; the last 1-64 bytes as the block ending at x and up to
+ * three blocks from p that lie before x, one test. For the data line of an event that ends the chunk,
+ * whose end is then known (whole_event, `last`). */
+static inline int clean_run(const char *p, const char *x) {
+#if defined(__SSE2__)
+  const __m128i low = _mm_set1_epi8('\r');
+  for (; x - p > 64; p += 64) {
+    __m128i m = _mm_min_epu8(_mm_min_epu8(load16(p), load16(p + 16)), _mm_min_epu8(load16(p + 32), load16(p + 48)));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(m, low), m))) return 0;
+  }
+  __m128i m = load16(x - 16);
+  if (x - p > 16) m = _mm_min_epu8(m, load16(p));
+  if (x - p > 32) m = _mm_min_epu8(m, load16(p + 16));
+  if (x - p > 48) m = _mm_min_epu8(m, load16(p + 32));
+  return !_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(m, low), m));
+#else
+  for (; p < x; p++)
+    if ((unsigned char)*p <= '\r') return 0;
+  return 1;
+#endif
+}
+
 #ifdef TS_SSE_AVX2
 #define AVX2_TARGET __attribute__((target("avx2")))
 AVX2_TARGET static inline __m256i load32(const char *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
@@ -541,6 +565,27 @@ AVX2_TARGET static inline char *eol_name_avx2(char *p, char *end, const char *lo
     return k ? p + __builtin_ctzll(k) : NULL;
   }
   return eol_short(p, end, lo);
+}
+#endif
+
+#ifdef TS_SSE_AVX2
+/* clean_run with 32-byte registers, on a CPU that has them: 128 bytes a test, the last
+ * 1-128 bytes as the block ending at x and up to three blocks from p that lie before x
+ * ([p, x) is at least 32 bytes). */
+AVX2_TARGET static inline int clean_run_avx2(const char *p, const char *x) {
+  __m256i lf, cr;
+  eol_consts(&lf, &cr);
+  (void)lf;
+  for (; x - p > 128; p += 128) {
+    __m256i m = _mm256_min_epu8(_mm256_min_epu8(load32(p), load32(p + 32)),
+                                _mm256_min_epu8(load32(p + 64), load32(p + 96)));
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(m, cr), m))) return 0;
+  }
+  __m256i m = load32(x - 32);
+  if (x - p > 32) m = _mm256_min_epu8(m, load32(p));
+  if (x - p > 64) m = _mm256_min_epu8(m, load32(p + 32));
+  if (x - p > 96) m = _mm256_min_epu8(m, load32(p + 64));
+  return !_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(m, cr), m));
 }
 #endif
 
@@ -641,7 +686,7 @@ static __attribute__((noinline)) void keep_item(ts_sse *s) {
  * sees is what the machine would give it, to the byte (tests/stream/sse_test.c compares
  * the two at every split). */
 static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const char *lo, char *p, char *end,
-                                                              int wide) {
+                                                              int wide, int last) {
   char *q, *v;
   const char *name = s->name;
   size_t name_len = 0;
@@ -667,21 +712,36 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
   }
   if (!is_data_colon(p)) return NULL;
   v = p + 5 + (p[5] == ' ');
+  char *after;
+  if (last && end - v >= 34 && end[-1] == '\n' && end[-2] == '\n' &&
 #ifdef TS_SSE_AVX2
-  q = wide ? find_eol_avx2(v, end, lo) : find_eol_once(v, end, lo);
+      (wide ? clean_run_avx2(v, end - 2) : clean_run(v, end - 2))
 #else
-  (void)wide;
-  q = find_eol_once(v, end, lo);
+      clean_run(v, end - 2)
 #endif
-  if (!q) return NULL;
+  ) {
+    /* the event ends the chunk (`last`: the chunk's first event, so that a chunk of many
+     * is not searched to its end at every event): its data line ends at the first of the
+     * two LFs, the blank line at the second */
+    q = end - 2;
+    after = end;
+  } else {
+#ifdef TS_SSE_AVX2
+    q = wide ? find_eol_avx2(v, end, lo) : find_eol_once(v, end, lo);
+#else
+    (void)wide;
+    q = find_eol_once(v, end, lo);
+#endif
+    if (!q) return NULL;
+    char *blank = q + 1;
+    if (*q == '\r') {
+      if (blank >= end) return NULL;
+      blank += *blank == '\n';
+    }
+    if (blank >= end || !(after = after_blank(blank, end))) return NULL;
+  }
   size_t n = (size_t)(q - v);
   if ((size_t)(q - p) > s->short_line && ((size_t)(q - p) > s->max_line || n > s->cap)) return NULL;
-  char *blank = q + 1, *after;
-  if (*q == '\r') {
-    if (blank >= end) return NULL;
-    blank += *blank == '\n';
-  }
-  if (blank >= end || !(after = after_blank(blank, end))) return NULL;
   /* the item is the machine's dispatch() to the byte; kind, code and err_offset were set
    * by ts_sse_init and never change (a local would be zeroed and aligned per event) */
   ts_sse_event *ev = &s->item;
@@ -710,7 +770,7 @@ static inline int dispatch_item(ts_sse *s) {
  * offset s->pos. `wide`: the line-end scan of AVX2. */
 static inline __attribute__((always_inline)) char *events(ts_sse *s, const char *lo, char *p, char *end, int *rc,
                                                          int wide) {
-  for (char *after; p < end && (after = whole_event(s, lo, p, end, wide)); p = after)
+  for (char *after; p < end && (after = whole_event(s, lo, p, end, wide, 0)); p = after)
     if ((*rc = dispatch_item(s))) return after;
   return p;
 }
@@ -770,7 +830,7 @@ static inline __attribute__((always_inline)) int feed_more(ts_sse *s, char *buf,
  * registers). */
 static inline __attribute__((always_inline)) int feed_events(ts_sse *s, char *buf, size_t len, int wide,
                                                              int (*more)(ts_sse *, char *, size_t, char *)) {
-  char *end = buf + len, *after = whole_event(s, buf, buf, end, wide);
+  char *end = buf + len, *after = whole_event(s, buf, buf, end, wide, 1);
   if (after != end) return more(s, buf, len, after);
   int rc = dispatch_item(s);
   s->pos = s->item.end_offset; /* s->pos + len */

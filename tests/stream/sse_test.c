@@ -950,6 +950,53 @@ START_TEST(test_line_end_positions) {
 }
 END_TEST
 
+/* An event that is the rest of the chunk, read after a first chunk (":\n", so that the
+ * framer is between events and the whole-event path knows the chunk ends with the
+ * event: whole_event's `last`, the data line's end taken from the chunk's end when no
+ * byte of the line is <= CR): a data line of every length 0..300, after nothing or an
+ * `event:` line, with every ending (the two LFs the short way asks for, and what only
+ * looks like them: one LF, CRLFs, a third LF, a second event after the blank line) and
+ * with a byte <= CR at every position of the line (a line end, which the short way must
+ * see, or another, which it may take for one); under both scans, against the reference. */
+START_TEST(test_event_ends_chunk) {
+  static const char *const ends[] = {"\n\n", "\n", "\r\n\r\n", "\n\r\n", "\n\n\n", "\n\ndata: q\n\n", "\r\n\n"};
+  static const char low[] = {'\t', '\0', '\x0b', '\x0c', '\x01', '\x0e' /* just above CR */, '\n', '\r'};
+  char in[512];
+  for (size_t dl = 0; dl <= 300; dl++) {
+    for (size_t e = 0; e < sizeof ends / sizeof ends[0]; e++) {
+      /* a byte <= CR at every position (-1: none) for the two endings that end the line
+       * the short way or nearly; the others without */
+      long last_at = e < 2 ? (long)dl - 1 : -1;
+      for (long at = -1; at <= last_at; at++) {
+        size_t len = (size_t)snprintf(in, sizeof in, ":\n%s", (dl + (size_t)at) & 1 ? "event: e\n" : "");
+        size_t head = 2; /* the first chunk: the comment line */
+        memcpy(in + len, "data: ", 6);
+        len += 6;
+        for (size_t k = 0; k < dl; k++) in[len + k] = (char)('a' + k % 26);
+        if (at >= 0) in[len + (size_t)at] = low[(size_t)at % sizeof low];
+        len += dl;
+        memcpy(in + len, ends[e], strlen(ends[e]));
+        len += strlen(ends[e]);
+        char *want = ref_run(in, len, BIG, 0);
+        for (use_simd = 1; use_simd >= 0; use_simd--) {
+          sched cut = {0, head, 0};
+          char *got = feed_run(in, len, BIG, 0, cut, NULL);
+          if (strcmp(got, want) != 0) {
+            sb q = {0};
+            sb_quoted(&q, in, len);
+            ck_abort_msg("data %zu, ending %zu, byte at %ld, simd %d: %s:\n--- got\n%s--- want\n%s", dl, e, at,
+                         use_simd, q.p, got, want);
+          }
+          free(got);
+        }
+        use_simd = 1;
+        free(want);
+      }
+    }
+  }
+}
+END_TEST
+
 /* ts__sse_set_simd: AVX2 is used where the CPU has it, and only then; off is off. */
 START_TEST(test_simd_choice) {
   char dbuf[8];
@@ -1524,6 +1571,7 @@ static Suite *sse_suite(void) {
   tcase_add_test(tc, test_zero_copy);
   tcase_add_test(tc, test_whole_event_views);
   tcase_add_test(tc, test_line_end_positions);
+  tcase_add_test(tc, test_event_ends_chunk);
   tcase_add_test(tc, test_simd_choice);
   tcase_add_test(tc, test_in_place);
   tcase_add_test(tc, test_api);
