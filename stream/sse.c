@@ -72,6 +72,7 @@
 #include "stream/sse.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -867,9 +868,25 @@ static inline char *events_any(ts_sse *s, const char *lo, char *p, char *end, in
   return events_base(s, lo, p, end, rc);
 }
 
-/* At an event's start, nothing of it begun: whole_event may read from here. */
+/* At an event's start, nothing of it begun: whole_event may read from here. The four
+ * byte fields lie in the 8 bytes from `state` (sse.h): on a little-endian machine they
+ * are tested as one word, their bytes masked. */
+#define SSE_BYTE_AT(f) (8 * (offsetof(ts_sse, f) - offsetof(ts_sse, state)))
+_Static_assert(offsetof(ts_sse, skipping) - offsetof(ts_sse, state) < 8 &&
+                   offsetof(ts_sse, after_cr) - offsetof(ts_sse, state) < 8 &&
+                   offsetof(ts_sse, data_mode) - offsetof(ts_sse, state) < 8,
+               "state, data_mode, after_cr and skipping within 8 bytes");
 static inline int between_events(const ts_sse *s) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const uint64_t mask = (uint64_t)0xFF << SSE_BYTE_AT(state) | (uint64_t)0xFF << SSE_BYTE_AT(after_cr) |
+                        (uint64_t)0xFF << SSE_BYTE_AT(skipping) | (uint64_t)0xFF << SSE_BYTE_AT(data_mode);
+  const uint64_t want = (uint64_t)S_LINE_START << SSE_BYTE_AT(state) | (uint64_t)D_NONE << SSE_BYTE_AT(data_mode);
+  uint64_t w;
+  memcpy(&w, &s->state, 8);
+  return (w & mask) == want && s->name_len == 0;
+#else
   return s->state == S_LINE_START && !s->after_cr && !s->skipping && s->data_mode == D_NONE && s->name_len == 0;
+#endif
 }
 
 /* Runs the bytes [start, end) through the machine; s->pos is the offset of start.
