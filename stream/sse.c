@@ -550,14 +550,15 @@ AVX2_TARGET static inline char *find_eol_avx2(char *p, char *end, const char *lo
 }
 
 /* eol_short with 32-byte registers, for an `event:` line: [p, end) is at most 65 bytes
- * (a name within the limit and its line end), one exact 64-byte mask and the byte after
- * it, or the 64-byte block that ends at `end`. */
+ * (a name within the limit and its line end), two exact 32-byte masks and the byte after
+ * them, or the 64-byte block that ends at `end`. */
 AVX2_TARGET static inline char *eol_name_avx2(char *p, char *end, const char *lo) {
   __m256i lf, cr;
   eol_consts(&lf, &cr);
-  if (end - p >= 64) {
-    uint64_t k = eol_bits64(p, lf, cr);
-    if (k) return p + __builtin_ctzll(k);
+  if (end - p >= 64) { /* 32 bytes, then 32 more: most names end in the first */
+    unsigned k = eol_bits32(load32(p), lf, cr);
+    if (k) return p + __builtin_ctz(k);
+    if ((k = eol_bits32(load32(p + 32), lf, cr))) return p + 32 + __builtin_ctz(k);
     return end - p > 64 && (p[64] == '\n' || p[64] == '\r') ? p + 64 : eol_short(p + 64, end, lo);
   }
   if (end - lo >= 64) {

@@ -896,6 +896,43 @@ START_TEST(test_whole_event_views) {
 }
 END_TEST
 
+/* Every name length the one-step path takes (1..64 bytes: the `event:` line's end found
+ * by the short scans, eol_name_avx2 and eol_short, in each of their blocks), ended by LF
+ * and by CRLF, with a data line of 1 and of 100 bytes, read whole and after a first chunk,
+ * under both scans: the event is read in one step (its name a view into the chunk) and its
+ * item is the reference's. A name's end found wrong leaves the event to the machine, which
+ * gives the same item: only the view says which way it went. */
+START_TEST(test_whole_event_names) {
+  char in[256];
+  for (size_t nl = 1; nl <= TS_SSE_MAX_NAME; nl++)
+    for (size_t dl = 1; dl <= 100; dl += 99)
+      for (int crlf = 0; crlf < 2; crlf++) {
+        size_t len = (size_t)snprintf(in, sizeof in, ":\nevent: ");
+        for (size_t k = 0; k < nl; k++) in[len++] = (char)('a' + (k + nl) % 26);
+        if (crlf) in[len++] = '\r';
+        in[len++] = '\n';
+        len += (size_t)snprintf(in + len, sizeof in - len, "data: ");
+        for (size_t k = 0; k < dl; k++) in[len++] = (char)('A' + k % 26);
+        in[len++] = '\n';
+        in[len++] = '\n';
+        char *want = ref_run(in, len, BIG, 0);
+        for (use_simd = 1; use_simd >= 0; use_simd--)
+          for (int after_first = 0; after_first < 2; after_first++) {
+            sched sc = {after_first ? 0 : len, 2, 0};
+            char *got = feed_run(in, len, BIG, 0, sc, NULL);
+            ck_assert_msg(strcmp(got, want) == 0, "name %zu, data %zu, crlf %d, simd %d, split %d:\n%s\n%s", nl, dl,
+                          crlf, use_simd, after_first, got, want);
+            ck_assert_uint_eq(rec.n, 1);
+            ck_assert_msg(rec.it[0].name_view, "name %zu, data %zu, crlf %d, simd %d, split %d: not one step", nl,
+                          dl, crlf, use_simd, after_first);
+            free(got);
+          }
+        use_simd = 1;
+        free(want);
+      }
+}
+END_TEST
+
 /* The line-end scans at every position: a data line of every length 0..300 (so its end
  * falls at each byte of a 16-, 32-, 64- and 128-byte block and of the block that ends the
  * chunk), after nothing, after an `event:` line of 0..70 bytes of name, or after another
@@ -1571,6 +1608,7 @@ static Suite *sse_suite(void) {
   tcase_add_test(tc, test_zero_copy);
   tcase_add_test(tc, test_whole_event_views);
   tcase_add_test(tc, test_line_end_positions);
+  tcase_add_test(tc, test_whole_event_names);
   tcase_add_test(tc, test_event_ends_chunk);
   tcase_add_test(tc, test_simd_choice);
   tcase_add_test(tc, test_in_place);
