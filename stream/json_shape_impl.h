@@ -80,8 +80,28 @@ static inline void shape_copy64(char *o, const char *t, size_t k) {
  * the payload's end). An escape running into e, or a quote or NUL before it: the scanner
  * would not stop at e. A surrogate the decoder refuses: the rest scanned as
  * scan_string_decode does, the decoding left to the caller (val.p NULL). */
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The quote and the backslash in every lane, for shape_last_string's copy compiled for
+ * AVX2: loaded by an asm load (the compiler would build each from an immediate, three
+ * instructions, per match). */
+static const char shape_quote16[16] __attribute__((aligned(16))) = {'"', '"', '"', '"', '"', '"', '"', '"',
+                                                                      '"', '"', '"', '"', '"', '"', '"', '"'};
+static const char shape_bslash16[16] __attribute__((aligned(16))) = {'\\', '\\', '\\', '\\', '\\', '\\', '\\', '\\',
+                                                                      '\\', '\\', '\\', '\\', '\\', '\\', '\\', '\\'};
+#define SHAPE_CONST16(wide, x, c16, byte)                                                              \
+  do {                                                                                                 \
+    if (wide)                                                                                          \
+      __asm__("vmovdqa %1, %0" : "=x"(x) : "m"(*(const char(*)[16])(c16)));                           \
+    else                                                                                               \
+      (x) = _mm_set1_epi8(byte);                                                                       \
+  } while (0)
+#else
+#define SHAPE_CONST16(wide, x, c16, byte) ((void)(wide), (x) = _mm_set1_epi8(byte))
+#endif
+
 static inline __attribute__((always_inline)) int shape_last_string(const char *p, const char *e, const char *end,
-                                                             const char *lo, int *esc, char *buf, ts_view *val) {
+                                                             const char *lo, int *esc, char *buf, ts_view *val,
+                                                             int wide) {
   size_t n = (size_t)(e - p), nb = (n + 15) / 16;
   const char *base = e - 16 * nb;
   uint64_t mb = 0, ms = 0; /* backslashes; quotes and NULs */
@@ -90,7 +110,10 @@ static inline __attribute__((always_inline)) int shape_last_string(const char *p
    * step, land in buf past the value and are never read) */
   char t[64 + 16];
 #if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), zero = _mm_setzero_si128();
+  __m128i quote, bslash;
+  SHAPE_CONST16(wide, quote, shape_quote16, '"');
+  SHAPE_CONST16(wide, bslash, shape_bslash16, '\\');
+  const __m128i zero = _mm_setzero_si128();
   for (size_t k = 0; k < nb; k++) {
     __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(base + 16 * k));
     _mm_storeu_si128((__m128i *)(void *)(t + 16 * k), v);
@@ -201,7 +224,7 @@ static inline __attribute__((always_inline)) int ts__json_shape_match_one(const 
     return 0;
   const char *p = text + head;
   int esc = 0;
-  if (!shape_last_string(p, p + body, text + len, text, &esc, out->buf, &out->val)) return 0;
+  if (!shape_last_string(p, p + body, text + len, text, &esc, out->buf, &out->val, wide)) return 0;
   out->used.raw = (ts_view){p, body};
   out->used.escaped = esc;
   return 1;
