@@ -695,8 +695,10 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
   if (end - p < 8) return NULL;
   if (is_event_colon(p)) {
     v = p + 6 + (p[6] == ' ');
-    /* a name longer than the limit is the machine's to report: look no further */
-    char *stop_at = end - v > (ptrdiff_t)TS_SSE_MAX_NAME ? v + TS_SSE_MAX_NAME + 1 : end;
+    /* a name longer than the limit is the machine's to report: look no further (the
+     * bound as an offset from the chunk's start: gcc read the space twice for `end - v`) */
+    size_t room = (size_t)(end - lo) - (size_t)(v - lo);
+    char *stop_at = room > TS_SSE_MAX_NAME ? v + TS_SSE_MAX_NAME + 1 : end;
 #ifdef TS_SSE_AVX2
     q = wide ? eol_name_avx2(v, stop_at, lo) : eol_short(v, stop_at, lo);
 #else
