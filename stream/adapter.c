@@ -782,8 +782,9 @@ static inline __attribute__((always_inline)) int fragment(ts_adapter *a, const c
   ts_json_shape *memo = (ts_json_shape *)(void *)a->scratch;
   /* the match fails for an empty memo, and for a payload that is not P0's object with
    * nothing around it (P0 is one, trimmed: ts_adapter_feed_event's own test) */
-  /* (the name is not looked at when the reading does not depend on it: any_name) */
-  ts_view name = memo->any_name ? (ts_view){NULL, 0} : name_view(event, event_len);
+  /* (the name is not looked at when the reading does not depend on it: any_name; a NULL
+   * name is the empty one, as name_view says, and is never read) */
+  ts_view name = {event, event ? event_len : 0};
   if (!memo->one || ts__json_shape_match_one(memo, data, data_len, name, &out->value, wide) <= 0 || !memo->kind)
     return 0; /* (a memo of another kind, or a long fragment: the general way's) */
   int slot = memo->slot_gen == a->keys_gen ? memo->slot : memo_slot_find(a, memo, 0);
