@@ -530,6 +530,22 @@ static inline void call_args(ts_tap *t, call *c, const char *p, size_t n) {
   call_args_rest(t, c, p, n, piece_end, r);
 }
 
+/* call_args for on_sse_direct's fragment, whose view is read again from *piece after the
+ * tokenizer (the view is in the caller's frame, whose address the adapter had: the
+ * compiler reloads it rather than keep it in saved registers across the call). Never
+ * raw input, so the piece's end offset, which call_args_rest reads only for raw input,
+ * is not kept either. */
+static inline void call_args_view(ts_tap *t, call *c, const ts_view *piece) {
+  size_t n = piece->len;
+  if (c->failed || n == 0) return;
+  c->arg_bytes += n;
+  c->complete_pending = 0;
+  int r = ts_json_tok_feed(&c->tok, piece->p, n);
+  if (t->aborted) return;
+  if (!r && !c->complete_pending && !t->piece_work && c->arg_bytes < c->next_heartbeat) return;
+  call_args_rest(t, c, piece->p, piece->len, t->ev_off, r);
+}
+
 static void call_args_rest(ts_tap *t, call *c, const char *p, size_t n, uint64_t piece_end, int r) {
   if (t->cfg.format == TS_FORMAT_RAW && r == TS_E_ABORTED && c->complete_pending) {
     /* the tokenizer stopped at the arguments' closing brace (on_arg_token): the piece
@@ -707,7 +723,7 @@ static int on_sse_direct(void *user, const ts_sse_event *se) {
     ts_adapter_fragment fr;
     if (t->fragment(t->ms, se->name, se->name_len, se->data, se->data_len, &fr)) {
       call *c = call_get(t, fr.index);
-      if (c) call_args(t, c, fr.text.p, fr.text.len);
+      if (c) call_args_view(t, c, &fr.text);
       if (t->aborted) ts_adapter_abort(t->ms); /* as on_call_args returning nonzero */
       return t->aborted;
     }
