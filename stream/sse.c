@@ -29,11 +29,16 @@
  * (ts_sse.simd; ts__sse_set_simd lets the tests and the fuzzer take either). The loop
  * has its registers to itself, apart from the machine, which only sees what is left.
  * Per event that is: a field name as a word compared with an immediate, the `event:`
- * line's end one mask of 64 bytes (a name is at most 64), the data line's end a scan
- * that tests 128 bytes at a time for any byte <= CR (a JSON payload has none but its line
- * end; a false hit is located exactly and passed over) and ends with the 64-byte block
- * that ends the chunk, a look at the blank line, the callback. Measured per event on the
- * benchmark streams: docs/performance.md, "The SSE framer per event (session 6)".
+ * line's end two masks of 32 bytes at most (a name is at most 64), the data line's end a
+ * scan that tests 128 bytes at a time for any byte <= CR (a JSON payload has none but its
+ * line end; a false hit is located exactly and passed over) and ends with the 64-byte
+ * block that ends the chunk, a look at the blank line, the callback. A chunk that is one
+ * whole event (a provider flushes each event: most reads are one) is dispatched in a
+ * frame that keeps only the framer across the callback (feed_events; anything more goes
+ * on in feed_more), and when it ends with two LFs its data line is one test for any byte
+ * <= CR up to them, its end then known (clean_run). Measured per event on the benchmark
+ * streams: docs/performance.md, "The SSE framer per event (session 6)" and "The tap on
+ * Anthropic (session 9, branch anth10)".
  *
  * Whole lines next: at a line's start, a `data:` or `event:` line whose ending lies in
  * the chunk (and within the line limit) is read in one step: one scan for CR and LF
