@@ -782,13 +782,15 @@ static inline __attribute__((always_inline)) int fragment(ts_adapter *a, const c
   ts_json_shape *memo = (ts_json_shape *)(void *)a->scratch;
   /* the match fails for an empty memo, and for a payload that is not P0's object with
    * nothing around it (P0 is one, trimmed: ts_adapter_feed_event's own test) */
-  if (!memo->one ||
-      ts__json_shape_match_one(memo, data, data_len, name_view(event, event_len), &out->value, wide) <= 0 ||
-      !memo->kind)
+  /* (the name is not looked at when the reading does not depend on it: any_name; a NULL
+   * name is the empty one, as name_view says, and is never read) */
+  ts_view name = {event, event ? event_len : 0};
+  if (!memo->one || ts__json_shape_match_one(memo, data, data_len, name, &out->value, wide) <= 0 || !memo->kind)
     return 0; /* (a memo of another kind, or a long fragment: the general way's) */
   int slot = memo->slot_gen == a->keys_gen ? memo->slot : memo_slot_find(a, memo, 0);
   ts_view val = out->value.val;
-  if (slot < 0 || !val.p || !val.len || a->calls[slot].state != SLOT_OPEN) return 0;
+  /* (an empty value, or one left to the decoder: {NULL, 0}, is the general way's) */
+  if (slot < 0 || !val.len || a->calls[slot].state != SLOT_OPEN) return 0;
   ms_call *c = &a->calls[slot];
   a->memo_hits++;
   a->last = slot;

@@ -57,32 +57,73 @@ static inline int shape_same(const char *a, const char *b, size_t n) {
   return n == 0 || a[0] == b[0];
 }
 
+/* o[0..k) = t[0..k) for k <= 64, 16 bytes a step and no loop (a loop is made a call to
+ * memcpy): up to 15 bytes more are written, and read from t, whose caller leaves them
+ * there (shape_last_string's copy of the text). */
+static inline void shape_copy64(char *o, const char *t, size_t k) {
+  memcpy(o, t, 16);
+  if (k > 16) memcpy(o + 16, t + 16, 16);
+  if (k > 32) memcpy(o + 32, t + 32, 16);
+  if (k > 48) memcpy(o + 48, t + 48, 16);
+}
+
 /* The used span when it is the last span and its text is known to be [p, e) (at most 64
  * bytes, the 16-byte blocks that end at e and cover it inside the payload from lo): 1
  * when the string scanner, from p, would stop at e (given a quote there: the caller's
  * compare of the fixed tail checks it), with *esc and *val set as scan_string_decode and
  * the match set them; 0 when it would stop before e or refuse the text. The special
  * bytes of the whole text are found at once, a mask per kind, and each escape is decoded
- * where its bit says, the bytes between copied: no block is loaded twice and no end is
+ * where its bit says, the bytes between copied 16 at a step from a copy of the blocks
+ * (shape_copy64: no length-exact copy), a one-letter escape right in the loop (its two
+ * bits cleared), any other by scan_unescape_one: no block is loaded twice and no end is
  * searched for (Anthropic's fragment, 4-16 bytes with one or two `\"`, is 3 bytes from
  * the payload's end). An escape running into e, or a quote or NUL before it: the scanner
  * would not stop at e. A surrogate the decoder refuses: the rest scanned as
  * scan_string_decode does, the decoding left to the caller (val.p NULL). */
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The quote and the backslash in every lane, for shape_last_string's copy compiled for
+ * AVX2: loaded by an asm load (the compiler would build each from an immediate, three
+ * instructions, per match). */
+static const char shape_quote16[16] __attribute__((aligned(16))) = {'"', '"', '"', '"', '"', '"', '"', '"',
+                                                                      '"', '"', '"', '"', '"', '"', '"', '"'};
+static const char shape_bslash16[16] __attribute__((aligned(16))) = {'\\', '\\', '\\', '\\', '\\', '\\', '\\', '\\',
+                                                                      '\\', '\\', '\\', '\\', '\\', '\\', '\\', '\\'};
+#define SHAPE_CONST16(wide, x, c16, byte)                                                              \
+  do {                                                                                                 \
+    if (wide)                                                                                          \
+      __asm__("vmovdqa %1, %0" : "=x"(x) : "m"(*(const char(*)[16])(c16)));                           \
+    else                                                                                               \
+      (x) = _mm_set1_epi8(byte);                                                                       \
+  } while (0)
+#else
+#define SHAPE_CONST16(wide, x, c16, byte) ((void)(wide), (x) = _mm_set1_epi8(byte))
+#endif
+
 static inline __attribute__((always_inline)) int shape_last_string(const char *p, const char *e, const char *end,
-                                                             const char *lo, int *esc, char *buf, ts_view *val) {
+                                                             const char *lo, int *esc, char *buf, ts_view *val,
+                                                             int wide) {
   size_t n = (size_t)(e - p), nb = (n + 15) / 16;
   const char *base = e - 16 * nb;
   uint64_t mb = 0, ms = 0; /* backslashes; quotes and NULs */
+  /* the text's blocks: the decoder's copies read here, 16 bytes a step, where a read
+   * from the payload could run past its end (the bytes after the blocks, read by a last
+   * step, land in buf past the value and are never read) */
+  char t[64 + 16];
 #if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), zero = _mm_setzero_si128();
+  __m128i quote, bslash;
+  SHAPE_CONST16(wide, quote, shape_quote16, '"');
+  SHAPE_CONST16(wide, bslash, shape_bslash16, '\\');
+  const __m128i zero = _mm_setzero_si128();
   for (size_t k = 0; k < nb; k++) {
     __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(base + 16 * k));
+    _mm_storeu_si128((__m128i *)(void *)(t + 16 * k), v);
     mb |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bslash)) << (16 * k);
     ms |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, zero)))
           << (16 * k);
   }
 #else
   for (size_t k = 0; k < 16 * nb; k++) {
+    t[k] = base[k];
     mb |= (uint64_t)(base[k] == '\\') << k;
     ms |= (uint64_t)(base[k] == '"' || base[k] == '\0') << k;
   }
@@ -94,29 +135,33 @@ static inline __attribute__((always_inline)) int shape_last_string(const char *p
     return !ms;
   }
   *esc = 1;
-  char *o = buf;
-  const char *s = p;
+  const char *tp = t + (p - base); /* p's byte in t */
+  char *o = buf;                   /* (at most n bytes out, 15 more written: buf holds 512) */
+  size_t s = 0;                    /* the text's bytes before s are decoded */
   for (uint64_t m = mb | ms; m;) {
-    const char *x = p + __builtin_ctzll(m);
+    size_t i = (size_t)__builtin_ctzll(m);
+    const char *x = p + i;
     if (*x != '\\') return 0;
-    size_t k = (size_t)(x - s);
-    if (k <= 16) ts_copy_short(o, s, k);
-    else memcpy(o, s, k);
-    o += k;
+    shape_copy64(o, tp + s, i - s); /* the bytes before it */
+    o += i - s;
+    char c;
+    if (i + 1 < n && (c = scan_esc_byte[(unsigned char)x[1]]) != 'u' && c) { /* a one-letter escape */
+      *o++ = c;
+      s = i + 2;
+      m &= ~((uint64_t)3 << i); /* its two bits (the letter may be a quote or backslash) */
+      continue;
+    }
     const char *q = scan_unescape_one(x, e, &o);
     if (!q) return 0;
     if (q == x) { /* given up: the caller decodes (and reports) */
       *val = (ts_view){NULL, 0};
       return scan_string(x, end, lo, esc) == e;
     }
-    s = q;
-    size_t done = (size_t)(q - p); /* the bits of the bytes before q are spent */
-    m = done >= 64 ? 0 : m & (~(uint64_t)0 << done);
+    s = (size_t)(q - p); /* the bits of the bytes before q are spent */
+    m = s >= 64 ? 0 : m & (~(uint64_t)0 << s);
   }
-  size_t k = (size_t)(e - s);
-  if (k <= 16) ts_copy_short(o, s, k);
-  else memcpy(o, s, k);
-  o += k;
+  shape_copy64(o, tp + s, n - s);
+  o += n - s;
   *val = (ts_view){buf, (size_t)(o - buf)};
   return 1;
 }
@@ -179,7 +224,7 @@ static inline __attribute__((always_inline)) int ts__json_shape_match_one(const 
     return 0;
   const char *p = text + head;
   int esc = 0;
-  if (!shape_last_string(p, p + body, text + len, text, &esc, out->buf, &out->val)) return 0;
+  if (!shape_last_string(p, p + body, text + len, text, &esc, out->buf, &out->val, wide)) return 0;
   out->used.raw = (ts_view){p, body};
   out->used.escaped = esc;
   return 1;

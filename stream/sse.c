@@ -29,11 +29,16 @@
  * (ts_sse.simd; ts__sse_set_simd lets the tests and the fuzzer take either). The loop
  * has its registers to itself, apart from the machine, which only sees what is left.
  * Per event that is: a field name as a word compared with an immediate, the `event:`
- * line's end one mask of 64 bytes (a name is at most 64), the data line's end a scan
- * that tests 128 bytes at a time for any byte <= CR (a JSON payload has none but its line
- * end; a false hit is located exactly and passed over) and ends with the 64-byte block
- * that ends the chunk, a look at the blank line, the callback. Measured per event on the
- * benchmark streams: docs/performance.md, "The SSE framer per event (session 6)".
+ * line's end two masks of 32 bytes at most (a name is at most 64), the data line's end a
+ * scan that tests 128 bytes at a time for any byte <= CR (a JSON payload has none but its
+ * line end; a false hit is located exactly and passed over) and ends with the 64-byte
+ * block that ends the chunk, a look at the blank line, the callback. A chunk that is one
+ * whole event (a provider flushes each event: most reads are one) is dispatched in a
+ * frame that keeps only the framer across the callback (feed_events; anything more goes
+ * on in feed_more), and when it ends with two LFs its data line is one test for any byte
+ * <= CR up to them, its end then known (clean_run). Measured per event on the benchmark
+ * streams: docs/performance.md, "The SSE framer per event (session 6)" and "The tap on
+ * Anthropic (session 9, branch anth10)".
  *
  * Whole lines next: at a line's start, a `data:` or `event:` line whose ending lies in
  * the chunk (and within the line limit) is read in one step: one scan for CR and LF
@@ -72,6 +77,7 @@
 #include "stream/sse.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -474,6 +480,30 @@ static inline char *find_eol_once(char *p, char *end, const char *lo) {
   return eol_short(p, end, lo);
 }
 
+/* 1 when [p, x) (at least 32 bytes) holds no byte <= CR (no line end, then), 0 when it
+ * may: 64 bytes a test (three `pminub` and a compare, as find_eol_once), stopping at
+ * the first test that finds one; the last 1-64 bytes as the block ending at x and up to
+ * three blocks from p that lie before x, one test. For the data line of an event that ends the chunk,
+ * whose end is then known (whole_event, `last`). */
+static inline int clean_run(const char *p, const char *x) {
+#if defined(__SSE2__)
+  const __m128i low = _mm_set1_epi8('\r');
+  for (; x - p > 64; p += 64) {
+    __m128i m = _mm_min_epu8(_mm_min_epu8(load16(p), load16(p + 16)), _mm_min_epu8(load16(p + 32), load16(p + 48)));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(m, low), m))) return 0;
+  }
+  __m128i m = load16(x - 16);
+  if (x - p > 16) m = _mm_min_epu8(m, load16(p));
+  if (x - p > 32) m = _mm_min_epu8(m, load16(p + 16));
+  if (x - p > 48) m = _mm_min_epu8(m, load16(p + 32));
+  return !_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(m, low), m));
+#else
+  for (; p < x; p++)
+    if ((unsigned char)*p <= '\r') return 0;
+  return 1;
+#endif
+}
+
 #ifdef TS_SSE_AVX2
 #define AVX2_TARGET __attribute__((target("avx2")))
 AVX2_TARGET static inline __m256i load32(const char *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
@@ -525,14 +555,15 @@ AVX2_TARGET static inline char *find_eol_avx2(char *p, char *end, const char *lo
 }
 
 /* eol_short with 32-byte registers, for an `event:` line: [p, end) is at most 65 bytes
- * (a name within the limit and its line end), one exact 64-byte mask and the byte after
- * it, or the 64-byte block that ends at `end`. */
+ * (a name within the limit and its line end), two exact 32-byte masks and the byte after
+ * them, or the 64-byte block that ends at `end`. */
 AVX2_TARGET static inline char *eol_name_avx2(char *p, char *end, const char *lo) {
   __m256i lf, cr;
   eol_consts(&lf, &cr);
-  if (end - p >= 64) {
-    uint64_t k = eol_bits64(p, lf, cr);
-    if (k) return p + __builtin_ctzll(k);
+  if (end - p >= 64) { /* 32 bytes, then 32 more: most names end in the first */
+    unsigned k = eol_bits32(load32(p), lf, cr);
+    if (k) return p + __builtin_ctz(k);
+    if ((k = eol_bits32(load32(p + 32), lf, cr))) return p + 32 + __builtin_ctz(k);
     return end - p > 64 && (p[64] == '\n' || p[64] == '\r') ? p + 64 : eol_short(p + 64, end, lo);
   }
   if (end - lo >= 64) {
@@ -541,6 +572,27 @@ AVX2_TARGET static inline char *eol_name_avx2(char *p, char *end, const char *lo
     return k ? p + __builtin_ctzll(k) : NULL;
   }
   return eol_short(p, end, lo);
+}
+#endif
+
+#ifdef TS_SSE_AVX2
+/* clean_run with 32-byte registers, on a CPU that has them: 128 bytes a test, the last
+ * 1-128 bytes as the block ending at x and up to three blocks from p that lie before x
+ * ([p, x) is at least 32 bytes). */
+AVX2_TARGET static inline int clean_run_avx2(const char *p, const char *x) {
+  __m256i lf, cr;
+  eol_consts(&lf, &cr);
+  (void)lf;
+  for (; x - p > 128; p += 128) {
+    __m256i m = _mm256_min_epu8(_mm256_min_epu8(load32(p), load32(p + 32)),
+                                _mm256_min_epu8(load32(p + 64), load32(p + 96)));
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(m, cr), m))) return 0;
+  }
+  __m256i m = load32(x - 32);
+  if (x - p > 32) m = _mm256_min_epu8(m, load32(p));
+  if (x - p > 64) m = _mm256_min_epu8(m, load32(p + 32));
+  if (x - p > 96) m = _mm256_min_epu8(m, load32(p + 64));
+  return !_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(m, cr), m));
 }
 #endif
 
@@ -612,29 +664,46 @@ static inline char *after_blank(char *x, char *end) {
   return x + 1 + (x[1] == '\n');
 }
 
+/* The keep question for the item whole_event built (a named event, a keep callback
+ * set), out of line so that the loops and the one-event path keep no registers for it:
+ * the data past what the callback keeps is cut, as begin_field does (data_len <= cap). */
+static __attribute__((noinline)) void keep_item(ts_sse *s) {
+  ts_sse_event *ev = &s->item;
+  size_t keep = s->keep(s->keep_user, ev->name, ev->name_len);
+  if (keep != TS_SSE_KEEP_ALL && ev->data_len > keep) {
+    ev->data_len = keep;
+    if (!keep) ev->data = s->buf;
+    ev->cut = 1;
+  }
+}
+
 /* A whole event at p, the shape every provider sends: an optional `event:` line, one
  * `data:` line, a blank line, all in this chunk (the state is S_LINE_START, not skipping,
- * no CR pending, no event begun). It is dispatched straight from the chunk: the name and
+ * no CR pending, no event begun). Its item is built in s->item straight from the chunk,
+ * for the caller to dispatch (dispatch_item): the name and
  * the data are views into it, nothing is copied; each field name is a word compare
  * (is_data_colon, is_event_colon), the `event:` line's end a short scan (a name is at
  * most 64 bytes: one 64-byte mask on AVX2, 16 bytes a step else), the data line's end
  * one long scan (find_eol_avx2 or find_eol_once, `wide` choosing, a constant in each
- * compiled copy). Returns the byte after the blank line, or NULL with
- * nothing done (not even the keep callback asked) for anything else: other fields, a
+ * compiled copy). Returns the byte after the blank line (the keep callback not asked
+ * yet: dispatch_item asks it), or NULL with
+ * nothing done for anything else: other fields, a
  * second data line, a limit crossed (the machine reports it), a line cut by the chunk's
  * end, a CR as the chunk's last byte, an event shorter than 8 bytes. What the callback
  * sees is what the machine would give it, to the byte (tests/stream/sse_test.c compares
  * the two at every split). */
 static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const char *lo, char *p, char *end,
-                                                              int *rc, int wide) {
+                                                              int wide, int last) {
   char *q, *v;
   const char *name = s->name;
   size_t name_len = 0;
   if (end - p < 8) return NULL;
   if (is_event_colon(p)) {
     v = p + 6 + (p[6] == ' ');
-    /* a name longer than the limit is the machine's to report: look no further */
-    char *stop_at = end - v > (ptrdiff_t)TS_SSE_MAX_NAME ? v + TS_SSE_MAX_NAME + 1 : end;
+    /* a name longer than the limit is the machine's to report: look no further (the
+     * bound as an offset from the chunk's start: gcc read the space twice for `end - v`) */
+    size_t room = (size_t)(end - lo) - (size_t)(v - lo);
+    char *stop_at = room > TS_SSE_MAX_NAME ? v + TS_SSE_MAX_NAME + 1 : end;
 #ifdef TS_SSE_AVX2
     q = wide ? eol_name_avx2(v, stop_at, lo) : eol_short(v, stop_at, lo);
 #else
@@ -652,26 +721,36 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
   }
   if (!is_data_colon(p)) return NULL;
   v = p + 5 + (p[5] == ' ');
+  char *after;
+  if (last && end - v >= 34 && end[-1] == '\n' && end[-2] == '\n' &&
 #ifdef TS_SSE_AVX2
-  q = wide ? find_eol_avx2(v, end, lo) : find_eol_once(v, end, lo);
+      (wide ? clean_run_avx2(v, end - 2) : clean_run(v, end - 2))
 #else
-  (void)wide;
-  q = find_eol_once(v, end, lo);
+      clean_run(v, end - 2)
 #endif
-  if (!q) return NULL;
+  ) {
+    /* the event ends the chunk (`last`: the chunk's first event, so that a chunk of many
+     * is not searched to its end at every event): its data line ends at the first of the
+     * two LFs, the blank line at the second */
+    q = end - 2;
+    after = end;
+  } else {
+#ifdef TS_SSE_AVX2
+    q = wide ? find_eol_avx2(v, end, lo) : find_eol_once(v, end, lo);
+#else
+    (void)wide;
+    q = find_eol_once(v, end, lo);
+#endif
+    if (!q) return NULL;
+    char *blank = q + 1;
+    if (*q == '\r') {
+      if (blank >= end) return NULL;
+      blank += *blank == '\n';
+    }
+    if (blank >= end || !(after = after_blank(blank, end))) return NULL;
+  }
   size_t n = (size_t)(q - v);
   if ((size_t)(q - p) > s->short_line && ((size_t)(q - p) > s->max_line || n > s->cap)) return NULL;
-  char *blank = q + 1, *after;
-  if (*q == '\r') {
-    if (blank >= end) return NULL;
-    blank += *blank == '\n';
-  }
-  if (blank >= end || !(after = after_blank(blank, end))) return NULL;
-  uint8_t cut = 0;
-  if (s->keep && name_len) { /* begin_field's question, with the same answer's effect */
-    size_t keep = s->keep(s->keep_user, name, name_len);
-    if (keep != TS_SSE_KEEP_ALL && n > keep) n = keep, cut = 1; /* n <= cap already */
-  }
   /* the item is the machine's dispatch() to the byte; kind, code and err_offset were set
    * by ts_sse_init and never change (a local would be zeroed and aligned per event) */
   ts_sse_event *ev = &s->item;
@@ -682,9 +761,16 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
   ev->id = s->id;
   ev->id_len = s->id_len;
   ev->end_offset = s->pos + (uint64_t)(after - lo);
-  ev->cut = cut;
-  *rc = s->cb(s->user, ev) ? stop(s, ev->end_offset) : TS_E_OK;
+  ev->cut = 0;
   return after;
+}
+
+/* The whole event in s->item (whole_event's) to the callback, after the keep question
+ * for a named event (begin_field's, with the same answer's effect): TS_E_OK, or the
+ * framer stopped. */
+static inline int dispatch_item(ts_sse *s) {
+  if (s->keep && s->item.name_len) keep_item(s);
+  return s->cb(s->user, &s->item) ? stop(s, s->item.end_offset) : TS_E_OK;
 }
 
 /* Whole events from p, one step each, while they come: the byte where the first that is
@@ -693,8 +779,8 @@ static inline __attribute__((always_inline)) char *whole_event(ts_sse *s, const 
  * offset s->pos. `wide`: the line-end scan of AVX2. */
 static inline __attribute__((always_inline)) char *events(ts_sse *s, const char *lo, char *p, char *end, int *rc,
                                                          int wide) {
-  for (char *after; p < end && (after = whole_event(s, lo, p, end, rc, wide)); p = after)
-    if (*rc) return after;
+  for (char *after; p < end && (after = whole_event(s, lo, p, end, wide, 0)); p = after)
+    if ((*rc = dispatch_item(s))) return after;
   return p;
 }
 
@@ -727,12 +813,17 @@ static int keep_view(ts_sse *s, const run_ctx *r, int rc) {
   return rc;
 }
 
-/* feed for a chunk that starts between events: whole events from it, then the machine
- * for the rest, if any. */
-static inline __attribute__((always_inline)) int feed_events(ts_sse *s, char *buf, size_t len, int wide) {
-  char *end = buf + len;
+/* feed_events for a chunk that is more than one whole event: the first one's item
+ * (whole_event ended at `after`, or said no: NULL) dispatched, whole events after it,
+ * then the machine for the rest, if any. */
+static inline __attribute__((always_inline)) int feed_more(ts_sse *s, char *buf, size_t len, char *after,
+                                                           int wide) {
+  char *end = buf + len, *p = buf;
   int rc = TS_E_OK;
-  char *p = events(s, buf, buf, end, &rc, wide);
+  if (after) {
+    p = after;
+    if (!(rc = dispatch_item(s))) p = events(s, buf, p, end, &rc, wide);
+  }
   if (rc || p == end) {
     s->pos += len;
     return rc;
@@ -741,21 +832,41 @@ static inline __attribute__((always_inline)) int feed_events(ts_sse *s, char *bu
   return run(s, p, end, p);
 }
 
+/* feed for a chunk that starts between events. A chunk that is one whole event (a
+ * provider flushes each event: most reads are one) is dispatched in a frame that keeps
+ * only the framer across the callback; its end offset is the chunk's end. Anything else
+ * goes on in feed_more (`more`: its copy for this CPU, out of line, with the loop's
+ * registers). */
+static inline __attribute__((always_inline)) int feed_events(ts_sse *s, char *buf, size_t len, int wide,
+                                                             int (*more)(ts_sse *, char *, size_t, char *)) {
+  char *end = buf + len, *after = whole_event(s, buf, buf, end, wide, 1);
+  if (after != end) return more(s, buf, len, after);
+  int rc = dispatch_item(s);
+  s->pos = s->item.end_offset; /* s->pos + len */
+  return rc;
+}
+
 /* events() and feed_events() compiled twice, once for any CPU and once for AVX2, and
  * picked by ts_sse.simd: the loop is small enough to have its registers to itself. */
 __attribute__((noinline)) static char *events_base(ts_sse *s, const char *lo, char *p, char *end, int *rc) {
   return events(s, lo, p, end, rc, 0);
 }
+__attribute__((noinline)) static int feed_more_base(ts_sse *s, char *buf, size_t len, char *after) {
+  return feed_more(s, buf, len, after, 0);
+}
 __attribute__((noinline)) static int feed_events_base(ts_sse *s, char *buf, size_t len) {
-  return feed_events(s, buf, len, 0);
+  return feed_events(s, buf, len, 0, feed_more_base);
 }
 #ifdef TS_SSE_AVX2
 AVX2_TARGET __attribute__((noinline)) static char *events_avx2(ts_sse *s, const char *lo, char *p, char *end,
                                                                int *rc) {
   return events(s, lo, p, end, rc, 1);
 }
+AVX2_TARGET __attribute__((noinline)) static int feed_more_avx2(ts_sse *s, char *buf, size_t len, char *after) {
+  return feed_more(s, buf, len, after, 1);
+}
 AVX2_TARGET __attribute__((noinline)) static int feed_events_avx2(ts_sse *s, char *buf, size_t len) {
-  return feed_events(s, buf, len, 1);
+  return feed_events(s, buf, len, 1, feed_more_avx2);
 }
 #endif
 static inline char *events_any(ts_sse *s, const char *lo, char *p, char *end, int *rc) {
@@ -765,9 +876,25 @@ static inline char *events_any(ts_sse *s, const char *lo, char *p, char *end, in
   return events_base(s, lo, p, end, rc);
 }
 
-/* At an event's start, nothing of it begun: whole_event may read from here. */
+/* At an event's start, nothing of it begun: whole_event may read from here. The four
+ * byte fields lie in the 8 bytes from `state` (sse.h): on a little-endian machine they
+ * are tested as one word, their bytes masked. */
+#define SSE_BYTE_AT(f) (8 * (offsetof(ts_sse, f) - offsetof(ts_sse, state)))
+_Static_assert(offsetof(ts_sse, skipping) - offsetof(ts_sse, state) < 8 &&
+                   offsetof(ts_sse, after_cr) - offsetof(ts_sse, state) < 8 &&
+                   offsetof(ts_sse, data_mode) - offsetof(ts_sse, state) < 8,
+               "state, data_mode, after_cr and skipping within 8 bytes");
 static inline int between_events(const ts_sse *s) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const uint64_t mask = (uint64_t)0xFF << SSE_BYTE_AT(state) | (uint64_t)0xFF << SSE_BYTE_AT(after_cr) |
+                        (uint64_t)0xFF << SSE_BYTE_AT(skipping) | (uint64_t)0xFF << SSE_BYTE_AT(data_mode);
+  const uint64_t want = (uint64_t)S_LINE_START << SSE_BYTE_AT(state) | (uint64_t)D_NONE << SSE_BYTE_AT(data_mode);
+  uint64_t w;
+  memcpy(&w, &s->state, 8);
+  return (w & mask) == want && s->name_len == 0;
+#else
   return s->state == S_LINE_START && !s->after_cr && !s->skipping && s->data_mode == D_NONE && s->name_len == 0;
+#endif
 }
 
 /* Runs the bytes [start, end) through the machine; s->pos is the offset of start.

@@ -46,6 +46,8 @@ typedef struct call {
   uint8_t cp_len, cp_need; /* the UTF-8 character being assembled for the label */
   char cp[4];
   uint8_t watching;       /* a progress argument is set for this tool */
+  uint8_t plain;          /* on_arg_token's common piece goes straight to args: not raw
+                           * input, and not a watched call before its STARTED */
   uint8_t in_progress_value;
   uint8_t tok_first_seen; /* the tokenizer reported its first token */
   uint8_t complete_pending; /* the arguments object closed during this fragment */
@@ -186,6 +188,7 @@ static void stream_error(ts_tap *t, int code, const char *msg, size_t len) {
 static void fire_started(ts_tap *t, call *c, int with_progress) {
   if (c->started) return;
   c->started = 1;
+  c->plain = t->cfg.format != TS_FORMAT_RAW;
   ts_tap_event ev;
   call_event(c, &ev, TS_TAP_TOOL_CALL_STARTED);
   if (with_progress) {
@@ -375,9 +378,7 @@ static __attribute__((noinline)) int arg_piece_append(call *c, const ts_json_tok
 static int on_arg_token(void *user, const ts_json_token *tk) {
   call *c = user;
   ts_tap *t = c->tap;
-  if (__builtin_expect(tk->kind == TS_JSON_STRING && !(tk->flags & (TS_JSON_FIRST | TS_JSON_LAST)) &&
-                           !(c->watching && !c->started) && t->cfg.format != TS_FORMAT_RAW,
-                       1)) {
+  if (__builtin_expect(tk->kind == TS_JSON_STRING && !(tk->flags & (TS_JSON_FIRST | TS_JSON_LAST)) && c->plain, 1)) {
     ts_buf *b = &c->args;
     size_t n = tk->len;
     if (n > 16 || b->err || n > b->max - b->len || b->cap - b->len <= n) return arg_piece_append(c, tk);
@@ -503,7 +504,7 @@ static call *call_begin(ts_tap *t, uint32_t index, ts_view id, ts_view name) {
                         ? t->cfg.progress_arg(t->cfg.progress_user, c->name, c->name_len, &arg_len)
                         : NULL;
   if (arg) {
-    c->watching = 1;
+    c->watching = 1; /* (plain once STARTED) */
     ts_json_watch_init(&c->watch, arg, arg_len);
   } else {
     fire_started(t, c, 0); /* rule 2 */
@@ -527,6 +528,22 @@ static inline void call_args(ts_tap *t, call *c, const char *p, size_t n) {
   if (t->aborted) return;
   if (!r && !c->complete_pending && !t->piece_work && c->arg_bytes < c->next_heartbeat) return;
   call_args_rest(t, c, p, n, piece_end, r);
+}
+
+/* call_args for on_sse_direct's fragment, whose view is read again from *piece after the
+ * tokenizer (the view is in the caller's frame, whose address the adapter had: the
+ * compiler reloads it rather than keep it in saved registers across the call). Never
+ * raw input, so the piece's end offset, which call_args_rest reads only for raw input,
+ * is not kept either. */
+static inline void call_args_view(ts_tap *t, call *c, const ts_view *piece) {
+  size_t n = piece->len;
+  if (c->failed || n == 0) return;
+  c->arg_bytes += n;
+  c->complete_pending = 0;
+  int r = ts_json_tok_feed(&c->tok, piece->p, n);
+  if (t->aborted) return;
+  if (!r && !c->complete_pending && !t->piece_work && c->arg_bytes < c->next_heartbeat) return;
+  call_args_rest(t, c, piece->p, piece->len, t->ev_off, r);
 }
 
 static void call_args_rest(ts_tap *t, call *c, const char *p, size_t n, uint64_t piece_end, int r) {
@@ -706,7 +723,7 @@ static int on_sse_direct(void *user, const ts_sse_event *se) {
     ts_adapter_fragment fr;
     if (t->fragment(t->ms, se->name, se->name_len, se->data, se->data_len, &fr)) {
       call *c = call_get(t, fr.index);
-      if (c) call_args(t, c, fr.text.p, fr.text.len);
+      if (c) call_args_view(t, c, &fr.text);
       if (t->aborted) ts_adapter_abort(t->ms); /* as on_call_args returning nonzero */
       return t->aborted;
     }

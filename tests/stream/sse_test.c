@@ -896,6 +896,43 @@ START_TEST(test_whole_event_views) {
 }
 END_TEST
 
+/* Every name length the one-step path takes (1..64 bytes: the `event:` line's end found
+ * by the short scans, eol_name_avx2 and eol_short, in each of their blocks), ended by LF
+ * and by CRLF, with a data line of 1 and of 100 bytes, read whole and after a first chunk,
+ * under both scans: the event is read in one step (its name a view into the chunk) and its
+ * item is the reference's. A name's end found wrong leaves the event to the machine, which
+ * gives the same item: only the view says which way it went. */
+START_TEST(test_whole_event_names) {
+  char in[256];
+  for (size_t nl = 1; nl <= TS_SSE_MAX_NAME; nl++)
+    for (size_t dl = 1; dl <= 100; dl += 99)
+      for (int crlf = 0; crlf < 2; crlf++) {
+        size_t len = (size_t)snprintf(in, sizeof in, ":\nevent: ");
+        for (size_t k = 0; k < nl; k++) in[len++] = (char)('a' + (k + nl) % 26);
+        if (crlf) in[len++] = '\r';
+        in[len++] = '\n';
+        len += (size_t)snprintf(in + len, sizeof in - len, "data: ");
+        for (size_t k = 0; k < dl; k++) in[len++] = (char)('A' + k % 26);
+        in[len++] = '\n';
+        in[len++] = '\n';
+        char *want = ref_run(in, len, BIG, 0);
+        for (use_simd = 1; use_simd >= 0; use_simd--)
+          for (int after_first = 0; after_first < 2; after_first++) {
+            sched sc = {after_first ? 0 : len, 2, 0};
+            char *got = feed_run(in, len, BIG, 0, sc, NULL);
+            ck_assert_msg(strcmp(got, want) == 0, "name %zu, data %zu, crlf %d, simd %d, split %d:\n%s\n%s", nl, dl,
+                          crlf, use_simd, after_first, got, want);
+            ck_assert_uint_eq(rec.n, 1);
+            ck_assert_msg(rec.it[0].name_view, "name %zu, data %zu, crlf %d, simd %d, split %d: not one step", nl,
+                          dl, crlf, use_simd, after_first);
+            free(got);
+          }
+        use_simd = 1;
+        free(want);
+      }
+}
+END_TEST
+
 /* The line-end scans at every position: a data line of every length 0..300 (so its end
  * falls at each byte of a 16-, 32-, 64- and 128-byte block and of the block that ends the
  * chunk), after nothing, after an `event:` line of 0..70 bytes of name, or after another
@@ -945,6 +982,53 @@ START_TEST(test_line_end_positions) {
       }
       use_simd = 1;
       free(want);
+    }
+  }
+}
+END_TEST
+
+/* An event that is the rest of the chunk, read after a first chunk (":\n", so that the
+ * framer is between events and the whole-event path knows the chunk ends with the
+ * event: whole_event's `last`, the data line's end taken from the chunk's end when no
+ * byte of the line is <= CR): a data line of every length 0..300, after nothing or an
+ * `event:` line, with every ending (the two LFs the short way asks for, and what only
+ * looks like them: one LF, CRLFs, a third LF, a second event after the blank line) and
+ * with a byte <= CR at every position of the line (a line end, which the short way must
+ * see, or another, which it may take for one); under both scans, against the reference. */
+START_TEST(test_event_ends_chunk) {
+  static const char *const ends[] = {"\n\n", "\n", "\r\n\r\n", "\n\r\n", "\n\n\n", "\n\ndata: q\n\n", "\r\n\n"};
+  static const char low[] = {'\t', '\0', '\x0b', '\x0c', '\x01', '\x0e' /* just above CR */, '\n', '\r'};
+  char in[512];
+  for (size_t dl = 0; dl <= 300; dl++) {
+    for (size_t e = 0; e < sizeof ends / sizeof ends[0]; e++) {
+      /* a byte <= CR at every position (-1: none) for the two endings that end the line
+       * the short way or nearly; the others without */
+      long last_at = e < 2 ? (long)dl - 1 : -1;
+      for (long at = -1; at <= last_at; at++) {
+        size_t len = (size_t)snprintf(in, sizeof in, ":\n%s", (dl + (size_t)at) & 1 ? "event: e\n" : "");
+        size_t head = 2; /* the first chunk: the comment line */
+        memcpy(in + len, "data: ", 6);
+        len += 6;
+        for (size_t k = 0; k < dl; k++) in[len + k] = (char)('a' + k % 26);
+        if (at >= 0) in[len + (size_t)at] = low[(size_t)at % sizeof low];
+        len += dl;
+        memcpy(in + len, ends[e], strlen(ends[e]));
+        len += strlen(ends[e]);
+        char *want = ref_run(in, len, BIG, 0);
+        for (use_simd = 1; use_simd >= 0; use_simd--) {
+          sched cut = {0, head, 0};
+          char *got = feed_run(in, len, BIG, 0, cut, NULL);
+          if (strcmp(got, want) != 0) {
+            sb q = {0};
+            sb_quoted(&q, in, len);
+            ck_abort_msg("data %zu, ending %zu, byte at %ld, simd %d: %s:\n--- got\n%s--- want\n%s", dl, e, at,
+                         use_simd, q.p, got, want);
+          }
+          free(got);
+        }
+        use_simd = 1;
+        free(want);
+      }
     }
   }
 }
@@ -1343,8 +1427,13 @@ static size_t keep_by_name(void *user, const char *name, size_t len) {
   return TS_SSE_KEEP_ALL;
 }
 
+/* The framer's data buffer in keep_feed: an item whose data is empty points at it, as
+ * the machine's dispatch does, on the one-step path too (a head of 0 bytes kept). */
+static const char *keep_dbuf;
+
 static int keep_cb(void *user, const ts_sse_event *ev) {
   sb *out = user;
+  if (ev->kind == TS_SSE_DISPATCH && ev->data_len == 0) ck_assert_ptr_eq(ev->data, keep_dbuf);
   if (ev->kind == TS_SSE_ERROR)
     sb_printf(out, "error %d @%llu\n", ev->code, (unsigned long long)ev->err_offset);
   else
@@ -1358,6 +1447,7 @@ static int keep_cb(void *user, const ts_sse_event *ev) {
 static void keep_feed(ts_sse *s, ts_split *feed, sb *out, ts_sse_cb cb, void *cb_user) {
   char dbuf[16];
   sb asked = {0};
+  keep_dbuf = dbuf;
   ck_assert_int_eq(ts_sse_init(s, dbuf, sizeof dbuf, 24, cb, cb_user), TS_E_OK);
   ts__sse_set_simd(s, use_simd);
   ts_sse_set_keep(s, keep_by_name, &asked);
@@ -1518,6 +1608,8 @@ static Suite *sse_suite(void) {
   tcase_add_test(tc, test_zero_copy);
   tcase_add_test(tc, test_whole_event_views);
   tcase_add_test(tc, test_line_end_positions);
+  tcase_add_test(tc, test_whole_event_names);
+  tcase_add_test(tc, test_event_ends_chunk);
   tcase_add_test(tc, test_simd_choice);
   tcase_add_test(tc, test_in_place);
   tcase_add_test(tc, test_api);
