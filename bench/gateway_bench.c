@@ -52,6 +52,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -72,6 +73,13 @@
 
 static struct event_base *base;
 static int nstreams, nchunks = 250, rate = 50;
+/* --pin: the bench (load generator and clients, one thread) on the first CPU it may use,
+ * every proxy on the others, so that a proxy never waits for the bench's CPU */
+static int pin;
+static cpu_set_t proxy_cpus;
+static void pin_child(void) {
+  if (pin && sched_setaffinity(0, sizeof proxy_cpus, &proxy_cpus)) _exit(126);
+}
 /* Idle streams: 1, the upstream answers with the head only (a model that has not started);
  * 2, the head and the first chunk, then nothing (a model pausing inside a tool call). */
 static int idle_mode;
@@ -684,6 +692,7 @@ static int nginx_start_once(const proxy_def *d, proxy_run *p) {
       dup2(null, 0);
       dup2(null, 1);
     }
+    pin_child();
     /* -e: the log for messages before the config is read (else /var/log/nginx) */
     execl(nginx_binary, "nginx", "-p", p->dir, "-c", path, "-e", elog, (char *)NULL);
     _exit(127);
@@ -752,6 +761,7 @@ static int gateway_start(const proxy_def *d, proxy_run *p) {
     dup2(pfd[1], 1);
     close(pfd[0]);
     close(pfd[1]);
+    pin_child();
     execv(ts_binary, (char *const *)argv);
     _exit(127);
   }
@@ -1243,7 +1253,8 @@ static double median_of(const double *v, int n) {
   double t[MAX_RUNS];
   memcpy(t, v, sizeof *t * (size_t)n);
   qsort(t, (size_t)n, sizeof *t, cmp_double);
-  return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+  if (n % 2) return t[n / 2];
+  return t[n / 2] >= 1e9 ? 1e9 : (t[n / 2 - 1] + t[n / 2]) / 2; /* inf stays inf */
 }
 
 /* The added-p99 comparison of proxy pi with nginx 2 workers at count ci over the runs:
@@ -1454,6 +1465,10 @@ static void usage(FILE *f) {
           "                      use the median ratio of the N runs, and a p99 cell whose\n"
           "                      runs fall on both sides of the bound while nginx's own added\n"
           "                      p99 moved more than 2x is UNMEASURABLE\n"
+          "  --pin               the bench (one thread: upstream and clients) on one CPU and\n"
+          "                      every proxy on the others (needs 2 CPUs), so that no proxy\n"
+          "                      waits for the bench's CPU; nginx's 2 workers then share\n"
+          "                      what is left, as the gateway's do\n"
           "  --tsv FILE          also write the machine-readable cell lines to FILE\n"
           "  -h, --help          this help\n"
           "\n"
@@ -1537,6 +1552,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(o, "--runs")) {
       fprintf(stderr, "gateway_bench: --runs needs a count from 1 to %d\n", MAX_RUNS);
       return 2;
+    } else if (!strcmp(o, "--pin")) {
+      pin = 1;
+      continue;
     } else if (!strcmp(o, "--full")) {
       streams_arg = "1,100,1000,5000";
       continue;
@@ -1657,6 +1675,36 @@ int main(int argc, char **argv) {
               max_streams, max_streams * 2 + 256, (unsigned long long)rl.rlim_cur);
       return 1;
     }
+  }
+  if (pin) { /* the first CPU allowed for the bench, the rest for the proxies */
+    cpu_set_t allowed, self;
+    CPU_ZERO(&self);
+    CPU_ZERO(&proxy_cpus);
+    if (sched_getaffinity(0, sizeof allowed, &allowed)) {
+      perror("gateway_bench: sched_getaffinity");
+      return 1;
+    }
+    int first = -1;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+      if (!CPU_ISSET(c, &allowed)) continue;
+      if (first < 0) {
+        first = c;
+        CPU_SET(c, &self);
+      } else {
+        CPU_SET(c, &proxy_cpus);
+      }
+    }
+    if (first < 0 || !CPU_COUNT(&proxy_cpus)) {
+      fprintf(stderr, "gateway_bench: --pin needs at least 2 CPUs (this process may use %d)\n",
+              CPU_COUNT(&allowed));
+      return 2;
+    }
+    if (sched_setaffinity(0, sizeof self, &self)) {
+      perror("gateway_bench: sched_setaffinity");
+      return 1;
+    }
+    printf("pinned: the bench on CPU %d, the proxies on %d other CPU(s)\n", first,
+           CPU_COUNT(&proxy_cpus));
   }
   srandom(1);
   base = event_base_new();

@@ -342,7 +342,8 @@ sandbox
 # measured GATEWAY_BENCH_RUNS times (default 3: about 6 minutes quick, 15 full), the
 # proxies' order reversed every other run; the p99 verdicts take the median ratio and say
 # UNMEASURABLE where nginx's own figure moved more than 2x. One cell per line in
-# gateway.tsv, for the docs.
+# gateway.tsv, for the docs. On 2 CPUs or more the latency matrix runs a second time
+# pinned (--pin: the bench on one CPU, the proxies on the rest; gateway-pinned.tsv).
 
 gateway() {
   local args=(--runs "${GATEWAY_BENCH_RUNS:-3}") what="100 and 1,000 streams (GATEWAY_BENCH_FULL=1: 1 to 5,000)"
@@ -355,6 +356,15 @@ gateway() {
   "$bin/gateway_bench" "$build/toolstream" "${args[@]}" --tsv "$results/gateway.tsv" |
     tee "$results/gateway_bench.txt"
   [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gateway_bench failed"; status=1; }
+  # Again with the bench on one CPU and the proxies on the others (--pin), where there are
+  # two: a one-process proxy woken onto the bench's CPU waits for the bench there, and the
+  # two runs side by side show how much of its added latency that is (docs/performance.md).
+  if [ "$(nproc)" -ge 2 ]; then
+    step "gateway, pinned: $bin/gateway_bench --pin, $what, the latency matrix only"
+    "$bin/gateway_bench" "$build/toolstream" "${args[@]}" --pin --idle-streams 0 --sys-streams 0 \
+      --tsv "$results/gateway-pinned.tsv" | tee "$results/gateway_bench_pinned.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gateway_bench --pin failed"; status=1; }
+  fi
 }
 
 gateway
