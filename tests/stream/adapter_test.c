@@ -1894,6 +1894,11 @@ typedef struct {
 #define C_POST "`}}]},`logprobs`:null,`finish_reason`:null}],`obfuscation`:`"
 #define C_DELTA(i, args, ob) D(C_PRE(i) args C_POST ob "`}")
 #define C_END FIN("tool_calls") DONE
+/* Chat from a server that stamps every chunk (a counter, a time): members nobody reads. */
+#define CS_DELTA(seq, t, args)                                                                   \
+  D("{`id`:`chatcmpl-1`,`object`:`chat.completion.chunk`,`seq`:" seq ",`t`:`" t "`,`choices`:[{" \
+    "`index`:0,`delta`:{`tool_calls`:[{`index`:0,`function`:{`arguments`:`" args "`}}]},"         \
+    "`finish_reason`:null}]}")
 /* Responses: deltas with sequence_number and obfuscation. */
 #define R_DELTA(seq, item, text, ob)                                                              \
   EV("response.function_call_arguments.delta",                                                   \
@@ -1959,6 +1964,11 @@ static const memo_row memo_rows[] = {
      C_BEGIN(0, "c0") C_DELTA(0, "a", "o") C_DELTA(0, "b", "o")
      D(C_PRE(0) "c`}}]},`logprobs`:null,`finish_reason`:`tool_calls`}],`obfuscation`:`o`}") DONE,
      "B0 c0 f | A0 'a' | A0 'b' | A0 'c' | E0 | T stop=tool_calls", 1},
+    {__LINE__, "chat: a counter and a time stamp in every chunk, members never read: spans after one miss", TS_FORMAT_OPENAI_CHAT,
+     C_BEGIN(0, "c0") CS_DELTA("1", "13:00:00.9Z", "{\\`a") CS_DELTA("2", "13:00:01Z", "\\`:")
+     CS_DELTA("10", "13:00:01.25Z", "[1,") CS_DELTA("11", "13:00:01.5Z", "2") CS_DELTA("100", "13:00:02Z", "]")
+     CS_DELTA("-1e3", "13:00:02.125\\u005a", "}") C_END,
+     "B0 c0 f | A0 '{`a' | A0 '`:' | A0 '[1,' | A0 '2' | A0 ']' | A0 '}' | E0 | T stop=tool_calls", 4},
     {__LINE__, "chat: a difference inside a key", TS_FORMAT_OPENAI_CHAT,
      C_BEGIN(0, "c0") C_DELTA(0, "a", "o")
      D("{`id`:`chatcmpl-1`,`object`:`chat.completion.chunk`,`created`:1755868211,`choices`:[{`index`:0,`delta`:{`tool_calls`:[{`index`:0,`function`:{`argumentz`:`b`}}]},`logprobs`:null,`finish_reason`:null}],`obfuscation`:`o`}")
