@@ -99,21 +99,21 @@ static inline __attribute__((always_inline)) const char *ignored_span(const ts_j
 static inline __attribute__((always_inline)) int match(const ts_json_shape *m, const char *text,
                                                        size_t len, ts_view name,
                                                        ts_json_scan_str *used, char *buf,
-                                                       size_t cap, ts_view *val) {
+                                                       size_t cap, ts_view *val, int wide) {
   if (!m->len || (!m->any_name && (name.len != m->name_len || !shape_same(name.p, m->name, name.len)))) return 0;
   const char *p = text, *end = text + len, *q;
   size_t o0 = 0; /* where P0's next fixed run starts */
   const ts_json_shape_span *sp = m->span, *const su = m->span + m->used, *const sn = m->span + m->n_spans;
   for (; sp < su; sp++) {
     size_t run = sp->off - o0;
-    if ((size_t)(end - p) < run || !shape_same(p, m->text + o0, run)) return 0;
+    if ((size_t)(end - p) < run || !SHAPE_SAME_HEAD(wide, p, m->text + o0, run)) return 0;
     p = ignored_span(sp, p + run, end, text);
     if (!p) return 0;
     o0 = (size_t)sp->off + sp->len;
   }
   { /* the used span: a string (ts_json_shape_keep) */
     size_t run = sp->off - o0;
-    if ((size_t)(end - p) < run || !shape_same(p, m->text + o0, run)) return 0;
+    if ((size_t)(end - p) < run || !SHAPE_SAME_HEAD(wide, p, m->text + o0, run)) return 0;
     p += run;
     int esc = 0;
     if (buf) {
@@ -133,25 +133,48 @@ static inline __attribute__((always_inline)) int match(const ts_json_shape *m, c
   }
   for (sp++; sp < sn; sp++) {
     size_t run = sp->off - o0;
-    if ((size_t)(end - p) < run || !shape_same(p, m->text + o0, run)) return 0;
+    if ((size_t)(end - p) < run || !SHAPE_SAME_HEAD(wide, p, m->text + o0, run)) return 0;
     p = ignored_span(sp, p + run, end, text);
     if (!p) return 0;
     o0 = (size_t)sp->off + sp->len;
   }
   size_t run = m->len - o0;
-  if ((size_t)(end - p) != run || !shape_same(p, m->text + o0, run)) return 0;
+  if ((size_t)(end - p) != run || !SHAPE_SAME_HEAD(wide, p, m->text + o0, run)) return 0;
   return 1;
 }
 
 int ts_json_shape_match(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                         ts_json_scan_str *used) {
-  return match(m, text, len, name, used, NULL, 0, NULL);
+  return match(m, text, len, name, used, NULL, 0, NULL, 0);
 }
 
+static int match_value_narrow(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                              ts_json_shape_value *out) {
+  return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val, 0);
+}
+
+#ifdef TS_SHAPE_AVX2
+/* The runs between spans compared 32 bytes a step where the CPU has AVX2 (Chat's head
+ * before the fragment is about 250 bytes, its run after it 60): the same match, compiled
+ * for AVX2, picked once when the program is loaded (an ifunc: no test per call). */
+TS_SHAPE_AVX2_TARGET static int match_value_avx2(const ts_json_shape *m, const char *text, size_t len,
+                                                 ts_view name, ts_json_shape_value *out) {
+  return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val, 1);
+}
+
+typedef int match_value_fn(const ts_json_shape *, const char *, size_t, ts_view, ts_json_shape_value *);
+static match_value_fn *pick_match_value(void) {
+  __builtin_cpu_init(); /* a resolver runs before the constructors that would do it */
+  return __builtin_cpu_supports("avx2") ? match_value_avx2 : match_value_narrow;
+}
+int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t len, ts_view name,
+                              ts_json_shape_value *out) __attribute__((ifunc("pick_match_value")));
+#else
 int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                               ts_json_shape_value *out) {
-  return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val);
+  return match_value_narrow(m, text, len, name, out);
 }
+#endif
 
 static inline __attribute__((always_inline)) int match_one(const ts_json_shape *m, const char *text, size_t len,
                                                            ts_view name, ts_json_shape_value *out, int wide) {
@@ -159,7 +182,7 @@ static inline __attribute__((always_inline)) int match_one(const ts_json_shape *
     int r = ts__json_shape_match_one(m, text, len, name, out, wide);
     if (r >= 0) return r;
   }
-  return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val);
+  return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val, wide);
 }
 
 int ts_json_shape_match_one(const ts_json_shape *m, const char *text, size_t len, ts_view name,
