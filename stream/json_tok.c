@@ -503,6 +503,13 @@ static inline __attribute__((always_inline)) unsigned short_stop(const char *s) 
 }
 #endif
 
+/* Four bytes at p as one word, in memory order (a literal's letters compare as one). */
+static inline uint32_t load32(const char *p) {
+  uint32_t w;
+  memcpy(&w, p, 4);
+  return w;
+}
+
 static inline int is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 
@@ -966,6 +973,24 @@ num_chunk_end:
 
   /* ---- literals ---- */
 lit_open:
+  /* A literal the chunk holds whole: one 32-bit compare ("true", "null"; "alse" after
+   * the 'f'). Anything else (a wrong letter, a chunk that ends inside it) takes the
+   * letter-by-letter loop below, which finds a wrong letter at its byte. */
+  if (c != 'f') {
+    if (end - p >= 4) {
+      const unsigned nul = c == 'n';
+      if (load32(p) == (nul ? load32("null") : load32("true"))) {
+        p += 4; /* a callback that stops it records the literal's end */
+        EMIT(nul ? TS_JSON_NULL : TS_JSON_TRUE, lit_text[2 * nul], 4, OFF(p - 4), depth,
+             TS_JSON_FIRST | TS_JSON_LAST);
+        goto after_value;
+      }
+    }
+  } else if (end - p >= 5 && load32(p + 1) == load32("alse")) {
+    p += 5;
+    EMIT(TS_JSON_FALSE, lit_text[1], 5, OFF(p - 5), depth, TS_JSON_FIRST | TS_JSON_LAST);
+    goto after_value;
+  }
   t->lit = c == 't' ? 0 : c == 'f' ? 1 : 2;
   t->lit_k = 0;
   t->tok_start = OFF(p);

@@ -2130,6 +2130,84 @@ START_TEST(test_no_empty_open) {
 }
 END_TEST
 
+/* Literals in a document fed whole or in long chunks (json_tok.c, the machine's
+ * lit_open: "true" and "null" compared as one 32-bit word where 4 bytes of the chunk
+ * are left, "false" as 'f' and one word where 5 are; anything else letter by letter).
+ * Each literal in every context (top level, an array's element before ',' and ']',
+ * an object's value before ',' and '}', whitespace around it, the document's last
+ * bytes), each letter replaced by a wrong byte (a neighbour letter, another literal's,
+ * an upper-case one, '"', a digit, a space, 0x00, 0xFF), followed at once by a letter
+ * or a digit, and every document truncated at every byte; each whole, byte by byte,
+ * every split 1..31 and cut in two at every offset (the literal at every distance from
+ * a chunk's end), against the reference; the good ones stopped at every callback. */
+static void literal_doc(sb *s, const char *lit, size_t n, int form) {
+  s->len = 0;
+  switch (form) {
+    case 0: sb_add(s, lit, n); break;
+    case 1: sb_puts(s, " "); sb_add(s, lit, n); sb_puts(s, "\n"); break;
+    case 2: sb_puts(s, "["); sb_add(s, lit, n); sb_puts(s, ","); sb_add(s, lit, n); sb_puts(s, "]"); break;
+    case 3: sb_puts(s, "{\"a\":"); sb_add(s, lit, n); sb_puts(s, ",\"bc\":"); sb_add(s, lit, n);
+      sb_puts(s, "}"); break;
+    case 4: sb_puts(s, "[ "); sb_add(s, lit, n); sb_puts(s, " ,\t"); sb_add(s, lit, n);
+      sb_puts(s, "\r\n]"); break;
+    default: sb_puts(s, "[[{\"k\":["); sb_add(s, lit, n); sb_puts(s, "]},"); sb_add(s, lit, n);
+      sb_puts(s, "],\"0123456789abcdef\","); sb_add(s, lit, n); sb_puts(s, "]"); break;
+  }
+}
+#define LITERAL_FORMS 6
+
+START_TEST(test_whole_literals) {
+  static const char *const lits[] = {"true", "false", "null"};
+  static const char wrong[] = {'r', 'l', 'u', 'x', 'T', 'N', '"', '1', ' ', 0, (char)0xFF};
+  sb s = {0}, w = {0};
+  char what[160];
+  for (size_t l = 0; l < 3; l++) {
+    const char *lit = lits[l];
+    const size_t ln = strlen(lit);
+    for (int form = 0; form < LITERAL_FORMS; form++) {
+      /* variant 0: good; 1..ln * sizeof wrong: a letter replaced; then a letter, a
+       * digit right after the literal; then the literal cut short (its prefixes) */
+      const size_t nwrong = ln * sizeof wrong;
+      for (size_t v = 0; v < 1 + nwrong + 2 + ln; v++) {
+        w.len = 0;
+        if (v == 0) {
+          sb_add(&w, lit, ln);
+        } else if (v <= nwrong) {
+          const size_t k = (v - 1) / sizeof wrong;
+          const char b = wrong[(v - 1) % sizeof wrong];
+          if (b == lit[k]) continue;
+          sb_add(&w, lit, ln);
+          w.p[k] = b;
+        } else if (v <= nwrong + 2) {
+          sb_add(&w, lit, ln);
+          sb_putc(&w, v == nwrong + 1 ? 'e' : '7');
+        } else {
+          sb_add(&w, lit, v - nwrong - 3); /* 0 .. ln - 1 letters */
+        }
+        literal_doc(&s, w.p, w.len, form);
+        run_t ref;
+        ref_parse(s.p, s.len, 0, &ref);
+        const int bad = ref.err != 0;
+        CHECK(bad == (v != 0), "literal %s form %d variant %zu: reference err %d", lit, form,
+              v, ref.err);
+        run_free(&ref);
+        snprintf(what, sizeof what, "literal %s form %d variant %zu", lit, form, v);
+        check_cuts(s.p, s.len, what);
+        if (!bad) check_aborts_upto(sb_str(&s), (size_t)(l * 100 + (size_t)form), 31);
+        /* every truncation (fed whole, and in every split) */
+        if (v == 0)
+          for (size_t n = 1; n < s.len; n++) {
+            snprintf(what, sizeof what, "literal %s form %d cut to %zu bytes", lit, form, n);
+            check_cuts(s.p, n, what);
+          }
+      }
+    }
+  }
+  free(s.p);
+  free(w.p);
+}
+END_TEST
+
 static void wide_off(void) { ts__json_tok_wide(0); }
 
 /* A long document in large chunks: many tokens, no allocation, the same as the reference. */
@@ -2182,6 +2260,7 @@ int main(void) {
   tcase_add_test(tr, test_close_short_abort);
   tcase_add_test(tr, test_no_empty_open);
   tcase_add_test(tr, test_block_strings);
+  tcase_add_test(tr, test_whole_literals);
   tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
   tcase_add_test(tr, test_string_wide);
