@@ -411,7 +411,8 @@ int ts__json_tok_wide(int on) {
  * backslash whose escape lies beyond the chunk (the DFA keeps its state). The bytes it
  * steps over are exactly those the DFA would have taken from PL back to PL. */
 static inline __attribute__((always_inline)) const char *
-scan_string(const char *p, const char *end, const char *buf) {
+scan_string(const char *p, const char *end, const char *buf, const char *start,
+            unsigned narrow) {
 #if defined(__SSE2__)
   const __m128i two = _mm_set1_epi8(2);
   const __m128i bslash = _mm_set1_epi8('\\');
@@ -446,6 +447,7 @@ scan_string(const char *p, const char *end, const char *buf) {
     /* a string the first block did not end, with 32 bytes or more left: the rest of
      * it 32 bytes a step (scan_wide stops where this loop would; what it leaves, this
      * loop finishes) */
+    if (narrow > 1 && p - start < 16 * (ptrdiff_t)narrow) continue;
     if (wide_scan && end - p > 32) {
       p = scan_wide(p, end);
       if (end - p > 32) return p;
@@ -565,10 +567,11 @@ static inline const char *dfa_run(size_t *sp, const char *p, const char *end) {
  * set, the offending byte. `buf` is the chunk's start (see scan_string). */
 static inline __attribute__((always_inline)) const char *
 str_body(ts_json_tok *t, size_t s, const char *p, const char *end, const char *buf,
-         int *err) {
+         unsigned narrow, int *err) {
+  const char *const start = p;
   for (;;) {
     if (s == 32 * D_PL) {
-      p = scan_string(p, end, buf);
+      p = scan_string(p, end, buf, start, narrow);
       if (p == end) break;
       if (*p == '"') return p;
     }
@@ -595,6 +598,12 @@ __attribute__((noinline, cold)) static int feed_idle(ts_json_tok *t, size_t len)
 }
 
 static int str_more(ts_json_tok *t, const char *buf, size_t len, const char *from);
+
+/* 16-byte blocks a string the machine opens is walked in before the 32-byte scan may
+ * take the rest: most keys and values end in their first 48 bytes, and a scan_wide
+ * call costs more than the blocks it would have saved there. A chunk that continues a
+ * string (str_more) goes wide after one. */
+#define STR_OPEN_BLOCKS 3
 
 /* The state machine. `sp`, if not NULL, says that the chunk begins inside a plain
  * string body whose scan already stopped at sp. Grammar points are labels; the common
@@ -855,7 +864,7 @@ str_open:
   first = TS_JSON_FIRST;
   /* between characters (t->mode is written when a chunk ends inside the string); a
    * chunk that continues a string never starts here (see the switch) */
-  p = str_body(t, 32 * D_PL, p, end, buf, &err);
+  p = str_body(t, 32 * D_PL, p, end, buf, STR_OPEN_BLOCKS, &err);
   if (err) goto fail;
   if (p == end) goto str_chunk_end;
 str_quote:
@@ -1119,7 +1128,7 @@ __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, s
                                               const char *from) {
   const char *const end = buf + len;
   int err = 0;
-  const char *p = str_body(t, MODE_DFA(t->mode), from, end, buf, &err);
+  const char *p = str_body(t, MODE_DFA(t->mode), from, end, buf, 1, &err);
   if (__builtin_expect(err != 0, 0)) {
     t->mode = MODE(S_ERROR);
     t->err = err;
