@@ -498,10 +498,13 @@ scan_string(const char *p, const char *end, const char *buf, const char *start,
  * is the 16 bytes before it). */
 static inline __attribute__((always_inline)) unsigned short_stop(const char *s) {
   const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
-  const __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
-                                 _mm_cmplt_epi8(_mm_xor_si128(v, _mm_set1_epi8(2)),
-                                                _mm_set1_epi8(0x21)));
-  return (unsigned)__builtin_ctz((unsigned)_mm_movemask_epi8(m) | 0x10000u);
+  /* the bytes that need no stop (v ^ 2 > 0x20 signed, and not a backslash), so that the
+   * complement's bit 16 is the "none" answer with no OR (and the compare takes v ^ 2 as
+   * its destination, with no copy of the constant) */
+  const __m128i ok = _mm_andnot_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+                                      _mm_cmpgt_epi8(_mm_xor_si128(v, _mm_set1_epi8(2)),
+                                                     _mm_set1_epi8(0x20)));
+  return (unsigned)__builtin_ctz(~(unsigned)_mm_movemask_epi8(ok));
 }
 #endif
 
