@@ -262,9 +262,23 @@ static inline const char *scan_short(const char *p, const char *end) {
 /* The length of the escape at p (p[0] is a backslash, p[1] is in the chunk, `avail`
  * bytes from p are): 2 for a one-character escape (\" \\ \/ \b \f \n \r \t: the
  * DFA's own answer, so the two cannot disagree), 6 for a \uXXXX that is not a
- * surrogate, 0 for anything the DFA must see (a surrogate, whose pair needs its
- * rules; a bad escape; one the chunk cuts). */
-static inline unsigned escape_len(const char *p, size_t avail) {
+ * surrogate, 12 for a high surrogate's \uD[89ab]XX followed at once by a low one's
+ * \uD[c-f]XX (pair_len), 0 for anything the DFA must see (a lone or misplaced
+ * surrogate; a bad escape; one the chunk cuts). */
+/* 12 if the 6 bytes at p + 6 (readable) are the low surrogate's escape \uDC00-\uDFFF
+ * that must follow the high one at p, else 0 (the DFA finds the error, at its byte). */
+static inline unsigned pair_len(const char *p) {
+  if (p[6] != '\\' || p[7] != 'u') return 0;
+  const unsigned e1 = str_class[(uint8_t)p[8]], e2 = str_class[(uint8_t)p[9]];
+  const unsigned e3 = str_class[(uint8_t)p[10]], e4 = str_class[(uint8_t)p[11]];
+  return e1 == C_HD && e2 - C_HC <= C_Hf - C_HC && e3 - C_H07 <= C_Hf - C_H07 &&
+                 e4 - C_H07 <= C_Hf - C_H07
+             ? 12
+             : 0;
+}
+
+static inline __attribute__((always_inline)) unsigned escape_len(const char *p, size_t avail,
+                                                                  int pairs) {
   const unsigned k = str_class[(uint8_t)p[1]];
   if (str_dfa[32 * D_ES + k] == 32 * D_PL) return 2;
   if (k != C_U || avail < 6) return 0;
@@ -272,7 +286,11 @@ static inline unsigned escape_len(const char *p, size_t avail) {
   const unsigned d3 = str_class[(uint8_t)p[4]], d4 = str_class[(uint8_t)p[5]];
   const unsigned hex = (d1 - C_H07 <= C_Hf - C_H07) & (d2 - C_H07 <= C_Hf - C_H07) &
                        (d3 - C_H07 <= C_Hf - C_H07) & (d4 - C_H07 <= C_Hf - C_H07);
-  return hex && !(d1 == C_HD && d2 >= C_H89) ? 6 : 0; /* D800-DFFF: the DFA's */
+  if (hex && !(d1 == C_HD && d2 >= C_H89)) return 6;
+  /* D800-DFFF: a high surrogate with its low one whole in the chunk is one unit; a low
+   * one first, or anything else, is the DFA's */
+  if (!pairs || !hex || d2 > C_Hb || avail < 12) return 0;
+  return pair_len(p);
 }
 
 /* The length (2 to 4) of the valid UTF-8 character at p, whose first byte is >= 0x80,
@@ -373,10 +391,10 @@ __attribute__((target("avx2"), noinline)) static const char *scan_wide(const cha
       unsigned n = 2;
       if (!((bs >> i) & 1)) {
         if ((uint8_t)p[i] < 0x80 || end - (p + i) < 4 || !(n = utf8_len(p + i))) return p + i;
-      } else if (end - (p + i) < 2 || !(n = escape_len(p + i, (size_t)(end - (p + i))))) {
+      } else if (end - (p + i) < 2 || !(n = escape_len(p + i, (size_t)(end - (p + i)), 1))) {
         return p + i;
       }
-      m &= ~((1ull << (i + n)) - 1u); /* i + n <= 37 */
+      m &= ~((1ull << (i + n)) - 1u); /* i + n <= 43 */
       if (i + n > adv) adv = i + n; /* it may run into the next block */
     }
     p += adv;
@@ -436,10 +454,10 @@ scan_string(const char *p, const char *end, const char *buf, const char *start,
       if (!((bs >> i) & 1)) {
         /* a quote, a control byte, or a UTF-8 character checked here when it is whole */
         if ((uint8_t)p[i] < 0x80 || end - (p + i) < 4 || !(n = utf8_len(p + i))) return p + i;
-      } else if (!(n = escape_len(p + i, (size_t)(end - (p + i))))) {
+      } else if (!(n = escape_len(p + i, (size_t)(end - (p + i)), 0))) {
         return p + i; /* a surrogate or a bad escape: the DFA's */
       }
-      m &= ~((1u << (i + n)) - 1u); /* clears the bits of the bytes taken (i + n < 22) */
+      m &= ~((1u << (i + n)) - 1u); /* clears the bits of the bytes taken (i + n < 28) */
       adv = i + n > 16 ? i + n : 16; /* they may run into the next block */
     }
     p += adv;
@@ -468,7 +486,7 @@ scan_string(const char *p, const char *end, const char *buf, const char *start,
       unsigned n = 2;
       if (!((bs >> i) & 1)) {
         if ((uint8_t)p[i] < 0x80 || r - i < 4 || !(n = utf8_len(p + i))) return p + i;
-      } else if (i + 1 == r || !(n = escape_len(p + i, r - i))) {
+      } else if (i + 1 == r || !(n = escape_len(p + i, r - i, 0))) {
         return p + i;
       }
       m &= ~(unsigned)((1ull << (i + n)) - 1u);

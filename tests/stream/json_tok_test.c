@@ -2208,6 +2208,50 @@ START_TEST(test_whole_literals) {
 }
 END_TEST
 
+/* Surrogate pairs (json_tok.c, pair_len: in the 32-byte scan a high surrogate's
+ * \uD800-\uDBFF followed at once by a low one's \uDC00-\uDFFF is stepped over as one
+ * 12-byte unit; anything else about a surrogate is the DFA's). Good pairs (upper and
+ * lower case, the range's ends) and bad ones (a high one followed by a non-low \u, by
+ * a second high one, by the string's end, a one-character escape, a letter, a short
+ * or bad \u; a lone low one) at every offset 0..40 of a key's long value, again after
+ * 70 letters and in a short string, so a pair falls at every position of a block and
+ * across blocks; each whole, byte by byte, every split 1..31 and cut in two at every
+ * offset, against the reference. Run with the 32-byte scan on and off. */
+START_TEST(test_surrogate_pairs) {
+  static const char *const pairs[] = {
+      "\\uD83D\\uDE80", "\\ud800\\udc00", "\\uDBFF\\uDFFF", "\\uDbFf\\uDcAb", "x\\uD83D\\uDE00\\n",
+      /* bad */
+      "\\uD83D\\u0041", "\\uD83D\\uD83D", "\\uDE80", "\\uD83D", "\\uD83D\\n", "\\uD83Dx",
+      "\\uD83D\\uDEZ0", "\\uD83D\\uDE8", "\\uD83D\\uE000", "\\uD83D\\", "\\uD83D\\x",
+      "\\uD83D\\uDBFF",
+  };
+  enum { NPAIRS = sizeof pairs / sizeof pairs[0], NPAIRS_GOOD = 5 };
+  sb s = {0};
+  char what[120];
+  for (size_t c = 0; c < NPAIRS; c++) {
+    for (size_t at = 0; at <= 40; at++) {
+      s.len = 0;
+      sb_puts(&s, "{\"k\":\"");
+      for (size_t i = 0; i < at; i++) sb_putc(&s, (char)('a' + i % 26));
+      sb_puts(&s, pairs[c]);
+      for (size_t i = 0; i < 70; i++) sb_putc(&s, (char)('A' + i % 26));
+      sb_puts(&s, pairs[c]);
+      sb_puts(&s, "\",\"n\":[\"");
+      sb_puts(&s, pairs[c]);
+      sb_puts(&s, "\"]}");
+      run_t ref;
+      ref_parse(s.p, s.len, 0, &ref);
+      CHECK((ref.err != 0) == (c >= NPAIRS_GOOD), "surrogate %zu at %zu: reference err %d", c,
+            at, ref.err);
+      run_free(&ref);
+      snprintf(what, sizeof what, "surrogate %zu at %zu", c, at);
+      check_cuts(s.p, s.len, what);
+    }
+  }
+  free(s.p);
+}
+END_TEST
+
 static void wide_off(void) { ts__json_tok_wide(0); }
 
 /* A long document in large chunks: many tokens, no allocation, the same as the reference. */
@@ -2261,6 +2305,7 @@ int main(void) {
   tcase_add_test(tr, test_no_empty_open);
   tcase_add_test(tr, test_block_strings);
   tcase_add_test(tr, test_whole_literals);
+  tcase_add_test(tr, test_surrogate_pairs);
   tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
   tcase_add_test(tr, test_string_wide);
@@ -2281,6 +2326,7 @@ int main(void) {
   tcase_add_test(tn, test_close_short);
   tcase_add_test(tn, test_block_strings);
   tcase_add_test(tn, test_string_wide);
+  tcase_add_test(tn, test_surrogate_pairs);
   tcase_add_test(tn, test_large);
   suite_add_tcase(s, tn);
   SRunner *sr = srunner_create(s);
