@@ -2252,6 +2252,78 @@ START_TEST(test_surrogate_pairs) {
 }
 END_TEST
 
+/* Numbers in a document fed whole or in long chunks (the machine's number states):
+ * digit runs of 1 to 70 digits in every part (integer, negative integer, fraction,
+ * exponent with and without a sign), each at the top level (completed by finish) and
+ * in an array and an object (ended by ',' ']' '}' and whitespace), and bad ones ("01",
+ * "-01", "1.", "-", "1e", "1e+", "1.e5", "-a", "1.5.", "--1", "+1", ".5", "1ee", "00",
+ * "0x1", "-0.", truncated in a container); each whole, byte by byte, every split
+ * 1..31 and cut in two at every offset (a run's end at every distance from a chunk's
+ * end), against the reference. */
+static void number_doc(sb *s, const char *num, int form) {
+  s->len = 0;
+  if (form == 0) {
+    sb_puts(s, num);
+    return;
+  }
+  sb_puts(s, "{\"a\":[");
+  sb_puts(s, num);
+  sb_puts(s, ",");
+  sb_puts(s, num);
+  sb_puts(s, "],\"b\":");
+  sb_puts(s, num);
+  sb_puts(s, ",\"c\":[ ");
+  sb_puts(s, num);
+  sb_puts(s, " ],\"d\":");
+  sb_puts(s, num);
+  sb_puts(s, "}");
+}
+
+START_TEST(test_whole_numbers) {
+  static const size_t runs[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                16, 17, 18, 19, 20, 23, 31, 32, 33, 47, 48, 49, 63, 64, 70};
+  static const char *const shapes[] = {"%s", "-%s", "1.%s", "-0.%s", "%se7", "4.5E+%s",
+                                       "-6e-%s", "%s.%sE%s"};
+  static const char *const bad[] = {"01",  "-01", "1.",  "-",   "1e",  "1e+", "1.e5", "-a",
+                                    "1.5.", "--1", "+1", ".5", "1ee", "00",  "0x1", "-0.",
+                                    "1E",  "12.5e", "-0.5e-"};
+  sb s = {0}, num = {0};
+  char digits[80], what[160];
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    const size_t n = runs[r];
+    for (size_t i = 0; i < n; i++) digits[i] = (char)('1' + (i * 7 + 3) % 9);
+    digits[n] = 0;
+    if (n > 1) digits[n - 1] = '0'; /* a run that ends in 0 */
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+      num.len = 0;
+      sb_printf(&num, shapes[sh], digits, digits, digits);
+      for (int form = 0; form < 2; form++) {
+        number_doc(&s, sb_str(&num), form);
+        run_t ref;
+        ref_parse(s.p, s.len, 0, &ref);
+        CHECK(ref.err == 0, "number %s form %d: reference err %d", sb_str(&num), form, ref.err);
+        run_free(&ref);
+        snprintf(what, sizeof what, "number run %zu shape %zu form %d", n, sh, form);
+        check_cuts(s.p, s.len, what);
+      }
+    }
+  }
+  for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+    for (int form = 0; form < 2; form++) {
+      number_doc(&s, bad[b], form);
+      run_t ref;
+      ref_parse(s.p, s.len, 0, &ref);
+      CHECK(ref.err != 0, "bad number %s form %d: the reference accepts it", bad[b], form);
+      run_free(&ref);
+      snprintf(what, sizeof what, "bad number %s form %d", bad[b], form);
+      check_cuts(s.p, s.len, what);
+    }
+  }
+  free(s.p);
+  free(num.p);
+}
+END_TEST
+
 static void wide_off(void) { ts__json_tok_wide(0); }
 
 /* A long document in large chunks: many tokens, no allocation, the same as the reference. */
@@ -2305,6 +2377,7 @@ int main(void) {
   tcase_add_test(tr, test_no_empty_open);
   tcase_add_test(tr, test_block_strings);
   tcase_add_test(tr, test_whole_literals);
+  tcase_add_test(tr, test_whole_numbers);
   tcase_add_test(tr, test_surrogate_pairs);
   tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
