@@ -462,11 +462,13 @@ scan_string(const char *p, const char *end, const char *buf, const char *start,
     }
     p += adv;
 #if defined(TS_WIDE_SCAN)
-    /* a string the first block did not end, with 32 bytes or more left: the rest of
-     * it 32 bytes a step (scan_wide stops where this loop would; what it leaves, this
-     * loop finishes) */
-    if (narrow > 1 && p - start < 16 * (ptrdiff_t)narrow) continue;
+    /* a string the first block did not end (the first `narrow` blocks, measured from
+     * the string's start), with 32 bytes or more left: the rest of it 32 bytes a step
+     * (scan_wide stops where this loop would; what it leaves, this loop finishes). The
+     * gate is tested only where the 32-byte scan could be entered, so that without it
+     * a long string pays nothing for it. */
     if (wide_scan && end - p > 32) {
+      if (narrow > 1 && p - start < 16 * (ptrdiff_t)narrow) continue;
       p = scan_wide(p, end);
       if (end - p > 32) return p;
     }
