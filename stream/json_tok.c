@@ -262,9 +262,23 @@ static inline const char *scan_short(const char *p, const char *end) {
 /* The length of the escape at p (p[0] is a backslash, p[1] is in the chunk, `avail`
  * bytes from p are): 2 for a one-character escape (\" \\ \/ \b \f \n \r \t: the
  * DFA's own answer, so the two cannot disagree), 6 for a \uXXXX that is not a
- * surrogate, 0 for anything the DFA must see (a surrogate, whose pair needs its
- * rules; a bad escape; one the chunk cuts). */
-static inline unsigned escape_len(const char *p, size_t avail) {
+ * surrogate, 12 for a high surrogate's \uD[89ab]XX followed at once by a low one's
+ * \uD[c-f]XX (pair_len), 0 for anything the DFA must see (a lone or misplaced
+ * surrogate; a bad escape; one the chunk cuts). */
+/* 12 if the 6 bytes at p + 6 (readable) are the low surrogate's escape \uDC00-\uDFFF
+ * that must follow the high one at p, else 0 (the DFA finds the error, at its byte). */
+static inline unsigned pair_len(const char *p) {
+  if (p[6] != '\\' || p[7] != 'u') return 0;
+  const unsigned e1 = str_class[(uint8_t)p[8]], e2 = str_class[(uint8_t)p[9]];
+  const unsigned e3 = str_class[(uint8_t)p[10]], e4 = str_class[(uint8_t)p[11]];
+  return e1 == C_HD && e2 - C_HC <= C_Hf - C_HC && e3 - C_H07 <= C_Hf - C_H07 &&
+                 e4 - C_H07 <= C_Hf - C_H07
+             ? 12
+             : 0;
+}
+
+static inline __attribute__((always_inline)) unsigned escape_len(const char *p, size_t avail,
+                                                                  int pairs) {
   const unsigned k = str_class[(uint8_t)p[1]];
   if (str_dfa[32 * D_ES + k] == 32 * D_PL) return 2;
   if (k != C_U || avail < 6) return 0;
@@ -272,7 +286,11 @@ static inline unsigned escape_len(const char *p, size_t avail) {
   const unsigned d3 = str_class[(uint8_t)p[4]], d4 = str_class[(uint8_t)p[5]];
   const unsigned hex = (d1 - C_H07 <= C_Hf - C_H07) & (d2 - C_H07 <= C_Hf - C_H07) &
                        (d3 - C_H07 <= C_Hf - C_H07) & (d4 - C_H07 <= C_Hf - C_H07);
-  return hex && !(d1 == C_HD && d2 >= C_H89) ? 6 : 0; /* D800-DFFF: the DFA's */
+  if (hex && !(d1 == C_HD && d2 >= C_H89)) return 6;
+  /* D800-DFFF: a high surrogate with its low one whole in the chunk is one unit; a low
+   * one first, or anything else, is the DFA's */
+  if (!pairs || !hex || d2 > C_Hb || avail < 12) return 0;
+  return pair_len(p);
 }
 
 /* The length (2 to 4) of the valid UTF-8 character at p, whose first byte is >= 0x80,
@@ -373,10 +391,10 @@ __attribute__((target("avx2"), noinline)) static const char *scan_wide(const cha
       unsigned n = 2;
       if (!((bs >> i) & 1)) {
         if ((uint8_t)p[i] < 0x80 || end - (p + i) < 4 || !(n = utf8_len(p + i))) return p + i;
-      } else if (end - (p + i) < 2 || !(n = escape_len(p + i, (size_t)(end - (p + i))))) {
+      } else if (end - (p + i) < 2 || !(n = escape_len(p + i, (size_t)(end - (p + i)), 1))) {
         return p + i;
       }
-      m &= ~((1ull << (i + n)) - 1u); /* i + n <= 37 */
+      m &= ~((1ull << (i + n)) - 1u); /* i + n <= 43 */
       if (i + n > adv) adv = i + n; /* it may run into the next block */
     }
     p += adv;
@@ -411,7 +429,8 @@ int ts__json_tok_wide(int on) {
  * backslash whose escape lies beyond the chunk (the DFA keeps its state). The bytes it
  * steps over are exactly those the DFA would have taken from PL back to PL. */
 static inline __attribute__((always_inline)) const char *
-scan_string(const char *p, const char *end, const char *buf) {
+scan_string(const char *p, const char *end, const char *buf, const char *start,
+            unsigned narrow) {
 #if defined(__SSE2__)
   const __m128i two = _mm_set1_epi8(2);
   const __m128i bslash = _mm_set1_epi8('\\');
@@ -435,18 +454,21 @@ scan_string(const char *p, const char *end, const char *buf) {
       if (!((bs >> i) & 1)) {
         /* a quote, a control byte, or a UTF-8 character checked here when it is whole */
         if ((uint8_t)p[i] < 0x80 || end - (p + i) < 4 || !(n = utf8_len(p + i))) return p + i;
-      } else if (!(n = escape_len(p + i, (size_t)(end - (p + i))))) {
+      } else if (!(n = escape_len(p + i, (size_t)(end - (p + i)), 0))) {
         return p + i; /* a surrogate or a bad escape: the DFA's */
       }
-      m &= ~((1u << (i + n)) - 1u); /* clears the bits of the bytes taken (i + n < 22) */
+      m &= ~((1u << (i + n)) - 1u); /* clears the bits of the bytes taken (i + n < 28) */
       adv = i + n > 16 ? i + n : 16; /* they may run into the next block */
     }
     p += adv;
 #if defined(TS_WIDE_SCAN)
-    /* a string the first block did not end, with 32 bytes or more left: the rest of
-     * it 32 bytes a step (scan_wide stops where this loop would; what it leaves, this
-     * loop finishes) */
+    /* a string the first block did not end (the first `narrow` blocks, measured from
+     * the string's start), with 32 bytes or more left: the rest of it 32 bytes a step
+     * (scan_wide stops where this loop would; what it leaves, this loop finishes). The
+     * gate is tested only where the 32-byte scan could be entered, so that without it
+     * a long string pays nothing for it. */
     if (wide_scan && end - p > 32) {
+      if (narrow > 1 && p - start < 16 * (ptrdiff_t)narrow) continue;
       p = scan_wide(p, end);
       if (end - p > 32) return p;
     }
@@ -466,7 +488,7 @@ scan_string(const char *p, const char *end, const char *buf) {
       unsigned n = 2;
       if (!((bs >> i) & 1)) {
         if ((uint8_t)p[i] < 0x80 || r - i < 4 || !(n = utf8_len(p + i))) return p + i;
-      } else if (i + 1 == r || !(n = escape_len(p + i, r - i))) {
+      } else if (i + 1 == r || !(n = escape_len(p + i, r - i, 0))) {
         return p + i;
       }
       m &= ~(unsigned)((1ull << (i + n)) - 1u);
@@ -496,12 +518,22 @@ scan_string(const char *p, const char *end, const char *buf) {
  * is the 16 bytes before it). */
 static inline __attribute__((always_inline)) unsigned short_stop(const char *s) {
   const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)s);
-  const __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
-                                 _mm_cmplt_epi8(_mm_xor_si128(v, _mm_set1_epi8(2)),
-                                                _mm_set1_epi8(0x21)));
-  return (unsigned)__builtin_ctz((unsigned)_mm_movemask_epi8(m) | 0x10000u);
+  /* the bytes that need no stop (v ^ 2 > 0x20 signed, and not a backslash), so that the
+   * complement's bit 16 is the "none" answer with no OR (and the compare takes v ^ 2 as
+   * its destination, with no copy of the constant) */
+  const __m128i ok = _mm_andnot_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')),
+                                      _mm_cmpgt_epi8(_mm_xor_si128(v, _mm_set1_epi8(2)),
+                                                     _mm_set1_epi8(0x20)));
+  return (unsigned)__builtin_ctz(~(unsigned)_mm_movemask_epi8(ok));
 }
 #endif
+
+/* Four bytes at p as one word, in memory order (a literal's letters compare as one). */
+static inline uint32_t load32(const char *p) {
+  uint32_t w;
+  memcpy(&w, p, 4);
+  return w;
+}
 
 static inline int is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
@@ -558,10 +590,11 @@ static inline const char *dfa_run(size_t *sp, const char *p, const char *end) {
  * set, the offending byte. `buf` is the chunk's start (see scan_string). */
 static inline __attribute__((always_inline)) const char *
 str_body(ts_json_tok *t, size_t s, const char *p, const char *end, const char *buf,
-         int *err) {
+         unsigned narrow, int *err) {
+  const char *const start = p;
   for (;;) {
     if (s == 32 * D_PL) {
-      p = scan_string(p, end, buf);
+      p = scan_string(p, end, buf, start, narrow);
       if (p == end) break;
       if (*p == '"') return p;
     }
@@ -588,6 +621,12 @@ __attribute__((noinline, cold)) static int feed_idle(ts_json_tok *t, size_t len)
 }
 
 static int str_more(ts_json_tok *t, const char *buf, size_t len, const char *from);
+
+/* 16-byte blocks a string the machine opens is walked in before the 32-byte scan may
+ * take the rest: most keys and values end in their first 48 bytes, and a scan_wide
+ * call costs more than the blocks it would have saved there. A chunk that continues a
+ * string (str_more) goes wide after one. */
+#define STR_OPEN_BLOCKS 3
 
 /* The state machine. `sp`, if not NULL, says that the chunk begins inside a plain
  * string body whose scan already stopped at sp. Grammar points are labels; the common
@@ -848,7 +887,7 @@ str_open:
   first = TS_JSON_FIRST;
   /* between characters (t->mode is written when a chunk ends inside the string); a
    * chunk that continues a string never starts here (see the switch) */
-  p = str_body(t, 32 * D_PL, p, end, buf, &err);
+  p = str_body(t, 32 * D_PL, p, end, buf, STR_OPEN_BLOCKS, &err);
   if (err) goto fail;
   if (p == end) goto str_chunk_end;
 str_quote:
@@ -966,6 +1005,24 @@ num_chunk_end:
 
   /* ---- literals ---- */
 lit_open:
+  /* A literal the chunk holds whole: one 32-bit compare ("true", "null"; "alse" after
+   * the 'f'). Anything else (a wrong letter, a chunk that ends inside it) takes the
+   * letter-by-letter loop below, which finds a wrong letter at its byte. */
+  if (c != 'f') {
+    if (end - p >= 4) {
+      const unsigned nul = c == 'n';
+      if (load32(p) == (nul ? load32("null") : load32("true"))) {
+        p += 4; /* a callback that stops it records the literal's end */
+        EMIT(nul ? TS_JSON_NULL : TS_JSON_TRUE, lit_text[2 * nul], 4, OFF(p - 4), depth,
+             TS_JSON_FIRST | TS_JSON_LAST);
+        goto after_value;
+      }
+    }
+  } else if (end - p >= 5 && load32(p + 1) == load32("alse")) {
+    p += 5;
+    EMIT(TS_JSON_FALSE, lit_text[1], 5, OFF(p - 5), depth, TS_JSON_FIRST | TS_JSON_LAST);
+    goto after_value;
+  }
   t->lit = c == 't' ? 0 : c == 'f' ? 1 : 2;
   t->lit_k = 0;
   t->tok_start = OFF(p);
@@ -1094,7 +1151,7 @@ __attribute__((noinline)) static int str_more(ts_json_tok *t, const char *buf, s
                                               const char *from) {
   const char *const end = buf + len;
   int err = 0;
-  const char *p = str_body(t, MODE_DFA(t->mode), from, end, buf, &err);
+  const char *p = str_body(t, MODE_DFA(t->mode), from, end, buf, 1, &err);
   if (__builtin_expect(err != 0, 0)) {
     t->mode = MODE(S_ERROR);
     t->err = err;

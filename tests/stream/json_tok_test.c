@@ -2130,6 +2130,200 @@ START_TEST(test_no_empty_open) {
 }
 END_TEST
 
+/* Literals in a document fed whole or in long chunks (json_tok.c, the machine's
+ * lit_open: "true" and "null" compared as one 32-bit word where 4 bytes of the chunk
+ * are left, "false" as 'f' and one word where 5 are; anything else letter by letter).
+ * Each literal in every context (top level, an array's element before ',' and ']',
+ * an object's value before ',' and '}', whitespace around it, the document's last
+ * bytes), each letter replaced by a wrong byte (a neighbour letter, another literal's,
+ * an upper-case one, '"', a digit, a space, 0x00, 0xFF), followed at once by a letter
+ * or a digit, and every document truncated at every byte; each whole, byte by byte,
+ * every split 1..31 and cut in two at every offset (the literal at every distance from
+ * a chunk's end), against the reference; the good ones stopped at every callback. */
+static void literal_doc(sb *s, const char *lit, size_t n, int form) {
+  s->len = 0;
+  switch (form) {
+    case 0: sb_add(s, lit, n); break;
+    case 1: sb_puts(s, " "); sb_add(s, lit, n); sb_puts(s, "\n"); break;
+    case 2: sb_puts(s, "["); sb_add(s, lit, n); sb_puts(s, ","); sb_add(s, lit, n); sb_puts(s, "]"); break;
+    case 3: sb_puts(s, "{\"a\":"); sb_add(s, lit, n); sb_puts(s, ",\"bc\":"); sb_add(s, lit, n);
+      sb_puts(s, "}"); break;
+    case 4: sb_puts(s, "[ "); sb_add(s, lit, n); sb_puts(s, " ,\t"); sb_add(s, lit, n);
+      sb_puts(s, "\r\n]"); break;
+    default: sb_puts(s, "[[{\"k\":["); sb_add(s, lit, n); sb_puts(s, "]},"); sb_add(s, lit, n);
+      sb_puts(s, "],\"0123456789abcdef\","); sb_add(s, lit, n); sb_puts(s, "]"); break;
+  }
+}
+#define LITERAL_FORMS 6
+
+START_TEST(test_whole_literals) {
+  static const char *const lits[] = {"true", "false", "null"};
+  static const char wrong[] = {'r', 'l', 'u', 'x', 'T', 'N', '"', '1', ' ', 0, (char)0xFF};
+  sb s = {0}, w = {0};
+  char what[160];
+  for (size_t l = 0; l < 3; l++) {
+    const char *lit = lits[l];
+    const size_t ln = strlen(lit);
+    for (int form = 0; form < LITERAL_FORMS; form++) {
+      /* variant 0: good; 1..ln * sizeof wrong: a letter replaced; then a letter, a
+       * digit right after the literal; then the literal cut short (its prefixes) */
+      const size_t nwrong = ln * sizeof wrong;
+      for (size_t v = 0; v < 1 + nwrong + 2 + ln; v++) {
+        w.len = 0;
+        if (v == 0) {
+          sb_add(&w, lit, ln);
+        } else if (v <= nwrong) {
+          const size_t k = (v - 1) / sizeof wrong;
+          const char b = wrong[(v - 1) % sizeof wrong];
+          if (b == lit[k]) continue;
+          sb_add(&w, lit, ln);
+          w.p[k] = b;
+        } else if (v <= nwrong + 2) {
+          sb_add(&w, lit, ln);
+          sb_putc(&w, v == nwrong + 1 ? 'e' : '7');
+        } else {
+          sb_add(&w, lit, v - nwrong - 3); /* 0 .. ln - 1 letters */
+        }
+        literal_doc(&s, w.p, w.len, form);
+        run_t ref;
+        ref_parse(s.p, s.len, 0, &ref);
+        const int bad = ref.err != 0;
+        CHECK(bad == (v != 0), "literal %s form %d variant %zu: reference err %d", lit, form,
+              v, ref.err);
+        run_free(&ref);
+        snprintf(what, sizeof what, "literal %s form %d variant %zu", lit, form, v);
+        check_cuts(s.p, s.len, what);
+        if (!bad) check_aborts_upto(sb_str(&s), (size_t)(l * 100 + (size_t)form), 31);
+        /* every truncation (fed whole, and in every split) */
+        if (v == 0)
+          for (size_t n = 1; n < s.len; n++) {
+            snprintf(what, sizeof what, "literal %s form %d cut to %zu bytes", lit, form, n);
+            check_cuts(s.p, n, what);
+          }
+      }
+    }
+  }
+  free(s.p);
+  free(w.p);
+}
+END_TEST
+
+/* Surrogate pairs (json_tok.c, pair_len: in the 32-byte scan a high surrogate's
+ * \uD800-\uDBFF followed at once by a low one's \uDC00-\uDFFF is stepped over as one
+ * 12-byte unit; anything else about a surrogate is the DFA's). Good pairs (upper and
+ * lower case, the range's ends) and bad ones (a high one followed by a non-low \u, by
+ * a second high one, by the string's end, a one-character escape, a letter, a short
+ * or bad \u; a lone low one) at every offset 0..40 of a key's long value, again after
+ * 70 letters and in a short string, so a pair falls at every position of a block and
+ * across blocks; each whole, byte by byte, every split 1..31 and cut in two at every
+ * offset, against the reference. Run with the 32-byte scan on and off. */
+START_TEST(test_surrogate_pairs) {
+  static const char *const pairs[] = {
+      "\\uD83D\\uDE80", "\\ud800\\udc00", "\\uDBFF\\uDFFF", "\\uDbFf\\uDcAb", "x\\uD83D\\uDE00\\n",
+      /* bad */
+      "\\uD83D\\u0041", "\\uD83D\\uD83D", "\\uDE80", "\\uD83D", "\\uD83D\\n", "\\uD83Dx",
+      "\\uD83D\\uDEZ0", "\\uD83D\\uDE8", "\\uD83D\\uE000", "\\uD83D\\", "\\uD83D\\x",
+      "\\uD83D\\uDBFF",
+  };
+  enum { NPAIRS = sizeof pairs / sizeof pairs[0], NPAIRS_GOOD = 5 };
+  sb s = {0};
+  char what[120];
+  for (size_t c = 0; c < NPAIRS; c++) {
+    for (size_t at = 0; at <= 40; at++) {
+      s.len = 0;
+      sb_puts(&s, "{\"k\":\"");
+      for (size_t i = 0; i < at; i++) sb_putc(&s, (char)('a' + i % 26));
+      sb_puts(&s, pairs[c]);
+      for (size_t i = 0; i < 70; i++) sb_putc(&s, (char)('A' + i % 26));
+      sb_puts(&s, pairs[c]);
+      sb_puts(&s, "\",\"n\":[\"");
+      sb_puts(&s, pairs[c]);
+      sb_puts(&s, "\"]}");
+      run_t ref;
+      ref_parse(s.p, s.len, 0, &ref);
+      CHECK((ref.err != 0) == (c >= NPAIRS_GOOD), "surrogate %zu at %zu: reference err %d", c,
+            at, ref.err);
+      run_free(&ref);
+      snprintf(what, sizeof what, "surrogate %zu at %zu", c, at);
+      check_cuts(s.p, s.len, what);
+    }
+  }
+  free(s.p);
+}
+END_TEST
+
+/* Numbers in a document fed whole or in long chunks (the machine's number states):
+ * digit runs of 1 to 70 digits in every part (integer, negative integer, fraction,
+ * exponent with and without a sign), each at the top level (completed by finish) and
+ * in an array and an object (ended by ',' ']' '}' and whitespace), and bad ones ("01",
+ * "-01", "1.", "-", "1e", "1e+", "1.e5", "-a", "1.5.", "--1", "+1", ".5", "1ee", "00",
+ * "0x1", "-0.", truncated in a container); each whole, byte by byte, every split
+ * 1..31 and cut in two at every offset (a run's end at every distance from a chunk's
+ * end), against the reference. */
+static void number_doc(sb *s, const char *num, int form) {
+  s->len = 0;
+  if (form == 0) {
+    sb_puts(s, num);
+    return;
+  }
+  sb_puts(s, "{\"a\":[");
+  sb_puts(s, num);
+  sb_puts(s, ",");
+  sb_puts(s, num);
+  sb_puts(s, "],\"b\":");
+  sb_puts(s, num);
+  sb_puts(s, ",\"c\":[ ");
+  sb_puts(s, num);
+  sb_puts(s, " ],\"d\":");
+  sb_puts(s, num);
+  sb_puts(s, "}");
+}
+
+START_TEST(test_whole_numbers) {
+  static const size_t runs[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15,
+                                16, 17, 18, 19, 20, 23, 31, 32, 33, 47, 48, 49, 63, 64, 70};
+  static const char *const shapes[] = {"%s", "-%s", "1.%s", "-0.%s", "%se7", "4.5E+%s",
+                                       "-6e-%s", "%s.%sE%s"};
+  static const char *const bad[] = {"01",  "-01", "1.",  "-",   "1e",  "1e+", "1.e5", "-a",
+                                    "1.5.", "--1", "+1", ".5", "1ee", "00",  "0x1", "-0.",
+                                    "1E",  "12.5e", "-0.5e-"};
+  sb s = {0}, num = {0};
+  char digits[80], what[160];
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    const size_t n = runs[r];
+    for (size_t i = 0; i < n; i++) digits[i] = (char)('1' + (i * 7 + 3) % 9);
+    digits[n] = 0;
+    if (n > 1) digits[n - 1] = '0'; /* a run that ends in 0 */
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+      num.len = 0;
+      sb_printf(&num, shapes[sh], digits, digits, digits);
+      for (int form = 0; form < 2; form++) {
+        number_doc(&s, sb_str(&num), form);
+        run_t ref;
+        ref_parse(s.p, s.len, 0, &ref);
+        CHECK(ref.err == 0, "number %s form %d: reference err %d", sb_str(&num), form, ref.err);
+        run_free(&ref);
+        snprintf(what, sizeof what, "number run %zu shape %zu form %d", n, sh, form);
+        check_cuts(s.p, s.len, what);
+      }
+    }
+  }
+  for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+    for (int form = 0; form < 2; form++) {
+      number_doc(&s, bad[b], form);
+      run_t ref;
+      ref_parse(s.p, s.len, 0, &ref);
+      CHECK(ref.err != 0, "bad number %s form %d: the reference accepts it", bad[b], form);
+      run_free(&ref);
+      snprintf(what, sizeof what, "bad number %s form %d", bad[b], form);
+      check_cuts(s.p, s.len, what);
+    }
+  }
+  free(s.p);
+  free(num.p);
+}
+END_TEST
+
 static void wide_off(void) { ts__json_tok_wide(0); }
 
 /* A long document in large chunks: many tokens, no allocation, the same as the reference. */
@@ -2182,6 +2376,9 @@ int main(void) {
   tcase_add_test(tr, test_close_short_abort);
   tcase_add_test(tr, test_no_empty_open);
   tcase_add_test(tr, test_block_strings);
+  tcase_add_test(tr, test_whole_literals);
+  tcase_add_test(tr, test_whole_numbers);
+  tcase_add_test(tr, test_surrogate_pairs);
   tcase_add_test(tr, test_string_masks);
   tcase_add_test(tr, test_large);
   tcase_add_test(tr, test_string_wide);
@@ -2202,6 +2399,7 @@ int main(void) {
   tcase_add_test(tn, test_close_short);
   tcase_add_test(tn, test_block_strings);
   tcase_add_test(tn, test_string_wide);
+  tcase_add_test(tn, test_surrogate_pairs);
   tcase_add_test(tn, test_large);
   suite_add_tcase(s, tn);
   SRunner *sr = srunner_create(s);
