@@ -153,7 +153,7 @@ static int match_value_narrow(const ts_json_shape *m, const char *text, size_t l
   return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val, 0);
 }
 
-#ifdef TS_SHAPE_AVX2
+#if defined(TS_SHAPE_AVX2) && defined(__GLIBC__) /* (an ifunc needs glibc's loader) */
 /* The runs between spans compared 32 bytes a step where the CPU has AVX2 (Chat's head
  * before the fragment is about 250 bytes, its run after it 60): the same match, compiled
  * for AVX2, picked once when the program is loaded (an ifunc: no test per call). */
