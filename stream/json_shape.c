@@ -156,28 +156,26 @@ static int match_value_narrow(const ts_json_shape *m, const char *text, size_t l
 #ifdef TS_SHAPE_AVX2
 /* The runs between spans compared 32 bytes a step where the CPU has AVX2 (Chat's head
  * before the fragment is about 250 bytes, its run after it 60): the same match, compiled
- * for AVX2, picked at the first call and called through a pointer from then on (a test
- * per call cost more than it saved on Bedrock's short runs; an ifunc's resolver runs
- * before the sanitizers' runtime is set up, and crashed the ASan build). */
+ * for AVX2, picked before main from cpuid, as json_tok.c picks its scan, and called
+ * through a pointer (a test per call cost more than it saved on Bedrock's short runs; an
+ * ifunc's resolver runs before the sanitizers' runtime is set up, and crashed the ASan
+ * build). */
 TS_SHAPE_AVX2_TARGET static int match_value_avx2(const ts_json_shape *m, const char *text, size_t len,
                                                  ts_view name, ts_json_shape_value *out) {
   return match(m, text, len, name, &out->used, out->buf, sizeof out->buf, &out->val, 1);
 }
 
-typedef int match_value_fn(const ts_json_shape *, const char *, size_t, ts_view, ts_json_shape_value *);
-static int match_value_first(const ts_json_shape *m, const char *text, size_t len, ts_view name,
-                             ts_json_shape_value *out);
-static match_value_fn *match_value_impl = match_value_first;
-static int match_value_first(const ts_json_shape *m, const char *text, size_t len, ts_view name,
-                             ts_json_shape_value *out) {
-  match_value_fn *f = __builtin_cpu_supports("avx2") ? match_value_avx2 : match_value_narrow;
-  __atomic_store_n(&match_value_impl, f, __ATOMIC_RELAXED); /* every thread picks the same */
-  return f(m, text, len, name, out);
+static int (*match_value_impl)(const ts_json_shape *, const char *, size_t, ts_view,
+                               ts_json_shape_value *) = match_value_narrow;
+
+__attribute__((constructor)) static void match_value_pick(void) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) match_value_impl = match_value_avx2;
 }
 
 int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                               ts_json_shape_value *out) {
-  return __atomic_load_n(&match_value_impl, __ATOMIC_RELAXED)(m, text, len, name, out);
+  return match_value_impl(m, text, len, name, out);
 }
 #else
 int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t len, ts_view name,
