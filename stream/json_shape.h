@@ -24,8 +24,9 @@
  *   1. ts_json_shape_match(m, text, len, name, &used): 1 when P matches; *used is P's
  *      value of the used span (between its quotes, undecoded, `escaped` set as the
  *      scanner sets it). Report as for P0 with that value.
- *   2. Else read P the normal way; while reading, ts_json_shape_note() each top-level
- *      member the reader never reads whose value may change from payload to payload.
+ *   2. Else read P the normal way; while reading, note (ts_json_shape_pass) each
+ *      top-level member the reader never reads whose value may change from payload to
+ *      payload, and, after a miss, every other one it never reads.
  *      When the result has the simple kind, ts_json_shape_keep() copies P *before*
  *      anything is decoded in place; otherwise ts_json_shape_clear().
  * Views the reader keeps in the memo for its own result (an id it compares, say) point
@@ -107,6 +108,34 @@ static inline void ts_json_shape_note(ts_json_shape_notes *nt, const ts_json_ite
   nt->span[nt->n].len = (uint16_t)it->raw.len;
   nt->span[nt->n].kind = kind;
   nt->n++;
+}
+
+/* The notes of one full reading, in two sets. `narrow` holds the members the reader knows
+ * vary per payload (ts_json_shape_pass_varies: `obfuscation`, `sequence_number`);
+ * `wide` holds those and every other top-level string or number member the reader never
+ * reads (ts_json_shape_pass_unread), collected only when the memo had just missed: a
+ * server or a proxy that stamps each payload with a counter or a time would otherwise miss
+ * the memo on every payload. The set kept (ts_json_shape_pass_notes) is wide when it was
+ * collected and fits, else narrow. */
+typedef struct ts_json_shape_pass {
+  ts_json_shape_notes narrow, wide;
+  int missed; /* the memo held a payload that this one did not match */
+} ts_json_shape_pass;
+
+/* memo: the reader's memo (may be NULL), as it was when this payload missed it. */
+static inline void ts_json_shape_pass_init(ts_json_shape_pass *p, const ts_json_shape *memo) {
+  p->narrow.n = p->narrow.over = p->wide.n = p->wide.over = 0;
+  p->missed = memo && memo->len;
+}
+static inline void ts_json_shape_pass_varies(ts_json_shape_pass *p, const ts_json_item *it) {
+  ts_json_shape_note(&p->narrow, it);
+  ts_json_shape_note(&p->wide, it);
+}
+static inline void ts_json_shape_pass_unread(ts_json_shape_pass *p, const ts_json_item *it) {
+  if (p->missed) ts_json_shape_note(&p->wide, it);
+}
+static inline const ts_json_shape_notes *ts_json_shape_pass_notes(const ts_json_shape_pass *p) {
+  return p->missed && !p->wide.over ? &p->wide : &p->narrow;
 }
 
 /* Empties the memo. */

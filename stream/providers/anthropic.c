@@ -218,6 +218,8 @@ static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
   if (ts__adapter_memo_fragment(a, text, len, event)) return 1; /* an input_json_delta again */
   ts_json_scan s;
   ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
+  ts_json_shape_pass notes; /* after a miss, every top-level member never read */
+  ts_json_shape_pass_init(&notes, ts__adapter_memo(a));
   ts_json_scan_init(&s, text, len);
   if (ts__json_scan_next_inline(&s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
   ts_view type = event, dtype = {NULL, 0}, frag = {NULL, 0};
@@ -255,6 +257,8 @@ static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
         }
         if (ts_json_scan_skip(&s, NULL) != 1) return 0;
       }
+    } else {
+      ts_json_shape_pass_unread(&notes, &it);
     }
     if (ts_json_scan_skip(&s, NULL) != 1) return 0;
   }
@@ -262,7 +266,8 @@ static int anthropic_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
 
   if (type_is(type, "content_block_delta")) {
     if (!(seen & 4) || !type_is(dtype, "input_json_delta")) return 0;
-    ts__adapter_memo_keep_fragment(a, text, len, event, NULL, have_index, index, frag); /* the simple kind */
+    ts__adapter_memo_keep_fragment(a, text, len, event, ts_json_shape_pass_notes(&notes), have_index, index,
+                                   frag); /* the simple kind */
     /* the type read from the payload: no step of this reading, nor of the general way's,
      * looks at the event's name, so a hit need not compare it */
     if (seen & 1 && ts__adapter_memo(a)) ts__adapter_memo(a)->any_name = 1;

@@ -151,8 +151,8 @@ static size_t strip_padding(char *text, size_t len) {
 /* The whole reading, when the memo did not have the payload: out of line, so that the
  * memo's hit (nearly every message) does not pay for this one's registers. */
 static __attribute__((noinline)) int read_delta(ts_adapter *a, char *text, size_t len, ts_view name) {
-  ts_json_shape_notes notes;
-  notes.n = notes.over = 0;
+  ts_json_shape_pass notes; /* the padding `p`; after a miss, every member never read */
+  ts_json_shape_pass_init(&notes, ts__adapter_memo(a));
   ts_json_scan s;
   ts_json_item it;
   ts_json_scan_init(&s, text, len);
@@ -192,12 +192,14 @@ static __attribute__((noinline)) int read_delta(ts_adapter *a, char *text, size_
         if (ts_json_scan_skip(&s, NULL) != 1) return 0;
       }
     } else if (ts_json_scan_key_is(it.key, "p", 1)) {
-      ts_json_shape_note(&notes, &it); /* the service's padding: never read, a memo span */
+      ts_json_shape_pass_varies(&notes, &it); /* the service's padding: never read, a memo span */
+    } else {
+      ts_json_shape_pass_unread(&notes, &it);
     }
     if (ts_json_scan_skip(&s, NULL) != 1) return 0;
   }
   if (ts_json_scan_next(&s, &it) != 0 || !(seen & 4)) return 0; /* one value; a toolUse delta */
-  ts__adapter_memo_keep_fragment(a, text, len, name, &notes, have_index, index, frag); /* the simple kind */
+  ts__adapter_memo_keep_fragment(a, text, len, name, ts_json_shape_pass_notes(&notes), have_index, index, frag); /* the simple kind */
   ts__adapter_nkey_fragment(a, have_index, index, frag, frag_esc);
   return 1;
 }

@@ -347,12 +347,10 @@ static int chat_full(ts_adapter *a, char *text, size_t len, ts_view name, ts_jso
   fchunk c;
   c.n_ch = c.n_calls = 0;
   c.usage = (ts_view){NULL, 0};
-  /* notes: `obfuscation`, the one member real streams vary per chunk. wide: every member
-   * this reader never reads, for when the memo just missed (a server that stamps each
-   * chunk with a counter or a time): kept instead of notes, the next chunks match it. */
-  ts_json_shape_notes notes, wide;
-  notes.n = notes.over = wide.n = wide.over = 0;
-  const int missed = memo && memo->len;
+  /* `obfuscation`, the one member real streams vary per chunk; after a miss, every
+   * member this reader never reads (json_shape.h) */
+  ts_json_shape_pass notes;
+  ts_json_shape_pass_init(&notes, memo);
   ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&c.s, text, len);
   if (ts__json_scan_next_inline(&c.s, &it) != 1 || it.type != TS_JSON_SCAN_OBJECT) return 0;
@@ -372,16 +370,15 @@ static int chat_full(ts_adapter *a, char *text, size_t len, ts_view name, ts_jso
       TS__SCAN_ONCE(seen, 4);
       if (it.type == TS_JSON_SCAN_OBJECT && ts_json_scan_skip(&c.s, &c.usage) != 1) return 0;
     } else if (it.key.len == 11 && KEY(it, "obfuscation")) {
-      ts_json_shape_note(&notes, &it); /* never read, different in every chunk: a memo span */
-      ts_json_shape_note(&wide, &it);
-    } else if (missed) {
-      ts_json_shape_note(&wide, &it); /* never read either (a string or number: a span) */
+      ts_json_shape_pass_varies(&notes, &it); /* never read, different in every chunk */
+    } else {
+      ts_json_shape_pass_unread(&notes, &it);
     }
   })
   if (ts__json_scan_next_inline(&c.s, &it) != 0) return 0; /* one value, then only whitespace */
   if (memo) { /* before anything is decoded in place */
     if (chat_simple(&c) &&
-        ts_json_shape_keep(memo, text, len, name, missed && !wide.over ? &wide : &notes, c.calls[0].args.raw))
+        ts_json_shape_keep(memo, text, len, name, ts_json_shape_pass_notes(&notes), c.calls[0].args.raw))
       memo->nkey = c.calls[0].index;
     else
       ts_json_shape_clear(memo);

@@ -404,8 +404,8 @@ static int responses_fast(ts_adapter *a, char *text, size_t len, ts_view event) 
 /* The full one-pass reading, apart from the memo's path (as chat_full). */
 static int responses_full(ts_adapter *a, char *text, size_t len, ts_view event, ts_json_shape *memo) {
   ts_json_scan_str delta;
-  ts_json_shape_notes notes;
-  notes.n = notes.over = 0;
+  ts_json_shape_pass notes; /* obfuscation and sequence_number; after a miss, all unread */
+  ts_json_shape_pass_init(&notes, memo);
   ts_json_scan s;
   ts_json_item it = {.type = TS_JSON_SCAN_END}; /* (gcc cannot see that the scanner fills it) */
   ts_json_scan_init(&s, text, len);
@@ -429,45 +429,47 @@ static int responses_full(ts_adapter *a, char *text, size_t len, ts_view event, 
         if (it.type != TS_JSON_SCAN_STRING) return 0;
         kind = rf_kind(it.raw);
         if (kind == RF_NONE) return 0;
-      } else if (k.p[0] == 'i' && ts_json_scan_key_is(k, "item", 4)) {
+        break;
+      }
+      if (k.p[0] == 'i' && ts_json_scan_key_is(k, "item", 4)) {
         TS__SCAN_ONCE(seen, 2);
         if (it.type != TS_JSON_SCAN_OBJECT || !rf_read_item(&s, &item)) return 0;
         have_item = 1;
+        break;
       }
-      break;
+      goto unread;
     case 5: /* delta */
-      if (ts_json_scan_key_is(k, "delta", 5)) {
-        TS__SCAN_ONCE(seen, 4);
-        if (!ts_json_scan_take_str(&it, &delta)) return 0;
-      }
+      if (!ts_json_scan_key_is(k, "delta", 5)) goto unread;
+      TS__SCAN_ONCE(seen, 4);
+      if (!ts_json_scan_take_str(&it, &delta)) return 0;
       break;
     case 7: /* item_id */
-      if (ts_json_scan_key_is(k, "item_id", 7)) {
-        TS__SCAN_ONCE(seen, 8);
-        if (!ts_json_scan_take_str(&it, &item_id)) return 0;
-      }
+      if (!ts_json_scan_key_is(k, "item_id", 7)) goto unread;
+      TS__SCAN_ONCE(seen, 8);
+      if (!ts_json_scan_take_str(&it, &item_id)) return 0;
       break;
     case 11: /* obfuscation: never read, different in every event (a memo span) */
-      if (ts_json_scan_key_is(k, "obfuscation", 11)) ts_json_shape_note(&notes, &it);
+      if (!ts_json_scan_key_is(k, "obfuscation", 11)) goto unread;
+      ts_json_shape_pass_varies(&notes, &it);
       break;
     case 15: /* sequence_number: likewise */
-      if (ts_json_scan_key_is(k, "sequence_number", 15)) ts_json_shape_note(&notes, &it);
+      if (!ts_json_scan_key_is(k, "sequence_number", 15)) goto unread;
+      ts_json_shape_pass_varies(&notes, &it);
       break;
     case 8: /* response: the terminal events' whole response */
-      if (ts_json_scan_key_is(k, "response", 8)) {
-        TS__SCAN_ONCE(seen, 32);
-        if (it.type != TS_JSON_SCAN_OBJECT || !rf_read_response(&s, &resp)) return 0;
-        have_resp = 1;
-        continue; /* read to its end */
-      }
-      break;
+      if (!ts_json_scan_key_is(k, "response", 8)) goto unread;
+      TS__SCAN_ONCE(seen, 32);
+      if (it.type != TS_JSON_SCAN_OBJECT || !rf_read_response(&s, &resp)) return 0;
+      have_resp = 1;
+      continue; /* read to its end */
     case 9: /* arguments */
-      if (ts_json_scan_key_is(k, "arguments", 9)) {
-        TS__SCAN_ONCE(seen, 16);
-        if (!ts_json_scan_take_str(&it, &args)) return 0;
-      }
+      if (!ts_json_scan_key_is(k, "arguments", 9)) goto unread;
+      TS__SCAN_ONCE(seen, 16);
+      if (!ts_json_scan_take_str(&it, &args)) return 0;
       break;
     default:
+    unread: /* never read (a string or number: a span, after a miss) */
+      ts_json_shape_pass_unread(&notes, &it);
       break;
     }
     if (ts_json_scan_skip(&s, NULL) != 1) return 0;
@@ -478,7 +480,7 @@ static int responses_full(ts_adapter *a, char *text, size_t len, ts_view event, 
     /* The simple kind: a delta event with its delta string (and, for arguments, an item
      * id without escapes, which the memo keeps and compares as it is). */
     int simple = delta.raw.p && (kind == RF_TEXT || (kind == RF_ARGS_DELTA && item_id.raw.p && !item_id.escaped));
-    if (simple && ts_json_shape_keep(memo, text, len, event, &notes, delta.raw)) {
+    if (simple && ts_json_shape_keep(memo, text, len, event, ts_json_shape_pass_notes(&notes), delta.raw)) {
       memo->kind = kind;
       memo->key = kind == RF_ARGS_DELTA ? ts_json_shape_rebase(memo, text, item_id.raw) : (ts_view){NULL, 0};
     } else {
