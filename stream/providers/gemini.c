@@ -63,6 +63,9 @@ typedef struct {
   int slot;         /* its slot */
   uint8_t open_str; /* a string value is open (its piece had willContinue) */
   uint8_t failed;   /* a path could not be followed: nothing more is written */
+  uint8_t memo_open; /* the open string is at the memo's path, opened or continued by a
+                      * memo hit: the next hit continues it without walking the path
+                      * (set by gemini_fast, cleared by every vx_apply) */
   uint32_t depth;   /* levels open; 0 before the root object */
   vx_level lv[VX_MAX_DEPTH + 1];
 } vx_state;
@@ -187,10 +190,18 @@ static int vx_text(ts_adapter *a, const vx_val *val, ts_view *out) {
                  : ts__adapter_decode(a, val->raw, val->escaped, out);
 }
 
+/* A string value's next piece, inside the open string: decoded, then escaped as JSON
+ * string content (a value without escapes may still hold raw control bytes, which both
+ * readers let through and which are escaped here). */
+static void vx_str_more(ts_adapter *a, vx_state *v, const vx_val *val) {
+  ts_view text;
+  if (vx_text(a, val, &text) >= 0) ts__adapter_call_args_escaped(a, v->slot, text);
+}
+
 /* One partialArgs piece whose path (decoded) and value are known. */
 static void vx_apply(ts_adapter *a, vx_state *v, ts_view path, int more, const vx_val *val) {
   vx_step steps[VX_MAX_DEPTH];
-  ts_view text;
+  v->memo_open = 0;
   int n = parse_path(path, steps, VX_MAX_DEPTH);
   if (n < 1) {
     vx_fail(a, v);
@@ -202,8 +213,7 @@ static void vx_apply(ts_adapter *a, vx_state *v, ts_view path, int more, const v
   while (k < n - 1 && v->depth >= (uint32_t)k + 2 && at_step(&v->lv[k + 1], &steps[k])) k++;
   /* the continuation of the open string at this very path */
   if (v->open_str && k == n - 1 && v->depth == (uint32_t)n && at_step(&v->lv[n], &steps[n - 1])) {
-    if (val->kind == VX_STR && vx_text(a, val, &text) >= 0)
-      ts__adapter_call_args_escaped(a, v->slot, text);
+    if (val->kind == VX_STR) vx_str_more(a, v, val);
     if (!more) close_string(a, v);
     return;
   }
@@ -226,7 +236,7 @@ static void vx_apply(ts_adapter *a, vx_state *v, ts_view path, int more, const v
   switch (val->kind) {
     case VX_STR:
       put(a, v, "\"", 1);
-      if (vx_text(a, val, &text) >= 0) ts__adapter_call_args_escaped(a, v->slot, text);
+      vx_str_more(a, v, val);
       v->open_str = 1;
       if (!more) close_string(a, v);
       break;
@@ -528,12 +538,26 @@ static int gemini_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
   vx_state *v = vx(a);
   if (!v->active) return 0; /* only pieces of a call being rebuilt */
   ts_json_shape *memo = ts__adapter_memo(a);
-  ts_json_scan_str used;
-  if (memo && ts_json_shape_match(memo, text, len, name, &used)) {
+  ts_json_shape_value mv;
+  if (memo && ts_json_shape_match_value(memo, text, len, name, &mv)) {
     /* the kept chunk's reading with this chunk's string value */
     ts__adapter_memo_hit(a);
-    vx_val val = {VX_STR, used.raw, used.escaped, NULL, -1};
-    if (!v->failed) vx_apply(a, v, memo->key, memo->kind & VX_MEMO_MORE, &val);
+    vx_val val = {VX_STR, mv.used.raw, mv.used.escaped, NULL, -1};
+    const int more = memo->kind & VX_MEMO_MORE;
+    if (v->failed) {
+    } else if (v->memo_open && v->open_str) {
+      /* the string the last hit left open at this same path: vx_apply's continuation,
+       * without parsing the path and comparing it level by level again; the value as
+       * the match decoded it (or, left to us, decoded in place, reporting a bad escape) */
+      if (mv.val.p)
+        ts__adapter_call_args_escaped(a, v->slot, mv.val);
+      else
+        vx_str_more(a, v, &val);
+      if (!more) close_string(a, v);
+    } else {
+      vx_apply(a, v, memo->key, more, &val);
+      v->memo_open = v->open_str; /* open at memo->key, which the next hit names too */
+    }
     if (!(memo->kind & VX_MEMO_CALL_MORE)) vx_end(a, v);
     return 1;
   }

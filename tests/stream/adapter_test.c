@@ -2122,6 +2122,20 @@ static const memo_row memo_rows[] = {
      "B0 - f | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | A0 'ab' | A0 'cd' | A0 'e\xc3\xa9\\`' | A0 'f' | "
      "A0 '`' | A0 ',' | A0 '`' | A0 'b' | A0 '`:' | A0 '`' | A0 'g' | A0 'h' | A0 'i' | A0 '`' | A0 ',' | A0 '`' | "
      "A0 'c' | A0 '`:' | A0 '`' | A0 'j' | A0 '`' | A0 '}' | E0 | T stop=STOP", 3, 0},
+    {__LINE__, "vertex: memo hits that continue their string, then another path the general way writes between two hits",
+     TS_FORMAT_GEMINI,
+     VX_BEGIN("f") VX_S("$.a", "ab", VX_MORE) VX_S("$.a", "cd", VX_MORE) VX_S("$.a", "ef", VX_MORE)
+     D("{`candidates`:[{`content`:{`role`:`model`,`parts`:[{`thought`:false,`functionCall`:{`partialArgs`:[{`jsonPath`:`$.b`,`stringValue`:`gh`,`willContinue`:true}],`willContinue`:true}}]},`index`:0}]}")
+     VX_S("$.a", "ij", VX_MORE) VX_S("$.a", "kl", "") VX_END,
+     "B0 - f | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | A0 'ab' | A0 'cd' | A0 'ef' | A0 '`' | A0 ',' | A0 '`' | "
+     "A0 'b' | A0 '`:' | A0 '`' | A0 'gh' | A0 '`' | A0 ',' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | A0 'ij' | A0 'kl' | "
+     "A0 '`' | A0 '}' | E0 | T stop=STOP", 3, 0},
+    {__LINE__, "vertex: raw control bytes in values without escapes, from the memo too: escaped as the general way does",
+     TS_FORMAT_GEMINI,
+     VX_BEGIN("f") VX_S("$.a", "a\x01" "b", VX_MORE) VX_S("$.a", "c\x13" "d", VX_MORE) VX_S("$.a", "\x1f", VX_MORE)
+     VX_S("$.a", "e", "") VX_END,
+     "B0 - f | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '`' | A0 'a\\u0001b' | A0 'c\\u0013d' | A0 '\\u001f' | A0 'e' | "
+     "A0 '`' | A0 '}' | E0 | T stop=STOP", 2, 0},
     {__LINE__, "vertex: a call that ends in a chunk from the memo (no willContinue on the functionCall)", TS_FORMAT_GEMINI,
      VX_BEGIN("f") VX_CHUNK("{`jsonPath`:`$.a`,`stringValue`:`x`}", "")
      VX_BEGIN("g") VX_CHUNK("{`jsonPath`:`$.a`,`stringValue`:`y`}", "")
