@@ -199,7 +199,13 @@ static inline __attribute__((always_inline)) void args_value(ts_adapter *a, int 
 int ts__adapter_memo_fragment(ts_adapter *a, const char *text, size_t len, ts_view name) {
   ts_json_shape *memo = memo_of(a);
   ts_json_shape_value v;
-  if (!memo || !ts_json_shape_match_value(memo, text, len, name, &v)) return 0;
+  if (!memo) return 0;
+  /* a memo whose only span is the fragment (Anthropic's deltas, Bedrock's with the padding
+   * cut off): the string read by its extent, as ts_adapter_feed_fragment reads it */
+  if (!(memo->one ? (a->simd ? ts__json_shape_match_one_avx2(memo, text, len, name, &v)
+                             : ts_json_shape_match_one(memo, text, len, name, &v))
+                  : ts_json_shape_match_value(memo, text, len, name, &v)))
+    return 0;
   /* P0's reading (a fragment for the call with P0's key) with this payload's fragment,
    * decoded by the match itself */
   if (memo->kind)

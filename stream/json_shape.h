@@ -184,8 +184,9 @@ int ts_json_shape_match_value(const ts_json_shape *m, const char *text, size_t l
  * nothing for the question.) */
 int ts_json_shape_match_one(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                             ts_json_shape_value *out);
-/* For the tests (not an API): the same with the head compared by 32-byte blocks where the
- * CPU has AVX2 (the adapter's copy for such a CPU), else ts_json_shape_match_one. */
+/* The same with the head compared by 32-byte blocks where the CPU has AVX2, else
+ * ts_json_shape_match_one: for the adapter where it found AVX2 (ts__adapter_memo_fragment),
+ * and the tests (not an API). */
 int ts__json_shape_match_one_avx2(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                                   ts_json_shape_value *out);
 
