@@ -545,6 +545,7 @@ static int gemini_fast(ts_adapter *a, char *text, size_t len, ts_view name) {
     vx_val val = {VX_STR, mv.used.raw, mv.used.escaped, NULL, -1};
     const int more = memo->kind & VX_MEMO_MORE;
     if (v->failed) {
+      /* nothing more is written for this call */
     } else if (v->memo_open && v->open_str) {
       /* the string the last hit left open at this same path: vx_apply's continuation,
        * without parsing the path and comparing it level by level again; the value as
