@@ -408,6 +408,45 @@ static void rq_drop(ts_sub *s) {
   s->rq_busy = 0;
 }
 
+/* Sends q as the request in flight (mu held, none in flight). 0 or TS_E_NOMEM. */
+static int rq_start(ts_sub *s, const char *q, size_t qlen) {
+  nng_msg *m;
+  if (qlen > sizeof s->rq_q || nng_msg_alloc(&m, 0) != 0) return TS_E_NOMEM;
+  if (nng_msg_append(m, q, qlen) != 0) {
+    nng_msg_free(m);
+    return TS_E_NOMEM;
+  }
+  memcpy(s->rq_q, q, qlen);
+  s->rq_qlen = qlen;
+  s->rq_busy = 1;
+  s->rq_sent = s->rq_done = s->rq_abandon = 0;
+  s->rq_rv = 0;
+  s->rq_at = nng_clock();
+  s->rq_retry = s->rq_at + (nng_time)s->o.replay_timeout_ms;
+  s->st.requests++;
+  nng_aio_set_msg(s->aio, m);
+  nng_aio_set_timeout(s->aio, NNG_DURATION_INFINITE);
+  nng_send_aio(s->req, s->aio);
+  return 0;
+}
+
+/* The catch-up's query for t: the events after the last one delivered or queued. */
+static int catch_query(const sthread *t, char q[REQ_MAX]) {
+  return snprintf(q, REQ_MAX, "get %llu %s", (unsigned long long)t->last, t->node.key);
+}
+
+/* Sends the catch-up's next request for t at once, without waiting, so that replay
+ * builds the answer while the caller takes the items of this one (catch_step's next
+ * request is the same query and picks that answer up). Nothing when another request is
+ * in flight; out of memory, it is simply asked for later. */
+static void prefetch(ts_sub *s, const sthread *t) {
+  char q[REQ_MAX];
+  int ql = catch_query(t, q);
+  nng_mtx_lock(s->mu);
+  if (!s->rq_busy) (void)rq_start(s, q, (size_t)ql);
+  nng_mtx_unlock(s->mu);
+}
+
 /* One request, and its answer if it comes by `until`. Returns 0 with *ans, REQ_PENDING
  * when the answer has not come yet (the request stays in flight: asking the same again
  * waits for it, it is not sent twice), or a negative ts_err. A different request while
@@ -423,28 +462,9 @@ static int request(ts_sub *s, const char *q, size_t qlen, nng_time until, nng_ms
     }
     rq_drop(s);
   }
-  if (!s->rq_busy) {
-    nng_msg *m;
-    if (qlen > sizeof s->rq_q || nng_msg_alloc(&m, 0) != 0) {
-      nng_mtx_unlock(s->mu);
-      return TS_E_NOMEM;
-    }
-    if (nng_msg_append(m, q, qlen) != 0) {
-      nng_msg_free(m);
-      nng_mtx_unlock(s->mu);
-      return TS_E_NOMEM;
-    }
-    memcpy(s->rq_q, q, qlen);
-    s->rq_qlen = qlen;
-    s->rq_busy = 1;
-    s->rq_sent = s->rq_done = s->rq_abandon = 0;
-    s->rq_rv = 0;
-    s->rq_at = nng_clock();
-    s->rq_retry = s->rq_at + (nng_time)s->o.replay_timeout_ms;
-    s->st.requests++;
-    nng_aio_set_msg(s->aio, m);
-    nng_aio_set_timeout(s->aio, NNG_DURATION_INFINITE);
-    nng_send_aio(s->req, s->aio);
+  if (!s->rq_busy && rq_start(s, q, qlen)) {
+    nng_mtx_unlock(s->mu);
+    return TS_E_NOMEM;
   }
   rq_wait(s, until);
   if (!s->rq_done) {
@@ -485,7 +505,7 @@ static int catch_step(ts_sub *s, nng_time deadline) {
   if (needed(t) <= t->last) return finish(s, t, 0); /* arrived live meanwhile */
   if (!s->have_req) return finish(s, t, 1);
   char q[REQ_MAX];
-  int ql = snprintf(q, sizeof q, "get %llu %s", (unsigned long long)t->last, t->node.key);
+  int ql = catch_query(t, q);
   /* The answer is awaited in slices of CATCH_SLICE_MS, and never past the caller's
    * deadline: the request stays in flight, and the caller's loop reads the live socket
    * (drain_live) before it looks again. Waiting the whole deadline instead left the live
@@ -542,9 +562,13 @@ static int catch_step(ts_sub *s, nng_time deadline) {
      * it when it answered) says nothing about the seqs in between; they are in the
      * history (it is filled before the live send), so ask again. A request sent now is
      * answered after that message was published, so this does not repeat. */
-    if (t->hn && newest < needed(t)) return 0;
+    if (t->hn && newest < needed(t)) {
+      prefetch(s, t);
+      return 0;
+    }
     /* Replay has nothing more of what we need: what the held messages skip is lost. */
     if (count == 0 || t->last >= newest || t->last == before) return finish(s, t, 1);
+    prefetch(s, t);
     return 0; /* ask again from the new last */
   }
   if (header(&p, end, "gone", &oldest, &newest) == 0 && oldest > t->last + 1) {

@@ -19,8 +19,9 @@
  * Everything happens inside ts_sub_next, on the caller's thread (nng's own threads do
  * the I/O): a live message whose seq is the next one is delivered; one at or below the
  * last delivered seq is a duplicate and dropped; one beyond it opens a gap, and the
- * missing events are fetched from replay (in answers of up to ~1024 events) and
- * delivered first; the live messages that arrive meanwhile are held (up to 4096 per
+ * missing events are fetched from replay (in answers of up to ~1024 events, the next
+ * one asked for as soon as an answer leaves the gap open, so that replay builds it while
+ * the caller takes this one's items) and delivered first; the live messages that arrive meanwhile are held (up to 4096 per
  * thread; later ones are fetched from replay too) and delivered after them. Messages
  * lost at the end of a burst show no gap by themselves, so the subscriber also asks
  * replay for its newest seqs when the live socket has been quiet for 200 ms, and at

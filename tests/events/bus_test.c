@@ -805,6 +805,37 @@ START_TEST(test_late_subscriber) {
 }
 END_TEST
 
+/* A catch-up longer than one answer sends its next request as soon as an answer leaves
+ * it behind, before the caller has taken the items of that one, so that replay builds
+ * the next answer meanwhile. 3,000 events in the history, answers of 1,024: when the first
+ * item comes out, the sync and two gets have been sent (one get without the early
+ * request). Counted, not timed: a loaded machine only delays the answers. */
+START_TEST(test_catch_up_asks_ahead) {
+  char a[64], b[64];
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(b, sizeof b), NULL, &p), 0);
+  for (uint64_t i = 1; i <= 3000; i++) send_ev(p, "ahead", i);
+  ts_sub *s;
+  ck_assert_int_eq(ts_sub_open(a, b, "ahead", NULL, &s), 0);
+  tally t = {.thread = "ahead", .next = 1};
+  ts_sub_item it;
+  int r = 0;
+  for (double end = now_s() + 20; r == 0 && now_s() < end;) r = ts_sub_next(s, &it, 100);
+  ck_assert_int_eq(r, 1);
+  tally_item(&t, &it);
+  ts_sub_stats st;
+  ts_sub_get_stats(s, &st);
+  ck_assert_uint_eq(st.requests, 3); /* the sync, the first get, the next one already */
+  drain(s, &t, 3000, 20);
+  assert_clean(&t, 3000);
+  ts_sub_get_stats(s, &st);
+  ck_assert_uint_eq(st.replayed, 3000);
+  ck_assert_uint_eq(st.requests, 4); /* and nothing asked twice: 1,024 + 1,024 + 952 */
+  ts_pub_close(p);
+  ts_sub_close(s);
+}
+END_TEST
+
 /* "Live only" still means every event of a thread born after the subscriber connected.
  * The publisher puts an event into its history before it sends it live, so a sync that
  * lands between the two sees a thread the live socket has not delivered yet: it must not
@@ -1547,6 +1578,7 @@ static Suite *suite(void) {
   ADD(tc, test_replay_long_answers);
   ADD(tc, test_history_caps);
   ADD(tc, test_late_subscriber);
+  ADD(tc, test_catch_up_asks_ahead);
   ADD(tc, test_live_new_thread_all);
   ADD(tc, test_live_new_thread_one);
   ADD(tc, test_gone);
