@@ -58,8 +58,10 @@
  * "BUSCELL key=value ..." line per cell for scripts. One run says little on this VM:
  * the same cell's ratio moved by 10x between runs minutes apart.
  *
- * usage: bus_bench [--quick] [--runs N] [--cell ipc:1|ipc:8|tcp:1|tcp:8]
- *   (--quick: 0.5 s paced, 10,000 / 5,000 events at saturation; --cell: that cell only)
+ * usage: bus_bench [--quick] [--runs N] [--cell ipc:1|ipc:8|tcp:1|tcp:8] [--catchup]
+ *   (--quick: 0.5 s paced, 10,000 / 5,000 events at saturation; --cell: that cell only;
+ *   --catchup: only the time a late subscriber takes to catch up 50,000 events from the
+ *   history, run_catchup)
  *
  * Exit status 1 when a subscriber failed (a socket error), 2 on a bad argument; a missed
  * target is not a failure (the report says MET, NOT MET or UNMEASURABLE).
@@ -713,12 +715,14 @@ static void split_row(const char *tr, int subs, const char *rate, const result *
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: bus_bench [--quick] [--runs N] [--cell TRANSPORT:SUBS]\n"
+          "usage: bus_bench [--quick] [--runs N] [--cell TRANSPORT:SUBS] [--catchup]\n"
           "  --quick       0.5 s paced, 10,000 / 5,000 events at saturation per run\n"
           "  --runs N      measure every cell N times (1..%d, default 1), interleaved with\n"
           "                raw nng in each run; with N > 1 the summary gives per cell the N\n"
           "                p99 ratios, their median and spread, and the verdict\n"
           "  --cell T:S    only transport T (ipc, tcp) with S subscribers (1, 8)\n"
+          "  --catchup     instead: a late subscriber catching up 50,000 events from the\n"
+          "                history (per transport, --runs times; --cell picks the transport)\n"
           "The verdict compares with raw nng fed by the same tap and encoder; raw nng\n"
           "sending the recorded bytes is printed beside it as a reference.\n"
           "Exit status 1 when a subscriber failed; a missed target only prints NOT MET.\n",
@@ -770,11 +774,87 @@ static void print_list(const double *v, int n, const char *fmt) {
   }
 }
 
+/* A late subscriber's catch-up: `n` events published through the tap with nobody
+ * subscribed (they stay in the publisher's history), then one ts_sub from the start,
+ * timed from ts_sub_open to the n-th event in its hands. Everything comes from replay, in
+ * answers of up to replay_max_events; nothing is live meanwhile. Returns the time in ns,
+ * the replay requests in *requests and the events in *events (n, or the few more the
+ * last feed gave); dies on a lost event or a socket error. */
+static uint64_t run_catchup(int transport, uint64_t n, uint64_t *requests, uint64_t *events) {
+  char url[128], rurl[128];
+  make_url(transport, url, sizeof url);
+  make_url(transport, rurl, sizeof rurl);
+  ts_pub *pub;
+  if (ts_pub_open(url, rurl, NULL, &pub)) die(ts_bus_last_error());
+  static _Atomic uint64_t *t_in;
+  pub_ctx c;
+  memset(&c, 0, sizeof c);
+  c.pub = pub;
+  c.cap = n + 16;
+  c.t_in = t_in = calloc(c.cap, sizeof *t_in);
+  if (!t_in) die("out of memory");
+  ts_buf_init(&c.line, 1u << 20);
+  uint64_t t_start, t_end;
+  n = run_tap(&c, n, 0, &t_start, &t_end); /* (the last feed may give a few more) */
+  ts_sub_opts so;
+  memset(&so, 0, sizeof so);
+  so.from = TS_SUB_FROM_START;
+  ts_sub *sub;
+  uint64_t t0 = now_ns(), got = 0;
+  if (ts_sub_open(ts_pub_url(pub, 0), ts_pub_url(pub, 1), NULL, &so, &sub)) die(ts_bus_last_error());
+  ts_sub_item it;
+  while (got < n) {
+    int rc = ts_sub_next(sub, &it, 10000);
+    if (rc < 0) die("the catch-up's subscriber failed");
+    if (rc == 0) die("the catch-up stalled for 10 s");
+    if (it.kind == TS_SUB_GONE) die("the catch-up lost events");
+    if (it.kind == TS_SUB_EVENT) {
+      if (it.seq != got + 1) die("the catch-up delivered out of order");
+      got++;
+    }
+  }
+  uint64_t dt = now_ns() - t0;
+  ts_sub_stats st;
+  ts_sub_get_stats(sub, &st);
+  *requests = st.requests;
+  *events = n;
+  ts_sub_close(sub);
+  ts_pub_close(pub);
+  ts_buf_fini(&c.line);
+  free(t_in);
+  return dt;
+}
+
+/* --catchup: run_catchup `runs` times per transport, one row each and the median. */
+static int catchup_report(int only_tr, int runs) {
+  static const uint64_t n = 50000;
+  printf("catch-up: %" PRIu64 " events in the history, one subscriber from the start, "
+         "timed from ts_sub_open to the last event delivered\n\n", n);
+  printf("| transport | runs (ms) | median ms | median events/s | replay requests |\n"
+         "|---|---|---:|---:|---:|\n");
+  for (int tr = 0; tr < 2; tr++) {
+    if (only_tr >= 0 && tr != only_tr) continue;
+    double ms[RUNS_MAX];
+    uint64_t req = 0, got = n;
+    for (int k = 0; k < runs; k++) ms[k] = (double)run_catchup(tr, n, &req, &got) / 1e6;
+    double med = median(ms, runs);
+    printf("| %s | ", transports[tr]);
+    print_list(ms, runs, "%.1f");
+    printf(" | %.1f | %.0f | %" PRIu64 " |\n", med, (double)got / (med / 1e3), req);
+    printf("CATCHUP transport=%s events=%" PRIu64 " runs=%d median_ms=%.2f requests=%" PRIu64 "\n",
+           transports[tr], got, runs, med, req);
+    fflush(stdout);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int quick = 0, runs = 1, only_tr = -1, only_subs = 0;
+  int quick = 0, runs = 1, only_tr = -1, only_subs = 0, catchup = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) {
       quick = 1;
+    } else if (!strcmp(argv[i], "--catchup")) {
+      catchup = 1;
     } else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
       char *end;
       long v = strtol(argv[++i], &end, 10);
@@ -801,6 +881,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  if (catchup) return catchup_report(only_tr, runs);
   /* Saturation with 8 subscribers runs at a few thousand events/s on 2 CPUs: fewer
    * events keep the step within its time. */
   uint64_t paced_n = quick ? 5000 : (uint64_t)(2 * PACED_RATE), sat_n = quick ? 10000 : 50000,

@@ -305,6 +305,11 @@ event_bus() {
   "$bin/bus_bench" --runs "${BUS_RUNS:-5}" | tee "$results/bus_bench.txt"
   local rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || { echo "bus_bench failed (exit $rc)"; status=1; }
+  # a late subscriber catching up 50,000 events from the history, per transport
+  step "event bus catch-up: $bin/bus_bench --catchup --runs ${BUS_RUNS:-5}"
+  "$bin/bus_bench" --catchup --runs "${BUS_RUNS:-5}" | tee "$results/bus_catchup.txt"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || { echo "bus_bench --catchup failed (exit $rc)"; status=1; }
 }
 
 event_bus
