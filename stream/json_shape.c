@@ -203,12 +203,25 @@ TS_SHAPE_AVX2_TARGET static int match_one_avx2(const ts_json_shape *m, const cha
                                                ts_json_shape_value *out) {
   return match_one(m, text, len, name, out, 1);
 }
+
+/* Chosen once, as match_value_impl: a test of the CPU in ts__json_shape_match_one_avx2
+ * itself made GCC inline the narrow copy there, and every call paid that copy's six
+ * saved registers and its stack frame (22 instructions per Bedrock message) before it
+ * went on to the AVX2 one. */
+static int (*match_one_impl)(const ts_json_shape *, const char *, size_t, ts_view,
+                             ts_json_shape_value *) = ts_json_shape_match_one;
+
+__attribute__((constructor)) static void match_one_pick(void) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) match_one_impl = match_one_avx2;
+}
 #endif
 
 int ts__json_shape_match_one_avx2(const ts_json_shape *m, const char *text, size_t len, ts_view name,
                                   ts_json_shape_value *out) {
 #ifdef TS_SHAPE_AVX2
-  if (__builtin_cpu_supports("avx2")) return match_one_avx2(m, text, len, name, out);
+  return match_one_impl(m, text, len, name, out);
+#else
+  return ts_json_shape_match_one(m, text, len, name, out);
 #endif
-  return match_one(m, text, len, name, out, 0);
 }
