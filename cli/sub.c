@@ -99,30 +99,12 @@ static void on_signal(int sig) {
 
 /* ---- closing ------------------------------------------------------------------------ */
 
-/* libnng 1.5.2's nng_close of a sub0 socket can hang while its publisher is up (nng issue
- * 1543; seen in the bus tests under load). The command must still end when the user stops
- * it: everything it had to print is flushed first, then the close gets CLOSE_GRACE_S, and
- * past that the process exits with the status it had (the kernel closes the sockets). */
-#define CLOSE_GRACE_S 2
-
-static volatile sig_atomic_t close_status;
-
-static void on_close_overdue(int sig) {
-  (void)sig;
-  _exit(close_status);
-}
-
+/* Everything printed is flushed before the close, which returns within
+ * TS_SUB_CLOSE_WAIT_MS even when libnng's does not (events/bus_sub.h). */
 static int close_sub(ts_sub *s, int rc) {
   fflush(stdout);
   fflush(stderr);
-  close_status = rc;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_close_overdue;
-  sigaction(SIGALRM, &sa, NULL);
-  alarm(CLOSE_GRACE_S);
   ts_sub_close(s);
-  alarm(0);
   return rc;
 }
 

@@ -43,6 +43,8 @@
  */
 #include "events/bus_sub.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include <nng/nng.h>
@@ -52,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "events/bus_net.h"
 #include "events/bus_wire.h"
@@ -935,8 +938,8 @@ int ts_sub_next(ts_sub *s, ts_sub_item *item, int timeout_ms) {
 
 void ts_sub_get_stats(const ts_sub *s, ts_sub_stats *st) { *st = s->st; }
 
-void ts_sub_close(ts_sub *s) {
-  if (!s) return;
+/* Everything ts_sub_close ends: the sockets, the request in flight and the memory. */
+static void close_all(ts_sub *s) {
   nng_close(s->sock);
   if (s->aio) {
     /* The request in flight (often a sync: those are not waited for) is cancelled and
@@ -966,3 +969,89 @@ void ts_sub_close(ts_sub *s) {
   ts_hmap_fini(&s->map);
   free(s);
 }
+
+/* The close on a thread of its own, awaited for TS_SUB_CLOSE_WAIT_MS. libnng 1.5.2's
+ * nng_close of a sub0 socket now and then never returns while its publisher is up (nng
+ * issue 1543, fixed after 1.5.2; seen in this project's bus tests under load: every nng
+ * thread idle, the close waiting on its condition variable). The caller must not hang
+ * with it: past the wait it goes on, and the closer, detached, frees the subscriber if
+ * the close ever returns. Whichever of the two is last frees the rendezvous. */
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int done;      /* the closer has finished */
+  int abandoned; /* the caller stopped waiting: the closer frees this */
+  ts_sub *s;
+} closer;
+
+static _Atomic uint64_t closes_abandoned;
+
+static void *closer_main(void *arg) {
+  closer *c = arg;
+  close_all(c->s);
+  pthread_mutex_lock(&c->mu);
+  c->done = 1;
+  const int abandoned = c->abandoned;
+  pthread_cond_signal(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  if (abandoned) {
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+  }
+  return NULL;
+}
+
+void ts_sub_close(ts_sub *s) {
+  if (!s) return;
+  closer *c = calloc(1, sizeof *c);
+  pthread_condattr_t ca;
+  int ok = c && !pthread_condattr_init(&ca);
+  if (ok) {
+    ok = !pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) && !pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+  }
+  if (ok && pthread_mutex_init(&c->mu, NULL)) {
+    pthread_cond_destroy(&c->cv);
+    ok = 0;
+  }
+  pthread_t th;
+  if (ok) {
+    c->s = s;
+    if (pthread_create(&th, NULL, closer_main, c)) {
+      pthread_cond_destroy(&c->cv);
+      pthread_mutex_destroy(&c->mu);
+      ok = 0;
+    }
+  }
+  if (!ok) { /* no thread to spare: the close on this one, unbounded */
+    free(c);
+    close_all(s);
+    return;
+  }
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += TS_SUB_CLOSE_WAIT_MS / 1000;
+  until.tv_nsec += (long)(TS_SUB_CLOSE_WAIT_MS % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&c->mu);
+  while (!c->done && pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT) {
+  }
+  const int done = c->done;
+  if (!done) c->abandoned = 1;
+  pthread_mutex_unlock(&c->mu);
+  if (done) {
+    pthread_join(th, NULL);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+  } else {
+    atomic_fetch_add(&closes_abandoned, 1);
+    pthread_detach(th);
+  }
+}
+
+uint64_t ts_sub_closes_abandoned(void) { return atomic_load(&closes_abandoned); }

@@ -123,7 +123,16 @@ void ts_sub_get_stats(const ts_sub *sub, ts_sub_stats *st);
  * "nothing is there" from "nothing was published". */
 int ts_sub_connected(const ts_sub *sub);
 
-/* Closes the sockets and frees everything. NULL is a no-op. */
+/* Closes the sockets and frees everything. NULL is a no-op. Returns within
+ * TS_SUB_CLOSE_WAIT_MS, always: the close runs on a thread of its own, because libnng
+ * 1.5.2 (Debian 12's) can hang in nng_close of a sub0 socket while its publisher is up
+ * (nng issue 1543). A close that has not returned by then is left to that thread, which
+ * frees the subscriber if it ever returns; until then its sockets and memory stay
+ * allocated. Either way `sub` must not be used again. */
+#define TS_SUB_CLOSE_WAIT_MS 2000
 void ts_sub_close(ts_sub *sub);
+
+/* How many ts_sub_close calls in this process gave up waiting for libnng's close. */
+uint64_t ts_sub_closes_abandoned(void);
 
 #endif /* TS_BUS_SUB_H */
