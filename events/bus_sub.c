@@ -971,20 +971,27 @@ static void close_all(ts_sub *s) {
 }
 
 /* The close on a thread of its own, awaited for TS_SUB_CLOSE_WAIT_MS. libnng 1.5.2's
- * nng_close of a sub0 socket now and then never returns while its publisher is up (nng
- * issue 1543, fixed after 1.5.2; seen in this project's bus tests under load: every nng
- * thread idle, the close waiting on its condition variable). The caller must not hang
- * with it: past the wait it goes on, and the closer, detached, frees the subscriber if
- * the close ever returns. Whichever of the two is last frees the rendezvous. */
+ * nng_close of a sub0 socket now and then never returns while its publisher is up and
+ * sending (nng issue 1543, fixed after 1.5.2; caught under a debugger in this project's
+ * bus tests: libnng's one reaper thread waits on a task that never runs, and every close
+ * the process makes after it waits too). The caller must not hang with it: past the wait
+ * it goes on, and the closer, detached, frees the subscriber if the close ever returns.
+ * Whichever of the two is last frees the rendezvous. */
 typedef struct {
   pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int done;      /* the closer has finished */
-  int abandoned; /* the caller stopped waiting: the closer frees this */
+  pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+  int done;          /* the closer has finished */
+  int abandoned;     /* the caller stopped waiting: the closer frees this */
   ts_sub *s;
 } closer;
 
 static _Atomic uint64_t closes_abandoned;
+
+static void closer_free(closer *c) {
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
 
 static void *closer_main(void *arg) {
   closer *c = arg;
@@ -994,38 +1001,42 @@ static void *closer_main(void *arg) {
   const int abandoned = c->abandoned;
   pthread_cond_signal(&c->cv);
   pthread_mutex_unlock(&c->mu);
-  if (abandoned) {
-    pthread_cond_destroy(&c->cv);
-    pthread_mutex_destroy(&c->mu);
-    free(c);
-  }
+  if (abandoned) closer_free(c);
   return NULL;
+}
+
+/* A closer with its lock and its monotonic condition variable, or NULL. */
+static closer *closer_new(ts_sub *s) {
+  closer *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  pthread_condattr_t ca;
+  if (pthread_condattr_init(&ca)) {
+    free(c);
+    return NULL;
+  }
+  int bad = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (!bad && pthread_mutex_init(&c->mu, NULL)) {
+    pthread_cond_destroy(&c->cv);
+    bad = 1;
+  }
+  if (bad) {
+    free(c);
+    return NULL;
+  }
+  c->s = s;
+  return c;
 }
 
 void ts_sub_close(ts_sub *s) {
   if (!s) return;
-  closer *c = calloc(1, sizeof *c);
-  pthread_condattr_t ca;
-  int ok = c && !pthread_condattr_init(&ca);
-  if (ok) {
-    ok = !pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) && !pthread_cond_init(&c->cv, &ca);
-    pthread_condattr_destroy(&ca);
-  }
-  if (ok && pthread_mutex_init(&c->mu, NULL)) {
-    pthread_cond_destroy(&c->cv);
-    ok = 0;
-  }
+  closer *c = closer_new(s);
   pthread_t th;
-  if (ok) {
-    c->s = s;
-    if (pthread_create(&th, NULL, closer_main, c)) {
-      pthread_cond_destroy(&c->cv);
-      pthread_mutex_destroy(&c->mu);
-      ok = 0;
-    }
+  if (c && pthread_create(&th, NULL, closer_main, c)) {
+    closer_free(c);
+    c = NULL;
   }
-  if (!ok) { /* no thread to spare: the close on this one, unbounded */
-    free(c);
+  if (!c) { /* no thread to spare: the close on this one, unbounded */
     close_all(s);
     return;
   }
@@ -1045,9 +1056,7 @@ void ts_sub_close(ts_sub *s) {
   pthread_mutex_unlock(&c->mu);
   if (done) {
     pthread_join(th, NULL);
-    pthread_cond_destroy(&c->cv);
-    pthread_mutex_destroy(&c->mu);
-    free(c);
+    closer_free(c);
   } else {
     atomic_fetch_add(&closes_abandoned, 1);
     pthread_detach(th);

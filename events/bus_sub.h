@@ -124,11 +124,14 @@ void ts_sub_get_stats(const ts_sub *sub, ts_sub_stats *st);
 int ts_sub_connected(const ts_sub *sub);
 
 /* Closes the sockets and frees everything. NULL is a no-op. Returns within
- * TS_SUB_CLOSE_WAIT_MS, always: the close runs on a thread of its own, because libnng
- * 1.5.2 (Debian 12's) can hang in nng_close of a sub0 socket while its publisher is up
- * (nng issue 1543). A close that has not returned by then is left to that thread, which
- * frees the subscriber if it ever returns; until then its sockets and memory stay
- * allocated. Either way `sub` must not be used again. */
+ * TS_SUB_CLOSE_WAIT_MS: the close runs on a thread of its own, because libnng 1.5.2
+ * (Debian 12's) can hang for good in nng_close of a sub0 socket while its publisher is up
+ * (nng issue 1543; every close in the process after it then hangs too, a publisher's
+ * included). A close that has not returned by then is left to that thread, which frees
+ * the subscriber if it ever returns; until then its sockets and memory stay allocated.
+ * Only when no thread can be started (no memory) does it close on the caller's thread,
+ * unbounded. Either way `sub` must not be used again. A process that also publishes
+ * should close its publisher first (its pipes then close from its side). */
 #define TS_SUB_CLOSE_WAIT_MS 2000
 void ts_sub_close(ts_sub *sub);
 
