@@ -1018,9 +1018,11 @@ static cell run_cells[MAX_RUNS][MAX_COUNTS][MAX_PROXIES];
 static cell (*cells)[MAX_PROXIES] = run_cells[0];
 static int nruns = 1;
 static idle_cell idles[2][MAX_PROXIES]; /* [head only, after one chunk][proxy] */
-static sys_cell syscells[MAX_PROXIES];
+/* The strace runs, one per --sys-streams count. */
+static sys_cell syscells[MAX_COUNTS][MAX_PROXIES];
+static int sys_n[MAX_COUNTS], nsys;
 static FILE *tsv;
-static int idle_n = 1000, idle_ms = 1000, sys_streams = 20, sys_chunks = 0; /* 0: as --chunks */
+static int idle_n = 1000, idle_ms = 1000, sys_chunks = 0; /* 0: as --chunks */
 static int do_idle = 1, do_sys = 1;
 
 static void emit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1122,9 +1124,14 @@ static void measure_idle(int pi, int kind) {
   c->kib_per_stream = c->ready ? (double)(c->after_kb - c->before_kb) / c->ready : 0;
 }
 
-static void measure_sys(int pi) {
+/* A traced proxy that read fewer than 0.9 times per chunk fell behind under strace and
+ * read several chunks at once: its counts are lower than at full speed. */
+static int sys_behind(const sys_cell *c) { return c->run && (double)c->c.reads < 0.9 * (double)c->chunks; }
+
+static void measure_sys(int si, int pi) {
   const proxy_def *d = &proxies[pi];
-  sys_cell *c = &syscells[pi];
+  sys_cell *c = &syscells[si][pi];
+  int sys_streams = sys_n[si];
   char sbuf[512];
   if (!find_on_path("strace", sbuf, sizeof sbuf)) {
     c->why = "strace not installed (Debian: apt-get install strace)";
@@ -1351,13 +1358,20 @@ static int targets(void) {
   for (int pi = 0; pi < nproxies; pi++) {
     const proxy_def *d = &proxies[pi];
     if (d->kind != P_GATEWAY) continue;
-    const sys_cell *sc = &syscells[pi];
-    if (sc->run) {
-      double x = (double)sc->c.total / (double)sc->chunks;
-      printf("  %s: <= 2.2 system calls per chunk: %s (%.2f)\n", d->label, x <= 2.2 ? "MET" : "NOT MET", x);
-    } else {
-      printf("  %s: <= 2.2 system calls per chunk: not measured (%s)\n", d->label,
-             sc->why ? sc->why : "not run");
+    if (!nsys) printf("  %s: <= 2.2 system calls per chunk: not measured (skipped: --sys-streams 0)\n", d->label);
+    for (int si = 0; si < nsys; si++) {
+      const sys_cell *sc = &syscells[si][pi];
+      double x = sc->run ? (double)sc->c.total / (double)sc->chunks : 0;
+      if (!sc->run)
+        printf("  %s at %d streams: <= 2.2 system calls per chunk: not measured (%s)\n", d->label,
+               sys_n[si], sc->why ? sc->why : "not run");
+      else if (sys_behind(sc))
+        printf("  %s at %d streams: <= 2.2 system calls per chunk: UNMEASURABLE (%.2f, but it read %.2f "
+               "times per chunk: it fell behind under strace)\n",
+               d->label, sys_n[si], x, (double)sc->c.reads / (double)sc->chunks);
+      else
+        printf("  %s at %d streams: <= 2.2 system calls per chunk: %s (%.2f)\n", d->label, sys_n[si],
+               x <= 2.2 ? "MET" : "NOT MET", x);
     }
     double lim = d->pub ? 1.25 : 1.0;
     int si = find_proxy(P_NGINX, d->workers, 0) >= 0 ? find_proxy(P_NGINX, d->workers, 0) : n2;
@@ -1453,9 +1467,9 @@ static void usage(FILE *f) {
           "                      (default 120)\n"
           "  --idle-streams N    streams held idle for RSS per stream (default 1000; 0: skip)\n"
           "  --idle-ms MS        how long they stay idle before RSS is read (default 1000)\n"
-          "  --sys-streams N     streams of the strace run (default 20, few enough that a traced\n"
-          "                      proxy keeps up; 0: skip)\n"
-          "  --sys-chunks N      chunks per stream in the strace run (default: --chunks)\n"
+          "  --sys-streams LIST  stream counts of the strace runs, comma-separated (default 20,100:\n"
+          "                      few enough that a traced proxy keeps up; 0: skip)\n"
+          "  --sys-chunks N      chunks per stream in the strace runs (default: --chunks)\n"
           "  --nginx PATH        the nginx binary (default: nginx on PATH, else /usr/sbin/nginx;\n"
           "                      'none' skips the nginx cells)\n"
           "  --only LIST         proxies to run, comma-separated ids (direct always runs):\n"
@@ -1529,8 +1543,31 @@ static int help_has(const char *flag) {
   return found;
 }
 
+/* A comma-separated list of stream counts (1-100000, at most MAX_COUNTS) into out[]. */
+static int parse_counts(const char *opt, const char *arg, int *out, int *n) {
+  char copy[256];
+  *n = 0;
+  if (strlen(arg) >= sizeof copy) {
+    fprintf(stderr, "gateway_bench: %s list too long: %s\n", opt, arg);
+    return -1;
+  }
+  snprintf(copy, sizeof copy, "%s", arg);
+  for (char *save, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (*n == MAX_COUNTS || parse_int(t, 1, 100000, &out[*n])) {
+      fprintf(stderr, "gateway_bench: bad %s list: %s\n", opt, arg);
+      return -1;
+    }
+    (*n)++;
+  }
+  if (!*n) {
+    fprintf(stderr, "gateway_bench: empty %s list\n", opt);
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  const char *streams_arg = "100,1000", *only = NULL, *tsv_path = NULL, *nginx_arg = NULL;
+  const char *streams_arg = "100,1000", *sys_arg = "20,100", *only = NULL, *tsv_path = NULL, *nginx_arg = NULL;
   if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
     usage(stdout);
     return 0;
@@ -1580,7 +1617,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--idle-streams")) bad = parse_int(v, 0, 100000, &idle_n);
     else if (!strcmp(o, "--deadline")) bad = parse_int(v, 1, 3600, &deadline_s);
     else if (!strcmp(o, "--idle-ms")) bad = parse_int(v, 0, 600000, &idle_ms);
-    else if (!strcmp(o, "--sys-streams")) bad = parse_int(v, 0, 100000, &sys_streams);
+    else if (!strcmp(o, "--sys-streams")) sys_arg = v;
     else if (!strcmp(o, "--sys-chunks")) bad = parse_int(v, 2, 100000, &sys_chunks);
     else if (!strcmp(o, "--nginx")) nginx_arg = v;
     else if (!strcmp(o, "--only")) only = v;
@@ -1594,25 +1631,11 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  {
-    char copy[256];
-    snprintf(copy, sizeof copy, "%s", streams_arg);
-    for (char *save, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      int n;
-      if (ncounts == MAX_COUNTS || parse_int(t, 1, 100000, &n)) {
-        fprintf(stderr, "gateway_bench: bad --streams list: %s\n", streams_arg);
-        return 2;
-      }
-      counts[ncounts++] = n;
-    }
-    if (!ncounts) {
-      fprintf(stderr, "gateway_bench: empty --streams list\n");
-      return 2;
-    }
-  }
+  if (parse_counts("--streams", streams_arg, counts, &ncounts)) return 2;
+  if (strcmp(sys_arg, "0") && parse_counts("--sys-streams", sys_arg, sys_n, &nsys)) return 2;
   if (!sys_chunks) sys_chunks = nchunks;
   do_idle = idle_n > 0;
-  do_sys = sys_streams > 0;
+  do_sys = nsys > 0;
   if (access(ts_binary, X_OK)) {
     fprintf(stderr, "gateway_bench: %s: not an executable\n", ts_binary);
     return 2;
@@ -1658,9 +1681,11 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  max_streams = idle_n > sys_streams ? idle_n : sys_streams;
+  max_streams = idle_n;
   for (int ci = 0; ci < ncounts; ci++)
     if (counts[ci] > max_streams) max_streams = counts[ci];
+  for (int si = 0; si < nsys; si++)
+    if (sys_n[si] > max_streams) max_streams = sys_n[si];
   signal(SIGPIPE, SIG_IGN);
   /* each stream holds up to four sockets here (client, upstream) and two in the proxy */
   struct rlimit rl;
@@ -1737,7 +1762,6 @@ int main(int argc, char **argv) {
   fflush(stdout);
 
   for (int pi = 0; pi < nproxies; pi++) { /* what a skipped part says in the targets */
-    if (!do_sys) syscells[pi].why = "skipped: --sys-streams 0";
     if (!do_idle) idles[0][pi].why = idles[1][pi].why = "skipped: --idle-streams 0";
   }
   for (int run = 0; run < nruns; run++) {
@@ -1794,48 +1818,49 @@ int main(int argc, char **argv) {
   }
 
   if (do_sys) {
-    printf("\nsystem calls per forwarded chunk: strace -c -f -p on the proxy's processes, a separate "
-           "run of %d streams x %d chunks at %d/s (epoll_wait counts fall as more streams share a "
-           "wake-up; the rest do not depend on timing)\n\n",
-           sys_streams, sys_chunks, rate);
-    printf("| proxy | chunks | calls per chunk | reads | writes | epoll_wait | epoll_ctl | other | calls / nginx same workers |\n");
-    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (int pi = 1; pi < nproxies; pi++) {
-      fprintf(stderr, "gateway_bench: system calls, %s\n", proxies[pi].label);
-      measure_sys(pi);
-    }
-    for (int pi = 1; pi < nproxies; pi++) {
-      const sys_cell *c = &syscells[pi];
-      if (!c->run) {
-        printf("| %s | skipped: %s | | | | | | | |\n", proxies[pi].label, c->why);
-        emit("syscalls\tproxy=%s\tskipped=%s", proxies[pi].id, c->why);
-        continue;
-      }
-      double n = (double)c->chunks;
-      unsigned long other = c->c.total - c->c.reads - c->c.writes - c->c.epoll_wait - c->c.epoll_ctl;
-      int same = find_proxy(P_NGINX, proxies[pi].workers, 0);
-      char rs[16] = "-";
-      if (proxies[pi].kind == P_GATEWAY && same >= 0 && syscells[same].run)
-        ratio(rs, sizeof rs, (double)c->c.total / n,
-              (double)syscells[same].c.total / (double)syscells[same].chunks, 1);
-      printf("| %s | %zu | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", proxies[pi].label, c->chunks,
-             (double)c->c.total / n, (double)c->c.reads / n, (double)c->c.writes / n,
-             (double)c->c.epoll_wait / n, (double)c->c.epoll_ctl / n, (double)other / n, rs);
-      emit("syscalls\tproxy=%s\tchunks=%zu\tper_chunk=%.3f\treads=%.3f\twrites=%.3f\tepoll_wait=%.3f\t"
-           "epoll_ctl=%.3f\tother=%.3f",
-           proxies[pi].id, c->chunks, (double)c->c.total / n, (double)c->c.reads / n,
-           (double)c->c.writes / n, (double)c->c.epoll_wait / n, (double)c->c.epoll_ctl / n,
-           (double)other / n);
-    }
-  }
-
-  if (do_sys) {
+    printf("\nsystem calls per forwarded chunk: strace -c -f -p on the proxy's processes, separate "
+           "runs of");
+    for (int si = 0; si < nsys; si++) printf("%s %d", si ? "," : "", sys_n[si]);
+    printf(" streams x %d chunks at %d/s (epoll_wait counts fall as more streams share a wake-up; the "
+           "rest do not depend on timing)\n\n",
+           sys_chunks, rate);
+    printf("| streams | proxy | chunks | calls per chunk | reads | writes | epoll_wait | epoll_ctl | other | calls / nginx same workers |\n");
+    printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     int behind = 0;
-    for (int pi = 1; pi < nproxies; pi++)
-      if (syscells[pi].run && (double)syscells[pi].c.reads < 0.9 * (double)syscells[pi].chunks) behind = 1;
+    for (int si = 0; si < nsys; si++) {
+      for (int pi = 1; pi < nproxies; pi++) {
+        fprintf(stderr, "gateway_bench: system calls, %d streams, %s\n", sys_n[si], proxies[pi].label);
+        measure_sys(si, pi);
+      }
+      for (int pi = 1; pi < nproxies; pi++) {
+        const sys_cell *c = &syscells[si][pi];
+        if (!c->run) {
+          printf("| %d | %s | skipped: %s | | | | | | | |\n", sys_n[si], proxies[pi].label, c->why);
+          emit("syscalls\tstreams=%d\tproxy=%s\tskipped=%s", sys_n[si], proxies[pi].id, c->why);
+          continue;
+        }
+        behind |= sys_behind(c);
+        double n = (double)c->chunks;
+        unsigned long other = c->c.total - c->c.reads - c->c.writes - c->c.epoll_wait - c->c.epoll_ctl;
+        int same = find_proxy(P_NGINX, proxies[pi].workers, 0);
+        char rs[16] = "-";
+        if (proxies[pi].kind == P_GATEWAY && same >= 0 && syscells[si][same].run)
+          ratio(rs, sizeof rs, (double)c->c.total / n,
+                (double)syscells[si][same].c.total / (double)syscells[si][same].chunks, 1);
+        printf("| %d | %s | %zu | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", sys_n[si],
+               proxies[pi].label, c->chunks, (double)c->c.total / n, (double)c->c.reads / n,
+               (double)c->c.writes / n, (double)c->c.epoll_wait / n, (double)c->c.epoll_ctl / n,
+               (double)other / n, rs);
+        emit("syscalls\tstreams=%d\tproxy=%s\tchunks=%zu\tper_chunk=%.3f\treads=%.3f\twrites=%.3f\t"
+             "epoll_wait=%.3f\tepoll_ctl=%.3f\tother=%.3f\tbehind=%d",
+             sys_n[si], proxies[pi].id, c->chunks, (double)c->c.total / n, (double)c->c.reads / n,
+             (double)c->c.writes / n, (double)c->c.epoll_wait / n, (double)c->c.epoll_ctl / n,
+             (double)other / n, sys_behind(c));
+      }
+    }
     printf("\n%s\n", behind ? "note: a proxy read fewer than 0.9 times per chunk: under strace it fell behind and "
                               "read several chunks at once, so its counts are lower than at full speed "
-                              "(try fewer --sys-streams)"
+                              "(its target is UNMEASURABLE there; try fewer --sys-streams)"
                             : "every traced proxy read about once per chunk: it kept up under strace");
   }
   targets();
