@@ -7,9 +7,12 @@
  */
 #include "events/bus_net.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <nng/transport/ws/websocket.h>
 
 #include "base/origin.h"
@@ -237,4 +240,93 @@ static void origin_cb(nng_pipe p, nng_pipe_ev ev, void *arg) {
 int ts__bus_origin_guard(nng_socket s, ts__bus_origins *o) {
   int rv = nng_pipe_notify(s, NNG_PIPE_EV_ADD_PRE, origin_cb, o);
   return rv ? ts__bus_nng_err(rv) : 0;
+}
+
+/* ---- a close that does not hang its caller ------------------------------------------- */
+
+/* The rendezvous of a bounded close: whichever of the caller and the closer is last
+ * frees it. */
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+  int done;          /* the closer has finished */
+  int abandoned;     /* the caller stopped waiting: the closer frees this */
+  void (*close)(void *);
+  void *arg;
+} closer;
+
+static void closer_free(closer *c) {
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+static void *closer_main(void *arg) {
+  closer *c = arg;
+  c->close(c->arg);
+  pthread_mutex_lock(&c->mu);
+  c->done = 1;
+  const int abandoned = c->abandoned;
+  pthread_cond_signal(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  if (abandoned) closer_free(c);
+  return NULL;
+}
+
+/* A closer with its lock and its monotonic condition variable, or NULL. */
+static closer *closer_new(void (*close)(void *), void *arg) {
+  closer *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  pthread_condattr_t ca;
+  if (pthread_condattr_init(&ca)) {
+    free(c);
+    return NULL;
+  }
+  int bad = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (!bad && pthread_mutex_init(&c->mu, NULL)) {
+    pthread_cond_destroy(&c->cv);
+    bad = 1;
+  }
+  if (bad) {
+    free(c);
+    return NULL;
+  }
+  c->close = close;
+  c->arg = arg;
+  return c;
+}
+
+int ts__bus_close_bounded(void (*close)(void *), void *arg, unsigned wait_ms) {
+  closer *c = closer_new(close, arg);
+  pthread_t th;
+  if (c && pthread_create(&th, NULL, closer_main, c)) {
+    closer_free(c);
+    c = NULL;
+  }
+  if (!c) { /* no thread to spare: the close on this one, unbounded */
+    close(arg);
+    return 0;
+  }
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += wait_ms / 1000;
+  until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&c->mu);
+  while (!c->done && pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT) {
+  }
+  const int done = c->done;
+  if (!done) c->abandoned = 1;
+  pthread_mutex_unlock(&c->mu);
+  if (!done) {
+    pthread_detach(th);
+    return 1;
+  }
+  pthread_join(th, NULL);
+  closer_free(c);
+  return 0;
 }

@@ -54,4 +54,13 @@ void ts__bus_origins_fini(ts__bus_origins *o);
  * Other transports have no headers and are not affected. `o` must outlive the socket. */
 int ts__bus_origin_guard(nng_socket s, ts__bus_origins *o);
 
+/* Runs close(arg) on a thread of its own and waits for it at most wait_ms (monotonic).
+ * libnng 1.5.2 (Debian 12's) can hang for good in nng_close (nng issue 1543: its one
+ * reaper thread waits on a task that never runs, and every close the process makes after
+ * that waits too); a caller must not hang with it. Returns 0 when close finished within
+ * the wait, 1 when the caller stopped waiting: close goes on, on that thread, detached,
+ * and whatever it frees stays allocated until it returns. When no thread can be started
+ * (no memory), close runs on the caller's thread, unbounded, and 0 is returned. */
+int ts__bus_close_bounded(void (*close)(void *), void *arg, unsigned wait_ms);
+
 #endif

@@ -23,6 +23,7 @@
 #include <nng/protocol/pubsub0/pub.h>
 #include <nng/protocol/reqrep0/rep.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,11 @@ struct ts_pub {
    * CPU in memmove and memset under answer_get, the publisher at 2.8k events/s). */
   ts_buf ans, arch;
   ts_pub_opts o;
+  /* Held while the replay thread calls the archive; ts_pub_close sets archive_closed
+   * under it, so that no archive call is running or starts once it has returned, even
+   * when the close itself was given up on (the caller may then free the archive). */
+  pthread_mutex_t arch_mu;
+  int archive_closed;
   char url[TS__BUS_URL_MAX], replay_url[TS__BUS_URL_MAX];
 
   pthread_mutex_t mu; /* guards everything below */
@@ -206,8 +212,14 @@ static int answer_archive(ts_pub *p, const char *id, size_t idlen, uint64_t afte
   ts_buf_reset(&p->arch);
   archive_ctx c = {&p->arch, 0, 0, p->o.replay_max_events, 0, below};
   uint64_t arch_newest = 0;
+  pthread_mutex_lock(&p->arch_mu);
+  if (p->archive_closed) {
+    pthread_mutex_unlock(&p->arch_mu);
+    return 0;
+  }
   int n = p->o.archive(p->o.archive_user, id, idlen, after, p->o.replay_max_events,
                        archive_put, &c, &arch_newest);
+  pthread_mutex_unlock(&p->arch_mu);
   if (arch_newest > newest) newest = arch_newest;
   ts_buf *a = &p->ans;
   if (n > 0 && c.count && !p->arch.err) {
@@ -391,6 +403,7 @@ int ts_pub_open(const char *url, const char *replay_url, const ts_pub_opts *opts
   }
   pthread_mutex_init(&p->mu, NULL);
   pthread_mutex_init(&p->send_mu, NULL);
+  pthread_mutex_init(&p->arch_mu, NULL);
   int r, rv = nng_aio_alloc(&p->aio, NULL, NULL);
   if (rv) {
     r = ts__bus_nng_err(rv);
@@ -430,6 +443,7 @@ fail_nosock:
   if (p->aio) nng_aio_free(p->aio);
   pthread_mutex_destroy(&p->send_mu);
   pthread_mutex_destroy(&p->mu);
+  pthread_mutex_destroy(&p->arch_mu);
   ts_hmap_fini(&p->map);
   ts__bus_origins_fini(&p->origins);
   free(p);
@@ -484,8 +498,9 @@ void ts_pub_get_stats(ts_pub *p, ts_pub_stats *st) {
   st->origins_refused = __atomic_load_n(&p->origins.refused, __ATOMIC_RELAXED);
 }
 
-void ts_pub_close(ts_pub *p) {
-  if (!p) return;
+/* Everything ts_pub_close ends: the listeners, the replay thread and the memory. */
+static void close_all(void *arg) {
+  ts_pub *p = arg;
   nng_close(p->sock);
   nng_aio_free(p->aio);
   pthread_mutex_destroy(&p->send_mu);
@@ -498,7 +513,20 @@ void ts_pub_close(ts_pub *p) {
   ts_hmap_fini(&p->map);
   ts__bus_origins_fini(&p->origins);
   pthread_mutex_destroy(&p->mu);
+  pthread_mutex_destroy(&p->arch_mu);
   ts_buf_fini(&p->ans);
   ts_buf_fini(&p->arch);
   free(p);
 }
+
+static _Atomic uint64_t closes_abandoned;
+
+void ts_pub_close(ts_pub *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->arch_mu); /* waits for an archive call in progress */
+  p->archive_closed = 1;
+  pthread_mutex_unlock(&p->arch_mu);
+  if (ts__bus_close_bounded(close_all, p, TS_PUB_CLOSE_WAIT_MS)) atomic_fetch_add(&closes_abandoned, 1);
+}
+
+uint64_t ts_pub_closes_abandoned(void) { return atomic_load(&closes_abandoned); }

@@ -106,8 +106,20 @@ typedef struct {
 void ts_pub_get_stats(ts_pub *pub, ts_pub_stats *st);
 
 /* Closes both listeners (subscribers see the publisher go away and redial), stops
- * the replay thread and frees everything. NULL is a no-op. */
+ * the replay thread and frees everything. NULL is a no-op. Returns within
+ * TS_PUB_CLOSE_WAIT_MS: the close runs on a thread of its own, because libnng 1.5.2
+ * (Debian 12's) can hang for good in nng_close once any close in the process has met its
+ * reaper bug (nng issue 1543; ts_sub_close, events/bus_sub.h). A close that has not
+ * returned by then is left to that thread, which frees the publisher if it ever
+ * returns; until then its listeners stay bound and its memory allocated. Only when no
+ * thread can be started (no memory) does it close on the caller's thread, unbounded.
+ * Either way `pub` must not be used again, and the archive (ts_pub_opts) is not called
+ * again once this returns (it waits for a call in progress): the caller may free it. */
+#define TS_PUB_CLOSE_WAIT_MS 2000
 void ts_pub_close(ts_pub *pub);
+
+/* How many ts_pub_close calls in this process gave up waiting for libnng's close. */
+uint64_t ts_pub_closes_abandoned(void);
 
 /* The nng message of the last nng failure in the calling thread ("Address in use"),
  * for the command line's error line; "" when none. Static storage. */

@@ -43,8 +43,6 @@
  */
 #include "events/bus_sub.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 
 #include <nng/nng.h>
@@ -54,7 +52,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "events/bus_net.h"
 #include "events/bus_wire.h"
@@ -970,97 +967,15 @@ static void close_all(ts_sub *s) {
   free(s);
 }
 
-/* The close on a thread of its own, awaited for TS_SUB_CLOSE_WAIT_MS. libnng 1.5.2's
- * nng_close of a sub0 socket now and then never returns while its publisher is up and
- * sending (nng issue 1543, fixed after 1.5.2; caught under a debugger in this project's
- * bus tests: libnng's one reaper thread waits on a task that never runs, and every close
- * the process makes after it waits too). The caller must not hang with it: past the wait
- * it goes on, and the closer, detached, frees the subscriber if the close ever returns.
- * Whichever of the two is last frees the rendezvous. */
-typedef struct {
-  pthread_mutex_t mu;
-  pthread_cond_t cv; /* on CLOCK_MONOTONIC */
-  int done;          /* the closer has finished */
-  int abandoned;     /* the caller stopped waiting: the closer frees this */
-  ts_sub *s;
-} closer;
+static void close_cb(void *s) { close_all(s); }
 
 static _Atomic uint64_t closes_abandoned;
 
-static void closer_free(closer *c) {
-  pthread_cond_destroy(&c->cv);
-  pthread_mutex_destroy(&c->mu);
-  free(c);
-}
-
-static void *closer_main(void *arg) {
-  closer *c = arg;
-  close_all(c->s);
-  pthread_mutex_lock(&c->mu);
-  c->done = 1;
-  const int abandoned = c->abandoned;
-  pthread_cond_signal(&c->cv);
-  pthread_mutex_unlock(&c->mu);
-  if (abandoned) closer_free(c);
-  return NULL;
-}
-
-/* A closer with its lock and its monotonic condition variable, or NULL. */
-static closer *closer_new(ts_sub *s) {
-  closer *c = calloc(1, sizeof *c);
-  if (!c) return NULL;
-  pthread_condattr_t ca;
-  if (pthread_condattr_init(&ca)) {
-    free(c);
-    return NULL;
-  }
-  int bad = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) || pthread_cond_init(&c->cv, &ca);
-  pthread_condattr_destroy(&ca);
-  if (!bad && pthread_mutex_init(&c->mu, NULL)) {
-    pthread_cond_destroy(&c->cv);
-    bad = 1;
-  }
-  if (bad) {
-    free(c);
-    return NULL;
-  }
-  c->s = s;
-  return c;
-}
-
+/* libnng's nng_close of a sub0 socket was seen to hang while its publisher is up and
+ * sending (bus_net.h): the close is bounded. */
 void ts_sub_close(ts_sub *s) {
-  if (!s) return;
-  closer *c = closer_new(s);
-  pthread_t th;
-  if (c && pthread_create(&th, NULL, closer_main, c)) {
-    closer_free(c);
-    c = NULL;
-  }
-  if (!c) { /* no thread to spare: the close on this one, unbounded */
-    close_all(s);
-    return;
-  }
-  struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  until.tv_sec += TS_SUB_CLOSE_WAIT_MS / 1000;
-  until.tv_nsec += (long)(TS_SUB_CLOSE_WAIT_MS % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
-  }
-  pthread_mutex_lock(&c->mu);
-  while (!c->done && pthread_cond_timedwait(&c->cv, &c->mu, &until) != ETIMEDOUT) {
-  }
-  const int done = c->done;
-  if (!done) c->abandoned = 1;
-  pthread_mutex_unlock(&c->mu);
-  if (done) {
-    pthread_join(th, NULL);
-    closer_free(c);
-  } else {
+  if (s && ts__bus_close_bounded(close_cb, s, TS_SUB_CLOSE_WAIT_MS))
     atomic_fetch_add(&closes_abandoned, 1);
-    pthread_detach(th);
-  }
 }
 
 uint64_t ts_sub_closes_abandoned(void) { return atomic_load(&closes_abandoned); }

@@ -1663,6 +1663,89 @@ START_TEST(test_close_without_thread) {
 }
 END_TEST
 
+/* An archive holding thread "arc": one event. */
+static _Atomic int archive_calls;
+
+static int one_event_archive(void *user, const char *thread, size_t thread_len, uint64_t after,
+                             size_t max, int (*put)(void *, uint64_t, const char *, size_t), void *ctx,
+                             uint64_t *newest) {
+  (void)user;
+  (void)max;
+  atomic_fetch_add(&archive_calls, 1);
+  *newest = 0;
+  if (thread_len != 3 || memcmp(thread, "arc", 3)) return 0;
+  *newest = 1;
+  if (after >= 1) return 0;
+  put(ctx, 1, "{}", 2);
+  return 1;
+}
+
+/* ts_pub_close is bounded the same way: a publisher whose close libnng never finishes
+ * (here its pub0 socket's, held) returns to its caller within TS_PUB_CLOSE_WAIT_MS; its
+ * replay service, still up until that close goes on, no longer calls the archive (the
+ * caller may have freed it); the process can open another publisher meanwhile; and the
+ * close left to its thread frees the publisher (LeakSanitizer) once libnng's returns. */
+START_TEST(test_pub_close_bounded) {
+  char a[64], c[64];
+  ts_pub_opts po = {.archive = one_event_archive};
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(c, sizeof c), &po, &p), 0);
+  send_ev(p, "h", 1);
+  nng_socket req;
+  ck_assert_int_eq(nng_req0_open(&req), 0);
+  nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 5000);
+  ck_assert_int_eq(nng_dial(req, c, NULL, 0), 0);
+  atomic_store(&archive_calls, 0);
+  ask(req, "get 0 arc", "ok 1 1\n1 {}\n");
+  ck_assert_int_eq(atomic_load(&archive_calls), 1);
+  const uint64_t abandoned = ts_pub_closes_abandoned();
+  hang_next_close();
+  const double t0 = now_s();
+  ts_pub_close(p);
+  const double took = now_s() - t0;
+  pthread_mutex_lock(&hang_mu);
+  ck_assert_msg(hang_held, "the close never reached nng_close");
+  ck_assert_msg(!hang_released, "released early");
+  pthread_mutex_unlock(&hang_mu);
+  ck_assert_uint_eq(ts_pub_closes_abandoned(), abandoned + 1);
+  ck_assert_msg(took >= TS_PUB_CLOSE_WAIT_MS / 1000.0 - 0.01, "returned after %.3f s", took);
+  ask(req, "get 0 arc", "unknown\n"); /* the replay thread answers, without the archive */
+  ck_assert_int_eq(atomic_load(&archive_calls), 1);
+  nng_close(req);
+  /* another publisher, opened, used and closed while that close hangs: not abandoned */
+  char a2[64], c2[64];
+  ts_pub *p2;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a2, sizeof a2), ipc_url(c2, sizeof c2), NULL, &p2), 0);
+  ts_sub *s = sub_with_events(p2, a2, c2, 1);
+  int before = atomic_load(&closes_returned);
+  ts_pub_close(p2);
+  ck_assert_uint_eq(ts_pub_closes_abandoned(), abandoned + 1);
+  ck_assert_int_eq(atomic_load(&closes_returned), before + 2); /* its pub0 and its rep0 */
+  ts_sub_close(s);
+  /* released, the abandoned close goes on: the pub0 socket, then the rep0 */
+  before = atomic_load(&closes_returned);
+  release_close();
+  for (int i = 0; i < 3000 && atomic_load(&closes_returned) < before + 2; i++) sleep_us(10000);
+  ck_assert_int_eq(atomic_load(&closes_returned), before + 2);
+}
+END_TEST
+
+/* A publisher's close that cannot start its thread closes on the caller's. */
+START_TEST(test_pub_close_without_thread) {
+  char a[64], c[64];
+  ts_pub *p;
+  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(c, sizeof c), NULL, &p), 0);
+  send_ev(p, "h", 1);
+  const uint64_t abandoned = ts_pub_closes_abandoned();
+  const int before = atomic_load(&closes_returned);
+  ts_test_alloc_fail_after(1);
+  ts_pub_close(p);
+  ts_test_alloc_fail_after(-1);
+  ck_assert_int_eq(atomic_load(&closes_returned), before + 2);
+  ck_assert_uint_eq(ts_pub_closes_abandoned(), abandoned);
+}
+END_TEST
+
 /* TS_BUS_ONLY=test_name runs one test (for debugging). */
 #define ADD(tc, fn)                                                                  \
   do {                                                                               \
@@ -1705,6 +1788,8 @@ static Suite *suite(void) {
   ADD(tc, test_publish_no_getrandom_per_event);
   ADD(tc, test_close_bounded);
   ADD(tc, test_close_without_thread);
+  ADD(tc, test_pub_close_bounded);
+  ADD(tc, test_pub_close_without_thread);
   suite_add_tcase(s, tc);
   return s;
 }
