@@ -1596,6 +1596,32 @@ static void release_close(void) {
   pthread_mutex_unlock(&hang_mu);
 }
 
+/* close(obj) with libnng's next close held: checks that it reached that close and
+ * returned while it was still held, after at least wait_ms (a loaded machine may take
+ * longer, never less). */
+static void close_held(void (*close)(void *), void *obj, unsigned wait_ms) {
+  hang_next_close();
+  const double t0 = now_s();
+  close(obj);
+  const double took = now_s() - t0;
+  pthread_mutex_lock(&hang_mu);
+  ck_assert_msg(hang_held, "the close never reached nng_close");
+  ck_assert_msg(!hang_released, "released early");
+  pthread_mutex_unlock(&hang_mu);
+  ck_assert_msg(took >= wait_ms / 1000.0 - 0.01, "returned after %.3f s", took);
+}
+
+/* Releases the held close and waits for the `more` closes of libnng it goes on with. */
+static void release_and_wait(int more) {
+  const int held = atomic_load(&closes_returned);
+  release_close();
+  for (int i = 0; i < 3000 && atomic_load(&closes_returned) < held + more; i++) sleep_us(10000);
+  ck_assert_int_eq(atomic_load(&closes_returned), held + more);
+}
+
+static void sub_close(void *s) { ts_sub_close(s); }
+static void pub_close(void *p) { ts_pub_close(p); }
+
 /* A subscriber of `a` (replay `c`) that has taken events 1..from+4 of thread "h" (those
  * below `from` from the history, the five from `from` published now). */
 static ts_sub *sub_with_events(ts_pub *p, const char *a, const char *c, uint64_t from) {
@@ -1620,17 +1646,8 @@ START_TEST(test_close_bounded) {
   ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(c, sizeof c), NULL, &p), 0);
   ts_sub *s = sub_with_events(p, a, c, 1);
   const uint64_t abandoned = ts_sub_closes_abandoned();
-  hang_next_close();
-  const double t0 = now_s();
-  ts_sub_close(s);
-  const double took = now_s() - t0;
-  pthread_mutex_lock(&hang_mu);
-  ck_assert_msg(hang_held, "the close never reached nng_close");
-  ck_assert_msg(!hang_released, "released early");
-  pthread_mutex_unlock(&hang_mu);
+  close_held(sub_close, s, TS_SUB_CLOSE_WAIT_MS);
   ck_assert_uint_eq(ts_sub_closes_abandoned(), abandoned + 1);
-  /* it waits the whole time first (a loaded machine may take longer, never less) */
-  ck_assert_msg(took >= TS_SUB_CLOSE_WAIT_MS / 1000.0 - 0.01, "returned after %.3f s", took);
   /* the bus still works while that close hangs */
   ts_sub *s2 = sub_with_events(p, a, c, 6);
   const int before = atomic_load(&closes_returned);
@@ -1638,15 +1655,13 @@ START_TEST(test_close_bounded) {
   ck_assert_uint_eq(ts_sub_closes_abandoned(), abandoned + 1);
   ck_assert_int_eq(atomic_load(&closes_returned), before + 2); /* its sub0 and its req0 */
   /* released, the abandoned close goes on: the sub0 socket, then the req0 */
-  const int held = atomic_load(&closes_returned);
-  release_close();
-  for (int i = 0; i < 3000 && atomic_load(&closes_returned) < held + 2; i++) sleep_us(10000);
-  ck_assert_int_eq(atomic_load(&closes_returned), held + 2);
+  release_and_wait(2);
   ts_pub_close(p);
 }
 END_TEST
 
-/* A close that cannot start its thread (no memory for it) closes on the caller's. */
+/* A subscriber's or publisher's close that cannot start its thread (no memory for it)
+ * closes on the caller's. */
 START_TEST(test_close_without_thread) {
   char a[64], c[64];
   ts_pub *p;
@@ -1659,7 +1674,13 @@ START_TEST(test_close_without_thread) {
   ts_test_alloc_fail_after(-1);
   ck_assert_int_eq(atomic_load(&closes_returned), before + 2);
   ck_assert_uint_eq(ts_sub_closes_abandoned(), abandoned);
+  /* the publisher's the same way: its pub0 and its rep0, on this thread */
+  const uint64_t pub_abandoned = ts_pub_closes_abandoned();
+  ts_test_alloc_fail_after(1);
   ts_pub_close(p);
+  ts_test_alloc_fail_after(-1);
+  ck_assert_int_eq(atomic_load(&closes_returned), before + 4);
+  ck_assert_uint_eq(ts_pub_closes_abandoned(), pub_abandoned);
 }
 END_TEST
 
@@ -1699,16 +1720,8 @@ START_TEST(test_pub_close_bounded) {
   ask(req, "get 0 arc", "ok 1 1\n1 {}\n");
   ck_assert_int_eq(atomic_load(&archive_calls), 1);
   const uint64_t abandoned = ts_pub_closes_abandoned();
-  hang_next_close();
-  const double t0 = now_s();
-  ts_pub_close(p);
-  const double took = now_s() - t0;
-  pthread_mutex_lock(&hang_mu);
-  ck_assert_msg(hang_held, "the close never reached nng_close");
-  ck_assert_msg(!hang_released, "released early");
-  pthread_mutex_unlock(&hang_mu);
+  close_held(pub_close, p, TS_PUB_CLOSE_WAIT_MS);
   ck_assert_uint_eq(ts_pub_closes_abandoned(), abandoned + 1);
-  ck_assert_msg(took >= TS_PUB_CLOSE_WAIT_MS / 1000.0 - 0.01, "returned after %.3f s", took);
   ask(req, "get 0 arc", "unknown\n"); /* the replay thread answers, without the archive */
   ck_assert_int_eq(atomic_load(&archive_calls), 1);
   nng_close(req);
@@ -1717,32 +1730,13 @@ START_TEST(test_pub_close_bounded) {
   ts_pub *p2;
   ck_assert_int_eq(ts_pub_open(ipc_url(a2, sizeof a2), ipc_url(c2, sizeof c2), NULL, &p2), 0);
   ts_sub *s = sub_with_events(p2, a2, c2, 1);
-  int before = atomic_load(&closes_returned);
+  const int before = atomic_load(&closes_returned);
   ts_pub_close(p2);
   ck_assert_uint_eq(ts_pub_closes_abandoned(), abandoned + 1);
   ck_assert_int_eq(atomic_load(&closes_returned), before + 2); /* its pub0 and its rep0 */
   ts_sub_close(s);
   /* released, the abandoned close goes on: the pub0 socket, then the rep0 */
-  before = atomic_load(&closes_returned);
-  release_close();
-  for (int i = 0; i < 3000 && atomic_load(&closes_returned) < before + 2; i++) sleep_us(10000);
-  ck_assert_int_eq(atomic_load(&closes_returned), before + 2);
-}
-END_TEST
-
-/* A publisher's close that cannot start its thread closes on the caller's. */
-START_TEST(test_pub_close_without_thread) {
-  char a[64], c[64];
-  ts_pub *p;
-  ck_assert_int_eq(ts_pub_open(ipc_url(a, sizeof a), ipc_url(c, sizeof c), NULL, &p), 0);
-  send_ev(p, "h", 1);
-  const uint64_t abandoned = ts_pub_closes_abandoned();
-  const int before = atomic_load(&closes_returned);
-  ts_test_alloc_fail_after(1);
-  ts_pub_close(p);
-  ts_test_alloc_fail_after(-1);
-  ck_assert_int_eq(atomic_load(&closes_returned), before + 2);
-  ck_assert_uint_eq(ts_pub_closes_abandoned(), abandoned);
+  release_and_wait(2);
 }
 END_TEST
 
@@ -1789,7 +1783,6 @@ static Suite *suite(void) {
   ADD(tc, test_close_bounded);
   ADD(tc, test_close_without_thread);
   ADD(tc, test_pub_close_bounded);
-  ADD(tc, test_pub_close_without_thread);
   suite_add_tcase(s, tc);
   return s;
 }
