@@ -42,8 +42,10 @@
  * the ratios read "-".
  *
  * Usage: gateway_bench TOOLSTREAM_BINARY [options], see usage() below.
- * Exit status 0 when every stream of every cell completed uncorrupted; 1 when one did
- * not or a proxy could not be started; 2 for usage errors.
+ * Exit status 0 when every stream of every direct and gateway cell completed
+ * uncorrupted; 1 when one did not or a proxy could not be started; 2 for usage errors.
+ * nginx's lost streams are a finding about nginx (its listen queue at 5,000 streams with
+ * one worker), printed, not a failure of the run.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -1486,8 +1488,9 @@ static void usage(FILE *f) {
           "  --tsv FILE          also write the machine-readable cell lines to FILE\n"
           "  -h, --help          this help\n"
           "\n"
-          "Exit status: 0 when every stream of every cell completed uncorrupted, 1 otherwise or\n"
-          "when a proxy cannot start, 2 for usage errors.\n");
+          "Exit status: 0 when every stream of every direct and gateway cell completed\n"
+          "uncorrupted, 1 otherwise or when a proxy cannot start, 2 for usage errors (streams\n"
+          "nginx lost are printed, and do not fail the run).\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
@@ -1866,13 +1869,21 @@ int main(int argc, char **argv) {
   targets();
   printf("load average at the end: %s\n", load_now());
 
-  int ok = 1;
+  int ok = 1, nginx_short = 0;
   for (int run = 0; run < nruns; run++)
     for (int ci = 0; ci < ncounts; ci++)
       for (int pi = 0; pi < nproxies; pi++) {
         const cell *c = &run_cells[run][ci][pi];
-        if (c->run && (c->r.completed != counts[ci] || c->r.corrupted)) ok = 0; /* lost or unfinished */
         if (!c->run && c->why != nginx_missing) ok = 0;
+        if (!c->run || (c->r.completed == counts[ci] && !c->r.corrupted)) continue;
+        if (proxies[pi].kind != P_NGINX) {
+          ok = 0; /* lost, unfinished or corrupted */
+          continue;
+        }
+        nginx_short = 1;
+        printf("%s at %d streams (run %d): %d of %d complete, %d lost, %d unfinished, %d corrupted\n",
+               proxies[pi].label, counts[ci], run + 1, c->r.completed, counts[ci], c->r.lost,
+               c->r.unfinished, c->r.corrupted);
       }
   drain_loop(50);
   while (up_all) up_free(up_all);
@@ -1880,7 +1891,9 @@ int main(int argc, char **argv) {
   event_base_free(base);
   free(samples);
   if (tsv) fclose(tsv);
-  printf("%s\n", ok ? "all streams of every cell complete and intact"
+  printf("%s\n", ok ? nginx_short ? "all streams of every direct and gateway cell complete and intact (nginx's "
+                                    "shortfall above)"
+                                  : "all streams of every cell complete and intact"
                     : "FAILED: streams lost, corrupted or unfinished at the deadline, or a proxy did not start");
   return ok ? 0 : 1;
 }
