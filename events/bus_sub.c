@@ -936,7 +936,8 @@ int ts_sub_next(ts_sub *s, ts_sub_item *item, int timeout_ms) {
 void ts_sub_get_stats(const ts_sub *s, ts_sub_stats *st) { *st = s->st; }
 
 /* Everything ts_sub_close ends: the sockets, the request in flight and the memory. */
-static void close_all(ts_sub *s) {
+static void close_all(void *arg) {
+  ts_sub *s = arg;
   nng_close(s->sock);
   if (s->aio) {
     /* The request in flight (often a sync: those are not waited for) is cancelled and
@@ -967,14 +968,12 @@ static void close_all(ts_sub *s) {
   free(s);
 }
 
-static void close_cb(void *s) { close_all(s); }
-
 static _Atomic uint64_t closes_abandoned;
 
 /* libnng's nng_close of a sub0 socket was seen to hang while its publisher is up and
  * sending (bus_net.h): the close is bounded. */
 void ts_sub_close(ts_sub *s) {
-  if (s && ts__bus_close_bounded(close_cb, s, TS_SUB_CLOSE_WAIT_MS))
+  if (s && ts__bus_close_bounded(close_all, s, TS_SUB_CLOSE_WAIT_MS))
     atomic_fetch_add(&closes_abandoned, 1);
 }
 
