@@ -23,7 +23,7 @@ enum {
   O_LISTEN = 1, O_UPSTREAM, O_DELTAS, O_TEXT, O_CONNECT_TIMEOUT, O_HEADERS_TIMEOUT,
   O_IDLE_TIMEOUT, O_MAX_HEADER, O_MAX_BODY,
   O_HEAD_TIMEOUT, O_MAX_CONNECTIONS, O_MAX_PER_CLIENT, /* limits against hostile clients */
-  O_SERVE, O_QUIET, O_NO_TAP, O_WORKERS
+  O_SERVE, O_QUIET, O_NO_TAP, O_WORKERS, O_SPREAD_AT
 };
 
 static const ts_cli_opt gw_opts[] = {
@@ -41,6 +41,11 @@ static const ts_cli_opt gw_opts[] = {
     {"workers", 0, TS_CLI_NUMBER, O_WORKERS, 1, TS_GW_MAX_WORKERS, "N",
      "event loops, one thread each, sharing the port (default 1;\n"
      "more pays when the gateway has cores of its own; --serve needs 1)", NULL},
+    {"spread-at", 0, TS_CLI_NUMBER, O_SPREAD_AT, 0, 1000000, "N",
+     "with --workers over 1: the first loop takes every client connection\n"
+     "while it holds fewer than N; then each goes to the loop holding\n"
+     "fewest, a tie to the one the kernel chose (default "
+     TS_GW_STR(TS_GW_SPREAD_AT) "; 0: no filling)", NULL},
     {"no-tap", 0, TS_CLI_FLAG, O_NO_TAP, 0, 0, NULL,
      "forward only: no tap on any reply, no event published (also\n"
      "with --pub or --serve)", NULL},
@@ -146,6 +151,7 @@ static int gw_set(void *user, const ts_cli_opt *o, const char *val, uint64_t n) 
     case O_QUIET: a->cfg->quiet = 1; break;
     case O_NO_TAP: a->cfg->no_tap = 1; break;
     case O_WORKERS: a->cfg->workers = (int)n; break;
+    case O_SPREAD_AT: a->cfg->spread_at = n ? (size_t)n : TS_GW_SPREAD_EVEN; break;
   }
   return 0;
 }

@@ -141,6 +141,8 @@ typedef struct {
   ts_hmap seqs;  /* seq_node by thread id */
   ts_hmap peers; /* peer_node by client address */
   size_t nconns; /* client connections of every worker */
+  size_t nlive[TS_GW_MAX_WORKERS]; /* ... of each worker, and handed to it (pick_worker) */
+  size_t spread_at;                /* ts_gw_config.spread_at, defaulted (0: no filling) */
   ts_gw *w[TS_GW_MAX_WORKERS];
   pthread_t th[TS_GW_MAX_WORKERS];
   size_t n, running; /* workers made; threads started (workers 1 .. running) */
@@ -151,6 +153,8 @@ struct ts_gw {
   size_t index;       /* 0: on the caller's base; else on its own thread and base */
   int stop_fd[2];     /* workers past 0: a byte in stop_fd[1] ends the worker's loop */
   struct event *stop_ev;
+  int hand_fd[2];     /* with several workers: accepted connections handed to this one */
+  struct event *hand_ev;
   struct event_base *base;
   struct evconnlistener *lev;
   struct event *accept_ev; /* re-enables accepting after a back-off */
@@ -540,6 +544,18 @@ static void request_reset(conn *c) {
   c->rt = NULL;
 }
 
+/* A connection of this worker leaves the caps' counts (its peer with its last one). */
+static void conn_forget(ts_gw *gw, peer_node *pn) {
+  pthread_mutex_lock(&gw->grp->lock);
+  gw->grp->nconns--;
+  gw->grp->nlive[gw->index]--;
+  if (pn && --pn->count == 0) {
+    ts_hmap_remove(&gw->grp->peers, &pn->h);
+    free(pn);
+  }
+  pthread_mutex_unlock(&gw->grp->lock);
+}
+
 static void conn_free(conn *c) {
   ts_gw *gw = c->gw;
   upstream_free(c);
@@ -548,13 +564,7 @@ static void conn_free(conn *c) {
   else if (gw->live == c) gw->live = c->next;
   if (c->next) c->next->prev = c->prev;
   ST_ADD(gw, connections_open, -1);
-  pthread_mutex_lock(&gw->grp->lock);
-  gw->grp->nconns--;
-  if (c->peer && --c->peer->count == 0) {
-    ts_hmap_remove(&gw->grp->peers, &c->peer->h);
-    free(c->peer);
-  }
-  pthread_mutex_unlock(&gw->grp->lock);
+  conn_forget(gw, c->peer);
   if (c->timer) event_free(c->timer);
   if (c->utimer) event_free(c->utimer);
   if (c->kick) event_free(c->kick);
@@ -667,8 +677,15 @@ static void send_metrics(conn *c) {
   ts_gw_metrics sum;
   memset(&sum, 0, sizeof sum);
   gw_group *g = c->gw->grp;
-  for (size_t i = 0; i < g->n; i++) ts_gw_metrics_sum(&sum, &g->w[i]->m);
-  if (ts_gw_metrics_render(&sum, &text)) reply_error(c, 500, "out of memory", 0);
+  ts_gw_metrics *per = g->n > 1 ? calloc(g->n, sizeof *per) : NULL; /* each loop's copy */
+  for (size_t i = 0; i < g->n; i++) {
+    ts_gw_metrics_sum(&sum, &g->w[i]->m);
+    if (per) ts_gw_metrics_sum(&per[i], &g->w[i]->m);
+  }
+  int rc = ts_gw_metrics_render(&sum, &text);
+  if (!rc && g->n > 1) rc = per ? ts_gw_metrics_render_workers(per, g->n, &text) : TS_E_NOMEM;
+  free(per);
+  if (rc) reply_error(c, 500, "out of memory", 0);
   else reply(c, 200, "text/plain; version=0.0.4; charset=utf-8", text.p, text.len, 0);
   ts_buf_fini(&text);
 }
@@ -1802,45 +1819,37 @@ static void refuse_connection(ts_gw *gw, evutil_socket_t fd, const char *why) {
   ST_ADD(gw, connections_refused, 1);
 }
 
-static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
-                      int salen, void *arg) {
-  (void)lev;
-  (void)salen;
-  ts_gw *gw = arg;
-  gw_group *g = gw->grp;
-  gw->accept_backoff_ms = 0;
-  char addr[INET6_ADDRSTRLEN] = "?";
-  if (sa->sa_family == AF_INET)
-    inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, addr, sizeof addr);
-  else if (sa->sa_family == AF_INET6)
-    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, addr, sizeof addr);
-  size_t alen = strlen(addr);
+/* ---- accepting, and which loop a connection goes to -------------------------------------- *
+ * With several workers every one listens on the port (SO_REUSEPORT), and the kernel picks
+ * the listener by a hash of the connection's addresses. What is cheapest is not an even
+ * spread, though: a loop that wakes for a handful of streams pays its wake-ups for fewer
+ * chunks, so two loops at 100 streams cost more CPU per chunk than one (docs/gateway.md,
+ * "Workers"); a second loop pays off once one loop holds enough streams that a burst of
+ * their chunks waits behind itself. So the first worker takes every connection while it
+ * holds fewer than spread_at, and after that each goes to the worker that holds the
+ * fewest (a tie to the one that accepted it). A connection accepted by one worker and
+ * meant for another is handed over through the other's pipe (its fd and its peer, both
+ * counted already: 16 bytes, one atomic pipe write), and lives on that worker until it
+ * closes; when the pipe is full the accepting worker keeps it. */
+typedef struct {
+  evutil_socket_t fd;
+  peer_node *pn;
+} handed;
+
+static size_t pick_worker(const gw_group *g, size_t self) {
+  if (g->n < 2 || g->nlive[0] < g->spread_at) return 0;
+  size_t best = self;
+  for (size_t i = 0; i < g->n; i++)
+    if (g->nlive[i] < g->nlive[best]) best = i;
+  return best;
+}
+
+/* A client connection on this worker, counted already (conn_forget undoes it). */
+static void conn_start(ts_gw *gw, evutil_socket_t fd, peer_node *pn) {
   conn *c = calloc(1, sizeof *c);
-  const char *no = c ? NULL : "out of memory";
-  /* the caps count every worker's connections */
-  pthread_mutex_lock(&g->lock);
-  peer_node *pn = no ? NULL : (peer_node *)ts_hmap_find(&g->peers, addr, alen);
-  if (no) {
-  } else if (g->nconns >= gw->cfg.max_connections) {
-    no = "too many connections";
-  } else if (pn && pn->count >= gw->cfg.max_per_client) {
-    no = "too many connections from your address";
-  } else if (!pn) {
-    pn = calloc(1, sizeof *pn);
-    if (pn) memcpy(pn->key, addr, alen + 1);
-    if (!pn || ts_hmap_insert(&g->peers, &pn->h, pn->key, alen)) {
-      free(pn);
-      no = "out of memory";
-    }
-  }
-  if (!no) {
-    pn->count++;
-    g->nconns++;
-  }
-  pthread_mutex_unlock(&g->lock);
-  if (no) {
-    free(c);
-    refuse_connection(gw, fd, no);
+  if (!c) {
+    conn_forget(gw, pn);
+    refuse_connection(gw, fd, "out of memory");
     return;
   }
   c->ufd = -1;
@@ -1868,6 +1877,68 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
   bufferevent_setwatermark(c->bev, EV_READ, 0, gw->cfg.max_header_bytes + TS_GW_PIPELINE_BYTES);
   bufferevent_enable(c->bev, EV_READ); /* writing: only while bytes wait (client_write) */
   arm_ms(c->timer, gw->cfg.head_timeout_ms);
+}
+
+/* Connections another worker handed to this one. */
+static void on_handed(evutil_socket_t fd, short what, void *arg) {
+  (void)what;
+  ts_gw *gw = arg;
+  handed h[64];
+  ssize_t n;
+  while ((n = read(fd, h, sizeof h)) > 0)
+    for (size_t i = 0; i < (size_t)n / sizeof h[0]; i++) conn_start(gw, h[i].fd, h[i].pn);
+}
+
+static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg) {
+  (void)lev;
+  (void)salen;
+  ts_gw *gw = arg;
+  gw_group *g = gw->grp;
+  gw->accept_backoff_ms = 0;
+  char addr[INET6_ADDRSTRLEN] = "?";
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, addr, sizeof addr);
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)sa)->sin6_addr, addr, sizeof addr);
+  size_t alen = strlen(addr);
+  const char *no = NULL;
+  size_t to = gw->index;
+  /* the caps count every worker's connections */
+  pthread_mutex_lock(&g->lock);
+  peer_node *pn = (peer_node *)ts_hmap_find(&g->peers, addr, alen);
+  if (g->nconns >= gw->cfg.max_connections) {
+    no = "too many connections";
+  } else if (pn && pn->count >= gw->cfg.max_per_client) {
+    no = "too many connections from your address";
+  } else if (!pn) {
+    pn = calloc(1, sizeof *pn);
+    if (pn) memcpy(pn->key, addr, alen + 1);
+    if (!pn || ts_hmap_insert(&g->peers, &pn->h, pn->key, alen)) {
+      free(pn);
+      no = "out of memory";
+    }
+  }
+  if (!no) {
+    pn->count++;
+    g->nconns++;
+    to = pick_worker(g, gw->index);
+    g->nlive[to]++;
+  }
+  pthread_mutex_unlock(&g->lock);
+  if (no) {
+    refuse_connection(gw, fd, no);
+    return;
+  }
+  if (to != gw->index) {
+    handed h = {fd, pn};
+    if (write(g->w[to]->hand_fd[1], &h, sizeof h) == (ssize_t)sizeof h) return;
+    pthread_mutex_lock(&g->lock); /* its pipe is full: this worker keeps it */
+    g->nlive[to]--;
+    g->nlive[gw->index]++;
+    pthread_mutex_unlock(&g->lock);
+  }
+  conn_start(gw, fd, pn);
 }
 
 static void on_accept_again(evutil_socket_t fd, short what, void *arg) {
@@ -1919,8 +1990,9 @@ static size_t default_max_connections(void) {
 
 /* Worker i of g on `base`: its routes, timers and listener (on `port`, shared with the
  * other workers through SO_REUSEPORT when there are several: the kernel spreads the
- * connections over their listeners). The TLS context is worker 0's, shared (an SSL_CTX may
- * make SSL objects on several threads). */
+ * connections over their listeners, and pick_worker says which worker keeps each), and,
+ * with several workers, the pipe the others hand it connections through. The TLS context
+ * is worker 0's, shared (an SSL_CTX may make SSL objects on several threads). */
 static int worker_new(gw_group *g, struct event_base *base, const ts_gw_config *cfg, int port,
                       ts_gw **out, char *why, size_t why_cap) {
   ts_gw *gw = calloc(1, sizeof *gw);
@@ -1928,6 +2000,7 @@ static int worker_new(gw_group *g, struct event_base *base, const ts_gw_config *
   gw->grp = g;
   gw->index = g->n;
   gw->stop_fd[0] = gw->stop_fd[1] = -1;
+  gw->hand_fd[0] = gw->hand_fd[1] = -1;
   g->w[g->n++] = gw;
   gw->base = base;
   gw->cfg = *cfg;
@@ -1962,6 +2035,13 @@ static int worker_new(gw_group *g, struct event_base *base, const ts_gw_config *
   if (gai) {
     set_why(why, why_cap, "cannot listen: %s", gai_strerror(gai));
     return TS_E_IO;
+  }
+  if (cfg->workers > 1 &&
+      (pipe2(gw->hand_fd, O_CLOEXEC | O_NONBLOCK) ||
+       !(gw->hand_ev = event_new(base, gw->hand_fd[0], EV_READ | EV_PERSIST, on_handed, gw)) ||
+       event_add(gw->hand_ev, NULL))) {
+    freeaddrinfo(ai);
+    return TS_E_NOMEM;
   }
   unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC;
   if (cfg->workers > 1) flags |= LEV_OPT_REUSEABLE_PORT;
@@ -2014,6 +2094,16 @@ static void worker_free(ts_gw *gw) {
   if (gw->lev) evconnlistener_free(gw->lev);
   if (gw->accept_ev) event_free(gw->accept_ev);
   if (gw->tap_ev) event_free(gw->tap_ev);
+  if (gw->hand_ev) event_free(gw->hand_ev);
+  if (gw->hand_fd[0] >= 0) { /* connections handed over and not yet taken: closed */
+    handed h;
+    while (read(gw->hand_fd[0], &h, sizeof h) == (ssize_t)sizeof h) {
+      evutil_closesocket(h.fd);
+      conn_forget(gw, h.pn);
+    }
+    close(gw->hand_fd[0]);
+  }
+  if (gw->hand_fd[1] >= 0) close(gw->hand_fd[1]);
   if (gw->stop_ev) event_free(gw->stop_ev);
   if (gw->stop_fd[0] >= 0) close(gw->stop_fd[0]);
   if (gw->stop_fd[1] >= 0) close(gw->stop_fd[1]);
@@ -2067,6 +2157,7 @@ int ts_gw_new(struct event_base *base, const ts_gw_config *cfg, ts_gw **out, cha
   if (!c.max_per_client) c.max_per_client = c.max_connections > 1 ? c.max_connections / 2 : 1;
   gw_group *g = calloc(1, sizeof *g);
   if (!g) return TS_E_NOMEM;
+  g->spread_at = !c.spread_at ? TS_GW_SPREAD_AT : c.spread_at == TS_GW_SPREAD_EVEN ? 0 : c.spread_at;
   int rc = pthread_mutex_init(&g->lock, NULL) ? TS_E_NOMEM : 0;
   if (rc) {
     free(g);
@@ -2121,6 +2212,15 @@ void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st) {
   memset(&sum, 0, sizeof sum);
   for (size_t i = 0; i < gw->grp->n; i++) ts_gw_metrics_sum(&sum, &gw->grp->w[i]->m);
   *st = sum.st;
+}
+
+int ts_gw_get_worker_stats(const ts_gw *gw, size_t i, ts_gw_stats *st) {
+  if (i >= gw->grp->n) return TS_E_INVAL;
+  ts_gw_metrics one;
+  memset(&one, 0, sizeof one);
+  ts_gw_metrics_sum(&one, &gw->grp->w[i]->m);
+  *st = one.st;
+  return 0;
 }
 
 void ts_gw_free(ts_gw *gw) {

@@ -159,6 +159,13 @@ struct event_base;
 #define TS_GW_POOL_IDLE_MS 20000
 /* Event loops (threads) at most; `toolstream gateway` defaults to one (cli/gateway.c). */
 #define TS_GW_MAX_WORKERS 64
+/* With several workers, the client connections the first loop holds before the others
+ * get any (ts_gw_config.spread_at): at 100 streams one loop forwards a chunk for about
+ * half the CPU of two, at 1,000 two loops halve the wait of a burst (docs/gateway.md,
+ * "Workers"). */
+#define TS_GW_SPREAD_AT 256
+/* ts_gw_config.spread_at for no filling: every connection to the loop holding fewest. */
+#define TS_GW_SPREAD_EVEN ((size_t)-1)
 #define TS_GW_STR_(x) #x
 #define TS_GW_STR(x) TS_GW_STR_(x)
 
@@ -204,10 +211,15 @@ typedef struct {
   void *emitted_user;
   /* Event loops: 0 or 1, one, on the caller's base (the loop and thread ts_gw_new is called
    * on); N > 1: that one and N - 1 more, each on a thread and an event_base of its own,
-   * every one with its own listener on the same port (SO_REUSEPORT: the kernel spreads
-   * connections over them) and its own connections, upstreams and taps. At most
-   * TS_GW_MAX_WORKERS; only 1 with `serve` (the endpoint lives on the caller's loop). */
+   * every one with its own listener on the same port (SO_REUSEPORT) and its own
+   * connections, upstreams and taps. At most TS_GW_MAX_WORKERS; only 1 with `serve` (the
+   * endpoint lives on the caller's loop). Whichever listener the kernel picks, the first
+   * loop takes every client connection while it holds fewer than `spread_at`; after that
+   * each new one goes to the loop holding the fewest (a tie: the loop whose listener the
+   * kernel picked), handed over within the process, and stays there until it closes. */
   int workers;
+  /* As above (workers > 1); 0: TS_GW_SPREAD_AT; TS_GW_SPREAD_EVEN: no filling. */
+  size_t spread_at;
   /* 0: one access-log line per request on standard error ("client \"METHOD /path\"
    * status thread=ID N ms"); 1: none (--quiet). */
   int quiet;
@@ -229,6 +241,10 @@ int ts_gw_port(const ts_gw *gw);
 
 /* The counters behind /metrics (net/gw_metrics.h). */
 void ts_gw_get_stats(const ts_gw *gw, ts_gw_stats *st);
+
+/* The same counters for worker i alone (0 .. workers - 1; 0 is the caller's loop).
+ * Returns 0, or TS_E_INVAL (no such worker: *st untouched). */
+int ts_gw_get_worker_stats(const ts_gw *gw, size_t i, ts_gw_stats *st);
 
 /* Stops and joins the workers' threads, then closes every listener and connection
  * (upstream requests are cancelled) and frees everything. NULL is a no-op. */

@@ -107,3 +107,13 @@ int ts_gw_metrics_render(const ts_gw_metrics *m, ts_buf *b) {
       (unsigned long long)m->lat_n, m->lat_sum, (unsigned long long)m->lat_n);
   return b->err ? TS_E_NOMEM : 0;
 }
+
+int ts_gw_metrics_render_workers(const ts_gw_metrics *w, size_t n, ts_buf *b) {
+  put(b, "# HELP toolstream_gateway_worker_connections_open Client connections open, by event "
+         "loop (--workers).\n"
+         "# TYPE toolstream_gateway_worker_connections_open gauge\n");
+  for (size_t i = 0; i < n; i++)
+    put(b, "toolstream_gateway_worker_connections_open{worker=\"%zu\"} %llu\n", i,
+        (unsigned long long)w[i].st.connections_open);
+  return b->err ? TS_E_NOMEM : 0;
+}

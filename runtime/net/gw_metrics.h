@@ -60,4 +60,9 @@ void ts_gw_metrics_sum(ts_gw_metrics *sum, const ts_gw_metrics *m);
  * sticky error: the document is then incomplete). */
 int ts_gw_metrics_render(const ts_gw_metrics *m, ts_buf *out);
 
+/* Appends toolstream_gateway_worker_connections_open{worker="I"}, the client connections
+ * each event loop holds, from w[0 .. n-1], each loop's metrics as ts_gw_metrics_sum copied
+ * them (the gateway adds it with several workers). Returns 0 or TS_E_NOMEM, as above. */
+int ts_gw_metrics_render_workers(const ts_gw_metrics *w, size_t n, ts_buf *out);
+
 #endif /* TS_NET_GW_METRICS_H */

@@ -1641,7 +1641,7 @@ START_TEST(test_workers_serve_concurrent_clients) {
     snprintf(rel, sizeof rel, "tests/corpus/%s", files[i % 2]);
     contents[i] = ts_test_read_file(ts_test_path(rel), &lens[i]);
   }
-  const char *extra[] = {"--workers", "2", NULL};
+  const char *extra[] = {"--workers", "2", "--spread-at", "0", NULL}; /* the kernel's spread */
   env e;
   env_start(&e, contents, lens, N, 0, extra);
   ck_assert_msg(has_worker_thread(e.gw.pid), "no worker thread in the gateway");
@@ -1674,17 +1674,65 @@ START_TEST(test_workers_serve_concurrent_clients) {
 }
 END_TEST
 
+/* One corpus file (rel, under tests/corpus/) as the model server's n replies: returns its
+ * bytes (free them after env_stop) and its length in *len. */
+static char *same_reply(const char *rel, int n, const char **contents, size_t *lens, size_t *len) {
+  char path[256];
+  snprintf(path, sizeof path, "tests/corpus/%s", rel);
+  char *data = ts_test_read_file(ts_test_path(path), len);
+  for (int i = 0; i < n; i++) contents[i] = data, lens[i] = *len;
+  return data;
+}
+
+/* The default with two loops: four streams at once all live on the first loop (it takes
+ * every connection below --spread-at's 256), as /metrics' per-loop gauge shows while they
+ * stream (the request for /metrics is the fifth connection); every reply byte for byte. */
+START_TEST(test_workers_fill_the_first_loop) {
+  enum { N = 4 };
+  const char *contents[N];
+  size_t lens[N], len;
+  char *data = same_reply("openai-chat-two-parallel-calls.sse", N, contents, lens, &len);
+  const char *extra[] = {"--workers", "2", NULL};
+  env e;
+  env_start(&e, contents, lens, N, 0, extra);
+  int fds[N];
+  for (int i = 0; i < N; i++) /* 97 bytes every 20 ms: each streams for a second or more */
+    fds[i] = send_request(e.gw_port, "POST", "/v1/chat/completions?slow=20&chunk=97", NULL, "{}", 2);
+  long w0 = -1, w1 = -1;
+  double end = now_ms() + 30000;
+  while (now_ms() < end) { /* until the gateway holds all four (and the /metrics request) */
+    http_resp r = get_from("127.0.0.2", e.gw_port, "/metrics");
+    const char *p0 = r.body.p ? strstr(r.body.p, "\ntoolstream_gateway_worker_connections_open{worker=\"0\"} ") : NULL;
+    const char *p1 = r.body.p ? strstr(r.body.p, "\ntoolstream_gateway_worker_connections_open{worker=\"1\"} ") : NULL;
+    ck_assert_msg(r.status == 200 && p0 && p1, "no per-loop gauge in /metrics");
+    w0 = atol(strchr(p0 + 1, ' ') + 1);
+    w1 = atol(strchr(p1 + 1, ' ') + 1);
+    resp_free(&r);
+    if (w0 + w1 >= N + 1) break;
+  }
+  ck_assert_msg(w0 == N + 1 && w1 == 0, "the loops held %ld and %ld connections (want %d and 0)", w0, w1, N + 1);
+  for (int i = 0; i < N; i++) {
+    http_resp r;
+    memset(&r, 0, sizeof r);
+    read_all(fds[i], &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(r.complete && r.body.len == len && !memcmp(r.body.p, data, len), "reply %d differs", i);
+    resp_free(&r);
+  }
+  env_stop(&e);
+  free(data);
+}
+END_TEST
+
 /* One thread header over ten requests, each on a connection of its own (the kernel spreads
- * them over the two loops): one thread on the bus, seq 1, 2, 3 ... without a gap or a
- * repeat, and ten turns (ts_1_0 .. ts_10_1). */
+ * them over the two loops: no filling of the first): one thread on the bus, seq 1, 2, 3 ...
+ * without a gap or a repeat, and ten turns (ts_1_0 .. ts_10_1). */
 START_TEST(test_workers_named_thread_seq) {
   enum { N = 10 };
-  size_t len;
-  char *data = ts_test_read_file(ts_test_path("tests/corpus/gemini-sse-two-function-calls.sse"), &len);
   const char *contents[N];
-  size_t lens[N];
-  for (int i = 0; i < N; i++) contents[i] = data, lens[i] = len;
-  const char *extra[] = {"--workers", "2", NULL};
+  size_t lens[N], len;
+  char *data = same_reply("gemini-sse-two-function-calls.sse", N, contents, lens, &len);
+  const char *extra[] = {"--workers", "2", "--spread-at", "0", NULL}; /* the kernel's spread */
   env e;
   env_start(&e, contents, lens, N, 0, extra);
   ts_sub *sub = sub_open(&e, "th_workers");
@@ -1783,6 +1831,7 @@ int main(void) {
   tcase_add_test(tc, test_tap_made_at_first_body_byte);
   tcase_add_test(tc, test_workers_serve_concurrent_clients);
   tcase_add_test(tc, test_workers_named_thread_seq);
+  tcase_add_test(tc, test_workers_fill_the_first_loop);
   tcase_add_test(tc, test_upstream_pool_reuse);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);

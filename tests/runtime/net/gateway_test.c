@@ -782,6 +782,126 @@ START_TEST(test_system_calls_per_request) {
 }
 END_TEST
 
+/* ---- which loop a connection goes to (cfg.workers, cfg.spread_at) ------------------------ *
+ * Two loops, spread_at 4, connections held open: whichever listener the kernel picked,
+ * the first loop holds the first four, the next four go to the second (the one holding
+ * fewer), then they alternate; every connection answers on the loop that holds it; when
+ * they close the counts fall back and the next connection is the first loop's again;
+ * /metrics has each loop's count. With the kernel's spread alone, the first four would all land on one loop once in 16 runs.
+ * Without filling (TS_GW_SPREAD_EVEN) the loops never differ by more than one. */
+
+typedef struct {
+  const ts_gw *gw;
+  uint64_t want;
+} open_count;
+
+static int opened(void *arg) {
+  open_count *o = arg;
+  ts_gw_stats st;
+  ts_gw_get_stats(o->gw, &st);
+  return st.connections_open == o->want;
+}
+
+static void worker_conns(const ts_gw *gw, uint64_t *w0, uint64_t *w1) {
+  ts_gw_stats st;
+  ck_assert_int_eq(ts_gw_get_worker_stats(gw, 0, &st), 0);
+  *w0 = st.connections_open;
+  ck_assert_int_eq(ts_gw_get_worker_stats(gw, 1, &st), 0);
+  *w1 = st.connections_open;
+}
+
+static int connect_to(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  return fd;
+}
+
+START_TEST(test_workers_fill_the_first_loop) {
+  ts_gw_upstream up = {NULL, "http://127.0.0.1:9"};
+  ts_gw_config cfg = {.upstreams = &up, .n_upstreams = 1, .workers = 2, .spread_at = 4, .quiet = 1};
+  ts_gw *gw;
+  char why[256];
+  ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
+  ts_gw_stats st;
+  ck_assert_int_eq(ts_gw_get_worker_stats(gw, 2, &st), TS_E_INVAL);
+  /* after connection k (1-based): what each loop holds */
+  static const struct {
+    uint64_t w0, w1;
+  } want[10] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {4, 1}, {4, 2}, {4, 3}, {4, 4}, {0, 0}, {5, 5}};
+  int fd[10];
+  for (int k = 0; k < 10; k++) {
+    fd[k] = connect_to(ts_gw_port(gw));
+    open_count o = {gw, (uint64_t)k + 1};
+    loop_until(opened, &o, "the gateway takes the connection");
+    uint64_t w0, w1;
+    worker_conns(gw, &w0, &w1);
+    if (k == 8) { /* the ninth and tenth: one each, in either order (a tie at 4 and 4) */
+      ck_assert_msg(w0 + w1 == 9 && (w0 == 5 || w1 == 5), "after 9: %lu and %lu", (unsigned long)w0,
+                    (unsigned long)w1);
+      continue;
+    }
+    ck_assert_msg(w0 == want[k].w0 && w1 == want[k].w1, "after %d connections: %lu and %lu (want %lu and %lu)",
+                  k + 1, (unsigned long)w0, (unsigned long)w1, (unsigned long)want[k].w0,
+                  (unsigned long)want[k].w1);
+  }
+  /* /metrics shows each loop's (the request's own connection is the eleventh) */
+  static const char mx[] = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  sb m = {0};
+  exchange(ts_gw_port(gw), mx, sizeof mx - 1, &m);
+  long per[2] = {-1, -1};
+  for (int i = 0; i < 2; i++) {
+    char pat[96];
+    snprintf(pat, sizeof pat, "\ntoolstream_gateway_worker_connections_open{worker=\"%d\"} ", i);
+    const char *at = strstr(sb_str(&m), pat);
+    ck_assert_msg(at, "no %s in /metrics:\n%s", pat + 1, sb_str(&m));
+    per[i] = strtol(at + strlen(pat), NULL, 10);
+  }
+  ck_assert_msg(per[0] + per[1] == 11 && per[0] >= 5 && per[1] >= 5, "/metrics: %ld and %ld", per[0], per[1]);
+  sb_free(&m);
+  /* each answers on the loop that holds it */
+  static const char hz[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  for (int k = 0; k < 10; k++) {
+    ck_assert_int_eq(write(fd[k], hz, sizeof hz - 1), (ssize_t)(sizeof hz - 1));
+    one_read r = {.fd = fd[k], .want = "\r\n\r\nok\n"};
+    sb_puts(&r.got, "");
+    loop_until(got_it, &r, "a /healthz answer on a held connection");
+    ck_assert_msg(!strncmp(sb_str(&r.got), "HTTP/1.1 200", 12), "connection %d: %s", k, sb_str(&r.got));
+    sb_free(&r.got);
+    close(fd[k]);
+  }
+  open_count none = {gw, 0};
+  loop_until(opened, &none, "every connection closed");
+  uint64_t w0, w1;
+  worker_conns(gw, &w0, &w1);
+  ck_assert_msg(w0 == 0 && w1 == 0, "after the closes: %lu and %lu", (unsigned long)w0, (unsigned long)w1);
+  int again = connect_to(ts_gw_port(gw));
+  open_count one = {gw, 1};
+  loop_until(opened, &one, "the gateway takes the connection");
+  worker_conns(gw, &w0, &w1);
+  ck_assert_msg(w0 == 1 && w1 == 0, "a connection after the closes: %lu and %lu", (unsigned long)w0,
+                (unsigned long)w1);
+  close(again);
+  ts_gw_free(gw); /* the sanitizer build finds a connection or a peer leaked */
+
+  /* no filling (TS_GW_SPREAD_EVEN): each to the loop holding fewer, from the first */
+  ts_gw_config even = cfg;
+  even.spread_at = TS_GW_SPREAD_EVEN;
+  ck_assert_int_eq(ts_gw_new(base, &even, &gw, why, sizeof why), TS_E_OK);
+  for (int k = 0; k < 4; k++) {
+    fd[k] = connect_to(ts_gw_port(gw));
+    open_count o = {gw, (uint64_t)k + 1};
+    loop_until(opened, &o, "the gateway takes the connection");
+    worker_conns(gw, &w0, &w1);
+    ck_assert_msg(w0 + w1 == (uint64_t)k + 1 && (w0 > w1 ? w0 - w1 : w1 - w0) == (uint64_t)((k + 1) % 2),
+                  "no filling, after %d connections: %lu and %lu", k + 1, (unsigned long)w0, (unsigned long)w1);
+  }
+  for (int k = 0; k < 4; k++) close(fd[k]);
+  ts_gw_free(gw);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gateway");
   TCase *tc = tcase_create("core");
@@ -793,6 +913,7 @@ int main(void) {
   tcase_add_test(tc, test_client_sockets_nodelay);
   tcase_add_test(tc, test_builtin_endpoints);
   tcase_add_test(tc, test_workers);
+  tcase_add_test(tc, test_workers_fill_the_first_loop);
   tcase_add_test(tc, test_proxy_strips_progress_argument);
   tcase_add_test(tc, test_proxy_strips_bedrock_and_gemini);
   tcase_add_test(tc, test_tap_after_the_turns_reads);
