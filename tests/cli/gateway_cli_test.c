@@ -204,9 +204,9 @@ static void send_all(int fd, const char *p, size_t n) {
   }
 }
 
-static int send_request(int port, const char *method, const char *path, const char *headers,
-                        const char *body, size_t blen) {
-  int fd = connect_port(port);
+/* Writes one request (Connection: close) on fd, a connection to the gateway's port. */
+static void write_request(int fd, int port, const char *method, const char *path, const char *headers,
+                          const char *body, size_t blen) {
   sb req;
   memset(&req, 0, sizeof req);
   char line[1024];
@@ -220,6 +220,12 @@ static int send_request(int port, const char *method, const char *path, const ch
   if (blen) sb_add(&req, body, blen);
   send_all(fd, req.p, req.len);
   sb_free(&req);
+}
+
+static int send_request(int port, const char *method, const char *path, const char *headers,
+                        const char *body, size_t blen) {
+  int fd = connect_port(port);
+  write_request(fd, port, method, path, headers, body, blen);
   return fd;
 }
 
@@ -1684,20 +1690,21 @@ static char *same_reply(const char *rel, int n, const char **contents, size_t *l
   return data;
 }
 
-/* The default with two loops: four streams at once all live on the first loop (it takes
- * every connection below --spread-at's 256), as /metrics' per-loop gauge shows while they
- * stream (the request for /metrics is the fifth connection); every reply byte for byte. */
+/* The default with two loops: four client connections open at once all live on the first
+ * loop (it takes every connection below --spread-at's 256), as /metrics' per-loop gauge
+ * shows (the request for /metrics is the fifth); then a stream on each arrives byte for
+ * byte. The connections wait without a request until the gauge shows them (a head
+ * timeout no busy machine reaches), so nothing depends on how long a stream lasts. */
 START_TEST(test_workers_fill_the_first_loop) {
   enum { N = 4 };
   const char *contents[N];
   size_t lens[N], len;
   char *data = same_reply("openai-chat-two-parallel-calls.sse", N, contents, lens, &len);
-  const char *extra[] = {"--workers", "2", NULL};
+  const char *extra[] = {"--workers", "2", "--head-timeout", "600000", NULL};
   env e;
   env_start(&e, contents, lens, N, 0, extra);
   int fds[N];
-  for (int i = 0; i < N; i++) /* 97 bytes every 20 ms: each streams for a second or more */
-    fds[i] = send_request(e.gw_port, "POST", "/v1/chat/completions?slow=20&chunk=97", NULL, "{}", 2);
+  for (int i = 0; i < N; i++) fds[i] = connect_port(e.gw_port);
   long w0 = -1, w1 = -1;
   double end = now_ms() + 30000;
   while (now_ms() < end) { /* until the gateway holds all four (and the /metrics request) */
@@ -1711,6 +1718,8 @@ START_TEST(test_workers_fill_the_first_loop) {
     if (w0 + w1 >= N + 1) break;
   }
   ck_assert_msg(w0 == N + 1 && w1 == 0, "the loops held %ld and %ld connections (want %d and 0)", w0, w1, N + 1);
+  for (int i = 0; i < N; i++)
+    write_request(fds[i], e.gw_port, "POST", "/v1/chat/completions?slow=2&chunk=97", NULL, "{}", 2);
   for (int i = 0; i < N; i++) {
     http_resp r;
     memset(&r, 0, sizeof r);
