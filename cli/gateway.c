@@ -39,8 +39,8 @@ static const ts_cli_opt gw_opts[] = {
      "no access-log line per request on standard error", NULL},
     {"text", 0, TS_CLI_FLAG, O_TEXT, 0, 0, NULL, "also publish text_delta", NULL},
     {"workers", 0, TS_CLI_NUMBER, O_WORKERS, 1, TS_GW_MAX_WORKERS, "N",
-     "event loops, one thread each, sharing the port (default 1;\n"
-     "more pays when the gateway has cores of its own; --serve needs 1)", NULL},
+     "event loops, one thread each, sharing the port (default: one per\n"
+     "online CPU, at most " TS_GW_STR(TS_GW_MAX_WORKERS) "; 1 with --serve, which needs 1)", NULL},
     {"spread-at", 0, TS_CLI_NUMBER, O_SPREAD_AT, 0, 1000000, "N",
      "with --workers over 1: the first loop takes every client connection\n"
      "while it holds fewer than N; then each goes to the loop holding\n"
@@ -214,10 +214,12 @@ int ts_cli_gateway(int argc, char **argv) {
     fprintf(stderr, "toolstream gateway: --serve needs one event loop: --workers 1 (or leave it out)\n");
     goto out;
   }
-  /* The default is one loop: on a machine whose cores the gateway shares with its
-   * clients and upstream (the measured case, docs/performance.md), a second loop cost more
-   * system calls per chunk (each wakes with fewer streams ready) and a worse p99. */
-  if (!cfg.workers) cfg.workers = 1;
+  /* The default is a loop per CPU: the first takes every connection below --spread-at, so
+   * the others cost nothing until there is load to share (docs/gateway.md, "Workers"). */
+  if (!cfg.workers) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg.workers = a.serve || ncpu < 1 ? 1 : ncpu > TS_GW_MAX_WORKERS ? TS_GW_MAX_WORKERS : (int)ncpu;
+  }
 
   rc = 1;
   signal(SIGPIPE, SIG_IGN);

@@ -1680,6 +1680,27 @@ START_TEST(test_workers_serve_concurrent_clients) {
 }
 END_TEST
 
+/* Without --workers: a loop per online CPU (a worker thread when there are two CPUs or
+ * more), and one with --serve, which needs one; either way a stream comes through whole. */
+START_TEST(test_workers_default_per_cpu) {
+  static const char *const serve[] = {"--serve", "127.0.0.1:0", NULL};
+  for (int with_serve = 0; with_serve < 2; with_serve++) {
+    const char *contents[] = {"data: [DONE]\n\n"};
+    size_t lens[] = {14};
+    env e;
+    env_start(&e, contents, lens, 1, 0, with_serve ? serve : NULL);
+    int want = !with_serve && sysconf(_SC_NPROCESSORS_ONLN) > 1;
+    ck_assert_msg(has_worker_thread(e.gw.pid) == want, "%s: worker thread %s", with_serve ? "--serve" : "default",
+                  want ? "missing" : "present");
+    http_resp r = do_request(e.gw_port, "POST", "/v1/chat/completions", NULL, "{}", 2);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(r.complete && r.body.len == 14, "the reply is not whole");
+    resp_free(&r);
+    env_stop(&e);
+  }
+}
+END_TEST
+
 /* One corpus file (rel, under tests/corpus/) as the model server's n replies: returns its
  * bytes (free them after env_stop) and its length in *len. */
 static char *same_reply(const char *rel, int n, const char **contents, size_t *lens, size_t *len) {
@@ -1841,6 +1862,7 @@ int main(void) {
   tcase_add_test(tc, test_workers_serve_concurrent_clients);
   tcase_add_test(tc, test_workers_named_thread_seq);
   tcase_add_test(tc, test_workers_fill_the_first_loop);
+  tcase_add_test(tc, test_workers_default_per_cpu);
   tcase_add_test(tc, test_upstream_pool_reuse);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);
