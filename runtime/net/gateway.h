@@ -157,12 +157,13 @@ struct event_base;
  * and more), so a kept connection is rarely closed under a request. */
 #define TS_GW_POOL_MAX 64
 #define TS_GW_POOL_IDLE_MS 20000
-/* Event loops (threads) at most; `toolstream gateway` defaults to one (cli/gateway.c). */
+/* Event loops (threads) at most; `toolstream gateway` defaults to one per online CPU, up
+ * to this (cli/gateway.c). */
 #define TS_GW_MAX_WORKERS 64
 /* With several workers, the client connections the first loop holds before the others
- * get any (ts_gw_config.spread_at): at 100 streams one loop forwards a chunk for about
- * half the CPU of two, at 1,000 two loops halve the wait of a burst (docs/gateway.md,
- * "Workers"). */
+ * get any (ts_gw_config.spread_at): at 100 streams one loop forwarded a chunk for 0.57x
+ * the CPU of two evenly spread ones, at 1,000 two loops halved the added p99
+ * (docs/gateway.md, "Workers"). */
 #define TS_GW_SPREAD_AT 256
 /* ts_gw_config.spread_at for no filling: every connection to the loop holding fewest. */
 #define TS_GW_SPREAD_EVEN ((size_t)-1)
