@@ -1726,18 +1726,12 @@ START_TEST(test_workers_fill_the_first_loop) {
   env_start(&e, contents, lens, N, 0, extra);
   int fds[N];
   for (int i = 0; i < N; i++) fds[i] = connect_port(e.gw_port);
-  long w0 = -1, w1 = -1;
-  double end = now_ms() + 30000;
-  while (now_ms() < end) { /* until the gateway holds all four (and the /metrics request) */
-    http_resp r = get_from("127.0.0.2", e.gw_port, "/metrics");
-    const char *p0 = r.body.p ? strstr(r.body.p, "\ntoolstream_gateway_worker_connections_open{worker=\"0\"} ") : NULL;
-    const char *p1 = r.body.p ? strstr(r.body.p, "\ntoolstream_gateway_worker_connections_open{worker=\"1\"} ") : NULL;
-    ck_assert_msg(r.status == 200 && p0 && p1, "no per-loop gauge in /metrics");
-    w0 = atol(strchr(p0 + 1, ' ') + 1);
-    w1 = atol(strchr(p1 + 1, ' ') + 1);
-    resp_free(&r);
-    if (w0 + w1 >= N + 1) break;
-  }
+  static const char g0[] = "toolstream_gateway_worker_connections_open{worker=\"0\"}",
+                    g1[] = "toolstream_gateway_worker_connections_open{worker=\"1\"}";
+  long w0 = -1;
+  double end = now_ms() + 30000; /* until the first loop holds all four and the /metrics request */
+  while (now_ms() < end && (w0 = metric(e.gw_port, g0)) < N + 1) ck_assert_msg(w0 >= 0, "no %s in /metrics", g0);
+  long w1 = metric(e.gw_port, g1); /* each /metrics request is the fifth connection again */
   ck_assert_msg(w0 == N + 1 && w1 == 0, "the loops held %ld and %ld connections (want %d and 0)", w0, w1, N + 1);
   for (int i = 0; i < N; i++)
     write_request(fds[i], e.gw_port, "POST", "/v1/chat/completions?slow=2&chunk=97", NULL, "{}", 2);

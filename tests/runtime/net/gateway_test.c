@@ -787,8 +787,9 @@ END_TEST
  * the first loop holds the first four, the next four go to the second (the one holding
  * fewer), then they alternate; every connection answers on the loop that holds it; when
  * they close the counts fall back and the next connection is the first loop's again;
- * /metrics has each loop's count. With the kernel's spread alone, the first four would all land on one loop once in 16 runs.
- * Without filling (TS_GW_SPREAD_EVEN) the loops never differ by more than one. */
+ * /metrics has each loop's count. With the kernel's spread alone, the first four would
+ * all land on one loop once in 16 runs. Without filling (TS_GW_SPREAD_EVEN) the loops never
+ * differ by more than one. */
 
 typedef struct {
   const ts_gw *gw;
@@ -826,7 +827,7 @@ START_TEST(test_workers_fill_the_first_loop) {
   ck_assert_int_eq(ts_gw_new(base, &cfg, &gw, why, sizeof why), TS_E_OK);
   ts_gw_stats st;
   ck_assert_int_eq(ts_gw_get_worker_stats(gw, 2, &st), TS_E_INVAL);
-  /* after connection k (1-based): what each loop holds */
+  /* after connection k (1-based): what each loop holds (the ninth is checked apart) */
   static const struct {
     uint64_t w0, w1;
   } want[10] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}, {4, 1}, {4, 2}, {4, 3}, {4, 4}, {0, 0}, {5, 5}};
