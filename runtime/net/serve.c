@@ -249,6 +249,11 @@ static int origin_ok(const ts_serve *s, struct evhttp_request *req) {
                            s->cfg.origins, s->cfg.norigins);
 }
 
+static int host_ok(const ts_serve *s, struct evhttp_request *req) {
+  return ts_host_allowed(evhttp_find_header(evhttp_request_get_input_headers(req), "Host"),
+                         s->cfg.origins, s->cfg.norigins);
+}
+
 static int same_secret(const char *a, const char *b) {
   size_t na = strlen(a), nb = strlen(b);
   unsigned char d = (unsigned char)(na != nb);
@@ -418,6 +423,13 @@ static void on_request(struct evhttp_request *req, void *arg) {
   if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
       evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
     reply_error(req, 405, "Method Not Allowed", "GET only");
+    return;
+  }
+  if (!host_ok(s, req)) {
+    /* DNS rebinding (base/origin.h): a name that is not the listener's own */
+    reply_error(req, 403, "Forbidden",
+                "host not allowed: use an IP address or localhost, or name the host with "
+                "--allow-origin http://HOST:PORT");
     return;
   }
   if (!origin_ok(s, req)) {

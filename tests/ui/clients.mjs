@@ -8,9 +8,12 @@
 //   - AI SDK: the `ai` package's chunk schema and readUIMessageStream build the assistant
 //     message: a tool part with the label as its title, the input and the output, and the
 //     text;
-//   - security: a foreign Origin gets 403; with --token-file, no token gets 401.
+//   - security: a foreign Origin gets 403; so does a Host that is a name other than
+//     localhost (DNS rebinding: a foreign page's requests name its own host); with
+//     --token-file, no token gets 401.
 // Usage: node tests/ui/clients.mjs BINARY_DIR
 import { spawn } from 'node:child_process';
+import { request } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runHttpRequest, transformHttpEventStream, verifyEvents } from '@ag-ui/client';
@@ -100,6 +103,27 @@ try {
   check(r.status === 403, 'a foreign Origin is refused', r.status);
   r = await fetch(`${base}?follow=0`, { headers: { Origin: srv.url } });
   check(r.status === 200, 'the same origin is allowed', r.status);
+  // DNS rebinding: a page of evil.example resolved to 127.0.0.1 is "the same origin" as
+  // the listener, and its GETs carry no Origin; only the Host names it
+  const port = new URL(srv.url).port;
+  const status = (path, headers) => new Promise((resolve, reject) => {
+    const q = request({ host: '127.0.0.1', port, path, headers, setHost: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    q.on('error', reject);
+    q.end();
+  });
+  const events0 = new URL(`${base}?follow=0`).pathname + '?follow=0';
+  for (const [host, origin, want] of [[`evil.example:${port}`, undefined, 403],
+    [`evil.example:${port}`, `http://evil.example:${port}`, 403], ['evil.example', undefined, 403],
+    [`localhost:${port}`, undefined, 200], [`127.0.0.1:${port}`, `http://127.0.0.1:${port}`, 200]]) {
+    const headers = origin ? { Host: host, Origin: origin } : { Host: host };
+    const got = await status(events0, headers);
+    check(got === want, `Host ${host}${origin ? ` with Origin ${origin}` : ''}: ${want}`, got);
+  }
+  check(await status('/threads', { Host: `evil.example:${port}` }) === 403, 'a rebinding Host cannot list the threads');
+  check(await status('/', { Host: `evil.example:${port}` }) === 403, 'nor load the page');
 } finally {
   srv.child.kill();
 }
