@@ -1452,6 +1452,51 @@ static int write_upstream_request(conn *c, struct evbuffer *o, const char *targe
   return rc;
 }
 
+/* Query parameters whose values the access log shows; every other value is a secret as
+ * far as the log knows (Gemini's key=, a SAS sig=, a presigned X-Amz-Signature=, any
+ * token=) and is written as ***. */
+static int query_value_shown(const char *name, size_t n) {
+  static const char *const shown[] = {"alt", "api-version", "stream"};
+  for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++)
+    if (strlen(shown[i]) == n && !memcmp(shown[i], name, n)) return 1;
+  return 0;
+}
+
+/* Appends [p, p + n) to out (length *at, room for cap - 1 bytes and the NUL), cut at
+ * the room left. */
+static void log_put(char *out, size_t cap, size_t *at, const char *p, size_t n) {
+  if (n > cap - 1 - *at) n = cap - 1 - *at;
+  memcpy(out + *at, p, n);
+  *at += n;
+  out[*at] = '\0';
+}
+
+/* "METHOD /path?a=1&key=***" into out (cap > 0), cut at 16 bytes of method and 256 of
+ * target, control bytes as '?' (one line, whatever the client sent). */
+static void log_request_line(char *out, size_t cap, ts_view method, ts_view target) {
+  size_t at = 0;
+  out[0] = '\0';
+  log_put(out, cap, &at, method.p, method.len < 16 ? method.len : 16);
+  log_put(out, cap, &at, " ", 1);
+  const char *p = target.p, *end = p + (target.len < 256 ? target.len : 256);
+  const char *q = memchr(p, '?', (size_t)(end - p));
+  log_put(out, cap, &at, p, (size_t)((q ? q : end) - p));
+  while (q) { /* at a '?' or '&': one parameter */
+    log_put(out, cap, &at, q++, 1);
+    const char *amp = memchr(q, '&', (size_t)(end - q)), *stop = amp ? amp : end;
+    const char *eq = memchr(q, '=', (size_t)(stop - q));
+    if (!eq || query_value_shown(q, (size_t)(eq - q))) {
+      log_put(out, cap, &at, q, (size_t)(stop - q));
+    } else {
+      log_put(out, cap, &at, q, (size_t)(eq - q));
+      log_put(out, cap, &at, "=***", eq + 1 < stop ? 4 : 1);
+    }
+    q = amp;
+  }
+  for (char *c = out; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+}
+
 /* The request is whole: answer it or send it upstream. May free c. */
 static void dispatch(conn *c) {
   ts_gw *gw = c->gw;
@@ -1463,10 +1508,7 @@ static void dispatch(conn *c) {
   ts_http_head *h = c->h;
   c->t_request = mono_s();
   c->log_status = 0;
-  snprintf(c->log_line, sizeof c->log_line, "%.*s %.*s", (int)(h->method.len < 16 ? h->method.len : 16),
-           h->method.p, (int)(h->target.len < 256 ? h->target.len : 256), h->target.p);
-  for (char *q = c->log_line; *q; q++) /* one line, whatever the client sent */
-    if ((unsigned char)*q < 0x20 || *q == 0x7f) *q = '?';
+  log_request_line(c->log_line, sizeof c->log_line, h->method, h->target);
   if (h->target.len > TS_GW_MAX_TARGET) {
     refuse(c, 414, "request target too long");
     return;

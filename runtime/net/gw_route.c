@@ -19,9 +19,21 @@ int ts_gw_route_parse(const char *prefix, const char *url, ts_gw_route *rt, char
   }
   snprintf(rt->prefix, sizeof rt->prefix, "%s", prefix);
   if (!url || ts_upstream_parse(url, &rt->up, NULL, 0)) {
-    if (why && cap)
-      snprintf(why, cap, "upstream URL '%s' is not http(s)://host[:port][/path]",
-               url ? url : "(null)");
+    if (why && cap) {
+      /* a user:password@ in the URL is not echoed (error messages end up in logs) */
+      const char *a = url ? strstr(url, "://") : NULL, *at = NULL;
+      if (a)
+        for (const char *c = a + 3; *c && *c != '/' && *c != '?' && *c != '#'; c++)
+          if (*c == '@') at = c;
+      if (at)
+        snprintf(why, cap,
+                 "upstream URL '%.*s://***%s' is not http(s)://host[:port][/path] (no user "
+                 "or password in it: credentials go in the client's headers)",
+                 (int)(a - url), url, at);
+      else
+        snprintf(why, cap, "upstream URL '%s' is not http(s)://host[:port][/path]",
+                 url ? url : "(null)");
+    }
     return TS_E_INVAL;
   }
   snprintf(rt->base_path, sizeof rt->base_path, "%s", rt->up.path);

@@ -72,6 +72,7 @@ typedef struct {
   char pub[128], rep[128];
   ts_sub *subs[8]; /* opened by sub_open, closed by env_stop after the gateway has gone */
   int nsubs;
+  int halted; /* env_halt ran: the gateway has exited, gwr holds its output */
 } env;
 
 static int first_line_int(child *c, result *r, const char *prefix) {
@@ -161,9 +162,16 @@ static void env_start_ex(env *e, const char *const *contents, const size_t *lens
  * 1.5.2's close of a sub0 socket now and then never returns while its publisher is up
  * (docs/bus.md; nng issue 1543). test_bedrock_and_gemini_array hung so once in CI, in
  * the ts_sub_close between its two requests, with the machine loaded. */
-static void env_stop(env *e) {
+/* Stops the gateway and collects its output (e->gwr), once. */
+static void env_halt(env *e) {
+  if (e->halted) return;
   kill(e->gw.pid, SIGTERM);
   finish_child(&e->gw, &e->gwr);
+  e->halted = 1;
+}
+
+static void env_stop(env *e) {
+  env_halt(e);
   for (int i = 0; i < e->nsubs; i++) ts_sub_close(e->subs[i]);
   e->nsubs = 0;
   ts_test_server_stop(&e->ms);
@@ -900,6 +908,40 @@ START_TEST(test_slow_client_backpressure) {
   resp_free(&r);
   sb_free(&big);
   env_stop(&e);
+}
+END_TEST
+
+/* The access log names every request, but shows the values of its query parameters
+ * only for a few harmless names: Gemini's key= (and any token=, sig=, ...) is a secret
+ * and must not reach standard error. An upstream URL with a password in it is refused
+ * without echoing the password. */
+START_TEST(test_access_log_hides_query_secrets) {
+  size_t len;
+  char *data = ts_test_read_file(ts_test_path("tests/corpus/gemini-sse-two-function-calls.sse"), &len);
+  const char *contents[] = {data};
+  size_t lens[] = {len};
+  env e;
+  env_start(&e, contents, lens, 1, 0, NULL);
+  http_resp r = do_request(e.gw_port, "POST",
+                           "/v1beta/models/g:streamGenerateContent?alt=sse&key=AIzaSeKrEt1&"
+                           "access_token=SeKrEt2&api-version=2024-10-21&flag&empty=",
+                           "", "{}", 2);
+  ck_assert_int_eq(r.status, 200);
+  resp_free(&r);
+  env_halt(&e);
+  const char *err = sb_str(&e.gwr.err);
+  ck_assert_msg(!strstr(err, "SeKrEt"), "a secret in the access log:\n%s", err);
+  ck_assert_msg(strstr(err, "\"POST /v1beta/models/g:streamGenerateContent?alt=sse&key=***&"
+                            "access_token=***&api-version=2024-10-21&flag&empty=\" 200"),
+                "access log:\n%s", err);
+  env_stop(&e);
+  free(data);
+  const char *argv[] = {"toolstream", "gateway", "--upstream", "http://me:pAsSw0rd@127.0.0.1:1/v1", NULL};
+  result u = run_bin(BINARY, argv, NULL, 0);
+  ck_assert_int_eq(u.status, 2);
+  ck_assert_msg(!strstr(sb_str(&u.err), "pAsSw0rd") && strstr(sb_str(&u.err), "http://***@127.0.0.1:1/v1"),
+                "%s", sb_str(&u.err));
+  result_free(&u);
 }
 END_TEST
 
@@ -1844,6 +1886,7 @@ int main(void) {
   tcase_add_test(tc, test_idle_timeout_cuts_stream);
   tcase_add_test(tc, test_slow_client_backpressure);
   tcase_add_test(tc, test_usage);
+  tcase_add_test(tc, test_access_log_hides_query_secrets);
   tcase_add_test(tc, test_smuggling_refused);
   tcase_add_test(tc, test_thread_header_refused);
   tcase_add_test(tc, test_slowloris_head_deadline);
