@@ -453,7 +453,8 @@ int ts_cli_bus_open(const ts_cli_common *c, const ts_pub_opts *base, ts_pub **ou
   if (pr) {
     fprintf(stderr, "%s: cannot publish on %s%s%s: %s\n", c->who, c->pub_url,
             c->replay_url ? " / " : "", c->replay_url ? c->replay_url : "",
-            pr == TS_E_IO ? ts_bus_last_error() : ts_err_message(pr));
+            pr == TS_E_IO || (pr == TS_E_INVAL && *ts_bus_last_error()) ? ts_bus_last_error()
+                                                                       : ts_err_message(pr));
     return 1;
   }
   return 0;

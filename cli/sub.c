@@ -138,7 +138,8 @@ int ts_cli_sub(int argc, char **argv) {
   ts_sub *s;
   if ((r = ts_sub_open(url, replay, thread, &so, &s)) != 0) {
     fprintf(stderr, "toolstream sub: cannot subscribe to %s: %s\n", url,
-                r == TS_E_IO ? ts_bus_last_error() : ts_err_message(r));
+            r == TS_E_IO || (r == TS_E_INVAL && *ts_bus_last_error()) ? ts_bus_last_error()
+                                                                     : ts_err_message(r));
     return r == TS_E_INVAL ? 2 : 1;
   }
   /* nng dials in the background; wait until something answers, or say it did not. */

@@ -41,6 +41,75 @@ int ts__bus_nng_err(int rv) {
   }
 }
 
+void ts__bus_clear_error(void) { last_error[0] = '\0'; }
+
+/* The schemes nng 1.5 speaks; the `net` ones take host:port (ws ones a path too, and
+ * may leave the port to its default). */
+static const struct {
+  const char *scheme;
+  int net;
+} schemes[] = {{"ipc", 0},     {"inproc", 0},   {"abstract", 0}, {"tcp", 1},
+               {"tcp4", 1},    {"tcp6", 1},     {"ws", 1},       {"ws4", 1},
+               {"ws6", 1},     {"wss", 1},      {"wss4", 1},     {"wss6", 1},
+               {"tls+tcp", 1}, {"tls+tcp4", 1}, {"tls+tcp6", 1}};
+
+int ts__bus_url_check(const char *url, int listening) {
+  const char *sep = url ? strstr(url, "://") : NULL;
+  if (!sep) {
+    snprintf(last_error, sizeof last_error,
+             "not a bus URL: want scheme://address (ipc:///path, tcp://host:port, ws://host:port/path)");
+    return TS_E_INVAL;
+  }
+  const size_t sl = (size_t)(sep - url);
+  int net = -1;
+  for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+    if (strlen(schemes[i].scheme) == sl && !strncmp(url, schemes[i].scheme, sl)) net = schemes[i].net;
+  if (net < 0) {
+    snprintf(last_error, sizeof last_error,
+             "unsupported scheme '%.*s': the bus speaks ipc, tcp, ws, wss, tls+tcp and inproc",
+             (int)(sl < 32 ? sl : 32), url);
+    return TS_E_INVAL;
+  }
+  const char *a = sep + 3;
+  if (!*a) {
+    snprintf(last_error, sizeof last_error, "%.*s:// needs an address", (int)sl, url);
+    return TS_E_INVAL;
+  }
+  if (!net) return 0;
+  /* host:port, the host a name, an IPv4 address, [IPv6], '*' or (listening) empty */
+  const char *end = a + strcspn(a, "/?#");
+  const char *colon = NULL;
+  if (*a == '[') {
+    const char *close = memchr(a, ']', (size_t)(end - a));
+    if (close && close + 1 < end && close[1] == ':') colon = close + 1;
+  } else {
+    for (const char *c = a; c < end; c++)
+      if (*c == ':') colon = c;
+  }
+  unsigned long port = 0;
+  size_t digits = 0;
+  if (colon)
+    for (const char *c = colon + 1; c < end && digits <= 5; c++, digits++) {
+      if (*c < '0' || *c > '9') {
+        digits = 0;
+        break;
+      }
+      port = port * 10 + (unsigned long)(*c - '0');
+    }
+  /* ws:// and wss:// may leave the port out (80, 443); tcp:// and tls+tcp:// may not */
+  const int ws = url[0] == 'w';
+  if (colon ? digits == 0 || digits > 5 || port > 65535 || (!listening && port == 0) : !ws) {
+    snprintf(last_error, sizeof last_error, "%.*s:// wants HOST:PORT with a port of %s", (int)sl,
+             url, listening ? "0-65535 (0: any free one)" : "1-65535");
+    return TS_E_INVAL;
+  }
+  if (colon == a && !listening) {
+    snprintf(last_error, sizeof last_error, "%.*s:// wants a host to connect to", (int)sl, url);
+    return TS_E_INVAL;
+  }
+  return 0;
+}
+
 static int is_tls(const char *url) {
   return !strncmp(url, "tls+", 4) || !strncmp(url, "wss", 3);
 }
@@ -125,7 +194,12 @@ static int dialer_tls(nng_dialer d, const char *url, const ts__bus_tls *tls) {
 int ts__bus_listen(nng_socket s, const char *url, const ts__bus_tls *tls, char *bound,
                    size_t boundsz) {
   char u[TS__BUS_URL_MAX];
-  if (ts__bus_listen_url(url, u, sizeof u)) return TS_E_INVAL;
+  int r0 = ts__bus_url_check(url, 1);
+  if (r0) return r0;
+  if (ts__bus_listen_url(url, u, sizeof u)) {
+    snprintf(last_error, sizeof last_error, "URL longer than %d bytes", TS__BUS_URL_MAX - 1);
+    return TS_E_INVAL;
+  }
   nng_listener l;
   int rv = nng_listener_create(&l, s, u);
   if (rv) return ts__bus_nng_err(rv);
@@ -156,6 +230,8 @@ int ts__bus_listen(nng_socket s, const char *url, const ts__bus_tls *tls, char *
 }
 
 int ts__bus_dial(nng_socket s, const char *url, const ts__bus_tls *tls) {
+  int r0 = ts__bus_url_check(url, 0);
+  if (r0) return r0;
   nng_dialer d;
   int rv = nng_dialer_create(&d, s, url);
   if (rv) return ts__bus_nng_err(rv);

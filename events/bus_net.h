@@ -23,6 +23,15 @@ typedef struct {
 /* Maps an nng error to a ts_err and records its message for ts_bus_last_error. */
 int ts__bus_nng_err(int rv);
 
+/* Checks a bus URL's shape before nng sees it: a scheme nng speaks, an address, and for
+ * tcp and tls+tcp a HOST:PORT with a port of 1-65535 (ws and wss: the port may be left
+ * to its default), 0 too when `listening`, where the host may also be empty (the
+ * loopback rule). 0, or TS_E_INVAL with the reason in ts_bus_last_error. */
+int ts__bus_url_check(const char *url, int listening);
+
+/* Empties ts_bus_last_error (at the start of an open, so a reason is this call's). */
+void ts__bus_clear_error(void);
+
 /* Applies the loopback rule (bus_pub.h) to a listen URL: writes the URL to listen on
  * into `out`. Returns 0 or TS_E_INVAL (too long, no "://"). */
 int ts__bus_listen_url(const char *url, char *out, size_t outsz);

@@ -371,6 +371,7 @@ static void *replay_main(void *arg) {
 
 int ts_pub_open(const char *url, const char *replay_url, const ts_pub_opts *opts,
                 ts_pub **out) {
+  ts__bus_clear_error();
   if (!url || !out) return TS_E_INVAL;
   ts_pub *p = calloc(1, sizeof *p);
   if (!p) return TS_E_NOMEM;

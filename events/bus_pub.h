@@ -74,7 +74,8 @@ typedef struct {
 /* Opens the publisher listening on `url`, and the replay service on `replay_url`
  * unless it is NULL. `opts` may be NULL (all defaults); it is copied (the file names
  * are only read during this call). On success stores the publisher in *out and
- * returns 0; on failure returns TS_E_INVAL (bad URL or options), TS_E_NOMEM or
+ * returns 0; on failure returns TS_E_INVAL (bad URL or options; for a URL,
+ * ts_bus_last_error says what is wrong with it, and is empty otherwise), TS_E_NOMEM or
  * TS_E_IO (nng refused: see ts_bus_last_error), and *out is untouched. */
 int ts_pub_open(const char *url, const char *replay_url, const ts_pub_opts *opts,
                 ts_pub **out);

@@ -763,6 +763,7 @@ static int drain_live(ts_sub *s) {
 
 int ts_sub_open(const char *url, const char *replay_url, const char *thread,
                 const ts_sub_opts *opts, ts_sub **out) {
+  ts__bus_clear_error();
   if (!url || !out) return TS_E_INVAL;
   if (thread && !ts_thread_id_valid(thread, strlen(thread))) return TS_E_INVAL;
   ts_sub *s = calloc(1, sizeof *s);

@@ -94,7 +94,8 @@ typedef struct {
  * becomes a TS_SUB_GONE item). `thread` NULL subscribes to every thread, else to
  * that thread id only. `opts` may be NULL (defaults: from start). The dial does not
  * wait for the publisher. Returns 0 and stores *out, or TS_E_INVAL (bad URL, thread
- * id or options), TS_E_NOMEM, TS_E_IO (see ts_bus_last_error). */
+ * id or options; for a URL, ts_bus_last_error says what is wrong with it, and is empty
+ * otherwise), TS_E_NOMEM, TS_E_IO (see ts_bus_last_error). */
 int ts_sub_open(const char *url, const char *replay_url, const char *thread,
                 const ts_sub_opts *opts, ts_sub **out);
 

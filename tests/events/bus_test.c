@@ -184,6 +184,63 @@ START_TEST(test_wire) {
 }
 END_TEST
 
+/* A URL nng would refuse, or take to mean something else, is refused before nng sees
+ * it, with what is wrong in ts_bus_last_error (the CLI prints it); ts_pub_open and
+ * ts_sub_open give TS_E_INVAL and that reason. */
+START_TEST(test_url_check) {
+  static const struct {
+    int line;
+    const char *url;
+    int listening, ok;
+    const char *why; /* a part of the reason, when refused */
+  } rows[] = {
+      {__LINE__, "ipc:///tmp/x", 0, 1, NULL},
+      {__LINE__, "inproc://x", 1, 1, NULL},
+      {__LINE__, "tcp://127.0.0.1:5555", 0, 1, NULL},
+      {__LINE__, "tcp://example.org:1", 0, 1, NULL},
+      {__LINE__, "tcp://[::1]:5555", 0, 1, NULL},
+      {__LINE__, "tcp://:0", 1, 1, NULL},
+      {__LINE__, "tcp://*:5555", 1, 1, NULL},
+      {__LINE__, "tls+tcp://h:65535", 0, 1, NULL},
+      {__LINE__, "ws://h/bus", 0, 1, NULL}, /* port 80 */
+      {__LINE__, "wss://h:8443/bus", 0, 1, NULL},
+      {__LINE__, "ws://:0/bus", 1, 1, NULL},
+      {__LINE__, "http://h:80/", 0, 0, "unsupported scheme 'http'"},
+      {__LINE__, "nng://h:1", 1, 0, "unsupported scheme 'nng'"},
+      {__LINE__, "noscheme", 0, 0, "not a bus URL"},
+      {__LINE__, "ipc://", 0, 0, "needs an address"},
+      {__LINE__, "tcp://", 1, 0, "needs an address"},
+      {__LINE__, "tcp://127.0.0.1", 0, 0, "port of 1-65535"},
+      {__LINE__, "tcp://127.0.0.1", 1, 0, "port of 0-65535"},
+      {__LINE__, "tcp://[::1]", 0, 0, "port of 1-65535"},
+      {__LINE__, "tcp://h:65536", 1, 0, "port"},
+      {__LINE__, "tcp://h:123456", 0, 0, "port"},
+      {__LINE__, "tcp://h:5x", 0, 0, "port"},
+      {__LINE__, "tcp://h:", 0, 0, "port"},
+      {__LINE__, "tcp://h:0", 0, 0, "port of 1-65535"}, /* nothing to connect to */
+      {__LINE__, "tcp://:5555", 0, 0, "a host to connect to"},
+      {__LINE__, "ws://h:x/bus", 0, 0, "port"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    ts__bus_clear_error();
+    int r = ts__bus_url_check(rows[i].url, rows[i].listening);
+    ck_assert_msg(r == (rows[i].ok ? 0 : TS_E_INVAL), "line %d: %d", rows[i].line, r);
+    if (!rows[i].ok)
+      ck_assert_msg(strstr(ts_bus_last_error(), rows[i].why), "line %d: %s", rows[i].line,
+                    ts_bus_last_error());
+  }
+  ts_pub *p;
+  ts_sub *s;
+  ck_assert_int_eq(ts_pub_open("tcp://127.0.0.1:99999", NULL, NULL, &p), TS_E_INVAL);
+  ck_assert_msg(strstr(ts_bus_last_error(), "port"), "%s", ts_bus_last_error());
+  ck_assert_int_eq(ts_sub_open("http://127.0.0.1:1/", NULL, NULL, NULL, &s), TS_E_INVAL);
+  ck_assert_msg(strstr(ts_bus_last_error(), "'http'"), "%s", ts_bus_last_error());
+  /* a refusal that is not the URL's leaves no stale reason behind */
+  ck_assert_int_eq(ts_sub_open("tcp://127.0.0.1:1", NULL, "a b", NULL, &s), TS_E_INVAL);
+  ck_assert_str_eq(ts_bus_last_error(), "");
+}
+END_TEST
+
 START_TEST(test_loopback_rule) {
   static const struct {
     int line;
@@ -1753,6 +1810,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 60);
   ADD(tc, test_wire);
   ADD(tc, test_loopback_rule);
+  ADD(tc, test_url_check);
   ADD(tc, test_inproc);
   ADD(tc, test_ipc);
   ADD(tc, test_tcp);
