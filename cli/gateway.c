@@ -236,6 +236,8 @@ int ts_cli_gateway(int argc, char **argv) {
     rc = 1;
     cfg.serve = srv;
   }
+  cfg.origins = com.origins;
+  cfg.norigins = com.n_origins;
   char why[512] = "";
   int gr = ts_gw_new(base, &cfg, &gw, why, sizeof why);
   if (gr) {

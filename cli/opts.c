@@ -354,11 +354,12 @@ const ts_cli_group ts_cli_group_events = {"events", NULL, events_opts, 1, set_sh
 
 static const ts_cli_opt browsers_opts[] = {
     {"allow-origin", 0, TS_CLI_STRING, O_ORIGIN, 0, 0, "ORIGIN",
-     "a browser origin that may read the ws:// bus listeners and the\n"
-     "HTTP event endpoint, besides the listener itself and loopback\n"
-     "pages (repeatable, up to 32; e.g. https://ui.example.com); the\n"
-     "endpoint answers a Host that is an IP address, localhost or the\n"
-     "host of such an origin, and nothing else (DNS rebinding)", NULL},
+     "a browser origin that may reach the ws:// bus listeners, the\n"
+     "HTTP event endpoint and the gateway, besides the listener itself\n"
+     "and loopback pages (repeatable, up to 32; e.g.\n"
+     "https://ui.example.com); the endpoint, and the gateway for a\n"
+     "browser's request, answer only a Host that is an IP address,\n"
+     "localhost or such an origin's host (DNS rebinding)", NULL},
 };
 const ts_cli_group ts_cli_group_browsers = {"browsers", NULL, browsers_opts, 1, set_shared};
 

@@ -93,6 +93,7 @@
 #include <openssl/ssl.h>
 
 #include "base/hmap.h"
+#include "base/origin.h"
 #include "base/thread_id.h"
 #include "events/event.h"
 #include "events/sink.h"
@@ -1688,6 +1689,34 @@ static int method_allowed(ts_view m) {
   return 0;
 }
 
+/* Why a request from a browser (one with an Origin header) is refused, or NULL: the
+ * origin must be allowed (base/origin.h), and, since a page whose name rebinds to our
+ * address is its own origin, the Host must pass the rebinding rule too. */
+static const char *browser_refused(const ts_gw *gw, const ts_http_head *h) {
+  ts_view o, hv;
+  const size_t no = ts_http_field_get(h, "Origin", &o);
+  if (!no) return NULL;
+  if (no > 1) return "more than one Origin header";
+  char origin[512], host[512];
+  if (o.len >= sizeof origin) return "origin not allowed";
+  memcpy(origin, o.p, o.len);
+  origin[o.len] = '\0';
+  const char *hp = NULL;
+  if (ts_http_field_get(h, "Host", &hv) == 1) {
+    if (hv.len >= sizeof host) return "host not allowed";
+    memcpy(host, hv.p, hv.len);
+    host[hv.len] = '\0';
+    hp = host;
+  }
+  if (!ts_host_allowed(hp, gw->cfg.origins, gw->cfg.norigins))
+    return "host not allowed for a browser's request: use an IP address or localhost, or "
+           "name the host with --allow-origin";
+  if (!ts_origin_allowed(origin, hp, gw->cfg.origins, gw->cfg.norigins))
+    return "origin not allowed (--allow-origin names the browser origins that may call "
+           "the gateway)";
+  return NULL;
+}
+
 /* Reads a request head; on a whole one, validates it and goes on to its body. May free c. */
 static void read_head(conn *c) {
   ts_gw *gw = c->gw;
@@ -1735,6 +1764,10 @@ static void read_head(conn *c) {
   if (ts_http_field_get(h, "Host", &v) > 1 || (h->minor == 1 && !ts_http_field_get(h, "Host", &v))) {
     refuse(c, 400, h->minor == 1 ? "an HTTP/1.1 request needs exactly one Host header"
                                  : "more than one Host header");
+    return;
+  }
+  if ((why = browser_refused(gw, h))) {
+    refuse(c, 403, why);
     return;
   }
   if (ts_http_request_framing(h, &c->rf, &status, &why)) {

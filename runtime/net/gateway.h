@@ -200,6 +200,13 @@ typedef struct {
   int no_tap;
   int deltas;              /* publish tool_call_delta too */
   int text;                /* publish text_delta too */
+  /* Browser origins that may call the gateway besides loopback pages (base/origin.h);
+   * borrowed. A request with an Origin header (a browser's) is refused with 403 unless
+   * that origin is allowed and its Host passes the DNS rebinding rule (an IP address,
+   * localhost, or an allowed origin's host); requests without one (the SDKs, curl) are
+   * not affected. */
+  const char *const *origins;
+  size_t norigins;
   /* The HTTP event endpoint on the same loop (net/serve.h; no store): every event goes to
    * its live streams as well. May be NULL; borrowed. */
   struct ts_serve *serve;

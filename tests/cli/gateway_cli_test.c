@@ -1253,6 +1253,59 @@ START_TEST(test_smuggling_refused) {
 }
 END_TEST
 
+/* A web page's request (one with an Origin) is refused unless its origin may call the
+ * gateway and its Host is not a name rebinding to us; requests without an Origin are the
+ * SDKs' and pass whatever their Host. Nothing refused reaches the upstream. */
+START_TEST(test_browser_origins) {
+  const char *contents[] = {"data: [DONE]\n\n", "data: [DONE]\n\n", "data: [DONE]\n\n",
+                            "data: [DONE]\n\n"};
+  size_t lens[] = {14, 14, 14, 14};
+  static const char *const extra[] = {"--allow-origin", "https://app.example", NULL};
+  env e;
+  env_start(&e, contents, lens, 4, 0, extra);
+  static const struct {
+    int line;
+    const char *label, *headers;
+    int status;
+  } rows[] = {
+      {__LINE__, "a foreign page", "Host: 127.0.0.1\r\nOrigin: http://evil.example\r\n", 403},
+      {__LINE__, "the opaque origin", "Host: 127.0.0.1\r\nOrigin: null\r\n", 403},
+      {__LINE__, "an allowed origin over another scheme",
+       "Host: 127.0.0.1\r\nOrigin: http://app.example\r\n", 403},
+      {__LINE__, "DNS rebinding: the page's own name as Host and origin",
+       "Host: evil.example:8787\r\nOrigin: http://evil.example:8787\r\n", 403},
+      {__LINE__, "an allowed origin through a rebinding Host",
+       "Host: evil.example\r\nOrigin: https://app.example\r\n", 403},
+      {__LINE__, "two Origin headers",
+       "Host: 127.0.0.1\r\nOrigin: http://localhost\r\nOrigin: http://evil.example\r\n", 403},
+      {__LINE__, "a loopback page", "Host: 127.0.0.1\r\nOrigin: http://localhost:3000\r\n", 200},
+      {__LINE__, "an allowed origin", "Host: 127.0.0.1\r\nOrigin: https://app.example\r\n", 200},
+      {__LINE__, "an allowed origin's host", "Host: app.example\r\nOrigin: https://app.example\r\n",
+       200},
+      {__LINE__, "no Origin (an SDK), any Host", "Host: api.internal.example\r\n", 200},
+  };
+  int passed = 0;
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    char raw[512];
+    snprintf(raw, sizeof raw,
+             "POST /v1/chat/completions HTTP/1.1\r\n%sConnection: close\r\nContent-Length: 2\r\n\r\n{}",
+             rows[i].headers);
+    http_resp r = raw_request(e.gw_port, raw);
+    ck_assert_msg(r.status == rows[i].status, "line %d (%s): status %d, want %d\n%s", rows[i].line,
+                  rows[i].label, r.status, rows[i].status, sb_str(&r.raw));
+    if (rows[i].status == 403)
+      ck_assert_msg(strstr(r.body.p, "not allowed") || strstr(r.body.p, "Origin"), "line %d: %s",
+                    rows[i].line, r.body.p);
+    else
+      passed++;
+    resp_free(&r);
+    ck_assert_msg(requests_seen(&e) == passed, "line %d (%s): %d requests upstream, want %d",
+                  rows[i].line, rows[i].label, requests_seen(&e), passed);
+  }
+  env_stop(&e);
+}
+END_TEST
+
 START_TEST(test_thread_header_refused) {
   const char *contents[] = {"data: [DONE]\n\n"};
   size_t lens[] = {14};
@@ -1887,6 +1940,7 @@ int main(void) {
   tcase_add_test(tc, test_slow_client_backpressure);
   tcase_add_test(tc, test_usage);
   tcase_add_test(tc, test_access_log_hides_query_secrets);
+  tcase_add_test(tc, test_browser_origins);
   tcase_add_test(tc, test_smuggling_refused);
   tcase_add_test(tc, test_thread_header_refused);
   tcase_add_test(tc, test_slowloris_head_deadline);
