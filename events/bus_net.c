@@ -305,9 +305,13 @@ static void origin_cb(nng_pipe p, nng_pipe_ev ev, void *arg) {
   char ob[1024], hb[1024];
   int ho = header(all, "origin:", ob, sizeof ob), hh = header(all, "host:", hb, sizeof hb);
   nng_strfree(all);
-  /* An Origin too long to copy is refused, not waved through. */
-  if (ho < 0 || !ts_origin_allowed(ho ? ob : NULL, hh > 0 ? hb : NULL,
-                                   (const char *const *)o->allow, o->n)) {
+  /* An Origin too long to copy is refused, not waved through. A browser's (one with an
+   * Origin) must also name us by a Host that cannot be a rebinding name: nng checks the
+   * Host only against a listen URL with a host, not on 0.0.0.0 or *. */
+  const char *const *allow = (const char *const *)o->allow;
+  if (ho < 0 || hh < 0 ||
+      (ho > 0 && !ts_host_allowed(hh > 0 ? hb : NULL, allow, o->n)) ||
+      !ts_origin_allowed(ho ? ob : NULL, hh > 0 ? hb : NULL, allow, o->n)) {
     __atomic_add_fetch(&o->refused, 1, __ATOMIC_RELAXED);
     nng_pipe_close(p);
   }

@@ -448,20 +448,33 @@ static int ws_connect(int port, const char *path, const char *proto, char *head,
   return ws_connect_with(port, path, proto, "", head, hn);
 }
 
+static int ws_connect_host(int port, const char *host, const char *path, const char *proto,
+                           const char *extra, char *head, size_t hn);
+
 /* The same upgrade with extra header lines (each ending in \r\n), e.g. an Origin. */
 static int ws_connect_with(int port, const char *path, const char *proto, const char *extra,
                            char *head, size_t hn) {
+  return ws_connect_host(port, NULL, path, proto, extra, head, hn);
+}
+
+/* ... and with `host` as the Host header (NULL: 127.0.0.1:port). */
+static int ws_connect_host(int port, const char *host, const char *path, const char *proto,
+                           const char *extra, char *head, size_t hn) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   ck_assert_int_ge(fd, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  char req[1024];
+  char req[1024], hbuf[64];
+  if (!host) {
+    snprintf(hbuf, sizeof hbuf, "127.0.0.1:%d", port);
+    host = hbuf;
+  }
   int n = snprintf(req, sizeof req,
-                   "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                   "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
                    "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                    "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: %s\r\n%s\r\n",
-                   path, port, proto, extra);
+                   path, host, proto, extra);
   ck_assert_int_eq(write(fd, req, (size_t)n), n);
   size_t got = 0;
   head[0] = '\0';
@@ -542,9 +555,9 @@ END_TEST
 /* A browser page from a foreign origin cannot read the bus: its WebSocket is closed before
  * any message goes out on it (issue 16). Loopback pages and listed origins read it. Waits
  * are for conditions (a frame, end of file) with generous deadlines, never fixed sleeps. */
-static int ws_outcome(int port, const char *origin_line) {
+static int ws_outcome(int port, const char *host, const char *origin_line) {
   char head[2048];
-  int fd = ws_connect_with(port, "/bus", "pub.sp.nanomsg.org", origin_line, head, sizeof head);
+  int fd = ws_connect_host(port, host, "/bus", "pub.sp.nanomsg.org", origin_line, head, sizeof head);
   ck_assert_msg(!strncmp(head, "HTTP/1.1 101", 12), "%s", head);
   return fd;
 }
@@ -573,38 +586,37 @@ static uint64_t rest_of_frame(int fd) {
  * frame sent to it was read: nng 1.5.2's ws pipe leaks a message caught mid-send by a close
  * (LeakSanitizer saw it under load when rows were opened, published to and closed one after
  * another, each close racing the next row's sends). */
-START_TEST(test_ws_origin) {
+typedef struct {
+  const char *host;   /* the Host header's value, %d for the port (NULL: 127.0.0.1:port) */
+  const char *origin; /* the Origin line, or "" */
+  int allowed;
+} ws_row;
+
+/* Opens a publisher on `url` with https://ui.example allowed, one WebSocket per row, and
+ * checks which get frames and which the server closes (and the refusal count). */
+static void check_ws_rows(const char *url, const ws_row *rows, int n) {
   const char *allow[] = {"https://ui.example"};
   ts_pub_opts po = {.allowed_origins = allow, .allowed_origins_n = 1};
   ts_pub *p;
-  ck_assert_int_eq(ts_pub_open("ws://:0/bus", NULL, &po, &p), 0);
+  ck_assert_int_eq(ts_pub_open(url, NULL, &po, &p), 0);
   int port = atoi(strrchr(ts_pub_url(p, 0), ':') + 1);
-  struct {
-    const char *origin;
-    int allowed;
-  } rows[] = {
-      {"Origin: http://evil.example\r\n", 0},
-      {"Origin: https://ui.example.evil\r\n", 0},
-      {"Origin: null\r\n", 0},
-      {"origin: http://localhost.evil:80\r\n", 0},
-      {"", 1}, /* no Origin: not a browser */
-      {"Origin: http://127.0.0.1:8000\r\n", 1},
-      {"Origin: http://localhost\r\n", 1},
-      {"Origin: https://ui.example\r\n", 1},
-  };
-  enum { N = sizeof rows / sizeof rows[0] };
+  enum { N = 16 };
+  ck_assert_int_le(n, N);
   int fd[N], outcome[N]; /* -1 undecided, 1 a frame came, 0 the server closed */
   uint64_t last[N];      /* allowed: the seq of the last frame read */
-  for (int i = 0; i < N; i++) {
-    fd[i] = ws_outcome(port, rows[i].origin);
+  for (int i = 0; i < n; i++) {
+    char host[128], origin[128];
+    if (rows[i].host) snprintf(host, sizeof host, rows[i].host, port);
+    snprintf(origin, sizeof origin, rows[i].origin, port);
+    fd[i] = ws_outcome(port, rows[i].host ? host : NULL, origin);
     outcome[i] = -1;
     last[i] = 0;
   }
   uint64_t seq = 0;
-  for (int round = 0, undecided = N; undecided && round < 500; round++) {
+  for (int round = 0, undecided = n; undecided && round < 500; round++) {
     send_ev(p, "t8", ++seq);
     sleep_us(20000);
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < n; i++) {
       struct pollfd pf = {fd[i], POLLIN, 0};
       if (outcome[i] >= 0 || poll(&pf, 1, 0) != 1) continue;
       unsigned char b;
@@ -614,14 +626,15 @@ START_TEST(test_ws_origin) {
     }
   }
   uint64_t refused = 0;
-  for (int i = 0; i < N; i++) {
-    ck_assert_msg(outcome[i] == rows[i].allowed, "row %d (%s): want %s, got %d", i, rows[i].origin,
+  for (int i = 0; i < n; i++) {
+    ck_assert_msg(outcome[i] == rows[i].allowed, "%s row %d (%s %s): want %s, got %d", url, i,
+                  rows[i].host ? rows[i].host : "-", rows[i].origin,
                   rows[i].allowed ? "frames" : "closed", outcome[i]);
     refused += !rows[i].allowed;
   }
   /* Publishing has stopped: every allowed connection reads its frames, in order, up to
    * the last one sent, so that none is in flight when it closes. */
-  for (int i = 0; i < N; i++) {
+  for (int i = 0; i < n; i++) {
     while (rows[i].allowed && last[i] < seq) {
       unsigned char b;
       ck_assert_int_eq(read_full(fd[i], &b, 1, 10000), 0);
@@ -635,9 +648,38 @@ START_TEST(test_ws_origin) {
   ts_pub_stats st;
   ts_pub_get_stats(p, &st);
   ck_assert_uint_eq(st.origins_refused, refused);
-  for (int i = 0; i < N; i++) close(fd[i]);
+  for (int i = 0; i < n; i++) close(fd[i]);
   sleep_us(50000);
   ts_pub_close(p);
+}
+
+START_TEST(test_ws_origin) {
+  static const ws_row rows[] = {
+      {NULL, "Origin: http://evil.example\r\n", 0},
+      {NULL, "Origin: https://ui.example.evil\r\n", 0},
+      {NULL, "Origin: null\r\n", 0},
+      {NULL, "origin: http://localhost.evil:80\r\n", 0},
+      {NULL, "", 1}, /* no Origin: not a browser */
+      {NULL, "Origin: http://127.0.0.1:8000\r\n", 1},
+      {NULL, "Origin: http://localhost\r\n", 1},
+      {NULL, "Origin: https://ui.example\r\n", 1},
+  };
+  check_ws_rows("ws://:0/bus", rows, (int)(sizeof rows / sizeof rows[0]));
+}
+END_TEST
+
+/* DNS rebinding: a page of evil.example whose name resolves to us connects as its own
+ * origin (Host and Origin both evil.example:PORT). nng checks the Host only against a
+ * listen URL that names a host, so a listener on every interface must refuse it itself. */
+START_TEST(test_ws_origin_rebinding) {
+  static const ws_row rows[] = {
+      {"evil.example:%d", "Origin: http://evil.example:%d\r\n", 0},
+      {"evil.example:%d", "Origin: http://localhost:3000\r\n", 0},
+      {"evil.example:%d", "", 1}, /* no Origin: not a browser, whatever it calls us */
+      {"127.0.0.1:%d", "Origin: http://127.0.0.1:%d\r\n", 1},
+      {"ui.example", "Origin: https://ui.example\r\n", 1},
+  };
+  check_ws_rows("ws://0.0.0.0:0/bus", rows, (int)(sizeof rows / sizeof rows[0]));
 }
 END_TEST
 
@@ -1820,6 +1862,7 @@ static Suite *suite(void) {
   ADD(tc, test_tls_unverified_rejected);
   ADD(tc, test_ws_raw_client);
   ADD(tc, test_ws_origin);
+  ADD(tc, test_ws_origin_rebinding);
   ADD(tc, test_replay_protocol);
   ADD(tc, test_replay_long_answers);
   ADD(tc, test_history_caps);
