@@ -1,6 +1,6 @@
 /*
- * origin.h: the one rule for which browser origins may read toolstream's listeners (the
- * HTTP event endpoint and the bus's ws:// / wss:// listeners).
+ * origin.h: the one rule for which browser origins may reach toolstream's listeners (the
+ * HTTP event endpoint, the gateway and the bus's ws:// / wss:// listeners).
  *
  * A browser sends `Origin` with every WebSocket upgrade and cross-origin request; a page
  * from anywhere on the web can otherwise read a listener on the user's loopback. Allowed:
@@ -11,11 +11,13 @@
  *   - an origin on the allow-list, compared exactly (scheme://host[:port]).
  * Everything else is refused.
  *
- * The Host header is checked too (ts_host_allowed), against DNS rebinding: a page of
- * evil.example whose name is made to resolve to 127.0.0.1 reaches a loopback listener
- * as its own origin (its requests carry `Host: evil.example:PORT`, and a same-origin GET
- * carries no Origin at all), so neither rule above can tell it from the listener's own
- * page. A name the attacker controls only ever arrives as a name, so allowed are:
+ * The Host header is checked too (ts_host_allowed: by the HTTP event endpoint on every
+ * request, by the gateway and the bus's WebSocket listeners on a browser's, one with an
+ * Origin), against DNS rebinding: a page of evil.example whose name is made to resolve to
+ * 127.0.0.1 reaches a loopback listener as its own origin (its requests carry `Host:
+ * evil.example:PORT`, and a same-origin GET carries no Origin at all), so neither rule
+ * above can tell it from the listener's own page. A name the attacker controls only ever
+ * arrives as a name, so allowed are:
  *   - no Host at all (HTTP/1.0: not a browser, which always sends one);
  *   - an IP literal (127.0.0.1:8788, [::1]:8788, 192.0.2.7): nothing to rebind;
  *   - localhost and any name under .localhost, which browsers resolve to loopback
