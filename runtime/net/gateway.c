@@ -98,6 +98,7 @@
 #include "events/event.h"
 #include "events/sink.h"
 #include "net/serve.h"
+#include "net/accept_guard.h"
 #include "net/chunked.h"
 #include "net/gw_metrics.h"
 #include "net/gw_route.h"
@@ -113,9 +114,6 @@
 #define TS_GW_MAX_NAMED_THREADS (1u << 20)
 /* Longest request target (path and query) forwarded: 414 past it. */
 #define TS_GW_MAX_TARGET 8192
-/* Accept back-off after a failure (out of file descriptors): first, longest. */
-#define ACCEPT_BACKOFF_MIN_MS 50
-#define ACCEPT_BACKOFF_MAX_MS 1000
 
 typedef struct {
   ts_hmap_node h; /* first */
@@ -158,10 +156,7 @@ struct ts_gw {
   struct event *hand_ev;
   struct event_base *base;
   struct evconnlistener *lev;
-  struct event *accept_ev; /* re-enables accepting after a back-off */
-  int accept_backoff_ms;
-  double accept_log_at;        /* when the last accept failure was logged */
-  unsigned long accept_quiet;  /* failures since, not logged */
+  ts_accept_guard *guard; /* pauses accepting while accept() fails (net/accept_guard.h) */
   int port;
   ts_gw_route routes[TS_GW_MAX_UPSTREAMS];
   size_t nroutes;
@@ -1970,7 +1965,7 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
   (void)salen;
   ts_gw *gw = arg;
   gw_group *g = gw->grp;
-  gw->accept_backoff_ms = 0;
+  ts_accept_guard_ok(gw->guard);
   char addr[INET6_ADDRSTRLEN] = "?";
   if (sa->sa_family == AF_INET)
     inet_ntop(AF_INET, &((struct sockaddr_in *)sa)->sin_addr, addr, sizeof addr);
@@ -2016,38 +2011,11 @@ static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct soc
   conn_start(gw, fd, pn);
 }
 
-static void on_accept_again(evutil_socket_t fd, short what, void *arg) {
-  (void)fd;
-  (void)what;
+/* accept() failed (out of file descriptors): counted, and said when the guard says. */
+static void on_accept_failed(void *arg, const char *line) {
   ts_gw *gw = arg;
-  evconnlistener_enable(gw->lev);
-}
-
-/* accept() failed (EMFILE, ENFILE, ENOBUFS, ENOMEM): the listening socket stays
- * readable, so accepting again at once would spin. Stop accepting for a while (doubling
- * up to ACCEPT_BACKOFF_MAX_MS while it keeps failing) and say so at most once a second. */
-static void on_accept_error(struct evconnlistener *lev, void *arg) {
-  ts_gw *gw = arg;
-  int err = EVUTIL_SOCKET_ERROR();
   ST_ADD(gw, accept_errors, 1);
-  evconnlistener_disable(lev);
-  gw->accept_backoff_ms = gw->accept_backoff_ms ? gw->accept_backoff_ms * 2 : ACCEPT_BACKOFF_MIN_MS;
-  if (gw->accept_backoff_ms > ACCEPT_BACKOFF_MAX_MS) gw->accept_backoff_ms = ACCEPT_BACKOFF_MAX_MS;
-  arm_ms(gw->accept_ev, gw->accept_backoff_ms);
-  double now = mono_s();
-  if (now - gw->accept_log_at >= 1.0) {
-    if (gw->accept_quiet)
-      gw_log(gw, "cannot accept a connection: %s (%lu more since the last report); "
-                 "pausing accepts for %d ms",
-             evutil_socket_error_to_string(err), gw->accept_quiet, gw->accept_backoff_ms);
-    else
-      gw_log(gw, "cannot accept a connection: %s; pausing accepts for %d ms",
-             evutil_socket_error_to_string(err), gw->accept_backoff_ms);
-    gw->accept_log_at = now;
-    gw->accept_quiet = 0;
-  } else {
-    gw->accept_quiet++;
-  }
+  if (line) gw_log(gw, "%s", line);
 }
 
 /* ---- setup --------------------------------------------------------------------------------------- */
@@ -2096,9 +2064,8 @@ static int worker_new(gw_group *g, struct event_base *base, const ts_gw_config *
     if (rc == TS_E_HTTP_TLS) rc = TS_E_GW_TLS;
     if (rc) return rc;
   }
-  gw->accept_ev = evtimer_new(base, on_accept_again, gw);
   gw->tap_ev = event_new(base, -1, 0, on_tap_turn, gw);
-  if (!gw->accept_ev || !gw->tap_ev) return TS_E_NOMEM;
+  if (!gw->tap_ev) return TS_E_NOMEM;
   char pstr[16];
   snprintf(pstr, sizeof pstr, "%d", port);
   struct addrinfo hints, *ai = NULL;
@@ -2127,7 +2094,7 @@ static int worker_new(gw_group *g, struct event_base *base, const ts_gw_config *
     set_why(why, why_cap, "cannot listen: %s", strerror(errno));
     return TS_E_IO;
   }
-  evconnlistener_set_error_cb(gw->lev, on_accept_error);
+  if (ts_accept_guard_new(gw->lev, on_accept_failed, gw, &gw->guard)) return TS_E_NOMEM;
   /* Each chunk goes to its client the moment it is read; Nagle would hold a chunk back
    * while the one before it waits for the client's (delayed) ACK. Accepted sockets take
    * the option from the listener (Linux), so it costs no call per connection. */
@@ -2166,8 +2133,8 @@ static void worker_free(ts_gw *gw) {
     evutil_closesocket(fd);
     free(p);
   }
+  ts_accept_guard_free(gw->guard);
   if (gw->lev) evconnlistener_free(gw->lev);
-  if (gw->accept_ev) event_free(gw->accept_ev);
   if (gw->tap_ev) event_free(gw->tap_ev);
   if (gw->hand_ev) event_free(gw->hand_ev);
   if (gw->hand_fd[0] >= 0) { /* connections handed over and not yet taken: closed */

@@ -31,6 +31,7 @@
 #include "base/strbuf.h"
 #include "base/thread_id.h"
 #include "events/ui_stream.h"
+#include "net/accept_guard.h"
 #include "net/serve_assets.h"
 
 #define SERVE_MAX_STREAMS 1024
@@ -63,6 +64,7 @@ struct ts_serve {
   stream *streams;
   size_t nstreams;
   struct event *hb, *poll;
+  ts_accept_guard *guard; /* pauses accepting while accept() fails */
 };
 
 /* ---- output ------------------------------------------------------------------------ */
@@ -503,6 +505,11 @@ static void on_request(struct evhttp_request *req, void *arg) {
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
 
+static void on_accept_failed(void *arg, const char *line) {
+  const ts_serve *s = arg;
+  if (line) fprintf(stderr, "toolstream: event endpoint on port %d: %s\n", s->port, line);
+}
+
 int ts_serve_new(struct event_base *base, const ts_serve_config *cfg, ts_serve **out, char *errmsg,
                  size_t errcap) {
   if (errmsg && errcap) errmsg[0] = '\0';
@@ -527,6 +534,10 @@ int ts_serve_new(struct event_base *base, const ts_serve_config *cfg, ts_serve *
     ts_serve_free(s);
     return TS_E_IO;
   }
+  /* out of file descriptors, libevent's listener would retry at once, spinning a core and
+   * warning on every attempt */
+  if (ts_accept_guard_new(evhttp_bound_socket_get_listener(bs), on_accept_failed, s, &s->guard))
+    goto nomem;
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
   if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) == 0)
@@ -555,6 +566,7 @@ void ts_serve_free(ts_serve *s) {
   }
   if (s->hb) event_free(s->hb);
   if (s->poll) event_free(s->poll);
+  ts_accept_guard_free(s->guard); /* before the listener it borrows goes with evhttp */
   if (s->http) evhttp_free(s->http); /* closes the connections and their requests */
   free(s);
 }
