@@ -32,6 +32,7 @@
 #include "base/thread_id.h"
 #include "events/ui_stream.h"
 #include "net/accept_guard.h"
+#include "net/head_deadline.h"
 #include "net/serve_assets.h"
 
 #define SERVE_MAX_STREAMS 1024
@@ -65,6 +66,7 @@ struct ts_serve {
   size_t nstreams;
   struct event *hb, *poll;
   ts_accept_guard *guard; /* pauses accepting while accept() fails */
+  ts_head_deadline *heads; /* closes connections whose request head is late */
 };
 
 /* ---- output ------------------------------------------------------------------------ */
@@ -354,6 +356,7 @@ static void open_stream(ts_serve *s, struct evhttp_request *req, const char *thr
   evhttp_add_header(h, "X-Accel-Buffering", "no"); /* proxies: do not hold the stream back */
   if (mode == M_AISDK) evhttp_add_header(h, "x-vercel-ai-ui-message-stream", "v1");
   evhttp_send_reply_start(req, 200, "OK");
+  ts_head_deadline_streaming(s->heads, req); /* a follower sends nothing and may read little */
   evhttp_connection_set_closecb(st->con, on_close, st);
   if (mode != M_NDJSON) evbuffer_add(st->out, "retry: 1000\n\n", 13);
   pump(st);
@@ -422,6 +425,7 @@ static void threads_list(ts_serve *s, struct evhttp_request *req) {
 
 static void on_request(struct evhttp_request *req, void *arg) {
   ts_serve *s = arg;
+  ts_head_deadline_arrived(s->heads, req);
   if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
       evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
     reply_error(req, 405, "Method Not Allowed", "GET only");
@@ -520,6 +524,7 @@ int ts_serve_new(struct event_base *base, const ts_serve_config *cfg, ts_serve *
   s->cfg = *cfg;
   if (s->cfg.heartbeat_ms <= 0) s->cfg.heartbeat_ms = 15000;
   if (s->cfg.poll_ms <= 0) s->cfg.poll_ms = 200;
+  if (s->cfg.head_timeout_ms <= 0) s->cfg.head_timeout_ms = TS_SERVE_HEAD_TIMEOUT_MS;
   const char *host = cfg->host ? cfg->host : "127.0.0.1";
   s->http = evhttp_new(base);
   if (!s->http) goto nomem;
@@ -528,6 +533,11 @@ int ts_serve_new(struct event_base *base, const ts_serve_config *cfg, ts_serve *
                                           EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
   evhttp_set_max_headers_size(s->http, 16384);
   evhttp_set_max_body_size(s->http, 0);
+  int rc = ts_head_deadline_new(s->http, base, s->cfg.head_timeout_ms, &s->heads);
+  if (rc) {
+    ts_serve_free(s);
+    return rc;
+  }
   struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(s->http, host, (uint16_t)cfg->port);
   if (!bs) {
     if (errmsg) snprintf(errmsg, errcap, "cannot listen on %s:%d", host, cfg->port);
@@ -568,6 +578,7 @@ void ts_serve_free(ts_serve *s) {
   if (s->poll) event_free(s->poll);
   ts_accept_guard_free(s->guard); /* before the listener it borrows goes with evhttp */
   if (s->http) evhttp_free(s->http); /* closes the connections and their requests */
+  ts_head_deadline_free(s->heads);      /* after: closing connections call it */
   free(s);
 }
 

@@ -32,6 +32,10 @@
  * more only when what it has was written out (the backlog goes in batches), so a stalled
  * client holds at most one batch plus the live events of its thread that arrived meanwhile
  * (capped: past TS_SERVE_MAX_BACKLOG bytes pending the stream is closed; it can resume).
+ * A request's head must be complete within head_timeout_ms of the accept (or of the
+ * previous response, on a kept-alive connection), and a plain reply must keep moving
+ * (the same time without progress): otherwise the connection is closed. An event stream
+ * has no timeout while it lasts (its client sends nothing).
  */
 #ifndef TS_SERVE_H
 #define TS_SERVE_H
@@ -42,6 +46,10 @@
 #include "store/store.h"
 
 struct event_base;
+
+/* A request head not complete this long after the accept (or, kept alive, after the
+ * previous response) closes the connection: net/head_deadline.h. */
+#define TS_SERVE_HEAD_TIMEOUT_MS 10000
 
 /* Bytes a stream may have queued for a client that does not read before it is closed. */
 #define TS_SERVE_MAX_BACKLOG (8u << 20)
@@ -55,6 +63,7 @@ typedef struct {
   const char *token;    /* required bearer token, or NULL */
   int heartbeat_ms;     /* 0: 15000 */
   int poll_ms;          /* how often the store is read for other processes' events; 0: 200 */
+  int head_timeout_ms;  /* a request's whole head must arrive within it; 0: the default */
 } ts_serve_config;
 
 typedef struct ts_serve ts_serve;
