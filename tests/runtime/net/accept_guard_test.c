@@ -32,18 +32,12 @@
 #include "base/error.h"
 #include "net/accept_guard.h"
 #include "net/serve.h"
+#include "support/loopback.h"
 #include "support/runner.h"
 
 enum { CLIENTS = 3 };
 
-static int connect_to(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ck_assert_int_ge(fd, 0);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  return fd;
-}
+static int connect_to(int port) { return loopback_connect(port, 0, 0); }
 
 /* Lowers the soft descriptor limit to the lowest free descriptor: no new one can be made.
  * Returns the old limit. */

@@ -37,6 +37,7 @@
 #include "base/error.h"
 #include "events/bus_pub.h"
 #include "net/gateway.h"
+#include "support/loopback.h"
 #include "support/model_server.h"
 #include "support/proc.h"
 #include "support/tempdir.h"
@@ -811,13 +812,7 @@ static void worker_conns(const ts_gw *gw, uint64_t *w0, uint64_t *w1) {
   *w1 = st.connections_open;
 }
 
-static int connect_to(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-  return fd;
-}
+static int connect_to(int port) { return loopback_connect(port, 0, 0); }
 
 START_TEST(test_workers_fill_the_first_loop) {
   ts_gw_upstream up = {NULL, "http://127.0.0.1:9"};

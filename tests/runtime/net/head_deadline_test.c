@@ -13,13 +13,11 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -29,16 +27,14 @@
 #include "base/error.h"
 #include "net/head_deadline.h"
 #include "net/serve.h"
+#include "support/loopback.h"
+#include "support/proc.h"
 #include "support/runner.h"
 
 enum { DEADLINE_MS = 300 };
 #define GIVE_UP_S 20.0
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+static double now_s(void) { return now_ms() / 1000.0; }
 
 static void run_for_ms(struct event_base *base, int ms) {
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
@@ -46,15 +42,7 @@ static void run_for_ms(struct event_base *base, int ms) {
   event_base_dispatch(base);
 }
 
-static int connect_to(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ck_assert_int_ge(fd, 0);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  fcntl(fd, F_SETFL, O_NONBLOCK);
-  return fd;
-}
+static int connect_to(int port) { return loopback_connect(port, 0, 1); }
 
 static void send_all(int fd, const char *s) {
   ck_assert_int_eq(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
@@ -273,13 +261,7 @@ enum { BIG = 16 << 20 };
 START_TEST(test_stream_outlives_deadline) {
   server sv;
   server_start(&sv);
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  int small = 4096;
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  fcntl(fd, F_SETFL, O_NONBLOCK);
+  int fd = loopback_connect(sv.port, 4096, 1); /* a small window: writes stall at once */
   char buf[8192];
   exchange(&sv, fd, "GET /stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "first\n", buf, sizeof buf);
   ck_assert_ptr_nonnull(sv.stream);
