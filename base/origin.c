@@ -72,8 +72,15 @@ static int ipv6_ok(const char *p, size_t n) {
   return colon;
 }
 
-/* 1 when name [p, p + n) is localhost or under .localhost (a trailing dot allowed). */
+/* 1 when name [p, p + n) is localhost or under .localhost (a trailing dot allowed),
+ * made of what DNS names are made of (letters, digits, '-', '_', '.'). */
 static int localhost_ok(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const char c = p[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '-' || c == '_' || c == '.'))
+      return 0;
+  }
   if (n && p[n - 1] == '.') n--;
   if (n == 9) return !strncasecmp(p, "localhost", 9);
   return n > 10 && !strncasecmp(p + n - 10, ".localhost", 10);

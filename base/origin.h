@@ -21,7 +21,8 @@
  *   - no Host at all (HTTP/1.0: not a browser, which always sends one);
  *   - an IP literal (127.0.0.1:8788, [::1]:8788, 192.0.2.7): nothing to rebind;
  *   - localhost and any name under .localhost, which browsers resolve to loopback
- *     themselves (RFC 6761), with or without a trailing dot;
+ *     themselves (RFC 6761), with or without a trailing dot, spelled as DNS names are
+ *     (letters, digits, '-', '_' and '.');
  *   - the host[:port] of an origin on the allow-list (any case), for a name people use
  *     to reach the listener, e.g. through a reverse proxy that passes its Host on.
  */
