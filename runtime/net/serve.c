@@ -295,6 +295,14 @@ static int quiet_replay_cb(void *user, uint64_t seq, const char *json, size_t le
   return 0;
 }
 
+static void stream_headers(struct evhttp_request *req, int mode) {
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  evhttp_add_header(h, "Content-Type", mode == M_NDJSON ? "application/x-ndjson" : "text/event-stream");
+  evhttp_add_header(h, "Cache-Control", "no-store");
+  evhttp_add_header(h, "X-Accel-Buffering", "no"); /* proxies: do not hold the stream back */
+  if (mode == M_AISDK) evhttp_add_header(h, "x-vercel-ai-ui-message-stream", "v1");
+}
+
 static void open_stream(ts_serve *s, struct evhttp_request *req, const char *thread,
                         const struct evkeyvalq *q) {
   const char *fmt = evhttp_find_header(q, "format");
@@ -317,6 +325,13 @@ static void open_stream(ts_serve *s, struct evhttp_request *req, const char *thr
   const char *f = evhttp_find_header(q, "follow");
   if (s->nstreams >= SERVE_MAX_STREAMS) {
     reply_error(req, 503, "Service Unavailable", "too many open event streams");
+    return;
+  }
+  if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+    /* the head a GET would get, and done: a stream held open for it would never end,
+     * and the connection's next request would wait behind it */
+    stream_headers(req, mode);
+    evhttp_send_reply(req, 200, "OK", NULL);
     return;
   }
   stream *st = calloc(1, sizeof *st);
@@ -350,11 +365,7 @@ static void open_stream(ts_serve *s, struct evhttp_request *req, const char *thr
   if (s->streams) s->streams->prev = st;
   s->streams = st;
   s->nstreams++;
-  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-  evhttp_add_header(h, "Content-Type", mode == M_NDJSON ? "application/x-ndjson" : "text/event-stream");
-  evhttp_add_header(h, "Cache-Control", "no-store");
-  evhttp_add_header(h, "X-Accel-Buffering", "no"); /* proxies: do not hold the stream back */
-  if (mode == M_AISDK) evhttp_add_header(h, "x-vercel-ai-ui-message-stream", "v1");
+  stream_headers(req, mode);
   evhttp_send_reply_start(req, 200, "OK");
   ts_head_deadline_streaming(s->heads, req); /* a follower sends nothing and may read little */
   evhttp_connection_set_closecb(st->con, on_close, st);

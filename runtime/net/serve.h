@@ -16,6 +16,7 @@
  *         chunks (events/ui_stream.h), as SSE, `id:` = the seq they came from;
  *       ?follow=0: end after what is stored (AG-UI: RUN_FINISHED; AI SDK: finish and
  *         `[DONE]`) instead of waiting for more.
+ *       HEAD: the head a GET would get, then the response ends (no stream is opened).
  *
  * Where events come from: the store (everything `run` and the gateway keep), read from a
  * snapshot for the backlog and then every `poll_ms` for what another process added; and

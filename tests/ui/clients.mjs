@@ -8,12 +8,15 @@
 //   - AI SDK: the `ai` package's chunk schema and readUIMessageStream build the assistant
 //     message: a tool part with the label as its title, the input and the output, and the
 //     text;
+//   - HEAD on a following stream ends with its head (the connection's next request is
+//     answered);
 //   - security: a foreign Origin gets 403; so does a Host that is a name other than
 //     localhost (DNS rebinding: a foreign page's requests name its own host); with
 //     --token-file, no token gets 401.
 // Usage: node tests/ui/clients.mjs BINARY_DIR
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runHttpRequest, transformHttpEventStream, verifyEvents } from '@ag-ui/client';
@@ -124,6 +127,28 @@ try {
   }
   check(await status('/threads', { Host: `evil.example:${port}` }) === 403, 'a rebinding Host cannot list the threads');
   check(await status('/', { Host: `evil.example:${port}` }) === 403, 'nor load the page');
+  // HEAD on a following stream: the GET's head and done, so the connection's next
+  // request is answered (a stream held open for a HEAD never ended, and what came after
+  // it on the connection waited forever)
+  const eventsPath = new URL(base).pathname;
+  const both = await new Promise((resolve) => {
+    const sock = connect(Number(port), '127.0.0.1');
+    let got = '';
+    const give_up = setTimeout(() => { sock.destroy(); resolve(got); }, 20000);
+    sock.setEncoding('utf8');
+    sock.on('data', (d) => {
+      got += d;
+      if (got.includes('"threads":')) { clearTimeout(give_up); sock.destroy(); resolve(got); }
+    });
+    sock.on('error', () => { clearTimeout(give_up); resolve(got); });
+    sock.write(`HEAD ${eventsPath} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n` +
+      `GET /threads HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+  });
+  const heads = both.split('\r\n\r\n')[0];
+  check(/^HTTP\/1\.1 200 /.test(heads) && heads.includes('Content-Type: text/event-stream'),
+    'HEAD on an event stream gets the stream\'s head', heads);
+  check((both.match(/HTTP\/1\.1 200 /g) || []).length === 2 && both.includes('"threads":'),
+    'and the next request on the connection is answered', both.slice(0, 400));
 } finally {
   srv.child.kill();
 }
