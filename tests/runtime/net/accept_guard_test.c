@@ -174,10 +174,8 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("accept_guard");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 60);
+  TCase *tc = ts_test_tcase(s, "core", 60);
   tcase_add_test(tc, test_own_listener_pauses);
   tcase_add_test(tc, test_endpoint_pauses);
-  suite_add_tcase(s, tc);
   return ts_test_run(s, 0);
 }

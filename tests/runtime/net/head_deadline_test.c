@@ -346,8 +346,7 @@ END_TEST
 
 int main(void) {
   Suite *s = suite_create("head_deadline");
-  TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = ts_test_tcase(s, "core", 120);
   tcase_add_loop_test(tc, test_late_head_closed, 0, (int)(sizeof late_heads / sizeof late_heads[0]));
   tcase_add_test(tc, test_trickled_head_closed);
   tcase_add_test(tc, test_kept_alive_next_head);
@@ -355,6 +354,5 @@ int main(void) {
   tcase_add_test(tc, test_free_while_waiting);
   tcase_add_test(tc, test_stream_outlives_deadline);
   tcase_add_test(tc, test_endpoint);
-  suite_add_tcase(s, tc);
   return ts_test_run(s, 0);
 }
