@@ -26,8 +26,7 @@ struct ts_head_deadline {
 };
 
 static watch *find(ts_head_deadline *d, struct bufferevent *bev) {
-  ts_hmap_node *n = ts_hmap_find(&d->watches, (const char *)&bev, sizeof bev);
-  return n ? (watch *)n : NULL;
+  return (watch *)ts_hmap_find(&d->watches, (const char *)&bev, sizeof bev); /* node first */
 }
 
 /* Stops watching; returns the bufferevent, whose reference the caller now holds. */

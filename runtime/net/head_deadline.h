@@ -19,10 +19,10 @@
  * over), watched by a timer from the accept. evhttp makes its connection object only
  * after that, so until the first head is in the watch holds a reference on the
  * bufferevent instead, and its late timer finds it alive or already let go (so the
- * descriptor of a client that left mid-head stays open, shut down, until then). A late head
- * gets the event a read timeout would have raised. Later heads are watched through the
- * connection's close callback, which a caller may use only for a request whose head
- * has arrived (ts_head_deadline_arrived clears it).
+ * descriptor of a client that left mid-head stays open, shut down, until then). A late
+ * head gets the event a read timeout would have raised. Later heads are watched through
+ * the connection's close callback, which a caller may use only for a request whose
+ * head has arrived (ts_head_deadline_arrived clears it).
  *
  * Not thread-safe: everything runs on the server's event base.
  */
