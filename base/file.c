@@ -9,11 +9,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 
+/* "/dev/stdin" is read through descriptor 0 itself: opening the path fails with ENXIO
+ * when standard input is a socket (what Node's child_process and other supervisors
+ * hand a child for a pipe). */
+static FILE *open_read(const char *path) {
+  if (strcmp(path, "/dev/stdin")) return fopen(path, "rb");
+  int fd = dup(STDIN_FILENO);
+  if (fd < 0) return NULL;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+  }
+  return f;
+}
+
 int ts_file_read(const char *path, size_t max, char **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
+  FILE *f = open_read(path);
   if (!f) return TS_E_IO;
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap + 1);
