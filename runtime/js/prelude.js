@@ -338,6 +338,43 @@ def(String.prototype, 'normalize', function () { return String(toObject(this, 'n
 
 /* ---- Number and Math ------------------------------------------------------------- */
 
+/* Duktape's cbrt is pow(x, 1/3): cbrt(27) is 3.0000000000000004. Of that, one Newton
+ * step and the 15-digit rounding, the one whose cube is closest (exact cubes exact). */
+hide(Math, 'cbrt', function (x) {
+  x = Number(x);
+  if (x === 0 || x !== x || x === Infinity || x === -Infinity) return x;
+  var a = Math.abs(x), r = Math.pow(a, 1 / 3), best = r, bd = Infinity;
+  var c = [r, r - (r * r * r - a) / (3 * r * r), +r.toPrecision(15)];
+  for (var i = 0; i < c.length; i++) {
+    var d = Math.abs(c[i] * c[i] * c[i] - a);
+    if (d <= bd) { bd = d; best = c[i]; }
+  }
+  return x < 0 ? -best : best;
+});
+/* Duktape's toLocaleString takes no locale (a string argument is a RangeError): the
+ * en-US form that code writing toLocaleString('en-US') wants, with the fraction
+ * digits of its options (default at most 3). Other locales read as en-US. */
+hide(Number.prototype, 'toLocaleString', function (locale, opts) {
+  var x = Number(this);
+  if (x !== x) return 'NaN';
+  if (x === Infinity || x === -Infinity) return (x < 0 ? '-' : '') + '\u221e';
+  opts = opts || {};
+  var min = opts.minimumFractionDigits === undefined ? 0 : toInt(opts.minimumFractionDigits);
+  var max = opts.maximumFractionDigits === undefined ? Math.max(min, 3) : toInt(opts.maximumFractionDigits);
+  if (!(min >= 0 && min <= 20 && max >= min && max <= 20)) throw new RangeError('fraction digits out of range');
+  var s = Math.abs(x).toFixed(max), dot = s.indexOf('.');
+  var ip = dot < 0 ? s : s.slice(0, dot), fp = dot < 0 ? '' : s.slice(dot + 1);
+  while (fp.length > min && fp.charAt(fp.length - 1) === '0') fp = fp.slice(0, -1);
+  if (opts.useGrouping !== false) ip = ip.replace(/\B(?=(\d{3})+$)/g, ',');
+  return (x < 0 && (+s !== 0) ? '-' : '') + ip + (fp ? '.' + fp : '');
+});
+if (!('description' in Symbol.prototype)) {
+  Object.defineProperty(Symbol.prototype, 'description', {configurable: true, get: function () {
+    var m = /^Symbol\(([\s\S]*)\)$/.exec(String(this.valueOf()));
+    return m && m[1] !== '' ? m[1] : undefined; /* Symbol('') reads as Symbol() */
+  }});
+}
+
 def(Number, 'isInteger', function (x) { return typeof x === 'number' && isFinite(x) && Math.floor(x) === x; });
 def(Number, 'isSafeInteger', function (x) { return Number.isInteger(x) && Math.abs(x) <= 9007199254740991; });
 def(Number, 'isFinite', function (x) { return typeof x === 'number' && isFinite(x); });
@@ -433,7 +470,8 @@ StoreIter.prototype.next = function () {
     if (st.v[i] === HOLE) continue;
     this._seen++;
     var key = st.k[i];
-    return {value: this._k === 0 ? key : this._k === 1 ? st.v[i] : [key, st.v[i]], done: false};
+    /* kind 0 keys, 1 values, 2 [key, value], 3 [key, key] (a Set's entries) */
+    return {value: this._k === 0 ? key : this._k === 1 ? st.v[i] : this._k === 2 ? [key, st.v[i]] : [key, key], done: false};
   }
   this._st = null;
   return {value: undefined, done: true};
@@ -490,10 +528,7 @@ SetP.prototype['delete'] = function (v) { return this._st.remove(v); };
 SetP.prototype.clear = function () { this._st.clear(); };
 SetP.prototype.values = function () { return new StoreIter(this._st, 0); };
 SetP.prototype.keys = SetP.prototype.values;
-SetP.prototype.entries = function () {
-  var it = this.values();
-  return {next: function () { var s = it.next(); return s.done ? s : {value: [s.value, s.value], done: false}; }};
-};
+SetP.prototype.entries = function () { return new StoreIter(this._st, 3); };
 SetP.prototype.forEach = function (fn, self) {
   var it = this.values(), s;
   while (!(s = it.next()).done) fn.call(self, s.value, s.value, this);
@@ -645,13 +680,25 @@ PromiseP.allSettled = function (src) {
 PromiseP.race = function (src) {
   return combine(src, function (st, p) { p.then(st.ok, st.err); }, noop);
 };
+/* AggregateError(errors, message), what Promise.any rejects with. */
+function AggregateErrorP(errors, message) {
+  if (!(this instanceof AggregateErrorP)) return new AggregateErrorP(errors, message);
+  var e = new Error(message === undefined ? '' : String(message));
+  hide(this, 'message', e.message);
+  hide(this, 'errors', toArray(errors));
+  hide(this, 'stack', e.stack);
+}
+AggregateErrorP.prototype = Object.create(Error.prototype);
+hide(AggregateErrorP.prototype, 'constructor', AggregateErrorP);
+hide(AggregateErrorP.prototype, 'name', 'AggregateError');
+if (typeof g.AggregateError !== 'function') def(g, 'AggregateError', AggregateErrorP);
 PromiseP.any = function (src) {
   return combine(src, function (st, p, i) {
     p.then(st.ok, function (e) {
       st.out[i] = e;
-      if (--st.left === 0) { var ae = new Error('All promises were rejected'); ae.errors = st.out; st.err(ae); }
+      if (--st.left === 0) st.err(new g.AggregateError(st.out, 'All promises were rejected'));
     });
-  }, function (st) { var ae = new Error('All promises were rejected'); ae.errors = []; st.err(ae); });
+  }, function (st) { st.err(new g.AggregateError([], 'All promises were rejected')); });
 };
 PromiseP.withResolvers = function () {
   var r = {};
@@ -746,33 +793,123 @@ function asyncRun(fn, self, args) {
 }
 function awaitValue(v) { return Thread.yield(new Awaiting(v)); }
 
-function GenIter(fn, self, args) { this._fn = fn; this._self = self; this._args = args; this._th = null; this._done = false; }
-GenIter.prototype._go = function (v, isErr) {
-  if (this._done) {
-    if (isErr) throw v;
-    return {value: undefined, done: true};
-  }
-  if (!this._th) {
-    var me = this;
-    if (isErr) { this._done = true; throw v; }
-    this._th = new Thread(function () { return new Done(me._fn.apply(me._self, me._args)); });
-  }
-  var r;
-  try {
-    r = isErr ? Thread.resume(this._th, v, true) : Thread.resume(this._th, v);
-  } catch (e) {
-    this._done = true;
-    throw e;
-  }
-  if (r instanceof Done) { this._done = true; return {value: r.v, done: true}; }
-  if (r instanceof Awaiting) throw new SyntaxError('await inside a generator');
-  return {value: r.v, done: false};
-};
-GenIter.prototype.next = function (v) { return this._go(v, false); };
-GenIter.prototype['throw'] = function (e) { return this._go(e, true); };
-GenIter.prototype['return'] = function (v) { this._done = true; return {value: v, done: true}; };
+/* A generator's coroutine lives in the closure of its iterator's methods, never in a
+ * property: a script that reached it would hold Duktape's Thread constructor (through
+ * its `constructor`), which the prelude keeps to itself. */
+function GenIter() {}
 GenIter.prototype[ITER] = function () { return this; };
-function genRun(fn, self, args) { return new GenIter(fn, self, args); }
+function genRun(fn, self, args) {
+  var th = null, done = false, it = new GenIter();
+  function go(v, isErr) {
+    if (done) {
+      if (isErr) throw v;
+      return {value: undefined, done: true};
+    }
+    if (!th) {
+      if (isErr) { done = true; throw v; }
+      th = new Thread(function () { return new Done(fn.apply(self, args)); });
+    }
+    var r;
+    try {
+      r = isErr ? Thread.resume(th, v, true) : Thread.resume(th, v);
+    } catch (e) {
+      done = true;
+      throw e;
+    }
+    if (r instanceof Done) { done = true; return {value: r.v, done: true}; }
+    if (r instanceof Awaiting) throw new SyntaxError('await inside a generator');
+    return {value: r.v, done: false};
+  }
+  hide(it, 'next', function (v) { return go(v, false); });
+  hide(it, 'throw', function (e) { return go(e, true); });
+  hide(it, 'return', function (v) { done = true; return {value: v, done: true}; });
+  return it;
+}
+
+/* async function*: next/throw/return return promises and queue while the body runs; the
+ * body's coroutine yields Awaiting (resumed when the promise settles) or Yielded (the
+ * value awaited, then handed to the oldest request). */
+var ASYNC_ITER = typeof Symbol.asyncIterator === 'symbol' ? Symbol.asyncIterator : Symbol('Symbol.asyncIterator');
+def(Symbol, 'asyncIterator', ASYNC_ITER);
+function AsyncGenIter() {}
+AsyncGenIter.prototype[ASYNC_ITER] = function () { return this; };
+function agenRun(fn, self, args) {
+  var th = null, done = false, running = false, queue = [], it = new AsyncGenIter();
+  function settleFirst(v, isErr) {
+    var q = queue.shift();
+    running = false;
+    if (isErr) q.err(v); else q.ok(v);
+    pump();
+  }
+  function step(v, isErr) {
+    var r;
+    try {
+      r = isErr ? Thread.resume(th, v, true) : Thread.resume(th, v);
+    } catch (e) {
+      done = true;
+      settleFirst(e, true);
+      return;
+    }
+    if (r instanceof Done) { done = true; settleFirst({value: r.v, done: true}, false); return; }
+    var isYield = r instanceof Yielded;
+    P.resolve(r.v).then(function (x) {
+      if (isYield) settleFirst({value: x, done: false}, false);
+      else step(x, false);
+    }, function (e) { step(e, true); });
+  }
+  function pump() {
+    if (running || !queue.length) return;
+    var q = queue[0];
+    if (!th && !done) {
+      if (q.kind !== 'next') done = true;
+      else th = new Thread(function () { return new Done(fn.apply(self, args)); });
+    }
+    if (done || q.kind === 'return') {
+      done = true;
+      queue.shift();
+      if (q.kind === 'throw') q.err(q.v);
+      else q.ok({value: q.kind === 'return' ? q.v : undefined, done: true});
+      pump();
+      return;
+    }
+    running = true;
+    step(q.v, q.kind === 'throw');
+  }
+  function request(kind) {
+    return function (v) {
+      return new P(function (ok, err) {
+        queue.push({kind: kind, v: v, ok: ok, err: err});
+        pump();
+      });
+    };
+  }
+  hide(it, 'next', request('next'));
+  hide(it, 'throw', request('throw'));
+  hide(it, 'return', request('return'));
+  return it;
+}
+/* for await (x of src): src's async iterator, or its sync one with each value awaited. */
+function asyncIter(x) {
+  if (x !== null && x !== undefined) {
+    var f = x[ASYNC_ITER];
+    if (typeof f === 'function') {
+      var ai = f.call(x);
+      if (ai === null || typeof ai !== 'object') throw new TypeError('the async iterator is not an object');
+      return ai;
+    }
+  }
+  var it = iter(x);
+  return {next: function (v) {
+    var s = it.next(v);
+    return s.done ? s : P.resolve(s.value).then(function (x) { return {value: x, done: false}; });
+  }};
+}
+/* yield* inside an async generator: delegates to an async (or sync) iterable. */
+function yieldAllAsync(src) {
+  var it = asyncIter(src), s;
+  while (!(s = awaitValue(it.next())).done) yieldValue(s.value);
+  return s.value;
+}
 function yieldValue(v) { return Thread.yield(new Yielded(v)); }
 function yieldAll(src) {
   var it = iter(src), s, last;
@@ -865,6 +1002,7 @@ function checkCallable(f, what) {
 
 var rt = {
   'async': asyncRun, 'await': awaitValue, gen: genRun, 'yield': yieldValue, yieldAll: yieldAll,
+  agen: agenRun, asyncIter: asyncIter, yieldAllAsync: yieldAllAsync,
   iter: iter, spread: spread, rest: rest, assign: assign, construct: construct,
   klass: klass, superCall: superCall, superGet: superGet, tagged: tagged, instanceOf: instanceOf,
   enumObj: enumObj, callable: checkCallable

@@ -343,6 +343,25 @@ P.propName = function () {
   this.fail(t);
 };
 
+/* The index of the token that closes the bracket at toks[q] (any of ) ] } closes any
+ * of ( [ {, as a depth count would; the eof token when none does), from one pass over
+ * the tokens made the first time: looking ahead for an arrow's => from every ( by
+ * scanning would make nested parentheses quadratic. */
+P.closeOf = function (q) {
+  if (!this.closers) {
+    var toks = this.toks, c = new Array(toks.length), stack = [], eof = toks.length - 1;
+    for (var i = 0; i < toks.length; i++) {
+      var t = toks[i];
+      if (t.t !== 'punc') continue;
+      if (t.v === '(' || t.v === '[' || t.v === '{') { stack.push(i); c[i] = eof; }
+      else if ((t.v === ')' || t.v === ']' || t.v === '}') && stack.length) c[stack.pop()] = i;
+    }
+    this.closers = c;
+  }
+  var k = this.closers[q];
+  return k === undefined ? this.toks.length - 1 : k;
+};
+
 /* ---- TypeScript types: parsed only to be skipped ---------------------------------- */
 
 P.skipBalanced = function (open, close) {
@@ -1002,7 +1021,7 @@ P.tryArrow = function () {
   }
   if (!(nt.t === 'punc' && (nt.v === '(' || (nt.v === '<' && this.ts)))) { this.p = start; return null; }
   /* quick reject: find the matching ) and look for => (or a return type) after it */
-  var q = this.p, depth = 0;
+  var q = this.p;
   if (nt.v === '<') {
     /* generic arrow: skip to the ( */
     var d2 = 0;
@@ -1014,14 +1033,7 @@ P.tryArrow = function () {
     }
     if (!(this.toks[q] && this.toks[q].v === '(')) { this.p = start; return null; }
   }
-  for (; q < this.toks.length; q++) {
-    var y = this.toks[q];
-    if (y.t === 'eof') break;
-    if (y.t === 'punc') {
-      if (y.v === '(' || y.v === '[' || y.v === '{') depth++;
-      else if (y.v === ')' || y.v === ']' || y.v === '}') { if (--depth === 0) break; }
-    }
-  }
+  q = this.closeOf(q);
   var after = this.toks[q + 1];
   if (!after || !(after.t === 'punc' && (after.v === '=>' || (after.v === ':' && this.ts)))) { this.p = start; return null; }
   if (after.v === '=>' && after.nl) { this.p = start; return null; }
@@ -1682,16 +1694,45 @@ function hasJump(node) {
   walk(node, 0);
   return found;
 }
+function assignsAny(node, names) {
+  /* true when node (nested functions included) assigns or updates one of names */
+  var found = false;
+  function walk(n) {
+    if (found || !n || typeof n !== 'object') return;
+    if (Array.isArray(n)) { for (var i = 0; i < n.length; i++) walk(n[i]); return; }
+    if (n.type === 'AssignmentExpression' && patternNames(n.left, []).some(function (x) { return names.indexOf(x) >= 0; })) { found = true; return; }
+    if (n.type === 'UpdateExpression' && n.argument.type === 'Identifier' && names.indexOf(n.argument.name) >= 0) { found = true; return; }
+    for (var k in n) if (k !== 'fnState' && n[k] && typeof n[k] === 'object') walk(n[k]);
+  }
+  walk(node);
+  return found;
+}
 /* A loop body that must see a fresh binding per iteration (a closure captures a let of
- * the loop head): it runs as a function of those names when it has no jumps out. */
+ * the loop head). Without jumps out it runs as a function of those names. With break,
+ * continue, return, this, yield or await in it (which a function would capture), each
+ * name is rebound by a catch clause instead, whose parameter is a fresh binding every
+ * time the clause runs (ES5 12.14) and which lets every jump through; that needs a body
+ * that never assigns the names (the binding would not be copied back for the next
+ * iteration), else the loop keeps one binding (docs/sandbox.md). */
 E.loopBody = function (body, names) {
-  if (names.length && closureRefs(body, names) && !hasJump(body)) {
-    var mapped = names.map(this.name, this);
-    this.w('{(function (' + mapped.join(', ') + ') ');
-    if (body.type === 'BlockStatement') { this.w('{'); this.blockBody(body.body); this.w('}'); }
-    else { this.w('{'); this.stmt(body); this.w('}'); }
-    this.w(')(' + mapped.join(', ') + ');}');
-    return;
+  if (names.length && closureRefs(body, names)) {
+    var mapped = names.map(this.name, this), i;
+    if (!hasJump(body)) {
+      this.w('{(function (' + mapped.join(', ') + ') ');
+      if (body.type === 'BlockStatement') { this.w('{'); this.blockBody(body.body); this.w('}'); }
+      else { this.w('{'); this.stmt(body); this.w('}'); }
+      this.w(')(' + mapped.join(', ') + ');}');
+      return;
+    }
+    if (!assignsAny(body, names)) {
+      var open = '', close = '';
+      for (i = 0; i < mapped.length; i++) { open += 'try { throw ' + mapped[i] + '; } catch (' + mapped[i] + ') {'; close += '}'; }
+      this.w('{' + open);
+      if (body.type === 'BlockStatement') { this.w('{'); this.blockBody(body.body); this.w('}'); }
+      else this.stmt(body);
+      this.w(close + '}');
+      return;
+    }
   }
   this.subStmt(body);
 };
@@ -1721,7 +1762,6 @@ E.forInOf = function (s) {
   }
   var it = this.tmp(), st = this.tmp(), v = st + '.value';
   var parts = [];
-  if (s.await) v = '__ts.await(' + v + ')';
   if (target.type === 'Identifier' || target.type === 'MemberExpression') parts.push((target.type === 'Identifier' ? this.name(target.name) : this.expr(target)) + ' = ' + v);
   else this.destructure(target, v, parts, decl);
   assignCode = (decl ? 'var ' : '') + parts.join(', ') + ';';
@@ -1731,10 +1771,11 @@ E.forInOf = function (s) {
     this.destructure(target, st, parts, decl);
     this.w((decl ? 'var ' : '') + parts.join(', ') + ';');
   } else {
-    this.w('for (' + it + ' = __ts.iter(' + right + '); !(' + st + ' = ' + it + '.next()).done;) {');
+    if (s.await) this.w('for (' + it + ' = __ts.asyncIter(' + right + '); !(' + st + ' = __ts.await(' + it + '.next())).done;) {');
+    else this.w('for (' + it + ' = __ts.iter(' + right + '); !(' + st + ' = ' + it + '.next()).done;) {');
     this.w(assignCode);
   }
-  if (names.length && closureRefs(s.body, names) && !hasJump(s.body)) {
+  if (names.length && closureRefs(s.body, names)) {
     this.loopBody(s.body, names);
   } else if (s.body.type === 'BlockStatement') {
     this.blockBody(s.body.body);
@@ -1815,7 +1856,7 @@ E.fn = function (f, isDecl, forceName) {
   if (scope.temps.length) decls += 'var ' + scope.temps.join(', ') + ';';
   var inner;
   if (f.async || f.generator) {
-    var helper = f.async ? '__ts.async' : '__ts.gen';
+    var helper = f.async && f.generator ? '__ts.agen' : f.async ? '__ts.async' : '__ts.gen';
     inner = 'return ' + helper + '(function () {' + decls + head + bodyCode + '}, this, arguments);';
   } else {
     inner = decls + head + bodyCode;
@@ -1825,6 +1866,12 @@ E.fn = function (f, isDecl, forceName) {
   this.line = endLine;
   void parentFn;
   return code;
+};
+/* Whether the function being printed is an async generator (its yield* delegates to
+ * async iterables). */
+E.inAsyncGen = function () {
+  var f = this.fnStack[this.fnStack.length - 1];
+  return !!(f && f.state && f.state.async && f.state.gen);
 };
 /* `this` and `arguments` inside arrows: the enclosing function's, through $this/$args. */
 E.thisRef = function () {
@@ -2019,7 +2066,7 @@ E.expr0 = function (e) {
     }
     case 'ChainExpression': return this.chain(e.expression);
     case 'AwaitExpression': return '__ts.await(' + this.expr(e.argument) + ')';
-    case 'YieldExpression': return (e.delegate ? '__ts.yieldAll(' : '__ts.yield(') + (e.argument ? this.expr(e.argument) : '') + ')';
+    case 'YieldExpression': return (e.delegate ? (this.inAsyncGen() ? '__ts.yieldAllAsync(' : '__ts.yieldAll(') : '__ts.yield(') + (e.argument ? this.expr(e.argument) : '') + ')';
     case 'TSAs': return this.expr(e.expression);
     case 'NewTarget': return 'new.target';
     case 'Super': throw SyntaxErr("'super' keyword unexpected here", e.line, e.col);
@@ -2205,10 +2252,21 @@ E.chain = function (top) {
 return function transpile(src, opts) {
   opts = opts || {};
   if (src.length > 4 * 1024 * 1024) throw new SyntaxError('the source is larger than 4 MiB');
-  var p = new Parser(src, opts);
-  var prog = p.program();
-  prog.topAwait = !!p.topAwait;
-  var em = new Emitter(opts);
-  return em.program(prog);
+  var p = null, em, prog;
+  /* Parser and emitter recurse with the source's nesting: code nested deeper than
+   * Duktape's call stack allows ends as a SyntaxError at the token reached, not as the
+   * engine's bare RangeError. */
+  try {
+    p = new Parser(src, opts);
+    prog = p.program();
+    prog.topAwait = !!p.topAwait;
+    em = new Emitter(opts);
+    return em.program(prog);
+  } catch (e) {
+    var t = p ? p.peek() : {line: 1, col: 1};
+    if (e instanceof RangeError) throw SyntaxErr('the code is nested too deeply to translate', t.line, t.col);
+    if (e && e.message === 'alloc failed') { p = em = prog = null; throw SyntaxErr('the code is too large to translate within the memory limit', t.line, t.col); }
+    throw e;
+  }
 };
 })()

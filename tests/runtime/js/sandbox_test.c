@@ -112,6 +112,73 @@ static void expect_fail(int line, const char *code, const ts_sandbox_opts *o,
   ts_sandbox_result_fini(&r);
 }
 
+/* ---- what the acceptance audit found ----------------------------------------------
+ * Realistic code that ran wrong or failed: each row is the value node prints for it. */
+
+START_TEST(test_audit) {
+  static const struct {
+    int line;
+    const char *code;
+    const char *want;
+  } rows[] = {
+      /* async generators, for await over async iterables, yield* delegating to them */
+      {__LINE__, "async function* gen() { yield 1; await new Promise(r => setTimeout(r, 2)); yield 2 }\n"
+                 "(async () => { const o = []; for await (const x of gen()) o.push(x); return o })()", "[1,2]"},
+      {__LINE__, "(async () => { const o = []; for await (const y of [Promise.resolve(3), 4]) o.push(y); return o })()", "[3,4]"},
+      {__LINE__, "class Q { items = [1, 2]; async *[Symbol.asyncIterator]() { for (const i of this.items) { await null; yield i * 10 } } }\n"
+                 "const o = { async *pages() { yield* new Q(); yield* [7]; return 'end' } };\n"
+                 "(async () => { const r = []; for await (const p of o.pages()) r.push(p); return r })()", "[10,20,7]"},
+      {__LINE__, "async function* g() { yield 1; yield 2 } const it = g();\n"
+                 "Promise.all([it.next(), it.next(), it.next()]).then(r => r.map(x => x.done + ':' + x.value))",
+       "[\"false:1\",\"false:2\",\"true:undefined\"]"},
+      {__LINE__, "async function* bad() { yield 1; throw new Error('agen') }\n"
+                 "(async () => { const o = []; try { for await (const x of bad()) o.push(x) } catch (e) { o.push(e.message) } return o })()",
+       "[1,\"agen\"]"},
+      {__LINE__, "const ai = { [Symbol.asyncIterator]() { let i = 0; return { next: () => Promise.resolve({ value: i, done: i++ >= 2 }) } } };\n"
+                 "(async () => { const o = []; for await (const v of ai) o.push(v); return o })()", "[0,1]"},
+      {__LINE__, "async function* g() { try { yield 1; yield 2 } finally {} } const it = g();\n"
+                 "it.next().then(a => it.return(9).then(b => it.next().then(c => [a.value, b.value, b.done, c.done])))", "[1,9,true,true]"},
+      /* a Set's entries() is iterable */
+      {__LINE__, "[[...new Set(['x', 'y']).entries()], Array.from(new Set([1]).entries())]", "[[[\"x\",\"x\"],[\"y\",\"y\"]],[[1,1]]]"},
+      /* a closure capturing a loop's let in a body with break / continue / return / await / this */
+      {__LINE__, "const f = []; for (let i = 0; i < 5; i++) { if (i === 3) break; if (i === 1) continue; f.push(() => i) } f.map(g => g())", "[0,2]"},
+      {__LINE__, "function find(xs) { const h = []; for (const x of xs) { h.push(() => x * 2); if (x > 2) return h.map(g => g()) } } find([1, 2, 3, 4])", "[2,4,6]"},
+      {__LINE__, "(async () => { const f = []; for (let i = 0; i < 3; i++) { await null; f.push(() => i) } return f.map(g => g()) })()", "[0,1,2]"},
+      {__LINE__, "const f = []; outer: for (let i = 0; i < 3; i++) for (let j = 0; j < 3; j++) { if (j > i) continue outer; f.push(() => `${i}${j}`) } f.map(g => g())",
+       "[\"00\",\"10\",\"11\",\"20\",\"21\",\"22\"]"},
+      {__LINE__, "class C { k = 'k'; run() { const f = []; for (let i = 0; i < 3; i++) { f.push(() => this.k + i); if (i) break } return f.map(g => g()) } } new C().run()",
+       "[\"k0\",\"k1\"]"},
+      {__LINE__, "function* g() { for (let i = 0; i < 3; i++) yield () => i } [...g()].map(h => h())", "[0,1,2]"},
+      /* a generator's coroutine is not reachable (its constructor is Duktape's Thread) */
+      {__LINE__, "function* g() { yield 1 } const it = g(); it.next();\n"
+                 "[Object.getOwnPropertyNames(it).filter(k => typeof it[k] !== 'function'), it._th === undefined]", "[[],true]"},
+      /* built-ins */
+      {__LINE__, "[Math.cbrt(27), Math.cbrt(-8), Math.cbrt(0.001), Math.cbrt(-0) === 0]", "[3,-2,0.1,true]"},
+      {__LINE__, "[(1234567.891).toLocaleString('en-US'), (1234.5).toLocaleString(), (0.5).toLocaleString('en-US', {minimumFractionDigits: 2}),\n"
+                 " (-1e6).toLocaleString(), (12.3456).toLocaleString('en-US', {maximumFractionDigits: 1}), (999.9999).toLocaleString()]",
+       "[\"1,234,567.891\",\"1,234.5\",\"0.50\",\"-1,000,000\",\"12.3\",\"1,000\"]"},
+      {__LINE__, "[Symbol('desc').description, Symbol().description, typeof Symbol.asyncIterator]", "[\"desc\",null,\"symbol\"]"},
+      {__LINE__, "Promise.any([Promise.reject(1), Promise.reject(2)]).catch(e => [e instanceof AggregateError, e instanceof Error, e.name, e.message, e.errors, String(e)])",
+       "[true,true,\"AggregateError\",\"All promises were rejected\",[1,2],\"AggregateError: All promises were rejected\"]"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) expect_value(rows[i].line, rows[i].code, rows[i].want);
+  /* Source nested past what the transpiler's recursion allows is a SyntaxError with its
+   * position, not the engine's bare "RangeError: callstack limit". */
+  static const char *deep[] = {"[", "(", "{", "-", "() => "};
+  for (size_t i = 0; i < sizeof deep / sizeof *deep; i++) {
+    size_t n = 60000, k = strlen(deep[i]);
+    char *src = malloc(n * k + n + 2), *w = src;
+    for (size_t j = 0; j < n; j++, w += k) memcpy(w, deep[i], k);
+    *w++ = '1';
+    if (i < 3)
+      for (size_t j = 0; j < n; j++) *w++ = deep[i][0] == '[' ? ']' : deep[i][0] == '(' ? ')' : '}';
+    *w = '\0';
+    expect_fail(__LINE__, src, NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "SyntaxError: the code is nested too deeply to translate (line 1, column ");
+    free(src);
+  }
+}
+END_TEST
+
 /* ---- values ---------------------------------------------------------------------- */
 
 START_TEST(test_values) {
@@ -715,6 +782,7 @@ int main(void) {
   tcase_add_test(tc, test_terminate);
   tcase_add_test(tc, test_native_calls);
   tcase_add_test(tc, test_globals);
+  tcase_add_test(tc, test_audit);
   tcase_add_test(tc, test_terminate_native);
   tcase_add_test(tc, test_live_console);
   tcase_add_test(tc, test_memory_bomb);
