@@ -1230,6 +1230,29 @@ typedef struct {
   int mode;                                /* transpile mode: 0 script, 1 module */
 } sb_kind;
 
+/* The text of a thrown value (at the top of the stack, replaced by it): its string, as
+ * for an Error, or, for a thrown plain object whose string says nothing ("[object
+ * Object]": `throw {code: 42}`), its JSON, as console.log shows it. The string comes
+ * first, so a toString that never returns still meets the deadline. */
+static const char *thrown_text(duk_context *ctx) {
+  int plain = duk_is_object(ctx, -1) && !duk_is_function(ctx, -1) && !duk_is_error(ctx, -1);
+  if (plain) duk_dup(ctx, -1);
+  const char *s = duk_safe_to_string(ctx, -1);
+  if (!plain) return s;
+  if (strcmp(s, "[object Object]")) {
+    duk_replace(ctx, -2);
+    return duk_get_string(ctx, -1);
+  }
+  duk_pop(ctx);
+  duk_dup(ctx, -1);
+  if (duk_safe_call(ctx, json_encode_top, NULL, 1, 1) == DUK_EXEC_SUCCESS && duk_is_string(ctx, -1)) {
+    duk_replace(ctx, -2);
+    return duk_get_string(ctx, -1);
+  }
+  duk_pop(ctx);
+  return duk_safe_to_string(ctx, -1);
+}
+
 static void child_main(sb_run *r, const sb_kind *k) {
   ts_sandbox_result out;
   memset(&out, 0, sizeof out);
@@ -1239,8 +1262,7 @@ static void child_main(sb_run *r, const sb_kind *k) {
     classify(r, DUK_EXEC_ERROR, msg, r->timeout_ms, &out);
   } else {
     int rc = duk_safe_call(r->ctx, k->body, r, 0, 1);
-    classify(r, rc, rc == DUK_EXEC_SUCCESS ? NULL : duk_safe_to_string(r->ctx, -1),
-             r->timeout_ms, &out);
+    classify(r, rc, rc == DUK_EXEC_SUCCESS ? NULL : thrown_text(r->ctx), r->timeout_ms, &out);
   }
   ts_buf b;
   ts_buf_init(&b, (size_t)-1 / 2);

@@ -302,6 +302,7 @@ P.isName = function (v, o) { var t = this.peek(o); return t.t === 'name' && (v =
 P.eat = function (v) { if (this.is(v) && (this.peek().t === 'punc' || this.peek().t === 'name')) { return this.next(); } return null; };
 P.fail = function (t, msg) {
   t = t || this.peek();
+  if (!msg && t.t === 'punc' && t.v === '@') msg = 'decorators are not supported';
   throw SyntaxErr(msg || (t.t === 'eof' ? 'unexpected end of input' : 'unexpected token ' + (t.t === 'str' ? jsStr(t.v) : t.t === 'tmpl' ? 'template' : t.v)), t.line, t.col);
 };
 P.expect = function (v) {

@@ -420,6 +420,82 @@ END_TEST
 
 /* ---- errors ----------------------------------------------------------------------------- */
 
+/* Tool modules as models and developers write them (TypeScript, ES modules, async,
+ * classes, async generators), each called once: the acceptance audit's. */
+START_TEST(test_model_style_tools) {
+  static const struct {
+    int line;
+    const char *file, *src, *tool, *args, *want;
+  } rows[] = {
+      {__LINE__, "search_docs.ts",
+       "import { z } from 'zod';\n"
+       "interface Hit { id: string; score: number }\n"
+       "type Args = { query: string; limit?: number };\n"
+       "const DOCS = [{ id: 'a', text: 'alpha beta' }, { id: 'b', text: 'beta gamma' }] as const;\n"
+       "export default defineTool({\n"
+       "  description: 'Search indexed docs',\n"
+       "  args: z.object({ query: z.string().min(1), limit: z.number().int().positive().optional() }),\n"
+       "  execute: async (state, { query, limit = 5 }: Args) => {\n"
+       "    const hits: Hit[] = DOCS.filter(d => d.text.includes(query)).map((d, i) => ({ id: d.id, score: 1 / (i + 1) }));\n"
+       "    return { status: 'success', result: hits.slice(0, limit) } satisfies { status: string; result: Hit[] };\n"
+       "  },\n"
+       "});\n",
+       "search_docs", "{\"query\":\"beta\",\"limit\":1}", "+[{\"id\":\"a\",\"score\":1}]"},
+      {__LINE__, "stats.ts",
+       "enum Kind { Sum = 'sum', Mean = 'mean' }\n"
+       "abstract class Agg { constructor(protected readonly xs: number[]) {} abstract value(): number }\n"
+       "class Sum extends Agg { value() { return this.xs.reduce((a, b) => a + b, 0) } }\n"
+       "class Mean extends Sum { override value() { return super.value() / this.xs.length } }\n"
+       "export const stats = defineTool({\n"
+       "  args: { type: 'object', properties: { xs: { type: 'array', items: { type: 'number' } }, kind: { type: 'string' } }, required: ['xs'] },\n"
+       "  async execute(_state, args: { xs: number[]; kind?: Kind }) {\n"
+       "    const agg = args.kind === Kind.Mean ? new Mean(args.xs) : new Sum(args.xs);\n"
+       "    return { status: 'success', result: { kind: args.kind ?? Kind.Sum, value: agg.value(), max: Math.max(...args.xs), last: args.xs.at(-1) } };\n"
+       "  },\n"
+       "});\n",
+       "stats", "{\"xs\":[1,2,6],\"kind\":\"mean\"}", "+{\"kind\":\"mean\",\"value\":3,\"max\":6,\"last\":6}"},
+      {__LINE__, "pages.js",
+       "async function* pages(n) { for (let i = 1; i <= n; i++) { await new Promise(r => setTimeout(r, 1)); yield { page: i, items: [i * 10] } } }\n"
+       "module.exports = defineTool({\n"
+       "  args: { type: 'object', properties: { n: { type: 'integer' } } },\n"
+       "  execute: async (state, { n }) => {\n"
+       "    const all = [];\n"
+       "    try { for await (const p of pages(n)) { if (p.page > 2) break; all.push(...p.items) } }\n"
+       "    finally { all.push('done') }\n"
+       "    return { status: 'success', result: all };\n"
+       "  },\n"
+       "});\n",
+       "pages", "{\"n\":5}", "+[10,20,\"done\"]"},
+      {__LINE__, "fmt.js",
+       "module.exports = defineTool({\n"
+       "  execute: (state, args) => {\n"
+       "    const { name = 'world', tags = [] } = args\n"
+       "    const m = /^(\\d{4})-(\\d{2})/.exec('2024-05-01')\n"
+       "    return {\n"
+       "      status: 'success',\n"
+       "      result: `Hello, ${name}! ${tags.map(t => `#${t}`).join(' ')} ${m[1]}/${m[2]} ${(1234.5).toLocaleString('en-US')}`,\n"
+       "    }\n"
+       "  },\n"
+       "})\n",
+       "fmt", "{\"name\":\"Ada\",\"tags\":[\"x\",\"y\"]}", "+\"Hello, Ada! #x #y 2024/05 1,234.5\""},
+      {__LINE__, "fails.ts",
+       "class NotFound extends Error { constructor(public key: string) { super(`no such key: ${key}`); this.name = 'NotFound' } }\n"
+       "export default defineTool({ execute: async (s, a: { key: string }) => { await null; throw new NotFound(a.key) } });\n",
+       "fails", "{\"key\":\"k1\"}", "!NotFound: no such key: k1"},
+      {__LINE__, "nonerror.js",
+       "module.exports = defineTool({ execute: async () => { throw { code: 42 } } });\n",
+       "nonerror", "{}", "!{\"code\":42}"},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    ts_registry *reg = ts_registry_new();
+    load_ok(reg, rows[i].file, rows[i].src);
+    const char *got = call(reg, rows[i].tool, rows[i].args);
+    ck_assert_msg(!strcmp(got, rows[i].want), "line %d (%s): got %s, want %s", rows[i].line, rows[i].file, got, rows[i].want);
+    ts_registry_free(reg);
+  }
+}
+END_TEST
+
 START_TEST(test_errors_become_results) {
   ts_registry *reg = ts_registry_new();
   ts_jstools_env env = {NULL, 0, 1, 4000, (size_t)8 << 20, NULL}; /* the module loads under it too: room for a loaded machine */
@@ -828,6 +904,7 @@ int main(void) {
   tcase_add_test(tc, test_z_builder_exact_schema);
   tcase_add_test(tc, test_annotations_unchanged_and_inert);
   tcase_add_test(tc, test_errors_become_results);
+  tcase_add_test(tc, test_model_style_tools);
   tcase_add_test(tc, test_uses_rules);
   tcase_add_test(tc, test_uses_packages_and_qualified_names);
   tcase_add_test(tc, test_invoke_depth_is_bounded);

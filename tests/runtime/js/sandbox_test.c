@@ -162,6 +162,11 @@ START_TEST(test_audit) {
        "[true,true,\"AggregateError\",\"All promises were rejected\",[1,2],\"AggregateError: All promises were rejected\"]"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) expect_value(rows[i].line, rows[i].code, rows[i].want);
+  /* A thrown plain object reads as its JSON, not "[object Object]"; decorators say so. */
+  expect_fail(__LINE__, "throw {code: 42}", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "{\"code\":42}");
+  expect_fail(__LINE__, "Promise.reject({code: 1})", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "{\"code\":1}");
+  expect_fail(__LINE__, "class D { @log m() {} }", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR,
+              "SyntaxError: decorators are not supported (line 1, column 11)");
   /* Source nested past what the transpiler's recursion allows is a SyntaxError with its
    * position, not the engine's bare "RangeError: callstack limit". */
   static const char *deep[] = {"[", "(", "{", "-", "() => "};
