@@ -336,6 +336,37 @@ def(String, 'raw', function (strs) {
 });
 def(String.prototype, 'normalize', function () { return String(toObject(this, 'normalize')); });
 
+/* Duktape's sort is not stable (ES2019 requires it, and code sorting by one key after
+ * another relies on it): a merge sort, undefined last and holes after them. Its loops
+ * are the deadline's to stop, as any script's. */
+var nativeSort = Array.prototype.sort;
+hide(Array.prototype, 'sort', function (cmp) {
+  if (cmp !== undefined && typeof cmp !== 'function') throw new TypeError('the comparison function must be a function or undefined');
+  var o = toObject(this, 'sort'), len = toLength(o.length), vals = [], undef = 0, i;
+  for (i = 0; i < len; i++) {
+    if (!(i in o)) continue;
+    if (o[i] === undefined) undef++;
+    else vals.push(o[i]);
+  }
+  var less = cmp ? function (a, b) { return cmp(a, b) > 0; }
+                 : function (a, b) { var x = String(a), y = String(b); return x > y; };
+  var buf = new Array(vals.length);
+  for (var w = 1; w < vals.length; w *= 2) {
+    for (var lo = 0; lo < vals.length; lo += 2 * w) {
+      var mid = Math.min(lo + w, vals.length), hi = Math.min(lo + 2 * w, vals.length), a = lo, b = mid, k = lo;
+      while (a < mid && b < hi) buf[k++] = less(vals[a], vals[b]) ? vals[b++] : vals[a++];
+      while (a < mid) buf[k++] = vals[a++];
+      while (b < hi) buf[k++] = vals[b++];
+    }
+    var t = vals; vals = buf; buf = t;
+  }
+  for (i = 0; i < vals.length; i++) o[i] = vals[i];
+  for (; i < vals.length + undef; i++) o[i] = undefined;
+  for (; i < len; i++) delete o[i];
+  return o;
+});
+void nativeSort;
+
 /* ---- Number and Math ------------------------------------------------------------- */
 
 /* Duktape's cbrt is pow(x, 1/3): cbrt(27) is 3.0000000000000004. Of that, one Newton
@@ -691,6 +722,7 @@ function AggregateErrorP(errors, message) {
 AggregateErrorP.prototype = Object.create(Error.prototype);
 hide(AggregateErrorP.prototype, 'constructor', AggregateErrorP);
 hide(AggregateErrorP.prototype, 'name', 'AggregateError');
+try { Object.defineProperty(AggregateErrorP, 'name', {value: 'AggregateError'}); } catch (e) {}
 if (typeof g.AggregateError !== 'function') def(g, 'AggregateError', AggregateErrorP);
 PromiseP.any = function (src) {
   return combine(src, function (st, p, i) {

@@ -153,6 +153,11 @@ START_TEST(test_audit) {
       {__LINE__, "function* g() { yield 1 } const it = g(); it.next();\n"
                  "[Object.getOwnPropertyNames(it).filter(k => typeof it[k] !== 'function'), it._th === undefined]", "[[],true]"},
       /* built-ins */
+      {__LINE__, "[[{n: 'b', v: 1}, {n: 'a', v: 1}, {n: 'c', v: 0}, {n: 'd', v: 1}].sort((x, y) => x.v - y.v).map(x => x.n).join(''),\n"
+                 " [10, 9, 1, undefined, , 2].sort(), [3, 1, 2].sort((a, b) => b - a),\n"
+                 " Array.from({length: 500}, (_, i) => ({k: i % 3, i})).sort((a, b) => a.k - b.k).every((x, j, a) => !j || a[j - 1].k < x.k || a[j - 1].i < x.i)]",
+       "[\"cbad\",[1,10,2,9,null,null],[3,2,1],true]"},
+      {__LINE__, "Promise.any([]).catch(e => e.constructor.name)", "\"AggregateError\""},
       {__LINE__, "[Math.cbrt(27), Math.cbrt(-8), Math.cbrt(0.001), Math.cbrt(-0) === 0]", "[3,-2,0.1,true]"},
       {__LINE__, "[(1234567.891).toLocaleString('en-US'), (1234.5).toLocaleString(), (0.5).toLocaleString('en-US', {minimumFractionDigits: 2}),\n"
                  " (-1e6).toLocaleString(), (12.3456).toLocaleString('en-US', {maximumFractionDigits: 1}), (999.9999).toLocaleString()]",
