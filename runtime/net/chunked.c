@@ -71,25 +71,24 @@ long ts_chunked_feed(ts_chunked *c, const char *p, size_t n, ts_chunked_data_fn 
       break;
     }
     case S_EXT: {
-      /* extensions are skipped, bounded; no control bytes but HTAB */
+      /* extensions are skipped, bounded; no control bytes but HTAB. Both rules are
+       * applied byte by byte, so the first fault and its offset do not depend on how the
+       * line was split into reads (a run checked whole would report a long line at the
+       * run's start, or a control byte past the limit before the limit). */
       const char *cr = memchr(p + i, '\r', n - i);
       size_t run = cr ? (size_t)(cr - (p + i)) : n - i;
-      for (size_t k = 0; k < run; k++) {
+      size_t room = TS_CHUNKED_MAX_LINE - c->_line, k = 0;
+      for (; k < run && k < room; k++) {
         unsigned char e = (unsigned char)p[i + k];
-        if ((e < 0x20 && e != '\t') || e == 0x7f) {
-          c->offset += k;
-          i += k;
-          *why = "control byte in a chunk extension";
-          goto fail;
-        }
+        if ((e < 0x20 && e != '\t') || e == 0x7f) break;
       }
-      c->_line += run;
-      if (c->_line > TS_CHUNKED_MAX_LINE) {
-        *why = "chunk extension too long";
-        goto fail_here;
+      c->_line += k;
+      i += k;
+      c->offset += k;
+      if (k < run) {
+        *why = k < room ? "control byte in a chunk extension" : "chunk extension too long";
+        goto fail;
       }
-      i += run;
-      c->offset += run;
       if (cr) {
         c->_state = S_SIZE_LF;
         i++;
