@@ -10,8 +10,13 @@
 
 #include "stream/json_view.h"
 
-const char *const ts_tool_defs_subagent_keys[] = {"subagents", "subagent", "agent", "blocking",
-                                                  "hidden", "relationship", NULL};
+/* Ours, and the keys of the specification's older SubagentToolConfig (a prompt tools entry
+ * that configured a child: resumable, immediate, initAgentNameProperty), which tools-spec
+ * §5 moved to the agent's side. */
+const char *const ts_tool_defs_subagent_keys[] = {"subagents",  "subagent",  "agent",
+                                                  "blocking",   "hidden",    "relationship",
+                                                  "resumable",  "immediate",
+                                                  "initAgentNameProperty", NULL};
 
 static char *dup_view(ts_view v) {
   char *s = malloc(v.len + 1);

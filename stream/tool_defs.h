@@ -6,7 +6,8 @@
  *     "args": {JSON Schema}, "annotations": {...}, "variables": [{...}]}, ...]
  * Only `name` is required. `args` and `annotations` are kept as their exact JSON text.
  * A definition that configures a subagent relationship (any of ts_tool_defs_subagent_keys:
- * "subagents", "subagent", "agent", "blocking", "hidden", "relationship") is refused:
+ * "subagents", "subagent", "agent", "blocking", "hidden", "relationship", "resumable",
+ * "immediate", "initAgentNameProperty") is refused:
  * relationships belong to an agent's side, not to a tool (tools-spec §5), and taking the
  * file without them would silently drop what its author meant.
  *

@@ -383,22 +383,33 @@ static int get_parts(pctx *c, int obj, ts_defs_prompt *p) {
     }
     if (ts_jv_type_of(&c->v, e) != TS_JV_OBJECT)
       return fail(c, TS_E_INVAL, "\"prompt\": part %d must be a string or an object", k);
+    /* Each kind has two spellings of its value: ours ("text", "name") and the
+     * specification's documentation's ({"type":"text","content"}, {"type":"include",
+     * "prompt"}, {"type":"env","property"}); a part gives one of them. */
     int ti = ts_jv_get(&c->v, e, "type");
-    static const char *const text_keys[] = {"type", "text", NULL};
-    static const char *const name_keys[] = {"type", "name", NULL};
-    const char *key;
-    if (ts_jv_eq(&c->v, ti, "text")) part->kind = TS_DEFS_PART_TEXT, key = "text";
-    else if (ts_jv_eq(&c->v, ti, "prompt")) part->kind = TS_DEFS_PART_PROMPT, key = "name";
-    else if (ts_jv_eq(&c->v, ti, "env")) part->kind = TS_DEFS_PART_ENV, key = "name";
+    static const char *const text_keys[] = {"type", "text", "content", NULL};
+    static const char *const incl_keys[] = {"type", "name", "prompt", NULL};
+    static const char *const env_keys[] = {"type", "name", "property", NULL};
+    const char *const *keys;
+    if (ts_jv_eq(&c->v, ti, "text")) part->kind = TS_DEFS_PART_TEXT, keys = text_keys;
+    else if (ts_jv_eq(&c->v, ti, "prompt") || ts_jv_eq(&c->v, ti, "include"))
+      part->kind = TS_DEFS_PART_PROMPT, keys = incl_keys;
+    else if (ts_jv_eq(&c->v, ti, "env")) part->kind = TS_DEFS_PART_ENV, keys = env_keys;
     else
-      return fail(c, TS_E_INVAL, "\"prompt\": part %d: \"type\" must be \"text\", \"prompt\" or \"env\"", k);
+      return fail(c, TS_E_INVAL, "\"prompt\": part %d: \"type\" must be \"text\", \"include\" (or \"prompt\") or \"env\"", k);
     char what[32];
     snprintf(what, sizeof what, "prompt part %d", k);
-    if (check_keys(c, e, part->kind == TS_DEFS_PART_TEXT ? text_keys : name_keys, what))
-      return c->rc;
+    if (check_keys(c, e, keys, what)) return c->rc;
+    int has1 = ts_jv_get(&c->v, e, keys[1]) >= 0, has2 = ts_jv_get(&c->v, e, keys[2]) >= 0;
+    if (has1 && has2)
+      return fail(c, TS_E_INVAL, "\"prompt\": part %d gives both \"%s\" and \"%s\" (one of them)",
+                  k, keys[1], keys[2]);
+    const char *key = has2 ? keys[2] : keys[1];
     char *v = NULL;
     if (get_string(c, e, key, part->kind != TS_DEFS_PART_TEXT, &v) < 0) return c->rc;
-    if (!v) return fail(c, TS_E_INVAL, "\"prompt\": part %d needs \"%s\"", k, key);
+    if (!v)
+      return fail(c, TS_E_INVAL, "\"prompt\": part %d needs \"%s\" (or \"%s\")", k, keys[2],
+                  keys[1]);
     part->text = v;
     p->n_parts++;
     if (part->kind == TS_DEFS_PART_ENV && !ts_store_var_name_valid(v))
@@ -526,8 +537,28 @@ static int parse_prompt(pctx *c, int obj, ts_defs_prompt *p) {
   return 0;
 }
 
-static const char *const side_keys[] = {"prompt", "sessionStopTools", "sessionFailTools",
-                                        "subagents", NULL};
+static const char *const side_keys[] = {"prompt",      "sessionStopTools", "sessionFailTools",
+                                        "sessionStop", "sessionFail",      "subagents",
+                                        NULL};
+
+/* A side's stop (or fail) tools: "sessionStopTools": [names], or the specification's
+ * documentation's "sessionStop": a name (or an array of them); one spelling per side. */
+static int get_session_tools(pctx *c, int side, const char *sk, const char *key, const char *one,
+                             char ***out, size_t *n) {
+  int i = ts_jv_get(&c->v, side, one);
+  if (i < 0) return get_names(c, side, key, out, n);
+  if (ts_jv_get(&c->v, side, key) >= 0)
+    return fail(c, TS_E_INVAL, "%s: \"%s\" and \"%s\" both given (one of them)", sk, one, key);
+  if (ts_jv_type_of(&c->v, i) == TS_JV_ARRAY) return get_names(c, side, one, out, n);
+  char *name = NULL;
+  if (get_string(c, side, one, 1, &name) < 0) return c->rc;
+  if (!(*out = calloc(1, sizeof **out))) {
+    free(name);
+    return fail(c, TS_E_NOMEM, "out of memory");
+  }
+  (*out)[(*n)++] = name;
+  return 0;
+}
 static const char *const rel_keys[] = {"agent", "name", "description", "blocking", "hidden",
                                        NULL};
 
@@ -538,8 +569,10 @@ static int parse_side(pctx *c, int obj, const char *key, ts_defs_side *s) {
     return fail(c, TS_E_INVAL, "\"%s\" must be an object (a side)", key);
   if (check_keys(c, i, side_keys, key)) return c->rc;
   if (get_string(c, i, "prompt", 1, &s->prompt) < 0 ||
-      get_names(c, i, "sessionStopTools", &s->stop_tools, &s->n_stop_tools) ||
-      get_names(c, i, "sessionFailTools", &s->fail_tools, &s->n_fail_tools))
+      get_session_tools(c, i, key, "sessionStopTools", "sessionStop", &s->stop_tools,
+                        &s->n_stop_tools) ||
+      get_session_tools(c, i, key, "sessionFailTools", "sessionFail", &s->fail_tools,
+                        &s->n_fail_tools))
     return c->rc;
   int arr = ts_jv_get(&c->v, i, "subagents");
   if (arr < 0) return 0;
@@ -578,10 +611,21 @@ static int parse_side(pctx *c, int obj, const char *key, ts_defs_side *s) {
 
 static const char *const agent_keys[] = {"kind", "name", "type", "description", "sideA", "sideB",
                                          "maxSessionTurns", "exposeAsTool", "toolDescription",
-                                         "env", "variables", NULL};
+                                         "env", "variables", "icon", "packageName",
+                                         "version", "author", "license", NULL};
+
+/* The specification's metadata of an agent, for UIs and its packing system: strings that
+ * change nothing of how it runs, so they are checked for type and not kept. */
+static const char *const agent_meta_keys[] = {"icon", "packageName", "version", "author",
+                                              "license", NULL};
 
 static int parse_agent(pctx *c, int obj, ts_defs_agent *a) {
   if (check_keys(c, obj, agent_keys, "an agent")) return c->rc;
+  for (const char *const *mk = agent_meta_keys; *mk; mk++) {
+    int mi = ts_jv_get(&c->v, obj, *mk);
+    if (mi >= 0 && ts_jv_type_of(&c->v, mi) != TS_JV_STRING)
+      return fail(c, TS_E_INVAL, "\"%s\" must be a string", *mk);
+  }
   char *type = NULL;
   if (get_string(c, obj, "type", 1, &type) < 0) return c->rc;
   if (type) {

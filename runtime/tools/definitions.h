@@ -17,9 +17,12 @@
  *
  *   prompt: {"kind":"prompt", "name": snake_case, "toolDescription": "...",
  *            "description": "..." (for people and UIs; never sent to a model),
- *            "prompt": "system text" | [part...],   part: "text" | {"type":"text","text"}
- *                       | {"type":"prompt","name"} (another prompt's text, included)
- *                       | {"type":"env","name"} (a variable's value at run time),
+ *            "prompt": "system text" | [part...],   part: "text"
+ *                       | {"type":"text","text"} or {"type":"text","content"}
+ *                       | {"type":"include","prompt"} or {"type":"prompt","name"} (another
+ *                         prompt's text, included)
+ *                       | {"type":"env","property"} or {"type":"env","name"} (a variable's
+ *                         value at run time),
  *            "model": "...", "tools": [entry...], "requiredSchema": {JSON Schema},
  *            "variables": [VariableDefinition...], "env": {"NAME": "value", ...},
  *            "includeChat": bool, "includePastTools": bool,
@@ -29,13 +32,17 @@
  *                   "initUserMessageProperty", "initAttachmentsProperty"} (SubpromptConfig),
  *                  or {"name", "env": {...}, "options": {...}} (a function tool with
  *                  values); an entry with any subagent key ("subagents", "agent",
- *                  "blocking", "hidden", "relationship") is a definition-time error (§5).
+ *                  "blocking", "hidden", "relationship", and the older SubagentToolConfig's
+ *                  "resumable", "immediate", "initAgentNameProperty") is a definition-time
+ *                  error (§5).
  *   agent:  {"kind":"agent", "name", "type": "ai_human" (default) | "dual_ai",
  *            "description", "sideA": side, "sideB": side, "maxSessionTurns": N,
  *            "exposeAsTool": bool, "toolDescription": "...", "env": {...},
- *            "variables": [...]}
+ *            "variables": [...], and metadata strings that change nothing of how it runs:
+ *            "icon", "packageName", "version", "author", "license"}
  *     side: {"prompt": "prompt name" (absent: the human side of an ai_human agent),
- *            "sessionStopTools": ["name"...], "sessionFailTools": ["name"...],
+ *            "sessionStopTools": ["name"...] or "sessionStop": "name" (or [...]),
+ *            "sessionFailTools": ["name"...] or "sessionFail": "name" (or [...]),
  *            "subagents": [{"agent": "agent name", "name": "relationship name"
  *                           (default: the agent's), "description", "blocking": bool
  *                           (default true), "hidden": bool (default false)}...]}

@@ -126,8 +126,27 @@ static const row rows[] = {
      "[" P("'name':'a','prompt':['Hi',{'type':'text','text':'t'},{'type':'prompt','name':'b'},"
            "{'type':'env','name':'USER_NAME'}]") "," P("'name':'b','prompt':'B'") "]",
      NULL, OK, NULL, OK, NULL},
+    {__LINE__, "parts as the specification's documentation spells them",
+     "[" P("'name':'shipping_inquiries','prompt':[{'type':'include','prompt':'company_tone'},"
+           "{'type':'text','content':'Details'},{'type':'env','property':'PRODUCT_INVENTORY'}]")
+     "," P("'name':'company_tone','prompt':'Be kind.'") "]",
+     NULL, OK, NULL, OK, NULL},
+    {__LINE__, "an include part naming no prompt",
+     P("'name':'a','prompt':[{'type':'include','prompt':'nope'}]"), NULL, OK, NULL, BAD,
+     "prompt part 0 includes prompt \"nope\", which does not exist"},
+    {__LINE__, "an include part including itself", P("'name':'a','prompt':[{'type':'include','prompt':'a'}]"),
+     NULL, OK, NULL, BAD, "prompt parts include each other in a cycle"},
+    {__LINE__, "a part giving both spellings",
+     P("'name':'a','prompt':[{'type':'text','text':'x','content':'y'}]"), NULL, BAD,
+     "part 0 gives both \"text\" and \"content\" (one of them)", 0, NULL},
+    {__LINE__, "an include part without its prompt", P("'name':'a','prompt':[{'type':'include'}]"),
+     NULL, BAD, "part 0 needs \"prompt\" (or \"name\")", 0, NULL},
+    {__LINE__, "an env part with a property naming no variable",
+     P("'name':'a','prompt':[{'type':'env','property':'a b'}]"), NULL, BAD,
+     "is not a variable name", 0, NULL},
     {__LINE__, "a part of an unknown type", P("'name':'a','prompt':[{'type':'file','name':'x'}]"),
-     NULL, BAD, "part 0: \"type\" must be \"text\", \"prompt\" or \"env\"", 0, NULL},
+     NULL, BAD, "part 0: \"type\" must be \"text\", \"include\" (or \"prompt\") or \"env\"", 0,
+     NULL},
     {__LINE__, "a part with an unknown key", P("'name':'a','prompt':[{'type':'text','txt':'x'}]"),
      NULL, BAD, "unknown key \"txt\" in prompt part 0", 0, NULL},
     {__LINE__, "a prompt that is a number", P("'name':'a','prompt':3"), NULL, BAD,
@@ -177,6 +196,16 @@ static const row rows[] = {
     {__LINE__, "a tools entry configuring a subagent (relationship)",
      P("'name':'a','tools':[{'name':'x','relationship':'r'}]"), NULL, BAD,
      "configures a subagent relationship (\"relationship\")", 0, NULL},
+    /* the older SubagentToolConfig's keys (a child configured in a prompt's tools) */
+    {__LINE__, "a tools entry configuring a subagent (resumable)",
+     P("'name':'a','tools':[{'name':'x','resumable':{'receives_messages':'side_a'}}]"), NULL, BAD,
+     "tools entry \"x\" configures a subagent relationship (\"resumable\")", 0, NULL},
+    {__LINE__, "a tools entry configuring a subagent (immediate)",
+     P("'name':'x1','tools':[{'name':'x','immediate':true}]"), NULL, BAD,
+     "configures a subagent relationship (\"immediate\")", 0, NULL},
+    {__LINE__, "a tools entry configuring a subagent (initAgentNameProperty)",
+     P("'name':'a','tools':[{'name':'x','initAgentNameProperty':'n'}]"), NULL, BAD,
+     "configures a subagent relationship (\"initAgentNameProperty\")", 0, NULL},
     {__LINE__, "a tools entry with an unknown key", P("'name':'a','tools':[{'name':'x','include':1}]"),
      NULL, BAD, "unknown key \"include\" in tools entry \"x\"", 0, NULL},
     {__LINE__, "a tools entry listed twice", P("'name':'a','tools':['search','search']"), NULL, BAD,
@@ -205,6 +234,29 @@ static const row rows[] = {
      "relationship name \"Worker\" is not snake_case", 0, NULL},
     {__LINE__, "sessionStopTools not names", A("'name':'x','sideA':{'sessionStopTools':[1]}"), NULL,
      BAD, "\"sessionStopTools\"[0] must be a non-empty string", 0, NULL},
+    {__LINE__, "sessionStop and sessionFail as one name each (the documentation's spelling)",
+     "[" P("'name':'w','tools':['search','write_file']") ","
+     A("'name':'x','type':'dual_ai','sideA':{'prompt':'w','sessionStop':'search',"
+       "'sessionFail':'write_file'},'sideB':{'prompt':'w'}") "]",
+     NULL, OK, NULL, OK, NULL},
+    {__LINE__, "sessionStop as an array", "[" P("'name':'w','tools':['search']") ","
+     A("'name':'x','sideA':{'prompt':'w','sessionStop':['search']}") "]", NULL, OK, NULL, OK, NULL},
+    {__LINE__, "sessionStop naming no tool of the side's prompt",
+     "[" P("'name':'w','tools':['search']") ","
+     A("'name':'x','sideA':{'prompt':'w','sessionStop':'approve'}") "]", NULL, OK, NULL, BAD,
+     "sessionStopTools"},
+    {__LINE__, "sessionStop and sessionStopTools both", A("'name':'x','sideA':{'sessionStop':'a',"
+                                                          "'sessionStopTools':['a']}"),
+     NULL, BAD, "agent \"x\": sideA: \"sessionStop\" and \"sessionStopTools\" both given", 0, NULL},
+    {__LINE__, "sessionFail empty", A("'name':'x','sideA':{'sessionFail':''}"), NULL, BAD,
+     "\"sessionFail\" must not be empty", 0, NULL},
+    {__LINE__, "the agent's metadata (icon, package fields)",
+     "[" P("'name':'w'") "," A("'name':'x','icon':'/icons/x.svg','packageName':'@me/x',"
+                                 "'version':'1.0.0','author':'Me','license':'MIT',"
+                                 "'sideA':{'prompt':'w'}") "]",
+     NULL, OK, NULL, OK, NULL},
+    {__LINE__, "an icon that is not a string", A("'name':'x','icon':3"), NULL, BAD,
+     "agent \"x\": \"icon\" must be a string", 0, NULL},
 
     /* ---- the set: names and tools entries ----------------------------------------------- */
     {__LINE__, "an unknown tools entry", P("'name':'coder','tools':['serach']"), NULL, OK, NULL, BAD,
@@ -491,6 +543,68 @@ END_TEST
 
 /* A text that fails adds nothing; a duplicate across texts names the first one's file; a
  * pointer handed out stays valid while more are added. */
+/* The specification's documentation spells some values its own way; each spelling reads as
+ * ours does: {line, definitions, the prompt "a"'s parts as kind:text;... , agent "x"'s sideA
+ * stop and fail tools as "stop|fail"}. */
+static const struct {
+  int line;
+  const char *text;
+  const char *parts, *side;
+} spelling_rows[] = {
+    {__LINE__,
+     "[" P("'name':'a','prompt':[{'type':'include','prompt':'b'},{'type':'text','content':'Hi'},"
+           "{'type':'env','property':'INV'}]") "," P("'name':'b','prompt':'B'") "]",
+     "1:b;0:Hi;2:INV;", NULL},
+    {__LINE__,
+     "[" P("'name':'a','prompt':[{'type':'prompt','name':'b'},{'type':'text','text':'Hi'},"
+           "{'type':'env','name':'INV'}]") "," P("'name':'b','prompt':'B'") "]",
+     "1:b;0:Hi;2:INV;", NULL},
+    {__LINE__,
+     "[" P("'name':'a','tools':['search','write_file']") ","
+     A("'name':'x','type':'dual_ai','sideA':{'prompt':'a','sessionStop':'search',"
+       "'sessionFail':'write_file'},'sideB':{'prompt':'a'}") "]",
+     "", "search|write_file"},
+    {__LINE__,
+     "[" P("'name':'a','tools':['search','write_file']") ","
+     A("'name':'x','sideA':{'prompt':'a','sessionStopTools':['search','write_file']}") "]", "",
+     "search,write_file|"},
+};
+
+START_TEST(test_documentation_spellings) {
+  for (size_t i = 0; i < sizeof spelling_rows / sizeof spelling_rows[0]; i++) {
+    ts_registry *reg = test_registry();
+    ts_defs *d = ts_defs_new();
+    char why[512] = "", got[512] = "";
+    const char *t = q(spelling_rows[i].text);
+    ck_assert_msg(ts_defs_add_json(d, "defs.json", t, strlen(t), NULL, why, sizeof why) == 0 &&
+                      ts_defs_check(d, reg, why, sizeof why) == 0,
+                  "line %d: %s", spelling_rows[i].line, why);
+    const ts_defs_prompt *p = ts_defs_find_prompt(d, "a");
+    ck_assert_ptr_nonnull(p);
+    for (size_t k = 0; k < p->n_parts; k++)
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%d:%s;", (int)p->parts[k].kind,
+               p->parts[k].text);
+    ck_assert_msg(!strcmp(got, spelling_rows[i].parts), "line %d: parts %s",
+                  spelling_rows[i].line, got);
+    if (spelling_rows[i].side) {
+      const ts_defs_side *sd = &ts_defs_find_agent(d, "x")->side_a;
+      got[0] = '\0';
+      for (size_t k = 0; k < sd->n_stop_tools; k++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", k ? "," : "",
+                 sd->stop_tools[k]);
+      snprintf(got + strlen(got), sizeof got - strlen(got), "|");
+      for (size_t k = 0; k < sd->n_fail_tools; k++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", k ? "," : "",
+                 sd->fail_tools[k]);
+      ck_assert_msg(!strcmp(got, spelling_rows[i].side), "line %d: side %s",
+                    spelling_rows[i].line, got);
+    }
+    ts_defs_free(d);
+    ts_registry_free(reg);
+  }
+}
+END_TEST
+
 START_TEST(test_adds) {
   ts_defs *d = ts_defs_new();
   char why[512] = "";
@@ -604,6 +718,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_add_loop_test(tc, test_rows, 0, (int)(sizeof rows / sizeof rows[0]));
   tcase_add_test(tc, test_values);
+  tcase_add_test(tc, test_documentation_spellings);
   tcase_add_test(tc, test_adds);
   tcase_add_test(tc, test_load_dir_and_file);
   tcase_add_test(tc, test_out_of_memory);
