@@ -1,6 +1,6 @@
 /*
  * demo_tools.c: see demo_tools.h. Confinement is checked twice: lexically (no absolute
- * paths, no `..`) and physically (the real path of the deepest existing ancestor must lie
+ * paths but the attachment convention's /attachments/..., no `..`) and physically (the real path of the deepest existing ancestor must lie
  * inside the workspace's real path, which defeats symbolic links planted inside it).
  */
 #define _XOPEN_SOURCE 700 /* realpath */
@@ -63,6 +63,10 @@ static const char *root_of(const ts_demo_tools *d, const ts_call_info *call, cha
 static const char *confine(const char *root, const char *rel, char *full, size_t cap) {
   if (!root) return "the thread's workspace cannot be resolved";
   if (!rel[0]) rel = ".";
+  /* "/attachments/NAME" is how a thread is handed a file (tools-spec §6: the leading '/'
+   * is the thread's own root, agent/attachments.h), so that one root-relative directory is
+   * read inside the workspace; any other absolute path is still refused. */
+  if (!strncmp(rel, "/attachments/", 13)) rel++;
   if (rel[0] == '/') return "absolute paths are not allowed; give a path inside the workspace";
   if (strlen(rel) > 1024) return "path too long";
   const char *p = rel;

@@ -7,8 +7,9 @@
  *
  * The workspace is the calling thread's filesystem when the dispatcher names one
  * (ts_call_info.workspace: a child thread works in its own), else the one given to
- * ts_demo_tools_add. Paths are relative to the workspace. A path that is absolute, contains a `..`
- * component, or resolves (through a symbolic link) outside the workspace is refused with
+ * ts_demo_tools_add. Paths are relative to the workspace; "/attachments/NAME", the path a
+ * thread is handed a file by (tools-spec §6), is the workspace's attachments/NAME. Any other
+ * absolute path, a path that contains a `..` component, or resolves (through a symbolic link) outside the workspace is refused with
  * an error result; nothing outside the workspace is read or written. write_file creates
  * missing parent directories inside the workspace and replaces the file atomically
  * (written to a temporary name, fsync'd, renamed). Reads are capped at 1 MiB.

@@ -757,48 +757,63 @@ START_TEST(test_init_user_message_and_attachments) {
 }
 END_TEST
 
-/* The child's tools work in the child's filesystem: its read_file finds the copy there. */
+/* The child's tools work in the child's filesystem: its read_file finds the copy there,
+ * by the path its first message names ("[attachment: /attachments/notes.txt]": the leading
+ * '/' is the child's own root, tools-spec §6) and by the same path relative. */
+static const struct {
+  int line;
+  const char *path; /* as the child's read_file is given it */
+} child_reads[] = {
+    {__LINE__, "attachments/notes.txt"},
+    {__LINE__, "/attachments/notes.txt"},
+};
+
 START_TEST(test_child_tools_work_in_the_child_filesystem) {
-  fresh("compose-childfs");
-  char p[400];
-  snprintf(p, sizeof p, "%s/docs", ws);
-  ck_assert_int_eq(mkdir(p, 0755), 0);
-  snprintf(p, sizeof p, "%s/docs/notes.txt", ws);
-  ts_test_put(p, "the notes");
-  turn_call("main", 1, "helper", "{\\\"task\\\":\\\"t\\\",\\\"files\\\":[\\\"/docs/notes.txt\\\"]}");
-  turn_text("main", 2, "main done");
-  turn_call("helper", 1, "read_file", "{\\\"path\\\":\\\"attachments/notes.txt\\\"}");
-  turn_call("helper", 2, "write_file", "{\\\"description\\\":\\\"d\\\",\\\"path\\\":\\\"out.txt\\\","
-            "\\\"content\\\":\\\"mine\\\"}");
-  turn_text("helper", 3, "read it");
-  char json[4096];
-  snprintf(json, sizeof json, "%s",
-           sub_defs("{\"name\":\"helper\",\"initAttachmentsProperty\":\"files\"}", ""));
-  replace_in(json, sizeof json, "\"tools\":[\"echo\",\"fail\"]",
-             "\"tools\":[\"read_file\",\"write_file\"]");
-  ts_defs *defs = load(json);
-  ts_registry *reg = tools();
-  ts_demo_tools *demo = NULL;
-  char why[512];
-  ck_assert_int_eq(ts_demo_tools_add(reg, ws, &demo, why, sizeof why), 0);
-  run_opts o = {.prompt_name = "main", .prompt = "go"};
-  ck_assert_msg(run(defs, reg, "fs1", &o, why, sizeof why) == 0, "%s", why);
-  thread_dump cd = dump("fs1/t1c0");
-  HAS(sb_str(&cd.results), "read_file|c_helper_1|\"the notes\"");
-  snprintf(p, sizeof p, "%s/threads/t1c0/out.txt", ws);
-  size_t len;
-  char *mine = ts_test_read_file(p, &len);
-  ck_assert_ptr_nonnull(mine);
-  ck_assert_str_eq(mine, "mine");
-  free(mine);
-  snprintf(p, sizeof p, "%s/out.txt", ws);
-  struct stat st;
-  ck_assert_int_ne(stat(p, &st), 0); /* nothing written in the caller's */
-  dump_free(&cd);
-  ts_registry_free(reg);
-  ts_demo_tools_free(demo);
-  ts_defs_free(defs);
-  ts_test_rm_rf(dir);
+  for (size_t i = 0; i < sizeof child_reads / sizeof child_reads[0]; i++) {
+    fresh("compose-childfs");
+    char p[400];
+    snprintf(p, sizeof p, "%s/docs", ws);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/docs/notes.txt", ws);
+    ts_test_put(p, "the notes");
+    turn_call("main", 1, "helper", "{\\\"task\\\":\\\"t\\\",\\\"files\\\":[\\\"/docs/notes.txt\\\"]}");
+    turn_text("main", 2, "main done");
+    char args[256];
+    snprintf(args, sizeof args, "{\\\"path\\\":\\\"%s\\\"}", child_reads[i].path);
+    turn_call("helper", 1, "read_file", args);
+    turn_call("helper", 2, "write_file", "{\\\"description\\\":\\\"d\\\",\\\"path\\\":\\\"out.txt\\\","
+              "\\\"content\\\":\\\"mine\\\"}");
+    turn_text("helper", 3, "read it");
+    char json[4096];
+    snprintf(json, sizeof json, "%s",
+             sub_defs("{\"name\":\"helper\",\"initAttachmentsProperty\":\"files\"}", ""));
+    replace_in(json, sizeof json, "\"tools\":[\"echo\",\"fail\"]",
+               "\"tools\":[\"read_file\",\"write_file\"]");
+    ts_defs *defs = load(json);
+    ts_registry *reg = tools();
+    ts_demo_tools *demo = NULL;
+    char why[512];
+    ck_assert_int_eq(ts_demo_tools_add(reg, ws, &demo, why, sizeof why), 0);
+    run_opts o = {.prompt_name = "main", .prompt = "go"};
+    ck_assert_msg(run(defs, reg, "fs1", &o, why, sizeof why) == 0, "%s", why);
+    thread_dump cd = dump("fs1/t1c0");
+    ck_assert_msg(strstr(sb_str(&cd.results), "read_file|c_helper_1|\"the notes\""),
+                  "line %d: %s", child_reads[i].line, sb_str(&cd.results));
+    snprintf(p, sizeof p, "%s/threads/t1c0/out.txt", ws);
+    size_t len;
+    char *mine = ts_test_read_file(p, &len);
+    ck_assert_ptr_nonnull(mine);
+    ck_assert_str_eq(mine, "mine");
+    free(mine);
+    snprintf(p, sizeof p, "%s/out.txt", ws);
+    struct stat st;
+    ck_assert_int_ne(stat(p, &st), 0); /* nothing written in the caller's */
+    dump_free(&cd);
+    ts_registry_free(reg);
+    ts_demo_tools_free(demo);
+    ts_defs_free(defs);
+    ts_test_rm_rf(dir);
+  }
 }
 END_TEST
 
