@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/strbuf.h"
 
 /* The bytes read per read(): big enough that a 32 MiB file is a few thousand calls. */
 #define COPY_CHUNK 16384
@@ -262,4 +263,50 @@ int ts_attach_copy(const char *from_root, const char *path, size_t len, const ch
   b->bytes += copied;
   b->files++;
   return 0;
+}
+
+static int path_byte(char ch) { /* a byte of a copy's name */
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+         ch == '_' || ch == '-' || ch == '.';
+}
+
+/* ---- references in a text -------------------------------------------------------- */
+
+void ts_attach_translate(const char *text, size_t len, const char *from_root,
+                         const char *to_root, ts_buf *out, ts_buf *list) {
+  static const char pre[] = "/" TS_ATTACH_DIR "/";
+  ts_buf t;
+  ts_buf_init(&t, len * 2 + 4096);
+  ts_attach_batch batch = {0};
+  size_t i = 0;
+  while (i < len) {
+    const char *hit = NULL;
+    if (from_root && to_root && len - i >= sizeof pre - 1)
+      for (size_t k = i; k + sizeof pre - 1 <= len; k++)
+        if (!memcmp(text + k, pre, sizeof pre - 1)) {
+          hit = text + k;
+          break;
+        }
+    if (!hit) {
+      ts_buf_append(&t, text + i, len - i);
+      break;
+    }
+    size_t at = (size_t)(hit - text), end = at + sizeof pre - 1;
+    while (end < len && path_byte(text[end])) end++;
+    while (end > at + sizeof pre - 1 && text[end - 1] == '.') end--; /* a sentence's stop */
+    ts_buf_append(&t, text + i, at - i);
+    char ref[TS_ATTACH_PATH_MAX], why[256];
+    if (end > at + sizeof pre - 1 &&
+        ts_attach_copy(from_root, text + at, end - at, to_root, &batch, ref, sizeof ref, why,
+                       sizeof why) == 0) {
+      ts_buf_puts(&t, ref);
+      if (list->len) ts_buf_putc(list, ',');
+      ts_buf_append_json_string(list, ref, strlen(ref));
+    } else {
+      ts_buf_append(&t, text + at, end - at);
+    }
+    i = end;
+  }
+  ts_buf_append_json_string(out, t.p ? t.p : "", t.len);
+  ts_buf_fini(&t);
 }

@@ -8,7 +8,8 @@
  * "/etc/passwd" means ROOT/etc/passwd (missing, an error), never the host's file.
  *
  * Whenever tool-driven communication crosses a thread boundary (a subagent created or
- * messaged with attachments, a child's outcome coming back), each path is copied from the
+ * messaged with attachments, a child's outcome or a sub-prompt's reply coming back:
+ * ts_attach_translate), each path is copied from the
  * sender's filesystem into the receiver's `attachments/` directory, and the receiver is
  * given the receiver-local path of the copy: every reference a thread receives resolves in
  * its own filesystem. A path the sender's filesystem does not hold is an error for that
@@ -48,6 +49,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "base/strbuf.h"
 
 /* The receiver's directory for copies, under its root. */
 #define TS_ATTACH_DIR "attachments"
@@ -94,5 +97,17 @@ int ts_attach_open(const char *root, const char *path, size_t len, int *fd_out,
 int ts_attach_copy(const char *from_root, const char *path, size_t len, const char *to_root,
                    ts_attach_batch *batch, char *out, size_t out_cap, char *why,
                    size_t why_cap);
+
+/* A child's reply crossing back to its parent (a subagent's outcome, a sub-prompt's text):
+ * appends `text` (len bytes) to `out` as a JSON string, with every "/attachments/NAME"
+ * path in it that the sender's filesystem `from_root` holds copied into the receiver's
+ * `to_root` (ts_attach_copy, one batch for the text) and replaced by the receiver-local
+ * path; each copy's path is appended to `list` as a JSON array item (comma-separated, no
+ * brackets). A path the sender does not hold, or one that cannot be copied, stays as
+ * written and names nothing new. NULL roots: the text as it is, nothing copied. A path
+ * ends at the first byte outside [A-Za-z0-9._-] (a trailing '.' is a sentence's stop).
+ * Errors show as the buffers' sticky error flags. */
+void ts_attach_translate(const char *text, size_t len, const char *from_root,
+                         const char *to_root, ts_buf *out, ts_buf *list);
 
 #endif /* TS_AGENT_ATTACHMENTS_H */

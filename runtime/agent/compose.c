@@ -951,10 +951,22 @@ static void run_child(call_tool *ct, const ts_call_info *call, const char *args,
     ts_buf_puts(&r, rc == TS_E_OK ? "\"done\"" : rc == TS_E_LIMIT ? "\"max_turns\"" : "\"failed\"");
   }
   if (sub->include_text_response) {
+    /* the reply crosses back to the caller: the files it names that the child holds are
+     * copied into the caller's filesystem and named by their caller-local paths (tools-spec
+     * §6), listed in "attachments" when there are any */
     last_text t = {NULL, 0};
     ts_store_messages(s1, child, 0, grab_text, &t);
+    ts_buf list;
+    ts_buf_init(&list, (size_t)1 << 20);
     ts_buf_puts(&r, ",\"text\":");
-    ts_buf_append_json_string(&r, t.text ? t.text : "", t.len);
+    ts_attach_translate(t.text ? t.text : "", t.len, parent.has_ws || kid.has_ws ? ws : NULL,
+                        parent.has_ws ? parent.ws : NULL, &r, &list);
+    if (list.len) {
+      ts_buf_puts(&r, ",\"attachments\":[");
+      ts_buf_append(&r, list.p, list.len);
+      ts_buf_putc(&r, ']');
+    }
+    ts_buf_fini(&list);
     free(t.text);
   }
   if (sub->include_tool_calls) {

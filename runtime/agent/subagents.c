@@ -336,53 +336,10 @@ static int grab_reply(void *user, const ts_store_message *m) {
   return 0;
 }
 
+/* A byte a directory name keeps as it is (a child's id made into one). */
 static int path_byte(char ch) {
   return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
          ch == '_' || ch == '-' || ch == '.';
-}
-
-/* Appends `text` to `out` as a JSON string, with every "/attachments/NAME" path that the
- * child's filesystem holds copied into the parent's and replaced by the parent-local path;
- * the copies' paths go to `list` (JSON array items). Paths the child does not hold stay as
- * written (they name nothing of the child's: nothing is copied). */
-static void translate(const char *text, size_t len, const char *from_root, const char *to_root,
-                      ts_buf *out, ts_buf *list) {
-  static const char pre[] = "/" TS_ATTACH_DIR "/";
-  ts_buf t;
-  ts_buf_init(&t, len * 2 + 4096);
-  ts_attach_batch batch = {0};
-  int nlist = 0;
-  size_t i = 0;
-  while (i < len) {
-    const char *hit = NULL;
-    if (from_root && to_root && len - i >= sizeof pre - 1)
-      for (size_t k = i; k + sizeof pre - 1 <= len; k++)
-        if (!memcmp(text + k, pre, sizeof pre - 1)) {
-          hit = text + k;
-          break;
-        }
-    if (!hit) {
-      ts_buf_append(&t, text + i, len - i);
-      break;
-    }
-    size_t at = (size_t)(hit - text), end = at + sizeof pre - 1;
-    while (end < len && path_byte(text[end])) end++;
-    while (end > at + sizeof pre - 1 && text[end - 1] == '.') end--; /* a sentence's stop */
-    ts_buf_append(&t, text + i, at - i);
-    char ref[TS_ATTACH_PATH_MAX], why[256];
-    if (end > at + sizeof pre - 1 &&
-        ts_attach_copy(from_root, text + at, end - at, to_root, &batch, ref, sizeof ref, why,
-                       sizeof why) == 0) {
-      ts_buf_puts(&t, ref);
-      if (nlist++) ts_buf_putc(list, ',');
-      ts_buf_append_json_string(list, ref, strlen(ref));
-    } else {
-      ts_buf_append(&t, text + at, end - at);
-    }
-    i = end;
-  }
-  ts_buf_append_json_string(out, t.p ? t.p : "", t.len);
-  ts_buf_fini(&t);
 }
 
 static const char *status_of(int rc) {
@@ -410,8 +367,8 @@ static void outcome_of(ts_store *s, const inst *in, const char *parent_ws, int r
   ts_buf_puts(o, ",\"status\":\"");
   ts_buf_puts(o, status_of(rc));
   ts_buf_puts(o, "\",\"text\":");
-  translate(r.text.p ? r.text.p : "", r.text.len, in->has_ws ? in->ws : NULL, parent_ws, o,
-            &list);
+  ts_attach_translate(r.text.p ? r.text.p : "", r.text.len, in->has_ws ? in->ws : NULL,
+                      parent_ws, o, &list);
   ts_buf_puts(o, ",\"attachments\":[");
   ts_buf_append(o, list.p ? list.p : "", list.len);
   ts_buf_puts(o, "]}");

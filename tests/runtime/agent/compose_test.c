@@ -817,6 +817,86 @@ START_TEST(test_child_tools_work_in_the_child_filesystem) {
 }
 END_TEST
 
+/* The child's reply crosses back (tools-spec §6): each /attachments/NAME it names that the
+ * child holds is copied into the caller's filesystem, the text names the caller-local copy
+ * and "attachments" lists it; a path the child does not hold stays as written. */
+static const struct {
+  int line;
+  const char *entry;  /* main's tools entry for helper */
+  const char *reply;  /* helper's last reply */
+  int caller_has;     /* the caller holds an attachments/cat.txt of its own */
+  const char *want;   /* in helper's result */
+  const char *copy;   /* the copy in the caller's attachments/, NULL: none */
+} reply_rows[] = {
+    {__LINE__, "\"helper\"", "drew /attachments/cat.txt.", 0,
+     "\"text\":\"drew /attachments/cat.txt.\",\"attachments\":[\"/attachments/cat.txt\"],"
+     "\"tool_calls\"",
+     "cat.txt"},
+    {__LINE__, "\"helper\"", "drew /attachments/cat.txt", 1,
+     "\"text\":\"drew /attachments/cat-2.txt\",\"attachments\":[\"/attachments/cat-2.txt\"]",
+     "cat-2.txt"},
+    {__LINE__, "\"helper\"", "see /attachments/dog.txt", 0,
+     "\"text\":\"see /attachments/dog.txt\",\"tool_calls\"", NULL},
+    {__LINE__, "{\"name\":\"helper\",\"includeTextResponse\":false}", "drew /attachments/cat.txt",
+     0, "{\"thread\":\"rp1/t1c0\",\"status\":\"done\",\"tool_calls\"", NULL},
+};
+
+START_TEST(test_reply_attachments_come_back_to_the_caller) {
+  for (size_t i = 0; i < sizeof reply_rows / sizeof reply_rows[0]; i++) {
+    fresh("compose-reply");
+    char p[400];
+    if (reply_rows[i].caller_has) {
+      snprintf(p, sizeof p, "%s/attachments", ws);
+      ck_assert_int_eq(mkdir(p, 0755), 0);
+      snprintf(p, sizeof p, "%s/attachments/cat.txt", ws);
+      ts_test_put(p, "mine");
+    }
+    turn_call("main", 1, "helper", "{\\\"task\\\":\\\"draw\\\"}");
+    turn_text("main", 2, "main done");
+    turn_call("helper", 1, "write_file", "{\\\"description\\\":\\\"d\\\",\\\"path\\\":"
+              "\\\"attachments/cat.txt\\\",\\\"content\\\":\\\"=^.^=\\\"}");
+    turn_text("helper", 2, reply_rows[i].reply);
+    char json[4096];
+    snprintf(json, sizeof json, "%s", sub_defs(reply_rows[i].entry, ""));
+    replace_in(json, sizeof json, "\"tools\":[\"echo\",\"fail\"]", "\"tools\":[\"write_file\"]");
+    ts_defs *defs = load(json);
+    ts_registry *reg = tools();
+    ts_demo_tools *demo = NULL;
+    char why[512];
+    ck_assert_int_eq(ts_demo_tools_add(reg, ws, &demo, why, sizeof why), 0);
+    run_opts o = {.prompt_name = "main", .prompt = "go"};
+    ck_assert_msg(run(defs, reg, "rp1", &o, why, sizeof why) == 0, "%s", why);
+    thread_dump d = dump("rp1");
+    ck_assert_msg(strstr(sb_str(&d.results), reply_rows[i].want), "line %d: %s",
+                  reply_rows[i].line, sb_str(&d.results));
+    if (reply_rows[i].copy) {
+      snprintf(p, sizeof p, "%s/attachments/%s", ws, reply_rows[i].copy);
+      size_t len;
+      char *got = ts_test_read_file(p, &len);
+      ck_assert_msg(got != NULL, "line %d: no copy %s", reply_rows[i].line, p);
+      ck_assert_str_eq(got, "=^.^=");
+      free(got);
+    }
+    if (reply_rows[i].caller_has) { /* the caller's own file is untouched */
+      snprintf(p, sizeof p, "%s/attachments/cat.txt", ws);
+      size_t len;
+      char *mine = ts_test_read_file(p, &len);
+      ck_assert_str_eq(mine, "mine");
+      free(mine);
+    } else if (!reply_rows[i].copy) {
+      struct stat st;
+      snprintf(p, sizeof p, "%s/attachments/cat.txt", ws);
+      ck_assert_msg(stat(p, &st) != 0, "line %d: a copy nothing named", reply_rows[i].line);
+    }
+    dump_free(&d);
+    ts_registry_free(reg);
+    ts_demo_tools_free(demo);
+    ts_defs_free(defs);
+    ts_test_rm_rf(dir);
+  }
+}
+END_TEST
+
 /* A path the caller's filesystem does not hold is an error result, never a copy. */
 static const struct {
   int line;
@@ -1361,6 +1441,7 @@ int main(void) {
   tcase_add_test(tc, test_init_user_message_and_attachments);
   tcase_add_test(tc, test_bad_attachments_are_error_results);
   tcase_add_test(tc, test_child_tools_work_in_the_child_filesystem);
+  tcase_add_test(tc, test_reply_attachments_come_back_to_the_caller);
   tcase_add_test(tc, test_include_chat_and_past_tools);
   tcase_add_test(tc, test_handoff);
   tcase_add_test(tc, test_dual_ai_stop_tool);
