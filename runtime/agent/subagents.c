@@ -349,8 +349,10 @@ static const char *status_of(int rc) {
                               : "failed";
 }
 
-/* The outcome JSON of instance `in` after a run that returned `rc`. */
-static void outcome_of(ts_store *s, const inst *in, const char *parent_ws, int rc, ts_buf *o) {
+/* The outcome JSON of instance `in` after a run that returned `rc` (and said `err` why,
+ * when it did not end well: the parent learns what stopped its child). */
+static void outcome_of(ts_store *s, const inst *in, const char *parent_ws, int rc,
+                       const char *err, ts_buf *o) {
   last_reply r;
   ts_buf_init(&r.text, (size_t)16 << 20);
   ts_store_messages(s, in->thread, 0, grab_reply, &r);
@@ -371,7 +373,12 @@ static void outcome_of(ts_store *s, const inst *in, const char *parent_ws, int r
                       parent_ws, o, &list);
   ts_buf_puts(o, ",\"attachments\":[");
   ts_buf_append(o, list.p ? list.p : "", list.len);
-  ts_buf_puts(o, "]}");
+  ts_buf_putc(o, ']');
+  if (rc != TS_E_OK && err && err[0]) {
+    ts_buf_puts(o, ",\"error\":");
+    ts_buf_append_json_string(o, err, strlen(err));
+  }
+  ts_buf_putc(o, '}');
   ts_buf_fini(&list);
   ts_buf_fini(&r.text);
 }
@@ -417,7 +424,7 @@ static int run_session(const sa_ctx *c, const char *child, const volatile sig_at
   rc = c->runner.run ? c->runner.run(c->runner.user, &cc, rwhy, sizeof rwhy)
                      : ts_agent_run(&cc, NULL, rwhy, sizeof rwhy);
   ts_buf_reset(o);
-  outcome_of(s1, &in, pr.has_ws ? pr.ws : NULL, rc, o);
+  outcome_of(s1, &in, pr.has_ws ? pr.ws : NULL, rc, rwhy, o);
   int qrc = 0;
   /* A stopped session is not over (--resume continues it): nothing is reported then, so
    * the parent hears once, when it ends. A session that added nothing to a conversation

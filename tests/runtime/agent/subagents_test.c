@@ -437,6 +437,71 @@ START_TEST(test_create_run_again_reports_once) {
 }
 END_TEST
 
+/* A child whose run stops on an error tells its parent why: the outcome's "error" is the
+ * run's reason (a required variable with no value, say), beside its status. Rows {line,
+ * what the child's run returns, its reason, what the blocking call's result holds, what it
+ * must not}. */
+typedef struct {
+  int rc;
+  const char *why;
+} canned;
+
+static int run_canned(void *user, const ts_agent_config *child, char *why, size_t cap) {
+  (void)child;
+  const canned *c = user;
+  snprintf(why, cap, "%s", c->why);
+  return c->rc;
+}
+
+static const struct {
+  int line;
+  canned run;
+  const char *want, *not;
+} failing_rows[] = {
+    {__LINE__, {TS_E_INVAL, "agent \"researcher\" requires the variable CHANNEL, which has no value"},
+     "\"status\":\"failed\",\"text\":\"\",\"attachments\":[],\"error\":\"agent \\\"researcher\\\" "
+     "requires the variable CHANNEL, which has no value\"}",
+     NULL},
+    {__LINE__, {TS_E_LIMIT, "stopped after 16 turns"},
+     "\"status\":\"max_turns\",\"text\":\"\",\"attachments\":[],\"error\":\"stopped after 16 turns\"}",
+     NULL},
+    {__LINE__, {TS_E_OK, ""}, "\"status\":\"done\",\"text\":\"\",\"attachments\":[]}", "\"error\""},
+};
+
+START_TEST(test_a_failed_child_says_why) {
+  for (size_t i = 0; i < sizeof failing_rows / sizeof failing_rows[0]; i++) {
+    make_dirs("subagents-fail");
+    char why[1024] = "";
+    ts_store *s, *ds;
+    ck_assert_int_eq(ts_store_open(data, &s, why, sizeof why), 0);
+    ck_assert_int_eq(ts_store_open(data, &ds, why, sizeof why), 0);
+    ck_assert_int_eq(ts_store_thread_create_child(s, "f", NULL, pws, NULL), 0);
+    ts_registry *reg = ts_registry_new();
+    ts_agent_config ac = {.store = s, .dispatch_store = ds, .reg = reg, .thread = "f",
+                          .workspace = pws, .sink = {.who = "subagents_test", .no_time = 1}};
+    ts_subagents_runner runner = {run_canned, (void *)&failing_rows[i].run};
+    ck_assert_int_eq(
+        ts_subagents_add_tools(reg, NULL, &agent, &side, &ac, &runner, why, sizeof why), 0);
+    const ts_tool *create = ts_registry_find(reg, "subagent_create", 15);
+    static const char args[] = "{\"agent\":\"research\",\"name\":\"alpha\",\"message\":\"go\"}";
+    ts_call_info call = {.thread = "f", .turn = 1, .index = 0, .call_id = "f_1_0",
+                         .tool = "subagent_create", .workspace = pws};
+    ts_tool_result r = {0};
+    ts_tool_execute(create, &call, args, sizeof args - 1, &r);
+    ck_assert_msg(!r.is_error && strstr(r.text, failing_rows[i].want), "line %d: %s",
+                  failing_rows[i].line, r.text);
+    if (failing_rows[i].not)
+      ck_assert_msg(!strstr(r.text, failing_rows[i].not), "line %d: %s", failing_rows[i].line,
+                    r.text);
+    ts_tool_result_free(&r);
+    ts_registry_free(reg);
+    ts_store_close(s);
+    ts_store_close(ds);
+    ts_test_rm_rf(dir);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("subagents");
   TCase *tc = tcase_create("core");
@@ -445,6 +510,7 @@ int main(void) {
   tcase_add_test(tc, test_child_ids);
   tcase_add_test(tc, test_tools_injected);
   tcase_add_test(tc, test_create_run_again_reports_once);
+  tcase_add_test(tc, test_a_failed_child_says_why);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);
 }
