@@ -394,15 +394,18 @@ function pdefOf(x) {
  * name goes (tools: [search, helper], sideA: {prompt: coder}) becomes its name. */
 function describeDefs(base, tools) {
   if (!pdefs.length) return undefined;
-  var ex = g.module && g.module.exports, unnamed = 0, i;
+  var ex = g.module && g.module.exports, named = namedExports(), unnamed = 0, i;
   for (i = 0; i < pdefs.length; i++) if (pdefs[i].def.name === undefined) unnamed++;
   function nameOf(e) {
     var d = e.def;
     if (d.name !== undefined) return d.name;
     if (ex === d) return base;
-    if (ex !== null && typeof ex === 'object') {
-      var k = Object.keys(ex);
-      for (var j = 0; j < k.length; j++) if (ex[k[j]] === d) return k[j];
+    var objs = [ex, named];
+    for (var o = 0; o < objs.length; o++) {
+      var x = objs[o];
+      if (x === null || typeof x !== 'object') continue;
+      var k = Object.keys(x);
+      for (var j = 0; j < k.length; j++) if (x[k[j]] === d) return k[j];
     }
     if (unnamed === 1) return base;
     throw new Error('this module defines ' + unnamed + ' prompts and agents without a name: give each a name, or export each under its name');
@@ -434,6 +437,13 @@ function describeDefs(base, tools) {
   return JSON.stringify(list);
 }
 function isDef(x) { return x !== null && typeof x === 'object' && defs.indexOf(x) >= 0; }
+/* The named exports beside a default one: `export default definePrompt(...)` sets
+ * module.exports, while `export const search = defineTool(...)` in the same module went to
+ * the first exports object; both count. null when there is no default export. */
+function namedExports() {
+  var ex = g.module && g.module.exports;
+  return ex !== g.exports && g.exports !== null && typeof g.exports === 'object' ? g.exports : null;
+}
 function collect(base) {
   var out = [], seen = {};
   function add(name, d, packed) {
@@ -441,12 +451,24 @@ function collect(base) {
     if (seen.hasOwnProperty(name)) throw new Error('two tools named ' + JSON.stringify(name) + ' in one module');
     seen[name] = true; out.push({name: name, def: d, packed: packed});
   }
-  var ex = g.module && g.module.exports;
-  if (isDef(ex)) { add(ex.name !== undefined ? ex.name : base, ex, false); return out; }
+  function addFrom(x) { /* the tools exported under keys of x (each its own entry) */
+    var keys = Object.keys(x);
+    for (var i = 0; i < keys.length; i++) {
+      var v = x[keys[i]], dup = false;
+      if (!isDef(v)) continue;
+      for (var j = 0; j < out.length; j++) dup = dup || out[j].def === v;
+      if (!dup) add(v.name !== undefined ? v.name : keys[i], v, true);
+    }
+  }
+  var ex = g.module && g.module.exports, named = namedExports();
+  if (isDef(ex)) {
+    add(ex.name !== undefined ? ex.name : base, ex, false);
+    if (named) addFrom(named);
+    return out;
+  }
   if (ex !== null && typeof ex === 'object') {
-    var keys = Object.keys(ex);
-    for (var i = 0; i < keys.length; i++)
-      if (isDef(ex[keys[i]])) add(ex[keys[i]].name !== undefined ? ex[keys[i]].name : keys[i], ex[keys[i]], true);
+    if (!pdefOf(ex)) addFrom(ex); /* a prompt or agent as the default export holds no tools */
+    if (named) addFrom(named);
     if (out.length) return out;
   }
   if (defs.length === 1) { add(defs[0].name !== undefined ? defs[0].name : base, defs[0], false); return out; }

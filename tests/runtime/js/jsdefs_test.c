@@ -192,6 +192,70 @@ START_TEST(test_javascript_default_export) {
 }
 END_TEST
 
+/* A default export beside named ones (one file per definition is the documentation's
+ * idiom, with its helper tools exported beside it): both count. Rows {line, file, source,
+ * the tools registered in order, the prompt defined and its tools}. */
+static const struct {
+  int line;
+  const char *file, *src;
+  const char *tools, *prompt, *prompt_tools;
+} default_rows[] = {
+    {__LINE__, "researcher.ts",
+     "import { z } from 'zod';\n"
+     "import { defineTool, definePrompt } from '@standardagents/spec';\n"
+     "export const search = defineTool({\n"
+     "  description: 'Search indexed docs',\n"
+     "  args: z.object({ query: z.string() }),\n"
+     "  execute: async (state, args) => ({ status: 'success', result: '...' }),\n"
+     "});\n"
+     "export default definePrompt({\n"
+     "  toolDescription: 'Research a topic',\n"
+     "  prompt: [{ type: 'text', content: 'You research.' }],\n"
+     "  model: 'gpt-4o-mini',\n"
+     "  tools: [search],\n"
+     "});\n",
+     "search,", "researcher", "search,"},
+    {__LINE__, "writer.mjs",
+     "export default definePrompt({ toolDescription: 'Writes', prompt: 'Write.',\n"
+     "  tools: ['draft', 'polish'] });\n"
+     "export const draft = defineTool({ execute: async () => 'd' });\n"
+     "export function helper() { return 1; }\n"
+     "export const polish = defineTool({ execute: async () => 'p' });\n",
+     "draft,polish,", "writer", "draft,polish,"},
+    {__LINE__, "lookup.js",
+     "export default defineTool({ description: 'Looks up', execute: async () => 'x' });\n"
+     "export const helper = definePrompt({ toolDescription: 'Helps', tools: ['lookup'] });\n",
+     "lookup,", "helper", "lookup,"},
+};
+
+START_TEST(test_default_export_beside_named_ones) {
+  for (size_t i = 0; i < sizeof default_rows / sizeof default_rows[0]; i++) {
+    ts_registry *reg = ts_registry_new();
+    ts_defs *d = ts_defs_new();
+    ts_jstools_env env = {.no_environ = 1, .defs = d};
+    char why[512] = "", got[256] = "";
+    ck_assert_msg(ts_jstools_load(reg, module(default_rows[i].file, default_rows[i].src), &env,
+                                  why, sizeof why) == TS_E_OK &&
+                      ts_defs_check(d, reg, why, sizeof why) == TS_E_OK,
+                  "line %d: %s", default_rows[i].line, why);
+    for (size_t k = 0; k < ts_registry_count(reg); k++)
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%s,",
+               ts_tool_name(ts_registry_at(reg, k)));
+    ck_assert_msg(!strcmp(got, default_rows[i].tools), "line %d: tools %s", default_rows[i].line,
+                  got);
+    const ts_defs_prompt *p = ts_defs_find_prompt(d, default_rows[i].prompt);
+    ck_assert_msg(p != NULL, "line %d: no prompt %s", default_rows[i].line, default_rows[i].prompt);
+    got[0] = '\0';
+    for (size_t k = 0; k < p->n_tools; k++)
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%s,", p->tools[k].name);
+    ck_assert_msg(!strcmp(got, default_rows[i].prompt_tools), "line %d: prompt tools %s",
+                  default_rows[i].line, got);
+    ts_defs_free(d);
+    ts_registry_free(reg);
+  }
+}
+END_TEST
+
 typedef struct {
   int line;
   const char *label;
@@ -260,6 +324,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, NULL, remove_dir);
   tcase_add_test(tc, test_typescript_team);
   tcase_add_test(tc, test_javascript_default_export);
+  tcase_add_test(tc, test_default_export_beside_named_ones);
   tcase_add_loop_test(tc, test_refused, 0, (int)(sizeof bad / sizeof bad[0]));
   tcase_add_test(tc, test_no_defs);
   suite_add_tcase(s, tc);
