@@ -383,7 +383,7 @@ static const ts_cli_opt defs_opts[] = {
      "name order; repeatable, up to 8", NULL},
     {"prompt-name", 0, TS_CLI_STRING, O_PROMPT_NAME, 0, 0, "NAME",
      "the prompt that drives the thread when no --agent is given\n"
-     "(default: the agent no other uses, else the only prompt)", NULL},
+     "(default: the agent no other uses, else the prompt no other uses)", NULL},
 };
 const ts_cli_group ts_cli_group_defs = {"definitions", "prompts and agents", defs_opts,
                                         sizeof defs_opts / sizeof defs_opts[0], set_shared};
@@ -610,6 +610,27 @@ static int agent_used(const ts_defs *d, const char *name) {
   return 0;
 }
 
+/* With prompts alone: the only one, else the one no other prompt uses (lists in its tools
+ * or includes as a part: the others are its sub-prompts); NULL when that leaves more than
+ * one. */
+static const ts_defs_prompt *top_prompt(const ts_defs *d) {
+  size_t n = ts_defs_prompt_count(d), tops = 0;
+  const ts_defs_prompt *top = NULL;
+  for (size_t i = 0; i < n; i++) {
+    const char *nm = ts_defs_prompt_at(d, i)->name;
+    int used = 0;
+    for (size_t j = 0; j < n && !used; j++) {
+      const ts_defs_prompt *p = ts_defs_prompt_at(d, j);
+      if (p == ts_defs_prompt_at(d, i)) continue;
+      for (size_t t = 0; t < p->n_tools && !used; t++) used = !strcmp(p->tools[t].name, nm);
+      for (size_t k = 0; k < p->n_parts && !used; k++)
+        used = p->parts[k].kind == TS_DEFS_PART_PROMPT && !strcmp(p->parts[k].text, nm);
+    }
+    if (!used) top = ts_defs_prompt_at(d, i), tops++;
+  }
+  return tops == 1 ? top : NULL;
+}
+
 /* The agent an --agent FILE means among the agents it added (from index `from` on), or
  * --prompts alone among all (path ""): the only one; else the one no other definition
  * uses (the others being its subagents or tools: a team); else the one named as the file
@@ -717,8 +738,8 @@ int ts_cli_defs_load(const ts_cli_common *c, ts_registry *reg, const ts_jstools_
     const ts_defs_agent *top = ts_defs_agent_count(defs) ? file_agent(defs, 0, "") : NULL;
     if (top) {
       *agent = top->name;
-    } else if (!ts_defs_agent_count(defs) && ts_defs_prompt_count(defs) == 1) {
-      *prompt_name = ts_defs_prompt_at(defs, 0)->name;
+    } else if (!ts_defs_agent_count(defs) && top_prompt(defs)) {
+      *prompt_name = top_prompt(defs)->name;
     } else if (!ts_defs_agent_count(defs) && !ts_defs_prompt_count(defs)) {
       fprintf(stderr, "%s: --prompts: no prompt or agent defined there\n", c->who);
       return 2;

@@ -145,13 +145,28 @@ static const row rows[] = {
      "t.js: prompt \"x\": tools entry \"nothing_here\": no tool"},
     {__LINE__, "--prompts with no definitions", "empty/readme.txt", "nothing", "--prompts @/empty", 2,
      "--prompts: no prompt or agent defined there"},
+    {__LINE__, "--prompts of prompts alone: the one no other uses (the other its sub-prompt)",
+     "pair/p.json",
+     "[{\"name\":\"coordinator\",\"prompt\":\"x\",\"tools\":[\"researcher\"]},"
+     "{\"name\":\"researcher\",\"toolDescription\":\"r\",\"prompt\":[{\"type\":\"include\","
+     "\"prompt\":\"tone\"}]},{\"name\":\"tone\",\"prompt\":\"Be kind.\"}]",
+     "--prompts @/pair", 0, NULL},
+    {__LINE__, "--prompts of two unrelated prompts", "pair/p.json",
+     "[{\"name\":\"a\",\"prompt\":\"x\"},{\"name\":\"b\",\"prompt\":\"y\"}]",
+     "--prompts @/pair", 2,
+     "toolstream run: which prompt drives the thread? --prompt-name NAME (one of a and b)"},
 };
 
 START_TEST(test_rows) {
   const row *r = &rows[_i];
   team();
   if (r->file) {
-    if (!strncmp(r->file, "empty/", 6)) mkdir(ts_test_at(base, "empty"), 0755);
+    const char *slash = strchr(r->file, '/');
+    if (slash) { /* a directory of its own (empty/, pair/): made when missing */
+      char sub[64];
+      snprintf(sub, sizeof sub, "%.*s", (int)(slash - r->file), r->file);
+      mkdir(ts_test_at(base, sub), 0755);
+    }
     put(r->file, r->text);
   }
   const char *argv[64] = {"toolstream", "run", "--model-replay", NULL, "--workspace", NULL,
