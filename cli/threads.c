@@ -190,6 +190,7 @@ typedef struct {
   int json, n;
   int columns;
   tree tr;
+  uint32_t depth; /* show: the shown thread's depth in its tree (the store's rows say 0) */
 } rows;
 
 /* One thread as the next row: the one row printer of the listing, show's children (JSON)
@@ -343,7 +344,39 @@ static int show_parked(void *user, const ts_store_parked *p) {
 }
 
 /* The shown thread's children, in JSON. */
-static int show_child(void *user, const ts_store_thread *t) { return thread_row(user, t); }
+static int show_child(void *user, const ts_store_thread *t) {
+  rows *r = user;
+  ts_store_thread c = *t;
+  c.depth = r->depth + 1;
+  return thread_row(r, &c);
+}
+
+/* A thread's depth in its tree: its parents counted up to the root (bounded, in case a
+ * store holds a loop). */
+typedef struct {
+  char id[TS_THREAD_ID_MAX + 1];
+  int has_parent;
+} parent_of;
+
+static int grab_parent(void *user, const ts_store_thread *t) {
+  parent_of *p = user;
+  p->has_parent = t->parent != NULL;
+  if (t->parent) snprintf(p->id, sizeof p->id, "%s", t->parent);
+  return 0;
+}
+
+static uint32_t depth_of(ts_store *st, const char *id) {
+  parent_of p;
+  char at[TS_THREAD_ID_MAX + 1];
+  snprintf(at, sizeof at, "%s", id);
+  uint32_t d = 0;
+  for (; d < 4096; d++) {
+    p.has_parent = 0;
+    if (ts_store_thread_get(st, at, grab_parent, &p) != 1 || !p.has_parent) break;
+    memcpy(at, p.id, sizeof at);
+  }
+  return d;
+}
 
 /* The subtree below the shown thread (every descendant, drawn as a tree). */
 typedef struct {
@@ -427,7 +460,9 @@ static int show_head(void *user, const ts_store_thread *t) {
   shower *s = user;
   if (s->json) {
     ts_buf_puts(s->out, "{\"thread\":");
-    thread_json(s->out, t);
+    ts_store_thread c = *t;
+    c.depth = s->depth;
+    thread_json(s->out, &c);
   } else {
     char c[32], a[32], line[1400];
     when(t->created_at_ms, c, sizeof c);
@@ -444,7 +479,8 @@ static int show_head(void *user, const ts_store_thread *t) {
 }
 
 static int show(ts_store *st, const char *id, int json, ts_buf *out) {
-  shower s = {out, json, 0, 0, {0}};
+  shower s = {out, json, 0, 0, {0}, 0};
+  if (json) s.depth = depth_of(st, id);
   int r = ts_store_thread_get(st, id, show_head, &s);
   if (r == 0) {
     fprintf(stderr, "toolstream threads: no thread %s in %s\n", id, ts_store_path(st));
@@ -473,7 +509,7 @@ static int show(ts_store *st, const char *id, int json, ts_buf *out) {
         : json   ? ts_store_thread_children(st, id, show_child, &s)
                  : 0;
     if (k == 4 && !json && r >= 0) { /* the whole subtree, drawn */
-      subtree sub = {id, 0, 0, 0, {NULL, 0, 0, 0, {0}}};
+      subtree sub = {id, 0, 0, 0, {NULL, 0, 0, 0, {0}, 0}};
       r = ts_store_threads(st, subtree_row, &sub);
       sub.r.tr.base = sub.depth + 1;
       ts_buf tmp;
@@ -531,7 +567,7 @@ int ts_cli_threads(int argc, char **argv) {
   if (npos == 2) {
     rc = show(s, pos[1], json, &out);
   } else {
-    rows l = {&out, json, 0, 1, {0}};
+    rows l = {&out, json, 0, 1, {0}, 0};
     if (json) ts_buf_putc(&out, '[');
     else
       ts_buf_puts(&out, "ID                           PARENT               CREATED              "

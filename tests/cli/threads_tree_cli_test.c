@@ -114,11 +114,19 @@ START_TEST(test_tree) {
                 "%s", sb_str(&r.out));
   ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "\"inbox\":[]"));
   ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "\"children\":[{\"id\":\"coord/t1c0/t1c0\""));
+  /* depths as the listing gives them: the shown thread's in its tree, its children's below */
+  ck_assert_msg(strstr(sb_str(&r.out), "\"children\":1,\"depth\":1},\"subagent\"") &&
+                    strstr(sb_str(&r.out), "\"children\":0,\"depth\":2}]"),
+                "%s", sb_str(&r.out));
   result_free(&r);
   const char *showc[] = {"threads", "show", "coord", "--json", "--data-dir", data, NULL};
   r = toolstream(showc);
   ck_assert_ptr_nonnull(strstr(sb_str(&r.out), "\"inbox\":[{\"seq\":1,\"from\":\"coord/t2c0\","));
   ck_assert_ptr_null(strstr(sb_str(&r.out), "\"subagent\":")); /* a root is none */
+  ck_assert_msg(strstr(sb_str(&r.out), "\"depth\":0},\"messages\"") &&
+                    strstr(sb_str(&r.out), "\"id\":\"coord/t2c0\"") &&
+                    !strstr(strstr(sb_str(&r.out), "\"children\":["), "\"depth\":0"),
+                "%s", sb_str(&r.out));
   result_free(&r);
   ts_test_rm_rf(dir);
 }
