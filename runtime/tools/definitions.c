@@ -995,11 +995,9 @@ static int check_property(cctx *c, const ts_defs_prompt *p, const ts_defs_tool_e
                           const char *key, const char *prop) {
   if (!prop) return TS_E_OK;
   const char *schema = callee_schema(c->d, e);
-  if (!schema)
-    return refuse(c, p->file, "prompt", p->name,
-                  "tools entry \"%s\": %s \"%s\" names a property, but \"%s\" has no "
-                  "requiredSchema",
-                  e->name, key, prop, e->name);
+  /* Without a requiredSchema the arguments are any object, so any name can be one of them
+   * (both are optional in the specification): only a schema can show a name is a typo. */
+  if (!schema) return TS_E_OK;
   ts_schema *s = NULL;
   char why[200];
   int rc = ts_schema_compile(schema, strlen(schema), 0, &s, why, sizeof why);

@@ -62,7 +62,8 @@
  *     exposeAsTool (in that order of lookup: prompt, exposed agent, function tool), each
  *     at most once per prompt; a SubpromptConfig names a prompt or an exposed agent (its
  *     fields on a function tool are an error); its init*Property names a top-level
- *     property of the callee's requiredSchema (an exposed agent's: its sideA prompt's);
+ *     property of the callee's requiredSchema (an exposed agent's: its sideA prompt's)
+ *     when it has one (without one the arguments are any object: any name goes);
  *   - exposeAsTool needs toolDescription; a prompt used as a tool needs toolDescription;
  *   - a side's prompt exists; a relationship's agent exists; sessionStop/Fail tools
  *     name tools the side's prompt has; dual_ai needs both sides with prompts and a

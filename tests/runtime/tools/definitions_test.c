@@ -298,10 +298,10 @@ static const row rows[] = {
     {__LINE__, "initAttachmentsProperty naming no property",
      "[" P("'name':'a','tools':[{'name':'helper','initAttachmentsProperty':'paths'}]") "," HELPER "]",
      NULL, OK, NULL, BAD, "initAttachmentsProperty \"paths\" is not a top-level property"},
-    {__LINE__, "initUserMessageProperty without a requiredSchema",
-     "[" P("'name':'a','tools':[{'name':'b','initUserMessageProperty':'task'}]") ","
-     P("'name':'b','toolDescription':'B'") "]", NULL, OK, NULL, BAD,
-     "initUserMessageProperty \"task\" names a property, but \"b\" has no requiredSchema"},
+    {__LINE__, "initUserMessageProperty without a requiredSchema (any object: any name)",
+     "[" P("'name':'a','tools':[{'name':'b','initUserMessageProperty':'task',"
+           "'initAttachmentsProperty':'files'}]") ","
+     P("'name':'b','toolDescription':'B'") "]", NULL, OK, NULL, OK, NULL},
     {__LINE__, "initUserMessageProperty of an exposed agent: its sideA prompt's schema",
      "[" P("'name':'a','tools':[{'name':'boss','initUserMessageProperty':'task'}]") "," HELPER ","
      A("'name':'boss','exposeAsTool':true,'toolDescription':'B','sideA':{'prompt':'helper'}") "]",
