@@ -218,15 +218,27 @@ static int get_bool(pctx *c, int obj, const char *key, int *out) {
   return 0;
 }
 
+/* Fields the specification defines that this runtime has nothing behind (extended
+ * thinking, provider pass-through options, hooks by id): refused by name, so that a
+ * definition is not run as if they had taken effect, and the message says it is no typo. */
+static const char *const unsupported_keys[] = {"reasoning", "providerOptions", "hooks", NULL};
+
 /* Refuses a key of `obj` not in `allowed` (NULL-terminated) and a key given twice. */
 static int check_keys(pctx *c, int obj, const char *const *allowed, const char *what) {
   int n = ts_jv_size(&c->v, obj);
   int k = obj + 1;
   for (int m = 0; m < n; m++, k = ts_jv_skip(&c->v, k + 1)) {
-    int ok = 0;
+    int ok = 0, known = 0;
     for (const char *const *a = allowed; *a && !ok; a++) ok = ts_jv_eq(&c->v, k, *a);
+    for (const char *const *a = unsupported_keys; *a && !ok && !known; a++)
+      known = ts_jv_eq(&c->v, k, *a);
     ts_view raw = ts_jv_raw(&c->v, k);
     int shown = raw.len > 66 ? 64 : (int)raw.len - 2;
+    if (known)
+      return fail(c, TS_E_INVAL,
+                  "\"%.*s\" in %s is a field of the specification that toolstream does not "
+                  "support (nothing would act on it): leave it out",
+                  shown, raw.p + 1, what);
     if (!ok)
       return fail(c, TS_E_INVAL, "unknown key \"%.*s\" in %s", shown, raw.p + 1, what);
     for (int j = obj + 1, q = 0; q < m; q++, j = ts_jv_skip(&c->v, j + 1)) {
@@ -491,7 +503,7 @@ static int get_tools(pctx *c, int obj, ts_defs_prompt *p) {
 static const char *const prompt_keys[] = {
     "kind", "name", "toolDescription", "description", "prompt", "model", "tools", "requiredSchema",
     "variables", "env", "includeChat", "includePastTools", "toolChoice", "parallelToolCalls",
-    NULL};
+    "recentImageThreshold", NULL};
 
 static int parse_prompt(pctx *c, int obj, ts_defs_prompt *p) {
   if (check_keys(c, obj, prompt_keys, "a prompt")) return c->rc;
@@ -505,6 +517,14 @@ static int parse_prompt(pctx *c, int obj, ts_defs_prompt *p) {
       get_bool(c, obj, "includePastTools", &p->include_past_tools) ||
       get_string(c, obj, "toolChoice", 1, &choice) < 0)
     return c->rc;
+  /* how many recent messages keep their images: no message here carries one, so the
+   * number (checked) changes nothing */
+  int ri = ts_jv_get(&c->v, obj, "recentImageThreshold");
+  int64_t rit = 0;
+  if (ri >= 0 && (ts_jv_int(&c->v, ri, &rit) || rit < 0)) {
+    free(choice);
+    return fail(c, TS_E_INVAL, "\"recentImageThreshold\" must be a whole number, 0 or more");
+  }
   int par = -1;
   if (get_bool(c, obj, "parallelToolCalls", &par)) {
     free(choice);

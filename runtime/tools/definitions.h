@@ -26,7 +26,10 @@
  *            "model": "...", "tools": [entry...], "requiredSchema": {JSON Schema},
  *            "variables": [VariableDefinition...], "env": {"NAME": "value", ...},
  *            "includeChat": bool, "includePastTools": bool,
- *            "toolChoice": "auto" | "none" | "required", "parallelToolCalls": bool}
+ *            "toolChoice": "auto" | "none" | "required", "parallelToolCalls": bool,
+ *            "recentImageThreshold": N (no images here: checked, changes nothing)}
+ *     The specification's "reasoning", "providerOptions" and "hooks" (prompt or agent)
+ *     are refused by name: nothing here acts on them.
  *     tools entry: "name" (a function tool, prompt or exposed agent), or
  *                  {"name", "includeTextResponse", "includeToolCalls", "includeErrors",
  *                   "initUserMessageProperty", "initAttachmentsProperty"} (SubpromptConfig),
