@@ -62,13 +62,15 @@
  *     keyed by `tool_calls[].index`; an entry whose index is already taken by a call
  *     with a different, non-empty id begins a new call; without an index an entry is
  *     matched by `id`, and one with neither continues the call that most recently
- *     began or received arguments. An entry that matches a call already ended begins
+ *     began or received arguments, unless it carries a non-empty name and that call
+ *     already has arguments: then it begins a new call (Gemini's OpenAI endpoint sends
+ *     whole calls with `id: ""` and no index). An entry that matches a call already ended begins
  *     a new call. `id` sent again replaces the id used for matching; CALL_BEGIN goes
  *     out once, with the id and name of the call's first entry. An `arguments` value
  *     that is an object (some compatible servers) is reported as its JSON text. The
  *     legacy `delta.function_call` is read as a tool call without index or id.
  *     `finish_reason` ends every open call and is the stop reason; `usage` (any
- *     chunk) is kept; `[DONE]` ends the turn. EOF after a `finish_reason` but
+ *     chunk; Groq's `x_groq.usage` when a chunk has no `usage`) is kept; `[DONE]` ends the turn. EOF after a `finish_reason` but
  *     without `[DONE]` also ends the turn normally (TURN_END at ts_adapter_finish).
  *   - openai-responses: the `type` member names the event (the `event:` field when
  *     it is missing); `response.created|in_progress|queued` are skipped unparsed

@@ -10,14 +10,16 @@
  * The difficulty is naming the call an entry belongs to, because servers that speak
  * this format differ: OpenAI sends `index` on every piece; some compatible servers
  * reuse index 0 for every call and tell calls apart only by a new `id`; others send
- * no index at all (whole calls, matched by `id`), or pieces with neither (which can
- * only continue the call in progress). The rules, in adapter.h, cover all four
- * without guessing beyond what the wire says.
+ * no index at all (whole calls, matched by `id`), or pieces with neither (which
+ * continue the call in progress, unless a piece brings a name after that call's
+ * arguments: Gemini's OpenAI endpoint sends whole calls with `id: ""` and no index).
+ * The rules, in adapter.h, cover all four without guessing beyond what the wire says.
  *
  * Ending: `finish_reason` ends every call (a chunk's tool calls are read before its
  * finish_reason, for servers that send both together); the usage chunk
- * (`choices: []`) follows; `[DONE]` ends the turn. An `{"error": {...}}` payload is the
- * provider's terminal error.
+ * (`choices: []`) follows; `[DONE]` ends the turn. Groq sends its counts in the last
+ * chunk's `x_groq.usage` instead, read when the chunk has no `usage` of its own. An
+ * `{"error": {...}}` payload is the provider's terminal error.
  */
 #define TS_ADAPTER_INTERNAL
 #include <string.h>
@@ -43,6 +45,10 @@ static int call_slot(ts_adapter *a, int64_t index, ts_view id, ts_view name) {
     slot = ts__adapter_call_by_key(a, id);
   } else {
     slot = ts__adapter_call_last(a);
+    /* Neither index nor id (Gemini's OpenAI endpoint sends whole calls so, `id: ""`,
+     * `index` null or absent, several in one chunk): a name is sent with a call's first
+     * piece only, so a named piece after the last call's arguments begins another. */
+    if (slot >= 0 && name.len > 0 && ts__adapter_call_has_args(a, slot)) slot = -1;
   }
   if (ts__adapter_call_ended(a, slot)) slot = -1; /* never reopen: a new call */
   if (slot < 0) return ts__adapter_call_begin(a, index, id, id, name);
@@ -123,6 +129,8 @@ static void chat_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   for (int k = 0, ch = ts_jv_first(jv, choices); k < size; k++, ch = ts_jv_skip(jv, ch))
     choice(a, jv, ch);
   int usage = ts_jv_get(jv, 0, "usage");
+  if (ts_jv_type_of(jv, usage) != TS_JV_OBJECT) /* Groq: the counts under x_groq */
+    usage = ts_jv_get(jv, ts_jv_get(jv, 0, "x_groq"), "usage");
   if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__adapter_set_usage(a, ts_jv_raw(jv, usage));
 }
 
@@ -369,6 +377,10 @@ static int chat_full(ts_adapter *a, char *text, size_t len, ts_view name, ts_jso
     } else if (it.key.len == 5 && KEY(it, "usage")) {
       TS__SCAN_ONCE(seen, 4);
       if (it.type == TS_JSON_SCAN_OBJECT && ts_json_scan_skip(&c.s, &c.usage) != 1) return 0;
+    } else if (it.key.len == 6 && KEY(it, "x_groq")) {
+      /* Groq's own object: its last chunk's holds the usage; the general way reads it */
+      if (it.type == TS_JSON_SCAN_OBJECT) return 0;
+      ts_json_shape_pass_unread(&notes, &it);
     } else if (it.key.len == 11 && KEY(it, "obfuscation")) {
       ts_json_shape_pass_varies(&notes, &it); /* never read, different in every chunk */
     } else {

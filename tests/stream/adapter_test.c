@@ -614,6 +614,27 @@ static const row chat_rows[] = {
      ": keep-alive\n\n" "event: ping\ndata:\n\n" "data:   \n\n" CHUNK("`delta`:{`content`:`x`}")
      DONE,
      "X 'x' | T stop=", SAME_AUTO},
+    {__LINE__, "Groq: the usage under x_groq; a chunk's own usage wins", TS_FORMAT_OPENAI_CHAT,
+     D("{`object`:`chat.completion.chunk`,`choices`:[{`index`:0,`delta`:{`role`:`assistant`}}],"
+       "`x_groq`:{`id`:`req_1`}}")
+     TC("{`id`:`call_1`,`type`:`function`,`function`:{`name`:`f`,`arguments`:`{}`},`index`:0}")
+     D("{`object`:`chat.completion.chunk`,`choices`:[{`index`:0,`delta`:{},`finish_reason`:`tool_calls`}],"
+       "`x_groq`:{`id`:`req_1`,`usage`:{`prompt_tokens`:5,`total_tokens`:7}}}")
+     DONE,
+     "B0 call_1 f | A0 '{}' | E0 | T stop=tool_calls usage={`prompt_tokens`:5,`total_tokens`:7}", SAME_AUTO},
+    {__LINE__, "Groq: usage beside x_groq is the usage", TS_FORMAT_OPENAI_CHAT,
+     D("{`choices`:[{`index`:0,`delta`:{},`finish_reason`:`stop`}],`usage`:{`total_tokens`:3},"
+       "`x_groq`:{`usage`:{`total_tokens`:9}}}") DONE,
+     "T stop=stop usage={`total_tokens`:3}", SAME_AUTO},
+    {__LINE__, "Gemini's OpenAI endpoint: whole calls with id \"\" and no index", TS_FORMAT_OPENAI_CHAT,
+     CHUNK("`delta`:{`role`:`assistant`,`tool_calls`:[{`function`:{`arguments`:`{\\`l\\`:1}`,`name`:`f`},"
+           "`id`:``,`type`:`function`},{`function`:{`arguments`:`{\\`l\\`:2}`,`name`:`f`},`id`:``,"
+           "`type`:`function`,`index`:null}]}")
+     TC("{`function`:{`arguments`:`{`,`name`:`g`},`id`:``}")
+     TC("{`function`:{`arguments`:`}`,`name`:``},`id`:``}")
+     FIN("stop") DONE,
+     "B0 - f | A0 '{`l`:1}' | B1 - f | A1 '{`l`:2}' | B2 - g | A2 '{' | A2 '}' | E0 | E1 | E2 | T stop=stop",
+     SAME_AUTO},
 };
 
 #define RE(type, json) EV(type, "{`type`:`" type "`," json "}")
