@@ -89,7 +89,9 @@
  *     `promptFeedback.blockReason` is the stop reason when no finishReason came.
  *     Vertex `partialArgs` / `willContinue` streaming is rebuilt into argument
  *     text in order (gemini.c says how); EOF while such a call streams is truncation.
- *     A functionCall with neither name nor args names no call and is skipped.
+ *     A functionCall with neither name nor args names no call and is skipped. While
+ *     a streamed call is open, a part without `args` that repeats its id (or, without
+ *     an id, brings `partialArgs` with its name) is its next part, not a new call.
  *   - Any format: a payload whose top-level `error` member is set is a terminal ERROR
  *     (TS_E_MS_PROVIDER) whose message is `error.message` (or the error's JSON text
  *     when it has none); `event: error` with no data is one too.

@@ -63,6 +63,7 @@ typedef struct {
   int slot;         /* its slot */
   uint8_t open_str; /* a string value is open (its piece had willContinue) */
   uint8_t failed;   /* a path could not be followed: nothing more is written */
+  uint8_t by_id;    /* the call came with an id (its slot's key; else its name is) */
   uint8_t memo_open; /* the open string is at the memo's path, opened or continued by a
                       * memo hit: the next hit continues it without walking the path
                       * (set by gemini_fast, cleared by every vx_apply) */
@@ -280,22 +281,39 @@ static void vx_end(ts_adapter *a, vx_state *v) {
   memset(v, 0, sizeof *v);
 }
 
+/* Whether a named functionCall part (without `args`) is the next part of the streamed
+ * call being rebuilt: it has the call's id; or, without an id, it brings `partialArgs`
+ * and the call's name (any name when the call came with an id). A bare named part with
+ * neither is a new call without arguments. */
+static int same_call(const ts_adapter *a, const vx_state *v, ts_view id, ts_view name, int partial) {
+  ts_view key = ts__adapter_call_key(a, v->slot);
+  if (!id.len && (partial < 0 || v->by_id)) return partial >= 0;
+  ts_view want = id.len ? id : name;
+  return key.len == want.len && memcmp(key.p, want.p, want.len) == 0;
+}
+
 static void function_call(ts_adapter *a, ts_jv *jv, int fc) {
   vx_state *v = vx(a);
   int partial = ts_jv_get(jv, fc, "partialArgs");
   int more = ts_jv_is_true(jv, ts_jv_get(jv, fc, "willContinue"));
   int args = ts_jv_get(jv, fc, "args");
   int named = ts_jv_get(jv, fc, "name") >= 0;
+  ts_view id = {"", 0}, name = {"", 0};
+  if (named) {
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, fc, "id"), &id) < 0) return;
+    if (ts__adapter_string(a, jv, ts_jv_get(jv, fc, "name"), &name) < 0) return;
+    /* After `willContinue: true` the next functionCall is the same call's next part,
+     * and some replies repeat the call's id and name in every part (same_call). */
+    if (v->active && args < 0 && same_call(a, v, id, name, partial)) named = 0;
+  }
   if (named || args >= 0) vx_end(a, v); /* a new call ends one being rebuilt */
   if (!named && args < 0 && partial < 0) { /* an empty functionCall ends the streamed call */
     vx_end(a, v);
     return;
   }
   if (named) {
-    ts_view id, name, none = {"", 0};
-    if (ts__adapter_string(a, jv, ts_jv_get(jv, fc, "id"), &id) < 0) return;
-    if (ts__adapter_string(a, jv, ts_jv_get(jv, fc, "name"), &name) < 0) return;
-    int slot = ts__adapter_call_begin(a, -1, none, id, name);
+    /* the key: the id, or without one the name (same_call compares them) */
+    int slot = ts__adapter_call_begin(a, -1, id.len ? id : name, id, name);
     if (slot < 0) return;
     if (args >= 0 || (!more && partial < 0)) { /* a whole call */
       if (args >= 0 && !ts_jv_is_null(jv, args)) ts__adapter_call_args(a, slot, ts_jv_raw(jv, args));
@@ -304,6 +322,7 @@ static void function_call(ts_adapter *a, ts_jv *jv, int fc) {
     }
     memset(v, 0, sizeof *v);
     v->active = 1;
+    v->by_id = id.len > 0;
     v->slot = slot;
     v->depth = 1;
     v->lv[1].index = -1;

@@ -930,6 +930,26 @@ static const row gemini_rows[] = {
      "B0 - g | A0 '{' | A0 '`' | A0 'o' | A0 '`:' | A0 '[' | "
      "!ms_bad_shape 'Vertex partialArgs: a path that cannot be rebuilt in order' | E0 | T stop=",
      SAME_AUTO},
+    {__LINE__, "Vertex partialArgs: every part repeats the call's id and name", TS_FORMAT_GEMINI,
+     GC("{`functionCall`:{`id`:`c1`,`name`:`f`,`partialArgs`:[{`jsonPath`:`$.n`,`numberValue`:5}],"
+        "`willContinue`:true}}", "")
+     GC("{`functionCall`:{`id`:`c1`,`name`:`f`,`partialArgs`:[{`jsonPath`:`$.s`,`stringValue`:`wa`,"
+        "`willContinue`:true}],`willContinue`:true}}", "")
+     GC("{`functionCall`:{`id`:`c1`,`name`:`f`,`partialArgs`:[{`jsonPath`:`$.s`,`stringValue`:`rm`}],"
+        "`willContinue`:false}}", ",`finishReason`:`STOP`"),
+     "B0 c1 f | A0 '{' | A0 '`' | A0 'n' | A0 '`:' | A0 '5' | A0 ',' | A0 '`' | A0 's' | A0 '`:' | "
+     "A0 '`' | A0 'wa' | A0 'rm' | A0 '`' | A0 '}' | E0 | T stop=STOP",
+     SAME_AUTO},
+    {__LINE__, "Vertex partialArgs: the name again with pieces continues; another id is a new call",
+     TS_FORMAT_GEMINI,
+     GC("{`functionCall`:{`name`:`f`,`willContinue`:true}}", "")
+     GC("{`functionCall`:{`name`:`f`,`partialArgs`:[{`jsonPath`:`$.a`,`numberValue`:1}],`willContinue`:true}}", "")
+     GC("{`functionCall`:{`name`:`g`,`partialArgs`:[{`jsonPath`:`$.b`,`numberValue`:2}],`willContinue`:true}}", "")
+     GC("{`functionCall`:{`id`:`x`,`name`:`g`,`partialArgs`:[{`jsonPath`:`$.c`,`numberValue`:3}]}}", ""),
+     "B0 - f | A0 '{' | A0 '`' | A0 'a' | A0 '`:' | A0 '1' | A0 '}' | E0 | B1 - g | A1 '{' | A1 '`' | "
+     "A1 'b' | A1 '`:' | A1 '2' | A1 '}' | E1 | B2 x g | A2 '{' | A2 '`' | A2 'c' | A2 '`:' | A2 '3' | "
+     "A2 '}' | E2 | T stop=",
+     SAME_AUTO},
     {__LINE__, "a functionCall naming nothing is skipped", TS_FORMAT_GEMINI,
      GC("{`functionCall`:{}},{`functionCall`:{`id`:`x`}}", ""), "T stop=", SAME_AUTO},
     {__LINE__, "malformed chunk in the middle", TS_FORMAT_GEMINI,
