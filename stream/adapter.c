@@ -695,6 +695,16 @@ int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, ch
   return feed_event(a, event, event_len, data, data_len, 0);
 }
 
+int ts_adapter_feed_error(ts_adapter *a, const char *msg, size_t len) {
+  if (!a || (!msg && len)) return TS_E_INVAL;
+  if (a->aborted) return TS_E_ABORTED;
+  if (a->done || a->finished) return TS_E_OK;
+  a->ev_err = 0;
+  a->fed = 1;
+  ts__adapter_error(a, TS_E_MS_PROVIDER, len ? msg : NULL, len, 1);
+  return a->aborted ? TS_E_ABORTED : a->ev_err;
+}
+
 /* The whole of ts_adapter_feed_event; tried: the one pass has read this payload already
  * and handed it back (nothing reported, nothing changed). */
 static int feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len, int tried) {

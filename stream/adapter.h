@@ -205,6 +205,13 @@ ts_format ts_adapter_format_of(const ts_adapter *a);
  * may be NULL when event_len is 0. */
 int ts_adapter_feed_event(ts_adapter *a, const char *event, size_t event_len, char *data, size_t data_len);
 
+/* The provider's error, told by the framing rather than by a payload (an AWS event stream
+ * message of type `error`: its `:error-message`, msg may be NULL when len is 0): reported
+ * as the terminal ERROR TS_E_MS_PROVIDER with that text (the table's message when empty),
+ * as a payload's `error` would be. Returns TS_E_MS_PROVIDER; after the terminal event
+ * TS_E_OK and nothing reported; once stopped, TS_E_ABORTED. */
+int ts_adapter_feed_error(ts_adapter *a, const char *msg, size_t len);
+
 /* How many payload bytes of the next event, named event[0..event_len), the adapter can
  * use (SIZE_MAX: all; sse.h's keep callback). Less when the provider repeats, under that
  * name, what it already sent: Responses' `.done` events repeat a call's whole arguments

@@ -68,8 +68,10 @@ static void fail(ts_evs *s, int code) {
   report(s, &it);
 }
 
-/* The headers of the complete message: the string values of the three that matter. */
-static int walk_headers(const char *hb, size_t hlen, ts_view *mtype, ts_view *etype, ts_view *xtype) {
+/* The headers of the complete message: the string values of the ones that matter (xtype:
+ * `:exception-type`, or an error message's `:error-code`; emsg: its `:error-message`). */
+static int walk_headers(const char *hb, size_t hlen, ts_view *mtype, ts_view *etype, ts_view *xtype,
+                        ts_view *emsg) {
   const uint8_t *p = (const uint8_t *)hb, *end = p + hlen;
   while (p < end) {
     size_t nl = *p++;
@@ -100,6 +102,8 @@ static int walk_headers(const char *hb, size_t hlen, ts_view *mtype, ts_view *et
       if (nl == 13 && name[1] == 'm' && !memcmp(name, ":message-type", 13)) *mtype = v;
       else if (nl == 11 && name[1] == 'e' && !memcmp(name, ":event-type", 11)) *etype = v;
       else if (nl == 15 && name[1] == 'e' && !memcmp(name, ":exception-type", 15)) *xtype = v;
+      else if (nl == 11 && name[1] == 'e' && !memcmp(name, ":error-code", 11)) *xtype = v;
+      else if (nl == 14 && name[1] == 'e' && !memcmp(name, ":error-message", 14)) *emsg = v;
     }
     p += vl;
   }
@@ -120,20 +124,22 @@ static inline __attribute__((always_inline)) void message_done(ts_evs *s, char *
   }
   ts_evs_item it;
   it.kind = TS_EVS_MESSAGE;
+  it.error_message = (ts_view){"", 0};
   if (s->hm_len && s->hlen == s->hm_len && !memcmp(hb, s->hm, s->hlen)) {
     /* the last message's headers: the same walk, the same views */
     it.message_type = (ts_view){hb + s->hm_off[0], s->hm_vlen[0]};
     it.event_type = (ts_view){hb + s->hm_off[1], s->hm_vlen[1]};
   } else {
-    ts_view mt = {"", 0}, et = {"", 0}, xt = {"", 0};
+    ts_view mt = {"", 0}, et = {"", 0}, xt = {"", 0}, em = {NULL, 0};
     s->hm_len = 0;
-    if (walk_headers(hb, s->hlen, &mt, &et, &xt) < 0) {
+    if (walk_headers(hb, s->hlen, &mt, &et, &xt, &em) < 0) {
       fail(s, TS_E_EVS_HEADERS);
       return;
     }
     it.message_type = mt;
     it.event_type = xt.len ? xt : et;
-    if (s->hlen > 0 && s->hlen <= TS_EVS_HEADERS_MEMO) {
+    if (em.p) it.error_message = em;
+    if (s->hlen > 0 && s->hlen <= TS_EVS_HEADERS_MEMO && !em.p) { /* (the memo keeps two views) */
       /* inside the block: under TS_EVS_HEADERS_MEMO; an empty view keeps its "" */
       s->hm_vlen[0] = (uint16_t)it.message_type.len;
       s->hm_vlen[1] = (uint16_t)it.event_type.len;

@@ -11,7 +11,9 @@
  * header is: name length (1 byte), name, value type (1 byte), value (type 7, a string:
  * 2-byte big-endian length and the bytes; the other types have fixed sizes, or a 2-byte
  * length for bytes, and are skipped). The headers that matter: `:message-type` (`event`
- * or `exception`), `:event-type` (`contentBlockDelta`, ...), `:exception-type`.
+ * `exception` or `error`), `:event-type` (`contentBlockDelta`, ...), `:exception-type`; an
+ * `error` message (an error the service did not model) has no payload to speak of, but
+ * `:error-code` and `:error-message` headers.
  *
  * The framer checks both CRCs, the lengths (a message is at least 16 bytes, at most the
  * caller's buffer plus the prelude), and the header walk; each of those is a sticky error
@@ -45,12 +47,15 @@ typedef enum { TS_EVS_MESSAGE = 1, TS_EVS_ERROR } ts_evs_kind;
 typedef struct {
   int kind;              /* ts_evs_kind */
   ts_view message_type;  /* MESSAGE: `:message-type` (may be empty) */
-  ts_view event_type;    /* MESSAGE: `:event-type`, or `:exception-type` for an exception */
+  ts_view event_type;    /* MESSAGE: `:event-type`, or `:exception-type` for an exception,
+                          * or `:error-code` for an error message */
   char *payload;         /* MESSAGE: the payload (writable: see ts_evs_feed) */
   size_t payload_len;
   uint64_t end_offset;   /* MESSAGE */
   int code;              /* ERROR: a ts_err */
   uint64_t err_offset;   /* ERROR: the offset of the message that failed */
+  ts_view error_message; /* MESSAGE: `:error-message` (an `error` message's), else empty
+                          * (last, so that the fields before it keep their places) */
 } ts_evs_item;
 
 /* Return 0 to go on; nonzero stops the framer (TS_E_ABORTED, sticky). */

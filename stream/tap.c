@@ -799,6 +799,13 @@ static int on_evs_message(void *user, const ts_evs_item *it) {
     return t->aborted;
   }
   t->ev_off = t->base + it->end_offset;
+  if (it->message_type.len == 5 && !memcmp(it->message_type.p, "error", 5)) {
+    /* an error the service did not model: its text is a header (`:error-message`, else
+     * the `:error-code`), not the payload */
+    ts_view m = it->error_message.len ? it->error_message : it->event_type;
+    ts_adapter_feed_error(t->ms, m.p, m.len);
+    return t->aborted;
+  }
   ts_adapter_feed_event(t->ms, it->event_type.p, it->event_type.len, it->payload, it->payload_len);
   return t->aborted;
 }

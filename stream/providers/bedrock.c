@@ -13,7 +13,9 @@
  *   metadata           {"usage":{"inputTokens","outputTokens","totalTokens"},"metrics"}
  * An exception message (`:message-type` exception) is named by its `:exception-type`
  * (throttlingException, validationException, ...) and its payload has `message`: the
- * provider's terminal error.
+ * provider's terminal error. An error the service did not model comes as an `error`
+ * message (`:message-type` error) whose text is in its `:error-code` and `:error-message`
+ * headers, not in a payload: the tap reports that one itself (ts_adapter_feed_error).
  *
  * Calls are keyed by contentBlockIndex. The turn ends at `metadata` (the last message);
  * EOF after `messageStop` without it also ends the turn normally; EOF before is

@@ -1770,6 +1770,26 @@ START_TEST(test_done_and_finish) {
   ck_assert_int_eq(ts_adapter_format_of(a), TS_FORMAT_AUTO);
   ts_adapter_free(a);
 
+  /* the framing's own provider error (an event stream `error` message): terminal, its
+   * text or the table's; after it nothing, finish included */
+  memset(&R, 0, sizeof R);
+  a = new_adapter(TS_FORMAT_BEDROCK, rec_cb, &R);
+  char p5[] = "{\"contentBlockIndex\":0,\"start\":{\"toolUse\":{\"toolUseId\":\"t1\",\"name\":\"f\"}}}";
+  R.lo = p5;
+  R.hi = p5 + sizeof p5 - 1;
+  ck_assert_int_eq(ts_adapter_feed_event(a, "contentBlockStart", 17, p5, sizeof p5 - 1), TS_E_OK);
+  ck_assert_int_eq(ts_adapter_feed_error(a, "Internal failure", 16), TS_E_MS_PROVIDER);
+  ck_assert(ts_adapter_done(a));
+  ck_assert_int_eq(ts_adapter_feed_error(a, "again", 5), TS_E_OK);
+  ck_assert_int_eq(ts_adapter_finish(a), TS_E_OK);
+  ck_assert_str_eq(R.trace, "B0 t1 f | !ms_provider/T 'Internal failure'");
+  ts_adapter_free(a);
+  memset(&R, 0, sizeof R);
+  a = new_adapter(TS_FORMAT_BEDROCK, rec_cb, &R);
+  ck_assert_int_eq(ts_adapter_feed_error(a, NULL, 0), TS_E_MS_PROVIDER);
+  ck_assert_int_eq(ts_adapter_finish(a), TS_E_OK);
+  ts_adapter_free(a);
+
   memset(&R, 0, sizeof R);
   a = new_adapter(TS_FORMAT_AUTO, rec_cb, &R);
   char p4[] = "{\"foo\":1}";

@@ -75,6 +75,11 @@ static int on_item(void *user, const ts_evs_item *it) {
     w = snprintf(r->trace + r->n, sizeof r->trace - r->n, "E%s@%llu|", ts_err_name(it->code),
                  (unsigned long long)it->err_offset);
   if (w > 0 && (size_t)w < sizeof r->trace - r->n) r->n += (size_t)w;
+  if (it->kind == TS_EVS_MESSAGE && it->error_message.len) { /* before the '|' just written */
+    w = snprintf(r->trace + r->n - 1, sizeof r->trace - r->n + 1, "!%.*s|", (int)it->error_message.len,
+                 it->error_message.p);
+    if (w > 0 && (size_t)w < sizeof r->trace - r->n + 1) r->n += (size_t)w - 1;
+  }
   if (it->kind == TS_EVS_MESSAGE) {
     if (it->payload >= r->lo && it->payload + it->payload_len <= r->hi) r->views++;
     else r->copies++;
@@ -346,6 +351,29 @@ START_TEST(test_header_types) {
 }
 END_TEST
 
+/* An `error` message (an error the service did not model): its `:error-code` is the
+ * item's type and its `:error-message` is handed out too, also when the next message
+ * repeats the same header block (the memo keeps no error message). */
+START_TEST(test_error_message) {
+  uint8_t h[256];
+  size_t hl = header(h, ":error-code", "InternalFailure");
+  hl += header(h + hl, ":message-type", "error");
+  hl += header(h + hl, ":error-message", "An internal error occurred.");
+  uint8_t s[1024];
+  size_t n = 0;
+  frame(s, &n, "event", "messageStart", "{}");
+  size_t first = n;
+  frame_raw_headers(s, &n, h, hl, "");
+  size_t second = n;
+  frame_raw_headers(s, &n, h, hl, "");
+  char want[256];
+  snprintf(want, sizeof want,
+           "event/messageStart@%zu:{}|error/InternalFailure@%zu:!An internal error occurred.|"
+           "error/InternalFailure@%zu:!An internal error occurred.|end", first, second, n);
+  check(__LINE__, s, n, 512, want);
+}
+END_TEST
+
 /* Any one byte of a message changed, at every byte, is a CRC error at that message
  * (the prelude's CRC covers its lengths, the message's CRC the rest), whole and at every
  * split; the message before it is kept, the one after it ignored. */
@@ -376,6 +404,7 @@ int main(void) {
   tcase_add_test(tc, test_header_memo);
   tcase_add_test(tc, test_views_in_the_chunk);
   tcase_add_test(tc, test_header_types);
+  tcase_add_test(tc, test_error_message);
   tcase_add_test(tc, test_corrupt_every_byte);
   suite_add_tcase(su, tc);
   SRunner *sr = srunner_create(su);
