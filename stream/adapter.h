@@ -77,7 +77,9 @@
  *     when the `event:` field names them (they echo the whole request). An
  *     `arguments` text carried by `output_item.added`, or by the `.done` events of a
  *     call that got no delta at all, is reported as that call's CALL_ARGS.
- *     Deltas for an unknown item_id are dropped. The `error` event is terminal.
+ *     Deltas for an unknown item_id are dropped; an `output_item.done` whose item is a
+ *     call with an id no call has begins that call there, whole (gateways that send
+ *     calls only so). The `error` event is terminal.
  *     `custom_tool_call`, `local_shell_call`, `shell_call` and `apply_patch_call` items are
  *     calls too (see openai_responses.c and docs/events.md for their arguments).
  *   - anthropic: `message_delta.usage` is the usage (`message_start`'s is kept in

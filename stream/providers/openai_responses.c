@@ -11,7 +11,11 @@
  *
  * The `.done` events and `output_item.added` also carry the arguments whole. Reading
  * them as well as the deltas would report the text twice, so they count only for a
- * call that received no delta at all (a server or proxy that sends calls whole).
+ * call that received no delta at all (a server or proxy that sends calls whole). Some
+ * gateways send a call only as its `output_item.done`, with no `.added` before it: an
+ * item done whose id names no call begins the call there, whole (as `.added` would,
+ * then its end). Such replies are noticed by their first `.done` (before any call began,
+ * or after a call began so) and have their `.done` events read whole (responses_keep).
  *
  * Items the client runs that are not function calls are calls too, each with its item id
  * as key and its `call_id`:
@@ -67,6 +71,9 @@ static void end_call(ts_adapter *a, ts_jv *jv, int key_tok, int args_tok) {
     ts__adapter_call_args(a, slot, args);
   ts__adapter_call_end(a, slot);
 }
+
+/* The turn's flag (ts__adapter_flags): a call came whole in its output_item.done. */
+#define FLAG_DONE_ONLY 1u
 
 /* Call notes (ts__adapter_call_tag) for custom tool calls. */
 #define TAG_CUSTOM 1u  /* free-form input wrapped as {"input": ...} */
@@ -204,6 +211,12 @@ static void responses_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   } else if (name_is(type, "response.output_item.done")) {
     int item = ts_jv_get(jv, 0, "item");
     int k = kind_of(jv, item);
+    ts_view key;
+    if (k >= 0 && ts__adapter_string(a, jv, ts_jv_get(jv, item, "id"), &key) > 0 &&
+        ts__adapter_call_by_key(a, key) < 0) { /* a call seen only here: whole, at once */
+      *ts__adapter_flags(a) |= FLAG_DONE_ONLY;
+      item_added(a, jv, item);
+    }
     if (k == 0)
       end_call(a, jv, ts_jv_get(jv, item, "id"), ts_jv_get(jv, item, "arguments"));
     else if (k > 0)
@@ -476,6 +489,10 @@ static int responses_full(ts_adapter *a, char *text, size_t len, ts_view event, 
   }
   if (ts__json_scan_next_inline(&s, &it) != 0) return 0; /* one value, then only whitespace */
   if (kind < 0) kind = rf_kind(event); /* no `type`: the event's name says */
+  /* an item done that names no call (or whose id has escapes): the general way begins it */
+  if (kind == RF_ITEM_DONE && have_item && item.id.raw.p &&
+      (item.id.escaped || ts__adapter_call_by_key(a, item.id.raw) < 0))
+    return 0;
   if (memo) { /* before anything is decoded in place */
     /* The simple kind: a delta event with its delta string (and, for arguments, an item
      * id without escapes, which the memo keeps and compares as it is). */
@@ -550,6 +567,10 @@ static size_t responses_keep(ts_adapter *a, ts_view name) {
    * the names of the lengths above have another answer than "all". */
   if (name.len >= 64 || !((RESPONSES_KEEP_LENGTHS >> name.len) & 1)) return SIZE_MAX;
   if (responses_skip(name)) return 0;
+  /* an item done may be a call sent only so: read whole until a call began another way */
+  if (name_is(name, "response.output_item.done") &&
+      (ts__adapter_call_last(a) < 0 || (*ts__adapter_flags(a) & FLAG_DONE_ONLY)))
+    return SIZE_MAX;
   if (name_is(name, "response.function_call_arguments.done") ||
       name_is(name, "response.output_item.done"))
     return ts__adapter_calls_known(a, TAG_ITEM) ? 0 : SIZE_MAX;

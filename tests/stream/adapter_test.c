@@ -650,6 +650,15 @@ static const row chat_rows[] = {
 #define COMPLETED(resp) RE("response.completed", "`response`:{" resp "}")
 
 static const row responses_rows[] = {
+    {__LINE__, "calls sent only as their output_item.done: each begins and ends there", TS_FORMAT_OPENAI_RESPONSES,
+     RE("response.output_item.done", "`item`:{`id`:`rs_1`,`type`:`reasoning`,`summary`:[]}")
+     RE("response.output_item.done", "`output_index`:1,`item`:{`id`:`fc_1`,`type`:`function_call`,`status`:"
+        "`completed`,`arguments`:`{\\`a\\`:1}`,`call_id`:`call_1`,`name`:`f`}")
+     RE("response.output_item.done", "`output_index`:2,`item`:{`type`:`function_call`,`id`:`fc_\\u0032`,"
+        "`call_id`:`call_2`,`name`:`g`,`arguments`:`{}`}")
+     COMPLETED("`status`:`completed`"),
+     "B0 call_1 f | A0 '{`a`:1}' | E0 | B1 call_2 g | A1 '{}' | E1 | T stop=completed",
+     SAME_AUTO},
     {__LINE__, "text, then a call in deltas; both done events end it once", TS_FORMAT_OPENAI_RESPONSES,
      RE("response.created", "`response`:{`status`:`in_progress`}")
      RE("response.output_item.added", "`item`:{`id`:`msg_1`,`type`:`message`}")
@@ -1515,7 +1524,8 @@ static int noop_cb(void *user, const ts_adapter_event *ev) {
 
 /* Responses' keep question, name by name: the names it cuts or bounds and, of the same
  * lengths, names one byte off them (answered "all"), with no call open and with a call
- * open that has no arguments yet (the .done events kept then). */
+ * open that has no arguments yet (the .done events kept then). Before any call an item's
+ * `.done` is kept too: it may be a call sent only so. */
 START_TEST(test_keep_responses) {
   static const struct {
     const char *name;
@@ -1525,7 +1535,7 @@ START_TEST(test_keep_responses) {
       {"response.in_progress", 0, 0},
       {"response.queued", 0, 0},
       {"response.function_call_arguments.done", 0, SIZE_MAX},
-      {"response.output_item.done", 0, SIZE_MAX},
+      {"response.output_item.done", SIZE_MAX, SIZE_MAX},
       {"response.completed", (size_t)1 << 20, (size_t)1 << 20},
       {"response.incomplete", (size_t)1 << 20, (size_t)1 << 20},
       {"response.function_call_arguments.delta", SIZE_MAX, SIZE_MAX},
@@ -1558,6 +1568,24 @@ START_TEST(test_keep_responses) {
         off[j] ^= 0x20;
       }
     }
+    ts_adapter_free(a);
+  }
+  /* after a call that came in deltas and is done, an item's `.done` repeats what came;
+   * after a call that came only as its `.done`, every `.done` is read */
+  for (int only = 0; only < 2; only++) {
+    ts_adapter *a = new_adapter(TS_FORMAT_OPENAI_RESPONSES, noop_cb, NULL);
+    char added[] = "{\"type\":\"response.output_item.added\",\"item\":{\"id\":\"fc_1\",\"type\":"
+                   "\"function_call\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"\"}}";
+    char delta[] = "{\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"fc_1\",\"delta\":\"{}\"}";
+    char done[] = "{\"type\":\"response.output_item.done\",\"item\":{\"id\":\"fc_1\",\"type\":"
+                  "\"function_call\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"{}\"}}";
+    if (!only) {
+      ck_assert_int_eq(ts_adapter_feed_event(a, "response.output_item.added", 26, added, strlen(added)), TS_E_OK);
+      ck_assert_int_eq(ts_adapter_feed_event(a, "response.function_call_arguments.delta", 38, delta,
+                                             strlen(delta)), TS_E_OK);
+    }
+    ck_assert_int_eq(ts_adapter_feed_event(a, "response.output_item.done", 25, done, strlen(done)), TS_E_OK);
+    ck_assert(ts_adapter_keep(a, "response.output_item.done", 25) == (only ? SIZE_MAX : 0));
     ts_adapter_free(a);
   }
 }
