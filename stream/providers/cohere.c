@@ -11,7 +11,9 @@
  * (`delta.message.content.text`) / `content-end` for text, `citation-start` /
  * `citation-end`, and `message-end` with `delta.finish_reason` (`COMPLETE`, `TOOL_CALL`,
  * `MAX_TOKENS`, ...) and `delta.usage` (`billed_units`, `tokens`). With parallel calls
- * the start, delta, end sequence repeats per call.
+ * the start, delta, end sequence repeats per call. A generation that failed midway ends
+ * with `message-end` whose `delta.error` holds the message and `finish_reason` is
+ * `ERROR`: the provider's terminal error (its message; without one, a fixed text).
  *
  * Calls are keyed by the event's `index`. `message-end` ends every call still open and
  * the turn; EOF before it is truncation. `tool-plan-delta` is the model thinking aloud,
@@ -78,9 +80,18 @@ static void cohere_event(ts_adapter *a, ts_jv *jv, ts_view event) {
   } else if (is(type, "tool-call-end")) {
     ts__adapter_call_end(a, call_of(a, jv));
   } else if (is(type, "message-end")) {
-    ts_view stop;
-    if (ts__adapter_string(a, jv, ts_jv_get(jv, delta, "finish_reason"), &stop) > 0)
-      ts__adapter_set_stop(a, stop);
+    ts_view stop, msg;
+    int err = ts_jv_get(jv, delta, "error");
+    int has_stop = ts__adapter_string(a, jv, ts_jv_get(jv, delta, "finish_reason"), &stop) > 0;
+    if (ts_jv_type_of(jv, err) == TS_JV_STRING && ts__adapter_string(a, jv, err, &msg) > 0 && msg.len) {
+      ts__adapter_provider_error(a, jv, err, NULL); /* the generation failed */
+      return;
+    }
+    if (has_stop && is(stop, "ERROR")) {
+      ts__adapter_provider_error(a, jv, -1, "the generation failed (finish_reason ERROR)");
+      return;
+    }
+    if (has_stop) ts__adapter_set_stop(a, stop);
     int usage = ts_jv_get(jv, delta, "usage");
     if (ts_jv_type_of(jv, usage) == TS_JV_OBJECT) ts__adapter_set_usage(a, ts_jv_raw(jv, usage));
     ts__adapter_turn_end(a);
