@@ -6,7 +6,8 @@
  * `args` an object rather than a string of JSON text. So a functionCall part becomes
  * CALL_BEGIN, one CALL_ARGS with the `args` object's own JSON text (exactly as sent:
  * the downstream tokenizer reads it like any other argument text), and CALL_END, all
- * at once. Calls have no key; they are numbered by the order of their parts.
+ * at once. Calls are numbered by the order of their parts; their key (the id, or the
+ * name without one) serves only to tell a streamed call's repeated parts (below).
  *
  * Gemini has no terminal event: `finishReason` and `usageMetadata` come in the last
  * chunks, and the turn ends at EOF (ts_adapter_finish in adapter.c). An error is a
@@ -17,8 +18,11 @@
  * functionCall part that has its `name` and `willContinue: true`; the following parts'
  * functionCalls carry `partialArgs`, each `{jsonPath, stringValue | numberValue |
  * boolValue | nullValue, willContinue}`; the call ends with an empty functionCall, or with
- * a functionCall part without `willContinue`. The argument text is rebuilt here, in
- * order, as the JSON it stands for, and fed to the same tokenizer downstream, so the
+ * a functionCall part without `willContinue`. Parts may repeat the call's `id` and
+ * `name` (the first already carrying `partialArgs`): a part that repeats the open call's
+ * id, or without ids brings `partialArgs` under its name, continues it. The argument
+ * text is rebuilt here, in order, as the JSON it stands for, and fed to the same
+ * tokenizer downstream, so the
  * progress rules hold unchanged (the label fires when the progress value's string
  * closes). The rules of the rebuild:
  *   - a path is `$` followed by `.name`, `['name']` / `["name"]` or `[N]` steps; each
