@@ -22,9 +22,8 @@
  * `name` (the first already carrying `partialArgs`): a part that repeats the open call's
  * id, or without ids brings `partialArgs` under its name, continues it. The argument
  * text is rebuilt here, in order, as the JSON it stands for, and fed to the same
- * tokenizer downstream, so the
- * progress rules hold unchanged (the label fires when the progress value's string
- * closes). The rules of the rebuild:
+ * tokenizer downstream, so the progress rules hold unchanged (the label fires when the
+ * progress value's string closes). The rules of the rebuild:
  *   - a path is `$` followed by `.name`, `['name']` / `["name"]` or `[N]` steps; each
  *     step but the last names a container (an object when the next step is a name, an
  *     array when it is an index), the last the value's place in its container;
