@@ -23,6 +23,18 @@
  *
  * The body is handed over by peeking at the request's input evbuffer segment by segment
  * (no copy); libevent drains it after the chunk callback returns.
+ *
+ * Bounds against a hostile server. libevent holds a response head and a chunk of a chunked
+ * body whole before it looks at them, with no limit of its own: the head is capped with
+ * evhttp_connection_set_max_headers_size (TS_HTTP_HEAD_MAX), and a chunk by a read
+ * watermark on the connection (TS_HTTP_PENDING_MAX), past which the tick ends the attempt
+ * rather than wait for a chunk end that would need more memory than we allow.
+ *
+ * Informational responses. libevent 2.1 knows only 100 Continue and takes any other 1xx
+ * head (103 Early Hints) for the response itself. So until the real status line has been
+ * seen, on_input (an evbuffer callback, which runs as bytes are added and before
+ * libevent's read callback looks at them) moves what arrives aside, drops each whole 1xx
+ * head, and gives the rest back.
  */
 #define _DEFAULT_SOURCE /* struct timeval and u_char-style types in libevent headers */
 #include "net/http_client.h"
@@ -129,6 +141,10 @@ typedef struct {
   int retry_after_s; /* -1: none */
   int have_everr;
   enum evhttp_request_error everr;
+  struct evbuffer *hold; /* bytes before the real status line (on_input) */
+  size_t prelude;        /* bytes of 1xx heads dropped */
+  size_t head_bytes;     /* bytes read before the head was parsed */
+  int past_1xx, in_input;
   char *errbody; /* non-2xx body, up to TS_HTTP_ERROR_BODY_MAX */
   size_t errlen;
 
@@ -191,8 +207,73 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
       return;
     }
   }
+  if (a->headers && evbuffer_get_length(bufferevent_get_input(a->bev)) >= TS_HTTP_PENDING_MAX) {
+    settle(a, TS_E_HTTP_PROTOCOL, 0, "a chunk of the response from %s is larger than %d MiB",
+           a->u->up.host, TS_HTTP_PENDING_MAX >> 20);
+    return;
+  }
   if (a->connected && now - a->t_last > a->idle_ms)
     settle(a, TS_E_HTTP_TIMEOUT, 1, "no data from %s for %d ms", a->u->up.host, a->idle_ms);
+}
+
+static void head_too_large(attempt *a) {
+  settle(a, TS_E_HTTP_PROTOCOL, 0, "the head of the response from %s is larger than %d KiB",
+         a->u->up.host, TS_HTTP_HEAD_MAX >> 10);
+}
+
+/* Where the head at the start of `b` ends (after its empty line), or 0 when not there yet.
+ * Lines end in LF or CR LF, as libevent reads them. */
+static size_t head_end(struct evbuffer *b) {
+  struct evbuffer_ptr p = evbuffer_search(b, "\n", 1, NULL);
+  while (p.pos >= 0) {
+    char c[2];
+    size_t n = evbuffer_copyout_from(b, &p, c, 2) == 2 ? 2 : 0;
+    if (n && c[1] == '\n') return (size_t)p.pos + 2;
+    if (n && c[1] == '\r') {
+      struct evbuffer_ptr q = p;
+      char d[3];
+      if (evbuffer_copyout_from(b, &q, d, 3) == 3 && d[2] == '\n') return (size_t)p.pos + 3;
+    }
+    if (evbuffer_ptr_set(b, &p, 1, EVBUFFER_PTR_ADD) < 0) break;
+    p = evbuffer_search(b, "\n", 1, &p);
+  }
+  return 0;
+}
+
+/* The input evbuffer's callback until the real status line: see the essay at the top. */
+static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *ci, void *arg) {
+  attempt *a = arg;
+  if (!a->headers && !a->in_input) a->head_bytes += ci->n_added;
+  if (a->past_1xx || a->in_input || !ci->n_added || a->settled) return;
+  a->in_input = 1;
+  evbuffer_remove_buffer(in, a->hold, evbuffer_get_length(in));
+  for (;;) {
+    char st[12]; /* "HTTP/1.1 103" */
+    ev_ssize_t got = evbuffer_copyout(a->hold, st, sizeof st);
+    size_t k = got < 0 ? 0 : (size_t)got;
+    static const char pat[] = "HTTP/1.? 1"; /* '?' any byte */
+    size_t i = 0;
+    while (i < k && i < sizeof pat - 1 && (pat[i] == '?' || st[i] == pat[i])) i++;
+    if (i < k && i < sizeof pat - 1) break;                 /* not a 1xx status line */
+    if (k < sizeof st) goto wait;                           /* cannot tell yet */
+    if (st[10] == '0' && st[11] == '1') break;              /* 101 is no prelude */
+    size_t end = head_end(a->hold);
+    if (!end) {
+      if (a->prelude + evbuffer_get_length(a->hold) > TS_HTTP_HEAD_MAX) goto too_long;
+      goto wait;
+    }
+    a->prelude += end;
+    if (a->prelude > TS_HTTP_HEAD_MAX) goto too_long;
+    evbuffer_drain(a->hold, end);
+  }
+  a->past_1xx = 1;
+  evbuffer_add_buffer(in, a->hold);
+wait:
+  a->in_input = 0;
+  return;
+too_long:
+  a->in_input = 0;
+  head_too_large(a);
 }
 
 static int on_headers(struct evhttp_request *req, void *arg) {
@@ -221,6 +302,8 @@ static int on_headers(struct evhttp_request *req, void *arg) {
 
 static int is_2xx(int s) { return s >= 200 && s < 300; }
 
+static void status_error(attempt *a, struct evhttp_request *req);
+
 /* Hands whatever is in `buf` to the caller (2xx) or keeps it (error body). */
 static void take_body(attempt *a, struct evbuffer *buf) {
   size_t n = evbuffer_get_length(buf);
@@ -245,6 +328,9 @@ static void take_body(attempt *a, struct evbuffer *buf) {
     if (n) a->errlen += (size_t)evbuffer_copyout(buf, a->errbody + a->errlen, n);
   }
   evbuffer_drain(buf, evbuffer_get_length(buf));
+  /* The message is in the kept part; the rest of an error body (which may never end) is
+   * not waited for. */
+  if (!is_2xx(a->status) && a->errlen == TS_HTTP_ERROR_BODY_MAX) status_error(a, NULL);
 }
 
 static void on_chunk_cb(struct evhttp_request *req, void *arg) {
@@ -303,9 +389,17 @@ static void on_done(struct evhttp_request *req, void *arg) {
   if (tls_failure(a)) return;
   if (a->have_everr && a->everr == EVREQ_HTTP_TIMEOUT) {
     settle(a, TS_E_HTTP_TIMEOUT, 1, "request to %s timed out", a->u->up.host);
-  } else if (a->have_everr && (a->everr == EVREQ_HTTP_INVALID_HEADER ||
-                               a->everr == EVREQ_HTTP_DATA_TOO_LONG)) {
-    settle(a, TS_E_HTTP_PROTOCOL, 1, "malformed HTTP response from %s", a->u->up.host);
+  } else if (a->have_everr && a->everr == EVREQ_HTTP_DATA_TOO_LONG) {
+    /* libevent's word for a bad chunk size line and for trailers over the head's limit */
+    settle(a, TS_E_HTTP_PROTOCOL, 0,
+           "malformed chunked body from %s (a bad chunk size, or trailers over %d KiB)",
+           a->u->up.host, TS_HTTP_HEAD_MAX >> 10);
+  } else if (a->have_everr && a->everr == EVREQ_HTTP_INVALID_HEADER) {
+    /* libevent reports a head over its limit as an invalid one */
+    if (!a->headers && a->head_bytes > TS_HTTP_HEAD_MAX)
+      head_too_large(a);
+    else
+      settle(a, TS_E_HTTP_PROTOCOL, 0, "malformed HTTP response from %s", a->u->up.host);
   } else if (a->headers) {
     settle(a, TS_E_HTTP_CLOSED, 1,
            "connection to %s closed in the middle of the response (after %llu body bytes)",
@@ -344,8 +438,9 @@ static int run_attempt(const ts_http_request *rq, const parsed_url *u, SSL_CTX *
   struct event *tick = NULL;
   struct evhttp_request *req = NULL;
   a.errbody = malloc(TS_HTTP_ERROR_BODY_MAX);
+  a.hold = evbuffer_new();
   a.base = event_base_new();
-  if (!a.errbody || !a.base) goto fail_nomem;
+  if (!a.errbody || !a.hold || !a.base) goto fail_nomem;
 
   if (u->up.tls) {
     a.bev = ts_upstream_tls_bev(a.base, ctx, &u->up);
@@ -360,6 +455,9 @@ static int run_attempt(const ts_http_request *rq, const parsed_url *u, SSL_CTX *
   }
   if (!a.bev) a.bev = evhttp_connection_get_bufferevent(a.evcon);
   evhttp_connection_set_retries(a.evcon, 0);
+  evhttp_connection_set_max_headers_size(a.evcon, TS_HTTP_HEAD_MAX);
+  bufferevent_setwatermark(a.bev, EV_READ, 0, TS_HTTP_PENDING_MAX);
+  if (!evbuffer_add_cb(bufferevent_get_input(a.bev), on_input, &a)) goto fail_nomem;
   {
     /* The backstop: our tick enforces the real limits. */
     int far_ms = a.connect_ms + a.idle_ms + 5000;
@@ -426,6 +524,7 @@ cleanup:
   if (tick) event_free(tick);
   if (a.evcon) evhttp_connection_free(a.evcon); /* also frees a.bev and a.ssl */
   if (a.base) event_base_free(a.base);
+  if (a.hold) evbuffer_free(a.hold);
   free(a.errbody);
   ERR_clear_error();
   return rc;

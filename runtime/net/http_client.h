@@ -15,11 +15,13 @@
  *   2. Connects (TLS for https, see below), sends `body` with the caller's headers plus
  *      Host, Content-Type: application/json (unless the caller set one) and
  *      Content-Length.
- *   3. On a 2xx status, calls on_chunk for every piece of the body as it is read, until
- *      the body is complete (the terminating chunk of a chunked body, Content-Length, or
- *      the server's close for a body with neither). Returns TS_E_OK.
- *   4. On any other status, reads the body (the first TS_HTTP_ERROR_BODY_MAX bytes are
- *      kept), never hands it to on_chunk, and fails with TS_E_HTTP_STATUS and
+ *   3. Skips informational responses (100 Continue, 103 Early Hints: any 1xx but 101)
+ *      before the real one. On a 2xx status, calls on_chunk for every piece of the body as
+ *      it is read, until the body is complete (the terminating chunk of a chunked body,
+ *      Content-Length, or the server's close for a body with neither). Returns TS_E_OK.
+ *      Redirects are not followed: a 3xx is a status like any other (step 4).
+ *   4. On any other status, reads the first TS_HTTP_ERROR_BODY_MAX bytes of the body (and
+ *      no more), never hands them to on_chunk, and fails with TS_E_HTTP_STATUS and
  *      `HTTP <status>: <message>` in `why`, where the message is error.message of a JSON
  *      body ({"error":{"message":...}}, OpenAI and Anthropic alike), a string `error`,
  *      or else the first line of the body as text (control bytes become spaces).
@@ -36,8 +38,12 @@
  *
  * Timeouts (milliseconds; 0 in the request means the default):
  *   connect_timeout_ms  TCP connect plus TLS handshake (default 10000);
- *   idle_timeout_ms     once connected, no byte (headers or body) for this long
- *                       (default 60000). Checked every TS_HTTP_TICK_MS.
+ *   idle_timeout_ms     once connected, no byte for this long (default 60000); the
+ *                       head counts only once complete, so a head trickled a byte at a
+ *                       time is silence. Checked every TS_HTTP_TICK_MS.
+ * Limits: a response head over TS_HTTP_HEAD_MAX, or more than TS_HTTP_PENDING_MAX bytes
+ * of a chunk still incomplete, fail with TS_E_HTTP_PROTOCOL, as a malformed response does;
+ * none of these is retried.
  * Cancellation: when `*cancel` becomes nonzero (a signal handler may set it) the
  * request is abandoned within about TS_HTTP_TICK_MS and the call returns
  * TS_E_HTTP_CANCELLED; when on_chunk returns nonzero, no further chunk is delivered and
@@ -76,6 +82,15 @@
 #define TS_HTTP_RETRY_AFTER_CAP_MS 30000
 /* Error bodies are short JSON documents; anything past this is not read into memory. */
 #define TS_HTTP_ERROR_BODY_MAX (64 * 1024)
+/* A response head (status line and headers, with the 1xx heads before it, or a chunked
+ * body's trailers) is a few KiB from every provider; a larger one fails with
+ * TS_E_HTTP_PROTOCOL, never retried, so a server cannot make us hold an endless head. */
+#define TS_HTTP_HEAD_MAX (256 * 1024)
+/* Bytes of a chunked body read but not yet handed to on_chunk: libevent hands a chunk
+ * over only once all of it has arrived, so one declared as ffffffffffffffff bytes would
+ * be held without end. Servers flush an event or a few per chunk; a whole 16 MiB call in
+ * one chunk still fits. Past this the call fails with TS_E_HTTP_PROTOCOL, never retried. */
+#define TS_HTTP_PENDING_MAX (64 * 1024 * 1024)
 /* How often the cancel flag and the timeouts are checked. */
 #define TS_HTTP_TICK_MS 50
 /* max_retries value that means "never retry" (0 means the default). */
