@@ -286,12 +286,18 @@ static int store_assistant(loop *l, uint32_t turn) {
     if (l->drv.agent && l->drv.agent->type == TS_DEFS_DUAL_AI)
       ts_buf_puts(&msg, l->drv.side ? ",\"side\":\"b\"" : ",\"side\":\"a\"");
   }
+  /* The text as its text_delta events went out: a model (or a server posing as one)
+   * that echoes the API key does not get it into the stored conversation either. */
+  ts_buf text;
+  ts_buf_init(&text, l->text.len * 2 + 64); /* "[redacted]" may be longer than a secret */
+  int rc = ts_sink_redact(l->sink, l->text.p ? l->text.p : "", l->text.len, &text);
   ts_buf_puts(&msg, ",\"text\":");
-  ts_buf_append_json_string(&msg, l->text.p ? l->text.p : "", l->text.len);
+  ts_buf_append_json_string(&msg, text.p ? text.p : "", text.len);
+  ts_buf_fini(&text);
   ts_buf_puts(&msg, ",\"tool_calls\":[");
   ts_buf_append(&msg, l->calls.p ? l->calls.p : "", l->calls.len);
   ts_buf_puts(&msg, "]}");
-  int rc = msg.err;
+  if (!rc) rc = msg.err;
   if (!rc) {
     pthread_mutex_lock(&l->store_mu);
     rc = ts_store_append_message(l->cfg->store, l->cfg->thread, TS_STORE_ASSISTANT, msg.p,

@@ -620,6 +620,22 @@ START_TEST(test_provider_error_echoing_key) {
 }
 END_TEST
 
+/* A reply whose text echoes the key: redacted from the text_delta events (the sink) and
+ * from the assistant message stored with the turn, which the next request is built from. */
+START_TEST(test_model_text_echoing_key) {
+  make_base();
+  chat_turn("session/turn-1.sse", "your key is Bearer " KEY " as sent", "");
+  start_server();
+  result r = run_model("k2", "openai", NULL);
+  ck_assert_msg(r.status == 0, "exit %d: %s", r.status, sb_str(&r.err));
+  convo c = conversation("k2");
+  ck_assert_msg(strstr(c.all, "your key is Bearer [redacted] as sent") != NULL, "%s", c.all);
+  assert_key_not_leaked(&r);
+  result_free(&r);
+  stop_server();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("run_http");
   TCase *tc = tcase_create("core");
@@ -630,6 +646,7 @@ int main(void) {
   tcase_add_test(tc, test_retry_then_success_and_failures);
   tcase_add_test(tc, test_content_type_reaches_the_tap);
   tcase_add_test(tc, test_provider_error_echoing_key);
+  tcase_add_test(tc, test_model_text_echoing_key);
   tcase_add_test(tc, test_responses_two_turns);
   tcase_add_test(tc, test_gemini_two_turns);
   tcase_add_test(tc, test_bedrock_two_turns);
