@@ -24,6 +24,7 @@
 #include "net/http_client.h"
 #include "net/sigv4.h"
 #include "net/upstream.h"
+#include "tools/variables.h"
 
 typedef struct {
   ts_tap *tap;
@@ -141,6 +142,27 @@ static int model_url(const ts_http_model *m, const char *model, char *out, size_
   return w >= 0 && (size_t)w < cap ? TS_E_OK : TS_E_LIMIT;
 }
 
+/* A server's message may echo a credential it was sent (`Incorrect API key provided:
+ * Bearer sk-...`); `why` goes to bench's table and files, not only through run's sink, so
+ * the key, the AWS secret and the session token are redacted from it here. */
+static void redact_why(const ts_http_model *m, char *why, size_t why_cap) {
+  const char *secrets[] = {m->key_env ? getenv(m->key_env) : NULL,
+                           getenv("AWS_SECRET_ACCESS_KEY"), getenv("AWS_SESSION_TOKEN")};
+  if (!why || !why_cap || !why[0]) return;
+  size_t len = strlen(why);
+  char *t = malloc(len + 1);
+  if (!t) return;
+  memcpy(t, why, len + 1);
+  int hit = 0;
+  for (size_t i = 0; i < sizeof secrets / sizeof *secrets; i++)
+    if (secrets[i] && strlen(secrets[i]) >= 8 &&
+        ts_vars_redact(&t, &len, secrets[i], strlen(secrets[i])) > 0)
+      hit = 1;
+  if (hit) snprintf(why, why_cap, "%.*s", (int)len, t);
+  ts_vars_wipe(t, len);
+  free(t);
+}
+
 /* ts_http_model_post for `model` (the request's own, in its body) on m's endpoint. */
 static int post_as(const ts_http_model *m, const char *model, const char *body, size_t len,
                    int (*on_chunk)(void *user, const char *data, size_t len), void *user,
@@ -167,6 +189,7 @@ static int post_as(const ts_http_model *m, const char *model, const char *body, 
   ts_http_request req = {.url = url, .headers = h, .n_headers = (size_t)n, .body = body,
                          .body_len = len, .ca_file = m->ca_file, .cancel = cancel};
   int rc = ts_http_post_stream(&req, on_chunk, user, info, why, why_cap);
+  if (rc) redact_why(m, why, why_cap);
   memset(as, 0, sizeof *as); /* the key does not linger */
   free(as);
   return rc;

@@ -37,6 +37,8 @@
  *                    string get the error; later ones are served normally
  *   retry-after=S    with status: send Retry-After: S (default 0 for 429, none otherwise)
  *   errbody=text     with status: a plain-text body "model_server says no\nsecond line"
+ *   errbody=echo     with status: a JSON error whose message echoes the request's
+ *                    Authorization value, as a provider refusing a key does
  *   malformed=1      send MALFORMED (below) instead of a file: not SSE, not JSON
  *                    (every option needs a value: "?malformed" alone is ignored)
  *   type=MEDIA       answer with Content-Type MEDIA instead of the file's own (NDJSON, a
@@ -190,6 +192,7 @@ typedef struct stream {
   int status; /* 0: stream a file */
   int retry_after;
   int text_body;
+  int echo_auth; /* errbody=echo */
   char ctype[128]; /* the Content-Type of a 2xx reply */
   int dropping;
   int binary; /* an AWS event stream (*.bin) */
@@ -248,7 +251,13 @@ static void send_error(stream *s) {
     evhttp_add_header(h, "Retry-After", buf);
   }
   struct evbuffer *b = evbuffer_new();
-  if (s->text_body) {
+  const char *auth = evhttp_find_header(evhttp_request_get_input_headers(s->req),
+                                        "Authorization");
+  if (s->echo_auth) {
+    evhttp_add_header(h, "Content-Type", "application/json");
+    evbuffer_add_printf(b, "{\"error\":{\"message\":\"Incorrect API key provided: %s\"}}",
+                        auth ? auth : "");
+  } else if (s->text_body) {
     evhttp_add_header(h, "Content-Type", "text/plain");
     evbuffer_add_printf(b, "model_server says no\nsecond line\n");
   } else {
@@ -405,6 +414,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
       s->retry_after = (int)opt_num(&q, "retry-after", status == 429 ? 0 : -1);
       const char *eb = evhttp_find_header(&q, "errbody");
       s->text_body = eb && !strcmp(eb, "text");
+      s->echo_auth = eb && !strcmp(eb, "echo");
     }
   }
   if (!s->status) {

@@ -271,6 +271,37 @@ START_TEST(live_retries_and_errors) {
 }
 END_TEST
 
+/* A refusal whose message echoes the API key: bench's table, JSON and CSV show the
+ * message with the key redacted (they are files a user shares), never the key. */
+START_TEST(live_error_echoing_key_is_redacted) {
+  mkdir(at("session"), 0755);
+  make_reply(at("session/turn-1.sse"), NULL, NULL);
+  ts_test_server srv;
+  ts_test_server_start(&srv, at("session"), NULL, NULL);
+  char url[256];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/v1?status=401&errbody=echo", srv.port);
+  setenv("OPENAI_API_KEY", "sk-bench-DO-NOT-LEAK-7", 1);
+  const char *args[] = {"--model-url", url, "--model", "m", "--json", at("e.json"), "--csv",
+                        at("e.csv"), "-q", "hello", NULL};
+  result r = bench(args);
+  unsetenv("OPENAI_API_KEY");
+  ts_test_server_stop(&srv);
+  ck_assert_msg(r.status == 1, "exit %d", r.status);
+  ck_assert_msg(strstr(sb_str(&r.out), "HTTP 401: Incorrect API key provided: Bearer [redacted]"),
+                "%s", sb_str(&r.out));
+  const char *files[] = {"e.json", "e.csv"};
+  for (size_t i = 0; i < 2; i++) {
+    size_t n;
+    char *f = ts_test_read_file(at(files[i]), &n);
+    ck_assert_msg(strstr(f, "[redacted]") && !strstr(f, "DO-NOT-LEAK"), "%s: %s", files[i], f);
+    free(f);
+  }
+  ck_assert_ptr_null(strstr(sb_str(&r.out), "DO-NOT-LEAK"));
+  ck_assert_ptr_null(strstr(sb_str(&r.err), "DO-NOT-LEAK"));
+  result_free(&r);
+}
+END_TEST
+
 START_TEST(interrupt_reports_what_finished) {
   mkdir(at("session"), 0755);
   make_reply(at("session/turn-1.sse"), NULL, NULL);
@@ -616,6 +647,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, live_injected_delays);
   tcase_add_test(tc, live_retries_and_errors);
+  tcase_add_test(tc, live_error_echoing_key_is_redacted);
   tcase_add_test(tc, live_bedrock_event_stream);
   tcase_add_test(tc, interrupt_reports_what_finished);
   tcase_add_test(tc, replay_reproducible);
