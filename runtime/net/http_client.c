@@ -26,9 +26,11 @@
  *
  * Bounds against a hostile server. libevent holds a response head and a chunk of a chunked
  * body whole before it looks at them, with no limit of its own: the head is capped with
- * evhttp_connection_set_max_headers_size (TS_HTTP_HEAD_MAX), and a chunk by a read
- * watermark on the connection (TS_HTTP_PENDING_MAX), past which the tick ends the attempt
- * rather than wait for a chunk end that would need more memory than we allow.
+ * evhttp_connection_set_max_headers_size (TS_HTTP_HEAD_MAX), and a chunk by on_input
+ * (below), which ends the attempt once TS_HTTP_PENDING_MAX bytes wait, rather than wait
+ * for a chunk end that would need more memory than we allow. (Not a read watermark: with
+ * one, LeakSanitizer saw the bufferevent of an attempt settled while reading was
+ * suspended never freed, under libevent 2.1.12.)
  *
  * Informational responses. libevent 2.1 knows only 100 Continue and takes any other 1xx
  * head (103 Early Hints) for the response itself. So until the real status line has been
@@ -207,11 +209,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
       return;
     }
   }
-  if (a->headers && evbuffer_get_length(bufferevent_get_input(a->bev)) >= TS_HTTP_PENDING_MAX) {
-    settle(a, TS_E_HTTP_PROTOCOL, 0, "a chunk of the response from %s is larger than %d MiB",
-           a->u->up.host, TS_HTTP_PENDING_MAX >> 20);
-    return;
-  }
   if (a->connected && now - a->t_last > a->idle_ms)
     settle(a, TS_E_HTTP_TIMEOUT, 1, "no data from %s for %d ms", a->u->up.host, a->idle_ms);
 }
@@ -240,10 +237,17 @@ static size_t head_end(struct evbuffer *b) {
   return 0;
 }
 
-/* The input evbuffer's callback until the real status line: see the essay at the top. */
+/* The input evbuffer's callback, on every read: counts the head's bytes, bounds what
+ * waits undelivered, and until the real status line drops 1xx heads (the essay at the
+ * top). */
 static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *ci, void *arg) {
   attempt *a = arg;
   if (!a->headers && !a->in_input) a->head_bytes += ci->n_added;
+  if (a->headers && !a->settled && evbuffer_get_length(in) >= TS_HTTP_PENDING_MAX) {
+    settle(a, TS_E_HTTP_PROTOCOL, 0, "a chunk of the response from %s is larger than %d MiB",
+           a->u->up.host, TS_HTTP_PENDING_MAX >> 20);
+    return;
+  }
   if (a->past_1xx || a->in_input || !ci->n_added || a->settled) return;
   a->in_input = 1;
   evbuffer_remove_buffer(in, a->hold, evbuffer_get_length(in));
@@ -456,7 +460,6 @@ static int run_attempt(const ts_http_request *rq, const parsed_url *u, SSL_CTX *
   if (!a.bev) a.bev = evhttp_connection_get_bufferevent(a.evcon);
   evhttp_connection_set_retries(a.evcon, 0);
   evhttp_connection_set_max_headers_size(a.evcon, TS_HTTP_HEAD_MAX);
-  bufferevent_setwatermark(a.bev, EV_READ, 0, TS_HTTP_PENDING_MAX);
   if (!evbuffer_add_cb(bufferevent_get_input(a.bev), on_input, &a)) goto fail_nomem;
   {
     /* The backstop: our tick enforces the real limits. */
