@@ -7,7 +7,6 @@
  * checks, and HTTPS with a self-signed certificate made at test time.
  * Every test starts its own server (support/model_server.h) on a fresh directory.
  */
-#define _GNU_SOURCE /* strcasestr */
 #include <check.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -18,7 +17,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +25,7 @@
 #include "support/cert.h"
 #include "support/model_server.h"
 #include "support/proc.h"
+#include "support/raw_server.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 
@@ -461,78 +460,16 @@ START_TEST(https_verifies_certificates) {
 }
 END_TEST
 
-/* ---- a hostile server of the test's own --------------------------------------------- */
+/* ---- hostile replies (support/raw_server.h) ------------------------------------------ */
 
-/* The bytes it answers every connection with: `head`, then `fill` `reps` times (-1: until
- * the client goes), then it closes. With `trickle` the head goes one byte per write, so
- * that it arrives in many reads. A child process, killed by raw_stop. */
-typedef struct {
-  const char *head;
-  const char *fill;
-  long reps;
-  int trickle;
-} script;
-
-static pid_t raw_pid;
-
-static void raw_answer(int c, const script *sc) {
-  char buf[4096];
-  size_t got = 0;
-  while (got < sizeof buf - 1) { /* the request: its head and a short body are enough */
-    ssize_t n = read(c, buf + got, sizeof buf - 1 - got);
-    if (n <= 0) return;
-    got += (size_t)n;
-    buf[got] = '\0';
-    char *end = strstr(buf, "\r\n\r\n");
-    const char *cl = strcasestr(buf, "Content-Length:");
-    if (end && (!cl || got >= (size_t)(end + 4 - buf) + strtoul(cl + 15, NULL, 10))) break;
-  }
-  size_t hl = strlen(sc->head);
-  for (size_t i = 0; i < hl; i += sc->trickle ? 1 : hl) {
-    if (write(c, sc->head + i, sc->trickle ? 1 : hl) <= 0) return;
-    if (sc->trickle) nanosleep(&(struct timespec){0, 200 * 1000}, NULL);
-  }
-  size_t fl = sc->fill ? strlen(sc->fill) : 0;
-  for (long r = 0; fl && (sc->reps < 0 || r < sc->reps); r++)
-    if (write(c, sc->fill, fl) <= 0) return;
-}
-
-static int raw_start(const script *sc) {
-  int lfd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-  ck_assert_int_eq(listen(lfd, 8), 0);
-  socklen_t l = sizeof a;
-  getsockname(lfd, (struct sockaddr *)&a, &l);
-  raw_pid = fork();
-  ck_assert_int_ge(raw_pid, 0);
-  if (raw_pid == 0) {
-    signal(SIGPIPE, SIG_IGN);
-    for (;;) {
-      int c = accept(lfd, NULL, NULL);
-      if (c < 0) continue;
-      raw_answer(c, sc);
-      close(c);
-    }
-  }
-  close(lfd);
-  return ntohs(a.sin_port);
-}
-
-static void raw_stop(void) {
-  if (raw_pid > 0) {
-    kill(raw_pid, SIGKILL);
-    waitpid(raw_pid, NULL, 0);
-  }
-  raw_pid = 0;
-}
-
-static outcome raw_post(const script *sc, sink *k) {
+static outcome raw_post(const ts_raw_script *sc, sink *k) {
+  ts_raw_server rs;
+  ts_raw_server_start(&rs, sc);
   char u[128];
-  snprintf(u, sizeof u, "http://127.0.0.1:%d/v1", raw_start(sc));
+  snprintf(u, sizeof u, "http://127.0.0.1:%d/v1", rs.port);
   ts_http_request rq = {.url = u, .retry_base_ms = 10};
   outcome o = post(&rq, k);
-  raw_stop();
+  ts_raw_server_stop(&rs);
   return o;
 }
 
@@ -544,7 +481,7 @@ static outcome raw_post(const script *sc, sink *k) {
  * endless 1xx heads) fails once past TS_HTTP_HEAD_MAX, clearly and without a retry, rather
  * than being held in memory for as long as the server sends. */
 START_TEST(endless_heads_are_refused) {
-  const script heads[] = {
+  const ts_raw_script heads[] = {
       {"HTTP/1.1 200 OK\r\n", "X-Big: " BLOCK1K "\r\n", -1, 0},
       {"HTTP/1.1 200 OK\r\nX-Long: ", BLOCK1K, -1, 0},
       {"HTTP/1.1 200 ", BLOCK1K, -1, 0},
@@ -560,7 +497,7 @@ START_TEST(endless_heads_are_refused) {
     ck_assert_int_eq(k.chunks, 0);
   }
   /* Trailers that never end, after a complete body: refused too, the body delivered. */
-  const script trailers = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+  const ts_raw_script trailers = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                            "5\r\nhello\r\n0\r\n",
                            "X-T: " BLOCK1K "\r\n", -1, 0};
   sink k = {0};
@@ -574,7 +511,7 @@ END_TEST
 /* A chunk declared larger than anything we hold (ffffffffffffffff bytes): libevent would
  * buffer it whole; the call fails once TS_HTTP_PENDING_MAX bytes wait. */
 START_TEST(huge_chunk_is_refused) {
-  const script sc = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+  const ts_raw_script sc = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                      "ffffffffffffffff\r\n",
                      BLOCK1K, -1, 0};
   sink k = {0};
@@ -596,7 +533,7 @@ START_TEST(informational_responses_skipped) {
                              "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                              "Content-Length: 13\r\n\r\ndata: hello\n\n";
   for (int trickle = 0; trickle < 2; trickle++) {
-    const script sc = {head, NULL, 0, trickle};
+    const ts_raw_script sc = {head, NULL, 0, trickle};
     sink k = {0};
     outcome o = raw_post(&sc, &k);
     ck_assert_msg(o.rc == TS_E_OK, "trickle %d: %d %s", trickle, o.rc, o.why);
@@ -605,7 +542,7 @@ START_TEST(informational_responses_skipped) {
     ck_assert_str_eq(sb_str(&k.body), "data: hello\n\n");
     sb_free(&k.body);
   }
-  const script up = {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", NULL, 0, 0};
+  const ts_raw_script up = {"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", NULL, 0, 0};
   sink k = {0};
   outcome o = raw_post(&up, &k);
   ck_assert_msg(o.rc != TS_E_OK, "%d %s", o.rc, o.why);
@@ -616,7 +553,7 @@ END_TEST
 /* An error status whose body never ends: the message is taken from the first
  * TS_HTTP_ERROR_BODY_MAX bytes and the call returns, instead of reading forever. */
 START_TEST(endless_error_body_ends) {
-  const script sc = {"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\r\nno way ",
+  const ts_raw_script sc = {"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\r\nno way ",
                      BLOCK1K, -1, 0};
   sink k = {0};
   outcome o = raw_post(&sc, &k);
