@@ -47,7 +47,9 @@ static int on_http_chunk(void *user, const char *data, size_t len) {
   if (!ts_tap_offset(f->tap)) /* the first bytes: the tap reads them by the content type */
     ts_tap_content_type(f->tap, f->info->content_type, strlen(f->info->content_type));
   ts_tap_feed(f->tap, f->scratch, len);
-  return f->cancel && *f->cancel;
+  /* A stream in error has already failed the turn (agent/run.h); what a server sends after
+   * it (an endless line past the event cap) is not waited for. */
+  return (f->cancel && *f->cancel) || ts_tap_failed(f->tap);
 }
 
 /* The region Bedrock requests are signed for: the one an AWS endpoint names in its host
@@ -229,6 +231,8 @@ static int http_turn(void *user, const ts_agent_turn *t, ts_tap *tap, char *why,
   free(f.scratch);
   ts_buf_fini(&body);
   int cancelled = t->cancel && *t->cancel;
+  if (rc == TS_E_ABORTED && ts_tap_failed(tap))
+    return 0; /* the tap's stream_error is the turn's end and its reason */
   if (rc && !cancelled) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", why);

@@ -20,6 +20,7 @@
 #include "support/evs_frame.h"
 #include "support/model_server.h"
 #include "support/proc.h"
+#include "support/raw_server.h"
 #include "support/runner.h"
 #include "support/sigv4_check.h"
 #include "support/tempdir.h"
@@ -636,6 +637,33 @@ START_TEST(test_model_text_echoing_key) {
 }
 END_TEST
 
+#define FILL64 "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+#define FILL1K FILL64 FILL64 FILL64 FILL64 FILL64 FILL64 FILL64 FILL64 \
+  FILL64 FILL64 FILL64 FILL64 FILL64 FILL64 FILL64 FILL64
+
+/* A reply whose one SSE line never ends: past the event cap the tap's stream_error fails
+ * the turn, and the run stops reading there (exit 1, that error) rather than drain an
+ * endless body for as long as the server sends. */
+START_TEST(test_endless_sse_line_ends_the_run) {
+  make_base();
+  const ts_raw_script sc = {"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+                            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"",
+                            FILL1K, -1, 0};
+  ts_raw_server rs;
+  ts_raw_server_start(&rs, &sc);
+  port = rs.port;
+  result r = run_model("e1", "openai", NULL);
+  ts_raw_server_stop(&rs);
+  ck_assert_msg(r.status == 1, "exit %d: %s", r.status, sb_str(&r.err));
+  ck_assert_msg(strstr(sb_str(&r.out), "\"code\":\"sse_event_too_large\""), "%.2000s",
+                sb_str(&r.out));
+  ck_assert_msg(strstr(sb_str(&r.err), "ended in error (see the stream_error event)"), "%s",
+                sb_str(&r.err));
+  assert_key_not_leaked(&r);
+  result_free(&r);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("run_http");
   TCase *tc = tcase_create("core");
@@ -647,6 +675,7 @@ int main(void) {
   tcase_add_test(tc, test_content_type_reaches_the_tap);
   tcase_add_test(tc, test_provider_error_echoing_key);
   tcase_add_test(tc, test_model_text_echoing_key);
+  tcase_add_test(tc, test_endless_sse_line_ends_the_run);
   tcase_add_test(tc, test_responses_two_turns);
   tcase_add_test(tc, test_gemini_two_turns);
   tcase_add_test(tc, test_bedrock_two_turns);
