@@ -209,8 +209,14 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
       return;
     }
   }
-  if (a->connected && now - a->t_last > a->idle_ms)
-    settle(a, TS_E_HTTP_TIMEOUT, 1, "no data from %s for %d ms", a->u->up.host, a->idle_ms);
+  if (a->connected && now - a->t_last > a->idle_ms) {
+    if (!a->headers && a->head_bytes) /* bytes came, a head did not: say so */
+      settle(a, TS_E_HTTP_TIMEOUT, 1,
+             "the head of the response from %s did not complete within %d ms", a->u->up.host,
+             a->idle_ms);
+    else
+      settle(a, TS_E_HTTP_TIMEOUT, 1, "no data from %s for %d ms", a->u->up.host, a->idle_ms);
+  }
 }
 
 static void head_too_large(attempt *a) {

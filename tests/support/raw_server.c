@@ -26,9 +26,10 @@ static void answer(int c, const ts_raw_script *sc) {
     if (end && (!cl || got >= (size_t)(end + 4 - buf) + strtoul(cl + 15, NULL, 10))) break;
   }
   size_t hl = strlen(sc->head);
-  for (size_t i = 0; i < hl; i += sc->trickle ? 1 : hl) {
-    if (write(c, sc->head + i, sc->trickle ? 1 : hl) <= 0) return;
-    if (sc->trickle) nanosleep(&(struct timespec){0, 200 * 1000}, NULL);
+  long us = sc->trickle_us;
+  for (size_t i = 0; i < hl; i += us ? 1 : hl) {
+    if (write(c, sc->head + i, us ? 1 : hl) <= 0) return;
+    if (us) nanosleep(&(struct timespec){us / 1000000, us % 1000000 * 1000}, NULL);
   }
   size_t fl = sc->fill ? strlen(sc->fill) : 0;
   for (long r = 0; fl && (sc->reps < 0 || r < sc->reps); r++)

@@ -4,8 +4,8 @@
  * ts_raw_server_start forks a child that listens on 127.0.0.1 (a free port, returned) and
  * answers every connection the same way: it reads the request (its head and a
  * Content-Length body), writes `head`, then `fill` `reps` times (-1: until the client
- * goes), then closes. With `trickle` the head goes one byte per write, so that it arrives
- * in many reads. The bytes are raw: malformed heads, endless headers, chunk sizes and
+ * goes), then closes. With `trickle_us` the head goes one byte per write, that many
+ * microseconds apart, so that it arrives in many reads (or slowly). The bytes are raw: malformed heads, endless headers, chunk sizes and
  * bodies are the point. ts_raw_server_stop kills and reaps the child. The script is
  * borrowed (the child has its own copy of memory). Failures abort the test program.
  */
@@ -18,7 +18,7 @@ typedef struct {
   const char *head;
   const char *fill; /* NULL: none */
   long reps;
-  int trickle;
+  int trickle_us; /* 0: the head in one write */
 } ts_raw_script;
 
 typedef struct {

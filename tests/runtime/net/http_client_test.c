@@ -533,7 +533,7 @@ START_TEST(informational_responses_skipped) {
                              "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                              "Content-Length: 13\r\n\r\ndata: hello\n\n";
   for (int trickle = 0; trickle < 2; trickle++) {
-    const ts_raw_script sc = {head, NULL, 0, trickle};
+    const ts_raw_script sc = {head, NULL, 0, trickle ? 200 : 0};
     sink k = {0};
     outcome o = raw_post(&sc, &k);
     ck_assert_msg(o.rc == TS_E_OK, "trickle %d: %d %s", trickle, o.rc, o.why);
@@ -546,6 +546,25 @@ START_TEST(informational_responses_skipped) {
   sink k = {0};
   outcome o = raw_post(&up, &k);
   ck_assert_msg(o.rc != TS_E_OK, "%d %s", o.rc, o.why);
+  ck_assert_int_eq(k.chunks, 0);
+}
+END_TEST
+
+/* A head sent a byte at a time never counts as data until it is complete: the idle
+ * timeout ends it, and the reason says the head did not complete (bytes did arrive). */
+START_TEST(trickled_head_times_out) {
+  const ts_raw_script sc = {"HTTP/1.1 200 OK\r\nX-Slow: " BLOCK1K "\r\n\r\n", NULL, 0, 20000};
+  ts_raw_server rs;
+  ts_raw_server_start(&rs, &sc);
+  char u[128];
+  snprintf(u, sizeof u, "http://127.0.0.1:%d/v1", rs.port);
+  ts_http_request rq = {.url = u, .idle_timeout_ms = 300, .max_retries = TS_HTTP_NO_RETRY};
+  sink k = {0};
+  outcome o = post(&rq, &k);
+  ts_raw_server_stop(&rs);
+  ck_assert_msg(o.rc == TS_E_HTTP_TIMEOUT, "%d %s", o.rc, o.why);
+  ck_assert_msg(strstr(o.why, "the head of the response from 127.0.0.1 did not complete within"),
+                "%s", o.why);
   ck_assert_int_eq(k.chunks, 0);
 }
 END_TEST
@@ -587,6 +606,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, huge_chunk_is_refused);
   tcase_add_test(tc, informational_responses_skipped);
   tcase_add_test(tc, endless_error_body_ends);
+  tcase_add_test(tc, trickled_head_times_out);
   suite_add_tcase(s, tc);
   return s;
 }
