@@ -376,7 +376,7 @@ static void status_error(attempt *a, struct evhttp_request *req) {
     const char *line = evhttp_request_get_response_code_line(req);
     if (line) one_line(msg, sizeof msg, line, strlen(line));
   }
-  int retry = a->status == 429 || a->status >= 500;
+  int retry = a->status == 429 || (a->status >= 500 && a->status < 600); /* not a 999 */
   settle(a, TS_E_HTTP_STATUS, retry, "HTTP %d: %s", a->status, msg[0] ? msg : "(no message)");
 }
 

@@ -550,6 +550,18 @@ START_TEST(informational_responses_skipped) {
 }
 END_TEST
 
+/* Only 429 and 5xx are retried: a status past 599 is no server error (the header says
+ * 5xx), it fails at once with its message. */
+START_TEST(odd_status_not_retried) {
+  const ts_raw_script sc = {"HTTP/1.1 999 Odd\r\nContent-Length: 4\r\n\r\nodd!", NULL, 0, 0};
+  sink k = {0};
+  outcome o = raw_post(&sc, &k);
+  ck_assert_msg(o.rc == TS_E_HTTP_STATUS, "%d %s", o.rc, o.why);
+  ck_assert_str_eq(o.why, "HTTP 999: odd!");
+  ck_assert_int_eq(o.info.attempts, 1);
+}
+END_TEST
+
 /* A head sent a byte at a time never counts as data until it is complete: the idle
  * timeout ends it, and the reason says the head did not complete (bytes did arrive). */
 START_TEST(trickled_head_times_out) {
@@ -607,6 +619,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, informational_responses_skipped);
   tcase_add_test(tc, endless_error_body_ends);
   tcase_add_test(tc, trickled_head_times_out);
+  tcase_add_test(tc, odd_status_not_retried);
   suite_add_tcase(s, tc);
   return s;
 }
