@@ -4,6 +4,7 @@
  */
 #include "base/strbuf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,4 +237,17 @@ int ts_buf_append_json_compact(ts_buf *b, const char *s, size_t n) {
     ts_buf_putc(b, (char)c);
   }
   return b->err;
+}
+
+char *ts_str_quote(char *out, size_t cap, const char *p, size_t len, size_t max) {
+  size_t o = 0;
+  for (size_t i = 0; i < len && i < max && o + 5 < cap; i++) {
+    unsigned char c = (unsigned char)p[i];
+    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
+      o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+    else
+      out[o++] = (char)c;
+  }
+  if (cap) out[o < cap ? o : cap - 1] = '\0';
+  return out;
 }

@@ -45,4 +45,10 @@ int ts_buf_append_json_string(ts_buf *b, const char *s, size_t n);
  * assumed to be JSON already (structure is not checked). */
 int ts_buf_append_json_compact(ts_buf *b, const char *s, size_t n);
 
+/* Writes up to `max` bytes of p[0..len) into out (cap bytes, always NUL-terminated when
+ * cap > 0) for a one-line message: control bytes, DEL, `"` and `\` as \xNN, so that
+ * neither a terminal escape nor a line break from the input reaches a user's screen or
+ * a log. Cut to fit; returns out. */
+char *ts_str_quote(char *out, size_t cap, const char *p, size_t len, size_t max);
+
 #endif /* TS_STRBUF_H */

@@ -34,23 +34,10 @@
 /* How many "stem-N.ext" names are tried before giving up. */
 #define NAME_TRIES 10000
 
-/* `path` for a message: control bytes and NULs shown as \xNN, cut to fit. */
-static void quote(char *out, size_t cap, const char *p, size_t len) {
-  size_t o = 0;
-  for (size_t i = 0; i < len && o + 5 < cap && i < 200; i++) {
-    unsigned char c = (unsigned char)p[i];
-    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
-      o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
-    else
-      out[o++] = (char)c;
-  }
-  if (cap) out[o < cap ? o : cap - 1] = '\0';
-}
-
 static int say(int code, char *why, size_t cap, const char *p, size_t len, const char *what) {
   if (why && cap) {
     char q[256];
-    quote(q, sizeof q, p, len);
+    ts_str_quote(q, sizeof q, p, len, 200);
     snprintf(why, cap, "attachment \"%s\": %s", q, what ? what : ts_err_message(code));
   }
   return code;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/strbuf.h"
 #include "store/store.h"
 
 static int blank(char c) { return c == ' ' || c == '\t'; }
@@ -30,6 +31,10 @@ int ts_dotenv_parse(char *text, size_t len, ts_dotenv_cb cb, void *user, size_t 
     if (!eol) eol = end;
     char *next = eol < end ? eol + 1 : end;
     if (eol > p && eol[-1] == '\r') eol--;
+    if (memchr(p, '\0', (size_t)(eol - p))) { /* it would end the line's text unseen */
+      snprintf(why, why_cap, "a NUL byte in the line");
+      return TS_E_INVAL;
+    }
     *eol = '\0';
     while (blank(*p)) p++;
     if (!*p || *p == '#') {
@@ -51,7 +56,9 @@ int ts_dotenv_parse(char *text, size_t len, ts_dotenv_cb cb, void *user, size_t 
     *name_end = '\0';
     p++;
     if (!ts_store_var_name_valid(name)) {
-      snprintf(why, why_cap, "\"%.64s\" is not a variable name", name);
+      char q[64 * 4 + 1];
+      snprintf(why, why_cap, "\"%s\" is not a variable name",
+               ts_str_quote(q, sizeof q, name, strlen(name), 64));
       return TS_E_INVAL;
     }
     while (blank(*p)) p++;
@@ -68,7 +75,8 @@ int ts_dotenv_parse(char *text, size_t len, ts_dotenv_cb cb, void *user, size_t 
           p++;
           char c = *p == 'n' ? '\n' : *p == 'r' ? '\r' : *p == 't' ? '\t' : *p;
           if (c == *p && c != '"' && c != '\\' && c != '$') {
-            snprintf(why, why_cap, "%s: unknown escape \\%c", name, c);
+            char e[8];
+            snprintf(why, why_cap, "%s: unknown escape \\%s", name, ts_str_quote(e, sizeof e, p, 1, 1));
             return TS_E_INVAL;
           }
           *w++ = c;

@@ -82,11 +82,54 @@ START_TEST(test_limits) {
 }
 END_TEST
 
+/* Bytes a strlen-based row cannot hold (NUL), and bytes a reason must not carry raw (a
+ * terminal escape, a bell): the reason shows them as \xNN, and a NUL never cuts a value
+ * short in silence. */
+static const struct {
+  int line;
+  const char *label, *in;
+  size_t len;
+  const char *want, *why;
+  size_t at;
+} hostile[] = {
+#define B(s) s, sizeof s - 1 /* the bytes and their length, NULs included */
+    {__LINE__, "NUL inside a value", B("A=1\nB=se\0cret\n"), "A=[1];", "NUL byte", 2},
+    {__LINE__, "NUL inside a quoted value", B("A='se\0cret'\n"), "", "NUL byte", 1},
+    {__LINE__, "NUL in a comment", B("# a\0b\nA=1\n"), "", "NUL byte", 1},
+    {__LINE__, "escape sequence in a name", B("\x1b[2J=x\n"), "", "\\x1b[2J", 1},
+    {__LINE__, "bell as an escape", B("A=\"\\\a\"\n"), "", "unknown escape \\\\x07", 1},
+#undef B
+};
+
+START_TEST(test_hostile_bytes) {
+  for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+    char *buf = malloc(hostile[i].len + 1);
+    memcpy(buf, hostile[i].in, hostile[i].len);
+    seen s = {""};
+    size_t line = 0;
+    char why[200] = "";
+    int rc = ts_dotenv_parse(buf, hostile[i].len, put, &s, &line, why, sizeof why);
+    ck_assert_msg(rc == TS_E_INVAL, "line %d (%s): rc %d", hostile[i].line, hostile[i].label, rc);
+    ck_assert_msg(!strcmp(s.out, hostile[i].want), "line %d (%s): %s", hostile[i].line,
+                  hostile[i].label, s.out);
+    ck_assert_msg(line == hostile[i].at, "line %d (%s): at %zu", hostile[i].line,
+                  hostile[i].label, line);
+    ck_assert_msg(strstr(why, hostile[i].why), "line %d (%s): %s", hostile[i].line,
+                  hostile[i].label, why);
+    for (const char *w = why; *w; w++)
+      ck_assert_msg((unsigned char)*w >= 0x20 && *w != 0x7f, "line %d (%s): raw byte %02x",
+                    hostile[i].line, hostile[i].label, (unsigned char)*w);
+    free(buf);
+  }
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *su = suite_create("dotenv");
   TCase *tc = tcase_create("dotenv");
   tcase_add_test(tc, test_rows);
   tcase_add_test(tc, test_limits);
+  tcase_add_test(tc, test_hostile_bytes);
   suite_add_tcase(su, tc);
   return su;
 }
