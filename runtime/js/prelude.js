@@ -830,6 +830,12 @@ function awaitValue(v) { return Thread.yield(new Awaiting(v)); }
  * its `constructor`), which the prelude keeps to itself. */
 function GenIter() {}
 GenIter.prototype[ITER] = function () { return this; };
+/* return(v) on a suspended generator throws a GenReturn into it at its yield, so its
+ * finally blocks run as node runs them (a finally may yield again, or return a value of
+ * its own); the generator's catch clauses rethrow it (the transpiler puts
+ * __ts.genCatch(e) first in each), and when it comes out the generator is done with v. */
+function GenReturn(v) { this.v = v; }
+function genCatch(e) { if (e instanceof GenReturn) throw e; }
 function genRun(fn, self, args) {
   var th = null, done = false, it = new GenIter();
   function go(v, isErr) {
@@ -846,6 +852,7 @@ function genRun(fn, self, args) {
       r = isErr ? Thread.resume(th, v, true) : Thread.resume(th, v);
     } catch (e) {
       done = true;
+      if (e instanceof GenReturn) return {value: e.v, done: true};
       throw e;
     }
     if (r instanceof Done) { done = true; return {value: r.v, done: true}; }
@@ -854,7 +861,10 @@ function genRun(fn, self, args) {
   }
   hide(it, 'next', function (v) { return go(v, false); });
   hide(it, 'throw', function (e) { return go(e, true); });
-  hide(it, 'return', function (v) { done = true; return {value: v, done: true}; });
+  hide(it, 'return', function (v) {
+    if (done || !th) { done = true; return {value: v, done: true}; }
+    return go(new GenReturn(v), true);
+  });
   return it;
 }
 
@@ -945,7 +955,14 @@ function yieldAllAsync(src) {
 function yieldValue(v) { return Thread.yield(new Yielded(v)); }
 function yieldAll(src) {
   var it = iter(src), s, last;
-  while (!(s = it.next()).done) last = yieldValue(s.value);
+  while (!(s = it.next()).done) {
+    try {
+      last = yieldValue(s.value);
+    } catch (e) { /* return() reaching yield*: the inner generator's finally blocks run first */
+      if (e instanceof GenReturn && typeof it['return'] === 'function') it['return'](e.v);
+      throw e;
+    }
+  }
   return s.value;
 }
 
@@ -1037,7 +1054,7 @@ var rt = {
   agen: agenRun, asyncIter: asyncIter, yieldAllAsync: yieldAllAsync,
   iter: iter, spread: spread, rest: rest, assign: assign, construct: construct,
   klass: klass, superCall: superCall, superGet: superGet, tagged: tagged, instanceOf: instanceOf,
-  enumObj: enumObj, callable: checkCallable
+  enumObj: enumObj, callable: checkCallable, genCatch: genCatch
 };
 /* The transpiler's output reaches these as __ts.NAME; a script that touches __ts gets
  * nothing it could not already do. */

@@ -248,8 +248,9 @@ function tokenize(src) {
         var cc = src.charCodeAt(i);
         if (cc === 92) {
           if (src.charAt(i + 1) !== 'u') err('bad escape in identifier');
-          i++;
-          id += readEscape('');
+          var esc = readEscape(''); /* readEscape steps over the backslash itself */
+          if (!(id ? isIdPart(esc.charCodeAt(0)) : isIdStart(esc.charCodeAt(0)))) err('bad escape in identifier', i - 1);
+          id += esc;
           continue;
         }
         if (!isIdPart(cc)) break;
@@ -1501,7 +1502,7 @@ E.stmt = function (s) {
         var h = s.handler, p = h.param;
         if (!p || p.type === 'Identifier') {
           var pname = p ? p.name : '$e' + (++this.uid);
-          this.w(' catch (' + pname + ') {');
+          this.w(' catch (' + pname + ') {' + this.genCatch(pname));
           var m = {};
           m[pname] = pname;
           this.scopes.push({map: m, fn: this.fnScope()});
@@ -1510,7 +1511,7 @@ E.stmt = function (s) {
           this.w('}');
         } else {
           var en = '$e' + (++this.uid);
-          this.w(' catch (' + en + ') {');
+          this.w(' catch (' + en + ') {' + this.genCatch(en));
           var names = patternNames(p, []);
           this.pushScope(names, false);
           var parts = [];
@@ -1867,6 +1868,12 @@ E.fn = function (f, isDecl, forceName) {
   this.line = endLine;
   void parentFn;
   return code;
+};
+/* In a (sync) generator a catch clause first lets through the signal its return() throws
+ * in at a yield (prelude's GenReturn), which only its finally blocks may see. */
+E.genCatch = function (name) {
+  var f = this.fnStack[this.fnStack.length - 1];
+  return f && f.state && f.state.gen && !f.state.async ? '__ts.genCatch(' + name + ');' : '';
 };
 /* Whether the function being printed is an async generator (its yield* delegates to
  * async iterables). */

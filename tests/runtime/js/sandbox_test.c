@@ -138,6 +138,16 @@ START_TEST(test_audit) {
                  "(async () => { const o = []; for await (const v of ai) o.push(v); return o })()", "[0,1]"},
       {__LINE__, "async function* g() { try { yield 1; yield 2 } finally {} } const it = g();\n"
                  "it.next().then(a => it.return(9).then(b => it.next().then(c => [a.value, b.value, b.done, c.done])))", "[1,9,true,true]"},
+      /* a generator's return() runs its finally blocks (which may yield or return), through yield* */
+      {__LINE__, "const log = []; function* g() { try { yield 1; yield 2 } catch (e) { log.push('c') } finally { log.push('fin') } }\n"
+                 "function* k() { try { yield 1 } finally { yield 'inf'; log.push('after') } }\n"
+                 "function* m() { try { yield 1 } finally { return 'over' } } function* n() { try { yield* g() } finally { log.push('n') } }\n"
+                 "const a = g(); a.next(); const b = k(); b.next(); const c = m(); c.next(); const d = n(); d.next();\n"
+                 "[a.return(5), b.return(7), b.next(), c.return(8), d.return(9), g().return(3), log]",
+       "[{\"value\":5,\"done\":true},{\"value\":\"inf\",\"done\":false},{\"value\":7,\"done\":true},{\"value\":\"over\",\"done\":true},"
+       "{\"value\":9,\"done\":true},{\"value\":3,\"done\":true},[\"fin\",\"after\",\"fin\",\"n\"]]"},
+      /* \\u escapes in identifiers */
+      {__LINE__, "const \\u0061bc = 5, x\\u{62} = 2; [abc, xb, \\u0061bc + 1]", "[5,2,6]"},
       /* a Set's entries() is iterable */
       {__LINE__, "[[...new Set(['x', 'y']).entries()], Array.from(new Set([1]).entries())]", "[[[\"x\",\"x\"],[\"y\",\"y\"]],[[1,1]]]"},
       /* a closure capturing a loop's let in a body with break / continue / return / await / this */
