@@ -322,9 +322,281 @@ def(String.prototype, 'matchAll', function (re) {
   var out = [], m;
   while ((m = re.exec(s)) !== null) {
     out.push(m);
-    if (m[0] === '') re.lastIndex++;
+    if (m[0] === '') re.lastIndex = advance(s, re.lastIndex, re.unicode);
   }
   return new ArrayIter(out, 0);
+});
+
+/* ---- RegExp: named groups, the y, s and u flags ------------------------------------
+ * Duktape's engine is ES5's: no named groups, no sticky, dotAll or unicode flag. A
+ * pattern that needs one (a literal the transpiler sends here as __ts.re(source, flags),
+ * or a string given to RegExp) is translated to one the engine runs: (?<name>...) to a
+ * numbered group with the names kept beside it, \k<name> to its number, `.` under s or
+ * u to a class, \u{...} and a character outside the BMP to their surrogate pairs, and y
+ * to the pattern followed by |() with the g flag: a search that tries the pattern at
+ * lastIndex and, failing there, matches the empty alternative at lastIndex rather than
+ * move on, which reads as "no match". What cannot be translated (lookbehind, \p{...},
+ * the d flag, a class with characters outside the BMP) is a SyntaxError naming it.
+ * The methods below read the names and the flags from the object's META. */
+var NativeRegExp = RegExp, META = Symbol('regexp'), reCache = {}, reCached = 0;
+var rexec = NativeRegExp.prototype.exec, rsrc = Object.getOwnPropertyDescriptor(NativeRegExp.prototype, 'source').get;
+var rflags = Object.getOwnPropertyDescriptor(NativeRegExp.prototype, 'flags').get;
+var rglobal = Object.getOwnPropertyDescriptor(NativeRegExp.prototype, 'global').get;
+var nmatch = String.prototype.match, nreplace = String.prototype.replace, nsplit = String.prototype.split, nsearch = String.prototype.search;
+function reErr(src, what) { return new SyntaxError('Invalid regular expression: /' + src + '/: ' + what); }
+function hex4(c) { return '\\u' + ('000' + c.toString(16)).slice(-4); }
+function cpText(cp) {
+  if (cp < 0x10000) return hex4(cp);
+  cp -= 0x10000;
+  return '(?:' + hex4(0xD800 + (cp >> 10)) + hex4(0xDC00 + (cp & 0x3FF)) + ')';
+}
+var ANY_PAIR = '[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]';
+function translateRe(src, flags) {
+  var fl = {}, i, c;
+  for (i = 0; i < flags.length; i++) {
+    c = flags.charAt(i);
+    if ('gimsuy'.indexOf(c) < 0) {
+      if (c === 'd') throw new SyntaxError('the RegExp d flag (match indices) is not supported');
+      if (c === 'v') throw new SyntaxError('the RegExp v flag (unicodeSets) is not supported');
+      throw new SyntaxError("Invalid flags supplied to RegExp constructor '" + flags + "'");
+    }
+    if (fl[c]) throw new SyntaxError("Invalid flags supplied to RegExp constructor '" + flags + "'");
+    fl[c] = true;
+  }
+  /* first pass: the groups, numbered as the engine numbers them, and their names */
+  var names = [null], named = false, n = src.length, inClass = false;
+  for (i = 0; i < n; i++) {
+    c = src.charAt(i);
+    if (c === '\\') { i++; continue; }
+    if (inClass) { if (c === ']') inClass = false; continue; }
+    if (c === '[') { inClass = true; continue; }
+    if (c !== '(') continue;
+    if (src.charAt(i + 1) !== '?') { names.push(null); continue; }
+    if (src.charAt(i + 2) !== '<') continue;
+    c = src.charAt(i + 3);
+    if (c === '=' || c === '!') throw reErr(src, 'lookbehind assertions (?<= and (?<! are not supported');
+    var m = /^[A-Za-z_$][\w$]*>/.exec(src.slice(i + 3));
+    if (!m) throw reErr(src, 'Invalid capture group name');
+    var nm = m[0].slice(0, -1);
+    if (names.indexOf(nm) >= 0) throw reErr(src, 'Duplicate capture group name');
+    names.push(nm);
+    named = true;
+  }
+  /* second pass: the engine's pattern */
+  var out = '', dot = fl.s ? (fl.u ? '(?:' + ANY_PAIR + '|[\\s\\S])' : '[\\s\\S]') : fl.u ? '(?:' + ANY_PAIR + '|[^\\n\\r\\u2028\\u2029])' : '.';
+  inClass = false;
+  for (i = 0; i < n; i++) {
+    c = src.charAt(i);
+    var cc = src.charCodeAt(i);
+    if (c === '\\') {
+      var e = src.charAt(i + 1);
+      if (e === 'k' && named) {
+        var km = /^<([^>]*)>/.exec(src.slice(i + 2)), at = km ? names.indexOf(km[1]) : -1;
+        if (at < 1) throw reErr(src, 'Invalid named capture referenced');
+        out += inClass ? 'k' : '(?:\\' + at + ')';
+        i += 1 + km[0].length;
+        continue;
+      }
+      if ((e === 'p' || e === 'P') && fl.u) throw reErr(src, 'Unicode property escapes (\\p{...}) are not supported');
+      if (e === 'u' && fl.u && src.charAt(i + 2) === '{') {
+        var um = /^\{([0-9A-Fa-f]+)\}/.exec(src.slice(i + 2)), cp = um ? parseInt(um[1], 16) : -1;
+        if (!(cp >= 0 && cp <= 0x10FFFF)) throw reErr(src, 'Invalid Unicode escape');
+        if (cp >= 0x10000 && inClass) throw reErr(src, 'characters outside the BMP in a character class are not supported');
+        out += cpText(cp);
+        i += 1 + um[0].length;
+        continue;
+      }
+      out += c + e;
+      i++;
+      continue;
+    }
+    if (cc >= 0xD800 && cc <= 0xDBFF && fl.u) {
+      var lo = src.charCodeAt(i + 1);
+      if (lo >= 0xDC00 && lo <= 0xDFFF) {
+        if (inClass) throw reErr(src, 'characters outside the BMP in a character class are not supported');
+        out += '(?:' + c + src.charAt(i + 1) + ')';
+        i++;
+        continue;
+      }
+    }
+    if (inClass) { if (c === ']') inClass = false; out += c; continue; }
+    if (c === '[') {
+      inClass = true;
+      if (fl.u && src.charAt(i + 1) === '^') { /* a negated class under u takes a whole pair */
+        out += '(?:' + ANY_PAIR + '|[';
+        var close = out.length;
+        for (i++; i < n; i++) {
+          c = src.charAt(i);
+          if (c === '\\') { out += c + src.charAt(i + 1); i++; continue; }
+          cc = src.charCodeAt(i);
+          if (cc >= 0xD800 && cc <= 0xDFFF) throw reErr(src, 'characters outside the BMP in a character class are not supported');
+          out += c;
+          if (c === ']') break;
+        }
+        inClass = false;
+        void close;
+        out += ')';
+        continue;
+      }
+      out += c;
+      continue;
+    }
+    if (c === '(' && src.charAt(i + 1) === '?' && src.charAt(i + 2) === '<') {
+      i = src.indexOf('>', i);
+      out += '(';
+      continue;
+    }
+    out += c === '.' ? dot : c;
+  }
+  var nflags = (fl.g || fl.y ? 'g' : '') + (fl.i ? 'i' : '') + (fl.m ? 'm' : '');
+  if (fl.y) out = '(?:' + out + ')|()';
+  var ord = '', all = 'dgimsuvy';
+  for (i = 0; i < all.length; i++) if (fl[all.charAt(i)]) ord += all.charAt(i);
+  new NativeRegExp(out, nflags); /* the engine's own errors for the rest */
+  return {src: src, flags: ord, out: out, nflags: nflags, names: named ? names : null,
+          g: !!fl.g, y: !!fl.y, s: !!fl.s, u: !!fl.u, i: !!fl.i, m: !!fl.m};
+}
+/* Whether a pattern and its flags need translating at all. */
+function plainRe(src, flags) { return /^[gim]*$/.test(flags) && !/\(\?<|\\k</.test(src); }
+function makeRe(src, flags) {
+  if (plainRe(src, flags)) return new NativeRegExp(src, flags);
+  var key = flags + '/' + src, t = reCache[key];
+  if (!t) {
+    t = translateRe(src, flags);
+    if (reCached < 512) { reCache[key] = t; reCached++; }
+  }
+  var re = new NativeRegExp(t.out, t.nflags);
+  Object.defineProperty(re, META, {value: t});
+  return re;
+}
+var RegExpP = function RegExp(p, f) {
+  if (!(this instanceof RegExpP) && isRegExp(p) && f === undefined) return p;
+  var src, flags;
+  if (isRegExp(p)) {
+    src = p[META] ? p[META].src : rsrc.call(p);
+    flags = f === undefined ? (p[META] ? p[META].flags : rflags.call(p)) : String(f);
+  } else {
+    src = p === undefined ? '' : String(p);
+    flags = f === undefined ? '' : String(f);
+  }
+  return makeRe(src, flags);
+};
+RegExpP.prototype = NativeRegExp.prototype;
+hide(NativeRegExp.prototype, 'constructor', RegExpP);
+hide(g, 'RegExp', RegExpP);
+function reGetter(name, read) {
+  var d = Object.getOwnPropertyDescriptor(NativeRegExp.prototype, name), orig = d && d.get;
+  Object.defineProperty(NativeRegExp.prototype, name, {configurable: true, enumerable: false, get: function () {
+    var t = this[META];
+    return t ? read(t) : orig ? orig.call(this) : name === 'flags' ? '' : this === NativeRegExp.prototype ? undefined : false;
+  }});
+}
+reGetter('source', function (t) { return t.src; });
+reGetter('flags', function (t) { return t.flags; });
+reGetter('global', function (t) { return t.g; });
+reGetter('sticky', function (t) { return t.y; });
+reGetter('dotAll', function (t) { return t.s; });
+reGetter('unicode', function (t) { return t.u; });
+reGetter('hasIndices', function () { return false; });
+hide(NativeRegExp.prototype, 'toString', function () { return '/' + this.source + '/' + this.flags; });
+function groupsOf(r, names) {
+  var o = Object.create(null);
+  for (var k = 1; k < names.length; k++) if (names[k] !== null) o[names[k]] = r[k];
+  return o;
+}
+function execRe(re, s) {
+  var t = re[META], r = rexec.call(re, s);
+  if (!t || r === null) return r;
+  if (t.y) {
+    if (r[r.length - 1] !== undefined) { re.lastIndex = 0; return null; }
+    r.length--;
+  }
+  if (t.names) r.groups = groupsOf(r, t.names);
+  return r;
+}
+function advance(s, i, u) {
+  if (!u || i + 1 >= s.length) return i + 1;
+  var c = s.charCodeAt(i), d = s.charCodeAt(i + 1);
+  return c >= 0xD800 && c <= 0xDBFF && d >= 0xDC00 && d <= 0xDFFF ? i + 2 : i + 1;
+}
+hide(NativeRegExp.prototype, 'exec', function (s) { return execRe(this, String(s)); });
+hide(NativeRegExp.prototype, 'test', function (s) { return execRe(this, String(s)) !== null; });
+/* All matches of a global t-regexp: the exec results, advancing past empty ones. */
+function allMatches(re, s) {
+  var out = [], m, t = re[META];
+  re.lastIndex = 0;
+  while ((m = execRe(re, s)) !== null) {
+    out.push(m);
+    if (m[0] === '') re.lastIndex = advance(s, re.lastIndex, t.u);
+  }
+  return out;
+}
+hide(String.prototype, 'match', function (re) {
+  var s = String(toObject(this, 'match'));
+  if (re !== undefined && re !== null && !isRegExp(re)) re = new RegExpP(re);
+  if (!re || !re[META]) return nmatch.call(s, re);
+  if (!re[META].g) return execRe(re, s);
+  var all = allMatches(re, s);
+  return all.length ? all.map(function (m) { return m[0]; }) : null;
+});
+hide(String.prototype, 'search', function (re) {
+  var s = String(toObject(this, 'search'));
+  if (re !== undefined && re !== null && !isRegExp(re)) re = new RegExpP(re);
+  if (!re || !re[META]) return nsearch.call(s, re);
+  var last = re.lastIndex;
+  re.lastIndex = 0;
+  var m = execRe(re, s);
+  re.lastIndex = last;
+  return m ? m.index : -1;
+});
+hide(String.prototype, 'split', function (sep, lim) {
+  var s = String(toObject(this, 'split'));
+  if (isRegExp(sep) && sep[META]) sep = new NativeRegExp(sep[META].y ? sep[META].out.slice(3, -4) : sep[META].out, (sep[META].i ? 'i' : '') + (sep[META].m ? 'm' : ''));
+  return nsplit.call(s, sep, lim);
+});
+/* A replacement string's $ patterns for one match m (with its groups, if named). */
+function expandRe(rep, m, s, groups) {
+  var ng = m.length - 1, pos = m.index;
+  return nreplace.call(rep, /\$([$&`']|\d\d?|<([^>]*)>?)/g, function (all, c, name) {
+    if (c === '$') return '$';
+    if (c === '&') return m[0];
+    if (c === '`') return s.slice(0, pos);
+    if (c === "'") return s.slice(pos + m[0].length);
+    if (c.charAt(0) === '<') {
+      if (groups === undefined || c.charAt(c.length - 1) !== '>') return all;
+      var gv = groups[name];
+      return gv === undefined ? '' : String(gv);
+    }
+    var k = parseInt(c, 10);
+    if (c.length === 2 && k >= 1 && k <= ng) return m[k] === undefined ? '' : m[k];
+    var k1 = parseInt(c.charAt(0), 10);
+    if (k1 >= 1 && k1 <= ng) return (m[k1] === undefined ? '' : m[k1]) + c.slice(1);
+    return all;
+  });
+}
+function replaceRe(s, re, rep) {
+  var t = re[META], ms;
+  if (t.g) ms = allMatches(re, s);
+  else { var m1 = execRe(re, s); ms = m1 ? [m1] : []; }
+  var out = '', at = 0, fn = typeof rep === 'function';
+  if (!fn) rep = String(rep);
+  for (var i = 0; i < ms.length; i++) {
+    var m = ms[i], piece;
+    if (fn) {
+      var args = Array.prototype.slice.call(m);
+      args.push(m.index, s);
+      if (t.names) args.push(m.groups);
+      piece = String(rep.apply(undefined, args));
+    } else piece = expandRe(rep, m, s, m.groups);
+    out += s.slice(at, m.index) + piece;
+    at = m.index + m[0].length;
+  }
+  return out + s.slice(at);
+}
+hide(String.prototype, 'replace', function (pat, rep) {
+  var s = String(toObject(this, 'replace'));
+  if (isRegExp(pat) && pat[META]) return replaceRe(s, pat, rep);
+  return nreplace.call(s, pat, rep);
 });
 def(String, 'raw', function (strs) {
   var raw = strs.raw, out = '';
@@ -1054,7 +1326,7 @@ var rt = {
   agen: agenRun, asyncIter: asyncIter, yieldAllAsync: yieldAllAsync,
   iter: iter, spread: spread, rest: rest, assign: assign, construct: construct,
   klass: klass, superCall: superCall, superGet: superGet, tagged: tagged, instanceOf: instanceOf,
-  enumObj: enumObj, callable: checkCallable, genCatch: genCatch
+  enumObj: enumObj, callable: checkCallable, genCatch: genCatch, re: makeRe
 };
 /* The transpiler's output reaches these as __ts.NAME; a script that touches __ts gets
  * nothing it could not already do. */

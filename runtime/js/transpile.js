@@ -2015,12 +2015,11 @@ E.expr0 = function (e) {
       if (e.name === 'arguments') return this.argsRef();
       return this.name(e.name);
     case 'Literal': return e.raw;
-    case 'RegExpLiteral': {
-      var flags = e.flags.replace(/[uyd]/g, '');
-      var pat = e.pattern;
-      if (e.flags.indexOf('s') >= 0) { flags = flags.replace('s', ''); pat = pat.replace(/(^|[^\\])\./g, '$1[\\s\\S]'); }
-      return '/' + pat + '/' + flags;
-    }
+    case 'RegExpLiteral':
+      /* What the engine runs as it is stays a literal; named groups, lookbehind and the
+       * s, u, y (and refused d, v) flags go to the prelude, which translates them. */
+      if (/^[gim]*$/.test(e.flags) && !/\(\?<|\\k</.test(e.pattern)) return '/' + e.pattern + '/' + e.flags;
+      return '__ts.re(' + jsStr(e.pattern) + ', ' + jsStr(e.flags) + ')';
     case 'ThisExpression': return this.thisRef();
     case 'TemplateLiteral': {
       var parts = [];

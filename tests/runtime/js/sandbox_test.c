@@ -148,6 +148,26 @@ START_TEST(test_audit) {
        "{\"value\":9,\"done\":true},{\"value\":3,\"done\":true},[\"fin\",\"after\",\"fin\",\"n\"]]"},
       /* \\u escapes in identifiers */
       {__LINE__, "const \\u0061bc = 5, x\\u{62} = 2; [abc, xb, \\u0061bc + 1]", "[5,2,6]"},
+      /* RegExp named groups: groups, \k<name>, $<name>, a replacer's groups last, matchAll, new RegExp */
+      {__LINE__, "const m = '2024-05-06'.match(/(?<year>\\d{4})-(?<month>\\d{2})-(?<day>\\d{2})/);\n"
+                 "[m.groups, m[1], '2024-05-06'.replace(/(?<y>\\d+)-(?<m>\\d+)-(?<d>\\d+)/, '$<d>/$<m>/$<y> $1 $<nope>|'),\n"
+                 " 'a1b2'.replace(/(?<l>[a-z])(?<n>\\d)/g, (...a) => JSON.stringify(a[a.length - 1]) + a[a.length - 2].length),\n"
+                 " [...'k=v; a=b'.matchAll(/(?<k>\\w+)=(?<v>\\w+)/g)].map(x => [x.groups.k, x.groups.v, x.index]),\n"
+                 " /(?<a>x)|(?<b>y)/.exec('y').groups.a === undefined, /(?<q>['\"]).*?\\k<q>/.exec(`say \"hi\" 'x'`)[0],\n"
+                 " new RegExp('(?<n>\\\\d+)').exec('ab12').groups.n, 'a-b_c'.split(/(?<sep>[-_])/), /[(?<x>)]/.test('<'), /\\(?<x>/.test('<x>')]",
+       "[{\"year\":\"2024\",\"month\":\"05\",\"day\":\"06\"},\"2024\",\"06/05/2024 2024 |\",\"{\\\"l\\\":\\\"a\\\",\\\"n\\\":\\\"1\\\"}4{\\\"l\\\":\\\"b\\\",\\\"n\\\":\\\"2\\\"}4\","
+       "[[\"k\",\"v\",0],[\"a\",\"b\",5]],true,\"\\\"hi\\\"\",\"12\",[\"a\",\"-\",\"b\",\"_\",\"c\"],true,true]"},
+      {__LINE__, "const re = /(?<w>\\w)/g; const r = [re.source, re.flags, String(re), re.exec('ab').groups.w, re.lastIndex, new RegExp(re, 'y').flags];\n"
+                 "try { new RegExp('(?<a>x)(?<a>y)') } catch (e) { r.push(e.name) } r",
+       "[\"(?<w>\\\\w)\",\"g\",\"/(?<w>\\\\w)/g\",\"a\",1,\"y\",\"SyntaxError\"]"},
+      /* the y flag anchors at lastIndex (it was dropped); s and u */
+      {__LINE__, "const st = /foo/y; st.lastIndex = 3; const t = /\\d+/y;\n"
+                 "[st.test('barfoo'), st.lastIndex, st.test('barfoo'), st.lastIndex, '12ab34'.match(t), t.lastIndex, 'x12'.replace(/\\d/y, 'N'),\n"
+                 " '12x3'.replace(/\\d/gy, 'N'), 'ab'.search(/b/y), 'a,b'.split(/,/y), 'aaa'.match(/a*?/gy), 'xaa'.match(/a*/gy), /x/y.sticky]",
+       "[true,6,false,0,[\"12\"],2,\"x12\",\"NNx3\",-1,[\"a\",\"b\"],[\"\",\"\",\"\",\"\"],[\"\",\"aa\",\"\"],true]"},
+      {__LINE__, "[/a.c/s.test('a\\nc'), /a..c/s.test('a\\n\\nc'), /[.]/s.test('.'), /[.]/s.test('x'), /x/s.dotAll, /x/u.unicode,\n"
+                 " '\\u{1F600}'.match(/./u)[0].length, /\\u{1F600}/u.test('\\u{1F600}'), /^\\u{1F600}+$/u.test('\\u{1F600}\\u{1F600}'), /[^a]/u.exec('\\u{1F600}')[0].length]",
+       "[true,true,true,false,true,true,2,true,true,2]"},
       /* a Set's entries() is iterable */
       {__LINE__, "[[...new Set(['x', 'y']).entries()], Array.from(new Set([1]).entries())]", "[[[\"x\",\"x\"],[\"y\",\"y\"]],[[1,1]]]"},
       /* a closure capturing a loop's let in a body with break / continue / return / await / this */
@@ -182,6 +202,13 @@ START_TEST(test_audit) {
   expect_fail(__LINE__, "Promise.reject({code: 1})", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "{\"code\":1}");
   expect_fail(__LINE__, "class D { @log m() {} }", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR,
               "SyntaxError: decorators are not supported (line 1, column 11)");
+  /* What the RegExp engine cannot do says what it is, not "invalid regexp group" */
+  expect_fail(__LINE__, "/(?<=\\$)\\d+/.exec('$5')", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "lookbehind assertions (?<= and (?<! are not supported");
+  expect_fail(__LINE__, "new RegExp('(?<!a)b')", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "lookbehind assertions");
+  expect_fail(__LINE__, "/\\p{L}+/u", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "Unicode property escapes (\\p{...}) are not supported");
+  expect_fail(__LINE__, "/[\\u{1F600}-\\u{1F64F}]/u", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "characters outside the BMP in a character class");
+  expect_fail(__LINE__, "/x/d", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "the RegExp d flag (match indices) is not supported");
+  expect_fail(__LINE__, "/(?<a>x)(?<a>y)/", NULL, TS_SANDBOX_ERROR, TS_E_SANDBOX_ERROR, "SyntaxError: Invalid regular expression: /(?<a>x)(?<a>y)/: Duplicate capture group name");
   /* Source nested past what the transpiler's recursion allows is a SyntaxError with its
    * position, not the engine's bare "RangeError: callstack limit". */
   static const char *deep[] = {"[", "(", "{", "-", "() => "};
@@ -464,6 +491,9 @@ START_TEST(test_native_calls) {
                            " JSON.stringify(a).length", 300, big, 1);
   expect_bounded(__LINE__, "/(a+)+$/.test(new Array(60).join('a') + 'b')", 300, big, 0);
   expect_bounded(__LINE__, "/^(\\w+\\s?)*$/.test('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!')", 300, big, 0);
+  /* the same through the prelude's translation (named groups, sticky) */
+  expect_bounded(__LINE__, "/(?<a>a+)+$/y.test(new Array(60).join('a') + 'b')", 300, big, 0);
+  expect_bounded(__LINE__, "(new Array(60).join('a') + 'b').replace(new RegExp('(?<a>a+)+$', 'gs'), '$<a>')", 300, big, 0);
   expect_bounded(__LINE__, "'abc'.repeat(4e8).length", 300, big, 1);
   expect_bounded(__LINE__, "'x'.padStart(1e9, 'ab').length", 300, big, 1);
   expect_bounded(__LINE__, "new Uint8Array(4e8).fill(7).length", 300, big, 1);
