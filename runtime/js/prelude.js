@@ -453,8 +453,22 @@ function translateRe(src, flags) {
   var ord = '', all = 'dgimsuvy';
   for (i = 0; i < all.length; i++) if (fl[all.charAt(i)]) ord += all.charAt(i);
   new NativeRegExp(out, nflags); /* the engine's own errors for the rest */
-  return {src: src, flags: ord, out: out, nflags: nflags, names: named ? names : null,
+  return {src: reSource(src), flags: ord, out: out, nflags: nflags, names: named ? names : null,
           g: !!fl.g, y: !!fl.y, s: !!fl.s, u: !!fl.u, i: !!fl.i, m: !!fl.m};
+}
+/* `source` as node gives it: `/` and line breaks escaped (not inside a class), an empty
+ * pattern as (?:). */
+function reSource(src) {
+  if (src === '') return '(?:)';
+  var out = '', inClass = false;
+  for (var i = 0; i < src.length; i++) {
+    var c = src.charAt(i);
+    if (c === '\\') { out += c + src.charAt(i + 1); i++; continue; }
+    if (c === '[') inClass = true;
+    else if (c === ']') inClass = false;
+    out += c === '/' && !inClass ? '\\/' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : c === '\u2028' ? '\\u2028' : c === '\u2029' ? '\\u2029' : c;
+  }
+  return out;
 }
 /* Whether a pattern and its flags need translating at all. */
 function plainRe(src, flags) { return /^[gim]*$/.test(flags) && !/\(\?<|\\k</.test(src); }

@@ -157,9 +157,9 @@ START_TEST(test_audit) {
                  " new RegExp('(?<n>\\\\d+)').exec('ab12').groups.n, 'a-b_c'.split(/(?<sep>[-_])/), /[(?<x>)]/.test('<'), /\\(?<x>/.test('<x>')]",
        "[{\"year\":\"2024\",\"month\":\"05\",\"day\":\"06\"},\"2024\",\"06/05/2024 2024 |\",\"{\\\"l\\\":\\\"a\\\",\\\"n\\\":\\\"1\\\"}4{\\\"l\\\":\\\"b\\\",\\\"n\\\":\\\"2\\\"}4\","
        "[[\"k\",\"v\",0],[\"a\",\"b\",5]],true,\"\\\"hi\\\"\",\"12\",[\"a\",\"-\",\"b\",\"_\",\"c\"],true,true]"},
-      {__LINE__, "const re = /(?<w>\\w)/g; const r = [re.source, re.flags, String(re), re.exec('ab').groups.w, re.lastIndex, new RegExp(re, 'y').flags];\n"
+      {__LINE__, "const re = /(?<w>\\w)/g; const r = [re.source, re.flags, String(re), re.exec('ab').groups.w, re.lastIndex, new RegExp(re, 'y').flags, new RegExp('/', 'y').source, new RegExp('', 'y').source];\n"
                  "try { new RegExp('(?<a>x)(?<a>y)') } catch (e) { r.push(e.name) } r",
-       "[\"(?<w>\\\\w)\",\"g\",\"/(?<w>\\\\w)/g\",\"a\",1,\"y\",\"SyntaxError\"]"},
+       "[\"(?<w>\\\\w)\",\"g\",\"/(?<w>\\\\w)/g\",\"a\",1,\"y\",\"\\\\/\",\"(?:)\",\"SyntaxError\"]"},
       /* the y flag anchors at lastIndex (it was dropped); s and u */
       {__LINE__, "const st = /foo/y; st.lastIndex = 3; const t = /\\d+/y;\n"
                  "[st.test('barfoo'), st.lastIndex, st.test('barfoo'), st.lastIndex, '12ab34'.match(t), t.lastIndex, 'x12'.replace(/\\d/y, 'N'),\n"
