@@ -1122,6 +1122,9 @@ GenIter.prototype[ITER] = function () { return this; };
  * __ts.genCatch(e) first in each), and when it comes out the generator is done with v. */
 function GenReturn(v) { this.v = v; }
 function genCatch(e) { if (e instanceof GenReturn) throw e; }
+/* for…of left early (break, return, a throw from its body): the iterator's return(), if
+ * it has one. */
+function closeIter(it) { if (it && typeof it['return'] === 'function') it['return'](); }
 function genRun(fn, self, args) {
   var th = null, done = false, it = new GenIter();
   function go(v, isErr) {
@@ -1340,7 +1343,7 @@ var rt = {
   agen: agenRun, asyncIter: asyncIter, yieldAllAsync: yieldAllAsync,
   iter: iter, spread: spread, rest: rest, assign: assign, construct: construct,
   klass: klass, superCall: superCall, superGet: superGet, tagged: tagged, instanceOf: instanceOf,
-  enumObj: enumObj, callable: checkCallable, genCatch: genCatch, re: makeRe
+  enumObj: enumObj, callable: checkCallable, genCatch: genCatch, closeIter: closeIter, re: makeRe
 };
 /* The transpiler's output reaches these as __ts.NAME; a script that touches __ts gets
  * nothing it could not already do. */

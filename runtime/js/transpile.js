@@ -1493,7 +1493,9 @@ E.stmt = function (s) {
     case 'BreakStatement': this.w('break' + (s.label ? ' ' + s.label : '') + ';'); return;
     case 'ContinueStatement': this.w('continue' + (s.label ? ' ' + s.label : '') + ';'); return;
     case 'ThrowStatement': this.w('throw ' + this.expr(s.argument) + ';'); return;
-    case 'LabeledStatement': this.w(s.label + ': '); this.stmt(s.body); return;
+    case 'LabeledStatement':
+      if (s.body.type === 'ForOfStatement' && !s.body.await) { this.forInOf(s.body, s.label); return; } /* the label goes inside its try */
+      this.w(s.label + ': '); this.stmt(s.body); return;
     case 'TryStatement': {
       this.w('try {');
       this.blockBody(s.block.body);
@@ -1748,7 +1750,7 @@ E.forStmt = function (s) {
   this.loopBody(s.body, names);
   this.popScope();
 };
-E.forInOf = function (s) {
+E.forInOf = function (s, label) {
   var left = s.left, names = [], decl = left.type === 'VariableDeclaration';
   var target = decl ? left.declarations[0].id : left;
   if (decl && left.kind !== 'var') names = patternNames(target, []);
@@ -1762,7 +1764,7 @@ E.forInOf = function (s) {
     this.popScope();
     return;
   }
-  var it = this.tmp(), st = this.tmp(), v = st + '.value';
+  var it = this.tmp(), st = this.tmp(), v = st + '.value', closer = null;
   var parts = [];
   if (target.type === 'Identifier' || target.type === 'MemberExpression') parts.push((target.type === 'Identifier' ? this.name(target.name) : this.expr(target)) + ' = ' + v);
   else this.destructure(target, v, parts, decl);
@@ -1774,7 +1776,13 @@ E.forInOf = function (s) {
     this.w((decl ? 'var ' : '') + parts.join(', ') + ';');
   } else {
     if (s.await) this.w('for (' + it + ' = __ts.asyncIter(' + right + '); !(' + st + ' = __ts.await(' + it + '.next())).done;) {');
-    else this.w('for (' + it + ' = __ts.iter(' + right + '); !(' + st + ' = ' + it + '.next()).done;) {');
+    else {
+      /* Leaving the loop early (break, return, a throw from the body) closes the iterator,
+       * so a generator's finally blocks run: `dn` is false only while the body runs. */
+      closer = this.tmp();
+      this.w('try { ' + (label ? label + ': ' : '') + 'for (' + it + ' = __ts.iter(' + right + '); (' + closer + ' = true, !(' + st + ' = ' + it + '.next()).done && !(' +
+             closer + ' = false));) {');
+    }
     this.w(assignCode);
   }
   if (names.length && closureRefs(s.body, names)) {
@@ -1785,6 +1793,7 @@ E.forInOf = function (s) {
     this.subStmt(s.body);
   }
   this.w('}');
+  if (closer) this.w(' } finally { if (!' + closer + ') __ts.closeIter(' + it + '); }');
   this.popScope();
 };
 

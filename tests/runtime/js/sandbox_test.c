@@ -146,6 +146,14 @@ START_TEST(test_audit) {
                  "[a.return(5), b.return(7), b.next(), c.return(8), d.return(9), g().return(3), log]",
        "[{\"value\":5,\"done\":true},{\"value\":\"inf\",\"done\":false},{\"value\":7,\"done\":true},{\"value\":\"over\",\"done\":true},"
        "{\"value\":9,\"done\":true},{\"value\":3,\"done\":true},[\"fin\",\"after\",\"fin\",\"n\"]]"},
+      /* leaving a for...of early closes its iterator (break, labelled continue, return, throw) */
+      {__LINE__, "const log = []; function* g() { try { yield 1; yield 2; yield 3 } finally { log.push('fin') } }\n"
+                 "for (const x of g()) { if (x === 2) break } function f() { for (const x of g()) return x } log.push(f());\n"
+                 "try { for (const x of g()) throw new Error('e' + x) } catch (e) { log.push(e.message) }\n"
+                 "outer: for (const a of [1, 2]) { for (const x of g()) { if (x === 2) continue outer; log.push(a + ':' + x) } }\n"
+                 "let s = 0; for (const x of g()) s += x; log.push(s); log",
+       "[\"fin\",\"fin\",1,\"fin\",\"e1\",\"1:1\",\"fin\",\"2:1\",\"fin\",\"fin\",6]"},
+      {__LINE__, "let s = 0; for (const x of [1, 2]) s += x", "3"},
       /* \\u escapes in identifiers */
       {__LINE__, "const \\u0061bc = 5, x\\u{62} = 2; [abc, xb, \\u0061bc + 1]", "[5,2,6]"},
       /* RegExp named groups: groups, \k<name>, $<name>, a replacer's groups last, matchAll, new RegExp */
