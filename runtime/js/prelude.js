@@ -1123,8 +1123,8 @@ GenIter.prototype[ITER] = function () { return this; };
 function GenReturn(v) { this.v = v; }
 function genCatch(e) { if (e instanceof GenReturn) throw e; }
 /* for…of left early (break, return, a throw from its body): the iterator's return(), if
- * it has one. */
-function closeIter(it) { if (it && typeof it['return'] === 'function') it['return'](); }
+ * it has one (for await awaits what it returns). */
+function closeIter(it) { return it && typeof it['return'] === 'function' ? it['return']() : undefined; }
 function genRun(fn, self, args) {
   var th = null, done = false, it = new GenIter();
   function go(v, isErr) {
@@ -1178,7 +1178,8 @@ function agenRun(fn, self, args) {
       r = isErr ? Thread.resume(th, v, true) : Thread.resume(th, v);
     } catch (e) {
       done = true;
-      settleFirst(e, true);
+      if (e instanceof GenReturn) settleFirst({value: e.v, done: true}, false);
+      else settleFirst(e, true);
       return;
     }
     if (r instanceof Done) { done = true; settleFirst({value: r.v, done: true}, false); return; }
@@ -1194,6 +1195,11 @@ function agenRun(fn, self, args) {
     if (!th && !done) {
       if (q.kind !== 'next') done = true;
       else th = new Thread(function () { return new Done(fn.apply(self, args)); });
+    }
+    if (q.kind === 'return' && th && !done) { /* suspended at a yield: its finally blocks run */
+      running = true;
+      step(new GenReturn(q.v), true);
+      return;
     }
     if (done || q.kind === 'return') {
       done = true;

@@ -1494,7 +1494,7 @@ E.stmt = function (s) {
     case 'ContinueStatement': this.w('continue' + (s.label ? ' ' + s.label : '') + ';'); return;
     case 'ThrowStatement': this.w('throw ' + this.expr(s.argument) + ';'); return;
     case 'LabeledStatement':
-      if (s.body.type === 'ForOfStatement' && !s.body.await) { this.forInOf(s.body, s.label); return; } /* the label goes inside its try */
+      if (s.body.type === 'ForOfStatement') { this.forInOf(s.body, s.label); return; } /* the label goes inside its try */
       this.w(s.label + ': '); this.stmt(s.body); return;
     case 'TryStatement': {
       this.w('try {');
@@ -1775,14 +1775,12 @@ E.forInOf = function (s, label) {
     this.destructure(target, st, parts, decl);
     this.w((decl ? 'var ' : '') + parts.join(', ') + ';');
   } else {
-    if (s.await) this.w('for (' + it + ' = __ts.asyncIter(' + right + '); !(' + st + ' = __ts.await(' + it + '.next())).done;) {');
-    else {
-      /* Leaving the loop early (break, return, a throw from the body) closes the iterator,
-       * so a generator's finally blocks run: `dn` is false only while the body runs. */
-      closer = this.tmp();
-      this.w('try { ' + (label ? label + ': ' : '') + 'for (' + it + ' = __ts.iter(' + right + '); (' + closer + ' = true, !(' + st + ' = ' + it + '.next()).done && !(' +
-             closer + ' = false));) {');
-    }
+    /* Leaving the loop early (break, return, a throw from the body) closes the iterator,
+     * so a generator's finally blocks run: `closer` is false only while the body runs. */
+    closer = this.tmp();
+    var next = s.await ? '__ts.await(' + it + '.next())' : it + '.next()';
+    this.w('try { ' + (label ? label + ': ' : '') + 'for (' + it + ' = __ts.' + (s.await ? 'asyncIter' : 'iter') + '(' + right + '); (' +
+           closer + ' = true, !(' + st + ' = ' + next + ').done && !(' + closer + ' = false));) {');
     this.w(assignCode);
   }
   if (names.length && closureRefs(s.body, names)) {
@@ -1793,7 +1791,7 @@ E.forInOf = function (s, label) {
     this.subStmt(s.body);
   }
   this.w('}');
-  if (closer) this.w(' } finally { if (!' + closer + ') __ts.closeIter(' + it + '); }');
+  if (closer) this.w(' } finally { if (!' + closer + ') ' + (s.await ? '__ts.await(__ts.closeIter(' + it + '))' : '__ts.closeIter(' + it + ')') + '; }');
   this.popScope();
 };
 
@@ -1878,11 +1876,11 @@ E.fn = function (f, isDecl, forceName) {
   void parentFn;
   return code;
 };
-/* In a (sync) generator a catch clause first lets through the signal its return() throws
+/* In a generator (also an async one) a catch clause first lets through the signal its return() throws
  * in at a yield (prelude's GenReturn), which only its finally blocks may see. */
 E.genCatch = function (name) {
   var f = this.fnStack[this.fnStack.length - 1];
-  return f && f.state && f.state.gen && !f.state.async ? '__ts.genCatch(' + name + ');' : '';
+  return f && f.state && f.state.gen ? '__ts.genCatch(' + name + ');' : '';
 };
 /* Whether the function being printed is an async generator (its yield* delegates to
  * async iterables). */

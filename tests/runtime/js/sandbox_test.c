@@ -154,6 +154,14 @@ START_TEST(test_audit) {
                  "let s = 0; for (const x of g()) s += x; log.push(s); log",
        "[\"fin\",\"fin\",1,\"fin\",\"e1\",\"1:1\",\"fin\",\"2:1\",\"fin\",\"fin\",6]"},
       {__LINE__, "let s = 0; for (const x of [1, 2]) s += x", "3"},
+      /* the same for async generators and for await */
+      {__LINE__, "(async () => { const log = [];\n"
+                 "async function* ag() { try { yield 1; await null; yield 2 } catch (e) { log.push('c') } finally { log.push('a'); await null; log.push('b') } }\n"
+                 "const a = ag(); await a.next(); const r = await a.return(5); const r2 = await a.next();\n"
+                 "async function* ay() { try { yield 1 } finally { yield 'inf' } } const b = ay(); await b.next(); const r3 = await b.return(6);\n"
+                 "for await (const x of ag()) { if (x === 1) break }\n"
+                 "return [log, r, r2, r3, await b.next(), await ag().return(7)] })()",
+       "[[\"a\",\"b\",\"a\",\"b\"],{\"value\":5,\"done\":true},{\"done\":true},{\"value\":\"inf\",\"done\":false},{\"value\":6,\"done\":true},{\"value\":7,\"done\":true}]"},
       /* \\u escapes in identifiers */
       {__LINE__, "const \\u0061bc = 5, x\\u{62} = 2; [abc, xb, \\u0061bc + 1]", "[5,2,6]"},
       /* RegExp named groups: groups, \k<name>, $<name>, a replacer's groups last, matchAll, new RegExp */
