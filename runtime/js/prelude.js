@@ -424,7 +424,6 @@ function translateRe(src, flags) {
       inClass = true;
       if (fl.u && src.charAt(i + 1) === '^') { /* a negated class under u takes a whole pair */
         out += '(?:' + ANY_PAIR + '|[';
-        var close = out.length;
         for (i++; i < n; i++) {
           c = src.charAt(i);
           if (c === '\\') { out += c + src.charAt(i + 1); i++; continue; }
@@ -434,7 +433,6 @@ function translateRe(src, flags) {
           if (c === ']') break;
         }
         inClass = false;
-        void close;
         out += ')';
         continue;
       }
@@ -519,7 +517,11 @@ function groupsOf(r, names) {
   return o;
 }
 function execRe(re, s) {
-  var t = re[META], r = rexec.call(re, s);
+  /* Duktape follows ES5, which zeroes lastIndex when a non-global exec fails; ES2015
+   * leaves it alone unless the regexp is global or sticky. */
+  var t = re[META], keep = !(t ? t.g || t.y : rglobal.call(re)), last = keep ? re.lastIndex : 0;
+  var r = rexec.call(re, s);
+  if (keep && r === null) re.lastIndex = last;
   if (!t || r === null) return r;
   if (t.y) {
     if (r[r.length - 1] !== undefined) { re.lastIndex = 0; return null; }

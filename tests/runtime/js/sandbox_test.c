@@ -176,6 +176,8 @@ START_TEST(test_audit) {
       {__LINE__, "const re = /(?<w>\\w)/g; const r = [re.source, re.flags, String(re), re.exec('ab').groups.w, re.lastIndex, new RegExp(re, 'y').flags, new RegExp('/', 'y').source, new RegExp('', 'y').source];\n"
                  "try { new RegExp('(?<a>x)(?<a>y)') } catch (e) { r.push(e.name) } r",
        "[\"(?<w>\\\\w)\",\"g\",\"/(?<w>\\\\w)/g\",\"a\",1,\"y\",\"\\\\/\",\"(?:)\",\"SyntaxError\"]"},
+      /* a failed exec of a non-global regexp leaves lastIndex alone (ES2015; Duktape zeroed it) */
+      {__LINE__, "const r = /a/; r.lastIndex = 3; r.test('b'); const q = /(?<a>a)/; q.lastIndex = 2; q.exec('x'); [r.lastIndex, q.lastIndex]", "[3,2]"},
       /* the y flag anchors at lastIndex (it was dropped); s and u */
       {__LINE__, "const st = /foo/y; st.lastIndex = 3; const t = /\\d+/y;\n"
                  "[st.test('barfoo'), st.lastIndex, st.test('barfoo'), st.lastIndex, '12ab34'.match(t), t.lastIndex, 'x12'.replace(/\\d/y, 'N'),\n"
