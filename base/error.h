@@ -93,6 +93,7 @@
   X(VAR_KEY, -1900, "var_key", "the secret key is not the one the store's secrets were sealed with") \
   X(VAR_KEY_FILE, -1901, "var_key_file", "the secret key is missing, malformed, or readable by others") \
   X(VAR_DECRYPT, -1902, "var_decrypt", "a secret value cannot be opened (damaged, or moved to another thread or name)") \
+  X(VAR_MISSING, -1903, "var_missing", "a required variable has no value (set it with `toolstream env set`, then --resume)") \
   /* HTTP transport for model backends (runtime/http_client.h) */                 \
   X(HTTP_URL, -800, "http_url", "the model URL is malformed or not http(s)")     \
   X(HTTP_CONNECT, -801, "http_connect", "cannot connect to the model server")    \

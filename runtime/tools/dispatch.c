@@ -55,6 +55,8 @@ struct ts_dispatch {
   pthread_t worker, watcher;
   ts_call_queue queue; /* state.queueTool's calls; only the worker touches it */
   ts_vars *vars;       /* the worker's resolver, on cfg.store */
+  char stop_why[1024]; /* a suspended call's reason (worker-written before store_err) */
+  int stop_code;       /* and its ts_result.suspended code */
 };
 
 static uint64_t now_us(void) {
@@ -162,6 +164,9 @@ typedef struct {
   const ts_var_layers *(*tool_layers)(void *user, const ts_tool *tool); /* may be NULL */
   void *layers_user;
   const char *workspace; /* ts_call_info.workspace */
+  char *stop_why;        /* may be NULL: where a suspended call's reason goes */
+  size_t stop_why_cap;
+  int *stop_code;        /* may be NULL: and its code */
 } wait_opts;
 
 /* The first required variable of `tool` without a value, or NULL (def of it). */
@@ -296,6 +301,15 @@ static int run_one(ts_store *store, const ts_registry *reg, const char *thread, 
     ts_tool_execute(tool, &info, args, args_len, &res);
   }
   env_finish(&env, &res); /* secrets out of the result before it is stored or sent */
+  if (res.suspended) {
+    /* a thread the call waits on stopped (registry.h): no result, the start record stays
+     * open and a resume runs the call again; the turn stops here, in order */
+    if (w->stop_why && w->stop_why_cap)
+      snprintf(w->stop_why, w->stop_why_cap, "%s", res.text ? res.text : "suspended");
+    if (w->stop_code) *w->stop_code = res.suspended;
+    ts_tool_result_free(&res);
+    return TS_E_ABORTED;
+  }
   uint64_t dt = now_us() - t0;
   const char *text = res.text ? res.text : "out of memory";
   size_t len = res.text ? res.len : strlen(text);
@@ -340,7 +354,8 @@ static void *worker(void *arg) {
                      : "the call never arrived before the turn ended";
     wait_opts w = {d->vars, d->cfg.layers, &d->cancel, d->cfg.stop,
                    d->cfg.poll_ms ? d->cfg.poll_ms : TS_DISPATCH_POLL_MS, d->cfg.resuming,
-                   d->cfg.tool_layers, d->cfg.user, d->cfg.workspace};
+                   d->cfg.tool_layers, d->cfg.user, d->cfg.workspace, d->stop_why,
+                   sizeof d->stop_why, &d->stop_code};
     int rc = run_one(d->cfg.store, d->cfg.reg, d->thread, d->cfg.turn, index, call_id, tool,
                      args, args_len, state == C_FAILED ? error : NULL, forced, d->cfg.on_event,
                      d->cfg.user, 1, &d->queue, &w);
@@ -493,6 +508,14 @@ void ts_dispatch_cancel(ts_dispatch *d) {
   pthread_mutex_unlock(&d->mu);
 }
 
+const char *ts_dispatch_stop_reason(const ts_dispatch *d, int *code) {
+  pthread_mutex_lock((pthread_mutex_t *)&d->mu);
+  const char *r = d->store_err == TS_E_ABORTED && d->stop_code ? d->stop_why : NULL;
+  if (code) *code = r ? d->stop_code : 0;
+  pthread_mutex_unlock((pthread_mutex_t *)&d->mu);
+  return r;
+}
+
 uint32_t ts_dispatch_done_count(const ts_dispatch *d) {
   pthread_mutex_lock((pthread_mutex_t *)&d->mu);
   uint32_t n = d->done;
@@ -580,7 +603,21 @@ int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thre
 int ts_dispatch_resume_env(ts_store *store, const ts_registry *reg, const char *thread,
                            const ts_var_layers *layers, ts_dispatch_event_fn on_event,
                            void *user, uint32_t *resolved) {
+  return ts_dispatch_resume_stop(store, reg, thread, layers, NULL, NULL, 0, NULL, on_event,
+                                 user, resolved);
+}
+
+/* The stop flag doubles as the re-run tool's cancel flag (there is no watcher thread here
+ * to copy one into the other): both are ints the caller only ever sets. */
+_Static_assert(sizeof(sig_atomic_t) == sizeof(int), "a stop flag read as a cancel flag");
+
+int ts_dispatch_resume_stop(ts_store *store, const ts_registry *reg, const char *thread,
+                            const ts_var_layers *layers, const volatile sig_atomic_t *stop,
+                            char *why, size_t why_cap, int *code,
+                            ts_dispatch_event_fn on_event, void *user, uint32_t *resolved) {
   call_list l = {0};
+  if (why && why_cap) why[0] = '\0';
+  if (code) *code = 0;
   ts_vars *vars = NULL;
   if (ts_vars_open(store, NULL, &vars) != TS_E_OK) return TS_E_NOMEM;
   int rc = ts_store_unfinished_calls(store, thread, collect, &l); /* >= 0: how many */
@@ -589,7 +626,8 @@ int ts_dispatch_resume_env(ts_store *store, const ts_registry *reg, const char *
   uint32_t count = 0;
   static const int no_cancel = 0;
   /* a call another process committed meanwhile keeps its result */
-  wait_opts w = {vars, layers, &no_cancel, NULL, TS_DISPATCH_POLL_MS, 1, NULL, NULL, NULL};
+  wait_opts w = {vars, layers, stop ? (const volatile int *)stop : &no_cancel, stop,
+                 TS_DISPATCH_POLL_MS, 1, NULL, NULL, NULL, why, why_cap, code};
   for (size_t i = 0; i < l.n && rc == TS_E_OK; i++) {
     ts_store_call *c = &l.v[i];
     const ts_tool *tool = ts_registry_find(reg, c->tool, strlen(c->tool));

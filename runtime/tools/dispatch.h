@@ -142,6 +142,12 @@ int ts_dispatch_finish(ts_dispatch *d);
  * not from a signal handler (give the handler's flag as `stop` instead). */
 void ts_dispatch_cancel(ts_dispatch *d);
 
+/* After finish returned TS_E_ABORTED because a call was suspended (a tool that runs
+ * another thread found it stopped: ts_tool_result.suspended, tools/registry.h), that
+ * result's reason, and its code in *code (may be NULL; TS_E_ABORTED or TS_E_VAR_MISSING);
+ * else NULL (*code 0). Valid until ts_dispatch_free. */
+const char *ts_dispatch_stop_reason(const ts_dispatch *d, int *code);
+
 /* Calls run so far (committed), including those a resuming dispatcher found committed. */
 uint32_t ts_dispatch_done_count(const ts_dispatch *d);
 
@@ -157,5 +163,17 @@ int ts_dispatch_resume(ts_store *store, const ts_registry *reg, const char *thre
 int ts_dispatch_resume_env(ts_store *store, const ts_registry *reg, const char *thread,
                            const ts_var_layers *layers, ts_dispatch_event_fn on_event,
                            void *user, uint32_t *resolved);
+
+/* The same, stoppable: `stop` (may be NULL) is the caller's flag (ts_dispatch_config.stop),
+ * seen by a call that waits for a variable and, as ts_call_info.cancel, by the tool that
+ * runs again (a prompt tool resuming its child thread, whose own calls may wait). Returns
+ * TS_E_ABORTED when stopped, or when a call that runs again is suspended again (its thread
+ * is still waiting: ts_tool_result.suspended), with the reason in `why` (may be NULL)
+ * and the suspended code in *code (may be NULL; 0 when nothing was suspended); that call
+ * keeps its open start record and the calls after it are left for next time. */
+int ts_dispatch_resume_stop(ts_store *store, const ts_registry *reg, const char *thread,
+                            const ts_var_layers *layers, const volatile sig_atomic_t *stop,
+                            char *why, size_t why_cap, int *code,
+                            ts_dispatch_event_fn on_event, void *user, uint32_t *resolved);
 
 #endif /* TS_DISPATCH_H */

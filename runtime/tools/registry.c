@@ -74,10 +74,21 @@ void ts_tool_result_error(ts_tool_result *r, const char *fmt, ...) {
   r->len = (size_t)n;
 }
 
+void ts_tool_result_suspend(ts_tool_result *r, int code, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ts_tool_result_error(r, "%s", msg);
+  r->suspended = code ? code : TS_E_ABORTED;
+}
+
 void ts_tool_result_free(ts_tool_result *r) {
   free(r->text);
   r->text = NULL;
   r->len = 0;
+  r->suspended = 0;
 }
 
 ts_registry *ts_registry_new(void) { return calloc(1, sizeof(ts_registry)); }

@@ -76,11 +76,21 @@ typedef struct ts_call_info {
   const char *workspace;
 } ts_call_info;
 
-/* A tool's answer: success with a JSON value, or an error with a message. */
+/* A tool's answer: success with a JSON value, or an error with a message; or, for a tool
+ * that runs another thread (a prompt tool, a blocking subagent: agent/compose.h,
+ * agent/subagents.h), "not over yet": `suspended`. */
 typedef struct {
   int is_error;
   char *text; /* malloc'd; success: JSON text of the result; error: the message (UTF-8) */
   size_t len;
+  /* 0, or why the call has no result yet and must not get one now: the thread it waits
+   * on stopped and keeps its state for --resume. TS_E_ABORTED: that thread was stopped
+   * (Ctrl-C; a call there may be parked for a variable); TS_E_VAR_MISSING: it stopped by
+   * itself for a required variable of its prompt or agent. The dispatcher commits nothing
+   * for the call (its start record stays open, so a resume runs it again: such a tool
+   * must be idempotent), runs nothing after it, and stops the turn (TS_E_ABORTED from
+   * finish); `text` says why (ts_dispatch_stop_reason). */
+  int suspended;
 } ts_tool_result;
 
 /* Sets a success result: a copy of `json` (which must be JSON text). */
@@ -90,7 +100,11 @@ void ts_tool_result_string(ts_tool_result *r, const char *s, size_t len);
 /* Sets an error result with a printf-style message. */
 void ts_tool_result_error(ts_tool_result *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void ts_tool_result_free(ts_tool_result *r);
+/* Sets a suspended result (above): `code` TS_E_ABORTED or TS_E_VAR_MISSING, `text` the
+ * printf-style reason. */
+void ts_tool_result_suspend(ts_tool_result *r, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ts_tool_result_free(ts_tool_result *r); /* also clears `suspended` */
 
 /* The execute callback: receives the call and its validated arguments (a JSON object),
  * and fills `out` (an unset result counts as an error "tool returned no result"). */
