@@ -105,6 +105,7 @@ struct ts_compose {
   driver_tools *dt;
   size_t ndt;
   ts_buf system;
+  const ts_var_def *missing; /* the last driver_get's TS_E_VAR_MISSING: which variable */
 };
 
 static const ts_defs_prompt *side_prompt(const ts_defs *defs, const ts_defs_agent *a, int side) {
@@ -505,10 +506,11 @@ static int check_required(ts_compose *c, const driver_tools *d, ts_vars *vars, c
       }
       if (!found) {
         snprintf(why, cap, "%s \"%s\" requires the variable %s, which has no value on thread "
-                 "%s (set it with `toolstream env set`, then --resume)",
+                 "%s (set it with `toolstream env set %s %s`, then --resume)",
                  k ? "agent" : "prompt", k ? d->agent->name : d->prompt->name, defs[i].name,
-                 c->cfg->thread);
-        return TS_E_INVAL;
+                 c->cfg->thread, c->cfg->thread, defs[i].name);
+        c->missing = &defs[i];
+        return TS_E_VAR_MISSING;
       }
     }
   }
@@ -534,6 +536,7 @@ int ts_compose_driver_get(ts_compose *c, ts_compose_driver *out, char *why, size
     if (rc) return rc;
   }
   ts_buf_reset(&c->system);
+  c->missing = NULL;
   ts_vars *vars = NULL;
   int rc = ts_vars_open(c->cfg->store, NULL, &vars);
   if (!rc) rc = check_required(c, d, vars, why, cap);
@@ -573,6 +576,8 @@ ts_compose_next ts_compose_after_turn(ts_compose *c, int called, const char *too
   }
   return called ? TS_COMPOSE_GO_ON : TS_COMPOSE_DONE;
 }
+
+const ts_var_def *ts_compose_missing_var(const ts_compose *c) { return c ? c->missing : NULL; }
 
 const ts_var_layers *ts_compose_tool_layers(const ts_compose *c, const ts_tool *tool) {
   for (size_t i = 0; i < c->ndt; i++) {
@@ -911,7 +916,10 @@ static void run_child(call_tool *ct, const ts_call_info *call, const char *args,
   char cwhy[1024] = "";
   int rc = ts__agent_run_nested(&cc, c->depth + 1, history, &outcome, cwhy,
                                         sizeof cwhy);
-  if (rc != TS_E_ABORTED) { /* a stopped child is not finished: --resume continues it */
+  /* a stopped child is not finished: --resume continues it (also one that stopped for a
+   * required variable of its own prompt or agent: it waits for it) */
+  int stopped = rc == TS_E_ABORTED || rc == TS_E_VAR_MISSING;
+  if (!stopped) {
     memset(&tev, 0, sizeof tev);
     tev.body.type = TS_EVENT_THREAD_FINISHED;
     const char *st = rc == TS_E_OK ? "done" : rc == TS_E_LIMIT ? "max_turns" : "failed";
@@ -931,12 +939,18 @@ static void run_child(call_tool *ct, const ts_call_info *call, const char *args,
     }
   }
   ts_buf_fini(&msg);
-  if (rc == TS_E_ABORTED) {
+  if (stopped) {
+    /* The call waits with its child (tools-spec §3: a call waiting for a variable is not
+     * failed, and neither is the call waiting for that call's thread): no result, so a
+     * resume runs this idempotent call again, which resumes the child where it stopped. */
     ts_buf_fini(&outcome);
     ts_store_close(s1);
     ts_store_close(s2);
-    ts_tool_result_error(out, "cancelled: %s was stopped; its thread %s keeps what it did",
-                         ct->entry->name, child);
+    if (rc == TS_E_VAR_MISSING)
+      ts_tool_result_suspend(out, rc, "%s: thread %s waits: %s", ct->entry->name, child, cwhy);
+    else
+      ts_tool_result_suspend(out, rc, "%s was stopped; its thread %s keeps what it did and "
+                             "goes on with --resume", ct->entry->name, child);
     return;
   }
   ts_buf r;

@@ -92,9 +92,15 @@ void ts_compose_free(ts_compose *c); /* NULL is a no-op */
 
 /* The driver for the next turn, its system text resolved for `thread` now (a variable
  * part reads the thread's environment up the tree, then the layers). Returns TS_E_OK,
- * TS_E_INVAL (a secret or an unresolved required variable in the system text: why says
- * which), a store error, TS_E_NOMEM. */
+ * TS_E_VAR_MISSING (a required variable of the prompt or agent has no value: why says
+ * which, ts_compose_missing_var gives it), TS_E_INVAL (a secret in the system text: why
+ * says which), a store error, TS_E_NOMEM. */
 int ts_compose_driver_get(ts_compose *c, ts_compose_driver *out, char *why, size_t why_cap);
+
+/* After ts_compose_driver_get returned TS_E_VAR_MISSING (a required variable of the
+ * driving prompt or agent without a value: the thread stops and waits for it, see
+ * docs/variables.md), that variable's definition; else NULL. */
+const ts_var_def *ts_compose_missing_var(const ts_compose *c);
 
 /* The variable layers a call of `tool` (a tool of the current driver's registry) resolves
  * with: the agent's env, the env its tools entry gives it, the prompt's env (for

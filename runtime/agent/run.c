@@ -325,6 +325,17 @@ static int compose_turn(loop *l, char *why, size_t cap) {
   pthread_mutex_lock(&l->store_mu);
   int rc = ts_compose_driver_get(l->cx, &l->drv, why, cap);
   pthread_mutex_unlock(&l->store_mu);
+  const ts_var_def *m = rc == TS_E_VAR_MISSING ? ts_compose_missing_var(l->cx) : NULL;
+  if (m) { /* the thread stops for it, as a parked call waits: say so (no call waits) */
+    ts_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.body.type = TS_EVENT_VARIABLE_REQUIRED;
+    ev.var_name = (ts_view){m->name, strlen(m->name)};
+    ev.var_description = (ts_view){m->description ? m->description : "",
+                                   m->description ? strlen(m->description) : 0};
+    ev.var_secret = m->type == TS_VAR_SECRET;
+    ts_sink_emit(l->sink, &ev);
+  }
   if (rc) return rc;
   l->reg = l->drv.reg;
   l->layers = l->drv.layers;
@@ -457,16 +468,28 @@ static int one_turn(loop *l, uint32_t turn, int resuming, int *more, char *why, 
   }
   if (cancelled(l)) ts_dispatch_cancel(l->disp);
   int drc = ts_dispatch_finish(l->disp);
-  ts_dispatch_free(l->disp); /* joins the worker: a cancelled tool's result is committed */
-  l->disp = NULL;
+  /* joins the worker: a cancelled tool's result is committed (the stop reason, below, is
+   * the dispatcher's: read before it goes) */
+  int stopped = cancelled(l) || drc == TS_E_ABORTED;
+  if (!stopped) {
+    ts_dispatch_free(l->disp);
+    l->disp = NULL;
+  }
   l->st->calls += l->ncalls;
   l->st->turns++;
-  if (cancelled(l) || drc == TS_E_ABORTED) {
+  if (stopped) {
     /* The turn is not finished: no assistant message, so --resume streams it again;
      * unless a call parked after the stream ended stored it (--resume goes on from that
-     * call). */
-    interrupted_why(c, why, cap);
-    return TS_E_ABORTED;
+     * call). A call suspended by the child thread it waits on (a prompt tool, a blocking
+     * subagent) says why; a child that stopped by itself for a variable stops this thread
+     * the same way (TS_E_VAR_MISSING), so the whole branch waits for it. */
+    int code = 0;
+    const char *reason = drc == TS_E_ABORTED ? ts_dispatch_stop_reason(l->disp, &code) : NULL;
+    if (reason && !cancelled(l)) snprintf(why, cap, "%s", reason);
+    else interrupted_why(c, why, cap);
+    ts_dispatch_free(l->disp);
+    l->disp = NULL;
+    return code == TS_E_VAR_MISSING && !cancelled(l) ? TS_E_VAR_MISSING : TS_E_ABORTED;
   }
   /* A turn the backend could not give, or whose stream broke before any call, leaves
    * nothing to pair: no message, and --resume asks for the turn again. */
@@ -607,9 +630,21 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
   if (c->resume) {
     /* calls that started but never finished (a crash) are resolved first */
     uint32_t resolved = 0;
-    if ((rc = ts_dispatch_resume_env(c->dispatch_store, l.reg, c->thread, l.layers,
-                                     on_dispatch_event, &l, &resolved))) {
-      snprintf(why, cap, "resume failed: %s", ts_store_errmsg(c->dispatch_store));
+    char rwhy[1024] = "";
+    int code = 0;
+    /* (a prompt tool or blocking subagent run again resumes its child, which may wait for
+     * a variable again, or still lack one: the call is then suspended again) */
+    if ((rc = ts_dispatch_resume_stop(c->dispatch_store, l.reg, c->thread, l.layers, c->cancel,
+                                      rwhy, sizeof rwhy, &code, on_dispatch_event, &l,
+                                      &resolved))) {
+      if (rc == TS_E_ABORTED && rwhy[0] && !cancelled(&l)) {
+        snprintf(why, cap, "%s", rwhy);
+        if (code == TS_E_VAR_MISSING) rc = TS_E_VAR_MISSING;
+      } else if (rc == TS_E_ABORTED) {
+        interrupted_why(c, why, cap);
+      } else {
+        snprintf(why, cap, "resume failed: %s", ts_store_errmsg(c->dispatch_store));
+      }
       goto out;
     }
     /* A turn whose call waited for a variable after its stream ended has its assistant
@@ -703,6 +738,12 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
       if (n < 0) {
         rc = n;
         snprintf(why, cap, "the store failed: %s", ts_store_errmsg(c->store));
+      } else if (n == 0 && cancelled(&l)) {
+        /* stopped while waiting for a child (which may wait for a variable): the child
+         * has not reported, so this thread is not finished; --resume restarts the child
+         * and waits for it again */
+        interrupted_why(c, why, cap);
+        rc = TS_E_ABORTED;
       }
       more = n > 0;
     }
@@ -711,9 +752,12 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
   st->elapsed_ms = ts_clock_ms() - t0;
 out:
   ts_subagents_join(c->thread); /* what the run lent its children outlives them */
-  ts_store_thread_set_state(c->store, c->thread, rc == TS_E_OK        ? "done"
-                                                 : rc == TS_E_ABORTED ? "interrupted"
-                                                                      : "failed");
+  /* (a thread stopped for a required variable, its own prompt's or a child's, waits for
+   * it: env set, then --resume) */
+  ts_store_thread_set_state(c->store, c->thread, rc == TS_E_OK            ? "done"
+                                                 : rc == TS_E_ABORTED     ? "interrupted"
+                                                 : rc == TS_E_VAR_MISSING ? "waiting_for_variable"
+                                                                          : "failed");
   redact_why(&l, why, cap);
   if (l.cx && outcome && ts_compose_driver_is_dual(l.cx)) ts_compose_session_outcome(l.cx, outcome);
   ts_compose_free(l.cx);

@@ -427,14 +427,16 @@ static int run_session(const sa_ctx *c, const char *child, const volatile sig_at
   outcome_of(s1, &in, pr.has_ws ? pr.ws : NULL, rc, rwhy, o);
   int qrc = 0;
   /* A stopped session is not over (--resume continues it): nothing is reported then, so
-   * the parent hears once, when it ends. A session that added nothing to a conversation
-   * already reported (run again after a crash) is no new end: the store reports it no
-   * more (1), and its end is not announced twice. */
-  if (rc != TS_E_ABORTED) {
+   * the parent hears once, when it ends; nor is one that stopped for a required variable
+   * of its own prompt or agent (it waits for it: env set, then --resume). A session that
+   * added nothing to a conversation already reported (run again after a crash) is no new
+   * end: the store reports it no more (1), and its end is not announced twice. */
+  int stopped = rc == TS_E_ABORTED || rc == TS_E_VAR_MISSING;
+  if (!stopped) {
     qrc = o->err ? o->err
                  : ts_store_subagent_report(s1, child, o->p, o->len, !in.blocking, NULL);
   }
-  if (rc != TS_E_ABORTED && qrc != 1) {
+  if (!stopped && qrc != 1) {
     ts_event ev;
     memset(&ev, 0, sizeof ev);
     ev.body.type = TS_EVENT_THREAD_FINISHED;
@@ -652,7 +654,18 @@ static void blocking_result(sa_ctx *c, const char *child, const ts_call_info *ca
   ts_buf_init(&o, (size_t)32 << 20);
   char why[1024] = "";
   int rc = run_session(c, child, (const volatile sig_atomic_t *)call->cancel, &o, why, sizeof why);
-  if (rc == TS_E_ABORTED)
+  /* subagent_create waits with its child (a call waiting for a variable is not failed,
+   * nor is the call waiting for that call's thread): no result now, and a resume runs the
+   * idempotent create again, which finds its instance and resumes the child. (A blocking
+   * subagent_message is not run again after a restart, since a second run would queue its
+   * message twice: it reports the stop as before.) */
+  int stopped = rc == TS_E_ABORTED || rc == TS_E_VAR_MISSING;
+  if (stopped && !strcmp(tool, "subagent_create") && rc == TS_E_VAR_MISSING)
+    ts_tool_result_suspend(out, rc, "%s: subagent %s waits: %s", tool, child, why);
+  else if (stopped && !strcmp(tool, "subagent_create"))
+    ts_tool_result_suspend(out, rc, "%s: subagent %s was stopped; it keeps what it did and goes "
+                           "on with --resume", tool, child);
+  else if (stopped)
     ts_tool_result_error(out, "cancelled: %s: subagent %s was stopped; it keeps what it did",
                          tool, child);
   else if (o.len && !o.err)

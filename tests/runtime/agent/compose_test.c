@@ -32,6 +32,7 @@
 #include "store/store.h"
 #include "stream/provider.h"
 #include "support/crash_tools.h"
+#include "support/park_stop.h"
 #include "support/runner.h"
 #include "support/sb.h"
 #include "support/tempdir.h"
@@ -125,6 +126,26 @@ static void show_var_exec(void *user, const ts_call_info *call, const char *args
   else ts_tool_result_string(out, "unset", 5);
 }
 
+/* Needs the required variable WHO: returns it; counts its runs in DIR/greet.log. */
+static void greet_exec(void *user, const ts_call_info *call, const char *args, size_t len,
+                       ts_tool_result *out) {
+  (void)user, (void)args, (void)len;
+  const char *v = NULL;
+  size_t n = 0;
+  char why[256], path[300];
+  const ts_tool *self = ts_registry_find(base_reg, "greet", 5);
+  int r = call->env_get ? call->env_get(call->env_ctx, self, "WHO", &v, &n, why, sizeof why) : 0;
+  snprintf(path, sizeof path, "%s/greet.log", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    ssize_t w = write(fd, "g", 1);
+    (void)w;
+    close(fd);
+  }
+  if (r == 1) ts_tool_result_string(out, v, n);
+  else ts_tool_result_error(out, "WHO did not resolve");
+}
+
 static ts_registry *tools(void) {
   ts_registry *r = ts_registry_new();
   char why[256];
@@ -147,6 +168,10 @@ static ts_registry *tools(void) {
   ts_tool_spec v2 = {.name = "show_var2", .description = "shows COLOR too", .vars = &color,
                      .n_vars = 1, .execute = show_var_exec, .user = "show_var2"};
   ck_assert_int_eq(ts_registry_add(r, &v2, why, sizeof why), 0);
+  ts_var_def who = {"WHO", TS_VAR_TEXT, 1, 0, "who to greet"};
+  ts_tool_spec n = {.name = "greet", .description = "needs WHO", .vars = &who, .n_vars = 1,
+                    .execute = greet_exec};
+  ck_assert_int_eq(ts_registry_add(r, &n, why, sizeof why), 0);
   base_reg = r;
   return r;
 }
@@ -216,6 +241,7 @@ typedef struct {
   recorder *rec;
   double rate; /* SSE events per second of the recordings; 0: as fast as possible */
   const char *parent;
+  const volatile sig_atomic_t *cancel;
 } run_opts;
 
 static int run(ts_defs *defs, ts_registry *reg, const char *thread, const run_opts *o,
@@ -235,7 +261,7 @@ static int run(ts_defs *defs, ts_registry *reg, const char *thread, const run_op
                         .resume = o->resume, .prompt = o->prompt, .model = m,
                         .sink = {.who = "compose_test", .no_time = 1}, .workspace = ws,
                         .defs = defs, .agent = o->agent, .prompt_name = o->prompt_name,
-                        .parent = o->parent};
+                        .parent = o->parent, .cancel = o->cancel};
   int rc = ts_agent_run(&ac, NULL, why, cap);
   if (!o->rec) rec_free(&local);
   ts_store_close(s);
@@ -511,8 +537,9 @@ START_TEST(test_required_prompt_variable) {
   ts_registry *reg = tools();
   char why[512];
   run_opts o = {.prompt_name = "main", .prompt = "go"};
-  ck_assert_int_eq(run(defs, reg, "q1", &o, why, sizeof why), TS_E_INVAL);
+  ck_assert_int_eq(run(defs, reg, "q1", &o, why, sizeof why), TS_E_VAR_MISSING);
   HAS(why, "prompt \"main\" requires the variable REGION");
+  HAS(why, "env set q1 REGION");
   ts_defs_free(defs);
   snprintf(buf, sizeof buf, json, ",\"env\":{\"REGION\":\"eu\"}");
   defs = load(buf);
@@ -1239,6 +1266,216 @@ END_TEST
 
 /* ---- resume of a parent killed while its child runs --------------------------------------- */
 
+/* ---- a child that waits for a variable (tools-spec §3) ----------------------------------- */
+
+static int grab_state(void *user, const ts_store_thread *t) {
+  snprintf(user, 64, "%s", t->state);
+  return 0;
+}
+
+static const char *state_of(const char *thread, char out[64]) {
+  ts_store *s;
+  char why[256];
+  out[0] = '\0';
+  ck_assert_int_eq(ts_store_open(dir, &s, why, sizeof why), 0);
+  ts_store_thread_get(s, thread, grab_state, out);
+  ts_store_close(s);
+  return out;
+}
+
+static void set_var(const char *thread, const char *name, const char *value) {
+  ts_store *s;
+  ts_vars *v;
+  char why[256];
+  ck_assert_int_eq(ts_store_open(dir, &s, why, sizeof why), 0);
+  ck_assert_int_eq(ts_vars_open(s, NULL, &v), 0);
+  ck_assert_int_eq(ts_vars_set(v, thread, name, TS_VAR_TEXT, value, strlen(value), "env set"), 0);
+  ts_vars_free(v);
+  ts_store_close(s);
+}
+
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+/* main calls helper; helper calls greet (WHO required), then answers. */
+static void greet_session(char *defs_json, size_t cap, const char *helper_extra) {
+  turn_call("main", 1, "helper", "{\\\"task\\\":\\\"t\\\"}");
+  turn_text("main", 2, "main done");
+  turn_call("helper", 1, "greet", "{}");
+  turn_text("helper", 2, "greeted");
+  snprintf(defs_json, cap, "%s", sub_defs("\"helper\"", helper_extra));
+  replace_in(defs_json, cap, "\"tools\":[\"echo\",\"fail\"]", "\"tools\":[\"greet\"]");
+}
+
+/* After WHO is set and the parent resumed: the child's call ran once with the value, the
+ * child finished once, and the parent's call has one result, the child's outcome. */
+static void check_greeted(const char *parent, const char *child) {
+  char st[64], want[300];
+  thread_dump cd = dump(child);
+  ck_assert_int_eq(cd.nresults, 1);
+  snprintf(want, sizeof want, "greet|c_helper_1|\"bob\"");
+  HAS(sb_str(&cd.results), want);
+  ck_assert_str_eq(state_of(child, st), "done");
+  sb ce = {0};
+  events(child, &ce);
+  ck_assert_int_eq(count_of(sb_str(&ce), "\"type\":\"thread_finished\""), 1);
+  ck_assert_int_eq(count_of(sb_str(&ce), "\"type\":\"tool_execution_started\""), 1);
+  size_t len;
+  char path[300];
+  snprintf(path, sizeof path, "%s/greet.log", dir);
+  char *log = ts_test_read_file(path, &len);
+  ck_assert_str_eq(log, "g"); /* greet ran once */
+  free(log);
+  thread_dump d = dump(parent);
+  ck_assert_int_eq(d.nresults, 1);
+  snprintf(want, sizeof want, "helper|c_main_1|{\"thread\":\"%s\",\"status\":\"done\"", child);
+  HAS(sb_str(&d.results), want);
+  HAS(sb_str(&d.results), "\"text\":\"greeted\"");
+  HASNT(sb_str(&d.results), "!helper");
+  ck_assert_str_eq(sb_str(&d.roles), "utaa");
+  ck_assert_str_eq(state_of(parent, st), "done");
+  sb_free(&ce);
+  dump_free(&cd);
+  dump_free(&d);
+}
+
+/* A prompt tool's child whose call waits for a required variable: stopped there (Ctrl-C),
+ * the child is waiting_for_variable, the caller's call has no result (it waits with its
+ * child, it is not failed); env set on an ancestor and --resume run the child's call once,
+ * in order, and the outcome reaches the caller once. */
+START_TEST(test_prompt_tool_child_parks_for_a_variable) {
+  fresh("compose-park");
+  unsetenv("WHO");
+  char defs_json[4096];
+  greet_session(defs_json, sizeof defs_json, "");
+  ts_defs *defs = load(defs_json);
+  ts_registry *reg = tools();
+  char why[512], st[64];
+  park_stop w;
+  park_stop_begin(&w, dir, "w1/t1c0");
+  run_opts o = {.prompt_name = "main", .prompt = "go", .cancel = &w.cancel};
+  int rc = run(defs, reg, "w1", &o, why, sizeof why);
+  ck_assert(park_stop_end(&w));
+  ck_assert_msg(rc == TS_E_ABORTED, "%d %s", rc, why);
+  thread_dump d0 = dump("w1");
+  ck_assert_int_eq(d0.nresults, 0); /* the caller's call waits with its child */
+  dump_free(&d0);
+  ck_assert_str_eq(state_of("w1/t1c0", st), "waiting_for_variable");
+  ck_assert_str_eq(state_of("w1", st), "interrupted");
+  sb ce = {0};
+  events("w1/t1c0", &ce);
+  HAS(sb_str(&ce), "\"type\":\"variable_required\",\"thread\":\"w1/t1c0\",\"parent\":\"w1\"");
+  HAS(sb_str(&ce), "\"call_id\":\"c_helper_1\",\"tool\":\"greet\"");
+  HAS(sb_str(&ce), "\"name\":\"WHO\",\"description\":\"who to greet\",\"var_type\":\"text\"");
+  HASNT(sb_str(&ce), "thread_finished");
+  sb_free(&ce);
+  char path[300];
+  snprintf(path, sizeof path, "%s/greet.log", dir);
+  ck_assert_int_ne(access(path, F_OK), 0); /* greet never ran */
+  set_var("w1", "WHO", "bob"); /* on the caller: the child inherits it */
+  run_opts r = {.prompt_name = "main", .resume = 1};
+  ck_assert_msg(run(defs, reg, "w1", &r, why, sizeof why) == 0, "%s", why);
+  check_greeted("w1", "w1/t1c0");
+  ck_assert_int_eq(thread_count(), 2);
+  /* resuming again changes nothing */
+  ck_assert_msg(run(defs, reg, "w1", &r, why, sizeof why) == 0, "%s", why);
+  check_greeted("w1", "w1/t1c0");
+  ts_registry_free(reg);
+  ts_defs_free(defs);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
+/* The same, SIGKILLed while the child's call waits (the park committed), then WHO set on
+ * the child and --resume. */
+START_TEST(test_prompt_tool_child_parked_survives_sigkill) {
+  fresh("compose-park-kill");
+  unsetenv("WHO");
+  char defs_json[4096];
+  greet_session(defs_json, sizeof defs_json, "");
+  ts_store *made; /* the store exists before two processes open it */
+  char mwhy[256];
+  ck_assert_int_eq(ts_store_open(dir, &made, mwhy, sizeof mwhy), 0);
+  ts_store_close(made);
+  fflush(stdout);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    ts_defs *defs = load(defs_json);
+    ts_registry *reg = tools();
+    char why[512];
+    run_opts o = {.prompt_name = "main", .prompt = "go"};
+    _exit(run(defs, reg, "w3", &o, why, sizeof why) == 0 ? 0 : 80);
+  }
+  park_stop w; /* here only its look at the store: the kill is ours */
+  park_stop_begin(&w, dir, "w3/t1c0");
+  pthread_join(w.th, NULL);
+  ck_assert(w.seen);
+  kill(pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  ck_assert(WIFSIGNALED(status));
+  char st[64];
+  ck_assert_str_eq(state_of("w3/t1c0", st), "waiting_for_variable");
+  set_var("w3/t1c0", "WHO", "bob");
+  ts_defs *defs = load(defs_json);
+  ts_registry *reg = tools();
+  char why[512];
+  run_opts r = {.prompt_name = "main", .resume = 1};
+  ck_assert_msg(run(defs, reg, "w3", &r, why, sizeof why) == 0, "%s", why);
+  check_greeted("w3", "w3/t1c0");
+  ts_registry_free(reg);
+  ts_defs_free(defs);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
+/* A prompt tool's child whose own prompt requires a variable without a value: the child
+ * stops and waits for it (not failed, not reported), and so does its caller, as a root
+ * thread does for its own prompt's variable; env set + --resume finish both. */
+START_TEST(test_prompt_tool_child_waits_for_its_prompt_variable) {
+  fresh("compose-park-prompt");
+  unsetenv("WHO");
+  unsetenv("REGION");
+  char defs_json[4096];
+  greet_session(defs_json, sizeof defs_json,
+                ",\"variables\":[{\"name\":\"REGION\",\"type\":\"text\",\"required\":true,"
+                "\"description\":\"where\"}]");
+  ts_defs *defs = load(defs_json);
+  ts_registry *reg = tools();
+  char why[512], st[64];
+  run_opts o = {.prompt_name = "main", .prompt = "go"};
+  int rc = run(defs, reg, "w2", &o, why, sizeof why);
+  ck_assert_msg(rc == TS_E_VAR_MISSING, "%d %s", rc, why);
+  HAS(why, "requires the variable REGION");
+  HAS(why, "env set w2/t1c0 REGION");
+  thread_dump d0 = dump("w2");
+  ck_assert_int_eq(d0.nresults, 0);
+  dump_free(&d0);
+  ck_assert_str_eq(state_of("w2/t1c0", st), "waiting_for_variable");
+  ck_assert_str_eq(state_of("w2", st), "waiting_for_variable");
+  sb ce = {0};
+  events("w2/t1c0", &ce);
+  HAS(sb_str(&ce), "\"type\":\"variable_required\",\"thread\":\"w2/t1c0\",\"parent\":\"w2\"");
+  HAS(sb_str(&ce), "\"name\":\"REGION\",\"description\":\"where\"");
+  HASNT(sb_str(&ce), "thread_finished");
+  sb_free(&ce);
+  /* still missing: a resume stops again the same way, nothing run */
+  run_opts r = {.prompt_name = "main", .resume = 1};
+  ck_assert_int_eq(run(defs, reg, "w2", &r, why, sizeof why), TS_E_VAR_MISSING);
+  set_var("w2/t1c0", "REGION", "eu");
+  set_var("w2", "WHO", "bob");
+  ck_assert_msg(run(defs, reg, "w2", &r, why, sizeof why) == 0, "%s", why);
+  check_greeted("w2", "w2/t1c0");
+  ts_registry_free(reg);
+  ts_defs_free(defs);
+  ts_test_rm_rf(dir);
+}
+END_TEST
+
 START_TEST(test_resume_parent_killed_while_child_runs) {
   fresh("compose-kill");
   turn_call("main", 1, "helper", "{\\\"task\\\":\\\"t\\\"}");
@@ -1450,6 +1687,9 @@ int main(void) {
   tcase_add_test(tc, test_replay_needs_the_prompt_directory_for_a_child);
   tcase_add_test(tc, test_nesting_is_bounded);
   tcase_add_test(tc, test_resume_parent_killed_while_child_runs);
+  tcase_add_test(tc, test_prompt_tool_child_parks_for_a_variable);
+  tcase_add_test(tc, test_prompt_tool_child_parked_survives_sigkill);
+  tcase_add_test(tc, test_prompt_tool_child_waits_for_its_prompt_variable);
   tcase_add_test(tc, test_tree_survives_random_kills);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);

@@ -29,11 +29,14 @@
 #include "agent/subagents.h"
 #include "base/strbuf.h"
 #include "store/store.h"
+#include "support/park_stop.h"
 #include "support/runner.h"
 #include "support/sse_text.h"
 #include "support/tempdir.h"
 #include "support/test_support.h"
 #include "tools/registry.h"
+#include "tools/variables.h"
+#include <fcntl.h>
 
 static char dir[64], data[128], session[128], pws[160];
 
@@ -60,18 +63,53 @@ static ts_defs_subagent rels[2] = {
 static ts_defs_side side = {.prompt = "coord", .subagents = rels, .n_subagents = 2};
 static ts_defs_agent agent = {.name = "coordinator"};
 
+/* Needs the required variable WHO (tools-spec §3): returns it; each run adds a byte to
+ * DIR/greet.log. Any thread of the tree may call it (the children share the registry). */
+static ts_registry *greet_reg;
+static void greet_exec(void *user, const ts_call_info *call, const char *args, size_t len,
+                       ts_tool_result *out) {
+  (void)user, (void)args, (void)len;
+  const char *v = NULL;
+  size_t n = 0;
+  char why[256], path[200];
+  const ts_tool *self = ts_registry_find(greet_reg, "greet", 5);
+  int r = call->env_get ? call->env_get(call->env_ctx, self, "WHO", &v, &n, why, sizeof why) : 0;
+  snprintf(path, sizeof path, "%s/greet.log", dir);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    ssize_t w = write(fd, "g", 1);
+    (void)w;
+    close(fd);
+  }
+  if (r == 1) ts_tool_result_string(out, v, n);
+  else ts_tool_result_error(out, "WHO did not resolve");
+}
+
+static int run_parent_c(int resume, const char *prompt, const volatile sig_atomic_t *cancel,
+                        char *why, size_t cap);
+
 static int run_parent(int resume, const char *prompt, char *why, size_t cap) {
+  return run_parent_c(resume, prompt, NULL, why, cap);
+}
+
+static int run_parent_c(int resume, const char *prompt, const volatile sig_atomic_t *cancel,
+                        char *why, size_t cap) {
   ts_store *s = NULL, *ds = NULL;
   ck_assert_int_eq(ts_store_open(data, &s, why, cap), 0);
   ck_assert_int_eq(ts_store_open(data, &ds, why, cap), 0);
   ts_registry *reg = ts_registry_new();
+  ts_var_def who = {"WHO", TS_VAR_TEXT, 1, 0, "who to greet"};
+  ts_tool_spec g = {.name = "greet", .description = "needs WHO", .vars = &who, .n_vars = 1,
+                    .execute = greet_exec};
+  ck_assert_int_eq(ts_registry_add(reg, &g, why, cap), 0);
+  greet_reg = reg;
   char pdir[200];
   snprintf(pdir, sizeof pdir, "%s/coord", session);
   ts_replay_model rm = {pdir, 0};
   ts_agent_config ac = {.store = s, .dispatch_store = ds, .reg = reg, .thread = "p",
                         .resume = resume, .prompt = prompt,
                         .model = ts_replay_model_backend(&rm), .workspace = pws,
-                        .sink = {.who = "subagents_test", .no_time = 1}};
+                        .sink = {.who = "subagents_test", .no_time = 1}, .cancel = cancel};
   ts_subagents_runner runner = {run_child, &mods};
   int rc = ts_subagents_add_tools(reg, NULL, &agent, &side, &ac, &runner, why, cap);
   ck_assert_msg(rc == 0, "%s", why);
@@ -468,6 +506,143 @@ static const struct {
     {__LINE__, {TS_E_OK, ""}, "\"status\":\"done\",\"text\":\"\",\"attachments\":[]}", "\"error\""},
 };
 
+/* ---- a child whose call waits for a variable ------------------------------------------------ */
+
+static void set_var(const char *thread, const char *name, const char *value) {
+  ts_store *s;
+  ts_vars *v;
+  char why[256];
+  ck_assert_int_eq(ts_store_open(data, &s, why, sizeof why), 0);
+  ck_assert_int_eq(ts_vars_open(s, NULL, &v), 0);
+  ck_assert_int_eq(ts_vars_set(v, thread, name, TS_VAR_TEXT, value, strlen(value), "env set"), 0);
+  ts_vars_free(v);
+  ts_store_close(s);
+}
+
+static int grab_state(void *user, const ts_store_thread *t) {
+  snprintf(user, 64, "%s", t->state);
+  return 0;
+}
+
+static void check_state(const char *thread, const char *want) {
+  ts_store *s;
+  char why[256], st[64] = "";
+  ck_assert_int_eq(ts_store_open(data, &s, why, sizeof why), 0);
+  ts_store_thread_get(s, thread, grab_state, st);
+  ts_store_close(s);
+  ck_assert_msg(!strcmp(st, want), "%s is %s, not %s", thread, st, want);
+}
+
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+/* The stored events of `thread`, and its messages (role=content lines) in *msgs. */
+static void thread_record(const char *thread, evs *e, seen *msgs) {
+  ts_store *s;
+  char why[256];
+  ck_assert_int_eq(ts_store_open(data, &s, why, sizeof why), 0);
+  ts_buf_init(&e->b, 1 << 22);
+  ts_store_events_after(s, thread, 0, 0, see_event, e);
+  memset(msgs, 0, sizeof *msgs);
+  ts_buf_init(&msgs->all, 1 << 22);
+  ts_store_messages(s, thread, 0, see, msgs);
+  ts_store_close(s);
+}
+
+/* A subagent (blocking: `blocking`; else non-blocking) whose call waits for WHO: stopped
+ * there (Ctrl-C), the child says waiting_for_variable and its variable_required event
+ * names it and its parent; the parent's create call has no result (blocking) or the parent
+ * heard nothing (non-blocking); WHO set on the parent and --resume run the child's call
+ * once, and its outcome reaches the parent once. */
+static void child_parks(int blocking) {
+  make_dirs(blocking ? "subagents-park-b" : "subagents-park-nb");
+  unsetenv("WHO");
+  const char *t1b[] = {"subagent_create",
+                       "{\"agent\":\"research\",\"name\":\"alpha\",\"message\":\"find\"}"};
+  const char *t1n[] = {"subagent_create",
+                       "{\"agent\":\"write\",\"name\":\"beta\",\"message\":\"write\"}"};
+  const char *greet[] = {"greet", "{}"};
+  ts_test_chat_turn(session, "coord", 1, blocking ? t1b : t1n, 1, NULL);
+  for (int n = 2; n <= 4; n++) ts_test_chat_turn(session, "coord", n, NULL, 0, "noted");
+  const char *kid = blocking ? "researcher" : "writer";
+  ts_test_chat_turn(session, kid, 1, greet, 1, NULL);
+  ts_test_chat_turn(session, kid, 2, NULL, 0, "greeted");
+  snprintf(mods.dirs[0], sizeof mods.dirs[0], "%s/researcher", session);
+  snprintf(mods.dirs[1], sizeof mods.dirs[1], "%s/writer", session);
+  mods.rm[0] = (ts_replay_model){mods.dirs[0], 0};
+  mods.rm[1] = (ts_replay_model){mods.dirs[1], 0};
+  const char *child = blocking ? "p/t1c0" : "p/t1c0";
+  char why[1024] = "", path[200];
+  park_stop w;
+  park_stop_begin(&w, data, child);
+  int rc = run_parent_c(0, "coordinate", &w.cancel, why, sizeof why);
+  ck_assert(park_stop_end(&w));
+  ck_assert_msg(rc == TS_E_ABORTED, "run: %d %s", rc, why);
+  check_state(child, "waiting_for_variable");
+  check_state("p", "interrupted");
+  evs e;
+  seen v;
+  thread_record(child, &e, &v);
+  ck_assert_msg(strstr(e.b.p, "\"type\":\"variable_required\",\"thread\":\"p/t1c0\","
+                              "\"parent\":\"p\"") &&
+                    strstr(e.b.p, "\"tool\":\"greet\"") && strstr(e.b.p, "\"name\":\"WHO\"") &&
+                    !strstr(e.b.p, "thread_finished"),
+                "child's events:\n%s", e.b.p);
+  ts_buf_fini(&e.b);
+  ts_buf_fini(&v.all);
+  thread_record("p", &e, &v);
+  ck_assert_msg(v.results == (blocking ? 0 : 1), "parent:\n%s", v.all.p); /* create waits */
+  ck_assert_int_eq(count_of(v.all.p, "\"id\":\"p/t1c0\",\"name\""), 0);  /* no outcome yet */
+  ts_buf_fini(&e.b);
+  ts_buf_fini(&v.all);
+  snprintf(path, sizeof path, "%s/greet.log", dir);
+  ck_assert_int_ne(access(path, F_OK), 0);
+
+  set_var("p", "WHO", "bob");
+  rc = run_parent(1, NULL, why, sizeof why);
+  ck_assert_msg(rc == TS_E_OK, "resume: %d %s", rc, why);
+  size_t n;
+  char *log = ts_test_read_file(path, &n);
+  ck_assert_str_eq(log, "g"); /* greet ran once */
+  free(log);
+  check_state(child, "done");
+  check_state("p", "done");
+  thread_record(child, &e, &v);
+  ck_assert_msg(v.results == 1 && strstr(v.res[0], "\"bob\""), "child:\n%s", v.all.p);
+  ck_assert_int_eq(count_of(e.b.p, "\"type\":\"thread_finished\""), 1);
+  ts_buf_fini(&e.b);
+  ts_buf_fini(&v.all);
+  thread_record("p", &e, &v);
+  /* the outcome, once: the blocking call's one result, or one message to the parent */
+  ck_assert_msg(count_of(v.all.p, "\"text\":\"greeted\"") == 1, "parent:\n%s", v.all.p);
+  ck_assert_msg(v.results == 1, "parent:\n%s", v.all.p);
+  if (blocking)
+    ck_assert_msg(!v.res_err[0] && strstr(v.res[0], "\"status\":\"done\""), "%s", v.res[0]);
+  const char *last = v.all.p + v.all.len - 1;
+  while (last > v.all.p && last[-1] != '\n') last--;
+  ck_assert_msg(!strncmp(last, "assistant=", 10), "last: %s", last);
+  ts_buf_fini(&e.b);
+  /* resuming again changes nothing */
+  seen again;
+  rc = run_parent(1, NULL, why, sizeof why);
+  ck_assert_msg(rc == TS_E_OK, "resume again: %d %s", rc, why);
+  thread_record("p", &e, &again);
+  ck_assert_str_eq(again.all.p, v.all.p);
+  ts_buf_fini(&e.b);
+  ts_buf_fini(&again.all);
+  ts_buf_fini(&v.all);
+  ts_test_rm_rf(dir);
+}
+
+START_TEST(test_blocking_child_parks_for_a_variable) { child_parks(1); }
+END_TEST
+
+START_TEST(test_nonblocking_child_parks_for_a_variable) { child_parks(0); }
+END_TEST
+
 START_TEST(test_a_failed_child_says_why) {
   for (size_t i = 0; i < sizeof failing_rows / sizeof failing_rows[0]; i++) {
     make_dirs("subagents-fail");
@@ -511,6 +686,8 @@ int main(void) {
   tcase_add_test(tc, test_tools_injected);
   tcase_add_test(tc, test_create_run_again_reports_once);
   tcase_add_test(tc, test_a_failed_child_says_why);
+  tcase_add_test(tc, test_blocking_child_parks_for_a_variable);
+  tcase_add_test(tc, test_nonblocking_child_parks_for_a_variable);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);
 }
