@@ -44,6 +44,14 @@
  * A call already committed by an earlier run of the same turn (a replay after a crash) is
  * skipped, not run twice.
  *
+ * Suspended calls: a tool that runs another thread inside its call (a prompt tool, a
+ * blocking subagent) answers ts_tool_result.suspended when that thread stopped with
+ * work left (a call there parked for a variable when the run was stopped, or its prompt
+ * lacks a required variable). Nothing is committed for the call: its start record stays
+ * open, as if a crash had caught it, and a resume runs it again (such tools are
+ * idempotent: running again resumes the child). The worker stops there, in order, and
+ * finish returns TS_E_ABORTED (ts_dispatch_stop_reason says why).
+ *
  * Events: `tool_execution_started` and `tool_result` (is_error, duration_ms, result or
  * error), `variable_required`, as thread events (events/event.h) through `on_event`,
  * called from the worker thread (the caller serialises them with its own tap events, e.g.
