@@ -684,10 +684,18 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
     if (l.cx && ts_compose_driver_is_dual(l.cx)) finished = ts_compose_ended(l.cx) && !ts.foreign;
     /* finished, unless something waits for an answer: a message after the last reply, a
      * queued one, or a non-blocking child (restarted for this run) that will report */
+    int heard = 0;
     if (finished && !ts.user_after && !c->prompt &&
         !ts_store_inbox(c->store, c->thread, 1, no_item, NULL) &&
-        ts_subagents_between_turns(c->store, c->thread, l.sink, 1, c->cancel) <= 0) {
+        (heard = ts_subagents_between_turns(c->store, c->thread, l.sink, 1, c->cancel)) <= 0) {
       st->elapsed_ms = ts_clock_ms() - t0; /* finished: nothing to continue */
+      if (heard == TS_E_VAR_MISSING) { /* a restarted child still waits for a variable */
+        rc = heard;
+        ts_subagents_waiting(c->thread, why, cap);
+      } else if (heard == 0 && cancelled(&l)) {
+        interrupted_why(c, why, cap);
+        rc = TS_E_ABORTED;
+      }
       goto out;
     }
   }
@@ -735,7 +743,10 @@ static int run_loop(const ts_agent_config *c, unsigned depth, const char *histor
      * session has ended: its outcome is final) */
     if (!rc && !more && !(l.cx && ts_compose_ended(l.cx))) {
       int n = ts_subagents_between_turns(c->store, c->thread, l.sink, 1, c->cancel);
-      if (n < 0) {
+      if (n == TS_E_VAR_MISSING) { /* a non-blocking child waits: so does this thread */
+        rc = n;
+        ts_subagents_waiting(c->thread, why, cap);
+      } else if (n < 0) {
         rc = n;
         snprintf(why, cap, "the store failed: %s", ts_store_errmsg(c->store));
       } else if (n == 0 && cancelled(&l)) {

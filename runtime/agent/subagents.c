@@ -66,6 +66,8 @@ typedef struct job {
   char child[TS_THREAD_ID_MAX + 1], parent[TS_THREAD_ID_MAX + 1];
   pthread_t th;
   int running; /* 0: ended, waiting to be joined */
+  int waiting; /* its last session stopped for a required variable (TS_E_VAR_MISSING) */
+  char why[1400]; /* "subagent <id> waits: " and the session's reason (1024 bytes) */
   sa_ctx *ctx;
   struct job *next;
 } job;
@@ -263,6 +265,21 @@ static int running_children(const char *parent) { /* with jobs_mu held */
   return n;
 }
 
+static const job *waiting_child(const char *parent) { /* with jobs_mu held */
+  for (job *j = jobs; j; j = j->next)
+    if (j->waiting && !j->running && !strcmp(j->parent, parent)) return j;
+  return NULL;
+}
+
+int ts_subagents_waiting(const char *thread, char *why, size_t cap) {
+  if (!thread) return 0;
+  pthread_mutex_lock(&jobs_mu);
+  const job *j = waiting_child(thread);
+  if (j && why && cap) snprintf(why, cap, "%s", j->why);
+  pthread_mutex_unlock(&jobs_mu);
+  return j != NULL;
+}
+
 int ts_subagents_between_turns(ts_store *store, const char *thread, ts_sink *sink, int idle,
                                const volatile sig_atomic_t *cancel) {
   if (!store || !thread) return TS_E_INVAL;
@@ -281,7 +298,11 @@ int ts_subagents_between_turns(ts_store *store, const char *thread, ts_sink *sin
     pthread_mutex_unlock(&jobs_mu);
     int q = queued_of(store, thread);
     if (q < 0) return q;
-    if (q > 0 || !busy) return deliver_all(NULL, store, thread, NULL, sink);
+    if (q > 0 || !busy) {
+      int got = deliver_all(NULL, store, thread, NULL, sink);
+      if (got == 0 && !busy && ts_subagents_waiting(thread, NULL, 0)) return TS_E_VAR_MISSING;
+      return got;
+    }
     if (cancel && *cancel) return 0;
   }
 }
@@ -459,11 +480,18 @@ static void *job_main(void *arg) {
   for (;;) {
     char why[1024] = "";
     int rc = run_session(j->ctx, j->child, j->ctx->cfg.cancel, &o, why, sizeof why);
-    if (rc && rc != TS_E_ABORTED && why[0])
+    if (rc && rc != TS_E_ABORTED && rc != TS_E_VAR_MISSING && why[0])
       fprintf(stderr, "toolstream: subagent %s: %s\n", j->child, why);
+    if (rc == TS_E_VAR_MISSING) { /* its parent's loop stops for it (between_turns) */
+      pthread_mutex_lock(&jobs_mu);
+      j->waiting = 1;
+      snprintf(j->why, sizeof j->why, "subagent %s waits: %s", j->child, why);
+      pthread_mutex_unlock(&jobs_mu);
+    }
     ts_store *s = NULL;
     int q = 0;
-    if (rc != TS_E_ABORTED && !(j->ctx->cfg.cancel && *j->ctx->cfg.cancel) &&
+    if (rc != TS_E_ABORTED && rc != TS_E_VAR_MISSING &&
+        !(j->ctx->cfg.cancel && *j->ctx->cfg.cancel) &&
         open_stores(j->ctx, &s, NULL, why, sizeof why) == 0) {
       pthread_mutex_lock(&jobs_mu);
       q = queued_of(s, j->child);
@@ -488,6 +516,8 @@ static void *job_main(void *arg) {
 static int start_job(sa_ctx *c, const char *child, const char *parent) {
   for (job *j = jobs; j; j = j->next)
     if (j->running && !strcmp(j->child, child)) return 0;
+  for (job *j = jobs; j; j = j->next) /* a new session: an older one's wait is over */
+    if (!strcmp(j->child, child)) j->waiting = 0;
   if (jobs_running >= TS_SUBAGENTS_MAX_RUNNING) return TS_E_LIMIT;
   job *j = calloc(1, sizeof *j);
   if (!j) return TS_E_NOMEM;

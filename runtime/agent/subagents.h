@@ -115,10 +115,18 @@ int ts__compose_lifecycle_tools(ts_registry *reg, const ts_defs *defs, const ts_
  * `subagent_message` event through `sink`. With `idle` (the model ended its reply), when
  * nothing was queued, waits while the thread has non-blocking children running in this
  * process, until one queues something or all have ended (or *cancel is set), then
- * delivers. Returns the number of messages delivered (a turn should follow when > 0), or
- * a negative ts_err from the store. */
+ * delivers. Returns the number of messages delivered (a turn should follow when > 0),
+ * TS_E_VAR_MISSING (idle, nothing came: a child waits for a variable, see
+ * ts_subagents_waiting), or a negative ts_err from the store. */
 int ts_subagents_between_turns(ts_store *store, const char *thread, ts_sink *sink, int idle,
                                const volatile sig_atomic_t *cancel);
+
+/* 1 when a non-blocking child of `thread` that ran in this process stopped for a required
+ * variable of its own prompt or agent (TS_E_VAR_MISSING: it reported nothing and waits for
+ * `env set`, then --resume), with the reason in `why` (may be NULL); else 0. An idle
+ * ts_subagents_between_turns that has nothing to deliver and no child running returns
+ * TS_E_VAR_MISSING then, so that the parent stops (waiting) instead of ending. */
+int ts_subagents_waiting(const char *thread, char *why, size_t why_cap);
 
 /* One event on `thread`'s own stream (child of `parent`, may be NULL), numbered after its
  * stored events and stored, written and published as `base` says, through a sink of its

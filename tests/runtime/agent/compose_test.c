@@ -1476,6 +1476,91 @@ START_TEST(test_prompt_tool_child_waits_for_its_prompt_variable) {
 }
 END_TEST
 
+/* A subagent (blocking or not) whose agent requires a variable without a value: the child
+ * stops and waits (not failed, nothing reported), the parent stops waiting too (its create
+ * call suspended, or its loop told a child waits) instead of ending; env set and --resume
+ * run the child once and its outcome reaches the parent once. */
+static void subagent_waits_for_its_agent_variable(int blocking) {
+  fresh(blocking ? "compose-sub-var-b" : "compose-sub-var-nb");
+  unsetenv("CHANNEL");
+  unsetenv("WHO");
+  char json[2048];
+  snprintf(json, sizeof json,
+           "[{\"kind\":\"prompt\",\"name\":\"lead_p\",\"prompt\":\"lead\"},"
+           " {\"kind\":\"prompt\",\"name\":\"work_p\",\"prompt\":\"work\",\"tools\":[\"greet\"]},"
+           " {\"kind\":\"agent\",\"name\":\"lead\",\"sideA\":{\"prompt\":\"lead_p\","
+           "\"subagents\":[{\"agent\":\"worker\",\"blocking\":%s}]}},"
+           " {\"kind\":\"agent\",\"name\":\"worker\",\"sideA\":{\"prompt\":\"work_p\"},"
+           "\"variables\":[{\"name\":\"CHANNEL\",\"type\":\"text\",\"required\":true,"
+           "\"description\":\"where to post\"}]}]",
+           blocking ? "true" : "false");
+  turn_call("lead_p", 1, "subagent_create", "{\\\"name\\\":\\\"w\\\",\\\"message\\\":\\\"go\\\"}");
+  turn_text("lead_p", 2, "lead done");
+  turn_text("lead_p", 3, "heard");
+  turn_call("work_p", 1, "greet", "{}");
+  turn_text("work_p", 2, "worked");
+  ts_defs *defs = load(json);
+  ts_registry *reg = tools();
+  char why[512], st[64];
+  run_opts o = {.agent = "lead", .prompt = "go"};
+  int rc = run(defs, reg, "n1", &o, why, sizeof why);
+  ck_assert_msg(rc == TS_E_VAR_MISSING, "%d %s", rc, why);
+  HAS(why, "requires the variable CHANNEL");
+  HAS(why, "n1/t1c0");
+  ck_assert_str_eq(state_of("n1/t1c0", st), "waiting_for_variable");
+  ck_assert_str_eq(state_of("n1", st), "waiting_for_variable");
+  sb ce = {0};
+  events("n1/t1c0", &ce);
+  HAS(sb_str(&ce), "\"type\":\"variable_required\",\"thread\":\"n1/t1c0\",\"parent\":\"n1\"");
+  HAS(sb_str(&ce), "\"name\":\"CHANNEL\",\"description\":\"where to post\"");
+  HASNT(sb_str(&ce), "thread_finished");
+  sb_free(&ce);
+  thread_dump d0 = dump("n1");
+  ck_assert_int_eq(d0.nresults, blocking ? 0 : 1); /* blocking: the create call waits */
+  HASNT(sb_str(&d0.users), "worked");
+  dump_free(&d0);
+  set_var("n1/t1c0", "CHANNEL", "general");
+  set_var("n1", "WHO", "bob");
+  run_opts r = {.agent = "lead", .resume = 1};
+  ck_assert_msg(run(defs, reg, "n1", &r, why, sizeof why) == 0, "%s", why);
+  ck_assert_str_eq(state_of("n1/t1c0", st), "done");
+  ck_assert_str_eq(state_of("n1", st), "done");
+  thread_dump cd = dump("n1/t1c0");
+  ck_assert_int_eq(cd.nresults, 1);
+  HAS(sb_str(&cd.results), "greet|c_work_p_1|\"bob\"");
+  dump_free(&cd);
+  events("n1/t1c0", &ce);
+  ck_assert_int_eq(count_of(sb_str(&ce), "\"type\":\"thread_finished\""), 1);
+  sb_free(&ce);
+  thread_dump d = dump("n1");
+  /* the outcome once: the blocking call's one result, or one message to the parent */
+  const char *where = blocking ? sb_str(&d.results) : sb_str(&d.users);
+  ck_assert_msg(count_of(where, "\"text\":\"worked\"") == 1, "results:\n%s\nusers:\n%s",
+                sb_str(&d.results), sb_str(&d.users));
+  ck_assert_int_eq(d.nresults, 1);
+  HASNT(sb_str(&d.results), "!subagent_create");
+  dump_free(&d);
+  size_t len;
+  char path[300];
+  snprintf(path, sizeof path, "%s/greet.log", dir);
+  char *log = ts_test_read_file(path, &len);
+  ck_assert_str_eq(log, "g");
+  free(log);
+  ts_registry_free(reg);
+  ts_defs_free(defs);
+  ts_test_rm_rf(dir);
+}
+
+START_TEST(test_blocking_subagent_waits_for_its_agent_variable) {
+  subagent_waits_for_its_agent_variable(1);
+}
+END_TEST
+
+START_TEST(test_nonblocking_subagent_waits_for_its_agent_variable) {
+  subagent_waits_for_its_agent_variable(0);
+}
+END_TEST
+
 START_TEST(test_resume_parent_killed_while_child_runs) {
   fresh("compose-kill");
   turn_call("main", 1, "helper", "{\\\"task\\\":\\\"t\\\"}");
@@ -1690,6 +1775,8 @@ int main(void) {
   tcase_add_test(tc, test_prompt_tool_child_parks_for_a_variable);
   tcase_add_test(tc, test_prompt_tool_child_parked_survives_sigkill);
   tcase_add_test(tc, test_prompt_tool_child_waits_for_its_prompt_variable);
+  tcase_add_test(tc, test_blocking_subagent_waits_for_its_agent_variable);
+  tcase_add_test(tc, test_nonblocking_subagent_waits_for_its_agent_variable);
   tcase_add_test(tc, test_tree_survives_random_kills);
   suite_add_tcase(s, tc);
   return ts_test_run(s, 0);
