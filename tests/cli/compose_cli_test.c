@@ -9,10 +9,12 @@
  */
 #define _GNU_SOURCE /* strptime, timegm (support/sigv4_check.h) */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/store.h"
@@ -200,6 +202,80 @@ static result run_coordinator_http(const char *provider, const char *url_path, c
 /* Over HTTP: one endpoint for the whole tree, each prompt's request with its own model,
  * system text and tools. The server plays its files in arrival order: the coordinator's
  * turn, the researcher's, the coordinator's again. */
+/* A sub-prompt's call waits for a required variable: the child's variable_required event
+ * names it and its parent, `threads` shows the child waiting, Ctrl-C leaves the caller's
+ * call without a result (not "cancelled"), and `env set` on the child + --resume run it
+ * once and give the caller the child's outcome once. */
+static int count_in(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+START_TEST(test_sub_prompt_waits_for_a_variable_across_ctrl_c) {
+  put_in("prompts/main.json", "{\"name\":\"main\",\"prompt\":\"You are main.\",\"tools\":[\"helper\"]}");
+  put_in("prompts/helper.json",
+         "{\"name\":\"helper\",\"toolDescription\":\"helps\",\"prompt\":\"You help.\","
+         "\"tools\":[\"greet\"]}");
+  put_in("greet.js",
+         "defineTool({ name: 'greet', description: 'greets', args: z.object({}),\n"
+         "  variables: [{ name: 'WHO', type: 'text', required: true, description: 'who' }],\n"
+         "  execute: function (state, args) { return { status: 'success', result: { hello: "
+         "state.env('WHO') } }; } });\n");
+  call_turn("rec/main/turn-1.sse", "m1", "helper", "{}");
+  text_turn("rec/main/turn-2.sse", "main done");
+  call_turn("rec/helper/turn-1.sse", "h1", "greet", "{}");
+  text_turn("rec/helper/turn-2.sse", "greeted");
+  unsetenv("WHO");
+  char rec[128], ws[128], data[128], prompts[128], tools[128];
+  snprintf(rec, sizeof rec, "%s/rec", base);
+  snprintf(ws, sizeof ws, "%s/ws", base);
+  snprintf(data, sizeof data, "%s/data", base);
+  snprintf(prompts, sizeof prompts, "%s/prompts", base);
+  snprintf(tools, sizeof tools, "%s/greet.js", base);
+  mkdir(ws, 0755);
+  const char *argv[] = {"toolstream", "run", "--prompts", prompts, "--prompt-name", "main",
+                        "--tools", tools, "--model-replay", rec, "--workspace", ws,
+                        "--data-dir", data, "--rate", "10000", "--thread", "v1", "--json",
+                        "go", NULL};
+  child c = spawn_bin(BINARY, argv, 0);
+  result r;
+  memset(&r, 0, sizeof r);
+  double end = now_ms() + 300000; /* a backstop only: it waits for the event */
+  while (!strstr(sb_str(&r.out), "\"type\":\"variable_required\"") && now_ms() < end)
+    if (pump(&c, &r, 50) == 0) break;
+  HAS(sb_str(&r.out), "\"type\":\"variable_required\",\"thread\":\"v1/t1c0\",\"parent\":\"v1\"");
+  const char *ls[] = {"toolstream", "threads", "--data-dir", data, NULL};
+  result l = run_bin(BINARY, ls, NULL, 0);
+  ck_assert_int_eq(l.status, 0);
+  HAS(sb_str(&l.out), "waiting_for_variable");
+  result_free(&l);
+  kill(c.pid, SIGINT);
+  finish_child(&c, &r);
+  ck_assert_int_eq(r.status, 1);
+  ck_assert_msg(!strstr(sb_str(&r.out), "\"tool\":\"helper\",\"index\":0,\"turn\":1,\"is_error\""),
+                "the caller's call got a result: %s", sb_str(&r.out));
+  result_free(&r);
+  const char *set[] = {"toolstream", "env", "set", "v1/t1c0", "WHO", "--text", "--data-dir",
+                       data, NULL};
+  result e = run_bin(BINARY, set, "bob\n", 4);
+  ck_assert_msg(e.status == 0, "%s", sb_str(&e.err));
+  result_free(&e);
+  result rr = run_with("v1", (const char *const[]){"--prompt-name", "main", "--tools", tools,
+                                                    NULL}, 1);
+  ck_assert_msg(rr.status == 0, "exit %d: %s", rr.status, sb_str(&rr.err));
+  HAS(sb_str(&rr.out), "\"result\":{\"hello\":\"bob\"}");
+  ck_assert_int_eq(count_in(sb_str(&rr.out), "\"type\":\"tool_execution_started\",\"thread\":"
+                                               "\"v1/t1c0\""), 1);
+  ck_assert_int_eq(count_in(sb_str(&rr.out), "\"result\":{\"thread\":\"v1/t1c0\",\"status\":"
+                                               "\"done\",\"text\":\"greeted\""), 1);
+  result_free(&rr);
+  result t = run_bin(BINARY, ls, NULL, 0);
+  ck_assert_msg(!strstr(sb_str(&t.out), "waiting_for_variable"), "%s", sb_str(&t.out));
+  result_free(&t);
+}
+END_TEST
+
 START_TEST(test_http_each_prompt_its_model_and_system_text) {
   put_in("prompts/defs.json",
          "[{\"name\":\"coordinator\",\"prompt\":\"You coordinate.\",\"tools\":["
@@ -353,6 +429,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, test_coordinator_calls_a_sub_prompt_with_an_attachment);
   tcase_add_test(tc, test_handoff_survives_resume);
+  tcase_add_test(tc, test_sub_prompt_waits_for_a_variable_across_ctrl_c);
   tcase_add_test(tc, test_http_each_prompt_its_model_and_system_text);
   tcase_add_loop_test(tc, test_http_sub_prompt_url_names_its_model, 0,
                       (int)(sizeof url_rows / sizeof url_rows[0]));
