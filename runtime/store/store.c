@@ -562,11 +562,31 @@ static int exec(ts_store *s, const char *sql, const char *what) {
   return rc == SQLITE_OK ? 0 : sql_fail(s, rc, what, NULL);
 }
 
+/* application_id and user_version from one statement, so from one read of the header:
+ * read apart, another process's first migration could commit between them (the file
+ * being created for us by two processes at once) and the pair would read as 0 and 1. */
+static int header_ids(ts_store *s, int *app, int *version) {
+  static const char sql[] =
+      "SELECT a.application_id, v.user_version FROM pragma_application_id AS a, "
+      "pragma_user_version AS v";
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      *app = sqlite3_column_int(st, 0);
+      *version = sqlite3_column_int(st, 1);
+      rc = SQLITE_OK;
+    }
+  }
+  int r = rc == SQLITE_OK ? 0 : sql_fail(s, rc, "the file's header", NULL);
+  sqlite3_finalize(st);
+  return r;
+}
+
 static int check_file(ts_store *s, int *version) {
   int app = 0, r;
-  if ((r = pragma_int(s, "PRAGMA application_id", &app)) ||
-      (r = pragma_int(s, "PRAGMA user_version", version)))
-    return r;
+  if ((r = header_ids(s, &app, version))) return r;
   if ((app != 0 && app != TS__STORE_APP_ID) || (app == 0 && *version != 0))
     return fail(s, TS_E_STORE_CORRUPT, s->path,
                 "not a toolstream database (another program's SQLite file)");
@@ -609,9 +629,20 @@ static int configure(ts_store *s) {
     return r;
   if ((r = check_file(s, &v))) return r; /* before anything writes to the file */
 
+  /* The switch to WAL takes the file exclusively, and SQLite answers a busy file here
+   * without calling the busy handler (seen with processes opening a fresh store
+   * together): so the wait is ours, as long as the busy timeout. */
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
-  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+  int rc;
+  for (int waited = 0;; waited += 10) {
+    rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if ((rc & 0xFF) != SQLITE_BUSY || waited >= TS_STORE_BUSY_MS) break;
+    sqlite3_finalize(st);
+    st = NULL;
+    sqlite3_sleep(10);
+  }
+  if (rc == SQLITE_ROW) {
     const unsigned char *mode = sqlite3_column_text(st, 0);
     rc = mode && !strcmp((const char *)mode, "wal") ? SQLITE_OK : SQLITE_CANTOPEN;
     if (rc != SQLITE_OK) {

@@ -389,6 +389,50 @@ START_TEST(test_crash_between_start_and_finish) {
 }
 END_TEST
 
+/* Processes that open a store that does not exist yet all at once (two `run`s started
+ * together on a fresh data directory): each must get it, none may take the file being
+ * created for another program's ("not a toolstream database": the header's
+ * application_id read before another process's first migration committed, user_version
+ * after). Each round releases its children together from one pipe. */
+START_TEST(test_fresh_store_opened_together) {
+  enum { ROUNDS = 40, PROCS = 6 };
+  int bad = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/fresh-%d", tmp, round);
+    int gate[2];
+    ck_assert_int_eq(pipe(gate), 0);
+    pid_t kids[PROCS];
+    for (int i = 0; i < PROCS; i++) {
+      kids[i] = fork();
+      ck_assert_int_ge(kids[i], 0);
+      if (kids[i] == 0) {
+        close(gate[1]);
+        char b;
+        if (read(gate[0], &b, 1) != 0) _exit(5); /* released by the close */
+        ts_store *s = NULL;
+        char why[256] = "";
+        int r = ts_store_open(dir, &s, why, sizeof why);
+        if (r) {
+          fprintf(stderr, "round %d process %d: %s\n", round, i, why);
+          _exit(3);
+        }
+        ts_store_close(s);
+        _exit(0);
+      }
+    }
+    close(gate[0]);
+    close(gate[1]);
+    for (int i = 0; i < PROCS; i++) {
+      int status;
+      ck_assert_int_eq(waitpid(kids[i], &status, 0), kids[i]);
+      if (!WIFEXITED(status) || WEXITSTATUS(status)) bad++;
+    }
+  }
+  ck_assert_msg(bad == 0, "%d of %d opens of a fresh store failed", bad, ROUNDS * PROCS);
+}
+END_TEST
+
 /* A child runs calls back to back (start, finish, start, ...) and is SIGKILLed from
  * outside at a random moment; afterwards the dispatcher's invariants hold. */
 /* One round of a kill test: a fresh store in `dir` with thread "t", a child process that
@@ -1301,6 +1345,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_messages);
   tcase_add_test(tc, test_call_lifecycle);
   tcase_add_test(tc, test_crash_between_start_and_finish);
+  tcase_add_test(tc, test_fresh_store_opened_together);
   tcase_add_test(tc, test_killed_at_random_points);
   tcase_add_test(tc, test_events);
   tcase_add_test(tc, test_reopen_keeps_everything);
