@@ -542,13 +542,14 @@ static int make_dirs(char *path, char *why, size_t why_cap) {
   return 0;
 }
 
-static int pragma_int(ts_store *s, const char *sql, int *out) {
+/* The first row's first n columns of `sql`, as ints. */
+static int select_ints(ts_store *s, const char *sql, int *out, int n) {
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
   if (rc == SQLITE_OK) {
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-      *out = sqlite3_column_int(st, 0);
+      for (int i = 0; i < n; i++) out[i] = sqlite3_column_int(st, i);
       rc = SQLITE_OK;
     }
   }
@@ -557,36 +558,23 @@ static int pragma_int(ts_store *s, const char *sql, int *out) {
   return r;
 }
 
+static int pragma_int(ts_store *s, const char *sql, int *out) { return select_ints(s, sql, out, 1); }
+
 static int exec(ts_store *s, const char *sql, const char *what) {
   int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
   return rc == SQLITE_OK ? 0 : sql_fail(s, rc, what, NULL);
 }
 
-/* application_id and user_version from one statement, so from one read of the header:
- * read apart, another process's first migration could commit between them (the file
- * being created for us by two processes at once) and the pair would read as 0 and 1. */
-static int header_ids(ts_store *s, int *app, int *version) {
-  static const char sql[] =
-      "SELECT a.application_id, v.user_version FROM pragma_application_id AS a, "
-      "pragma_user_version AS v";
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-      *app = sqlite3_column_int(st, 0);
-      *version = sqlite3_column_int(st, 1);
-      rc = SQLITE_OK;
-    }
-  }
-  int r = rc == SQLITE_OK ? 0 : sql_fail(s, rc, "the file's header", NULL);
-  sqlite3_finalize(st);
-  return r;
-}
-
 static int check_file(ts_store *s, int *version) {
-  int app = 0, r;
-  if ((r = header_ids(s, &app, version))) return r;
+  /* application_id and user_version from one statement, so from one read of the header:
+   * read apart, another process's first migration could commit between them (the file
+   * being created by two processes at once) and the pair would read as 0 and 1. */
+  int ids[2] = {0, 0}, r;
+  if ((r = select_ints(s, "SELECT a.application_id, v.user_version FROM pragma_application_id "
+                          "AS a, pragma_user_version AS v", ids, 2)))
+    return r;
+  int app = ids[0];
+  *version = ids[1];
   if ((app != 0 && app != TS__STORE_APP_ID) || (app == 0 && *version != 0))
     return fail(s, TS_E_STORE_CORRUPT, s->path,
                 "not a toolstream database (another program's SQLite file)");
