@@ -11,12 +11,15 @@
 #ifndef TS_TEST_PARK_STOP_H
 #define TS_TEST_PARK_STOP_H
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store/store.h"
+#include "tools/registry.h"
 
 typedef struct {
   char data[256], thread[256];
@@ -72,6 +75,44 @@ static inline int park_stop_end(park_stop *w) {
   w->done = 1;
   pthread_join(w->th, NULL);
   return w->seen;
+}
+
+/* The tool such tests park on, "greet": it needs the required text variable WHO
+ * (tools-spec §3), returns its value, and adds a byte to DIR/greet.log on each run (so a
+ * test can tell a call run once from one run twice). Any thread of a tree may call it. */
+typedef struct {
+  ts_registry *reg;
+  char log[300];
+} park_greet;
+
+static void park_greet_exec(void *user, const ts_call_info *call, const char *args, size_t len,
+                            ts_tool_result *out) {
+  (void)args, (void)len;
+  park_greet *g = user;
+  const char *v = NULL;
+  size_t n = 0;
+  char why[256];
+  const ts_tool *self = ts_registry_find(g->reg, "greet", 5);
+  int r = call->env_get ? call->env_get(call->env_ctx, self, "WHO", &v, &n, why, sizeof why) : 0;
+  int fd = open(g->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    ssize_t w = write(fd, "g", 1);
+    (void)w;
+    close(fd);
+  }
+  if (r == 1) ts_tool_result_string(out, v, n);
+  else ts_tool_result_error(out, "WHO did not resolve");
+}
+
+/* Registers "greet" in reg, its log in dir: 0, or the registry's error. */
+static int park_greet_add(ts_registry *reg, park_greet *g, const char *dir) {
+  char why[256];
+  g->reg = reg;
+  snprintf(g->log, sizeof g->log, "%s/greet.log", dir);
+  ts_var_def who = {"WHO", TS_VAR_TEXT, 1, 0, "who to greet"};
+  ts_tool_spec spec = {.name = "greet", .description = "needs WHO", .vars = &who, .n_vars = 1,
+                       .execute = park_greet_exec, .user = g};
+  return ts_registry_add(reg, &spec, why, sizeof why);
 }
 
 #endif /* TS_TEST_PARK_STOP_H */

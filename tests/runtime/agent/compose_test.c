@@ -126,25 +126,7 @@ static void show_var_exec(void *user, const ts_call_info *call, const char *args
   else ts_tool_result_string(out, "unset", 5);
 }
 
-/* Needs the required variable WHO: returns it; counts its runs in DIR/greet.log. */
-static void greet_exec(void *user, const ts_call_info *call, const char *args, size_t len,
-                       ts_tool_result *out) {
-  (void)user, (void)args, (void)len;
-  const char *v = NULL;
-  size_t n = 0;
-  char why[256], path[300];
-  const ts_tool *self = ts_registry_find(base_reg, "greet", 5);
-  int r = call->env_get ? call->env_get(call->env_ctx, self, "WHO", &v, &n, why, sizeof why) : 0;
-  snprintf(path, sizeof path, "%s/greet.log", dir);
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd >= 0) {
-    ssize_t w = write(fd, "g", 1);
-    (void)w;
-    close(fd);
-  }
-  if (r == 1) ts_tool_result_string(out, v, n);
-  else ts_tool_result_error(out, "WHO did not resolve");
-}
+static park_greet greet_tool; /* support/park_stop.h */
 
 static ts_registry *tools(void) {
   ts_registry *r = ts_registry_new();
@@ -168,10 +150,7 @@ static ts_registry *tools(void) {
   ts_tool_spec v2 = {.name = "show_var2", .description = "shows COLOR too", .vars = &color,
                      .n_vars = 1, .execute = show_var_exec, .user = "show_var2"};
   ck_assert_int_eq(ts_registry_add(r, &v2, why, sizeof why), 0);
-  ts_var_def who = {"WHO", TS_VAR_TEXT, 1, 0, "who to greet"};
-  ts_tool_spec n = {.name = "greet", .description = "needs WHO", .vars = &who, .n_vars = 1,
-                    .execute = greet_exec};
-  ck_assert_int_eq(ts_registry_add(r, &n, why, sizeof why), 0);
+  ck_assert_int_eq(park_greet_add(r, &greet_tool, dir), 0);
   base_reg = r;
   return r;
 }

@@ -63,27 +63,7 @@ static ts_defs_subagent rels[2] = {
 static ts_defs_side side = {.prompt = "coord", .subagents = rels, .n_subagents = 2};
 static ts_defs_agent agent = {.name = "coordinator"};
 
-/* Needs the required variable WHO (tools-spec §3): returns it; each run adds a byte to
- * DIR/greet.log. Any thread of the tree may call it (the children share the registry). */
-static ts_registry *greet_reg;
-static void greet_exec(void *user, const ts_call_info *call, const char *args, size_t len,
-                       ts_tool_result *out) {
-  (void)user, (void)args, (void)len;
-  const char *v = NULL;
-  size_t n = 0;
-  char why[256], path[200];
-  const ts_tool *self = ts_registry_find(greet_reg, "greet", 5);
-  int r = call->env_get ? call->env_get(call->env_ctx, self, "WHO", &v, &n, why, sizeof why) : 0;
-  snprintf(path, sizeof path, "%s/greet.log", dir);
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd >= 0) {
-    ssize_t w = write(fd, "g", 1);
-    (void)w;
-    close(fd);
-  }
-  if (r == 1) ts_tool_result_string(out, v, n);
-  else ts_tool_result_error(out, "WHO did not resolve");
-}
+static park_greet greet_tool; /* support/park_stop.h */
 
 static int run_parent_c(int resume, const char *prompt, const volatile sig_atomic_t *cancel,
                         char *why, size_t cap);
@@ -98,11 +78,7 @@ static int run_parent_c(int resume, const char *prompt, const volatile sig_atomi
   ck_assert_int_eq(ts_store_open(data, &s, why, cap), 0);
   ck_assert_int_eq(ts_store_open(data, &ds, why, cap), 0);
   ts_registry *reg = ts_registry_new();
-  ts_var_def who = {"WHO", TS_VAR_TEXT, 1, 0, "who to greet"};
-  ts_tool_spec g = {.name = "greet", .description = "needs WHO", .vars = &who, .n_vars = 1,
-                    .execute = greet_exec};
-  ck_assert_int_eq(ts_registry_add(reg, &g, why, cap), 0);
-  greet_reg = reg;
+  ck_assert_int_eq(park_greet_add(reg, &greet_tool, dir), 0);
   char pdir[200];
   snprintf(pdir, sizeof pdir, "%s/coord", session);
   ts_replay_model rm = {pdir, 0};
