@@ -12,6 +12,7 @@
  * answers; a third, stopped by the callback halfway, gives TS_E_ABORTED after exactly the
  * same first entries.
  */
+#include <ctype.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -101,10 +102,16 @@ static int leaks_value(const uint8_t *in, size_t n, size_t line, const char *why
     size_t after;
   } words[] = {{"expected NAME=VALUE", 0}, {"\" is not a variable name", 0},
                {" has no closing ", 1},    {": unknown escape \\", 1},
-               {": text after the closing quote", 0}, {": value longer than ", 0}};
+               {": text after the closing quote", 0}, {": value longer than ", 0},
+               {"a NUL byte in the line", 0}};
   char fixed[200] = {0}; /* 1 where why holds a fixed word */
   size_t wl = strlen(why);
   if (why[0] == '"') fixed[0] = 1; /* the quote opening a bad name */
+  /* a quoted byte's \xNN (ts_str_quote): its text is the reason's, not the input's */
+  for (size_t i = 0; i + 4 <= wl; i++)
+    if (why[i] == '\\' && why[i + 1] == 'x' && isxdigit((unsigned char)why[i + 2]) &&
+        isxdigit((unsigned char)why[i + 3]))
+      memset(fixed + i, 1, 4);
   for (size_t f = 0; f < sizeof words / sizeof words[0]; f++)
     for (const char *h = strstr(why, words[f].w); h; h = strstr(h + 1, words[f].w)) {
       size_t k = strlen(words[f].w) + words[f].after, at = (size_t)(h - why);

@@ -56,9 +56,9 @@ int ts_dotenv_parse(char *text, size_t len, ts_dotenv_cb cb, void *user, size_t 
     *name_end = '\0';
     p++;
     if (!ts_store_var_name_valid(name)) {
-      char q[64 * 4 + 1];
+      char q[32 * 4 + 1]; /* 32 bytes of the name, each at most \xNN */
       snprintf(why, why_cap, "\"%s\" is not a variable name",
-               ts_str_quote(q, sizeof q, name, strlen(name), 64));
+               ts_str_quote(q, sizeof q, name, strlen(name), 32));
       return TS_E_INVAL;
     }
     while (blank(*p)) p++;
