@@ -11,15 +11,18 @@
 #ifndef TS_TEST_PARK_STOP_H
 #define TS_TEST_PARK_STOP_H
 
+#include <check.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "store/store.h"
 #include "tools/registry.h"
+#include "tools/variables.h"
 
 typedef struct {
   char data[256], thread[256];
@@ -113,6 +116,20 @@ static int park_greet_add(ts_registry *reg, park_greet *g, const char *dir) {
   ts_tool_spec spec = {.name = "greet", .description = "needs WHO", .vars = &who, .n_vars = 1,
                        .execute = park_greet_exec, .user = g};
   return ts_registry_add(reg, &spec, why, sizeof why);
+}
+
+/* What `toolstream env set` does, from the test: NAME = value (text) on thread, in the
+ * store in data_dir, through a connection of its own. */
+static void park_set_var(const char *data_dir, const char *thread, const char *name,
+                         const char *value) {
+  ts_store *s;
+  ts_vars *v;
+  char why[256];
+  ck_assert_int_eq(ts_store_open(data_dir, &s, why, sizeof why), 0);
+  ck_assert_int_eq(ts_vars_open(s, NULL, &v), 0);
+  ck_assert_int_eq(ts_vars_set(v, thread, name, TS_VAR_TEXT, value, strlen(value), "env set"), 0);
+  ts_vars_free(v);
+  ts_store_close(s);
 }
 
 #endif /* TS_TEST_PARK_STOP_H */

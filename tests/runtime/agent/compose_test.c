@@ -1263,14 +1263,7 @@ static const char *state_of(const char *thread, char out[64]) {
 }
 
 static void set_var(const char *thread, const char *name, const char *value) {
-  ts_store *s;
-  ts_vars *v;
-  char why[256];
-  ck_assert_int_eq(ts_store_open(dir, &s, why, sizeof why), 0);
-  ck_assert_int_eq(ts_vars_open(s, NULL, &v), 0);
-  ck_assert_int_eq(ts_vars_set(v, thread, name, TS_VAR_TEXT, value, strlen(value), "env set"), 0);
-  ts_vars_free(v);
-  ts_store_close(s);
+  park_set_var(dir, thread, name, value); /* support/park_stop.h */
 }
 
 static int count_of(const char *hay, const char *needle) {

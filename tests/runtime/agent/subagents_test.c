@@ -485,14 +485,7 @@ static const struct {
 /* ---- a child whose call waits for a variable ------------------------------------------------ */
 
 static void set_var(const char *thread, const char *name, const char *value) {
-  ts_store *s;
-  ts_vars *v;
-  char why[256];
-  ck_assert_int_eq(ts_store_open(data, &s, why, sizeof why), 0);
-  ck_assert_int_eq(ts_vars_open(s, NULL, &v), 0);
-  ck_assert_int_eq(ts_vars_set(v, thread, name, TS_VAR_TEXT, value, strlen(value), "env set"), 0);
-  ts_vars_free(v);
-  ts_store_close(s);
+  park_set_var(data, thread, name, value); /* support/park_stop.h */
 }
 
 static int grab_state(void *user, const ts_store_thread *t) {
